@@ -1,0 +1,58 @@
+/*
+ * te.h - the tensor-expression frontend, TVM-TE style.
+ *
+ *   ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(M, K), ts_float32);
+ *   ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(K, N), ts_float32);
+ *   ts_iter *k = ts_reduce_axis(ctx, "k", 0, K);
+ *   ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+ *   ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(M, N), TS_VARS(i, j),
+ *       TS_SUM(ctx, ts_mul(ctx, TS_READ(ctx, A, i, k->var), TS_READ(ctx, B, k->var, j)), k));
+ *
+ * Shapes are positive constants.  ts_compute checks the body: every tensor it
+ * reads exists with the right number of indices, a reduction appears only at
+ * the top of the body, and a reduction axis is used only inside the
+ * reduction that owns it.  Errors name the tensor and the rule broken.
+ */
+#ifndef TESSERA_FRONTEND_TE_H
+#define TESSERA_FRONTEND_TE_H
+
+#include "ir.h"
+
+#define TS_NARGS_I64(...) ((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
+/* Expands to the (ndim, shape) argument pair. */
+#define TS_SHAPE(...) TS_NARGS_I64(__VA_ARGS__), (const int64_t[]){__VA_ARGS__}
+/* Expands to an array of index variables for ts_compute. */
+#define TS_VARS(...) (ts_expr *const[]){__VA_ARGS__}
+
+ts_tensor *ts_placeholder(ts_ctx *ctx, const char *name, int ndim, const int64_t *shape,
+			  ts_dtype dtype);
+
+/* A reduction axis over [min, min + extent). */
+ts_iter *ts_reduce_axis(ts_ctx *ctx, const char *name, int64_t min, int64_t extent);
+
+/* A tensor whose element (vars[0], ..., vars[ndim-1]) is body.  The vars
+ * become the data-parallel axes of the compute (their ranges are the shape);
+ * the dtype is the body's. */
+ts_tensor *ts_compute(ts_ctx *ctx, const char *name, int ndim, const int64_t *shape,
+		      ts_expr *const *vars, ts_expr *body);
+
+/* The same with a body built by a callback from fresh axis variables named
+ * i, j, k, l, ... (TVM's lambda form). */
+typedef ts_expr *(*ts_compute_fn)(ts_ctx *ctx, ts_expr *const *axes, void *user);
+ts_tensor *ts_compute_lambda(ts_ctx *ctx, const char *name, int ndim, const int64_t *shape,
+			     ts_compute_fn fn, void *user);
+
+/* Reductions (init NULL in ts_reduce means the identity). */
+ts_expr *ts_sum(ts_ctx *ctx, ts_expr *source, int naxes, ts_iter *const *axes);
+ts_expr *ts_reduce_max(ts_ctx *ctx, ts_expr *source, int naxes, ts_iter *const *axes);
+ts_expr *ts_reduce_min(ts_ctx *ctx, ts_expr *source, int naxes, ts_iter *const *axes);
+#define TS_ITERS(...) ((int)(sizeof((ts_iter *[]){__VA_ARGS__}) / sizeof(ts_iter *))), \
+	(ts_iter *const[]){__VA_ARGS__}
+#define TS_SUM(ctx, src, ...) ts_sum((ctx), (src), TS_ITERS(__VA_ARGS__))
+#define TS_MAX(ctx, src, ...) ts_reduce_max((ctx), (src), TS_ITERS(__VA_ARGS__))
+#define TS_MIN(ctx, src, ...) ts_reduce_min((ctx), (src), TS_ITERS(__VA_ARGS__))
+
+/* Number of elements of a tensor (product of its shape). */
+int64_t ts_tensor_numel(const ts_tensor *t);
+
+#endif

@@ -1,0 +1,79 @@
+/*
+ * ctx.h - the tessera context: one arena and one error slot per compilation.
+ *
+ * Every IR node, name, tensor and schedule of a compilation is allocated from
+ * the context's arena and freed together by ts_ctx_free(); nothing in the IR
+ * is freed one node at a time.  Tensor data (runtime arrays) never lives in
+ * the arena.
+ *
+ * Errors are values.  A function that fails on user input records a message
+ * ("reorder(C): axis 'k.inner' appears twice") with ts_error() and returns
+ * NULL or a non-zero ts_status.  Only the first error is kept until
+ * ts_clear_error(), so that a chain of builder calls fed a NULL reports the
+ * root cause.  Internal invariants use TS_ASSERT, which reports through the
+ * same slot and never aborts the process.
+ */
+#ifndef TESSERA_IR_CTX_H
+#define TESSERA_IR_CTX_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdarg.h>
+
+typedef enum ts_status {
+	TS_OK = 0,
+	TS_ERR_INVALID,     /* bad argument, schedule or expression */
+	TS_ERR_NOMEM,       /* an allocation failed */
+	TS_ERR_UNSUPPORTED, /* valid, but not handled by this backend */
+	TS_ERR_RUNTIME,     /* a library or device call failed */
+	TS_ERR_NO_DEVICE,   /* no driver or no GPU */
+	TS_ERR_INTERNAL     /* a compiler bug (failed TS_ASSERT) */
+} ts_status;
+
+typedef struct ts_ctx ts_ctx;
+
+/* Creates a context; returns NULL only if the first allocation fails. */
+ts_ctx *ts_ctx_new(void);
+void ts_ctx_free(ts_ctx *ctx);
+
+/* Arena allocation: zeroed, 16-byte aligned, lives until ts_ctx_free().
+ * Returns NULL and records TS_ERR_NOMEM on failure or size overflow. */
+void *ts_alloc(ts_ctx *ctx, size_t size);
+void *ts_alloc_array(ts_ctx *ctx, size_t n, size_t elem);
+char *ts_strdup(ts_ctx *ctx, const char *s);
+char *ts_sprintf(ts_ctx *ctx, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Test hook: make the n-th arena allocation from now fail (0 disables). */
+void ts_ctx_fail_alloc_after(ts_ctx *ctx, long n);
+
+/* Records an error unless one is already pending; returns `status`. */
+ts_status ts_error(ts_ctx *ctx, ts_status status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+ts_status ts_verror(ts_ctx *ctx, ts_status status, const char *fmt, va_list ap);
+/* The pending error message ("" if none) and status (TS_OK if none). */
+const char *ts_last_error(const ts_ctx *ctx);
+ts_status ts_last_status(const ts_ctx *ctx);
+void ts_clear_error(ts_ctx *ctx);
+
+/* A fresh integer for unique names and ids within this context. */
+int ts_ctx_next_id(ts_ctx *ctx);
+
+/* Debug switch: print the IR after every lowering pass (also set by the
+ * environment variable TESSERA_PRINT_PASSES=1 when the context is made). */
+void ts_ctx_set_print_passes(ts_ctx *ctx, int on);
+int ts_ctx_print_passes(const ts_ctx *ctx);
+
+/* Internal invariant: on failure records TS_ERR_INTERNAL with file and line.
+ * Usable in any statement position; evaluates to nothing. */
+#define TS_ASSERT(ctx, cond)                                                   \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			ts_error((ctx), TS_ERR_INTERNAL,                       \
+				 "internal error: %s:%d: assertion '%s' failed", \
+				 __FILE__, __LINE__, #cond);                   \
+	} while (0)
+
+#define TS_COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif

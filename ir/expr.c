@@ -1,0 +1,690 @@
+/*
+ * expr.c - dtypes, names, and the checked expression constructors.
+ *
+ * Constructors are the only way nodes are made, so their checks are the
+ * IR's type system: a NULL operand propagates NULL (the first error stays
+ * recorded), and a broken rule records an error naming the operator and the
+ * offending dtypes.
+ */
+#include "ir.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- dtypes ------------------------------------------------------------ */
+
+bool ts_dtype_eq(ts_dtype a, ts_dtype b)
+{
+	return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
+}
+
+bool ts_dtype_is_float(ts_dtype t)
+{
+	return t.code == TS_TYPE_FLOAT || t.code == TS_TYPE_BFLOAT;
+}
+
+bool ts_dtype_is_int(ts_dtype t)
+{
+	return t.code == TS_TYPE_INT || t.code == TS_TYPE_UINT;
+}
+
+bool ts_dtype_is_bool(ts_dtype t)
+{
+	return t.code == TS_TYPE_BOOL;
+}
+
+ts_dtype ts_dtype_with_lanes(ts_dtype t, int lanes)
+{
+	t.lanes = (uint16_t)lanes;
+	return t;
+}
+
+ts_dtype ts_dtype_element(ts_dtype t)
+{
+	t.lanes = 1;
+	return t;
+}
+
+int ts_dtype_bytes(ts_dtype t)
+{
+	return t.bits < 8 ? 1 : t.bits / 8;
+}
+
+static const char *const type_code_names[] = {"int", "uint", "float", "bfloat",
+					       "bool", "handle"};
+
+const char *ts_dtype_str(ts_dtype t, char buf[24])
+{
+	const char *base = t.code < TS_COUNT_OF(type_code_names) ? type_code_names[t.code] : "?";
+	int n;
+	if (t.code == TS_TYPE_BOOL || t.code == TS_TYPE_HANDLE)
+		n = snprintf(buf, 24, "%s", base);
+	else
+		n = snprintf(buf, 24, "%s%d", base, t.bits);
+	if (t.lanes > 1 && n > 0 && n < 24)
+		snprintf(buf + n, (size_t)(24 - n), "x%d", t.lanes);
+	return buf;
+}
+
+bool ts_dtype_parse(const char *s, ts_dtype *out)
+{
+	static const struct {
+		const char *name;
+		ts_dtype t;
+	} table[] = {
+		{"int8", ts_int8},       {"int16", ts_int16},     {"int32", ts_int32},
+		{"int64", ts_int64},     {"uint8", ts_uint8},     {"bool", ts_bool},
+		{"float16", ts_float16}, {"bfloat16", ts_bfloat16}, {"float32", ts_float32},
+		{"float64", ts_float64},
+	};
+	for (size_t i = 0; i < TS_COUNT_OF(table); i++) {
+		if (strcmp(s, table[i].name) == 0) {
+			*out = table[i].t;
+			return true;
+		}
+	}
+	return false;
+}
+
+const char *ts_scope_name(ts_scope s)
+{
+	switch (s) {
+	case TS_SCOPE_GLOBAL: return "global";
+	case TS_SCOPE_SHARED: return "shared";
+	case TS_SCOPE_LOCAL: return "local";
+	}
+	return "?";
+}
+
+const char *ts_for_kind_name(ts_for_kind k)
+{
+	switch (k) {
+	case TS_FOR_SERIAL: return "for";
+	case TS_FOR_PARALLEL: return "parallel";
+	case TS_FOR_VECTORIZED: return "vectorized";
+	case TS_FOR_UNROLLED: return "unrolled";
+	case TS_FOR_THREAD: return "thread";
+	}
+	return "?";
+}
+
+const char *ts_thread_tag_name(ts_thread_tag t)
+{
+	switch (t) {
+	case TS_THREAD_NONE: return "none";
+	case TS_BLOCK_X: return "blockIdx.x";
+	case TS_BLOCK_Y: return "blockIdx.y";
+	case TS_BLOCK_Z: return "blockIdx.z";
+	case TS_THREAD_X: return "threadIdx.x";
+	case TS_THREAD_Y: return "threadIdx.y";
+	case TS_THREAD_Z: return "threadIdx.z";
+	}
+	return "?";
+}
+
+/* ---- names -------------------------------------------------------------- */
+
+static const char *const expr_kind_names[] = {
+#define X(k) #k,
+	IR_EXPR_KINDS(X)
+#undef X
+};
+static const char *const stmt_kind_names[] = {
+#define X(k) #k,
+	IR_STMT_KINDS(X)
+#undef X
+};
+static const struct {
+	const char *name;
+	int arity;
+} intrinsics[] = {
+#define X(e, s, n) {s, n},
+	IR_INTRINSICS(X)
+#undef X
+};
+
+const char *ir_expr_kind_name(ir_expr_kind k)
+{
+	return (unsigned)k < IR_EXPR_KIND_COUNT ? expr_kind_names[k] : "?";
+}
+
+const char *ir_stmt_kind_name(ir_stmt_kind k)
+{
+	return (unsigned)k < IR_STMT_KIND_COUNT ? stmt_kind_names[k] : "?";
+}
+
+const char *ir_intrinsic_name(ir_intrinsic op)
+{
+	return (unsigned)op < IR_INTRIN_COUNT ? intrinsics[op].name : "?";
+}
+
+int ir_intrinsic_arity(ir_intrinsic op)
+{
+	return (unsigned)op < IR_INTRIN_COUNT ? intrinsics[op].arity : 0;
+}
+
+const char *ts_reduce_op_name(ts_reduce_op op)
+{
+	switch (op) {
+	case TS_REDUCE_SUM: return "sum";
+	case TS_REDUCE_MAX: return "max";
+	case TS_REDUCE_MIN: return "min";
+	case TS_REDUCE_PROD: return "prod";
+	}
+	return "?";
+}
+
+bool ir_is_binary(ir_expr_kind k)
+{
+	return k >= IR_ADD && k <= IR_OR;
+}
+
+bool ir_is_compare(ir_expr_kind k)
+{
+	return k >= IR_EQ && k <= IR_GE;
+}
+
+/* ---- constructors --------------------------------------------------------- */
+
+static ts_expr *node(ts_ctx *ctx, ir_expr_kind k, ts_dtype t)
+{
+	ts_expr *e = ts_alloc(ctx, sizeof(*e));
+	if (e) {
+		e->kind = k;
+		e->dtype = t;
+	}
+	return e;
+}
+
+ts_expr *ts_const(ts_ctx *ctx, ts_dtype t, int64_t v)
+{
+	if (ts_dtype_is_float(t))
+		return ts_fconst(ctx, t, (double)v);
+	ts_expr *e = node(ctx, IR_INT_IMM, t);
+	if (e)
+		e->u.int_imm = t.code == TS_TYPE_BOOL ? (v != 0) : v;
+	return e;
+}
+
+ts_expr *ts_int(ts_ctx *ctx, int64_t v)
+{
+	return ts_const(ctx, ts_int32, v);
+}
+
+ts_expr *ts_fconst(ts_ctx *ctx, ts_dtype t, double v)
+{
+	if (!ts_dtype_is_float(t))
+		return ts_const(ctx, t, (int64_t)v);
+	ts_expr *e = node(ctx, IR_FLOAT_IMM, t);
+	if (e)
+		e->u.float_imm = v;
+	return e;
+}
+
+ts_expr *ts_float(ts_ctx *ctx, double v)
+{
+	return ts_fconst(ctx, ts_float32, v);
+}
+
+ts_expr *ts_make_const(ts_ctx *ctx, ts_dtype t, double v)
+{
+	return ts_dtype_is_float(t) ? ts_fconst(ctx, t, v) : ts_const(ctx, t, (int64_t)v);
+}
+
+ts_expr *ts_var_typed(ts_ctx *ctx, const char *name, ts_dtype t)
+{
+	if (!name || !name[0]) {
+		ts_error(ctx, TS_ERR_INVALID, "var: empty name");
+		return NULL;
+	}
+	ts_expr *e = node(ctx, IR_VAR, t);
+	if (!e)
+		return NULL;
+	e->u.var.name = ts_strdup(ctx, name);
+	e->u.var.id = ts_ctx_next_id(ctx);
+	return e->u.var.name ? e : NULL;
+}
+
+ts_expr *ts_var(ts_ctx *ctx, const char *name)
+{
+	return ts_var_typed(ctx, name, ts_int32);
+}
+
+static const char *op_name(ir_expr_kind k)
+{
+	static const char *const names[] = {
+		[IR_ADD] = "add", [IR_SUB] = "sub", [IR_MUL] = "mul", [IR_DIV] = "div",
+		[IR_TRUNCDIV] = "truncdiv", [IR_TRUNCMOD] = "truncmod",
+		[IR_FLOORDIV] = "floordiv", [IR_FLOORMOD] = "floormod",
+		[IR_MIN] = "min", [IR_MAX] = "max", [IR_EQ] = "eq", [IR_NE] = "ne",
+		[IR_LT] = "lt", [IR_LE] = "le", [IR_GT] = "gt", [IR_GE] = "ge",
+		[IR_AND] = "and", [IR_OR] = "or",
+	};
+	return ir_is_binary(k) ? names[k] : ir_expr_kind_name(k);
+}
+
+/* An immediate adopts the dtype of the other operand, as in TVM, so that
+ * `A[i] * 2` and `i + 1` need no casts. */
+static ts_expr *adapt_imm(ts_ctx *ctx, ts_expr *imm, ts_dtype t)
+{
+	if (ts_dtype_eq(imm->dtype, t) || t.lanes != 1)
+		return imm;
+	if (imm->kind == IR_INT_IMM)
+		return ts_make_const(ctx, t, (double)imm->u.int_imm);
+	if (imm->kind == IR_FLOAT_IMM && ts_dtype_is_float(t))
+		return ts_fconst(ctx, t, imm->u.float_imm);
+	return imm;
+}
+
+static bool is_imm(const ts_expr *e)
+{
+	return e->kind == IR_INT_IMM || e->kind == IR_FLOAT_IMM;
+}
+
+ts_expr *ts_binary(ts_ctx *ctx, ir_expr_kind k, ts_expr *a, ts_expr *b)
+{
+	if (!a || !b)
+		return NULL;
+	if (!ir_is_binary(k)) {
+		ts_error(ctx, TS_ERR_INTERNAL, "ts_binary: %s is not a binary kind",
+			 ir_expr_kind_name(k));
+		return NULL;
+	}
+	if (!ts_dtype_eq(a->dtype, b->dtype)) {
+		if (is_imm(b) && !is_imm(a))
+			b = adapt_imm(ctx, b, a->dtype);
+		else if (is_imm(a))
+			a = adapt_imm(ctx, a, b->dtype);
+		if (!a || !b)
+			return NULL;
+	}
+	char ta[24], tb[24];
+	if (!ts_dtype_eq(a->dtype, b->dtype)) {
+		ts_error(ctx, TS_ERR_INVALID, "%s: dtype mismatch: %s vs %s", op_name(k),
+			 ts_dtype_str(a->dtype, ta), ts_dtype_str(b->dtype, tb));
+		return NULL;
+	}
+	ts_dtype t = a->dtype;
+	if (t.code == TS_TYPE_HANDLE) {
+		ts_error(ctx, TS_ERR_INVALID, "%s: operands are handles", op_name(k));
+		return NULL;
+	}
+	if ((k == IR_AND || k == IR_OR) && !ts_dtype_is_bool(t)) {
+		ts_error(ctx, TS_ERR_INVALID, "%s: operands must be bool, got %s",
+			 op_name(k), ts_dtype_str(t, ta));
+		return NULL;
+	}
+	if (k == IR_DIV && !ts_dtype_is_float(t)) {
+		ts_error(ctx, TS_ERR_INVALID, "div: operands must be float, got %s (use floordiv or truncdiv)",
+			 ts_dtype_str(t, ta));
+		return NULL;
+	}
+	if (k >= IR_TRUNCDIV && k <= IR_FLOORMOD && !ts_dtype_is_int(t)) {
+		ts_error(ctx, TS_ERR_INVALID, "%s: operands must be integers, got %s",
+			 op_name(k), ts_dtype_str(t, ta));
+		return NULL;
+	}
+	if (ts_dtype_is_bool(t) && k <= IR_MAX) {
+		ts_error(ctx, TS_ERR_INVALID, "%s: arithmetic on bool", op_name(k));
+		return NULL;
+	}
+	if (ir_is_compare(k))
+		t = ts_dtype_with_lanes(ts_bool, a->dtype.lanes);
+	ts_expr *e = node(ctx, k, t);
+	if (e) {
+		e->u.bin.a = a;
+		e->u.bin.b = b;
+	}
+	return e;
+}
+
+ts_expr *ts_add(ts_ctx *c, ts_expr *a, ts_expr *b) { return ts_binary(c, IR_ADD, a, b); }
+ts_expr *ts_sub(ts_ctx *c, ts_expr *a, ts_expr *b) { return ts_binary(c, IR_SUB, a, b); }
+ts_expr *ts_mul(ts_ctx *c, ts_expr *a, ts_expr *b) { return ts_binary(c, IR_MUL, a, b); }
+ts_expr *ts_truncdiv(ts_ctx *c, ts_expr *a, ts_expr *b) { return ts_binary(c, IR_TRUNCDIV, a, b); }
+ts_expr *ts_truncmod(ts_ctx *c, ts_expr *a, ts_expr *b) { return ts_binary(c, IR_TRUNCMOD, a, b); }
+ts_expr *ts_floordiv(ts_ctx *c, ts_expr *a, ts_expr *b) { return ts_binary(c, IR_FLOORDIV, a, b); }
+ts_expr *ts_floormod(ts_ctx *c, ts_expr *a, ts_expr *b) { return ts_binary(c, IR_FLOORMOD, a, b); }
+ts_expr *ts_min(ts_ctx *c, ts_expr *a, ts_expr *b) { return ts_binary(c, IR_MIN, a, b); }
+ts_expr *ts_max(ts_ctx *c, ts_expr *a, ts_expr *b) { return ts_binary(c, IR_MAX, a, b); }
+ts_expr *ts_eq(ts_ctx *c, ts_expr *a, ts_expr *b) { return ts_binary(c, IR_EQ, a, b); }
+ts_expr *ts_ne(ts_ctx *c, ts_expr *a, ts_expr *b) { return ts_binary(c, IR_NE, a, b); }
+ts_expr *ts_lt(ts_ctx *c, ts_expr *a, ts_expr *b) { return ts_binary(c, IR_LT, a, b); }
+ts_expr *ts_le(ts_ctx *c, ts_expr *a, ts_expr *b) { return ts_binary(c, IR_LE, a, b); }
+ts_expr *ts_gt(ts_ctx *c, ts_expr *a, ts_expr *b) { return ts_binary(c, IR_GT, a, b); }
+ts_expr *ts_ge(ts_ctx *c, ts_expr *a, ts_expr *b) { return ts_binary(c, IR_GE, a, b); }
+ts_expr *ts_and(ts_ctx *c, ts_expr *a, ts_expr *b) { return ts_binary(c, IR_AND, a, b); }
+ts_expr *ts_or(ts_ctx *c, ts_expr *a, ts_expr *b) { return ts_binary(c, IR_OR, a, b); }
+
+ts_expr *ts_div(ts_ctx *ctx, ts_expr *a, ts_expr *b)
+{
+	if (!a || !b)
+		return NULL;
+	bool fl = ts_dtype_is_float(a->dtype) || ts_dtype_is_float(b->dtype);
+	return ts_binary(ctx, fl ? IR_DIV : IR_FLOORDIV, a, b);
+}
+
+ts_expr *ts_not(ts_ctx *ctx, ts_expr *a)
+{
+	if (!a)
+		return NULL;
+	if (!ts_dtype_is_bool(a->dtype)) {
+		char t[24];
+		ts_error(ctx, TS_ERR_INVALID, "not: operand must be bool, got %s",
+			 ts_dtype_str(a->dtype, t));
+		return NULL;
+	}
+	ts_expr *e = node(ctx, IR_NOT, a->dtype);
+	if (e)
+		e->u.un.a = a;
+	return e;
+}
+
+ts_expr *ts_select(ts_ctx *ctx, ts_expr *cond, ts_expr *t, ts_expr *f)
+{
+	if (!cond || !t || !f)
+		return NULL;
+	char b1[24], b2[24];
+	if (!ts_dtype_is_bool(cond->dtype)) {
+		ts_error(ctx, TS_ERR_INVALID, "select: condition must be bool, got %s",
+			 ts_dtype_str(cond->dtype, b1));
+		return NULL;
+	}
+	if (!ts_dtype_eq(t->dtype, f->dtype)) {
+		if (is_imm(f))
+			f = adapt_imm(ctx, f, t->dtype);
+		else if (is_imm(t))
+			t = adapt_imm(ctx, t, f->dtype);
+		if (!t || !f)
+			return NULL;
+	}
+	if (!ts_dtype_eq(t->dtype, f->dtype)) {
+		ts_error(ctx, TS_ERR_INVALID, "select: dtype mismatch: %s vs %s",
+			 ts_dtype_str(t->dtype, b1), ts_dtype_str(f->dtype, b2));
+		return NULL;
+	}
+	ts_expr *e = node(ctx, IR_SELECT, t->dtype);
+	if (e) {
+		e->u.select.cond = cond;
+		e->u.select.t = t;
+		e->u.select.f = f;
+	}
+	return e;
+}
+
+ts_expr *ts_cast(ts_ctx *ctx, ts_dtype t, ts_expr *a)
+{
+	if (!a)
+		return NULL;
+	if (ts_dtype_eq(t, a->dtype))
+		return a;
+	if (t.lanes != a->dtype.lanes || t.code == TS_TYPE_HANDLE ||
+	    a->dtype.code == TS_TYPE_HANDLE) {
+		char b1[24], b2[24];
+		ts_error(ctx, TS_ERR_INVALID, "cast: cannot convert %s to %s",
+			 ts_dtype_str(a->dtype, b1), ts_dtype_str(t, b2));
+		return NULL;
+	}
+	ts_expr *e = node(ctx, IR_CAST, t);
+	if (e)
+		e->u.un.a = a;
+	return e;
+}
+
+ts_expr *ts_call(ts_ctx *ctx, ir_intrinsic op, int nargs, ts_expr **args)
+{
+	if ((unsigned)op >= IR_INTRIN_COUNT) {
+		ts_error(ctx, TS_ERR_INVALID, "call: unknown intrinsic %d", (int)op);
+		return NULL;
+	}
+	const char *name = ir_intrinsic_name(op);
+	if (nargs != ir_intrinsic_arity(op)) {
+		ts_error(ctx, TS_ERR_INVALID, "%s: expects %d argument(s), got %d", name,
+			 ir_intrinsic_arity(op), nargs);
+		return NULL;
+	}
+	for (int i = 0; i < nargs; i++)
+		if (!args[i])
+			return NULL;
+	char b1[24], b2[24];
+	if (!ts_dtype_is_float(args[0]->dtype)) {
+		ts_error(ctx, TS_ERR_INVALID, "%s: argument must be float, got %s", name,
+			 ts_dtype_str(args[0]->dtype, b1));
+		return NULL;
+	}
+	ts_expr *a1 = nargs > 1 ? adapt_imm(ctx, args[1], args[0]->dtype) : NULL;
+	if (nargs > 1 && (!a1 || !ts_dtype_eq(a1->dtype, args[0]->dtype))) {
+		if (a1)
+			ts_error(ctx, TS_ERR_INVALID, "%s: dtype mismatch: %s vs %s", name,
+				 ts_dtype_str(args[0]->dtype, b1), ts_dtype_str(a1->dtype, b2));
+		return NULL;
+	}
+	ts_expr *e = node(ctx, IR_CALL, args[0]->dtype);
+	if (e) {
+		e->u.call.op = op;
+		e->u.call.nargs = nargs;
+		e->u.call.args[0] = args[0];
+		e->u.call.args[1] = a1;
+	}
+	return e;
+}
+
+static ts_expr *call1(ts_ctx *ctx, ir_intrinsic op, ts_expr *a)
+{
+	return a ? ts_call(ctx, op, 1, &a) : NULL;
+}
+
+ts_expr *ts_exp(ts_ctx *c, ts_expr *a) { return call1(c, IR_INTRIN_EXP, a); }
+ts_expr *ts_log(ts_ctx *c, ts_expr *a) { return call1(c, IR_INTRIN_LOG, a); }
+ts_expr *ts_sqrt(ts_ctx *c, ts_expr *a) { return call1(c, IR_INTRIN_SQRT, a); }
+ts_expr *ts_tanh(ts_ctx *c, ts_expr *a) { return call1(c, IR_INTRIN_TANH, a); }
+ts_expr *ts_exp2(ts_ctx *c, ts_expr *a) { return call1(c, IR_INTRIN_EXP2, a); }
+ts_expr *ts_fabs(ts_ctx *c, ts_expr *a) { return call1(c, IR_INTRIN_FABS, a); }
+ts_expr *ts_erf(ts_ctx *c, ts_expr *a) { return call1(c, IR_INTRIN_ERF, a); }
+ts_expr *ts_sigmoid(ts_ctx *c, ts_expr *a) { return call1(c, IR_INTRIN_SIGMOID, a); }
+
+ts_expr *ts_pow(ts_ctx *ctx, ts_expr *a, ts_expr *b)
+{
+	if (!a || !b)
+		return NULL;
+	ts_expr *args[2] = {a, b};
+	return ts_call(ctx, IR_INTRIN_POW, 2, args);
+}
+
+static bool check_index(ts_ctx *ctx, const char *what, const char *name, int dim,
+			const ts_expr *ix)
+{
+	if (!ix)
+		return false;
+	if (!ts_dtype_is_int(ix->dtype) || ix->dtype.lanes != 1) {
+		char b[24];
+		ts_error(ctx, TS_ERR_INVALID, "%s %s: index %d must be an integer scalar, got %s",
+			 what, name, dim, ts_dtype_str(ix->dtype, b));
+		return false;
+	}
+	return true;
+}
+
+ts_expr *ts_read(ts_ctx *ctx, ts_tensor *t, int n, ts_expr *const *idx)
+{
+	if (!t) {
+		ts_error(ctx, TS_ERR_INVALID, "read: unknown tensor (NULL)");
+		return NULL;
+	}
+	if (n != t->ndim) {
+		ts_error(ctx, TS_ERR_INVALID, "read %s: tensor has %d dimension(s), got %d index(es)",
+			 t->name, t->ndim, n);
+		return NULL;
+	}
+	for (int i = 0; i < n; i++)
+		if (!check_index(ctx, "read", t->name, i, idx[i]))
+			return NULL;
+	ts_expr *e = node(ctx, IR_READ, t->dtype);
+	ts_expr **copy = ts_alloc_array(ctx, (size_t)(n ? n : 1), sizeof(*copy));
+	if (!e || !copy)
+		return NULL;
+	memcpy(copy, idx, (size_t)n * sizeof(*copy));
+	e->u.read.tensor = t;
+	e->u.read.n = n;
+	e->u.read.idx = copy;
+	return e;
+}
+
+ts_expr *ts_load(ts_ctx *ctx, ts_buffer *buf, ts_expr *index)
+{
+	if (!buf || !index) {
+		if (!buf)
+			ts_error(ctx, TS_ERR_INVALID, "load: unknown buffer (NULL)");
+		return NULL;
+	}
+	if (!ts_dtype_is_int(index->dtype)) {
+		char b[24];
+		ts_error(ctx, TS_ERR_INVALID, "load %s: index must be an integer, got %s",
+			 buf->name, ts_dtype_str(index->dtype, b));
+		return NULL;
+	}
+	ts_expr *e = node(ctx, IR_LOAD, ts_dtype_with_lanes(buf->dtype, index->dtype.lanes));
+	if (e) {
+		e->u.load.buf = buf;
+		e->u.load.index = index;
+	}
+	return e;
+}
+
+ts_expr *ts_ramp(ts_ctx *ctx, ts_expr *base, int64_t stride, int lanes)
+{
+	if (!base)
+		return NULL;
+	if (lanes < 2 || base->dtype.lanes != 1 || !ts_dtype_is_int(base->dtype)) {
+		ts_error(ctx, TS_ERR_INVALID, "ramp: needs an integer scalar base and lanes >= 2 (got %d)",
+			 lanes);
+		return NULL;
+	}
+	ts_expr *e = node(ctx, IR_RAMP, ts_dtype_with_lanes(base->dtype, lanes));
+	if (e) {
+		e->u.ramp.base = base;
+		e->u.ramp.stride = stride;
+		e->u.ramp.lanes = lanes;
+	}
+	return e;
+}
+
+ts_expr *ts_broadcast(ts_ctx *ctx, ts_expr *value, int lanes)
+{
+	if (!value)
+		return NULL;
+	if (lanes < 2 || value->dtype.lanes != 1) {
+		ts_error(ctx, TS_ERR_INVALID, "broadcast: needs a scalar and lanes >= 2 (got %d)", lanes);
+		return NULL;
+	}
+	ts_expr *e = node(ctx, IR_BROADCAST, ts_dtype_with_lanes(value->dtype, lanes));
+	if (e) {
+		e->u.bcast.value = value;
+		e->u.bcast.lanes = lanes;
+	}
+	return e;
+}
+
+ts_expr *ts_reduce(ts_ctx *ctx, ts_reduce_op op, ts_expr *source, int naxes,
+		   ts_iter *const *axes, ts_expr *init)
+{
+	const char *name = ts_reduce_op_name(op);
+	if (!source)
+		return NULL;
+	if (naxes < 1 || naxes > TS_MAX_DIMS) {
+		ts_error(ctx, TS_ERR_INVALID, "%s: needs 1 to %d reduction axes, got %d", name,
+			 TS_MAX_DIMS, naxes);
+		return NULL;
+	}
+	for (int i = 0; i < naxes; i++) {
+		if (!axes[i]) {
+			ts_error(ctx, TS_ERR_INVALID, "%s: reduction axis %d is NULL", name, i);
+			return NULL;
+		}
+		if (axes[i]->kind != TS_ITER_REDUCE) {
+			ts_error(ctx, TS_ERR_INVALID, "%s: axis '%s' is not a reduction axis",
+				 name, axes[i]->var->u.var.name);
+			return NULL;
+		}
+	}
+	if (source->dtype.lanes != 1 || ts_dtype_is_bool(source->dtype)) {
+		ts_error(ctx, TS_ERR_INVALID, "%s: source must be a numeric scalar", name);
+		return NULL;
+	}
+	if (init) {
+		init = adapt_imm(ctx, init, source->dtype);
+		if (!init)
+			return NULL;
+		if (!ts_dtype_eq(init->dtype, source->dtype)) {
+			char b1[24], b2[24];
+			ts_error(ctx, TS_ERR_INVALID, "%s: init dtype %s differs from source dtype %s",
+				 name, ts_dtype_str(init->dtype, b1), ts_dtype_str(source->dtype, b2));
+			return NULL;
+		}
+	}
+	ts_expr *e = node(ctx, IR_REDUCE, source->dtype);
+	ts_iter **copy = ts_alloc_array(ctx, (size_t)naxes, sizeof(*copy));
+	if (!e || !copy)
+		return NULL;
+	memcpy(copy, axes, (size_t)naxes * sizeof(*copy));
+	e->u.reduce.op = op;
+	e->u.reduce.source = source;
+	e->u.reduce.init = init;
+	e->u.reduce.naxes = naxes;
+	e->u.reduce.axes = copy;
+	return e;
+}
+
+ts_iter *ir_iter_new(ts_ctx *ctx, const char *name, int64_t min, int64_t extent,
+		     ts_iter_kind kind)
+{
+	if (extent <= 0) {
+		ts_error(ctx, TS_ERR_INVALID, "axis '%s': extent must be positive, got %lld",
+			 name ? name : "?", (long long)extent);
+		return NULL;
+	}
+	ts_iter *it = ts_alloc(ctx, sizeof(*it));
+	if (!it)
+		return NULL;
+	it->var = ts_var(ctx, name);
+	it->min = min;
+	it->extent = extent;
+	it->kind = kind;
+	return it->var ? it : NULL;
+}
+
+ts_buffer *ir_buffer_new(ts_ctx *ctx, const char *name, ts_dtype t, int ndim,
+			 const int64_t *shape, ts_scope scope)
+{
+	if (ndim < 0 || ndim > TS_MAX_DIMS) {
+		ts_error(ctx, TS_ERR_INVALID, "buffer %s: %d dimensions (at most %d)", name, ndim,
+			 TS_MAX_DIMS);
+		return NULL;
+	}
+	ts_buffer *b = ts_alloc(ctx, sizeof(*b));
+	if (!b)
+		return NULL;
+	b->name = ts_strdup(ctx, name);
+	b->dtype = t;
+	b->scope = scope;
+	b->ndim = ndim;
+	int64_t size = 1;
+	for (int i = ndim - 1; i >= 0; i--) {
+		if (shape[i] <= 0) {
+			ts_error(ctx, TS_ERR_INVALID, "buffer %s: extent %lld of dimension %d is not positive",
+				 name, (long long)shape[i], i);
+			return NULL;
+		}
+		b->shape[i] = shape[i];
+		b->strides[i] = size;
+		if (size > INT64_MAX / shape[i]) {
+			ts_error(ctx, TS_ERR_INVALID, "buffer %s: size overflows", name);
+			return NULL;
+		}
+		size *= shape[i];
+	}
+	b->size = size;
+	b->data = ts_var_typed(ctx, name, ts_handle);
+	b->id = ts_ctx_next_id(ctx);
+	return b->name && b->data ? b : NULL;
+}

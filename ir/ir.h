@@ -1,0 +1,458 @@
+/*
+ * ir.h - tessera's IR: dtypes, expressions, tensors, buffers and loop-IR
+ * statements.
+ *
+ * Semantics, stated once:
+ *  - Nodes are immutable and live in the context arena.  A mutator returns
+ *    the same pointer when nothing under a node changed, so "did a pass change
+ *    anything" is a pointer comparison.
+ *  - Variables are identified by pointer, never by name; names are for
+ *    printing only and need not be unique.
+ *  - Integer arithmetic is two's complement and wraps on overflow (evaluators
+ *    compute in uint64 and truncate to the dtype's width).
+ *  - TRUNCDIV/TRUNCMOD round toward zero (C's / and %): -7 truncdiv 2 = -3,
+ *    -7 truncmod 2 = -1.  FLOORDIV/FLOORMOD round toward negative infinity
+ *    (Python's // and %): -7 floordiv 2 = -4, -7 floormod 2 = 1; the sign of a
+ *    floormod result follows the divisor.  ts_div() on integers builds
+ *    FLOORDIV (index arithmetic, as in TVM); DIV is float division only.
+ *    Integer division by zero is an error in the evaluators and is never
+ *    folded by the simplifier.
+ *  - Operands are evaluated left to right; expressions have no side effects,
+ *    so order matters only for errors.
+ *  - Comparisons and logical operators yield bool (with the operands' lanes).
+ *  - Float math follows IEEE-754 in the operand dtype; reductions in the
+ *    reference evaluator accumulate float in float64.
+ *  - Vector values have dtype.lanes > 1: RAMP(base, stride, lanes) and
+ *    BROADCAST(value, lanes) build them; a LOAD whose index is a vector reads
+ *    one element per lane.
+ */
+#ifndef TESSERA_IR_IR_H
+#define TESSERA_IR_IR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ctx.h"
+
+#define TS_MAX_DIMS 8
+
+/* ---- dtypes ------------------------------------------------------------ */
+
+typedef enum ts_type_code {
+	TS_TYPE_INT,
+	TS_TYPE_UINT,
+	TS_TYPE_FLOAT,
+	TS_TYPE_BFLOAT,
+	TS_TYPE_BOOL,
+	TS_TYPE_HANDLE /* an opaque pointer: a buffer's data */
+} ts_type_code;
+
+typedef struct ts_dtype {
+	uint8_t code;   /* ts_type_code */
+	uint8_t bits;   /* 1 for bool */
+	uint16_t lanes; /* 1 for scalars */
+} ts_dtype;
+
+#define TS_DTYPE(c, b) ((ts_dtype){(c), (b), 1})
+#define ts_int8 TS_DTYPE(TS_TYPE_INT, 8)
+#define ts_int16 TS_DTYPE(TS_TYPE_INT, 16)
+#define ts_int32 TS_DTYPE(TS_TYPE_INT, 32)
+#define ts_int64 TS_DTYPE(TS_TYPE_INT, 64)
+#define ts_uint8 TS_DTYPE(TS_TYPE_UINT, 8)
+#define ts_bool TS_DTYPE(TS_TYPE_BOOL, 1)
+#define ts_float16 TS_DTYPE(TS_TYPE_FLOAT, 16)
+#define ts_bfloat16 TS_DTYPE(TS_TYPE_BFLOAT, 16)
+#define ts_float32 TS_DTYPE(TS_TYPE_FLOAT, 32)
+#define ts_float64 TS_DTYPE(TS_TYPE_FLOAT, 64)
+#define ts_handle TS_DTYPE(TS_TYPE_HANDLE, 64)
+
+bool ts_dtype_eq(ts_dtype a, ts_dtype b);
+bool ts_dtype_is_float(ts_dtype t); /* float or bfloat */
+bool ts_dtype_is_int(ts_dtype t);   /* int or uint */
+bool ts_dtype_is_bool(ts_dtype t);
+ts_dtype ts_dtype_with_lanes(ts_dtype t, int lanes);
+ts_dtype ts_dtype_element(ts_dtype t); /* lanes = 1 */
+int ts_dtype_bytes(ts_dtype t);        /* of one element (bool: 1) */
+/* "float32", "int64x8", "bool"; buf must hold 24 bytes.  Returns buf. */
+const char *ts_dtype_str(ts_dtype t, char buf[24]);
+/* Parses a scalar dtype name; returns false if unknown. */
+bool ts_dtype_parse(const char *s, ts_dtype *out);
+
+/* ---- expressions ------------------------------------------------------- */
+
+/* One list generates the kind enum, the name table and every dispatch.
+ * The binary kinds run from IR_ADD to IR_OR and use u.bin. */
+#define IR_EXPR_KINDS(X)                                                       \
+	X(INT_IMM)   /* u.int_imm: int, uint and bool constants */            \
+	X(FLOAT_IMM) /* u.float_imm */                                         \
+	X(VAR)       /* u.var */                                               \
+	X(ADD) X(SUB) X(MUL)                                                   \
+	X(DIV)       /* float division */                                      \
+	X(TRUNCDIV) X(TRUNCMOD) X(FLOORDIV) X(FLOORMOD)                        \
+	X(MIN) X(MAX)                                                          \
+	X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE)                                    \
+	X(AND) X(OR) /* bool operands */                                       \
+	X(NOT)       /* u.un */                                                \
+	X(CAST)      /* u.un: convert to the node's dtype */                   \
+	X(SELECT)    /* u.select: cond ? t : f, both arms evaluated */          \
+	X(CALL)      /* u.call: a math intrinsic */                            \
+	X(READ)      /* u.read: element of a tensor, n-d indices */            \
+	X(LOAD)      /* u.load: element(s) of a flat buffer */                 \
+	X(RAMP)      /* u.ramp: base + stride * lane */                        \
+	X(BROADCAST) /* u.bcast */                                             \
+	X(REDUCE)    /* u.reduce: a commutative reduction over axes */
+
+typedef enum ir_expr_kind {
+#define X(k) IR_##k,
+	IR_EXPR_KINDS(X)
+#undef X
+	IR_EXPR_KIND_COUNT
+} ir_expr_kind;
+
+/* Math intrinsics: enum name, printed name, arity. */
+#define IR_INTRINSICS(X)                                                       \
+	X(EXP, "exp", 1) X(LOG, "log", 1) X(SQRT, "sqrt", 1)                   \
+	X(TANH, "tanh", 1) X(EXP2, "exp2", 1) X(FABS, "fabs", 1)               \
+	X(POW, "pow", 2) X(ERF, "erf", 1) X(SIGMOID, "sigmoid", 1)             \
+	X(FLOOR, "floor", 1) X(CEIL, "ceil", 1)
+
+typedef enum ir_intrinsic {
+#define X(e, s, n) IR_INTRIN_##e,
+	IR_INTRINSICS(X)
+#undef X
+	IR_INTRIN_COUNT
+} ir_intrinsic;
+
+typedef enum ts_reduce_op {
+	TS_REDUCE_SUM,
+	TS_REDUCE_MAX,
+	TS_REDUCE_MIN,
+	TS_REDUCE_PROD
+} ts_reduce_op;
+
+typedef struct ts_expr ts_expr;
+typedef struct ts_stmt ts_stmt;
+typedef struct ts_iter ts_iter;
+typedef struct ts_tensor ts_tensor;
+typedef struct ts_buffer ts_buffer;
+
+struct ts_expr {
+	ir_expr_kind kind;
+	ts_dtype dtype;
+	union {
+		int64_t int_imm;
+		double float_imm;
+		struct {
+			const char *name;
+			int id; /* unique within the context */
+		} var;
+		struct {
+			ts_expr *a, *b;
+		} bin;
+		struct {
+			ts_expr *a;
+		} un;
+		struct {
+			ts_expr *cond, *t, *f;
+		} select;
+		struct {
+			ir_intrinsic op;
+			int nargs;
+			ts_expr *args[2];
+		} call;
+		struct {
+			ts_tensor *tensor;
+			int n;
+			ts_expr **idx;
+		} read;
+		struct {
+			ts_buffer *buf;
+			ts_expr *index; /* int32/int64 scalar, or a vector */
+		} load;
+		struct {
+			ts_expr *base;
+			int64_t stride;
+			int lanes;
+		} ramp;
+		struct {
+			ts_expr *value;
+			int lanes;
+		} bcast;
+		struct {
+			ts_reduce_op op;
+			ts_expr *source;
+			ts_expr *init; /* NULL: the op's identity */
+			int naxes;
+			ts_iter **axes;
+		} reduce;
+	} u;
+};
+
+/* ---- iteration axes, tensors and buffers -------------------------------- */
+
+typedef enum ts_iter_kind { TS_ITER_DATA, TS_ITER_REDUCE } ts_iter_kind;
+
+/* An axis of a compute: its variable ranges over [min, min + extent). */
+struct ts_iter {
+	ts_expr *var;
+	int64_t min, extent;
+	ts_iter_kind kind;
+};
+
+typedef enum ts_op_kind { TS_OP_PLACEHOLDER, TS_OP_COMPUTE } ts_op_kind;
+
+/* A tensor and the operation that produces it.  Shapes are constants. */
+struct ts_tensor {
+	const char *name;
+	ts_dtype dtype;
+	int ndim;
+	int64_t shape[TS_MAX_DIMS];
+	ts_op_kind op;
+	int id;
+	/* TS_OP_COMPUTE only: */
+	ts_iter **axis;        /* ndim data-parallel axes, one per dimension */
+	ts_expr *body;         /* value of element (axis[0].var, ...) */
+	int nreduce;           /* reduction axes of a top-level REDUCE body */
+	ts_iter **reduce_axis;
+	int ninputs;           /* tensors read by body, each once, in order */
+	ts_tensor **inputs;
+};
+
+typedef enum ts_scope { TS_SCOPE_GLOBAL, TS_SCOPE_SHARED, TS_SCOPE_LOCAL } ts_scope;
+const char *ts_scope_name(ts_scope s);
+
+/* A flat buffer: `size` elements, addressed with one index.  shape/strides
+ * record the n-d layout it was flattened from (row-major, in elements). */
+struct ts_buffer {
+	const char *name;
+	ts_dtype dtype;
+	ts_scope scope;
+	int ndim;
+	int64_t shape[TS_MAX_DIMS];
+	int64_t strides[TS_MAX_DIMS];
+	int64_t size;
+	ts_expr *data; /* a handle variable naming the buffer's storage */
+	int id;
+};
+
+/* ---- statements -------------------------------------------------------- */
+
+#define IR_STMT_KINDS(X)                                                       \
+	X(FOR)      /* u.for_ */                                               \
+	X(STORE)    /* u.store: flat buffer element(s) */                      \
+	X(PROVIDE)  /* u.provide: tensor element, before flattening */         \
+	X(REALIZE)  /* u.realize: a tensor's region lives in body */           \
+	X(ALLOCATE) /* u.alloc: a buffer lives in body */                      \
+	X(IF)       /* u.if_ */                                                \
+	X(SEQ)      /* u.seq */                                                \
+	X(LET)      /* u.let: var bound to value in body */                    \
+	X(EVALUATE) /* u.eval */                                               \
+	X(BARRIER)  /* no payload: all threads of a block meet */
+
+typedef enum ir_stmt_kind {
+#define X(k) IR_S_##k,
+	IR_STMT_KINDS(X)
+#undef X
+	IR_STMT_KIND_COUNT
+} ir_stmt_kind;
+
+typedef enum ts_for_kind {
+	TS_FOR_SERIAL,
+	TS_FOR_PARALLEL,
+	TS_FOR_VECTORIZED,
+	TS_FOR_UNROLLED,
+	TS_FOR_THREAD /* bound to u.for_.thread */
+} ts_for_kind;
+
+typedef enum ts_thread_tag {
+	TS_THREAD_NONE,
+	TS_BLOCK_X, TS_BLOCK_Y, TS_BLOCK_Z,
+	TS_THREAD_X, TS_THREAD_Y, TS_THREAD_Z
+} ts_thread_tag;
+const char *ts_for_kind_name(ts_for_kind k);
+const char *ts_thread_tag_name(ts_thread_tag t); /* "blockIdx.x", ... */
+
+struct ts_stmt {
+	ir_stmt_kind kind;
+	union {
+		struct {
+			ts_expr *var;
+			ts_expr *min, *extent;
+			ts_for_kind kind;
+			ts_thread_tag thread;
+			ts_stmt *body;
+		} for_;
+		struct {
+			ts_buffer *buf;
+			ts_expr *index;
+			ts_expr *value;
+		} store;
+		struct {
+			ts_tensor *tensor;
+			int n;
+			ts_expr **idx;
+			ts_expr *value;
+		} provide;
+		struct {
+			ts_tensor *tensor;
+			int n;
+			ts_expr **min;    /* region start per dimension */
+			int64_t *extent;  /* region extent per dimension */
+			ts_scope scope;
+			ts_stmt *body;
+		} realize;
+		struct {
+			ts_buffer *buf;
+			ts_stmt *body;
+		} alloc;
+		struct {
+			ts_expr *cond;
+			ts_stmt *then_s, *else_s; /* else_s may be NULL */
+		} if_;
+		struct {
+			int n;
+			ts_stmt **s;
+		} seq;
+		struct {
+			ts_expr *var, *value;
+			ts_stmt *body;
+		} let;
+		struct {
+			ts_expr *value;
+		} eval;
+	} u;
+};
+
+/* A lowered function: buffer parameters (one per argument tensor, in the
+ * order given to lowering) and a body over flat buffers. */
+typedef struct ts_func {
+	const char *name;
+	int nparams;
+	ts_buffer **params;
+	ts_tensor **param_tensors; /* the tensor each parameter holds */
+	ts_stmt *body;
+} ts_func;
+
+/* ---- names -------------------------------------------------------------- */
+
+const char *ir_expr_kind_name(ir_expr_kind k);
+const char *ir_stmt_kind_name(ir_stmt_kind k);
+const char *ir_intrinsic_name(ir_intrinsic op);
+int ir_intrinsic_arity(ir_intrinsic op);
+const char *ts_reduce_op_name(ts_reduce_op op); /* "sum", "max", ... */
+bool ir_is_binary(ir_expr_kind k);              /* IR_ADD..IR_OR */
+bool ir_is_compare(ir_expr_kind k);             /* IR_EQ..IR_GE */
+
+/* ---- expression constructors ---------------------------------------------
+ * Each checks its operands and returns NULL (with ts_last_error set) on a
+ * NULL operand or a violated rule.  Binary operands must have equal dtypes,
+ * except that an immediate operand takes the other operand's dtype. */
+
+ts_expr *ts_int(ts_ctx *ctx, int64_t v); /* int32 */
+ts_expr *ts_const(ts_ctx *ctx, ts_dtype t, int64_t v);
+ts_expr *ts_float(ts_ctx *ctx, double v); /* float32 */
+ts_expr *ts_fconst(ts_ctx *ctx, ts_dtype t, double v);
+/* A constant of any dtype from a double (integer dtypes truncate). */
+ts_expr *ts_make_const(ts_ctx *ctx, ts_dtype t, double v);
+ts_expr *ts_var(ts_ctx *ctx, const char *name); /* int32 */
+ts_expr *ts_var_typed(ts_ctx *ctx, const char *name, ts_dtype t);
+
+ts_expr *ts_binary(ts_ctx *ctx, ir_expr_kind k, ts_expr *a, ts_expr *b);
+ts_expr *ts_add(ts_ctx *ctx, ts_expr *a, ts_expr *b);
+ts_expr *ts_sub(ts_ctx *ctx, ts_expr *a, ts_expr *b);
+ts_expr *ts_mul(ts_ctx *ctx, ts_expr *a, ts_expr *b);
+ts_expr *ts_div(ts_ctx *ctx, ts_expr *a, ts_expr *b); /* float DIV, int FLOORDIV */
+ts_expr *ts_truncdiv(ts_ctx *ctx, ts_expr *a, ts_expr *b);
+ts_expr *ts_truncmod(ts_ctx *ctx, ts_expr *a, ts_expr *b);
+ts_expr *ts_floordiv(ts_ctx *ctx, ts_expr *a, ts_expr *b);
+ts_expr *ts_floormod(ts_ctx *ctx, ts_expr *a, ts_expr *b);
+ts_expr *ts_min(ts_ctx *ctx, ts_expr *a, ts_expr *b);
+ts_expr *ts_max(ts_ctx *ctx, ts_expr *a, ts_expr *b);
+ts_expr *ts_eq(ts_ctx *ctx, ts_expr *a, ts_expr *b);
+ts_expr *ts_ne(ts_ctx *ctx, ts_expr *a, ts_expr *b);
+ts_expr *ts_lt(ts_ctx *ctx, ts_expr *a, ts_expr *b);
+ts_expr *ts_le(ts_ctx *ctx, ts_expr *a, ts_expr *b);
+ts_expr *ts_gt(ts_ctx *ctx, ts_expr *a, ts_expr *b);
+ts_expr *ts_ge(ts_ctx *ctx, ts_expr *a, ts_expr *b);
+ts_expr *ts_and(ts_ctx *ctx, ts_expr *a, ts_expr *b);
+ts_expr *ts_or(ts_ctx *ctx, ts_expr *a, ts_expr *b);
+ts_expr *ts_not(ts_ctx *ctx, ts_expr *a);
+ts_expr *ts_select(ts_ctx *ctx, ts_expr *cond, ts_expr *t, ts_expr *f);
+ts_expr *ts_cast(ts_ctx *ctx, ts_dtype t, ts_expr *a);
+ts_expr *ts_call(ts_ctx *ctx, ir_intrinsic op, int nargs, ts_expr **args);
+ts_expr *ts_exp(ts_ctx *ctx, ts_expr *a);
+ts_expr *ts_log(ts_ctx *ctx, ts_expr *a);
+ts_expr *ts_sqrt(ts_ctx *ctx, ts_expr *a);
+ts_expr *ts_tanh(ts_ctx *ctx, ts_expr *a);
+ts_expr *ts_exp2(ts_ctx *ctx, ts_expr *a);
+ts_expr *ts_fabs(ts_ctx *ctx, ts_expr *a);
+ts_expr *ts_pow(ts_ctx *ctx, ts_expr *a, ts_expr *b);
+ts_expr *ts_erf(ts_ctx *ctx, ts_expr *a);
+ts_expr *ts_sigmoid(ts_ctx *ctx, ts_expr *a);
+/* Element of a tensor; indices are integer scalars, one per dimension. */
+ts_expr *ts_read(ts_ctx *ctx, ts_tensor *t, int n, ts_expr *const *idx);
+#define TS_NARGS(...) ((int)(sizeof((ts_expr *[]){__VA_ARGS__}) / sizeof(ts_expr *)))
+#define TS_READ(ctx, t, ...) ts_read((ctx), (t), TS_NARGS(__VA_ARGS__), (ts_expr *[]){__VA_ARGS__})
+ts_expr *ts_load(ts_ctx *ctx, ts_buffer *buf, ts_expr *index);
+ts_expr *ts_ramp(ts_ctx *ctx, ts_expr *base, int64_t stride, int lanes);
+ts_expr *ts_broadcast(ts_ctx *ctx, ts_expr *value, int lanes);
+/* A reduction of `source` over reduction axes (init NULL: identity). */
+ts_expr *ts_reduce(ts_ctx *ctx, ts_reduce_op op, ts_expr *source, int naxes,
+		   ts_iter *const *axes, ts_expr *init);
+
+/* ---- iteration axes and buffers ------------------------------------------ */
+
+ts_iter *ir_iter_new(ts_ctx *ctx, const char *name, int64_t min, int64_t extent,
+		     ts_iter_kind kind);
+/* A buffer with a row-major layout of `shape`; scope and dtype as given. */
+ts_buffer *ir_buffer_new(ts_ctx *ctx, const char *name, ts_dtype t, int ndim,
+			 const int64_t *shape, ts_scope scope);
+
+/* ---- statement constructors (the loop IR) -------------------------------- */
+
+ts_stmt *ir_for(ts_ctx *ctx, ts_expr *var, ts_expr *min, ts_expr *extent,
+		ts_for_kind kind, ts_thread_tag thread, ts_stmt *body);
+ts_stmt *ir_store(ts_ctx *ctx, ts_buffer *buf, ts_expr *index, ts_expr *value);
+ts_stmt *ir_provide(ts_ctx *ctx, ts_tensor *t, int n, ts_expr *const *idx, ts_expr *value);
+ts_stmt *ir_realize(ts_ctx *ctx, ts_tensor *t, int n, ts_expr *const *min,
+		    const int64_t *extent, ts_scope scope, ts_stmt *body);
+ts_stmt *ir_allocate(ts_ctx *ctx, ts_buffer *buf, ts_stmt *body);
+ts_stmt *ir_if(ts_ctx *ctx, ts_expr *cond, ts_stmt *then_s, ts_stmt *else_s);
+/* A sequence; NULL entries are dropped, one statement is returned as is. */
+ts_stmt *ir_seq(ts_ctx *ctx, int n, ts_stmt *const *s);
+ts_stmt *ir_seq2(ts_ctx *ctx, ts_stmt *a, ts_stmt *b);
+ts_stmt *ir_let(ts_ctx *ctx, ts_expr *var, ts_expr *value, ts_stmt *body);
+ts_stmt *ir_evaluate(ts_ctx *ctx, ts_expr *value);
+ts_stmt *ir_barrier(ts_ctx *ctx);
+
+/* ---- traversal and rewriting --------------------------------------------- */
+
+/* Pre-order visit of every expression node under e (REDUCE visits source,
+ * init; READ/LOAD visit indices).  Return false from fn to skip children. */
+typedef bool (*ir_expr_visit_fn)(ts_expr *e, void *data);
+void ir_expr_visit(ts_expr *e, ir_expr_visit_fn fn, void *data);
+/* Visits statements pre-order, and with efn every expression they hold. */
+typedef bool (*ir_stmt_visit_fn)(ts_stmt *s, void *data);
+void ir_stmt_visit(ts_stmt *s, ir_stmt_visit_fn sfn, ir_expr_visit_fn efn, void *data);
+
+/* Rebuilds e with fn applied to each direct child; returns e itself when
+ * every child comes back unchanged.  NULL from fn propagates as NULL. */
+typedef ts_expr *(*ir_expr_fn)(ts_ctx *ctx, ts_expr *e, void *data);
+ts_expr *ir_expr_map_children(ts_ctx *ctx, ts_expr *e, ir_expr_fn fn, void *data);
+/* Rebuilds s with sfn applied to each child statement and efn to each
+ * expression it holds directly (either may be NULL: identity). */
+typedef ts_stmt *(*ir_stmt_fn)(ts_ctx *ctx, ts_stmt *s, void *data);
+ts_stmt *ir_stmt_map_children(ts_ctx *ctx, ts_stmt *s, ir_stmt_fn sfn,
+			      ir_expr_fn efn, void *data);
+
+/* Replaces variables (by pointer) with values; returns e when none occurs. */
+ts_expr *ir_substitute(ts_ctx *ctx, ts_expr *e, int n, ts_expr *const *vars,
+		       ts_expr *const *values);
+ts_stmt *ir_stmt_substitute(ts_ctx *ctx, ts_stmt *s, int n, ts_expr *const *vars,
+			    ts_expr *const *values);
+bool ir_expr_uses_var(ts_expr *e, const ts_expr *var);
+bool ir_expr_equal(const ts_expr *a, const ts_expr *b); /* structural */
+bool ir_is_const_int(const ts_expr *e, int64_t *out);
+
+#endif

@@ -1,0 +1,421 @@
+/*
+ * printer.c - text form of the IR; conventions in printer.h.
+ *
+ * Precedence levels decide parentheses: a child is wrapped only when it
+ * binds more loosely than its parent requires.
+ */
+#include "printer.h"
+
+#include <string.h>
+
+enum { P_OR = 1, P_AND, P_CMP, P_ADD, P_MUL, P_UNARY, P_ATOM };
+
+/* Binding strength and infix spelling per kind; 0 / NULL: not infix. */
+static const int kind_prec[IR_EXPR_KIND_COUNT] = {
+	[IR_OR] = P_OR, [IR_AND] = P_AND,
+	[IR_EQ] = P_CMP, [IR_NE] = P_CMP, [IR_LT] = P_CMP, [IR_LE] = P_CMP,
+	[IR_GT] = P_CMP, [IR_GE] = P_CMP,
+	[IR_ADD] = P_ADD, [IR_SUB] = P_ADD,
+	[IR_MUL] = P_MUL, [IR_DIV] = P_MUL, [IR_TRUNCDIV] = P_MUL, [IR_TRUNCMOD] = P_MUL,
+	[IR_NOT] = P_UNARY,
+};
+static const char *const kind_infix[IR_EXPR_KIND_COUNT] = {
+	[IR_ADD] = " + ", [IR_SUB] = " - ", [IR_MUL] = "*", [IR_DIV] = "/",
+	[IR_TRUNCDIV] = "/", [IR_TRUNCMOD] = "%", [IR_EQ] = " == ", [IR_NE] = " != ",
+	[IR_LT] = " < ", [IR_LE] = " <= ", [IR_GT] = " > ", [IR_GE] = " >= ",
+	[IR_AND] = " && ", [IR_OR] = " || ",
+};
+
+static int prec(const ts_expr *e)
+{
+	if (e->kind == IR_INT_IMM)
+		return e->u.int_imm < 0 ? P_UNARY : P_ATOM;
+	if (e->kind == IR_FLOAT_IMM)
+		return e->u.float_imm < 0 ? P_UNARY : P_ATOM;
+	int p = (unsigned)e->kind < IR_EXPR_KIND_COUNT ? kind_prec[e->kind] : 0;
+	return p ? p : P_ATOM;
+}
+
+static const char *infix(ir_expr_kind k)
+{
+	return (unsigned)k < IR_EXPR_KIND_COUNT ? kind_infix[k] : NULL;
+}
+
+static void sub(ts_sbuf *sb, const ts_expr *e, int min_prec)
+{
+	bool paren = prec(e) < min_prec;
+	if (paren)
+		ts_sb_putc(sb, '(');
+	ir_sb_expr(sb, e);
+	if (paren)
+		ts_sb_putc(sb, ')');
+}
+
+static void imm(ts_sbuf *sb, const ts_expr *e)
+{
+	char t[24];
+	if (e->kind == IR_INT_IMM) {
+		if (e->dtype.code == TS_TYPE_BOOL)
+			ts_sb_puts(sb, e->u.int_imm ? "true" : "false");
+		else if (ts_dtype_eq(e->dtype, ts_int32))
+			ts_sb_printf(sb, "%lld", (long long)e->u.int_imm);
+		else
+			ts_sb_printf(sb, "%s(%lld)", ts_dtype_str(e->dtype, t), (long long)e->u.int_imm);
+		return;
+	}
+	char num[40];
+	snprintf(num, sizeof(num), "%.9g", e->u.float_imm);
+	if (!strpbrk(num, ".eni"))
+		strcat(num, ".0");
+	if (ts_dtype_eq(e->dtype, ts_float32))
+		ts_sb_printf(sb, "%sf", num);
+	else
+		ts_sb_printf(sb, "%s(%s)", ts_dtype_str(e->dtype, t), num);
+}
+
+static void args(ts_sbuf *sb, int n, ts_expr *const *a)
+{
+	for (int i = 0; i < n; i++) {
+		if (i)
+			ts_sb_puts(sb, ", ");
+		ir_sb_expr(sb, a[i]);
+	}
+}
+
+static void reduce(ts_sbuf *sb, const ts_expr *e)
+{
+	ts_sb_printf(sb, "%s(", ts_reduce_op_name(e->u.reduce.op));
+	ir_sb_expr(sb, e->u.reduce.source);
+	ts_sb_puts(sb, ", axis=[");
+	for (int i = 0; i < e->u.reduce.naxes; i++) {
+		const ts_iter *it = e->u.reduce.axes[i];
+		ts_sb_printf(sb, "%s%s: %lld..%lld", i ? ", " : "", it->var->u.var.name,
+			     (long long)it->min, (long long)(it->min + it->extent));
+	}
+	ts_sb_putc(sb, ']');
+	if (e->u.reduce.init) {
+		ts_sb_puts(sb, ", init=");
+		ir_sb_expr(sb, e->u.reduce.init);
+	}
+	ts_sb_putc(sb, ')');
+}
+
+void ir_sb_expr(ts_sbuf *sb, const ts_expr *e)
+{
+	char t[24];
+	if (!e) {
+		ts_sb_puts(sb, "<null>");
+		return;
+	}
+	const char *op = infix(e->kind);
+	if (op) {
+		int p = prec(e);
+		/* left-associative: the right operand needs strictly tighter binding */
+		sub(sb, e->u.bin.a, p);
+		ts_sb_puts(sb, op);
+		sub(sb, e->u.bin.b, p + 1);
+		return;
+	}
+	switch (e->kind) {
+	case IR_INT_IMM:
+	case IR_FLOAT_IMM:
+		imm(sb, e);
+		return;
+	case IR_VAR:
+		ts_sb_puts(sb, e->u.var.name);
+		return;
+	case IR_FLOORDIV: case IR_FLOORMOD: case IR_MIN: case IR_MAX:
+		ts_sb_printf(sb, "%s(", e->kind == IR_FLOORDIV ? "floordiv" :
+				       e->kind == IR_FLOORMOD ? "floormod" :
+				       e->kind == IR_MIN ? "min" : "max");
+		args(sb, 2, (ts_expr *[]){e->u.bin.a, e->u.bin.b});
+		ts_sb_putc(sb, ')');
+		return;
+	case IR_NOT:
+		ts_sb_putc(sb, '!');
+		sub(sb, e->u.un.a, P_UNARY);
+		return;
+	case IR_CAST:
+		ts_sb_printf(sb, "%s(", ts_dtype_str(e->dtype, t));
+		ir_sb_expr(sb, e->u.un.a);
+		ts_sb_putc(sb, ')');
+		return;
+	case IR_SELECT:
+		ts_sb_puts(sb, "select(");
+		args(sb, 3, (ts_expr *[]){e->u.select.cond, e->u.select.t, e->u.select.f});
+		ts_sb_putc(sb, ')');
+		return;
+	case IR_CALL:
+		ts_sb_printf(sb, "%s(", ir_intrinsic_name(e->u.call.op));
+		args(sb, e->u.call.nargs, e->u.call.args);
+		ts_sb_putc(sb, ')');
+		return;
+	case IR_READ:
+		ts_sb_printf(sb, "%s[", e->u.read.tensor->name);
+		args(sb, e->u.read.n, e->u.read.idx);
+		ts_sb_putc(sb, ']');
+		return;
+	case IR_LOAD:
+		ts_sb_printf(sb, "%s[", e->u.load.buf->name);
+		ir_sb_expr(sb, e->u.load.index);
+		ts_sb_putc(sb, ']');
+		return;
+	case IR_RAMP:
+		ts_sb_puts(sb, "ramp(");
+		ir_sb_expr(sb, e->u.ramp.base);
+		ts_sb_printf(sb, ", %lld, %d)", (long long)e->u.ramp.stride, e->u.ramp.lanes);
+		return;
+	case IR_BROADCAST:
+		ts_sb_puts(sb, "broadcast(");
+		ir_sb_expr(sb, e->u.bcast.value);
+		ts_sb_printf(sb, ", %d)", e->u.bcast.lanes);
+		return;
+	case IR_REDUCE:
+		reduce(sb, e);
+		return;
+	case IR_ADD: case IR_SUB: case IR_MUL: case IR_DIV: case IR_TRUNCDIV:
+	case IR_TRUNCMOD: case IR_EQ: case IR_NE: case IR_LT: case IR_LE: case IR_GT:
+	case IR_GE: case IR_AND: case IR_OR: /* printed as infix above */
+	case IR_EXPR_KIND_COUNT:
+		break;
+	}
+	ts_sb_printf(sb, "<%s>", ir_expr_kind_name(e->kind));
+}
+
+static void loop_head(ts_sbuf *sb, const ts_stmt *s)
+{
+	if (s->u.for_.kind == TS_FOR_THREAD)
+		ts_sb_printf(sb, "bind %s (", ts_thread_tag_name(s->u.for_.thread));
+	else
+		ts_sb_printf(sb, "%s (", ts_for_kind_name(s->u.for_.kind));
+	ts_sb_printf(sb, "%s, ", s->u.for_.var->u.var.name);
+	ir_sb_expr(sb, s->u.for_.min);
+	ts_sb_puts(sb, ", ");
+	ir_sb_expr(sb, s->u.for_.extent);
+	ts_sb_puts(sb, ") {\n");
+}
+
+static void block(ts_sbuf *sb, const ts_stmt *body, int indent)
+{
+	ir_sb_stmt(sb, body, indent + 1);
+	ts_sb_indent(sb, indent);
+	ts_sb_puts(sb, "}\n");
+}
+
+void ir_sb_stmt(ts_sbuf *sb, const ts_stmt *s, int indent)
+{
+	char t[24];
+	if (!s)
+		return;
+	if (s->kind == IR_S_SEQ) {
+		for (int i = 0; i < s->u.seq.n; i++)
+			ir_sb_stmt(sb, s->u.seq.s[i], indent);
+		return;
+	}
+	ts_sb_indent(sb, indent);
+	switch (s->kind) {
+	case IR_S_FOR:
+		loop_head(sb, s);
+		block(sb, s->u.for_.body, indent);
+		return;
+	case IR_S_STORE:
+		ts_sb_printf(sb, "%s[", s->u.store.buf->name);
+		ir_sb_expr(sb, s->u.store.index);
+		ts_sb_puts(sb, "] = ");
+		ir_sb_expr(sb, s->u.store.value);
+		ts_sb_putc(sb, '\n');
+		return;
+	case IR_S_PROVIDE:
+		ts_sb_printf(sb, "%s[", s->u.provide.tensor->name);
+		args(sb, s->u.provide.n, s->u.provide.idx);
+		ts_sb_puts(sb, "] = ");
+		ir_sb_expr(sb, s->u.provide.value);
+		ts_sb_putc(sb, '\n');
+		return;
+	case IR_S_REALIZE:
+		ts_sb_printf(sb, "realize %s(", s->u.realize.tensor->name);
+		for (int i = 0; i < s->u.realize.n; i++) {
+			ts_sb_puts(sb, i ? ", [" : "[");
+			ir_sb_expr(sb, s->u.realize.min[i]);
+			ts_sb_printf(sb, ", %lld]", (long long)s->u.realize.extent[i]);
+		}
+		ts_sb_printf(sb, ") in %s {\n", ts_scope_name(s->u.realize.scope));
+		block(sb, s->u.realize.body, indent);
+		return;
+	case IR_S_ALLOCATE:
+		ts_sb_printf(sb, "allocate %s[%s * %lld] in %s {\n", s->u.alloc.buf->name,
+			     ts_dtype_str(s->u.alloc.buf->dtype, t),
+			     (long long)s->u.alloc.buf->size, ts_scope_name(s->u.alloc.buf->scope));
+		block(sb, s->u.alloc.body, indent);
+		return;
+	case IR_S_IF:
+		ts_sb_puts(sb, "if (");
+		ir_sb_expr(sb, s->u.if_.cond);
+		ts_sb_puts(sb, ") {\n");
+		ir_sb_stmt(sb, s->u.if_.then_s, indent + 1);
+		if (s->u.if_.else_s) {
+			ts_sb_indent(sb, indent);
+			ts_sb_puts(sb, "} else {\n");
+			ir_sb_stmt(sb, s->u.if_.else_s, indent + 1);
+		}
+		ts_sb_indent(sb, indent);
+		ts_sb_puts(sb, "}\n");
+		return;
+	case IR_S_LET:
+		ts_sb_printf(sb, "let %s = ", s->u.let.var->u.var.name);
+		ir_sb_expr(sb, s->u.let.value);
+		ts_sb_putc(sb, '\n');
+		ir_sb_stmt(sb, s->u.let.body, indent);
+		return;
+	case IR_S_EVALUATE:
+		ir_sb_expr(sb, s->u.eval.value);
+		ts_sb_putc(sb, '\n');
+		return;
+	case IR_S_BARRIER:
+		ts_sb_puts(sb, "barrier()\n");
+		return;
+	case IR_S_SEQ:
+	case IR_STMT_KIND_COUNT:
+		break;
+	}
+	ts_sb_puts(sb, "<?>\n");
+}
+
+void ir_sb_func(ts_sbuf *sb, const ts_func *f)
+{
+	char t[24];
+	ts_sb_printf(sb, "func %s(", f->name);
+	for (int i = 0; i < f->nparams; i++) {
+		const ts_buffer *b = f->params[i];
+		ts_sb_printf(sb, "%s%s: %s[", i ? ", " : "", b->name, ts_dtype_str(b->dtype, t));
+		for (int d = 0; d < b->ndim; d++)
+			ts_sb_printf(sb, "%s%lld", d ? ", " : "", (long long)b->shape[d]);
+		ts_sb_putc(sb, ']');
+	}
+	ts_sb_puts(sb, ") {\n");
+	ir_sb_stmt(sb, f->body, 1);
+	ts_sb_puts(sb, "}\n");
+}
+
+static int topo_visit(ts_tensor *t, ts_tensor **order, int count, int max, ts_tensor **seen,
+		      int *nseen)
+{
+	for (int i = 0; i < *nseen; i++)
+		if (seen[i] == t)
+			return count;
+	if (*nseen < max)
+		seen[(*nseen)++] = t;
+	for (int i = 0; t->op == TS_OP_COMPUTE && i < t->ninputs; i++)
+		count = topo_visit(t->inputs[i], order, count, max, seen, nseen);
+	if (count < max)
+		order[count] = t;
+	return count + 1;
+}
+
+int ts_graph_topo(int n, ts_tensor *const *outputs, ts_tensor **order, int max)
+{
+	ts_tensor *seen[256];
+	int nseen = 0, count = 0;
+	int cap = max < 256 ? max : 256;
+	for (int i = 0; i < n; i++)
+		count = topo_visit(outputs[i], order, count, cap, seen, &nseen);
+	return count;
+}
+
+void ir_sb_graph(ts_sbuf *sb, int n, ts_tensor *const *outputs)
+{
+	ts_tensor *order[256];
+	int m = ts_graph_topo(n, outputs, order, 256);
+	char t[24];
+	for (int i = 0; i < m && i < 256; i++) {
+		const ts_tensor *x = order[i];
+		ts_sb_printf(sb, "%s = %s(%s, [", x->name,
+			     x->op == TS_OP_PLACEHOLDER ? "placeholder" : "compute",
+			     ts_dtype_str(x->dtype, t));
+		for (int d = 0; d < x->ndim; d++)
+			ts_sb_printf(sb, "%s%lld", d ? ", " : "", (long long)x->shape[d]);
+		ts_sb_puts(sb, "])\n");
+		if (x->op != TS_OP_COMPUTE)
+			continue;
+		ts_sb_printf(sb, "  %s[", x->name);
+		for (int d = 0; d < x->ndim; d++)
+			ts_sb_printf(sb, "%s%s", d ? ", " : "", x->axis[d]->var->u.var.name);
+		ts_sb_puts(sb, "] = ");
+		ir_sb_expr(sb, x->body);
+		ts_sb_putc(sb, '\n');
+	}
+}
+
+static const char *to_arena(ts_ctx *ctx, ts_sbuf *sb)
+{
+	const char *r = NULL;
+	if (sb->oom)
+		ts_error(ctx, TS_ERR_NOMEM, "printer: out of memory");
+	else
+		r = ts_strdup(ctx, ts_sb_str(sb));
+	ts_sb_free(sb);
+	return r;
+}
+
+const char *ir_expr_str(ts_ctx *ctx, const ts_expr *e)
+{
+	ts_sbuf sb = {0};
+	ir_sb_expr(&sb, e);
+	return to_arena(ctx, &sb);
+}
+
+const char *ir_stmt_str(ts_ctx *ctx, const ts_stmt *s)
+{
+	ts_sbuf sb = {0};
+	ir_sb_stmt(&sb, s, 0);
+	return to_arena(ctx, &sb);
+}
+
+const char *ir_func_str(ts_ctx *ctx, const ts_func *f)
+{
+	ts_sbuf sb = {0};
+	ir_sb_func(&sb, f);
+	return to_arena(ctx, &sb);
+}
+
+const char *ts_graph_str(ts_ctx *ctx, int n, ts_tensor *const *outputs)
+{
+	ts_sbuf sb = {0};
+	ir_sb_graph(&sb, n, outputs);
+	return to_arena(ctx, &sb);
+}
+
+static void to_file(FILE *out, ts_sbuf *sb)
+{
+	fputs(ts_sb_str(sb), out);
+	ts_sb_free(sb);
+}
+
+void ir_print_expr(FILE *out, const ts_expr *e)
+{
+	ts_sbuf sb = {0};
+	ir_sb_expr(&sb, e);
+	ts_sb_putc(&sb, '\n');
+	to_file(out, &sb);
+}
+
+void ir_print_stmt(FILE *out, const ts_stmt *s)
+{
+	ts_sbuf sb = {0};
+	ir_sb_stmt(&sb, s, 0);
+	to_file(out, &sb);
+}
+
+void ir_print_func(FILE *out, const ts_func *f)
+{
+	ts_sbuf sb = {0};
+	ir_sb_func(&sb, f);
+	to_file(out, &sb);
+}
+
+void ts_print_graph(FILE *out, int n, ts_tensor *const *outputs)
+{
+	ts_sbuf sb = {0};
+	ir_sb_graph(&sb, n, outputs);
+	to_file(out, &sb);
+}

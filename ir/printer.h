@@ -1,0 +1,42 @@
+/*
+ * printer.h - the stable text form of expressions, tensor graphs, loop IR
+ * and lowered functions.
+ *
+ * This text is what golden tests compare and what people read, so changes
+ * to it are deliberate.  Conventions:
+ *   - infix arithmetic with minimal parentheses; `a / b` and `a % b` are
+ *     truncating (C) for integers and real division for floats; floor
+ *     division prints as floordiv(a, b) / floormod(a, b);
+ *   - int32 immediates print bare, float32 with an `f` suffix, other dtypes
+ *     as a cast: int64(4), float64(0.5);
+ *   - loops print as `for (i, min, extent)`, with `parallel`, `vectorized`,
+ *     `unrolled` or `bind threadIdx.x` in place of `for`.
+ */
+#ifndef TESSERA_IR_PRINTER_H
+#define TESSERA_IR_PRINTER_H
+
+#include "ir.h"
+#include "sbuf.h"
+
+void ir_sb_expr(ts_sbuf *sb, const ts_expr *e);
+void ir_sb_stmt(ts_sbuf *sb, const ts_stmt *s, int indent);
+void ir_sb_func(ts_sbuf *sb, const ts_func *f);
+/* Every tensor reachable from outputs, inputs first, one per line. */
+void ir_sb_graph(ts_sbuf *sb, int n, ts_tensor *const *outputs);
+
+/* The same text as an arena string (NULL on allocation failure). */
+const char *ir_expr_str(ts_ctx *ctx, const ts_expr *e);
+const char *ir_stmt_str(ts_ctx *ctx, const ts_stmt *s);
+const char *ir_func_str(ts_ctx *ctx, const ts_func *f);
+const char *ts_graph_str(ts_ctx *ctx, int n, ts_tensor *const *outputs);
+
+void ir_print_expr(FILE *out, const ts_expr *e);
+void ir_print_stmt(FILE *out, const ts_stmt *s);
+void ir_print_func(FILE *out, const ts_func *f);
+void ts_print_graph(FILE *out, int n, ts_tensor *const *outputs);
+
+/* Tensors reachable from outputs in dependency order (inputs first); writes
+ * at most max entries and returns how many there are. */
+int ts_graph_topo(int n, ts_tensor *const *outputs, ts_tensor **order, int max);
+
+#endif

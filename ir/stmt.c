@@ -1,0 +1,225 @@
+/*
+ * stmt.c - checked constructors for loop-IR statements.
+ *
+ * Loop extents and conditions must be integer/bool scalars; a store's value
+ * must match the buffer's element dtype (with the index's lanes).
+ */
+#include "ir.h"
+
+#include <string.h>
+
+static ts_stmt *node(ts_ctx *ctx, ir_stmt_kind k)
+{
+	ts_stmt *s = ts_alloc(ctx, sizeof(*s));
+	if (s)
+		s->kind = k;
+	return s;
+}
+
+static bool int_scalar(ts_ctx *ctx, const char *what, const ts_expr *e)
+{
+	if (!e)
+		return false;
+	if (!ts_dtype_is_int(e->dtype) || e->dtype.lanes != 1) {
+		char b[24];
+		ts_error(ctx, TS_ERR_INVALID, "%s must be an integer scalar, got %s", what,
+			 ts_dtype_str(e->dtype, b));
+		return false;
+	}
+	return true;
+}
+
+ts_stmt *ir_for(ts_ctx *ctx, ts_expr *var, ts_expr *min, ts_expr *extent,
+		ts_for_kind kind, ts_thread_tag thread, ts_stmt *body)
+{
+	if (!var || !body || !int_scalar(ctx, "for: min", min) ||
+	    !int_scalar(ctx, "for: extent", extent))
+		return NULL;
+	if (var->kind != IR_VAR) {
+		ts_error(ctx, TS_ERR_INVALID, "for: loop variable is not a variable");
+		return NULL;
+	}
+	int64_t c;
+	if (ir_is_const_int(extent, &c) && c <= 0) {
+		ts_error(ctx, TS_ERR_INVALID, "for %s: extent must be positive, got %lld",
+			 var->u.var.name, (long long)c);
+		return NULL;
+	}
+	ts_stmt *s = node(ctx, IR_S_FOR);
+	if (s) {
+		s->u.for_.var = var;
+		s->u.for_.min = min;
+		s->u.for_.extent = extent;
+		s->u.for_.kind = kind;
+		s->u.for_.thread = kind == TS_FOR_THREAD ? thread : TS_THREAD_NONE;
+		s->u.for_.body = body;
+	}
+	return s;
+}
+
+ts_stmt *ir_store(ts_ctx *ctx, ts_buffer *buf, ts_expr *index, ts_expr *value)
+{
+	if (!buf || !index || !value)
+		return NULL;
+	ts_dtype want = ts_dtype_with_lanes(buf->dtype, index->dtype.lanes);
+	if (!ts_dtype_is_int(index->dtype) || !ts_dtype_eq(want, value->dtype)) {
+		char b1[24], b2[24];
+		ts_error(ctx, TS_ERR_INVALID, "store %s: value is %s, buffer holds %s", buf->name,
+			 ts_dtype_str(value->dtype, b1), ts_dtype_str(want, b2));
+		return NULL;
+	}
+	ts_stmt *s = node(ctx, IR_S_STORE);
+	if (s) {
+		s->u.store.buf = buf;
+		s->u.store.index = index;
+		s->u.store.value = value;
+	}
+	return s;
+}
+
+ts_stmt *ir_provide(ts_ctx *ctx, ts_tensor *t, int n, ts_expr *const *idx, ts_expr *value)
+{
+	if (!t || !value)
+		return NULL;
+	if (n != t->ndim || !ts_dtype_eq(t->dtype, value->dtype)) {
+		ts_error(ctx, TS_ERR_INVALID, "provide %s: wrong arity or dtype", t->name);
+		return NULL;
+	}
+	ts_stmt *s = node(ctx, IR_S_PROVIDE);
+	ts_expr **copy = ts_alloc_array(ctx, (size_t)(n ? n : 1), sizeof(*copy));
+	if (!s || !copy)
+		return NULL;
+	for (int i = 0; i < n; i++) {
+		if (!int_scalar(ctx, "provide: index", idx[i]))
+			return NULL;
+		copy[i] = idx[i];
+	}
+	s->u.provide.tensor = t;
+	s->u.provide.n = n;
+	s->u.provide.idx = copy;
+	s->u.provide.value = value;
+	return s;
+}
+
+ts_stmt *ir_realize(ts_ctx *ctx, ts_tensor *t, int n, ts_expr *const *min,
+		    const int64_t *extent, ts_scope scope, ts_stmt *body)
+{
+	if (!t || !body)
+		return NULL;
+	ts_stmt *s = node(ctx, IR_S_REALIZE);
+	ts_expr **mins = ts_alloc_array(ctx, (size_t)(n ? n : 1), sizeof(*mins));
+	int64_t *ext = ts_alloc_array(ctx, (size_t)(n ? n : 1), sizeof(*ext));
+	if (!s || !mins || !ext)
+		return NULL;
+	for (int i = 0; i < n; i++) {
+		if (!int_scalar(ctx, "realize: min", min[i]))
+			return NULL;
+		if (extent[i] <= 0) {
+			ts_error(ctx, TS_ERR_INVALID, "realize %s: extent %lld of dimension %d is not positive",
+				 t->name, (long long)extent[i], i);
+			return NULL;
+		}
+		mins[i] = min[i];
+		ext[i] = extent[i];
+	}
+	s->u.realize.tensor = t;
+	s->u.realize.n = n;
+	s->u.realize.min = mins;
+	s->u.realize.extent = ext;
+	s->u.realize.scope = scope;
+	s->u.realize.body = body;
+	return s;
+}
+
+ts_stmt *ir_allocate(ts_ctx *ctx, ts_buffer *buf, ts_stmt *body)
+{
+	if (!buf || !body)
+		return NULL;
+	ts_stmt *s = node(ctx, IR_S_ALLOCATE);
+	if (s) {
+		s->u.alloc.buf = buf;
+		s->u.alloc.body = body;
+	}
+	return s;
+}
+
+ts_stmt *ir_if(ts_ctx *ctx, ts_expr *cond, ts_stmt *then_s, ts_stmt *else_s)
+{
+	if (!cond || !then_s)
+		return NULL;
+	if (!ts_dtype_is_bool(cond->dtype) || cond->dtype.lanes != 1) {
+		char b[24];
+		ts_error(ctx, TS_ERR_INVALID, "if: condition must be a bool scalar, got %s",
+			 ts_dtype_str(cond->dtype, b));
+		return NULL;
+	}
+	ts_stmt *s = node(ctx, IR_S_IF);
+	if (s) {
+		s->u.if_.cond = cond;
+		s->u.if_.then_s = then_s;
+		s->u.if_.else_s = else_s;
+	}
+	return s;
+}
+
+ts_stmt *ir_seq(ts_ctx *ctx, int n, ts_stmt *const *in)
+{
+	int m = 0;
+	for (int i = 0; i < n; i++)
+		m += in[i] != NULL;
+	if (m == 0)
+		return NULL;
+	if (m == 1)
+		for (int i = 0; i < n; i++)
+			if (in[i])
+				return in[i];
+	ts_stmt *s = node(ctx, IR_S_SEQ);
+	ts_stmt **arr = ts_alloc_array(ctx, (size_t)m, sizeof(*arr));
+	if (!s || !arr)
+		return NULL;
+	m = 0;
+	for (int i = 0; i < n; i++)
+		if (in[i])
+			arr[m++] = in[i];
+	s->u.seq.n = m;
+	s->u.seq.s = arr;
+	return s;
+}
+
+ts_stmt *ir_seq2(ts_ctx *ctx, ts_stmt *a, ts_stmt *b)
+{
+	ts_stmt *arr[2] = {a, b};
+	return ir_seq(ctx, 2, arr);
+}
+
+ts_stmt *ir_let(ts_ctx *ctx, ts_expr *var, ts_expr *value, ts_stmt *body)
+{
+	if (!var || !value || !body)
+		return NULL;
+	if (var->kind != IR_VAR || !ts_dtype_eq(var->dtype, value->dtype)) {
+		ts_error(ctx, TS_ERR_INVALID, "let: variable and value disagree in dtype");
+		return NULL;
+	}
+	ts_stmt *s = node(ctx, IR_S_LET);
+	if (s) {
+		s->u.let.var = var;
+		s->u.let.value = value;
+		s->u.let.body = body;
+	}
+	return s;
+}
+
+ts_stmt *ir_evaluate(ts_ctx *ctx, ts_expr *value)
+{
+	if (!value)
+		return NULL;
+	ts_stmt *s = node(ctx, IR_S_EVALUATE);
+	if (s)
+		s->u.eval.value = value;
+	return s;
+}
+
+ts_stmt *ir_barrier(ts_ctx *ctx)
+{
+	return node(ctx, IR_S_BARRIER);
+}

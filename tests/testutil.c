@@ -1,0 +1,91 @@
+/* testutil.c - see testutil.h. */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int tu_run_suite(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
+
+void tu_assert_close(const ts_array *got, const ts_array *want, double rtol, double atol)
+{
+	ck_assert_int_eq(got->ndim, want->ndim);
+	int64_t n = ts_array_numel(want);
+	ck_assert_int_eq(ts_array_numel(got), n);
+	for (int64_t i = 0; i < n; i++) {
+		double g = ts_elem_get_f64(got->data, got->dtype, i);
+		double w = ts_elem_get_f64(want->data, want->dtype, i);
+		if (!(fabs(g - w) <= atol + rtol * fabs(w)))
+			ck_abort_msg("element %lld: got %.9g, want %.9g", (long long)i, g, w);
+	}
+}
+
+static char *read_file(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *buf = malloc((size_t)n + 1);
+	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		free(buf);
+		buf = NULL;
+	}
+	if (buf)
+		buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* Prints the first differing line of two texts. */
+static void first_diff(const char *a, const char *b, char *out, size_t cap)
+{
+	int line = 1;
+	while (*a && *b) {
+		const char *ea = strchr(a, '\n'), *eb = strchr(b, '\n');
+		size_t la = ea ? (size_t)(ea - a) : strlen(a), lb = eb ? (size_t)(eb - b) : strlen(b);
+		if (la != lb || memcmp(a, b, la) != 0) {
+			snprintf(out, cap, "line %d:\n  golden: %.*s\n  actual: %.*s", line, (int)la, a,
+				 (int)lb, b);
+			return;
+		}
+		a += la + (ea ? 1 : 0);
+		b += lb + (eb ? 1 : 0);
+		line++;
+	}
+	snprintf(out, cap, "line %d: one text ends early (golden: '%.60s', actual: '%.60s')", line,
+		 a, b);
+}
+
+void tu_assert_golden(const char *name, const char *text)
+{
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/tests/golden/%s", TS_SOURCE_DIR, name);
+	const char *upd = getenv("TESSERA_UPDATE_GOLDENS");
+	if (upd && strcmp(upd, "1") == 0) {
+		FILE *f = fopen(path, "wb");
+		ck_assert_msg(f != NULL, "cannot write golden %s", path);
+		fputs(text, f);
+		fclose(f);
+		return;
+	}
+	char *want = read_file(path);
+	ck_assert_msg(want != NULL, "missing golden %s (run with TESSERA_UPDATE_GOLDENS=1)", path);
+	if (strcmp(want, text) != 0) {
+		char diff[2048];
+		first_diff(want, text, diff, sizeof(diff));
+		free(want);
+		ck_abort_msg("golden %s differs at %s", name, diff);
+	}
+	free(want);
+}
