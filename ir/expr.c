@@ -447,7 +447,13 @@ ts_expr *ts_call(ts_ctx *ctx, ir_intrinsic op, int nargs, ts_expr **args)
 		if (!args[i])
 			return NULL;
 	char b1[24], b2[24];
-	if (!ts_dtype_is_float(args[0]->dtype)) {
+	if (op == IR_INTRIN_LIKELY) {
+		if (!ts_dtype_is_bool(args[0]->dtype)) {
+			ts_error(ctx, TS_ERR_INVALID, "likely: argument must be bool, got %s",
+				 ts_dtype_str(args[0]->dtype, b1));
+			return NULL;
+		}
+	} else if (!ts_dtype_is_float(args[0]->dtype)) {
 		ts_error(ctx, TS_ERR_INVALID, "%s: argument must be float, got %s", name,
 			 ts_dtype_str(args[0]->dtype, b1));
 		return NULL;

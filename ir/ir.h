@@ -115,7 +115,8 @@ typedef enum ir_expr_kind {
 	X(EXP, "exp", 1) X(LOG, "log", 1) X(SQRT, "sqrt", 1)                   \
 	X(TANH, "tanh", 1) X(EXP2, "exp2", 1) X(FABS, "fabs", 1)               \
 	X(POW, "pow", 2) X(ERF, "erf", 1) X(SIGMOID, "sigmoid", 1)             \
-	X(FLOOR, "floor", 1) X(CEIL, "ceil", 1)
+	X(FLOOR, "floor", 1) X(CEIL, "ceil", 1)                                \
+	X(LIKELY, "likely", 1) /* bool guard a loop partition may remove */
 
 typedef enum ir_intrinsic {
 #define X(e, s, n) IR_INTRIN_##e,

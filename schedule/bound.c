@@ -1,0 +1,217 @@
+/*
+ * bound.c - region inference for compute_at (see bound.h).
+ *
+ * Each index expression is bounded symbolically: relaxed variables become
+ * their constant range, other variables stay as themselves, and the bound
+ * is propagated through the operators that index arithmetic uses (+, -,
+ * multiplication by a constant, division and modulo by a positive constant,
+ * min, max, select).  Anything else falls back to the whole dimension,
+ * which is always correct, only larger.
+ */
+#include "bound.h"
+
+#include "arith.h"
+
+typedef struct {
+	ts_expr *lo, *hi; /* inclusive; NULL: unknown */
+} sym;
+
+typedef struct {
+	ts_ctx *ctx;
+	int nrelax;
+	const sch_loop *relax;
+} bctx;
+
+static sym unknown(void)
+{
+	return (sym){NULL, NULL};
+}
+
+static bool known(sym s)
+{
+	return s.lo && s.hi;
+}
+
+static sym bound(bctx *b, ts_expr *e);
+
+static sym scale(bctx *b, sym s, ts_expr *c, int64_t cv)
+{
+	ts_expr *lo = ts_mul(b->ctx, s.lo, c), *hi = ts_mul(b->ctx, s.hi, c);
+	return cv >= 0 ? (sym){lo, hi} : (sym){hi, lo};
+}
+
+static sym bound_mul(bctx *b, ts_expr *e)
+{
+	int64_t c;
+	ts_expr *x = e->u.bin.a, *k = e->u.bin.b;
+	if (!ir_is_const_int(k, &c)) {
+		x = e->u.bin.b;
+		k = e->u.bin.a;
+		if (!ir_is_const_int(k, &c))
+			return unknown();
+	}
+	sym s = bound(b, x);
+	return known(s) ? scale(b, s, k, c) : unknown();
+}
+
+static sym bound_div_mod(bctx *b, ts_expr *e)
+{
+	int64_t c;
+	if (!ir_is_const_int(e->u.bin.b, &c) || c <= 0)
+		return unknown();
+	sym s = bound(b, e->u.bin.a);
+	if (!known(s))
+		return unknown();
+	ts_ctx *ctx = b->ctx;
+	ts_expr *d = e->u.bin.b;
+	if (e->kind == IR_FLOORDIV || e->kind == IR_TRUNCDIV)
+		return (sym){ts_binary(ctx, e->kind, s.lo, d), ts_binary(ctx, e->kind, s.hi, d)};
+	/* modulo: exact only when lo and hi fall in the same block of c */
+	ts_expr *same = ir_simplify(ctx, ts_sub(ctx, ts_floordiv(ctx, s.hi, d), ts_floordiv(ctx, s.lo, d)),
+				    0, NULL);
+	int64_t z;
+	if (e->kind == IR_FLOORMOD && ir_is_const_int(same, &z) && z == 0)
+		return (sym){ts_floormod(ctx, s.lo, d), ts_floormod(ctx, s.hi, d)};
+	if (e->kind == IR_FLOORMOD)
+		return (sym){ts_make_const(ctx, e->dtype, 0), ts_make_const(ctx, e->dtype, (double)(c - 1))};
+	return unknown();
+}
+
+static sym bound(bctx *b, ts_expr *e)
+{
+	ts_ctx *ctx = b->ctx;
+	sym x, y;
+	switch (e->kind) {
+	case IR_INT_IMM:
+		return (sym){e, e};
+	case IR_VAR:
+		for (int i = 0; i < b->nrelax; i++)
+			if (b->relax[i].var == e)
+				return (sym){ts_make_const(ctx, e->dtype, 0),
+					     ts_make_const(ctx, e->dtype, (double)(b->relax[i].extent - 1))};
+		return (sym){e, e};
+	case IR_ADD:
+	case IR_SUB:
+		x = bound(b, e->u.bin.a);
+		y = bound(b, e->u.bin.b);
+		if (!known(x) || !known(y))
+			return unknown();
+		if (e->kind == IR_ADD)
+			return (sym){ts_add(ctx, x.lo, y.lo), ts_add(ctx, x.hi, y.hi)};
+		return (sym){ts_sub(ctx, x.lo, y.hi), ts_sub(ctx, x.hi, y.lo)};
+	case IR_MUL:
+		return bound_mul(b, e);
+	case IR_FLOORDIV:
+	case IR_FLOORMOD:
+	case IR_TRUNCDIV:
+		return bound_div_mod(b, e);
+	case IR_MIN:
+	case IR_MAX:
+		x = bound(b, e->u.bin.a);
+		y = bound(b, e->u.bin.b);
+		if (!known(x) || !known(y))
+			return unknown();
+		return (sym){ts_binary(ctx, e->kind, x.lo, y.lo), ts_binary(ctx, e->kind, x.hi, y.hi)};
+	case IR_SELECT:
+		x = bound(b, e->u.select.t);
+		y = bound(b, e->u.select.f);
+		if (!known(x) || !known(y))
+			return unknown();
+		return (sym){ts_min(ctx, x.lo, y.lo), ts_max(ctx, x.hi, y.hi)};
+	case IR_CAST:
+		if (!ts_dtype_is_int(e->dtype) || !ts_dtype_is_int(e->u.un.a->dtype))
+			return unknown();
+		x = bound(b, e->u.un.a);
+		if (!known(x))
+			return unknown();
+		return (sym){ts_cast(ctx, e->dtype, x.lo), ts_cast(ctx, e->dtype, x.hi)};
+	default:
+		return unknown();
+	}
+}
+
+typedef struct {
+	bctx *b;
+	const ts_tensor *t;
+	sym dim[TS_MAX_DIMS];
+	bool full[TS_MAX_DIMS];
+	bool any;
+} region_acc;
+
+static bool collect(ts_expr *e, void *data)
+{
+	region_acc *r = data;
+	if (e->kind != IR_READ || e->u.read.tensor != r->t)
+		return true;
+	ts_ctx *ctx = r->b->ctx;
+	for (int d = 0; d < r->t->ndim; d++) {
+		if (r->full[d])
+			continue;
+		sym s = bound(r->b, e->u.read.idx[d]);
+		if (!known(s)) {
+			r->full[d] = true;
+			continue;
+		}
+		if (r->any) {
+			s.lo = ts_min(ctx, r->dim[d].lo, s.lo);
+			s.hi = ts_max(ctx, r->dim[d].hi, s.hi);
+		}
+		r->dim[d] = s;
+	}
+	r->any = true;
+	return true;
+}
+
+static ir_range *ranges_of(ts_ctx *ctx, int n, const sch_loop *loops)
+{
+	ir_range *r = ts_alloc_array(ctx, (size_t)(n ? n : 1), sizeof(*r));
+	for (int i = 0; r && i < n; i++)
+		r[i] = (ir_range){loops[i].var, 0, loops[i].extent};
+	return r;
+}
+
+/* Constant extent of [lo, hi] over the outer ranges, or shape if unbounded. */
+static int64_t extent_of(ts_ctx *ctx, ts_expr *lo, ts_expr *hi, int n, const ir_range *r,
+			 int64_t shape)
+{
+	ts_expr *diff = ir_simplify(ctx, ts_sub(ctx, hi, lo), n, r);
+	if (!diff)
+		return shape;
+	ir_interval iv = ir_bound_of(diff, n, r);
+	if (iv.max == IR_POS_INF || iv.max >= shape)
+		return shape;
+	return iv.max < 0 ? 1 : iv.max + 1;
+}
+
+ts_status sch_infer_region(ts_ctx *ctx, const ts_tensor *t, ts_expr *body, int nrelax,
+			   const sch_loop *relax, int nouter, const sch_loop *outer,
+			   ts_expr **min, int64_t *extent)
+{
+	bctx b = {ctx, nrelax, relax};
+	region_acc acc = {.b = &b, .t = t};
+	ir_expr_visit(body, collect, &acc);
+	ir_range *r = ranges_of(ctx, nouter, outer);
+	if (!r)
+		return ts_last_status(ctx);
+	for (int d = 0; d < t->ndim; d++) {
+		int64_t shape = t->shape[d];
+		if (!acc.any || acc.full[d] || !known(acc.dim[d])) {
+			min[d] = ts_int(ctx, 0);
+			extent[d] = shape;
+			continue;
+		}
+		ts_expr *lo = ir_simplify(ctx, acc.dim[d].lo, nouter, r);
+		ts_expr *hi = lo ? ir_simplify(ctx, acc.dim[d].hi, nouter, r) : NULL;
+		if (!hi)
+			return ts_last_status(ctx);
+		extent[d] = extent_of(ctx, lo, hi, nouter, r, shape);
+		/* start inside [0, shape - extent] so the region never leaves the
+		 * tensor: it still covers every read, which lies in [0, shape) */
+		ts_expr *start = ts_min(ctx, ts_max(ctx, lo, ts_int(ctx, 0)),
+					ts_int(ctx, shape - extent[d]));
+		min[d] = ir_simplify(ctx, start, nouter, r);
+		if (!min[d])
+			return ts_last_status(ctx);
+	}
+	return TS_OK;
+}

@@ -1,0 +1,117 @@
+/*
+ * lower.c - the lowering pipeline: the whole compiler between a schedule
+ * and codegen, as one flat list of passes.
+ */
+#include "lower.h"
+
+#include <string.h>
+
+#include "passes.h"
+#include "printer.h"
+
+const char *const ts_lower_pass_names[] = {
+	"schedule_ops", "flatten", "simplify", "loop_partition", "unroll", "vectorize_legal", NULL,
+};
+
+static bool in_args(const ts_tensor *t, int nargs, ts_tensor *const *args)
+{
+	for (int i = 0; i < nargs; i++)
+		if (args[i] == t)
+			return true;
+	return false;
+}
+
+static ts_status check_args(ts_schedule *s, const char *name, int nargs, ts_tensor *const *args)
+{
+	ts_ctx *ctx = s->ctx;
+	for (int i = 0; i < nargs; i++) {
+		if (!args[i])
+			return ts_error(ctx, TS_ERR_INVALID, "lower(%s): argument %d is NULL", name, i);
+		for (int j = 0; j < i; j++)
+			if (args[j] == args[i])
+				return ts_error(ctx, TS_ERR_INVALID, "lower(%s): tensor %s is listed twice",
+						name, args[i]->name);
+		bool output = false;
+		for (int j = 0; j < s->nout; j++)
+			output |= s->outputs[j] == args[i];
+		if (args[i]->op != TS_OP_PLACEHOLDER && !output)
+			return ts_error(ctx, TS_ERR_INVALID,
+					"lower(%s): argument %s is an intermediate result, not a placeholder or an output",
+					name, args[i]->name);
+	}
+	for (int j = 0; j < s->nout; j++)
+		if (!in_args(s->outputs[j], nargs, args))
+			return ts_error(ctx, TS_ERR_INVALID, "lower(%s): output %s is not in the argument list",
+					name, s->outputs[j]->name);
+	ts_tensor *order[256];
+	int m = ts_graph_topo(s->nout, s->outputs, order, 256);
+	for (int i = 0; i < m && i < 256; i++)
+		if (order[i]->op == TS_OP_PLACEHOLDER && !in_args(order[i], nargs, args))
+			return ts_error(ctx, TS_ERR_INVALID,
+					"lower(%s): placeholder %s is not in the argument list", name,
+					order[i]->name);
+	return TS_OK;
+}
+
+static void show(ts_ctx *ctx, const char *pass, const ts_func *f)
+{
+	if (!ts_ctx_print_passes(ctx) || !f)
+		return;
+	fprintf(stderr, "// ---- after %s\n", pass);
+	ir_print_func(stderr, f);
+}
+
+/* One step of the pipeline: stop (returning true) after the pass named last. */
+static bool step(ts_ctx *ctx, const char *pass, ts_func *f, const char *last)
+{
+	show(ctx, pass, f);
+	return last && strcmp(pass, last) == 0;
+}
+
+ts_func *ts_lower_until(ts_schedule *s, const char *name, int nargs, ts_tensor *const *args,
+			const char *last)
+{
+	if (!s)
+		return NULL;
+	ts_ctx *ctx = s->ctx;
+	if (check_args(s, name, nargs, args) != TS_OK)
+		return NULL;
+	ts_stmt *body = pass_schedule_ops(ctx, s, NULL);
+	if (!body)
+		return NULL;
+	if (last && strcmp(last, "schedule_ops") == 0) {
+		ts_func *f = pass_flatten(ctx, ir_evaluate(ctx, ts_int(ctx, 0)), name, nargs, args);
+		if (f)
+			f->body = body;
+		show(ctx, "schedule_ops", f);
+		return f;
+	}
+	ts_func *f = pass_flatten(ctx, body, name, nargs, args);
+	if (!f || step(ctx, "flatten", f, last))
+		return f;
+	if (!(f->body = pass_simplify(ctx, f->body)) || step(ctx, "simplify", f, last))
+		return f->body ? f : NULL;
+	if (!(f->body = pass_loop_partition(ctx, f->body)) || !(f->body = pass_simplify(ctx, f->body)) ||
+	    step(ctx, "loop_partition", f, last))
+		return f->body ? f : NULL;
+	if (!(f->body = pass_unroll(ctx, f->body)) || !(f->body = pass_simplify(ctx, f->body)) ||
+	    step(ctx, "unroll", f, last))
+		return f->body ? f : NULL;
+	if (!(f->body = pass_vectorize_legal(ctx, f->body)) || step(ctx, "vectorize_legal", f, last))
+		return f->body ? f : NULL;
+	return f;
+}
+
+ts_func *ts_lower(ts_schedule *s, const char *name, int nargs, ts_tensor *const *args)
+{
+	return ts_lower_until(s, name, nargs, args, NULL);
+}
+
+const char *ts_schedule_bounds_str(ts_schedule *s)
+{
+	ts_sbuf sb = {0};
+	ts_stmt *body = pass_schedule_ops(s->ctx, s, &sb);
+	const char *r = body && !sb.oom ? ts_strdup(s->ctx, ts_sb_str(&sb)) : NULL;
+	ts_sb_free(&sb);
+	return r;
+}

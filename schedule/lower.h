@@ -1,0 +1,30 @@
+/*
+ * lower.h - from a schedule to a lowered function (ts_func), like
+ * tvm.lower(s, [A, B, C]).
+ *
+ * args lists the function's parameters in order: every placeholder the
+ * outputs depend on, and every output.  The passes (passes.h) run as one flat
+ * list; with ts_ctx_set_print_passes(ctx, 1) or TESSERA_PRINT_PASSES=1 the
+ * IR after each pass is printed to stderr.
+ */
+#ifndef TESSERA_SCHEDULE_LOWER_H
+#define TESSERA_SCHEDULE_LOWER_H
+
+#include "schedule.h"
+
+ts_func *ts_lower(ts_schedule *s, const char *name, int nargs, ts_tensor *const *args);
+
+/* Runs the pipeline only up to and including the named pass ("schedule_ops",
+ * "flatten", "simplify", "loop_partition", "unroll", "vectorize_legal"), so
+ * any intermediate IR can be printed.  After schedule_ops the body still
+ * holds REALIZE/PROVIDE/READ. */
+ts_func *ts_lower_until(ts_schedule *s, const char *name, int nargs, ts_tensor *const *args,
+			const char *last_pass);
+
+/* The region bound inference gives each stage, one line per stage. */
+const char *ts_schedule_bounds_str(ts_schedule *s);
+
+/* The names of the passes in pipeline order, NULL-terminated. */
+extern const char *const ts_lower_pass_names[];
+
+#endif

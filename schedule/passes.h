@@ -1,0 +1,37 @@
+/*
+ * passes.h - every lowering pass, in pipeline order.  ts_lower() in lower.c
+ * calls them as a flat list; each lives in schedule/passes/<name>.c and
+ * exports only its entry function.
+ *
+ *  schedule_ops    schedule -> loop nest over tensors (REALIZE, PROVIDE,
+ *                  READ): inlines, infers bounds, builds each stage's loops
+ *                  from its leaf axes and relations, places attached stages,
+ *                  guards the tails of splits that do not divide
+ *  flatten         tensors -> flat buffers: REALIZE becomes ALLOCATE,
+ *                  PROVIDE/READ become STORE/LOAD with row-major offsets
+ *                  relative to the realized region; yields the ts_func
+ *  simplify        arithmetic simplification with loop ranges; drops guards
+ *                  that always hold and loops of extent 1
+ *  loop_partition  splits loops guarded by likely(cond) into a main part
+ *                  without the guard and a tail part with it
+ *  unroll          replaces UNROLLED loops by copies of their body
+ *  vectorize_legal checks VECTORIZED loops: constant extent within the lane
+ *                  limit; loops whose body cannot be vectorized (inner
+ *                  loops, allocations) become serial
+ */
+#ifndef TESSERA_SCHEDULE_PASSES_H
+#define TESSERA_SCHEDULE_PASSES_H
+
+#include "schedule.h"
+#include "sbuf.h"
+
+/* log, when not NULL, receives the inferred region of every stage. */
+ts_stmt *pass_schedule_ops(ts_ctx *ctx, ts_schedule *s, ts_sbuf *log);
+ts_func *pass_flatten(ts_ctx *ctx, ts_stmt *body, const char *name, int nargs,
+		      ts_tensor *const *args);
+ts_stmt *pass_simplify(ts_ctx *ctx, ts_stmt *s);
+ts_stmt *pass_loop_partition(ts_ctx *ctx, ts_stmt *s);
+ts_stmt *pass_unroll(ts_ctx *ctx, ts_stmt *s);
+ts_stmt *pass_vectorize_legal(ts_ctx *ctx, ts_stmt *s);
+
+#endif

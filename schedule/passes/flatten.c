@@ -1,0 +1,124 @@
+/*
+ * flatten.c - tensors become flat buffers.
+ *
+ * Argument tensors become the function's parameters (global buffers of
+ * their full shape).  A REALIZE of tensor t over region [min, min + extent)
+ * becomes an ALLOCATE of a buffer shaped like the region, and every
+ * PROVIDE/READ of t inside it addresses element
+ *     sum_d (idx_d - min_d) * stride_d      (row-major strides)
+ * Indices are int32; a buffer of 2^31 elements or more is refused.
+ */
+#include <string.h>
+
+#include "passes.h"
+
+typedef struct binding {
+	const ts_tensor *t;
+	ts_buffer *buf;
+	ts_expr **min; /* NULL for parameters: region starts at 0 */
+} binding;
+
+typedef struct flat {
+	binding b[512];
+	int n;
+} flat;
+
+static binding *lookup(flat *f, const ts_tensor *t)
+{
+	for (int i = f->n - 1; i >= 0; i--)
+		if (f->b[i].t == t)
+			return &f->b[i];
+	return NULL;
+}
+
+static ts_expr *offset(ts_ctx *ctx, const binding *b, int n, ts_expr *const *idx)
+{
+	ts_expr *off = NULL;
+	for (int d = 0; d < n; d++) {
+		ts_expr *i = b->min ? ts_sub(ctx, idx[d], b->min[d]) : idx[d];
+		ts_expr *term = b->buf->strides[d] == 1 ? i : ts_mul(ctx, i, ts_int(ctx, b->buf->strides[d]));
+		off = off ? ts_add(ctx, off, term) : term;
+	}
+	return off ? off : ts_int(ctx, 0);
+}
+
+static binding *need(ts_ctx *ctx, flat *f, const ts_tensor *t)
+{
+	binding *b = lookup(f, t);
+	if (!b)
+		ts_error(ctx, TS_ERR_INVALID,
+			 "lower: tensor %s is read but is neither an argument nor computed here (pass it in the argument list)",
+			 t->name);
+	return b;
+}
+
+static ts_expr *flat_expr(ts_ctx *ctx, ts_expr *e, void *data)
+{
+	ts_expr *m = ir_expr_map_children(ctx, e, flat_expr, data);
+	if (!m || m->kind != IR_READ)
+		return m;
+	binding *b = need(ctx, data, m->u.read.tensor);
+	return b ? ts_load(ctx, b->buf, offset(ctx, b, m->u.read.n, m->u.read.idx)) : NULL;
+}
+
+static ts_stmt *flat_stmt(ts_ctx *ctx, ts_stmt *s, void *data)
+{
+	flat *f = data;
+	if (s->kind == IR_S_PROVIDE) {
+		binding *b = need(ctx, f, s->u.provide.tensor);
+		ts_expr *v = flat_expr(ctx, s->u.provide.value, f);
+		if (!b || !v)
+			return NULL;
+		return ir_store(ctx, b->buf, offset(ctx, b, s->u.provide.n, s->u.provide.idx), v);
+	}
+	if (s->kind != IR_S_REALIZE)
+		return ir_stmt_map_children(ctx, s, flat_stmt, flat_expr, data);
+	const ts_tensor *t = s->u.realize.tensor;
+	if (f->n >= (int)TS_COUNT_OF(f->b)) {
+		ts_error(ctx, TS_ERR_INVALID, "lower: too many buffers");
+		return NULL;
+	}
+	ts_buffer *buf = ir_buffer_new(ctx, t->name, t->dtype, s->u.realize.n, s->u.realize.extent,
+				       s->u.realize.scope);
+	if (!buf)
+		return NULL;
+	if (buf->size > INT32_MAX) {
+		ts_error(ctx, TS_ERR_UNSUPPORTED, "lower: buffer %s has %lld elements (int32 indices)",
+			 t->name, (long long)buf->size);
+		return NULL;
+	}
+	f->b[f->n++] = (binding){t, buf, s->u.realize.min};
+	ts_stmt *body = flat_stmt(ctx, s->u.realize.body, f);
+	f->n--;
+	return body ? ir_allocate(ctx, buf, body) : NULL;
+}
+
+ts_func *pass_flatten(ts_ctx *ctx, ts_stmt *body, const char *name, int nargs,
+		      ts_tensor *const *args)
+{
+	flat *f = ts_alloc(ctx, sizeof(*f));
+	ts_func *fn = ts_alloc(ctx, sizeof(*fn));
+	if (!f || !fn || !body)
+		return NULL;
+	fn->name = ts_strdup(ctx, name);
+	fn->nparams = nargs;
+	fn->params = ts_alloc_array(ctx, (size_t)nargs, sizeof(ts_buffer *));
+	fn->param_tensors = ts_alloc_array(ctx, (size_t)nargs, sizeof(ts_tensor *));
+	if (!fn->name || !fn->params || !fn->param_tensors || nargs > (int)TS_COUNT_OF(f->b))
+		return NULL;
+	for (int i = 0; i < nargs; i++) {
+		ts_tensor *t = args[i];
+		fn->param_tensors[i] = t;
+		fn->params[i] = ir_buffer_new(ctx, t->name, t->dtype, t->ndim, t->shape, TS_SCOPE_GLOBAL);
+		if (!fn->params[i])
+			return NULL;
+		if (fn->params[i]->size > INT32_MAX) {
+			ts_error(ctx, TS_ERR_UNSUPPORTED, "lower: argument %s has %lld elements (int32 indices)",
+				 t->name, (long long)fn->params[i]->size);
+			return NULL;
+		}
+		f->b[f->n++] = (binding){t, fn->params[i], NULL};
+	}
+	fn->body = flat_stmt(ctx, body, f);
+	return fn->body ? fn : NULL;
+}

@@ -1,0 +1,490 @@
+/*
+ * schedule_ops.c - the first lowering pass: a schedule becomes a loop nest
+ * over tensors.
+ *
+ * Stages computed at root are emitted in dependency order; an intermediate
+ * one is wrapped in a REALIZE of its whole shape.  Each stage's loops come
+ * from its leaf axes (0-based, constant extents derived from the stage's
+ * region through the split/fuse relations); the root index of every axis is
+ * rebuilt from the leaf variables by running the relations backwards.  A
+ * stage attached with compute_at is emitted inside its consumer's loop, in
+ * a REALIZE of the region bound inference gives there.  A reduction emits an
+ * init nest (over its data-parallel leaves) before its first reduction loop,
+ * then the update nest.  Splits that do not divide guard the body with
+ * `index < extent`, wrapped in likely() when the split asked for a
+ * partitioned tail, so that loop_partition can remove it from the main part.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "arith.h"
+#include "bound.h"
+#include "passes.h"
+#include "printer.h"
+
+#define MAX_DEPTH 128
+
+typedef struct ops {
+	ts_ctx *ctx;
+	ts_schedule *s;
+	ts_expr **body;   /* per stage index: the body after inlining */
+	bool *built;
+	sch_loop stack[MAX_DEPTH];
+	int depth;
+	ts_sbuf *log;
+} ops;
+
+/* One stage being emitted: its axes' extents and values. */
+typedef struct stage_nest {
+	ts_stage *st;
+	int64_t ext[64];      /* per axis, parallel to st->all */
+	ts_expr *val[64];     /* axis value in leaf variables */
+	int nguard;
+	ts_expr *guard[64];
+	bool guard_reduce[64];
+	ts_expr *value;       /* the stage's element value in leaf variables */
+	ts_expr *idx[TS_MAX_DIMS];
+} stage_nest;
+
+static int stage_pos(const ts_schedule *s, const ts_stage *st)
+{
+	for (int i = 0; i < s->nstages; i++)
+		if (s->stages[i] == st)
+			return i;
+	return -1;
+}
+
+static int axis_pos(const ts_stage *st, const ts_axis *a)
+{
+	for (int i = 0; i < st->nall; i++)
+		if (st->all[i] == a)
+			return i;
+	return -1;
+}
+
+/* ---- inlining -------------------------------------------------------------- */
+
+static ts_expr *inline_fn(ts_ctx *ctx, ts_expr *e, void *data)
+{
+	ops *o = data;
+	ts_expr *m = ir_expr_map_children(ctx, e, inline_fn, data);
+	if (!m || m->kind != IR_READ)
+		return m;
+	for (int i = 0; i < o->s->nstages; i++) {
+		ts_stage *p = o->s->stages[i];
+		if (p->tensor != m->u.read.tensor || p->attach != SCH_ATTACH_INLINE)
+			continue;
+		ts_expr *vars[TS_MAX_DIMS];
+		for (int d = 0; d < p->tensor->ndim; d++)
+			vars[d] = p->root[d]->var;
+		return ir_substitute(ctx, o->body[i], p->tensor->ndim, vars, m->u.read.idx);
+	}
+	return m;
+}
+
+static ts_status inline_all(ops *o)
+{
+	for (int i = 0; i < o->s->nstages; i++) {
+		o->body[i] = inline_fn(o->ctx, o->s->stages[i]->body, o);
+		if (!o->body[i])
+			return ts_last_status(o->ctx);
+	}
+	return TS_OK;
+}
+
+/* ---- axis extents and values ---------------------------------------------------- */
+
+static ts_expr *cond(ops *o, ts_expr *c, bool likely)
+{
+	if (!likely || !c)
+		return c;
+	return ts_call(o->ctx, IR_INTRIN_LIKELY, 1, &c);
+}
+
+static void derive_extents(stage_nest *n, const int64_t *rext)
+{
+	ts_stage *st = n->st;
+	for (int r = 0; r < st->nroot; r++)
+		n->ext[axis_pos(st, st->root[r])] =
+			st->root[r]->kind == TS_ITER_DATA ? rext[r] : st->root[r]->extent;
+	for (int i = 0; i < st->nrel; i++) {
+		const sch_relation *r = &st->rel[i];
+		if (r->kind == SCH_REL_FUSE) {
+			n->ext[axis_pos(st, r->fused)] =
+				n->ext[axis_pos(st, r->outer)] * n->ext[axis_pos(st, r->inner)];
+			continue;
+		}
+		int64_t e = n->ext[axis_pos(st, r->parent)];
+		int64_t oe, ie;
+		if (r->factor) {
+			ie = r->factor < e ? r->factor : e;
+			oe = (e + ie - 1) / ie;
+		} else {
+			oe = r->nparts < e ? r->nparts : e;
+			ie = (e + oe - 1) / oe;
+		}
+		n->ext[axis_pos(st, r->outer)] = oe;
+		n->ext[axis_pos(st, r->inner)] = ie;
+	}
+}
+
+static ts_status derive_values(ops *o, stage_nest *n)
+{
+	ts_ctx *ctx = o->ctx;
+	ts_stage *st = n->st;
+	for (int i = 0; i < st->nleaf; i++)
+		n->val[axis_pos(st, st->leaf[i])] = st->leaf[i]->var;
+	for (int i = st->nrel - 1; i >= 0; i--) {
+		const sch_relation *r = &st->rel[i];
+		if (r->kind == SCH_REL_FUSE) {
+			ts_expr *f = n->val[axis_pos(st, r->fused)];
+			ts_expr *ie = ts_int(ctx, n->ext[axis_pos(st, r->inner)]);
+			n->val[axis_pos(st, r->outer)] = ts_floordiv(ctx, f, ie);
+			n->val[axis_pos(st, r->inner)] = ts_floormod(ctx, f, ie);
+			continue;
+		}
+		int pp = axis_pos(st, r->parent);
+		int64_t ie = n->ext[axis_pos(st, r->inner)], oe = n->ext[axis_pos(st, r->outer)];
+		ts_expr *v = ts_add(ctx, ts_mul(ctx, n->val[axis_pos(st, r->outer)], ts_int(ctx, ie)),
+				    n->val[axis_pos(st, r->inner)]);
+		n->val[pp] = v;
+		if (oe * ie != n->ext[pp]) {
+			n->guard_reduce[n->nguard] = r->parent->kind == TS_ITER_REDUCE;
+			n->guard[n->nguard++] = cond(o, ts_lt(ctx, v, ts_int(ctx, n->ext[pp])),
+						     r->tail == TS_TAIL_PARTITION);
+		}
+	}
+	return ts_last_status(ctx);
+}
+
+/* The element value and index of the stage in leaf variables. */
+static ts_status derive_body(ops *o, stage_nest *n, ts_expr *body, ts_expr *const *rmin)
+{
+	ts_ctx *ctx = o->ctx;
+	ts_stage *st = n->st;
+	ts_expr *vars[64], *vals[64];
+	for (int r = 0; r < st->nroot; r++) {
+		ts_axis *a = st->root[r];
+		ts_expr *base = a->kind == TS_ITER_DATA ? rmin[r] : ts_int(ctx, a->root->min);
+		vars[r] = a->var;
+		vals[r] = ir_simplify(ctx, ts_add(ctx, base, n->val[axis_pos(st, a)]), 0, NULL);
+		if (a->kind == TS_ITER_DATA)
+			n->idx[r] = vals[r];
+	}
+	n->value = ir_substitute(ctx, body, st->nroot, vars, vals);
+	return n->value ? TS_OK : ts_last_status(ctx);
+}
+
+/* ---- statements ---------------------------------------------------------------- */
+
+static ts_expr *identity(ts_ctx *ctx, ts_reduce_op op, ts_dtype t)
+{
+	bool fl = ts_dtype_is_float(t);
+	int64_t imax = t.code == TS_TYPE_UINT ? (t.bits >= 64 ? -1 : (int64_t)((1ull << t.bits) - 1))
+					      : (int64_t)((1ull << (t.bits - 1)) - 1);
+	int64_t imin = t.code == TS_TYPE_UINT ? 0 : -imax - 1;
+	switch (op) {
+	case TS_REDUCE_SUM: return ts_make_const(ctx, t, 0);
+	case TS_REDUCE_PROD: return ts_make_const(ctx, t, 1);
+	case TS_REDUCE_MAX: return fl ? ts_fconst(ctx, t, -INFINITY) : ts_const(ctx, t, imin);
+	case TS_REDUCE_MIN: return fl ? ts_fconst(ctx, t, INFINITY) : ts_const(ctx, t, imax);
+	}
+	return NULL;
+}
+
+static ts_expr *combine(ts_ctx *ctx, ts_reduce_op op, ts_expr *acc, ts_expr *v)
+{
+	switch (op) {
+	case TS_REDUCE_SUM: return ts_add(ctx, acc, v);
+	case TS_REDUCE_PROD: return ts_mul(ctx, acc, v);
+	case TS_REDUCE_MAX: return ts_max(ctx, acc, v);
+	case TS_REDUCE_MIN: return ts_min(ctx, acc, v);
+	}
+	return NULL;
+}
+
+static ts_stmt *guarded(ops *o, stage_nest *n, ts_stmt *s, bool with_reduce)
+{
+	ts_expr *c = NULL;
+	for (int i = 0; i < n->nguard; i++) {
+		if (n->guard_reduce[i] && !with_reduce)
+			continue;
+		c = c ? ts_and(o->ctx, c, n->guard[i]) : n->guard[i];
+	}
+	return c ? ir_if(o->ctx, c, s, NULL) : s;
+}
+
+typedef enum { NEST_ALL, NEST_DATA_ONLY } nest_filter;
+
+static ts_stmt *build_stage(ops *o, ts_stage *st, ts_expr *const *rmin, const int64_t *rext);
+
+/* Stages attached at axis a of st: each realized around `inner`, built with
+ * the loops of st up to a on the stack. */
+typedef ts_stmt *(*nest_fn)(ops *, stage_nest *, int, int, nest_filter);
+static ts_stmt *attach(ops *o, stage_nest *n, int leafpos, nest_fn inner, int next, int end,
+		       nest_filter f);
+
+static ts_stmt *loops(ops *o, stage_nest *n, int pos, int end, nest_filter f);
+
+static ts_stmt *innermost(ops *o, stage_nest *n, nest_filter f)
+{
+	ts_ctx *ctx = o->ctx;
+	ts_tensor *t = n->st->tensor;
+	ts_expr *v = n->value;
+	if (v->kind != IR_REDUCE)
+		return guarded(o, n, ir_provide(ctx, t, t->ndim, n->idx, v), true);
+	if (f == NEST_DATA_ONLY) {
+		ts_expr *init = v->u.reduce.init ? v->u.reduce.init
+						 : identity(ctx, v->u.reduce.op, v->dtype);
+		return guarded(o, n, ir_provide(ctx, t, t->ndim, n->idx, init), false);
+	}
+	ts_expr *acc = ts_read(ctx, t, t->ndim, n->idx);
+	ts_expr *upd = combine(ctx, v->u.reduce.op, acc, v->u.reduce.source);
+	return guarded(o, n, ir_provide(ctx, t, t->ndim, n->idx, upd), true);
+}
+
+/* First leaf position derived from a reduction axis (nleaf if none). */
+static int first_reduce_leaf(const ts_stage *st)
+{
+	for (int i = 0; i < st->nleaf; i++)
+		if (st->leaf[i]->kind == TS_ITER_REDUCE)
+			return i;
+	return st->nleaf;
+}
+
+/* The loop of leaf `pos`, its body made by next (with attachments when the
+ * nest is the full one). */
+static ts_stmt *emit_loop(ops *o, stage_nest *n, int pos, int end, nest_filter f, nest_fn next)
+{
+	ts_axis *a = n->st->leaf[pos];
+	int64_t e = n->ext[axis_pos(n->st, a)];
+	if (o->depth >= MAX_DEPTH) {
+		ts_error(o->ctx, TS_ERR_INVALID, "lower: loops nested deeper than %d", MAX_DEPTH);
+		return NULL;
+	}
+	o->stack[o->depth++] = (sch_loop){a->var, e, a->loop, a->thread};
+	ts_stmt *body = f == NEST_ALL ? attach(o, n, pos, next, pos + 1, end, f)
+				      : next(o, n, pos + 1, end, f);
+	o->depth--;
+	return ir_for(o->ctx, a->var, ts_int(o->ctx, 0), ts_int(o->ctx, e), a->loop, a->thread, body);
+}
+
+static ts_stmt *loops(ops *o, stage_nest *n, int pos, int end, nest_filter f)
+{
+	ts_stage *st = n->st;
+	if (f == NEST_DATA_ONLY)
+		while (pos < end && st->leaf[pos]->kind == TS_ITER_REDUCE)
+			pos++;
+	if (pos < end)
+		return emit_loop(o, n, pos, end, f, loops);
+	return innermost(o, n, f);
+}
+
+/* A reduction: the loops before its first reduction leaf enclose an init
+ * nest (data-parallel leaves only) and then the update nest. */
+static ts_stmt *prefix(ops *o, stage_nest *n, int pos, int end, nest_filter f)
+{
+	if (pos >= end)
+		return ir_seq2(o->ctx, loops(o, n, end, n->st->nleaf, NEST_DATA_ONLY),
+			       loops(o, n, end, n->st->nleaf, NEST_ALL));
+	return emit_loop(o, n, pos, end, f, prefix);
+}
+
+typedef struct {
+	const ts_tensor *t;
+	bool found;
+} find_read;
+
+static bool find_read_fn(ts_expr *e, void *data)
+{
+	find_read *f = data;
+	if (e->kind == IR_READ && e->u.read.tensor == f->t)
+		f->found = true;
+	return !f->found;
+}
+
+static bool reads_tensor(ts_expr *body, const ts_tensor *t)
+{
+	find_read f = {t, false};
+	ir_expr_visit(body, find_read_fn, &f);
+	return f.found;
+}
+
+/* compute_at is valid at lowering only if st is the sole reader of x. */
+static ts_status check_sole_reader(ops *o, ts_stage *x, ts_stage *st)
+{
+	for (int i = 0; i < o->s->nstages; i++) {
+		ts_stage *c = o->s->stages[i];
+		if (c == st || c == x || c->attach == SCH_ATTACH_INLINE)
+			continue;
+		if (reads_tensor(o->body[i], x->tensor))
+			return ts_error(o->ctx, TS_ERR_INVALID,
+					"compute_at(%s): %s is also read by stage %s, which is outside %s's loops",
+					x->name, x->name, c->name, st->name);
+	}
+	return TS_OK;
+}
+
+static void log_region(ops *o, ts_stage *x, ts_expr *const *min, const int64_t *ext)
+{
+	if (!o->log)
+		return;
+	ts_sb_printf(o->log, "%s: ", x->name);
+	if (x->attach == SCH_ATTACH_AT)
+		ts_sb_printf(o->log, "compute_at %s.%s:", x->attach_stage->name, x->attach_axis->name);
+	else
+		ts_sb_puts(o->log, "root:");
+	for (int d = 0; d < x->tensor->ndim; d++) {
+		ts_sb_puts(o->log, d ? " x [" : " [");
+		ir_sb_expr(o->log, min[d]);
+		ts_sb_printf(o->log, ", %lld]", (long long)ext[d]);
+	}
+	ts_sb_putc(o->log, '\n');
+}
+
+/* Loops of st after the attachment point (relaxed), plus the enclosing
+ * threadIdx loops when x lives in shared memory (all threads fill it). */
+static int relaxed_loops(ops *o, stage_nest *n, int leafpos, const ts_stage *x, sch_loop *out)
+{
+	int m = 0;
+	for (int i = leafpos + 1; i < n->st->nleaf; i++) {
+		ts_axis *a = n->st->leaf[i];
+		out[m++] = (sch_loop){a->var, n->ext[axis_pos(n->st, a)], a->loop, a->thread};
+	}
+	if (x->scope == TS_SCOPE_SHARED)
+		for (int i = 0; i < o->depth; i++)
+			if (o->stack[i].kind == TS_FOR_THREAD && o->stack[i].thread >= TS_THREAD_X)
+				out[m++] = o->stack[i];
+	return m;
+}
+
+static int outer_loops(ops *o, const sch_loop *relax, int nrelax, sch_loop *out)
+{
+	int m = 0;
+	for (int i = 0; i < o->depth; i++) {
+		bool relaxed = false;
+		for (int j = 0; j < nrelax; j++)
+			relaxed |= relax[j].var == o->stack[i].var;
+		if (!relaxed)
+			out[m++] = o->stack[i];
+	}
+	return m;
+}
+
+static ts_stmt *attach_one(ops *o, stage_nest *n, int leafpos, ts_stage *x, ts_stmt *inner)
+{
+	ts_ctx *ctx = o->ctx;
+	if (check_sole_reader(o, x, n->st) != TS_OK)
+		return NULL;
+	sch_loop relax[MAX_DEPTH + 64], outer[MAX_DEPTH];
+	int nr = relaxed_loops(o, n, leafpos, x, relax);
+	int no = outer_loops(o, relax, nr, outer);
+	ts_expr *min[TS_MAX_DIMS];
+	int64_t ext[TS_MAX_DIMS];
+	if (sch_infer_region(ctx, x->tensor, n->value, nr, relax, no, outer, min, ext) != TS_OK)
+		return NULL;
+	log_region(o, x, min, ext);
+	ts_stmt *nest = build_stage(o, x, min, ext);
+	if (!nest)
+		return NULL;
+	return ir_realize(ctx, x->tensor, x->tensor->ndim, min, ext, x->scope,
+			  ir_seq2(ctx, nest, inner));
+}
+
+static ts_stmt *attach(ops *o, stage_nest *n, int leafpos, nest_fn inner, int next, int end,
+		       nest_filter f)
+{
+	ts_axis *a = n->st->leaf[leafpos];
+	ts_stage *xs[64];
+	int nx = 0;
+	for (int i = 0; i < o->s->nstages && nx < 64; i++) {
+		ts_stage *x = o->s->stages[i];
+		if (x->attach == SCH_ATTACH_AT && x->attach_stage == n->st && x->attach_axis == a)
+			xs[nx++] = x;
+	}
+	ts_stmt *body = inner(o, n, next, end, f);
+	/* innermost attachment last in stage order: producers realize outside */
+	for (int i = nx - 1; body && i >= 0; i--)
+		body = attach_one(o, n, leafpos, xs[i], body);
+	return body;
+}
+
+static ts_stmt *build_stage(ops *o, ts_stage *st, ts_expr *const *rmin, const int64_t *rext)
+{
+	int si = stage_pos(o->s, st);
+	if (o->built[si]) {
+		ts_error(o->ctx, TS_ERR_INTERNAL, "lower: stage %s emitted twice", st->name);
+		return NULL;
+	}
+	o->built[si] = true;
+	stage_nest *n = ts_alloc(o->ctx, sizeof(*n));
+	if (!n)
+		return NULL;
+	n->st = st;
+	derive_extents(n, rext);
+	if (derive_values(o, n) != TS_OK || derive_body(o, n, o->body[si], rmin) != TS_OK)
+		return NULL;
+	if (n->value->kind == IR_REDUCE)
+		return prefix(o, n, 0, first_reduce_leaf(st), NEST_ALL);
+	return loops(o, n, 0, st->nleaf, NEST_ALL);
+}
+
+static ts_status check_attachments(ops *o)
+{
+	for (int i = 0; i < o->s->nstages; i++) {
+		ts_stage *x = o->s->stages[i];
+		if (x->attach != SCH_ATTACH_AT)
+			continue;
+		ts_stage *p = x->attach_stage;
+		if (p->attach == SCH_ATTACH_INLINE)
+			return ts_error(o->ctx, TS_ERR_INVALID,
+					"compute_at(%s): target stage %s is inlined", x->name, p->name);
+		bool leaf = false;
+		for (int k = 0; k < p->nleaf; k++)
+			leaf |= p->leaf[k] == x->attach_axis;
+		if (!leaf)
+			return ts_error(o->ctx, TS_ERR_INVALID,
+					"compute_at(%s): axis '%s' is no longer a leaf of %s (split or fused after compute_at)",
+					x->name, x->attach_axis->name, p->name);
+	}
+	return TS_OK;
+}
+
+ts_stmt *pass_schedule_ops(ts_ctx *ctx, ts_schedule *s, ts_sbuf *log)
+{
+	ops *o = ts_alloc(ctx, sizeof(*o));
+	if (!o)
+		return NULL;
+	o->ctx = ctx;
+	o->s = s;
+	o->log = log;
+	o->body = ts_alloc_array(ctx, (size_t)s->nstages, sizeof(ts_expr *));
+	o->built = ts_alloc_array(ctx, (size_t)s->nstages, sizeof(bool));
+	if (!o->body || !o->built || inline_all(o) != TS_OK || check_attachments(o) != TS_OK)
+		return NULL;
+	ts_stmt *body = NULL;
+	for (int i = s->nstages - 1; i >= 0; i--) {
+		ts_stage *st = s->stages[i];
+		if (st->attach != SCH_ATTACH_ROOT)
+			continue;
+		ts_expr *min[TS_MAX_DIMS];
+		for (int d = 0; d < st->tensor->ndim; d++)
+			min[d] = ts_int(ctx, 0);
+		log_region(o, st, min, st->tensor->shape);
+		ts_stmt *nest = build_stage(o, st, min, st->tensor->shape);
+		if (!nest)
+			return NULL;
+		body = body ? ir_seq2(ctx, nest, body) : nest;
+		if (!st->is_output)
+			body = ir_realize(ctx, st->tensor, st->tensor->ndim, min, st->tensor->shape,
+					  st->scope, body);
+		if (!body)
+			return NULL;
+	}
+	for (int i = 0; i < s->nstages; i++)
+		if (s->stages[i]->attach != SCH_ATTACH_INLINE && !o->built[i]) {
+			ts_error(ctx, TS_ERR_INVALID, "lower: stage %s is never computed", s->stages[i]->name);
+			return NULL;
+		}
+	return body;
+}

@@ -1,0 +1,723 @@
+/*
+ * schedule.c - stages and the scheduling primitives.
+ *
+ * Primitives only record: a relation (split, fuse), an edit of the leaf
+ * order (reorder), a loop attribute (vectorize, parallel, unroll, bind) or an
+ * attachment (compute_at/inline/root).  Each checks every rule first and
+ * changes nothing when one is broken, so a failed call leaves a usable
+ * schedule behind.
+ */
+#include "schedule.h"
+
+#include <string.h>
+
+#include "printer.h"
+#include "sbuf.h"
+
+#define MAX_AXES 64 /* axes ever made in one stage */
+#define MAX_STAGES 256
+
+/* ---- helpers ---------------------------------------------------------------- */
+
+static ts_ctx *sctx(ts_stage *st)
+{
+	return st->sch->ctx;
+}
+
+static ts_status fail(ts_stage *st, const char *prim, const char *fmt, const char *arg)
+{
+	char msg[512];
+	snprintf(msg, sizeof(msg), fmt, arg ? arg : "");
+	return ts_error(sctx(st), TS_ERR_INVALID, "%s(%s): %s", prim, st->name, msg);
+}
+
+static ts_axis *new_axis(ts_stage *st, const char *name, int64_t extent, ts_iter_kind kind,
+			 ts_expr *var)
+{
+	ts_ctx *ctx = sctx(st);
+	if (st->nall >= MAX_AXES) {
+		ts_error(ctx, TS_ERR_INVALID, "stage %s: more than %d axes", st->name, MAX_AXES);
+		return NULL;
+	}
+	ts_axis *a = ts_alloc(ctx, sizeof(*a));
+	if (!a)
+		return NULL;
+	a->name = ts_strdup(ctx, name);
+	a->var = var ? var : ts_var(ctx, name);
+	a->extent = extent;
+	a->kind = kind;
+	a->loop = TS_FOR_SERIAL;
+	if (!a->name || !a->var)
+		return NULL;
+	st->all[st->nall++] = a;
+	return a;
+}
+
+static int leaf_index(const ts_stage *st, const ts_axis *a)
+{
+	for (int i = 0; i < st->nleaf; i++)
+		if (st->leaf[i] == a)
+			return i;
+	return -1;
+}
+
+static bool owns(const ts_stage *st, const ts_axis *a)
+{
+	for (int i = 0; i < st->nall; i++)
+		if (st->all[i] == a)
+			return true;
+	return false;
+}
+
+/* Checks that axis is a leaf of st; reports under the primitive's name. */
+static bool check_leaf(ts_stage *st, const char *prim, const ts_axis *a)
+{
+	if (!a) {
+		fail(st, prim, "axis is NULL", NULL);
+		return false;
+	}
+	if (!owns(st, a)) {
+		fail(st, prim, "axis '%s' does not belong to this stage", a->name);
+		return false;
+	}
+	if (leaf_index(st, a) < 0) {
+		fail(st, prim, "axis '%s' is no longer a leaf (it was split or fused)", a->name);
+		return false;
+	}
+	return true;
+}
+
+static bool check_stage(ts_ctx *ctx, const ts_stage *st, const char *prim)
+{
+	if (!st) {
+		ts_error(ctx, TS_ERR_INVALID, "%s: stage is NULL", prim);
+		return false;
+	}
+	return true;
+}
+
+/* ---- creating a schedule ----------------------------------------------------- */
+
+static ts_stage *new_stage(ts_schedule *s, ts_tensor *t, ts_expr *body)
+{
+	ts_ctx *ctx = s->ctx;
+	ts_stage *st = ts_alloc(ctx, sizeof(*st));
+	if (!st)
+		return NULL;
+	st->sch = s;
+	st->tensor = t;
+	st->name = t->name;
+	st->body = body;
+	st->all = ts_alloc_array(ctx, MAX_AXES, sizeof(ts_axis *));
+	st->leaf = ts_alloc_array(ctx, MAX_AXES, sizeof(ts_axis *));
+	st->root = ts_alloc_array(ctx, MAX_AXES, sizeof(ts_axis *));
+	st->caprel = MAX_AXES;
+	st->rel = ts_alloc_array(ctx, MAX_AXES, sizeof(sch_relation));
+	if (!st->all || !st->leaf || !st->root || !st->rel)
+		return NULL;
+	st->attach = SCH_ATTACH_ROOT;
+	st->scope = TS_SCOPE_GLOBAL;
+	for (int i = 0; i < t->ndim; i++) {
+		ts_iter *it = t->axis[i];
+		ts_axis *a = new_axis(st, it->var->u.var.name, it->extent, TS_ITER_DATA, it->var);
+		if (!a)
+			return NULL;
+		a->root = it;
+		st->root[st->nroot++] = st->leaf[st->nleaf++] = a;
+	}
+	if (body && body->kind == IR_REDUCE) {
+		for (int i = 0; i < body->u.reduce.naxes; i++) {
+			ts_iter *it = body->u.reduce.axes[i];
+			ts_axis *a = new_axis(st, it->var->u.var.name, it->extent, TS_ITER_REDUCE,
+					      it->var);
+			if (!a)
+				return NULL;
+			a->root = it;
+			st->root[st->nroot++] = st->leaf[st->nleaf++] = a;
+		}
+	}
+	return st;
+}
+
+static ts_status add_stage(ts_schedule *s, ts_stage *st, int at)
+{
+	if (s->nstages >= s->capstages)
+		return ts_error(s->ctx, TS_ERR_INVALID, "schedule: more than %d stages", MAX_STAGES);
+	memmove(&s->stages[at + 1], &s->stages[at],
+		(size_t)(s->nstages - at) * sizeof(ts_stage *));
+	s->stages[at] = st;
+	s->nstages++;
+	return TS_OK;
+}
+
+ts_schedule *ts_create_schedule(ts_ctx *ctx, int n, ts_tensor *const *outputs)
+{
+	if (n < 1) {
+		ts_error(ctx, TS_ERR_INVALID, "create_schedule: needs at least one output");
+		return NULL;
+	}
+	for (int i = 0; i < n; i++) {
+		if (!outputs[i] || outputs[i]->op != TS_OP_COMPUTE) {
+			ts_error(ctx, TS_ERR_INVALID, "create_schedule: output %d is %s", i,
+				 outputs[i] ? "a placeholder, not a compute" : "NULL");
+			return NULL;
+		}
+	}
+	ts_schedule *s = ts_alloc(ctx, sizeof(*s));
+	ts_tensor **order = ts_alloc_array(ctx, MAX_STAGES, sizeof(ts_tensor *));
+	if (!s || !order)
+		return NULL;
+	s->ctx = ctx;
+	s->nout = n;
+	s->outputs = ts_alloc_array(ctx, (size_t)n, sizeof(ts_tensor *));
+	s->capstages = MAX_STAGES;
+	s->stages = ts_alloc_array(ctx, MAX_STAGES, sizeof(ts_stage *));
+	if (!s->outputs || !s->stages)
+		return NULL;
+	memcpy(s->outputs, outputs, (size_t)n * sizeof(ts_tensor *));
+	int m = ts_graph_topo(n, outputs, order, MAX_STAGES);
+	if (m > MAX_STAGES) {
+		ts_error(ctx, TS_ERR_INVALID, "create_schedule: more than %d tensors", MAX_STAGES);
+		return NULL;
+	}
+	for (int i = 0; i < m; i++) {
+		if (order[i]->op != TS_OP_COMPUTE)
+			continue;
+		ts_stage *st = new_stage(s, order[i], order[i]->body);
+		if (!st || add_stage(s, st, s->nstages) != TS_OK)
+			return NULL;
+		for (int j = 0; j < n; j++)
+			st->is_output |= outputs[j] == order[i];
+	}
+	return s;
+}
+
+ts_stage *ts_stage_of(ts_schedule *s, const ts_tensor *t)
+{
+	if (!s)
+		return NULL;
+	for (int i = 0; i < s->nstages; i++)
+		if (s->stages[i]->tensor == t)
+			return s->stages[i];
+	ts_error(s->ctx, TS_ERR_INVALID, "schedule: tensor %s has no stage (a placeholder, or not reached from the outputs)",
+		 t ? t->name : "(NULL)");
+	return NULL;
+}
+
+static ts_axis *nth_root(ts_stage *st, int i, ts_iter_kind kind)
+{
+	if (!st)
+		return NULL;
+	int seen = 0;
+	for (int r = 0; r < st->nroot; r++) {
+		if (st->root[r]->kind != kind)
+			continue;
+		if (seen++ == i)
+			return st->root[r];
+	}
+	ts_error(sctx(st), TS_ERR_INVALID, "stage %s: has no %s axis %d", st->name,
+		 kind == TS_ITER_DATA ? "data" : "reduction", i);
+	return NULL;
+}
+
+ts_axis *ts_axis_of(ts_stage *st, int i)
+{
+	return nth_root(st, i, TS_ITER_DATA);
+}
+
+ts_axis *ts_reduce_axis_of(ts_stage *st, int i)
+{
+	return nth_root(st, i, TS_ITER_REDUCE);
+}
+
+/* ---- split, tile, fuse, reorder ------------------------------------------------ */
+
+static ts_status split(ts_stage *st, ts_axis *parent, int64_t value, bool by_factor,
+		       ts_tail tail, ts_axis **outer, ts_axis **inner)
+{
+	if (!check_stage(st ? sctx(st) : NULL, st, "split") || !check_leaf(st, "split", parent))
+		return TS_ERR_INVALID;
+	if (value <= 0) {
+		char msg[96];
+		snprintf(msg, sizeof(msg), "%s must be positive, got %lld",
+			 by_factor ? "factor" : "nparts", (long long)value);
+		return fail(st, "split", "%s", msg);
+	}
+	int64_t e = parent->extent;
+	int64_t oe = by_factor ? (e + value - 1) / value : value;
+	int64_t ie = by_factor ? value : (e + value - 1) / value;
+	char name[256];
+	snprintf(name, sizeof(name), "%s.outer", parent->name);
+	ts_axis *o = new_axis(st, name, oe, parent->kind, NULL);
+	snprintf(name, sizeof(name), "%s.inner", parent->name);
+	ts_axis *in = o ? new_axis(st, name, ie, parent->kind, NULL) : NULL;
+	if (!in)
+		return ts_last_status(sctx(st));
+	sch_relation *r = &st->rel[st->nrel++];
+	*r = (sch_relation){.kind = SCH_REL_SPLIT, .parent = parent, .outer = o, .inner = in,
+			    .factor = by_factor ? value : 0, .nparts = by_factor ? 0 : value,
+			    .tail = tail};
+	int at = leaf_index(st, parent);
+	memmove(&st->leaf[at + 2], &st->leaf[at + 1], (size_t)(st->nleaf - at - 1) * sizeof(ts_axis *));
+	st->leaf[at] = o;
+	st->leaf[at + 1] = in;
+	st->nleaf++;
+	if (outer)
+		*outer = o;
+	if (inner)
+		*inner = in;
+	return TS_OK;
+}
+
+ts_status ts_split(ts_stage *st, ts_axis *parent, int64_t factor, ts_axis **outer,
+		   ts_axis **inner)
+{
+	return split(st, parent, factor, true, TS_TAIL_GUARD, outer, inner);
+}
+
+ts_status ts_split_tail(ts_stage *st, ts_axis *parent, int64_t factor, ts_tail tail,
+			ts_axis **outer, ts_axis **inner)
+{
+	return split(st, parent, factor, true, tail, outer, inner);
+}
+
+ts_status ts_split_nparts(ts_stage *st, ts_axis *parent, int64_t nparts, ts_axis **outer,
+			  ts_axis **inner)
+{
+	return split(st, parent, nparts, false, TS_TAIL_GUARD, outer, inner);
+}
+
+ts_status ts_set_tail(ts_stage *st, ts_axis *axis, ts_tail tail)
+{
+	if (!check_stage(st ? sctx(st) : NULL, st, "set_tail"))
+		return TS_ERR_INVALID;
+	for (int i = 0; i < st->nrel; i++) {
+		sch_relation *r = &st->rel[i];
+		if (r->kind == SCH_REL_SPLIT && (r->outer == axis || r->inner == axis)) {
+			r->tail = tail;
+			return TS_OK;
+		}
+	}
+	return fail(st, "set_tail", "axis '%s' was not made by a split", axis ? axis->name : "?");
+}
+
+ts_status ts_tile(ts_stage *st, ts_axis *x, ts_axis *y, int64_t fx, int64_t fy,
+		  ts_axis **xo, ts_axis **yo, ts_axis **xi, ts_axis **yi)
+{
+	ts_axis *a, *b, *c, *d;
+	if (!st)
+		return TS_ERR_INVALID;
+	if (!check_leaf(st, "tile", x) || !check_leaf(st, "tile", y))
+		return TS_ERR_INVALID;
+	if (fx <= 0 || fy <= 0) {
+		char msg[96];
+		snprintf(msg, sizeof(msg), "factor must be positive, got %lld",
+			 (long long)(fx <= 0 ? fx : fy));
+		return fail(st, "tile", "%s", msg);
+	}
+	if (x == y)
+		return fail(st, "tile", "axis '%s' given twice", x->name);
+	ts_status r = ts_split(st, x, fx, &a, &c);
+	if (r == TS_OK)
+		r = ts_split(st, y, fy, &b, &d);
+	if (r == TS_OK)
+		r = ts_reorder(st, 4, (ts_axis *[]){a, b, c, d});
+	if (r != TS_OK)
+		return r;
+	*xo = a, *yo = b, *xi = c, *yi = d;
+	return TS_OK;
+}
+
+ts_status ts_fuse(ts_stage *st, ts_axis *outer, ts_axis *inner, ts_axis **fused)
+{
+	if (!check_stage(st ? sctx(st) : NULL, st, "fuse") || !check_leaf(st, "fuse", outer) ||
+	    !check_leaf(st, "fuse", inner))
+		return TS_ERR_INVALID;
+	int io = leaf_index(st, outer), ii = leaf_index(st, inner);
+	if (ii != io + 1) {
+		char msg[300];
+		snprintf(msg, sizeof(msg), "axes '%s' and '%s' are not adjacent (outer must come right before inner)",
+			 outer->name, inner->name);
+		return fail(st, "fuse", "%s", msg);
+	}
+	if (outer->kind != inner->kind)
+		return fail(st, "fuse", "cannot fuse a data-parallel axis with a reduction axis ('%s')",
+			    outer->kind == TS_ITER_REDUCE ? outer->name : inner->name);
+	char name[300];
+	snprintf(name, sizeof(name), "%s.%s.fused", outer->name, inner->name);
+	ts_axis *f = new_axis(st, name, outer->extent * inner->extent, outer->kind, NULL);
+	if (!f)
+		return ts_last_status(sctx(st));
+	sch_relation *r = &st->rel[st->nrel++];
+	*r = (sch_relation){.kind = SCH_REL_FUSE, .outer = outer, .inner = inner, .fused = f};
+	st->leaf[io] = f;
+	memmove(&st->leaf[ii], &st->leaf[ii + 1], (size_t)(st->nleaf - ii - 1) * sizeof(ts_axis *));
+	st->nleaf--;
+	if (fused)
+		*fused = f;
+	return TS_OK;
+}
+
+ts_status ts_reorder(ts_stage *st, int n, ts_axis *const *order)
+{
+	if (!check_stage(st ? sctx(st) : NULL, st, "reorder"))
+		return TS_ERR_INVALID;
+	int pos[MAX_AXES];
+	if (n < 1 || n > st->nleaf)
+		return fail(st, "reorder", "needs between 1 and the number of leaf axes", NULL);
+	for (int i = 0; i < n; i++) {
+		if (!check_leaf(st, "reorder", order[i]))
+			return TS_ERR_INVALID;
+		for (int j = 0; j < i; j++)
+			if (order[j] == order[i])
+				return fail(st, "reorder", "axis '%s' appears twice", order[i]->name);
+		pos[i] = leaf_index(st, order[i]);
+	}
+	/* the named axes keep their set of positions, filled in the new order */
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && pos[j - 1] > pos[j]; j--) {
+			int t = pos[j];
+			pos[j] = pos[j - 1];
+			pos[j - 1] = t;
+		}
+	for (int i = 0; i < n; i++)
+		st->leaf[pos[i]] = order[i];
+	return TS_OK;
+}
+
+/* ---- loop attributes ------------------------------------------------------------ */
+
+static ts_status set_loop(ts_stage *st, const char *prim, ts_axis *a, ts_for_kind k)
+{
+	if (!check_stage(st ? sctx(st) : NULL, st, prim) || !check_leaf(st, prim, a))
+		return TS_ERR_INVALID;
+	if (a->loop != TS_FOR_SERIAL && a->loop != k)
+		return fail(st, prim, "axis '%s' is already marked with another loop kind", a->name);
+	a->loop = k;
+	return TS_OK;
+}
+
+ts_status ts_vectorize(ts_stage *st, ts_axis *a)
+{
+	if (st && a && owns(st, a) && a->kind == TS_ITER_REDUCE)
+		return fail(st, "vectorize", "axis '%s' is a reduction axis", a->name);
+	if (st && a && owns(st, a) && a->extent > TS_MAX_VECTOR_LANES) {
+		char msg[200];
+		snprintf(msg, sizeof(msg), "extent %lld of axis '%s' exceeds the limit of %d lanes",
+			 (long long)a->extent, a->name, TS_MAX_VECTOR_LANES);
+		return fail(st, "vectorize", "%s", msg);
+	}
+	return set_loop(st, "vectorize", a, TS_FOR_VECTORIZED);
+}
+
+ts_status ts_parallel(ts_stage *st, ts_axis *a)
+{
+	if (st && a && owns(st, a) && a->kind == TS_ITER_REDUCE)
+		return fail(st, "parallel", "axis '%s' is a reduction axis", a->name);
+	return set_loop(st, "parallel", a, TS_FOR_PARALLEL);
+}
+
+ts_status ts_unroll(ts_stage *st, ts_axis *a)
+{
+	if (st && a && owns(st, a) && a->extent > TS_MAX_UNROLL) {
+		char msg[200];
+		snprintf(msg, sizeof(msg), "extent %lld of axis '%s' exceeds the unroll limit of %d",
+			 (long long)a->extent, a->name, TS_MAX_UNROLL);
+		return fail(st, "unroll", "%s", msg);
+	}
+	return set_loop(st, "unroll", a, TS_FOR_UNROLLED);
+}
+
+ts_status ts_bind(ts_stage *st, ts_axis *a, ts_thread_tag tag)
+{
+	if (!check_stage(st ? sctx(st) : NULL, st, "bind") || !check_leaf(st, "bind", a))
+		return TS_ERR_INVALID;
+	if (tag < TS_BLOCK_X || tag > TS_THREAD_Z)
+		return fail(st, "bind", "invalid thread tag for axis '%s'", a->name);
+	if (a->kind == TS_ITER_REDUCE)
+		return fail(st, "bind", "axis '%s' is a reduction axis", a->name);
+	for (int i = 0; i < st->nleaf; i++) {
+		ts_axis *o = st->leaf[i];
+		if (o != a && o->loop == TS_FOR_THREAD && o->thread == tag) {
+			char msg[300];
+			snprintf(msg, sizeof(msg), "%s is already bound to axis '%s'",
+				 ts_thread_tag_name(tag), o->name);
+			return fail(st, "bind", "%s", msg);
+		}
+	}
+	ts_status r = set_loop(st, "bind", a, TS_FOR_THREAD);
+	if (r == TS_OK)
+		a->thread = tag;
+	return r;
+}
+
+/* ---- attachment -------------------------------------------------------------------- */
+
+typedef struct {
+	const ts_tensor *t;
+	bool found;
+} reads_ctx;
+
+static bool reads_fn(ts_expr *e, void *data)
+{
+	reads_ctx *r = data;
+	if (e->kind == IR_READ && e->u.read.tensor == r->t)
+		r->found = true;
+	return !r->found;
+}
+
+static bool stage_reads(const ts_stage *st, const ts_tensor *t)
+{
+	reads_ctx r = {t, false};
+	ir_expr_visit(st->body, reads_fn, &r);
+	return r.found;
+}
+
+int sch_consumers(ts_schedule *s, const ts_tensor *t, ts_stage **out, int max)
+{
+	int n = 0;
+	for (int i = 0; i < s->nstages; i++)
+		if (stage_reads(s->stages[i], t)) {
+			if (n < max)
+				out[n] = s->stages[i];
+			n++;
+		}
+	return n;
+}
+
+ts_status ts_compute_at(ts_stage *st, ts_stage *parent, ts_axis *axis)
+{
+	if (!check_stage(st ? sctx(st) : NULL, st, "compute_at"))
+		return TS_ERR_INVALID;
+	if (!parent)
+		return fail(st, "compute_at", "target stage is NULL", NULL);
+	if (st->is_output)
+		return fail(st, "compute_at", "%s is an output of the schedule and must be computed at root",
+			    st->name);
+	if (parent == st)
+		return fail(st, "compute_at", "a stage cannot be computed inside itself", NULL);
+	if (!stage_reads(parent, st->tensor)) {
+		char msg[300];
+		snprintf(msg, sizeof(msg), "stage %s does not read %s", parent->name, st->name);
+		return fail(st, "compute_at", "%s", msg);
+	}
+	for (ts_stage *p = parent; p; p = p->attach == SCH_ATTACH_AT ? p->attach_stage : NULL) {
+		if (p->attach_stage == st && p->attach == SCH_ATTACH_AT) {
+			char msg[300];
+			snprintf(msg, sizeof(msg), "stage %s is itself computed inside %s (a cycle)",
+				 parent->name, st->name);
+			return fail(st, "compute_at", "%s", msg);
+		}
+	}
+	if (!check_leaf(parent, "compute_at", axis))
+		return TS_ERR_INVALID;
+	st->attach = SCH_ATTACH_AT;
+	st->attach_stage = parent;
+	st->attach_axis = axis;
+	return TS_OK;
+}
+
+ts_status ts_compute_inline(ts_stage *st)
+{
+	if (!check_stage(st ? sctx(st) : NULL, st, "compute_inline"))
+		return TS_ERR_INVALID;
+	if (st->body && st->body->kind == IR_REDUCE)
+		return fail(st, "compute_inline", "%s is a reduction and cannot be inlined", st->name);
+	if (st->is_output)
+		return fail(st, "compute_inline", "%s is an output of the schedule and cannot be inlined",
+			    st->name);
+	st->attach = SCH_ATTACH_INLINE;
+	st->attach_stage = NULL;
+	st->attach_axis = NULL;
+	return TS_OK;
+}
+
+ts_status ts_compute_root(ts_stage *st)
+{
+	if (!check_stage(st ? sctx(st) : NULL, st, "compute_root"))
+		return TS_ERR_INVALID;
+	st->attach = SCH_ATTACH_ROOT;
+	st->attach_stage = NULL;
+	st->attach_axis = NULL;
+	return TS_OK;
+}
+
+/* ---- cache_read / cache_write ------------------------------------------------------- */
+
+typedef struct {
+	const ts_tensor *from;
+	ts_tensor *to;
+} retarget;
+
+static ts_expr *retarget_fn(ts_ctx *ctx, ts_expr *e, void *data)
+{
+	retarget *r = data;
+	ts_expr *m = ir_expr_map_children(ctx, e, retarget_fn, data);
+	if (m && m->kind == IR_READ && m->u.read.tensor == r->from)
+		return ts_read(ctx, r->to, m->u.read.n, m->u.read.idx);
+	return m;
+}
+
+/* A compute tensor "<t>.<scope>" with fresh axes, whose body is make(axes). */
+static ts_tensor *clone_tensor(ts_ctx *ctx, const ts_tensor *t, ts_scope scope)
+{
+	ts_tensor *c = ts_alloc(ctx, sizeof(*c));
+	if (!c)
+		return NULL;
+	*c = *t;
+	c->name = ts_sprintf(ctx, "%s.%s", t->name, ts_scope_name(scope));
+	c->op = TS_OP_COMPUTE;
+	c->id = ts_ctx_next_id(ctx);
+	c->axis = ts_alloc_array(ctx, (size_t)t->ndim, sizeof(ts_iter *));
+	if (!c->name || !c->axis)
+		return NULL;
+	for (int i = 0; i < t->ndim; i++) {
+		const char *vn = t->op == TS_OP_COMPUTE ? t->axis[i]->var->u.var.name
+							: ts_sprintf(ctx, "ax%d", i);
+		c->axis[i] = vn ? ir_iter_new(ctx, vn, 0, t->shape[i], TS_ITER_DATA) : NULL;
+		if (!c->axis[i])
+			return NULL;
+	}
+	return c;
+}
+
+static int stage_index(ts_schedule *s, const ts_stage *st)
+{
+	for (int i = 0; i < s->nstages; i++)
+		if (s->stages[i] == st)
+			return i;
+	return -1;
+}
+
+ts_tensor *ts_cache_read(ts_schedule *s, ts_tensor *t, ts_scope scope, int nreaders,
+			 ts_tensor *const *readers)
+{
+	if (!s || !t || nreaders < 1) {
+		if (s)
+			ts_error(s->ctx, TS_ERR_INVALID, "cache_read: needs a tensor and at least one reader");
+		return NULL;
+	}
+	ts_ctx *ctx = s->ctx;
+	ts_stage *rs[MAX_STAGES];
+	int first = s->nstages;
+	for (int i = 0; i < nreaders; i++) {
+		rs[i] = ts_stage_of(s, readers[i]);
+		if (!rs[i])
+			return NULL;
+		if (!stage_reads(rs[i], t)) {
+			ts_error(ctx, TS_ERR_INVALID, "cache_read(%s): stage %s does not read %s", t->name,
+				 rs[i]->name, t->name);
+			return NULL;
+		}
+		int at = stage_index(s, rs[i]);
+		first = at < first ? at : first;
+	}
+	ts_tensor *c = clone_tensor(ctx, t, scope);
+	if (!c)
+		return NULL;
+	ts_expr *idx[TS_MAX_DIMS];
+	for (int i = 0; i < t->ndim; i++)
+		idx[i] = c->axis[i]->var;
+	c->body = ts_read(ctx, t, t->ndim, idx);
+	c->nreduce = 0;
+	c->reduce_axis = NULL;
+	c->ninputs = 1;
+	c->inputs = ts_alloc_array(ctx, 1, sizeof(ts_tensor *));
+	if (!c->body || !c->inputs)
+		return NULL;
+	c->inputs[0] = t;
+	ts_stage *st = new_stage(s, c, c->body);
+	if (!st || add_stage(s, st, first) != TS_OK)
+		return NULL;
+	st->scope = scope;
+	retarget r = {t, c};
+	for (int i = 0; i < nreaders; i++) {
+		ts_expr *b = retarget_fn(ctx, rs[i]->body, &r);
+		if (!b)
+			return NULL;
+		rs[i]->body = b;
+	}
+	return c;
+}
+
+ts_tensor *ts_cache_write(ts_schedule *s, ts_tensor *t, ts_scope scope)
+{
+	if (!s || !t)
+		return NULL;
+	ts_ctx *ctx = s->ctx;
+	ts_stage *st = ts_stage_of(s, t);
+	if (!st)
+		return NULL;
+	if (st->nrel > 0 || st->attach == SCH_ATTACH_INLINE) {
+		fail(st, "cache_write", "must come before %s is split, fused or inlined", st->name);
+		return NULL;
+	}
+	ts_tensor *c = clone_tensor(ctx, t, scope);
+	if (!c)
+		return NULL;
+	ts_expr *old[TS_MAX_DIMS], *fresh[TS_MAX_DIMS];
+	for (int i = 0; i < t->ndim; i++) {
+		old[i] = st->root[i]->var;
+		fresh[i] = c->axis[i]->var;
+	}
+	c->body = ir_substitute(ctx, st->body, t->ndim, old, fresh);
+	if (!c->body)
+		return NULL;
+	ts_stage *cs = new_stage(s, c, c->body);
+	if (!cs || add_stage(s, cs, stage_index(s, st)) != TS_OK)
+		return NULL;
+	cs->scope = scope;
+	/* t's stage now copies the cached result: data axes only */
+	st->body = ts_read(ctx, c, t->ndim, old);
+	if (!st->body)
+		return NULL;
+	st->nall = st->nleaf = st->nroot = t->ndim;
+	return c;
+}
+
+/* ---- printing ---------------------------------------------------------------------------- */
+
+static void print_stage(ts_sbuf *sb, const ts_stage *st)
+{
+	ts_sb_printf(sb, "stage %s", st->name);
+	if (st->attach == SCH_ATTACH_INLINE)
+		ts_sb_puts(sb, ": inline");
+	else if (st->attach == SCH_ATTACH_AT)
+		ts_sb_printf(sb, ": compute_at %s.%s", st->attach_stage->name, st->attach_axis->name);
+	else
+		ts_sb_puts(sb, ": root");
+	if (st->scope != TS_SCOPE_GLOBAL)
+		ts_sb_printf(sb, ", scope %s", ts_scope_name(st->scope));
+	ts_sb_puts(sb, "\n");
+	for (int i = 0; i < st->nrel; i++) {
+		const sch_relation *r = &st->rel[i];
+		if (r->kind == SCH_REL_SPLIT)
+			ts_sb_printf(sb, "  split %s -> %s, %s (%s %lld%s)\n", r->parent->name,
+				     r->outer->name, r->inner->name, r->factor ? "factor" : "nparts",
+				     (long long)(r->factor ? r->factor : r->nparts),
+				     r->tail == TS_TAIL_PARTITION ? ", partition tail" : "");
+		else
+			ts_sb_printf(sb, "  fuse %s, %s -> %s\n", r->outer->name, r->inner->name,
+				     r->fused->name);
+	}
+	ts_sb_puts(sb, "  loops:");
+	for (int i = 0; i < st->nleaf; i++) {
+		const ts_axis *a = st->leaf[i];
+		ts_sb_printf(sb, " %s[%lld]", a->name, (long long)a->extent);
+		if (a->loop == TS_FOR_THREAD)
+			ts_sb_printf(sb, "@%s", ts_thread_tag_name(a->thread));
+		else if (a->loop != TS_FOR_SERIAL)
+			ts_sb_printf(sb, "@%s", ts_for_kind_name(a->loop));
+	}
+	ts_sb_puts(sb, "\n");
+}
+
+const char *ts_schedule_str(ts_schedule *s)
+{
+	ts_sbuf sb = {0};
+	for (int i = 0; i < s->nstages; i++)
+		print_stage(&sb, s->stages[i]);
+	const char *r = sb.oom ? NULL : ts_strdup(s->ctx, ts_sb_str(&sb));
+	ts_sb_free(&sb);
+	return r;
+}

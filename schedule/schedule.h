@@ -1,0 +1,142 @@
+/*
+ * schedule.h - schedules as data: stages, axes, relations and attachments.
+ *
+ * A schedule has one stage per compute tensor reachable from its outputs.
+ * Each stage starts with its root axes (the compute's data-parallel axes,
+ * then its reduction axes).  Primitives never build loops: split and fuse
+ * append a relation and edit the stage's ordered list of leaf axes; vectorize,
+ * parallel, unroll and bind set a leaf's loop kind; compute_at/inline/root set
+ * where the stage is computed.  Loops appear only at lowering (lower.h), by
+ * propagating the root domains through the relations.
+ *
+ * The calls read like TVM's:
+ *
+ *   ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+ *   ts_stage *sc = ts_stage_of(s, C);
+ *   ts_axis *xo, *yo, *xi, *yi;
+ *   ts_tile(sc, ts_axis_of(sc, 0), ts_axis_of(sc, 1), 32, 32, &xo, &yo, &xi, &yi);
+ *   ts_vectorize(sc, yi);
+ *
+ * Every primitive validates its arguments and, on a broken rule, returns an
+ * error status with a message naming the primitive, the stage and the axis:
+ * "reorder(C): axis 'i.inner' appears twice".  The schedule is unchanged
+ * after a failed primitive.
+ */
+#ifndef TESSERA_SCHEDULE_SCHEDULE_H
+#define TESSERA_SCHEDULE_SCHEDULE_H
+
+#include "ir.h"
+
+/* Lanes beyond which vectorize is refused, and the largest unrolled extent. */
+#define TS_MAX_VECTOR_LANES 64
+#define TS_MAX_UNROLL 1024
+
+/* How a split whose factor does not divide its extent handles the tail. */
+typedef enum ts_tail {
+	TS_TAIL_GUARD,     /* one loop nest, the body guarded by `if (index < extent)` */
+	TS_TAIL_PARTITION  /* main loops without a guard, then a separate tail nest */
+} ts_tail;
+
+typedef struct ts_axis ts_axis;
+typedef struct ts_stage ts_stage;
+typedef struct ts_schedule ts_schedule;
+
+struct ts_axis {
+	const char *name;
+	ts_expr *var;          /* the loop variable (int32), made when the axis is */
+	int64_t extent;        /* over the stage's full domain; lowering recomputes */
+	ts_iter_kind kind;     /* reduce if derived from a reduction axis */
+	ts_for_kind loop;      /* serial unless vectorize/parallel/unroll/bind */
+	ts_thread_tag thread;
+	ts_iter *root;         /* for root axes: the compute's axis */
+};
+
+typedef enum sch_rel_kind { SCH_REL_SPLIT, SCH_REL_FUSE } sch_rel_kind;
+
+/* split: parent -> outer, inner (factor or nparts given); fuse: outer, inner
+ * -> fused. */
+typedef struct sch_relation {
+	sch_rel_kind kind;
+	ts_axis *parent, *outer, *inner, *fused;
+	int64_t factor; /* split: inner extent, or 0 when nparts is given */
+	int64_t nparts; /* split: outer extent, or 0 when factor is given */
+	ts_tail tail;
+} sch_relation;
+
+typedef enum sch_attach { SCH_ATTACH_ROOT, SCH_ATTACH_INLINE, SCH_ATTACH_AT } sch_attach;
+
+struct ts_stage {
+	ts_schedule *sch;
+	ts_tensor *tensor;    /* the tensor this stage computes */
+	const char *name;
+	/* The operation, owned by the stage so cache_read/cache_write can
+	 * rewrite it without touching the user's tensors. */
+	ts_expr *body;
+	int nroot;            /* ndim data axes, then the reduction axes */
+	ts_axis **root;
+	int nleaf;
+	ts_axis **leaf;       /* loop order, outermost first */
+	int nall;
+	ts_axis **all;        /* every axis ever made in this stage */
+	int nrel, caprel;
+	sch_relation *rel;
+	sch_attach attach;
+	ts_stage *attach_stage;
+	ts_axis *attach_axis;
+	ts_scope scope;       /* where an intermediate result is realized */
+	bool is_output;
+};
+
+struct ts_schedule {
+	ts_ctx *ctx;
+	int nout;
+	ts_tensor **outputs;
+	int nstages;
+	ts_stage **stages;    /* producers before consumers */
+	int capstages;
+};
+
+/* A schedule for outputs: one stage per compute tensor they depend on. */
+ts_schedule *ts_create_schedule(ts_ctx *ctx, int n, ts_tensor *const *outputs);
+/* s[t]: the stage computing t (NULL with an error if t has none). */
+ts_stage *ts_stage_of(ts_schedule *s, const ts_tensor *t);
+/* t.op.axis[i] and t.op.reduce_axis[i] of the stage. */
+ts_axis *ts_axis_of(ts_stage *st, int i);
+ts_axis *ts_reduce_axis_of(ts_stage *st, int i);
+
+ts_status ts_split(ts_stage *st, ts_axis *parent, int64_t factor, ts_axis **outer,
+		   ts_axis **inner);
+ts_status ts_split_nparts(ts_stage *st, ts_axis *parent, int64_t nparts, ts_axis **outer,
+			  ts_axis **inner);
+/* split with an explicit tail strategy (ts_split uses TS_TAIL_GUARD). */
+ts_status ts_split_tail(ts_stage *st, ts_axis *parent, int64_t factor, ts_tail tail,
+			ts_axis **outer, ts_axis **inner);
+/* Sets the tail strategy of the split that produced axis (outer or inner). */
+ts_status ts_set_tail(ts_stage *st, ts_axis *axis, ts_tail tail);
+ts_status ts_tile(ts_stage *st, ts_axis *x, ts_axis *y, int64_t fx, int64_t fy,
+		  ts_axis **xo, ts_axis **yo, ts_axis **xi, ts_axis **yi);
+ts_status ts_fuse(ts_stage *st, ts_axis *outer, ts_axis *inner, ts_axis **fused);
+ts_status ts_reorder(ts_stage *st, int n, ts_axis *const *order);
+#define TS_AXES(...) ((int)(sizeof((ts_axis *[]){__VA_ARGS__}) / sizeof(ts_axis *))), \
+	(ts_axis *const[]){__VA_ARGS__}
+ts_status ts_vectorize(ts_stage *st, ts_axis *axis);
+ts_status ts_parallel(ts_stage *st, ts_axis *axis);
+ts_status ts_unroll(ts_stage *st, ts_axis *axis);
+ts_status ts_bind(ts_stage *st, ts_axis *axis, ts_thread_tag tag);
+ts_status ts_compute_at(ts_stage *st, ts_stage *parent, ts_axis *axis);
+ts_status ts_compute_inline(ts_stage *st);
+ts_status ts_compute_root(ts_stage *st);
+/* A stage that copies t into `scope` and is read by `readers` instead of t. */
+ts_tensor *ts_cache_read(ts_schedule *s, ts_tensor *t, ts_scope scope, int nreaders,
+			 ts_tensor *const *readers);
+/* A stage that computes t's value in `scope`; t's stage becomes a copy of it. */
+ts_tensor *ts_cache_write(ts_schedule *s, ts_tensor *t, ts_scope scope);
+
+/* The schedule as text: each stage with its attachment, relations and leaf
+ * loop order. */
+const char *ts_schedule_str(ts_schedule *s);
+
+/* Internal: the stages that read tensor t (in stage order). */
+int sch_consumers(ts_schedule *s, const ts_tensor *t, ts_stage **out, int max);
+
+#endif
