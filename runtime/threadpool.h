@@ -14,11 +14,18 @@
 typedef void (*ts_parallel_body)(int64_t begin, int64_t end, void *closure);
 
 /* Runs body over [0, n) on the global pool (created on first use with
- * TESSERA_NUM_THREADS threads, default all cores).  Returns 0. */
+ * TESSERA_NUM_THREADS threads, default all cores).  Returns 0.  The calling
+ * thread runs chunk 0; worker i runs the i-th of min(n, threads) near-equal
+ * contiguous chunks.  n <= 0 calls nothing.  Calls from two user threads
+ * run one after the other. */
 int32_t ts_parallel_for(int64_t n, ts_parallel_body body, void *closure);
 
-/* Sets the number of threads used from now on (>= 1); returns the previous
- * count.  ts_num_threads() reports the current count. */
+/* Sets the number of threads used from now on (>= 1, at most 1024); returns
+ * the previous count.  n <= 0 restores the default (TESSERA_NUM_THREADS,
+ * else all cores), read again when the pool next starts.  A running pool of
+ * another size is joined and restarts on next use.  ts_num_threads() reports
+ * the current count (what the pool has, or will start with).  Both calls,
+ * and ts_threadpool_shutdown, do nothing from inside a parallel body. */
 int ts_set_num_threads(int n);
 int ts_num_threads(void);
 /* Stops and joins the workers (they restart on next use). */

@@ -1,0 +1,25 @@
+/*
+ * args.h - checking the arguments of a call to a compiled function.
+ *
+ * A compiled kernel trusts its arguments completely: a wrong shape or dtype
+ * means reading out of bounds, not an error.  So every call path (the LLVM
+ * module, the C module, the interpreter, CUDA launches) first checks the
+ * arrays against the function's buffer parameters here, and a mistake comes
+ * back as a message naming the function, the argument and what differed:
+ *   call matmul: argument 0 (A) has shape [512, 256], expected [512, 512]
+ */
+#ifndef TESSERA_RUNTIME_ARGS_H
+#define TESSERA_RUNTIME_ARGS_H
+
+#include "array.h"
+
+/* "cpu" or "cuda". */
+const char *ts_device_name(ts_device d);
+
+/* Checks that args[0..n) match f->params in count, and each in presence,
+ * dtype, shape (ndim and every extent) and device (`want`), in that order;
+ * the first mismatch is recorded in ctx and returned as TS_ERR_INVALID. */
+ts_status ts_check_args(ts_ctx *ctx, const ts_func *f, int n, ts_array *const *args,
+			ts_device want);
+
+#endif

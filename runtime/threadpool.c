@@ -1,0 +1,352 @@
+/*
+ * threadpool.c - the persistent pthread pool behind ts_parallel_for.
+ *
+ * The pool is process-wide state, the one deliberate exception to "no global
+ * mutable state": generated code calls ts_parallel_for(n, body, closure)
+ * from deep inside a compiled kernel that has no context to carry a pool,
+ * and the point of a pool is that every kernel of every compilation shares
+ * the same sleeping threads instead of creating its own (OpenMP runtimes
+ * are global for the same reason).  All of it lives in one struct guarded by
+ * `call_lock`, which also serializes two user threads calling at once.
+ *
+ * A job is published by writing (body, closure, n, nchunks) and bumping
+ * `generation` under `lock`; workers spin on the generation for a short
+ * while and then sleep on `wake`, so an idle pool costs no CPU.  The caller
+ * runs chunk 0 itself as worker 0, then waits until `pending` reaches zero
+ * (the last worker to finish signals `done`).  Worker i runs the i-th of
+ * nchunks near-equal contiguous chunks of [0, n); with n below the thread
+ * count only n threads get a chunk of one element.
+ *
+ * A thread running a chunk is marked in a thread-local flag, and a call
+ * made there runs its whole range serially: nested parallelism would only
+ * oversubscribe the cores, and waiting on `call_lock` would deadlock.
+ *
+ * Workers start lazily on the first parallel call with ts_set_num_threads'
+ * count, else TESSERA_NUM_THREADS (a positive integer), else every online
+ * core.  Resizing or shutting down joins them; the next call restarts them.
+ * Failing to create a thread is not an error: the pool runs with the
+ * threads it got.  A fork handler resets the child's copy to "not started",
+ * since the child inherits none of the worker threads.
+ */
+#include "threadpool.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define MAX_THREADS 1024
+/* Polls of the generation (or of `pending`) before sleeping: tens of
+ * microseconds, enough to catch back-to-back kernels without holding a
+ * shared core for long. */
+#define SPIN_ITERS 2000
+
+typedef struct worker {
+	pthread_t tid;
+	int index;          /* 1.. ; the caller is worker 0 */
+	uint64_t start_gen; /* the generation current when it was created */
+} worker;
+
+typedef struct pool {
+	pthread_mutex_t call_lock; /* one parallel call or reconfiguration at a time */
+	pthread_mutex_t lock;      /* guards the sleeps on wake and done */
+	pthread_cond_t wake;       /* workers: a new generation, or stop */
+	pthread_cond_t done;       /* the caller: pending reached zero */
+	int requested;             /* ts_set_num_threads' count; 0: default */
+	bool started;
+	int nthreads;              /* caller + workers, once started */
+	int nworkers;
+	worker *workers;
+	atomic_uint_fast64_t generation;
+	atomic_bool stop;
+	atomic_int pending;
+	atomic_int count;          /* nthreads, readable from inside a chunk */
+	/* the current job, written before the generation is bumped */
+	ts_parallel_body body;
+	void *closure;
+	int64_t n;
+	int nchunks;
+} pool;
+
+static pool g_pool = {
+	.call_lock = PTHREAD_MUTEX_INITIALIZER,
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.wake = PTHREAD_COND_INITIALIZER,
+	.done = PTHREAD_COND_INITIALIZER,
+};
+static _Thread_local bool t_in_chunk;
+static _Thread_local bool t_fork_locked;
+static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
+
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+static int clamp_threads(long n)
+{
+	return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
+}
+
+/* TESSERA_NUM_THREADS if it is a positive integer, else the online cores. */
+static int default_threads(void)
+{
+	const char *env = getenv("TESSERA_NUM_THREADS");
+	if (env && env[0]) {
+		char *end;
+		errno = 0;
+		long v = strtol(env, &end, 10);
+		if (errno == 0 && *end == '\0' && v > 0)
+			return clamp_threads(v);
+	}
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	return clamp_threads(cores);
+}
+
+static int wanted_threads(const pool *p)
+{
+	if (p->started)
+		return p->nthreads;
+	return p->requested > 0 ? p->requested : default_threads();
+}
+
+/* ---- one job ------------------------------------------------------------- */
+
+/* Chunk i of nchunks near-equal contiguous chunks of [0, n): the first
+ * n % nchunks chunks hold one element more. */
+static void chunk_range(int64_t n, int nchunks, int i, int64_t *begin, int64_t *end)
+{
+	int64_t q = n / nchunks, r = n % nchunks;
+	*begin = q * i + (i < r ? i : r);
+	*end = *begin + q + (i < r ? 1 : 0);
+}
+
+static void run_chunk(const pool *p, int i)
+{
+	if (i >= p->nchunks)
+		return;
+	int64_t begin, end;
+	chunk_range(p->n, p->nchunks, i, &begin, &end);
+	t_in_chunk = true;
+	p->body(begin, end, p->closure);
+	t_in_chunk = false;
+}
+
+static void finish_chunk(pool *p)
+{
+	if (atomic_fetch_sub(&p->pending, 1) == 1) {
+		pthread_mutex_lock(&p->lock);
+		pthread_cond_signal(&p->done);
+		pthread_mutex_unlock(&p->lock);
+	}
+}
+
+/* Waits for a generation other than *seen; false when told to stop. */
+static bool wait_for_job(pool *p, uint64_t *seen)
+{
+	for (int i = 0; i < SPIN_ITERS; i++) {
+		if (atomic_load(&p->stop))
+			return false;
+		uint64_t g = atomic_load(&p->generation);
+		if (g != *seen) {
+			*seen = g;
+			return true;
+		}
+		cpu_relax();
+	}
+	pthread_mutex_lock(&p->lock);
+	while (!atomic_load(&p->stop) && atomic_load(&p->generation) == *seen)
+		pthread_cond_wait(&p->wake, &p->lock);
+	bool stop = atomic_load(&p->stop);
+	*seen = atomic_load(&p->generation);
+	pthread_mutex_unlock(&p->lock);
+	return !stop;
+}
+
+static void *worker_main(void *arg)
+{
+	worker *w = arg;
+	pool *p = &g_pool;
+	uint64_t seen = w->start_gen;
+	while (wait_for_job(p, &seen)) {
+		run_chunk(p, w->index);
+		finish_chunk(p);
+	}
+	return NULL;
+}
+
+static void wait_all_done(pool *p)
+{
+	for (int i = 0; i < SPIN_ITERS && atomic_load(&p->pending) > 0; i++)
+		cpu_relax();
+	if (atomic_load(&p->pending) == 0)
+		return;
+	pthread_mutex_lock(&p->lock);
+	while (atomic_load(&p->pending) > 0)
+		pthread_cond_wait(&p->done, &p->lock);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* Publishes the job, runs chunk 0 here and waits for the workers. */
+static void dispatch(pool *p, int64_t n, int nchunks, ts_parallel_body body, void *closure)
+{
+	pthread_mutex_lock(&p->lock);
+	p->body = body;
+	p->closure = closure;
+	p->n = n;
+	p->nchunks = nchunks;
+	atomic_store(&p->pending, p->nworkers);
+	atomic_fetch_add(&p->generation, 1);
+	pthread_cond_broadcast(&p->wake);
+	pthread_mutex_unlock(&p->lock);
+	run_chunk(p, 0);
+	wait_all_done(p);
+}
+
+/* ---- starting and stopping ------------------------------------------------ */
+
+static void atfork_prepare(void)
+{
+	/* A fork from inside a chunk cannot wait for its own call to end. */
+	t_fork_locked = !t_in_chunk;
+	if (t_fork_locked)
+		pthread_mutex_lock(&g_pool.call_lock);
+}
+
+static void atfork_parent(void)
+{
+	if (t_fork_locked)
+		pthread_mutex_unlock(&g_pool.call_lock);
+}
+
+/* The child has only the forking thread: forget the workers. */
+static void atfork_child(void)
+{
+	pool *p = &g_pool;
+	pthread_mutex_init(&p->call_lock, NULL);
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->wake, NULL);
+	pthread_cond_init(&p->done, NULL);
+	free(p->workers);
+	p->workers = NULL;
+	p->nworkers = 0;
+	p->nthreads = 0;
+	p->started = false;
+	atomic_store(&p->pending, 0);
+	atomic_store(&p->stop, false);
+	atomic_store(&p->count, 0);
+}
+
+static void register_atfork(void)
+{
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+/* Creates up to wanted_threads() - 1 workers; call with call_lock held. */
+static void start_pool(pool *p)
+{
+	pthread_once(&g_atfork_once, register_atfork);
+	int want = wanted_threads(p);
+	p->nworkers = 0;
+	p->workers = want > 1 ? calloc((size_t)want - 1, sizeof(worker)) : NULL;
+	uint64_t gen = atomic_load(&p->generation);
+	for (int i = 0; p->workers && i < want - 1; i++) {
+		worker *w = &p->workers[i];
+		w->index = i + 1;
+		w->start_gen = gen;
+		if (pthread_create(&w->tid, NULL, worker_main, w) != 0)
+			break;
+		p->nworkers++;
+	}
+	p->nthreads = p->nworkers + 1;
+	p->started = true;
+	atomic_store(&p->count, p->nthreads);
+}
+
+/* Joins the workers; call with call_lock held and no job running. */
+static void stop_pool(pool *p)
+{
+	if (!p->started)
+		return;
+	pthread_mutex_lock(&p->lock);
+	atomic_store(&p->stop, true);
+	pthread_cond_broadcast(&p->wake);
+	pthread_mutex_unlock(&p->lock);
+	for (int i = 0; i < p->nworkers; i++)
+		pthread_join(p->workers[i].tid, NULL);
+	free(p->workers);
+	p->workers = NULL;
+	p->nworkers = 0;
+	p->nthreads = 0;
+	p->started = false;
+	atomic_store(&p->stop, false);
+	atomic_store(&p->count, 0);
+}
+
+/* ---- the API ------------------------------------------------------------- */
+
+int32_t ts_parallel_for(int64_t n, ts_parallel_body body, void *closure)
+{
+	if (n <= 0 || !body)
+		return 0;
+	if (t_in_chunk) {
+		body(0, n, closure);
+		return 0;
+	}
+	pool *p = &g_pool;
+	pthread_mutex_lock(&p->call_lock);
+	if (!p->started)
+		start_pool(p);
+	int nchunks = n < p->nthreads ? (int)n : p->nthreads;
+	if (nchunks <= 1) {
+		t_in_chunk = true;
+		body(0, n, closure);
+		t_in_chunk = false;
+	} else {
+		dispatch(p, n, nchunks, body, closure);
+	}
+	pthread_mutex_unlock(&p->call_lock);
+	return 0;
+}
+
+int ts_num_threads(void)
+{
+	if (t_in_chunk)
+		return atomic_load(&g_pool.count);
+	pool *p = &g_pool;
+	pthread_mutex_lock(&p->call_lock);
+	int n = wanted_threads(p);
+	pthread_mutex_unlock(&p->call_lock);
+	return n;
+}
+
+int ts_set_num_threads(int n)
+{
+	if (t_in_chunk)
+		return atomic_load(&g_pool.count);
+	pool *p = &g_pool;
+	pthread_mutex_lock(&p->call_lock);
+	int prev = wanted_threads(p);
+	p->requested = n > 0 ? clamp_threads(n) : 0;
+	int next = n > 0 ? p->requested : default_threads();
+	if (p->started && next != p->nthreads)
+		stop_pool(p);
+	pthread_mutex_unlock(&p->call_lock);
+	return prev;
+}
+
+void ts_threadpool_shutdown(void)
+{
+	if (t_in_chunk)
+		return;
+	pool *p = &g_pool;
+	pthread_mutex_lock(&p->call_lock);
+	stop_pool(p);
+	pthread_mutex_unlock(&p->call_lock);
+}
