@@ -18,5 +18,7 @@
 #include "frontend/eval.h"
 #include "runtime/array.h"
 #include "runtime/threadpool.h"
+#include "runtime/timer.h"
+#include "runtime/args.h"
 
 #endif

@@ -18,6 +18,8 @@ void tu_assert_close(const ts_array *got, const ts_array *want, double rtol, dou
 /* Compares text with tests/golden/<name>; with TESSERA_UPDATE_GOLDENS=1 the
  * file is rewritten instead.  A mismatch fails with a line diff. */
 void tu_assert_golden(const char *name, const char *text);
+/* The same for any file below the source tree (e.g. "docs/PRIMITIVES.md"). */
+void tu_assert_golden_path(const char *relpath, const char *text);
 
 /* Asserts that the context holds an error whose message contains `part`. */
 #define tu_assert_error(ctx, part)                                              \
@@ -28,3 +30,22 @@ void tu_assert_golden(const char *name, const char *text);
 	} while (0)
 
 #endif
+
+/* ---- checking lowered functions against the reference evaluator ---------- */
+
+/* Runs f on argument data (in f's parameter order). */
+typedef ts_status (*tu_runner)(ts_ctx *ctx, const ts_func *f, void *const *args, void *user);
+
+/* Fills every placeholder parameter of f with random data (never zeros),
+ * runs f with `run`, evaluates the outputs with ts_eval, and asserts that
+ * they agree within tol (relative + absolute). */
+void tu_check_func_with(ts_ctx *ctx, const ts_func *f, tu_runner run, void *user, double tol);
+/* The same through the loop-IR interpreter. */
+void tu_check_func(ts_ctx *ctx, const ts_func *f, double tol);
+/* Asserts that a call returned TS_OK, printing the context's error if not. */
+#define tu_ok(ctx, call)                                                         \
+	do {                                                                     \
+		ts_status st_ = (call);                                          \
+		ck_assert_msg(st_ == TS_OK, "%s failed: %s", #call, ts_last_error(ctx)); \
+	} while (0)
+#define tu_nonnull(ctx, p) ck_assert_msg((p) != NULL, "%s is NULL: %s", #p, ts_last_error(ctx))

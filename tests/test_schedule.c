@@ -1,0 +1,450 @@
+/*
+ * test_schedule.c - every schedule primitive, alone and combined, lowered
+ * and run by the loop-IR interpreter, must match the reference evaluator on
+ * random data, on shapes the factors divide and shapes they do not.
+ */
+#include "testutil.h"
+
+#include <string.h>
+
+#include "lower.h"
+#include "ops.h"
+#include "schedule.h"
+
+typedef struct mm {
+	ts_ctx *ctx;
+	ts_tensor *A, *B, *C;
+	ts_schedule *s;
+	ts_stage *sc;
+} mm;
+
+static mm matmul(int64_t M, int64_t N, int64_t K)
+{
+	mm m = {.ctx = ts_ctx_new()};
+	ts_ctx *ctx = m.ctx;
+	m.A = ts_placeholder(ctx, "A", TS_SHAPE(M, K), ts_float32);
+	m.B = ts_placeholder(ctx, "B", TS_SHAPE(K, N), ts_float32);
+	ts_iter *k = ts_reduce_axis(ctx, "k", 0, K);
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	m.C = ts_compute(ctx, "C", TS_SHAPE(M, N), TS_VARS(i, j),
+			 TS_SUM(ctx, ts_mul(ctx, TS_READ(ctx, m.A, i, k->var), TS_READ(ctx, m.B, k->var, j)), k));
+	tu_nonnull(ctx, m.C);
+	m.s = ts_create_schedule(ctx, 1, &m.C);
+	tu_nonnull(ctx, m.s);
+	m.sc = ts_stage_of(m.s, m.C);
+	return m;
+}
+
+static ts_func *lower_mm(mm *m)
+{
+	return ts_lower(m->s, "matmul", 3, (ts_tensor *[]){m->A, m->B, m->C});
+}
+
+static const int64_t shapes[][3] = {{32, 48, 16}, {37, 29, 23}, {5, 3, 7}};
+
+/* Applies `sched` to matmuls of every test shape and checks each result. */
+static void each_shape(void (*sched)(mm *m))
+{
+	for (size_t i = 0; i < TS_COUNT_OF(shapes); i++) {
+		mm m = matmul(shapes[i][0], shapes[i][1], shapes[i][2]);
+		sched(&m);
+		ck_assert_msg(ts_last_status(m.ctx) == TS_OK, "schedule failed: %s", ts_last_error(m.ctx));
+		tu_check_func(m.ctx, lower_mm(&m), 1e-5);
+		ts_ctx_free(m.ctx);
+	}
+}
+
+#define AX(m, n) ts_axis_of((m)->sc, (n))
+#define RAX(m, n) ts_reduce_axis_of((m)->sc, (n))
+
+static void s_default(mm *m) { (void)m; }
+static void s_split(mm *m)
+{
+	ts_axis *o, *i;
+	tu_ok(m->ctx, ts_split(m->sc, AX(m, 0), 8, &o, &i));
+}
+static void s_split_partition(mm *m)
+{
+	ts_axis *o, *i;
+	tu_ok(m->ctx, ts_split_tail(m->sc, AX(m, 1), 8, TS_TAIL_PARTITION, &o, &i));
+	tu_ok(m->ctx, ts_vectorize(m->sc, i));
+}
+static void s_split_nparts(mm *m)
+{
+	ts_axis *o, *i;
+	tu_ok(m->ctx, ts_split_nparts(m->sc, AX(m, 1), 3, &o, &i));
+}
+static void s_split_reduce(mm *m)
+{
+	ts_axis *o, *i;
+	tu_ok(m->ctx, ts_split(m->sc, RAX(m, 0), 4, &o, &i));
+	tu_ok(m->ctx, ts_reorder(m->sc, TS_AXES(o, AX(m, 0), i, AX(m, 1))));
+}
+static void s_tile(mm *m)
+{
+	ts_axis *xo, *yo, *xi, *yi;
+	tu_ok(m->ctx, ts_tile(m->sc, AX(m, 0), AX(m, 1), 8, 8, &xo, &yo, &xi, &yi));
+}
+static void s_fuse(mm *m)
+{
+	ts_axis *f, *o, *i;
+	tu_ok(m->ctx, ts_fuse(m->sc, AX(m, 0), AX(m, 1), &f));
+	tu_ok(m->ctx, ts_split(m->sc, f, 16, &o, &i));
+}
+static void s_reorder(mm *m)
+{
+	tu_ok(m->ctx, ts_reorder(m->sc, TS_AXES(RAX(m, 0), AX(m, 1), AX(m, 0))));
+}
+static void s_vectorize(mm *m)
+{
+	ts_axis *o, *i;
+	tu_ok(m->ctx, ts_split(m->sc, AX(m, 1), 8, &o, &i));
+	tu_ok(m->ctx, ts_reorder(m->sc, TS_AXES(o, RAX(m, 0), i)));
+	tu_ok(m->ctx, ts_vectorize(m->sc, i));
+}
+static void s_parallel(mm *m)
+{
+	tu_ok(m->ctx, ts_parallel(m->sc, AX(m, 0)));
+}
+static void s_unroll(mm *m)
+{
+	ts_axis *o, *i;
+	tu_ok(m->ctx, ts_split(m->sc, RAX(m, 0), 4, &o, &i));
+	tu_ok(m->ctx, ts_unroll(m->sc, i));
+}
+static void s_tile_all(mm *m)
+{
+	ts_axis *xo, *yo, *xi, *yi, *ko, *ki, *f;
+	tu_ok(m->ctx, ts_tile(m->sc, AX(m, 0), AX(m, 1), 16, 8, &xo, &yo, &xi, &yi));
+	tu_ok(m->ctx, ts_split(m->sc, RAX(m, 0), 4, &ko, &ki));
+	tu_ok(m->ctx, ts_reorder(m->sc, TS_AXES(xo, yo, ko, xi, ki, yi)));
+	tu_ok(m->ctx, ts_vectorize(m->sc, yi));
+	tu_ok(m->ctx, ts_unroll(m->sc, ki));
+	tu_ok(m->ctx, ts_fuse(m->sc, xo, yo, &f));
+	tu_ok(m->ctx, ts_parallel(m->sc, f));
+}
+
+/* TVM's "How to optimize GEMM on CPU", final schedule (write cache). */
+static void s_opt_gemm(mm *m)
+{
+	ts_ctx *ctx = m->ctx;
+	ts_tensor *CC = ts_cache_write(m->s, m->C, TS_SCOPE_GLOBAL);
+	tu_nonnull(ctx, CC);
+	ts_axis *mo, *no, *mi, *ni, *ko, *ki;
+	tu_ok(ctx, ts_tile(m->sc, AX(m, 0), AX(m, 1), 8, 8, &mo, &no, &mi, &ni));
+	ts_stage *scc = ts_stage_of(m->s, CC);
+	tu_ok(ctx, ts_compute_at(scc, m->sc, no));
+	ts_axis *mc = ts_axis_of(scc, 0), *nc = ts_axis_of(scc, 1);
+	tu_ok(ctx, ts_split(scc, ts_reduce_axis_of(scc, 0), 4, &ko, &ki));
+	tu_ok(ctx, ts_reorder(scc, TS_AXES(ko, mc, ki, nc)));
+	tu_ok(ctx, ts_vectorize(scc, nc));
+	tu_ok(ctx, ts_unroll(scc, ki));
+	tu_ok(ctx, ts_vectorize(m->sc, ni));
+	tu_ok(ctx, ts_parallel(m->sc, mo));
+}
+
+static void s_cache_read(mm *m)
+{
+	ts_tensor *AA = ts_cache_read(m->s, m->A, TS_SCOPE_LOCAL, 1, &m->C);
+	tu_nonnull(m->ctx, AA);
+	ts_axis *ko, *ki;
+	tu_ok(m->ctx, ts_split(m->sc, RAX(m, 0), 4, &ko, &ki));
+	tu_ok(m->ctx, ts_compute_at(ts_stage_of(m->s, AA), m->sc, ko));
+}
+
+/* A GPU-style schedule: bound blocks and threads, a shared tile filled
+ * cooperatively and a local accumulator (run serially by the interpreter). */
+static void s_gpu(mm *m)
+{
+	ts_ctx *ctx = m->ctx;
+	ts_tensor *AS = ts_cache_read(m->s, m->A, TS_SCOPE_SHARED, 1, &m->C);
+	ts_tensor *CL = ts_cache_write(m->s, m->C, TS_SCOPE_LOCAL);
+	tu_nonnull(ctx, CL);
+	ts_axis *by, *bx, *ty, *tx, *ko, *ki;
+	tu_ok(ctx, ts_tile(m->sc, AX(m, 0), AX(m, 1), 4, 4, &by, &bx, &ty, &tx));
+	tu_ok(ctx, ts_bind(m->sc, by, TS_BLOCK_Y));
+	tu_ok(ctx, ts_bind(m->sc, bx, TS_BLOCK_X));
+	tu_ok(ctx, ts_bind(m->sc, ty, TS_THREAD_Y));
+	tu_ok(ctx, ts_bind(m->sc, tx, TS_THREAD_X));
+	ts_stage *cl = ts_stage_of(m->s, CL);
+	tu_ok(ctx, ts_compute_at(cl, m->sc, tx));
+	tu_ok(ctx, ts_split(cl, ts_reduce_axis_of(cl, 0), 4, &ko, &ki));
+	ts_stage *as = ts_stage_of(m->s, AS);
+	tu_ok(ctx, ts_compute_at(as, cl, ko));
+}
+
+START_TEST(test_primitives_alone)
+{
+	each_shape(s_default);
+	each_shape(s_split);
+	each_shape(s_split_partition);
+	each_shape(s_split_nparts);
+	each_shape(s_split_reduce);
+	each_shape(s_tile);
+	each_shape(s_fuse);
+	each_shape(s_reorder);
+	each_shape(s_vectorize);
+	each_shape(s_parallel);
+	each_shape(s_unroll);
+}
+END_TEST
+
+START_TEST(test_combinations)
+{
+	each_shape(s_tile_all);
+	each_shape(s_opt_gemm);
+	each_shape(s_cache_read);
+	each_shape(s_gpu);
+}
+END_TEST
+
+/* D = relu(C + bias), with C inlined or computed at D. */
+static ts_tensor *relu_bias(ts_ctx *ctx, ts_tensor *C, ts_tensor *bias)
+{
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	ts_expr *v = ts_add(ctx, TS_READ(ctx, C, i, j), TS_READ(ctx, bias, j));
+	return ts_compute(ctx, "D", TS_SHAPE(C->shape[0], C->shape[1]), TS_VARS(i, j),
+			  ts_max(ctx, v, ts_float(ctx, 0)));
+}
+
+START_TEST(test_inline_and_compute_at)
+{
+	for (int variant = 0; variant < 3; variant++) {
+		ts_ctx *ctx = ts_ctx_new();
+		ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(19, 13), ts_float32);
+		ts_tensor *bias = ts_placeholder(ctx, "bias", TS_SHAPE(13), ts_float32);
+		ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+		ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(19, 13), TS_VARS(i, j),
+					  ts_mul(ctx, TS_READ(ctx, A, i, j), ts_float(ctx, 2)));
+		ts_tensor *D = relu_bias(ctx, C, bias);
+		ts_schedule *s = ts_create_schedule(ctx, 1, &D);
+		ts_stage *sd = ts_stage_of(s, D), *scs = ts_stage_of(s, C);
+		ts_axis *o, *in;
+		tu_ok(ctx, ts_split(sd, ts_axis_of(sd, 0), 4, &o, &in));
+		if (variant == 0)
+			tu_ok(ctx, ts_compute_inline(scs));
+		else if (variant == 1)
+			tu_ok(ctx, ts_compute_at(scs, sd, o));
+		else
+			tu_ok(ctx, ts_compute_root(scs));
+		tu_check_func(ctx, ts_lower(s, "relu_bias", 3, (ts_tensor *[]){A, bias, D}), 1e-6);
+		ts_ctx_free(ctx);
+	}
+}
+END_TEST
+
+/* Padding computed at the conv's output rows (TVM's conv2d schedules). */
+START_TEST(test_conv2d_pad_compute_at)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(1, 3, 11, 9), ts_float32);
+	ts_tensor *W = ts_placeholder(ctx, "W", TS_SHAPE(4, 3, 3, 3), ts_float32);
+	ts_tensor *Y = ts_op_conv2d_nchw(ctx, X, W, 2, 2, 1, 1, 1, 1, 1);
+	tu_nonnull(ctx, Y);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+	ts_stage *sy = ts_stage_of(s, Y);
+	ts_tensor *P = Y->inputs[0];
+	ts_stage *sp = ts_stage_of(s, P);
+	tu_nonnull(ctx, sp);
+	ts_axis *ho, *hi;
+	tu_ok(ctx, ts_split(sy, ts_axis_of(sy, 2), 2, &ho, &hi));
+	tu_ok(ctx, ts_compute_at(sp, sy, ho));
+	const char *bounds = ts_schedule_bounds_str(s);
+	tu_nonnull(ctx, bounds);
+	ck_assert_msg(strstr(bounds, "compute_at") != NULL, "%s", bounds);
+	tu_check_func(ctx, ts_lower(s, "conv", 3, (ts_tensor *[]){X, W, Y}), 1e-5);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(test_softmax_like)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(7, 10), ts_float32);
+	ts_iter *k = ts_reduce_axis(ctx, "k", 0, 10), *k2 = ts_reduce_axis(ctx, "k2", 0, 10);
+	ts_expr *i = ts_var(ctx, "i"), *i2 = ts_var(ctx, "i");
+	ts_tensor *M = ts_compute(ctx, "M", TS_SHAPE(7), TS_VARS(i), TS_MAX(ctx, TS_READ(ctx, X, i, k->var), k));
+	ts_tensor *S = ts_compute(ctx, "S", TS_SHAPE(7), TS_VARS(i2),
+				  TS_SUM(ctx, ts_exp(ctx, ts_sub(ctx, TS_READ(ctx, X, i2, k2->var), TS_READ(ctx, M, i2))), k2));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &S);
+	ts_stage *ss = ts_stage_of(s, S);
+	tu_ok(ctx, ts_compute_at(ts_stage_of(s, M), ss, ts_axis_of(ss, 0)));
+	tu_check_func(ctx, ts_lower(s, "softmax_sum", 2, (ts_tensor *[]){X, S}), 1e-5);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* The printed schedule shows the relations and the loop order. */
+START_TEST(test_schedule_print)
+{
+	mm m = matmul(64, 64, 64);
+	s_tile_all(&m);
+	tu_assert_golden("schedule_tile_all.txt", ts_schedule_str(m.s));
+	ts_ctx_free(m.ctx);
+}
+END_TEST
+
+/* ---- errors: each names the primitive, the stage, the axis and the rule --- */
+
+START_TEST(test_errors)
+{
+	mm m = matmul(16, 16, 16);
+	ts_ctx *ctx = m.ctx;
+	ts_axis *o, *i, *f, *o2, *i2;
+	ts_axis *x = AX(&m, 0), *y = AX(&m, 1), *k = RAX(&m, 0);
+
+	ck_assert_int_ne(ts_split(m.sc, x, 0, &o, &i), TS_OK);
+	tu_assert_error(ctx, "split(C): factor must be positive, got 0");
+	ts_clear_error(ctx);
+	ck_assert_int_ne(ts_split_nparts(m.sc, x, -2, &o, &i), TS_OK);
+	tu_assert_error(ctx, "split(C): nparts must be positive, got -2");
+	ts_clear_error(ctx);
+
+	tu_ok(ctx, ts_split(m.sc, x, 4, &o, &i));
+	ck_assert_int_ne(ts_split(m.sc, x, 2, &o2, &i2), TS_OK);
+	tu_assert_error(ctx, "split(C): axis 'i' is no longer a leaf");
+	ts_clear_error(ctx);
+
+	mm other = matmul(8, 8, 8);
+	ck_assert_int_ne(ts_vectorize(m.sc, AX(&other, 0)), TS_OK);
+	tu_assert_error(ctx, "vectorize(C): axis 'i' does not belong to this stage");
+	ts_clear_error(ctx);
+	ts_ctx_free(other.ctx);
+
+	ck_assert_int_ne(ts_reorder(m.sc, TS_AXES(i, o, i)), TS_OK);
+	tu_assert_error(ctx, "reorder(C): axis 'i.inner' appears twice");
+	ts_clear_error(ctx);
+
+	ck_assert_int_ne(ts_fuse(m.sc, o, y, &f), TS_OK);
+	tu_assert_error(ctx, "fuse(C): axes 'i.outer' and 'j' are not adjacent");
+	ts_clear_error(ctx);
+	ck_assert_int_ne(ts_fuse(m.sc, y, k, &f), TS_OK);
+	tu_assert_error(ctx, "fuse(C): cannot fuse a data-parallel axis with a reduction axis ('k')");
+	ts_clear_error(ctx);
+
+	ck_assert_int_ne(ts_vectorize(m.sc, k), TS_OK);
+	tu_assert_error(ctx, "vectorize(C): axis 'k' is a reduction axis");
+	ts_clear_error(ctx);
+	ck_assert_int_ne(ts_parallel(m.sc, k), TS_OK);
+	tu_assert_error(ctx, "parallel(C): axis 'k' is a reduction axis");
+	ts_clear_error(ctx);
+
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(test_errors_limits_and_bind)
+{
+	mm m = matmul(256, 2048, 8);
+	ts_ctx *ctx = m.ctx;
+	ts_axis *o, *i;
+	ck_assert_int_ne(ts_vectorize(m.sc, AX(&m, 0)), TS_OK);
+	tu_assert_error(ctx, "vectorize(C): extent 256 of axis 'i' exceeds the limit of 64 lanes");
+	ts_clear_error(ctx);
+	ck_assert_int_ne(ts_unroll(m.sc, AX(&m, 1)), TS_OK);
+	tu_assert_error(ctx, "unroll(C): extent 2048 of axis 'j' exceeds the unroll limit of 1024");
+	ts_clear_error(ctx);
+	tu_ok(ctx, ts_split(m.sc, AX(&m, 1), 32, &o, &i));
+	tu_ok(ctx, ts_bind(m.sc, i, TS_THREAD_X));
+	ck_assert_int_ne(ts_bind(m.sc, o, TS_THREAD_X), TS_OK);
+	tu_assert_error(ctx, "bind(C): threadIdx.x is already bound to axis 'j.inner'");
+	ts_clear_error(ctx);
+	ck_assert_int_ne(ts_bind(m.sc, RAX(&m, 0), TS_BLOCK_X), TS_OK);
+	tu_assert_error(ctx, "bind(C): axis 'k' is a reduction axis");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(test_errors_attach)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(8, 8), ts_float32);
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	ts_tensor *B = ts_compute(ctx, "B", TS_SHAPE(8, 8), TS_VARS(i, j),
+				  ts_add(ctx, TS_READ(ctx, A, i, j), ts_float(ctx, 1)));
+	ts_expr *i2 = ts_var(ctx, "i"), *j2 = ts_var(ctx, "j");
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(8, 8), TS_VARS(i2, j2),
+				  ts_mul(ctx, TS_READ(ctx, B, i2, j2), ts_float(ctx, 3)));
+	ts_iter *k = ts_reduce_axis(ctx, "k", 0, 8);
+	ts_expr *i3 = ts_var(ctx, "i");
+	ts_tensor *R = ts_compute(ctx, "R", TS_SHAPE(8), TS_VARS(i3), TS_SUM(ctx, TS_READ(ctx, C, i3, k->var), k));
+	ts_expr *i4 = ts_var(ctx, "i");
+	ts_tensor *E = ts_compute(ctx, "E", TS_SHAPE(8), TS_VARS(i4),
+				  ts_add(ctx, TS_READ(ctx, R, i4), TS_READ(ctx, A, i4, i4)));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &E);
+	ts_stage *sb = ts_stage_of(s, B), *sc = ts_stage_of(s, C), *sr = ts_stage_of(s, R),
+		 *se = ts_stage_of(s, E);
+
+	ck_assert_int_ne(ts_compute_at(sb, sr, ts_axis_of(sr, 0)), TS_OK);
+	tu_assert_error(ctx, "compute_at(B): stage R does not read B");
+	ts_clear_error(ctx);
+
+	tu_ok(ctx, ts_compute_at(sc, sr, ts_axis_of(sr, 0)));
+	ck_assert_int_ne(ts_compute_at(sr, sc, ts_axis_of(sc, 0)), TS_OK);
+	tu_assert_error(ctx, "compute_at(R): stage C does not read R");
+	ts_clear_error(ctx);
+	tu_ok(ctx, ts_compute_at(sb, sc, ts_axis_of(sc, 1)));
+	ck_assert_int_ne(ts_compute_at(sc, sb, ts_axis_of(sb, 0)), TS_OK);
+	tu_assert_error(ctx, "compute_at(C)");
+	ts_clear_error(ctx);
+
+	ck_assert_int_ne(ts_compute_inline(sr), TS_OK);
+	tu_assert_error(ctx, "compute_inline(R): R is a reduction and cannot be inlined");
+	ts_clear_error(ctx);
+	ck_assert_int_ne(ts_compute_inline(se), TS_OK);
+	tu_assert_error(ctx, "compute_inline(E): E is an output of the schedule and cannot be inlined");
+	ts_clear_error(ctx);
+
+	/* the legal parts still lower and run correctly */
+	tu_check_func(ctx, ts_lower(s, "chain", 2, (ts_tensor *[]){A, E}), 1e-5);
+	ck_assert_ptr_null(ts_lower(s, "chain", 1, (ts_tensor *[]){E}));
+	tu_assert_error(ctx, "lower(chain): placeholder A is not in the argument list");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(test_compute_at_cycle)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(8), ts_float32);
+	ts_expr *i = ts_var(ctx, "i"), *i2 = ts_var(ctx, "i"), *i3 = ts_var(ctx, "i");
+	ts_tensor *B = ts_compute(ctx, "B", TS_SHAPE(8), TS_VARS(i), ts_exp(ctx, TS_READ(ctx, A, i)));
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(8), TS_VARS(i2), ts_exp(ctx, TS_READ(ctx, B, i2)));
+	ts_tensor *D = ts_compute(ctx, "D", TS_SHAPE(8), TS_VARS(i3), ts_exp(ctx, TS_READ(ctx, C, i3)));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &D);
+	ts_stage *sb = ts_stage_of(s, B), *sc = ts_stage_of(s, C);
+	tu_ok(ctx, ts_compute_at(sc, ts_stage_of(s, D), ts_axis_of(ts_stage_of(s, D), 0)));
+	tu_ok(ctx, ts_compute_at(sb, sc, ts_axis_of(sc, 0)));
+	/* a stage may only go inside a consumer, and data flow has no cycles, so
+	 * the attempt to put C inside its own producer B is refused */
+	ck_assert_int_ne(ts_compute_at(sc, sb, ts_axis_of(sb, 0)), TS_OK);
+	tu_assert_error(ctx, "compute_at(C): stage B does not read C");
+	ts_clear_error(ctx);
+	tu_check_func(ctx, ts_lower(s, "chain", 2, (ts_tensor *[]){A, D}), 1e-5);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("schedule");
+	TCase *tc = tcase_create("core");
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, test_primitives_alone);
+	tcase_add_test(tc, test_combinations);
+	tcase_add_test(tc, test_inline_and_compute_at);
+	tcase_add_test(tc, test_conv2d_pad_compute_at);
+	tcase_add_test(tc, test_softmax_like);
+	tcase_add_test(tc, test_schedule_print);
+	tcase_add_test(tc, test_errors);
+	tcase_add_test(tc, test_errors_limits_and_bind);
+	tcase_add_test(tc, test_errors_attach);
+	tcase_add_test(tc, test_compute_at_cycle);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return tu_run_suite(suite());
+}
