@@ -36,6 +36,13 @@ ts_iter *ts_reduce_axis(ts_ctx *ctx, const char *name, int64_t min, int64_t exte
 ts_tensor *ts_compute(ts_ctx *ctx, const char *name, int ndim, const int64_t *shape,
 		      ts_expr *const *vars, ts_expr *body);
 
+/* ts_compute with the number of vars given, so that a count that does not
+ * match ndim is reported instead of read past:
+ *   ts_compute_n(ctx, "C", TS_SHAPE(M, N), TS_VARS_N(i, j), body) */
+#define TS_VARS_N(...) TS_NARGS(__VA_ARGS__), (ts_expr *const[]){__VA_ARGS__}
+ts_tensor *ts_compute_n(ts_ctx *ctx, const char *name, int ndim, const int64_t *shape,
+			int nvars, ts_expr *const *vars, ts_expr *body);
+
 /* The same with a body built by a callback from fresh axis variables named
  * i, j, k, l, ... (TVM's lambda form). */
 typedef ts_expr *(*ts_compute_fn)(ts_ctx *ctx, ts_expr *const *axes, void *user);
@@ -54,5 +61,10 @@ ts_expr *ts_reduce_min(ts_ctx *ctx, ts_expr *source, int naxes, ts_iter *const *
 
 /* Number of elements of a tensor (product of its shape). */
 int64_t ts_tensor_numel(const ts_tensor *t);
+
+/* Gives t a new name (for printing and generated code); returns t, or NULL
+ * when t is NULL or the name is empty.  Operators use it to let callers name
+ * the tensors they return. */
+ts_tensor *ts_rename(ts_ctx *ctx, ts_tensor *t, const char *name);
 
 #endif

@@ -1,0 +1,368 @@
+/*
+ * te.c - placeholders, reduction axes and computes: the tensor-expression
+ * frontend.
+ *
+ * ts_compute is where a body becomes a tensor, so it is where the body is
+ * checked: one pre-order walk collects the tensors it reads (each once, in
+ * order of first appearance) and verifies that every variable is in scope.
+ * The scope is the compute's own axis variables, plus, inside the source of
+ * a top-level reduction, that reduction's axes.  A reduction anywhere else
+ * is rejected, which is what lets scheduling treat a compute as "one
+ * reduction at most, at the top".  Errors name the compute and the rule.
+ */
+#include "te.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static bool check_name(ts_ctx *ctx, const char *what, const char *name)
+{
+	if (name && name[0])
+		return true;
+	ts_error(ctx, TS_ERR_INVALID, "%s: empty name", what);
+	return false;
+}
+
+/* Checks 1..TS_MAX_DIMS positive extents; `what` is e.g. "placeholder A". */
+static bool check_shape(ts_ctx *ctx, const char *what, const char *name, int ndim,
+			const int64_t *shape)
+{
+	if (ndim < 1 || ndim > TS_MAX_DIMS || !shape) {
+		ts_error(ctx, TS_ERR_INVALID, "%s %s: %d dimensions (1 to %d allowed)", what, name,
+			 ndim, TS_MAX_DIMS);
+		return false;
+	}
+	int64_t n = 1;
+	for (int d = 0; d < ndim; d++) {
+		if (shape[d] <= 0) {
+			ts_error(ctx, TS_ERR_INVALID,
+				 "%s %s: extent %lld of dimension %d is not positive", what, name,
+				 (long long)shape[d], d);
+			return false;
+		}
+		if (n > INT64_MAX / shape[d]) {
+			ts_error(ctx, TS_ERR_INVALID, "%s %s: number of elements overflows", what,
+				 name);
+			return false;
+		}
+		n *= shape[d];
+	}
+	return true;
+}
+
+static ts_tensor *tensor_new(ts_ctx *ctx, const char *name, int ndim, const int64_t *shape,
+			     ts_dtype dtype, ts_op_kind op)
+{
+	ts_tensor *t = ts_alloc(ctx, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->name = ts_strdup(ctx, name);
+	t->dtype = dtype;
+	t->ndim = ndim;
+	memcpy(t->shape, shape, (size_t)ndim * sizeof(*shape));
+	t->op = op;
+	t->id = ts_ctx_next_id(ctx);
+	return t->name ? t : NULL;
+}
+
+ts_tensor *ts_placeholder(ts_ctx *ctx, const char *name, int ndim, const int64_t *shape,
+			  ts_dtype dtype)
+{
+	if (!check_name(ctx, "placeholder", name) ||
+	    !check_shape(ctx, "placeholder", name, ndim, shape))
+		return NULL;
+	if (dtype.lanes != 1 || dtype.code == TS_TYPE_HANDLE) {
+		char b[24];
+		ts_error(ctx, TS_ERR_INVALID, "placeholder %s: dtype %s is not a scalar element type",
+			 name, ts_dtype_str(dtype, b));
+		return NULL;
+	}
+	return tensor_new(ctx, name, ndim, shape, dtype, TS_OP_PLACEHOLDER);
+}
+
+ts_iter *ts_reduce_axis(ts_ctx *ctx, const char *name, int64_t min, int64_t extent)
+{
+	if (!check_name(ctx, "reduce_axis", name))
+		return NULL;
+	if (extent <= 0) {
+		ts_error(ctx, TS_ERR_INVALID, "reduce_axis %s: extent %lld is not positive", name,
+			 (long long)extent);
+		return NULL;
+	}
+	return ir_iter_new(ctx, name, min, extent, TS_ITER_REDUCE);
+}
+
+/* ---- body checks --------------------------------------------------------- */
+
+/* A growable arena list of pointers. */
+typedef struct plist {
+	void **p;
+	int n, cap;
+} plist;
+
+static bool plist_has(const plist *l, const void *x)
+{
+	for (int i = 0; i < l->n; i++)
+		if (l->p[i] == x)
+			return true;
+	return false;
+}
+
+static bool plist_push(ts_ctx *ctx, plist *l, void *x)
+{
+	if (l->n == l->cap) {
+		int cap = l->cap ? 2 * l->cap : 8;
+		void **p = ts_alloc_array(ctx, (size_t)cap, sizeof(*p));
+		if (!p)
+			return false;
+		if (l->n)
+			memcpy(p, l->p, (size_t)l->n * sizeof(*p));
+		l->p = p;
+		l->cap = cap;
+	}
+	l->p[l->n++] = x;
+	return true;
+}
+
+typedef struct checker {
+	ts_ctx *ctx;
+	const char *name;      /* the compute's */
+	plist scope;           /* variables usable here */
+	plist reduce_vars;     /* axis variables of every reduction in the body */
+	plist inputs;          /* tensors read, first appearance first */
+	bool failed;
+} checker;
+
+static bool fail(checker *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Records "compute C: <message>"; returns false to stop the walk. */
+static bool fail(checker *c, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ts_error(c->ctx, TS_ERR_INVALID, "compute %s: %s", c->name, msg);
+	c->failed = true;
+	return false;
+}
+
+static bool collect_reduce_vars(ts_expr *e, void *data)
+{
+	checker *c = data;
+	if (e->kind == IR_REDUCE)
+		for (int i = 0; i < e->u.reduce.naxes && !c->failed; i++)
+			if (!plist_push(c->ctx, &c->reduce_vars, e->u.reduce.axes[i]->var))
+				c->failed = true;
+	return !c->failed;
+}
+
+static bool check_var(checker *c, ts_expr *v)
+{
+	if (plist_has(&c->scope, v))
+		return true;
+	if (plist_has(&c->reduce_vars, v))
+		return fail(c, "reduction axis '%s' used outside its reduction", v->u.var.name);
+	return fail(c, "unknown variable '%s'", v->u.var.name);
+}
+
+static bool check_node(ts_expr *e, void *data)
+{
+	checker *c = data;
+	if (c->failed)
+		return false;
+	if (e->dtype.lanes != 1)
+		return fail(c, "vector expression (%s) in the body", ir_expr_kind_name(e->kind));
+	if (e->kind == IR_REDUCE)
+		return fail(c, "a reduction must be the top of the body");
+	if (e->kind == IR_LOAD)
+		return fail(c, "the body loads from buffer %s; read tensors instead",
+			    e->u.load.buf->name);
+	if (e->kind == IR_VAR)
+		return check_var(c, e);
+	if (e->kind == IR_READ && !plist_has(&c->inputs, e->u.read.tensor) &&
+	    !plist_push(c->ctx, &c->inputs, e->u.read.tensor))
+		c->failed = true;
+	return !c->failed;
+}
+
+/* Adds a top-level reduction's axes to the scope, rejecting repeats. */
+static bool scope_reduce_axes(checker *c, const ts_expr *r)
+{
+	for (int i = 0; i < r->u.reduce.naxes; i++) {
+		ts_expr *v = r->u.reduce.axes[i]->var;
+		if (plist_has(&c->scope, v))
+			return fail(c, "reduction axis '%s' appears twice or is a compute axis",
+				    v->u.var.name);
+		if (!plist_push(c->ctx, &c->scope, v))
+			return false;
+	}
+	return true;
+}
+
+/* Walks the body; a top-level REDUCE's source sees its axes, its init not. */
+static bool check_body(checker *c, ts_expr *body)
+{
+	ir_expr_visit(body, collect_reduce_vars, c);
+	if (c->failed)
+		return false;
+	if (body->kind != IR_REDUCE) {
+		ir_expr_visit(body, check_node, c);
+		return !c->failed;
+	}
+	int ndata = c->scope.n;
+	if (!scope_reduce_axes(c, body))
+		return false;
+	ir_expr_visit(body->u.reduce.source, check_node, c);
+	c->scope.n = ndata;
+	if (!c->failed && body->u.reduce.init)
+		ir_expr_visit(body->u.reduce.init, check_node, c);
+	return !c->failed;
+}
+
+/* ---- computes ------------------------------------------------------------- */
+
+static bool check_vars(checker *c, int nvars, ts_expr *const *vars)
+{
+	for (int d = 0; d < nvars; d++) {
+		ts_expr *v = vars[d];
+		if (!v) {
+			ts_error(c->ctx, TS_ERR_INVALID, "compute %s: index variable %d is NULL",
+				 c->name, d);
+			return false;
+		}
+		if (v->kind != IR_VAR || !ts_dtype_is_int(v->dtype) || v->dtype.lanes != 1) {
+			return fail(c, "index %d is not an integer variable", d);
+		}
+		if (plist_has(&c->scope, v))
+			return fail(c, "variable '%s' names two dimensions", v->u.var.name);
+		if (!plist_push(c->ctx, &c->scope, v))
+			return false;
+	}
+	return true;
+}
+
+static bool check_compute_args(checker *c, int ndim, const int64_t *shape, int nvars,
+			       ts_expr *const *vars, ts_expr *body)
+{
+	if (!check_shape(c->ctx, "compute", c->name, ndim, shape))
+		return false;
+	if (nvars != ndim) {
+		ts_error(c->ctx, TS_ERR_INVALID,
+			 "compute %s: %d index variable(s) for %d dimension(s)", c->name, nvars,
+			 ndim);
+		return false;
+	}
+	if (!vars || !check_vars(c, nvars, vars))
+		return false;
+	if (!body) {
+		ts_error(c->ctx, TS_ERR_INVALID, "compute %s: body is NULL", c->name);
+		return false;
+	}
+	if (body->dtype.lanes != 1 || body->dtype.code == TS_TYPE_HANDLE) {
+		char b[24];
+		return fail(c, "body has dtype %s; it must be a scalar", ts_dtype_str(body->dtype, b));
+	}
+	return check_body(c, body);
+}
+
+/* Fills the compute-only fields of t from the checked body. */
+static bool fill_compute(ts_ctx *ctx, ts_tensor *t, ts_expr *const *vars, ts_expr *body,
+			 const plist *inputs)
+{
+	t->axis = ts_alloc_array(ctx, (size_t)t->ndim, sizeof(*t->axis));
+	t->inputs = ts_alloc_array(ctx, (size_t)(inputs->n ? inputs->n : 1), sizeof(*t->inputs));
+	if (!t->axis || !t->inputs)
+		return false;
+	for (int d = 0; d < t->ndim; d++) {
+		ts_iter *it = ts_alloc(ctx, sizeof(*it));
+		if (!it)
+			return false;
+		*it = (ts_iter){vars[d], 0, t->shape[d], TS_ITER_DATA};
+		t->axis[d] = it;
+	}
+	t->body = body;
+	if (body->kind == IR_REDUCE) {
+		t->nreduce = body->u.reduce.naxes;
+		t->reduce_axis = body->u.reduce.axes;
+	}
+	t->ninputs = inputs->n;
+	for (int i = 0; i < inputs->n; i++)
+		t->inputs[i] = inputs->p[i];
+	return true;
+}
+
+ts_tensor *ts_compute_n(ts_ctx *ctx, const char *name, int ndim, const int64_t *shape,
+			int nvars, ts_expr *const *vars, ts_expr *body)
+{
+	if (!check_name(ctx, "compute", name))
+		return NULL;
+	checker c = {.ctx = ctx, .name = name};
+	if (!check_compute_args(&c, ndim, shape, nvars, vars, body))
+		return NULL;
+	ts_tensor *t = tensor_new(ctx, name, ndim, shape, body->dtype, TS_OP_COMPUTE);
+	if (!t || !fill_compute(ctx, t, vars, body, &c.inputs))
+		return NULL;
+	return t;
+}
+
+ts_tensor *ts_compute(ts_ctx *ctx, const char *name, int ndim, const int64_t *shape,
+		      ts_expr *const *vars, ts_expr *body)
+{
+	return ts_compute_n(ctx, name, ndim, shape, ndim, vars, body);
+}
+
+ts_tensor *ts_compute_lambda(ts_ctx *ctx, const char *name, int ndim, const int64_t *shape,
+			     ts_compute_fn fn, void *user)
+{
+	static const char *const names[TS_MAX_DIMS] = {"i", "j", "k", "l", "m", "n", "o", "p"};
+	if (!check_name(ctx, "compute", name) || !check_shape(ctx, "compute", name, ndim, shape))
+		return NULL;
+	if (!fn) {
+		ts_error(ctx, TS_ERR_INVALID, "compute %s: no body function", name);
+		return NULL;
+	}
+	ts_expr *vars[TS_MAX_DIMS];
+	for (int d = 0; d < ndim; d++)
+		if (!(vars[d] = ts_var(ctx, names[d])))
+			return NULL;
+	return ts_compute(ctx, name, ndim, shape, vars, fn(ctx, vars, user));
+}
+
+/* ---- reductions and helpers ------------------------------------------------ */
+
+ts_expr *ts_sum(ts_ctx *ctx, ts_expr *source, int naxes, ts_iter *const *axes)
+{
+	return ts_reduce(ctx, TS_REDUCE_SUM, source, naxes, axes, NULL);
+}
+
+ts_expr *ts_reduce_max(ts_ctx *ctx, ts_expr *source, int naxes, ts_iter *const *axes)
+{
+	return ts_reduce(ctx, TS_REDUCE_MAX, source, naxes, axes, NULL);
+}
+
+ts_expr *ts_reduce_min(ts_ctx *ctx, ts_expr *source, int naxes, ts_iter *const *axes)
+{
+	return ts_reduce(ctx, TS_REDUCE_MIN, source, naxes, axes, NULL);
+}
+
+int64_t ts_tensor_numel(const ts_tensor *t)
+{
+	int64_t n = 1;
+	for (int d = 0; d < t->ndim; d++)
+		n *= t->shape[d];
+	return n;
+}
+
+ts_tensor *ts_rename(ts_ctx *ctx, ts_tensor *t, const char *name)
+{
+	if (!t || !check_name(ctx, "rename", name))
+		return NULL;
+	const char *copy = ts_strdup(ctx, name);
+	if (!copy)
+		return NULL;
+	t->name = copy;
+	return t;
+}
