@@ -318,6 +318,7 @@ static double intrinsic(ir_intrinsic op, ts_dtype t, double a, double b)
 	case IR_INTRIN_SIGMOID: r = d ? 1 / (1 + exp(-a)) : 1.0f / (1.0f + expf(-x)); break;
 	case IR_INTRIN_FLOOR: r = d ? floor(a) : floorf(x); break;
 	case IR_INTRIN_CEIL: r = d ? ceil(a) : ceilf(x); break;
+	case IR_INTRIN_LIKELY: /* handled by ev_call */
 	case IR_INTRIN_COUNT: break;
 	}
 	return round_to(t, r);
@@ -458,6 +459,8 @@ static lane ev_call(interp *in, const ts_expr *e, int l)
 {
 	lane x = ev(in, e->u.call.args[0], l);
 	lane y = e->u.call.nargs > 1 ? ev(in, e->u.call.args[1], l) : ZERO;
+	if (e->u.call.op == IR_INTRIN_LIKELY) /* a hint: the value is the condition */
+		return x;
 	return (lane){.f = intrinsic(e->u.call.op, e->dtype, x.f, y.f)};
 }
 

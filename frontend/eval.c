@@ -276,6 +276,7 @@ static double intrinsic(ir_intrinsic op, double x, double y)
 	case IR_INTRIN_SIGMOID: return 1.0 / (1.0 + exp(-x));
 	case IR_INTRIN_FLOOR: return floor(x);
 	case IR_INTRIN_CEIL: return ceil(x);
+	case IR_INTRIN_LIKELY: /* handled by ev_call */
 	case IR_INTRIN_COUNT: break;
 	}
 	return NAN;
@@ -287,6 +288,10 @@ static bool ev_call(evaluator *s, const ts_expr *e, val *out)
 	for (int i = 0; i < e->u.call.nargs && i < 2; i++)
 		if (!ev(s, e->u.call.args[i], &a[i]))
 			return false;
+	if (e->u.call.op == IR_INTRIN_LIKELY) { /* a hint: the value is the condition */
+		*out = a[0];
+		return true;
+	}
 	out->f = round_to(e->dtype, intrinsic(e->u.call.op, a[0].f, a[1].f));
 	return true;
 }
