@@ -1,0 +1,40 @@
+/*
+ * build.h - compile a lowered function for a target and call it, like
+ * tvm.build(f, target) and the module it returns.
+ *
+ * Targets: "llvm" (the host CPU, all its features), "llvm -mcpu=NAME",
+ * "llvm -mattr=+avx2,+fma", and "cuda" (the GPU in hand) or
+ * "cuda -arch=sm_XY" (compile only when no GPU is present).
+ */
+#ifndef TESSERA_CODEGEN_BUILD_H
+#define TESSERA_CODEGEN_BUILD_H
+
+#include "array.h"
+#include "ir.h"
+#include "timer.h"
+
+typedef struct ts_module ts_module;
+
+/* NULL with an error naming the target or the failing phase. */
+ts_module *ts_build(ts_ctx *ctx, const ts_func *f, const char *target);
+
+/* Calls the compiled function.  Checks the argument count, dtypes, shapes
+ * and devices first and returns a clear error on mismatch. */
+ts_status ts_module_run(ts_module *m, int nargs, ts_array *const *args);
+
+/* Times the function (ts_time_run: warm-up, repeats, median). */
+ts_status ts_module_time(ts_module *m, int nargs, ts_array *const *args, int warmup,
+			 int repeat, ts_timing *out);
+
+/* Generated code as text: "llvm" (LLVM IR before optimization), "llvm-opt",
+ * "asm", "c" (the plain C emitter), "cuda" (CUDA C).  NULL with an error if
+ * the module has no such form. */
+const char *ts_module_source(ts_module *m, const char *kind);
+
+/* Per-phase compile times (lowering is filled in by ts_build_schedule). */
+ts_phase_times ts_module_times(const ts_module *m);
+const char *ts_module_target(const ts_module *m);
+const ts_func *ts_module_func(const ts_module *m);
+void ts_module_free(ts_module *m);
+
+#endif
