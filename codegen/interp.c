@@ -100,16 +100,21 @@ static ts_status not_lowered(interp *in, const char *kind)
 		     "interp: %s is not lowered IR (flatten tensors to buffers first)", kind);
 }
 
-/* Checks that e has `lanes` lanes (1 where a scalar is required), at most 64. */
-static ts_status check_lanes(interp *in, const ts_expr *e, int lanes)
+static __attribute__((noinline)) ts_status lanes_error(interp *in, const ts_expr *e, int lanes)
 {
 	char t[24];
 	if (e->dtype.lanes > MAX_LANES)
 		return raise(in, TS_ERR_INVALID, "interp: %s has %d lanes (at most %d)",
 			     expr_text(in, e), e->dtype.lanes, MAX_LANES);
-	if (e->dtype.lanes != lanes)
-		return raise(in, TS_ERR_INVALID, "interp: %s is %s, expected %d lane(s)",
-			     expr_text(in, e), ts_dtype_str(e->dtype, t), lanes);
+	return raise(in, TS_ERR_INVALID, "interp: %s is %s, expected %d lane(s)",
+		     expr_text(in, e), ts_dtype_str(e->dtype, t), lanes);
+}
+
+/* Checks that e has `lanes` lanes (1 where a scalar is required), at most 64. */
+static inline ts_status check_lanes(interp *in, const ts_expr *e, int lanes)
+{
+	if (e->dtype.lanes != lanes || lanes > MAX_LANES)
+		return lanes_error(in, e, lanes);
 	return in->st;
 }
 
@@ -415,23 +420,36 @@ static inline lane operand(interp *in, const ts_expr *e, int l)
 	return ev(in, e, l);
 }
 
+static __attribute__((noinline)) lane division_by_zero(interp *in, const ts_expr *e)
+{
+	/* after an earlier error the divisor may be a zero lane: keep that error */
+	if (in->st == TS_OK)
+		raise(in, TS_ERR_INVALID, "interp: integer division by zero in %s", expr_text(in, e));
+	return ZERO;
+}
+
 static lane ev_binary(interp *in, const ts_expr *e, int l)
 {
 	ts_dtype t = e->u.bin.a->dtype;
+	ir_expr_kind k = e->kind;
 	lane x = operand(in, e->u.bin.a, l), y = operand(in, e->u.bin.b, l);
-	if (is_float(t))
-		return float_bin(e->kind, t, x.f, y.f);
-	if (e->kind >= IR_TRUNCDIV && e->kind <= IR_FLOORMOD && y.i == 0) {
-		/* after an earlier error y may be a zero lane: keep that error */
-		if (in->st == TS_OK)
-			raise(in, TS_ERR_INVALID, "interp: integer division by zero in %s",
-			      expr_text(in, e));
-		return ZERO;
+	/* int32 index arithmetic and float32 math first: they dominate */
+	if (t.code == TS_TYPE_INT && t.bits == 32 && k >= IR_ADD && k <= IR_MUL) {
+		uint64_t a = (uint64_t)x.i, b = (uint64_t)y.i;
+		return (lane){.i = (int32_t)(k == IR_ADD ? a + b : k == IR_SUB ? a - b : a * b)};
 	}
-	return (lane){.i = int_bin(e->kind, t, x.i, y.i)};
+	if (t.code == TS_TYPE_FLOAT && t.bits == 32 && k >= IR_ADD && k <= IR_MUL) {
+		float a = (float)x.f, b = (float)y.f;
+		return (lane){.f = k == IR_ADD ? a + b : k == IR_SUB ? a - b : a * b};
+	}
+	if (is_float(t))
+		return float_bin(k, t, x.f, y.f);
+	if (k >= IR_TRUNCDIV && k <= IR_FLOORMOD && y.i == 0)
+		return division_by_zero(in, e);
+	return (lane){.i = int_bin(k, t, x.i, y.i)};
 }
 
-static lane ev_unary(interp *in, const ts_expr *e, int l)
+static __attribute__((noinline)) lane ev_unary(interp *in, const ts_expr *e, int l)
 {
 	lane x = ev(in, e->u.un.a, l);
 	if (e->kind == IR_NOT)
@@ -441,7 +459,7 @@ static lane ev_unary(interp *in, const ts_expr *e, int l)
 
 /* Both arms are evaluated (their errors count); a scalar condition chooses
  * for every lane. */
-static lane ev_select(interp *in, const ts_expr *e, int l)
+static __attribute__((noinline)) lane ev_select(interp *in, const ts_expr *e, int l)
 {
 	const ts_expr *c = e->u.select.cond;
 	if (c->dtype.lanes != 1 && c->dtype.lanes != e->dtype.lanes) {
@@ -455,7 +473,7 @@ static lane ev_select(interp *in, const ts_expr *e, int l)
 	return cv.i ? t : f;
 }
 
-static lane ev_call(interp *in, const ts_expr *e, int l)
+static __attribute__((noinline)) lane ev_call(interp *in, const ts_expr *e, int l)
 {
 	lane x = ev(in, e->u.call.args[0], l);
 	lane y = e->u.call.nargs > 1 ? ev(in, e->u.call.args[1], l) : ZERO;
@@ -479,7 +497,7 @@ static lane ev_load(interp *in, const ts_expr *e, int l)
 	return read_elem(data, b->dtype, ix.i);
 }
 
-static lane ev_ramp(interp *in, const ts_expr *e, int l)
+static __attribute__((noinline)) lane ev_ramp(interp *in, const ts_expr *e, int l)
 {
 	lane base = ev(in, e->u.ramp.base, 0);
 	uint64_t step = (uint64_t)e->u.ramp.stride * (uint64_t)l;

@@ -514,6 +514,45 @@ START_TEST(test_int8_wrap)
 }
 END_TEST
 
+/* uint64 compares unsigned, uint8 wraps, bool logic, float-to-int casts
+ * truncate toward zero (NaN gives 0), and a scalar condition selects vectors. */
+START_TEST(test_unsigned_bool_cast)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_dtype u64 = TS_DTYPE(TS_TYPE_UINT, 64);
+	ts_buffer *C = buf1(ctx, "C", ts_int64, 8), *V = buf1(ctx, "V", ts_int32, 4);
+	ts_expr *big = ts_const(ctx, u64, (int64_t)(UINT64_MAX - 1)), *five = ts_const(ctx, u64, 5);
+	ts_expr *u8 = ts_add(ctx, ts_const(ctx, ts_uint8, 255), ts_const(ctx, ts_uint8, 1));
+	ts_expr *cmp = ts_or(ctx, ts_and(ctx, ts_lt(ctx, I(2), I(3)), ts_not(ctx, ts_eq(ctx, I(2), I(3)))),
+			     ts_const(ctx, ts_bool, 0));
+	ts_expr *vals[6] = {
+		ts_cast(ctx, ts_int64, ts_gt(ctx, big, five)),
+		ts_cast(ctx, ts_int64, ts_max(ctx, big, five)),
+		ts_cast(ctx, ts_int64, u8),
+		ts_cast(ctx, ts_int64, cmp),
+		ts_cast(ctx, ts_int64, ts_float(ctx, -2.75)),
+		ts_cast(ctx, ts_int64, ts_div(ctx, ts_float(ctx, 0), ts_float(ctx, 0))),
+	};
+	ts_stmt *st[7];
+	for (int k = 0; k < 6; k++)
+		st[k] = ir_store(ctx, C, I(k), vals[k]);
+	ts_expr *sel = ts_select(ctx, ts_lt(ctx, I(1), I(0)), ts_broadcast(ctx, I(7), 4),
+				 ts_ramp(ctx, I(10), -3, 4));
+	st[6] = ir_store(ctx, V, ts_ramp(ctx, I(0), 1, 4), sel);
+	int64_t c[8] = {0};
+	int32_t v[4];
+	ts_status rc = cg_interp_stmt(ctx, ir_seq(ctx, 7, st), 2, (ts_buffer *[]){C, V}, (void *[]){c, v});
+	ck_assert_msg(rc == TS_OK, "%s", ts_last_error(ctx));
+	int64_t want[6] = {1, (int64_t)(UINT64_MAX - 1), 0, 1, -2, 0};
+	for (int k = 0; k < 6; k++)
+		ck_assert_msg(c[k] == want[k], "case %d: got %lld, want %lld", k, (long long)c[k],
+			      (long long)want[k]);
+	int32_t wv[4] = {10, 7, 4, 1};
+	ck_assert_mem_eq(v, wv, sizeof(wv));
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* ---- 16-bit floats ------------------------------------------------------------------- */
 
 /* H[i] = float16(A[i] * 3); G[i] = H[i] + H[i] in float16; Q = bfloat16(A). */
@@ -691,6 +730,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_int_division);
 	tcase_add_test(tc, test_int_division_edges);
 	tcase_add_test(tc, test_int8_wrap);
+	tcase_add_test(tc, test_unsigned_bool_cast);
 	tcase_add_test(tc, test_float16_store);
 	suite_add_tcase(s, tc);
 	TCase *te = tcase_create("errors");
