@@ -255,7 +255,11 @@ static bool check_compute_args(checker *c, int ndim, const int64_t *shape, int n
 			 ndim);
 		return false;
 	}
-	if (!vars || !check_vars(c, nvars, vars))
+	if (!vars) {
+		ts_error(c->ctx, TS_ERR_INVALID, "compute %s: no index variables", c->name);
+		return false;
+	}
+	if (!check_vars(c, nvars, vars))
 		return false;
 	if (!body) {
 		ts_error(c->ctx, TS_ERR_INVALID, "compute %s: body is NULL", c->name);

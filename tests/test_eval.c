@@ -363,6 +363,53 @@ START_TEST(test_float16_elementwise)
 }
 END_TEST
 
+START_TEST(test_bool_bfloat16_int64)
+{
+	enum { N = 33 };
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(N), ts_bfloat16);
+	ts_tensor *L = ts_placeholder(ctx, "L", TS_SHAPE(N), ts_int64);
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j"), *k = ts_var(ctx, "k");
+	ts_expr *a = TS_READ(ctx, A, i);
+	/* bfloat16: rounded after the multiply and after the add */
+	ts_tensor *H = ts_compute(ctx, "H", TS_SHAPE(N), TS_VARS(i),
+				  ts_add(ctx, ts_mul(ctx, a, a), ts_fconst(ctx, ts_bfloat16, 1.0 / 3)));
+	/* bool output from a comparison of bfloat16 values */
+	ts_tensor *G = ts_compute(ctx, "G", TS_SHAPE(N), TS_VARS(j),
+				  ts_gt(ctx, TS_READ(ctx, A, j), ts_fconst(ctx, ts_bfloat16, 0)));
+	/* int64 multiply wraps modulo 2^64 */
+	ts_expr *l = TS_READ(ctx, L, k);
+	ts_tensor *M = ts_compute(ctx, "M", TS_SHAPE(N), TS_VARS(k),
+				  ts_mul(ctx, l, ts_const(ctx, ts_int64, INT64_C(0x100000001))));
+	ts_array *av = random_array(A, 16, -8, 8), *lv = random_array(L, 17, -9e18, 9e18);
+	ts_array *h = ts_array_for(ctx, H), *g = ts_array_for(ctx, G), *m = ts_array_for(ctx, M);
+	ck_assert_int_eq(eval_arrays(ctx, 5, (ts_tensor *[]){A, L, H, G, M},
+				     (ts_array *[]){av, lv, h, g, m}), TS_OK);
+	int positive = 0;
+	for (int n = 0; n < N; n++) {
+		double x = ts_elem_get_f64(av->data, ts_bfloat16, n);
+		uint16_t t;
+		ts_elem_set_f64(&t, ts_bfloat16, 0, x * x);
+		double sq = ts_elem_get_f64(&t, ts_bfloat16, 0);
+		ts_elem_set_f64(&t, ts_bfloat16, 0, 1.0 / 3);
+		ts_elem_set_f64(&t, ts_bfloat16, 0, sq + ts_elem_get_f64(&t, ts_bfloat16, 0));
+		ck_assert_double_eq(ts_elem_get_f64(h->data, ts_bfloat16, n),
+				    ts_elem_get_f64(&t, ts_bfloat16, 0));
+		ck_assert_int_eq(((uint8_t *)g->data)[n], x > 0);
+		positive += x > 0;
+		uint64_t want = (uint64_t)((int64_t *)lv->data)[n] * UINT64_C(0x100000001);
+		ck_assert_int_eq(((int64_t *)m->data)[n], (int64_t)want);
+	}
+	ck_assert(positive > 0 && positive < N);
+	ts_array_free(av);
+	ts_array_free(lv);
+	ts_array_free(h);
+	ts_array_free(g);
+	ts_array_free(m);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_intrinsics)
 {
 	enum { N = 31 };
@@ -496,6 +543,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_int_ops);
 	tcase_add_test(tc, test_int_wrap_and_casts);
 	tcase_add_test(tc, test_float16_elementwise);
+	tcase_add_test(tc, test_bool_bfloat16_int64);
 	tcase_add_test(tc, test_intrinsics);
 	tcase_add_test(tc, test_unbound_placeholder);
 	tcase_add_test(tc, test_out_of_bounds_read);

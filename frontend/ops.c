@@ -1,0 +1,341 @@
+/*
+ * ops.c - linear algebra, elementwise operators, pooling and softmax of the
+ * operator library (contracts in ops.h; convolutions live in ops_conv.c).
+ *
+ * Each operator checks its arguments, makes fresh axis variables and builds
+ * one compute per stage; a reduction is always the whole body of its stage,
+ * so anything applied after it (bias, division) is a stage of its own.
+ */
+#include "ops_util.h"
+
+#include <math.h>
+
+/* ---- matmul ------------------------------------------------------------------ */
+
+/* The extents of a (batched) matrix product: rows, inner, columns. */
+typedef struct mm_dims {
+	int64_t batch, m, k, n;
+} mm_dims;
+
+static bool mm_check(ts_ctx *ctx, const char *op, const ts_tensor *A, const ts_tensor *B,
+		     bool ta, bool tb, int lead, mm_dims *d)
+{
+	if (!fe_check_ndim(ctx, op, A, lead + 2) || !fe_check_ndim(ctx, op, B, lead + 2) ||
+	    !fe_check_same_dtype(ctx, op, A, B))
+		return false;
+	const int64_t *a = A->shape + lead, *b = B->shape + lead;
+	int64_t ka = ta ? a[0] : a[1], kb = tb ? b[1] : b[0];
+	d->batch = lead ? A->shape[0] : 1;
+	d->m = ta ? a[1] : a[0];
+	d->k = ka;
+	d->n = tb ? b[0] : b[1];
+	if (lead && A->shape[0] != B->shape[0]) {
+		ts_error(ctx, TS_ERR_INVALID, "%s: batch extents differ: %s x %s", op,
+			 fe_shape_str(ctx, A), fe_shape_str(ctx, B));
+		return false;
+	}
+	if (ka != kb) {
+		ts_error(ctx, TS_ERR_INVALID, "%s: inner extents differ: %s%s x %s%s (%lld vs %lld)",
+			 op, fe_shape_str(ctx, A), ta ? "^T" : "", fe_shape_str(ctx, B),
+			 tb ? "^T" : "", (long long)ka, (long long)kb);
+		return false;
+	}
+	return true;
+}
+
+/* Reads M[(b,) r, c], or M[(b,) c, r] when transposed. */
+static ts_expr *mm_read(ts_ctx *ctx, ts_tensor *M, ts_expr *b, bool trans, ts_expr *r,
+			ts_expr *c)
+{
+	ts_expr *rc[2] = {trans ? c : r, trans ? r : c};
+	if (!b)
+		return TS_READ(ctx, M, rc[0], rc[1]);
+	return TS_READ(ctx, M, b, rc[0], rc[1]);
+}
+
+static ts_tensor *matmul(ts_ctx *ctx, const char *op, ts_tensor *A, ts_tensor *B, bool ta,
+			 bool tb, int lead)
+{
+	mm_dims d;
+	if (!fe_check_inputs(ctx, op, 2, (ts_tensor *[]){A, B}) ||
+	    !mm_check(ctx, op, A, B, ta, tb, lead, &d))
+		return NULL;
+	static const char *const names[] = {"b", "i", "j"};
+	ts_expr *v[3];
+	ts_iter *k = ts_reduce_axis(ctx, "k", 0, d.k);
+	if (!k || !fe_vars(ctx, lead + 2, names + 1 - lead, v))
+		return NULL;
+	ts_expr *b = lead ? v[0] : NULL, *i = v[lead], *j = v[lead + 1];
+	ts_expr *prod = ts_mul(ctx, mm_read(ctx, A, b, ta, i, k->var),
+			       mm_read(ctx, B, b, tb, k->var, j));
+	int64_t shape[3] = {d.batch, d.m, d.n};
+	return ts_compute(ctx, op, lead + 2, shape + 1 - lead, v, TS_SUM(ctx, prod, k));
+}
+
+ts_tensor *ts_op_matmul(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA, bool transB)
+{
+	return matmul(ctx, "matmul", A, B, transA, transB, 0);
+}
+
+ts_tensor *ts_op_batch_matmul(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA,
+			      bool transB)
+{
+	return matmul(ctx, "batch_matmul", A, B, transA, transB, 1);
+}
+
+static ts_tensor *bias_add(ts_ctx *ctx, const char *op, const char *name, ts_tensor *X,
+			   ts_tensor *bias, int axis);
+
+ts_tensor *ts_op_dense(ts_ctx *ctx, ts_tensor *X, ts_tensor *W, ts_tensor *bias)
+{
+	ts_tensor *Y = matmul(ctx, "dense", X, W, false, true, 0);
+	if (!Y || !bias)
+		return Y;
+	return bias_add(ctx, "dense", "dense_bias", Y, bias, 1);
+}
+
+/* ---- elementwise ----------------------------------------------------------------- */
+
+static ts_expr *relu_fn(ts_ctx *ctx, ts_expr *x, ts_expr *const *v, const void *k)
+{
+	(void)v, (void)k;
+	return x ? ts_max(ctx, x, ts_make_const(ctx, x->dtype, 0)) : NULL;
+}
+
+ts_tensor *ts_op_relu(ts_ctx *ctx, ts_tensor *X)
+{
+	if (!fe_check_inputs(ctx, "relu", 1, &X))
+		return NULL;
+	return fe_map(ctx, "relu", X, relu_fn, NULL);
+}
+
+static ts_expr *add_fn(ts_ctx *ctx, ts_expr *x, ts_expr *const *v, const void *k)
+{
+	return ts_add(ctx, x, fe_read(ctx, (ts_tensor *)k, v));
+}
+
+ts_tensor *ts_op_add(ts_ctx *ctx, ts_tensor *A, ts_tensor *B)
+{
+	if (!fe_check_inputs(ctx, "add", 2, (ts_tensor *[]){A, B}) ||
+	    !fe_check_same_dtype(ctx, "add", A, B))
+		return NULL;
+	bool same = A->ndim == B->ndim;
+	for (int d = 0; same && d < A->ndim; d++)
+		same = A->shape[d] == B->shape[d];
+	if (!same) {
+		ts_error(ctx, TS_ERR_INVALID, "add: shapes differ: %s vs %s", fe_shape_str(ctx, A),
+			 fe_shape_str(ctx, B));
+		return NULL;
+	}
+	return fe_map(ctx, "add", A, add_fn, B);
+}
+
+typedef struct bias_arg {
+	ts_tensor *bias;
+	int axis;
+} bias_arg;
+
+static ts_expr *bias_fn(ts_ctx *ctx, ts_expr *x, ts_expr *const *v, const void *k)
+{
+	const bias_arg *b = k;
+	return ts_add(ctx, x, TS_READ(ctx, b->bias, v[b->axis]));
+}
+
+static ts_tensor *bias_add(ts_ctx *ctx, const char *op, const char *name, ts_tensor *X,
+			   ts_tensor *bias, int axis)
+{
+	if (!fe_check_inputs(ctx, op, 2, (ts_tensor *[]){X, bias}) ||
+	    !fe_check_same_dtype(ctx, op, X, bias))
+		return NULL;
+	int a = axis < 0 ? axis + X->ndim : axis;
+	if (a < 0 || a >= X->ndim) {
+		ts_error(ctx, TS_ERR_INVALID, "%s: axis %d is not a dimension of %s", op, axis,
+			 fe_shape_str(ctx, X));
+		return NULL;
+	}
+	if (bias->ndim != 1 || bias->shape[0] != X->shape[a]) {
+		ts_error(ctx, TS_ERR_INVALID, "%s: bias %s does not match axis %d of %s", op,
+			 fe_shape_str(ctx, bias), a, fe_shape_str(ctx, X));
+		return NULL;
+	}
+	return fe_map(ctx, name, X, bias_fn, &(bias_arg){bias, a});
+}
+
+ts_tensor *ts_op_bias_add(ts_ctx *ctx, ts_tensor *X, ts_tensor *bias, int axis)
+{
+	return bias_add(ctx, "bias_add", "bias_add", X, bias, axis);
+}
+
+static ts_expr *clip_fn(ts_ctx *ctx, ts_expr *x, ts_expr *const *v, const void *k)
+{
+	const double *lohi = k;
+	(void)v;
+	if (!x)
+		return NULL;
+	ts_expr *lo = ts_make_const(ctx, x->dtype, lohi[0]);
+	return ts_min(ctx, ts_max(ctx, x, lo), ts_make_const(ctx, x->dtype, lohi[1]));
+}
+
+ts_tensor *ts_op_clip(ts_ctx *ctx, ts_tensor *X, double lo, double hi)
+{
+	if (!fe_check_inputs(ctx, "clip", 1, &X))
+		return NULL;
+	if (!(lo <= hi)) {
+		ts_error(ctx, TS_ERR_INVALID, "clip: %s: bounds [%g, %g] are empty",
+			 fe_shape_str(ctx, X), lo, hi);
+		return NULL;
+	}
+	return fe_map(ctx, "clip", X, clip_fn, (const double[]){lo, hi});
+}
+
+/* ---- pooling ------------------------------------------------------------------ */
+
+typedef struct pool {
+	int64_t out[2];
+	int k[2], stride[2], pad[2];
+} pool;
+
+static bool pool_check(ts_ctx *ctx, const char *op, ts_tensor *X, pool *p)
+{
+	if (!fe_check_inputs(ctx, op, 1, &X) || !fe_check_ndim(ctx, op, X, 4))
+		return false;
+	static const char *const dims[2] = {"height", "width"};
+	for (int d = 0; d < 2; d++) {
+		if (p->k[d] < 1 || p->pad[d] >= p->k[d]) {
+			ts_error(ctx, TS_ERR_INVALID,
+				 "%s: %s: %s kernel %d must be >= 1 and exceed the padding %d", op,
+				 fe_shape_str(ctx, X), dims[d], p->k[d], p->pad[d]);
+			return false;
+		}
+		if (!fe_window_extent(ctx, op, dims[d], X->shape[2 + d], p->k[d], p->stride[d],
+				      p->pad[d], 1, &p->out[d]))
+			return false;
+	}
+	return true;
+}
+
+/* op over the window of (y, x) in the padded P: P[n, c, y*sh + ry, x*sw + rx]. */
+static ts_tensor *pool_reduce(ts_ctx *ctx, const char *name, ts_tensor *P, const pool *p,
+			      ts_reduce_op rop)
+{
+	static const char *const names[] = {"n", "c", "y", "x"};
+	ts_expr *v[4];
+	ts_iter *ry = ts_reduce_axis(ctx, "ry", 0, p->k[0]), *rx = ts_reduce_axis(ctx, "rx", 0, p->k[1]);
+	if (!P || !ry || !rx || !fe_vars(ctx, 4, names, v))
+		return NULL;
+	ts_expr *src = TS_READ(ctx, P, v[0], v[1], fe_window(ctx, v[2], p->stride[0], ry->var, 1),
+			       fe_window(ctx, v[3], p->stride[1], rx->var, 1));
+	ts_expr *body = ts_reduce(ctx, rop, src, TS_ITERS(ry, rx), NULL);
+	return ts_compute(ctx, name, TS_SHAPE(P->shape[0], P->shape[1], p->out[0], p->out[1]), v,
+			  body);
+}
+
+/* The lowest value of t: -infinity for floats, the minimum for integers. */
+static double lowest(ts_dtype t)
+{
+	if (ts_dtype_is_float(t))
+		return -INFINITY;
+	if (t.code == TS_TYPE_INT)
+		return -ldexp(1.0, t.bits - 1);
+	return 0;
+}
+
+ts_tensor *ts_op_max_pool2d(ts_ctx *ctx, ts_tensor *X, int kernel_h, int kernel_w,
+			    int stride_h, int stride_w, int pad_h, int pad_w)
+{
+	pool p = {.k = {kernel_h, kernel_w}, .stride = {stride_h, stride_w}, .pad = {pad_h, pad_w}};
+	if (!pool_check(ctx, "max_pool2d", X, &p))
+		return NULL;
+	ts_tensor *P = fe_pad_spatial(ctx, X, 2, pad_h, pad_w, lowest(X->dtype));
+	return pool_reduce(ctx, "max_pool2d", P, &p, TS_REDUCE_MAX);
+}
+
+/* Elements of X in the window starting at out*stride - pad along one axis:
+ * min(start + k, n) - max(start, 0). */
+static ts_expr *window_count(ts_ctx *ctx, ts_expr *out, int stride, int pad, int k, int64_t n)
+{
+	ts_expr *start = ts_sub(ctx, fe_scale(ctx, out, stride), ts_int(ctx, pad));
+	return ts_sub(ctx, ts_min(ctx, ts_add(ctx, start, ts_int(ctx, k)), ts_int(ctx, n)),
+		      ts_max(ctx, start, ts_int(ctx, 0)));
+}
+
+static ts_tensor *avg_divide(ts_ctx *ctx, ts_tensor *S, const ts_tensor *X, const pool *p,
+			     bool include_pad)
+{
+	static const char *const names[] = {"n", "c", "y", "x"};
+	ts_expr *v[4], *count;
+	if (!S || !fe_vars(ctx, 4, names, v))
+		return NULL;
+	if (include_pad)
+		count = ts_make_const(ctx, S->dtype, (double)p->k[0] * p->k[1]);
+	else
+		count = ts_cast(ctx, S->dtype,
+				ts_mul(ctx, window_count(ctx, v[2], p->stride[0], p->pad[0], p->k[0], X->shape[2]),
+				       window_count(ctx, v[3], p->stride[1], p->pad[1], p->k[1], X->shape[3])));
+	return ts_compute(ctx, "avg_pool2d", S->ndim, S->shape, v,
+			  ts_div(ctx, fe_read(ctx, S, v), count));
+}
+
+ts_tensor *ts_op_avg_pool2d(ts_ctx *ctx, ts_tensor *X, int kernel_h, int kernel_w,
+			    int stride_h, int stride_w, int pad_h, int pad_w,
+			    bool count_include_pad)
+{
+	pool p = {.k = {kernel_h, kernel_w}, .stride = {stride_h, stride_w}, .pad = {pad_h, pad_w}};
+	if (!pool_check(ctx, "avg_pool2d", X, &p) || !fe_check_float(ctx, "avg_pool2d", X))
+		return NULL;
+	ts_tensor *P = fe_pad_spatial(ctx, X, 2, pad_h, pad_w, 0);
+	ts_tensor *S = pool_reduce(ctx, "avg_pool2d_sum", P, &p, TS_REDUCE_SUM);
+	return avg_divide(ctx, S, X, &p, count_include_pad);
+}
+
+/* ---- softmax ---------------------------------------------------------------------- */
+
+/* A reduction of E over its last axis into the leading shape ([1] for 1-D). */
+static ts_tensor *reduce_last(ts_ctx *ctx, const char *name, ts_tensor *E, ts_reduce_op op)
+{
+	int nd = E->ndim, no = nd > 1 ? nd - 1 : 1;
+	ts_expr *v[TS_MAX_DIMS], *idx[TS_MAX_DIMS];
+	ts_iter *k = ts_reduce_axis(ctx, "k", 0, E->shape[nd - 1]);
+	if (!k || !fe_vars(ctx, no, NULL, v))
+		return NULL;
+	for (int d = 0; d < nd - 1; d++)
+		idx[d] = v[d];
+	idx[nd - 1] = k->var;
+	const int64_t one = 1;
+	return ts_compute(ctx, name, no, nd > 1 ? E->shape : &one, v,
+			  ts_reduce(ctx, op, fe_read(ctx, E, idx), TS_ITERS(k), NULL));
+}
+
+/* R[leading indices of v], the per-row value of a reduce_last result. */
+static ts_expr *row_value(ts_ctx *ctx, ts_tensor *R, int nd, ts_expr *const *v)
+{
+	return nd > 1 ? fe_read(ctx, R, v) : TS_READ(ctx, R, ts_int(ctx, 0));
+}
+
+/* A per-row tensor (from reduce_last) of an nd-dimensional input. */
+typedef struct row_arg {
+	ts_tensor *R;
+	int nd;
+} row_arg;
+
+static ts_expr *exp_fn(ts_ctx *ctx, ts_expr *x, ts_expr *const *v, const void *k)
+{
+	const row_arg *m = k;
+	return ts_exp(ctx, ts_sub(ctx, x, row_value(ctx, m->R, m->nd, v)));
+}
+
+static ts_expr *div_fn(ts_ctx *ctx, ts_expr *x, ts_expr *const *v, const void *k)
+{
+	const row_arg *s = k;
+	return ts_div(ctx, x, row_value(ctx, s->R, s->nd, v));
+}
+
+ts_tensor *ts_op_softmax(ts_ctx *ctx, ts_tensor *X)
+{
+	if (!fe_check_inputs(ctx, "softmax", 1, &X) || !fe_check_float(ctx, "softmax", X))
+		return NULL;
+	ts_tensor *M = reduce_last(ctx, "softmax_max", X, TS_REDUCE_MAX);
+	ts_tensor *E = M ? fe_map(ctx, "softmax_exp", X, exp_fn, &(row_arg){M, X->ndim}) : NULL;
+	ts_tensor *S = E ? reduce_last(ctx, "softmax_sum", E, TS_REDUCE_SUM) : NULL;
+	return S ? fe_map(ctx, "softmax", E, div_fn, &(row_arg){S, X->ndim}) : NULL;
+}

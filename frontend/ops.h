@@ -1,0 +1,110 @@
+/*
+ * ops.h - an operator library built on ts_compute (TVM topi style).
+ *
+ * Every operator returns a compute tensor (NULL with an error on a bad
+ * argument) whose graph can be scheduled, lowered and checked against
+ * ts_eval like any hand-written compute.  Conventions:
+ *   - Outputs have the inputs' dtype; float reductions are accumulated
+ *     by the evaluator in float64.
+ *   - Tensors get default names ("matmul", "pad", "conv2d_nchw", ...);
+ *     callers name them with ts_rename(ctx, ts_op_relu(ctx, X), "Y").
+ *     Multi-stage operators name their inner stages after the operator
+ *     ("softmax_max", "softmax_exp", ...).
+ *   - Errors name the operator and the offending shapes:
+ *     "matmul: inner extents differ: A[13, 17] x B[18, 19] (17 vs 18)".
+ *   - Padding is a separate stage (ts_op_pad) built from select() with
+ *     clamped reads, so both arms of the select stay in bounds: a backend
+ *     may evaluate both, as ir.h allows.
+ *   - 2-D convolution and pooling take strides, paddings (the same before
+ *     and after) and dilations per spatial dimension, each >= 1 (padding
+ *     >= 0).  Output extent: (in + 2*pad - dilation*(kernel - 1) - 1) /
+ *     stride + 1, rounded down.
+ *
+ * Blocked layouts:
+ *   NCHW[x]c   activations [N, C/x, H, W, x]:  Xc[n, co, h, w, ci] =
+ *              X[n, co*x + ci, h, w].
+ *   OIHW[x]i[y]o weights [O/y, I/x, KH, KW, x, y]: Wc[oo, io, kh, kw, ii, oi] =
+ *              W[oo*y + oi, io*x + ii, kh, kw].  The innermost dimension is
+ *              the output-channel block, so a vector over oi reads contiguous
+ *              weights while one input element is broadcast.
+ *   Block sizes must divide the channel counts.
+ */
+#ifndef TESSERA_FRONTEND_OPS_H
+#define TESSERA_FRONTEND_OPS_H
+
+#include <stdbool.h>
+
+#include "te.h"
+
+/* ---- linear algebra ------------------------------------------------------- */
+
+/* C[M, N] = sum_k A'[M, K] * B'[K, N], where A' is A, or A transposed (A is
+ * [K, M]) when transA, and likewise B' (B is [N, K] when transB). */
+ts_tensor *ts_op_matmul(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA, bool transB);
+/* The same per batch: A[b, ., .], B[b, ., .] -> C[b, M, N]; equal batches. */
+ts_tensor *ts_op_batch_matmul(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA,
+			      bool transB);
+/* Y[M, N] = sum_k X[M, K] * W[N, K] (+ bias[N] when bias is not NULL; then
+ * a second stage "dense_bias" adds it). */
+ts_tensor *ts_op_dense(ts_ctx *ctx, ts_tensor *X, ts_tensor *W, ts_tensor *bias);
+
+/* ---- elementwise ------------------------------------------------------------ */
+
+ts_tensor *ts_op_relu(ts_ctx *ctx, ts_tensor *X);                 /* max(x, 0) */
+ts_tensor *ts_op_add(ts_ctx *ctx, ts_tensor *A, ts_tensor *B);    /* same shape */
+/* X + bias[index along axis]; bias is 1-D with X's extent on that axis;
+ * axis may be negative (counted from the end). */
+ts_tensor *ts_op_bias_add(ts_ctx *ctx, ts_tensor *X, ts_tensor *bias, int axis);
+ts_tensor *ts_op_clip(ts_ctx *ctx, ts_tensor *X, double lo, double hi); /* lo <= hi */
+
+/* Pads every dimension d of X with pad_before[d] and pad_after[d] elements
+ * (each >= 0) of `value` (converted to X's dtype). */
+ts_tensor *ts_op_pad(ts_ctx *ctx, ts_tensor *X, const int64_t *pad_before,
+		     const int64_t *pad_after, double value);
+
+/* ---- convolution -------------------------------------------------------------- */
+
+/* X[N, C, H, W] * W[O, C/groups, KH, KW] -> [N, O, OH, OW]; groups divide C
+ * and O, output channel o reads the input channels of group o / (O/groups). */
+ts_tensor *ts_op_conv2d_nchw(ts_ctx *ctx, ts_tensor *X, ts_tensor *W, int stride_h,
+			     int stride_w, int pad_h, int pad_w, int dilation_h,
+			     int dilation_w, int groups);
+/* X[N, H, W, C] * W[KH, KW, C/groups, O] (HWIO) -> [N, OH, OW, O]. */
+ts_tensor *ts_op_conv2d_nhwc(ts_ctx *ctx, ts_tensor *X, ts_tensor *W, int stride_h,
+			     int stride_w, int pad_h, int pad_w, int dilation_h,
+			     int dilation_w, int groups);
+/* X[N, C, H, W] * W[C, M, KH, KW] -> [N, C*M, OH, OW]: output channel c*M + m
+ * convolves input channel c with filter W[c, m] (M is the multiplier). */
+ts_tensor *ts_op_depthwise_conv2d_nchw(ts_ctx *ctx, ts_tensor *X, ts_tensor *W,
+				       int stride_h, int stride_w, int pad_h, int pad_w,
+				       int dilation_h, int dilation_w);
+
+/* NCHW <-> NCHW[c_block]c; c_block divides C. */
+ts_tensor *ts_op_layout_nchw_to_nchwc(ts_ctx *ctx, ts_tensor *X, int c_block);
+ts_tensor *ts_op_layout_nchwc_to_nchw(ts_ctx *ctx, ts_tensor *Xc);
+/* OIHW -> OIHW[i_block]i[o_block]o; the blocks divide I and O. */
+ts_tensor *ts_op_weight_oihw_to_blocked(ts_ctx *ctx, ts_tensor *W, int i_block, int o_block);
+/* Xc[N, C/x, H, W, x] * Wc[O/y, C/x, KH, KW, x, y] -> [N, O/y, OH, OW, y].
+ * Reduces over input-channel blocks, kernel rows, kernel columns and the
+ * input-channel lane, in that order. */
+ts_tensor *ts_op_conv2d_nchwc(ts_ctx *ctx, ts_tensor *Xc, ts_tensor *Wc, int stride_h,
+			      int stride_w, int pad_h, int pad_w, int dilation_h,
+			      int dilation_w);
+
+/* ---- pooling and softmax -------------------------------------------------------- */
+
+/* NCHW pooling over kernel_h x kernel_w windows; padding < kernel, so every
+ * window holds an element of X.  Max pooling pads with -infinity (the
+ * dtype's minimum for integers). */
+ts_tensor *ts_op_max_pool2d(ts_ctx *ctx, ts_tensor *X, int kernel_h, int kernel_w,
+			    int stride_h, int stride_w, int pad_h, int pad_w);
+/* Float only: the window sum ("avg_pool2d_sum") divided by kernel_h*kernel_w,
+ * or, without count_include_pad, by the number of elements inside X. */
+ts_tensor *ts_op_avg_pool2d(ts_ctx *ctx, ts_tensor *X, int kernel_h, int kernel_w,
+			    int stride_h, int stride_w, int pad_h, int pad_w,
+			    bool count_include_pad);
+/* Softmax over the last axis of a float tensor, in four stages:
+ * m = max x, e = exp(x - m), s = sum e, y = e / s. */
+ts_tensor *ts_op_softmax(ts_ctx *ctx, ts_tensor *X);
+
+#endif

@@ -1,0 +1,186 @@
+/*
+ * ops_util.c - shared helpers of the operator library (see ops_util.h) and
+ * the padding operator every windowed operator builds on.
+ */
+#include "ops_util.h"
+
+#include <stdio.h>
+
+const char *fe_shape_str(ts_ctx *ctx, const ts_tensor *t)
+{
+	char buf[256];
+	int n = snprintf(buf, sizeof(buf), "%s[", t->name);
+	for (int d = 0; d < t->ndim && n > 0 && (size_t)n < sizeof(buf); d++)
+		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%s%lld", d ? ", " : "",
+			      (long long)t->shape[d]);
+	if (n > 0 && (size_t)n < sizeof(buf))
+		snprintf(buf + n, sizeof(buf) - (size_t)n, "]");
+	const char *s = ts_strdup(ctx, buf);
+	return s ? s : "?";
+}
+
+bool fe_check_inputs(ts_ctx *ctx, const char *op, int n, ts_tensor *const *ts)
+{
+	for (int i = 0; i < n; i++) {
+		if (!ts[i]) {
+			ts_error(ctx, TS_ERR_INVALID, "%s: input %d is NULL", op, i);
+			return false;
+		}
+	}
+	return true;
+}
+
+bool fe_check_ndim(ts_ctx *ctx, const char *op, const ts_tensor *t, int ndim)
+{
+	if (t->ndim == ndim)
+		return true;
+	ts_error(ctx, TS_ERR_INVALID, "%s: %s must have %d dimensions", op, fe_shape_str(ctx, t),
+		 ndim);
+	return false;
+}
+
+bool fe_check_same_dtype(ts_ctx *ctx, const char *op, const ts_tensor *a, const ts_tensor *b)
+{
+	if (ts_dtype_eq(a->dtype, b->dtype))
+		return true;
+	char ta[24], tb[24];
+	ts_error(ctx, TS_ERR_INVALID, "%s: dtype mismatch: %s is %s, %s is %s", op,
+		 fe_shape_str(ctx, a), ts_dtype_str(a->dtype, ta), fe_shape_str(ctx, b),
+		 ts_dtype_str(b->dtype, tb));
+	return false;
+}
+
+bool fe_check_float(ts_ctx *ctx, const char *op, const ts_tensor *t)
+{
+	if (ts_dtype_is_float(t->dtype))
+		return true;
+	char b[24];
+	ts_error(ctx, TS_ERR_INVALID, "%s: %s has dtype %s; a float dtype is required", op,
+		 fe_shape_str(ctx, t), ts_dtype_str(t->dtype, b));
+	return false;
+}
+
+bool fe_window_extent(ts_ctx *ctx, const char *op, const char *dim, int64_t in, int64_t k,
+		      int stride, int pad, int dilation, int64_t *out)
+{
+	if (stride < 1 || dilation < 1 || pad < 0) {
+		ts_error(ctx, TS_ERR_INVALID,
+			 "%s: %s stride %d and dilation %d must be >= 1, padding %d >= 0", op, dim,
+			 stride, dilation, pad);
+		return false;
+	}
+	int64_t span = (int64_t)dilation * (k - 1) + 1;
+	if (span > in + 2 * (int64_t)pad) {
+		ts_error(ctx, TS_ERR_INVALID,
+			 "%s: %s window %lld (kernel %lld, dilation %d) exceeds input %lld + 2*%d padding",
+			 op, dim, (long long)span, (long long)k, dilation, (long long)in, pad);
+		return false;
+	}
+	*out = (in + 2 * (int64_t)pad - span) / stride + 1;
+	return true;
+}
+
+bool fe_vars(ts_ctx *ctx, int n, const char *const *names, ts_expr **out)
+{
+	for (int d = 0; d < n; d++) {
+		char buf[16];
+		snprintf(buf, sizeof(buf), "ax%d", d);
+		if (!(out[d] = ts_var(ctx, names ? names[d] : buf)))
+			return false;
+	}
+	return true;
+}
+
+ts_expr *fe_read(ts_ctx *ctx, ts_tensor *t, ts_expr *const *idx)
+{
+	return ts_read(ctx, t, t->ndim, idx);
+}
+
+ts_expr *fe_scale(ts_ctx *ctx, ts_expr *x, int64_t c)
+{
+	return c == 1 ? x : ts_mul(ctx, x, ts_int(ctx, c));
+}
+
+ts_expr *fe_window(ts_ctx *ctx, ts_expr *out, int64_t stride, ts_expr *r, int64_t dilation)
+{
+	return ts_add(ctx, fe_scale(ctx, out, stride), fe_scale(ctx, r, dilation));
+}
+
+ts_tensor *fe_map(ts_ctx *ctx, const char *name, ts_tensor *t, fe_map_fn fn, const void *k)
+{
+	ts_expr *v[TS_MAX_DIMS];
+	if (!fe_vars(ctx, t->ndim, NULL, v))
+		return NULL;
+	return ts_compute(ctx, name, t->ndim, t->shape, v, fn(ctx, fe_read(ctx, t, v), v, k));
+}
+
+/* ---- padding ------------------------------------------------------------------ */
+
+static ts_expr *and_cond(ts_ctx *ctx, ts_expr *acc, ts_expr *c)
+{
+	return acc ? ts_and(ctx, acc, c) : c;
+}
+
+/* Index into X for output index v of a dimension padded by (pb, pa): v - pb,
+ * clamped into [0, n) on the sides that have padding; *cond gains the test
+ * that v - pb is inside. */
+static ts_expr *pad_index(ts_ctx *ctx, ts_expr *v, int64_t pb, int64_t pa, int64_t n,
+			  ts_expr **cond)
+{
+	ts_expr *ix = pb ? ts_sub(ctx, v, ts_int(ctx, pb)) : v;
+	if (pb) {
+		*cond = and_cond(ctx, *cond, ts_ge(ctx, v, ts_int(ctx, pb)));
+		ix = ts_max(ctx, ix, ts_int(ctx, 0));
+	}
+	if (pa) {
+		*cond = and_cond(ctx, *cond, ts_lt(ctx, v, ts_int(ctx, pb + n)));
+		ix = ts_min(ctx, ix, ts_int(ctx, n - 1));
+	}
+	return ix;
+}
+
+static bool check_pads(ts_ctx *ctx, const ts_tensor *X, const int64_t *pb, const int64_t *pa)
+{
+	if (!pb || !pa) {
+		ts_error(ctx, TS_ERR_INVALID, "pad: %s: padding arrays are NULL", fe_shape_str(ctx, X));
+		return false;
+	}
+	for (int d = 0; d < X->ndim; d++) {
+		if (pb[d] < 0 || pa[d] < 0) {
+			ts_error(ctx, TS_ERR_INVALID, "pad: %s: padding (%lld, %lld) of dimension %d is negative",
+				 fe_shape_str(ctx, X), (long long)pb[d], (long long)pa[d], d);
+			return false;
+		}
+	}
+	return true;
+}
+
+ts_tensor *ts_op_pad(ts_ctx *ctx, ts_tensor *X, const int64_t *pad_before,
+		     const int64_t *pad_after, double value)
+{
+	if (!fe_check_inputs(ctx, "pad", 1, &X) || !check_pads(ctx, X, pad_before, pad_after))
+		return NULL;
+	ts_expr *v[TS_MAX_DIMS], *ix[TS_MAX_DIMS], *cond = NULL;
+	int64_t shape[TS_MAX_DIMS];
+	if (!fe_vars(ctx, X->ndim, NULL, v))
+		return NULL;
+	for (int d = 0; d < X->ndim; d++) {
+		shape[d] = X->shape[d] + pad_before[d] + pad_after[d];
+		ix[d] = pad_index(ctx, v[d], pad_before[d], pad_after[d], X->shape[d], &cond);
+	}
+	ts_expr *body = fe_read(ctx, X, ix);
+	if (cond) /* the read is clamped, so both arms are safe to evaluate */
+		body = ts_select(ctx, cond, body, ts_make_const(ctx, X->dtype, value));
+	return ts_compute(ctx, "pad", X->ndim, shape, v, body);
+}
+
+ts_tensor *fe_pad_spatial(ts_ctx *ctx, ts_tensor *X, int h_dim, int pad_h, int pad_w,
+			  double value)
+{
+	if (!pad_h && !pad_w)
+		return X;
+	int64_t pads[TS_MAX_DIMS] = {0};
+	pads[h_dim] = pad_h;
+	pads[h_dim + 1] = pad_w;
+	return ts_op_pad(ctx, X, pads, pads, value);
+}
