@@ -107,4 +107,11 @@ ts_tensor *ts_op_avg_pool2d(ts_ctx *ctx, ts_tensor *X, int kernel_h, int kernel_
  * m = max x, e = exp(x - m), s = sum e, y = e / s. */
 ts_tensor *ts_op_softmax(ts_ctx *ctx, ts_tensor *X);
 
+/* ---- packed GEMM (ops_gemm.c) --------------------------------------------------- */
+
+/* C[M, N] = A[M, K] x B[K, N] computed from Bp[ceil(N / nr), K, nr], a
+ * packed copy of B in panels of nr columns (zero beyond N); C->inputs holds
+ * A and Bp, and Bp->inputs holds B. */
+ts_tensor *ts_op_matmul_packed(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, int64_t nr);
+
 #endif

@@ -1,0 +1,52 @@
+/*
+ * op_schedules.h - default schedules for the operator library, written with
+ * the ordinary primitives; their tile sizes are parameters.
+ *
+ * CPU GEMM follows the register-blocked structure of fast BLAS kernels:
+ * B packed in panels of nr columns (ts_op_matmul_packed), an mr x nr block
+ * of C accumulated in a local cache (registers after codegen) over the whole
+ * K, the nr axis vectorized and the mr axis unrolled, outer loops fused and
+ * parallel.  CPU conv2d works on the blocked NCHW[x]c layout the same way,
+ * with a block of output columns x output-channel lanes as the accumulator.
+ * GPU schedules tile into thread blocks with shared-memory operand tiles and
+ * a per-thread register block.
+ */
+#ifndef TESSERA_SCHEDULE_OP_SCHEDULES_H
+#define TESSERA_SCHEDULE_OP_SCHEDULES_H
+
+#include "schedule.h"
+
+typedef struct ts_matmul_cpu_params {
+	int64_t mr;      /* rows of the register block */
+	int64_t nr;      /* columns of the register block = the packing panel */
+	int64_t kunroll; /* unroll factor of the k loop */
+	bool parallel;   /* parallelize the outer (fused) loop */
+} ts_matmul_cpu_params;
+
+/* Parameters suited to the host's vector width (AVX-512: nr 32; else 16). */
+ts_matmul_cpu_params ts_matmul_cpu_default(void);
+/* Schedules C = ts_op_matmul_packed(A, B, p->nr) (its Bp stage included). */
+ts_status ts_schedule_matmul_cpu(ts_schedule *s, ts_tensor *C, const ts_matmul_cpu_params *p);
+
+typedef struct ts_conv2d_cpu_params {
+	int64_t ow_block; /* output columns per register block */
+	bool parallel;
+} ts_conv2d_cpu_params;
+
+ts_conv2d_cpu_params ts_conv2d_cpu_default(void);
+/* Schedules Y = ts_op_conv2d_nchwc(...) (its padding stage included). */
+ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_conv2d_cpu_params *p);
+
+typedef struct ts_matmul_cuda_params {
+	int64_t block_m, block_n; /* C tile per thread block */
+	int64_t thread_m, thread_n; /* C block per thread (registers) */
+	int64_t tile_k;           /* k step of the shared-memory tiles */
+} ts_matmul_cuda_params;
+
+ts_matmul_cuda_params ts_matmul_cuda_default(void);
+/* Schedules C = ts_op_matmul(A, B) for a GPU. */
+ts_status ts_schedule_matmul_cuda(ts_schedule *s, ts_tensor *C, const ts_matmul_cuda_params *p);
+/* Schedules Y = ts_op_conv2d_nchw(...) for a GPU (padding inlined). */
+ts_status ts_schedule_conv2d_cuda(ts_schedule *s, ts_tensor *Y, const ts_matmul_cuda_params *p);
+
+#endif
