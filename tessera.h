@@ -16,6 +16,7 @@
 #include "ir/printer.h"
 #include "frontend/te.h"
 #include "frontend/eval.h"
+#include "frontend/ops.h"
 #include "runtime/array.h"
 #include "runtime/threadpool.h"
 #include "runtime/timer.h"

@@ -1,0 +1,212 @@
+/*
+ * op_schedules.c - default schedules of the operator library (see
+ * op_schedules.h for the structure of each).
+ *
+ * Each function only calls the public primitives, exactly as a user would;
+ * the first failing primitive's error is returned unchanged.
+ */
+#include "op_schedules.h"
+
+#define TRY(call)                                                              \
+	do {                                                                   \
+		ts_status st_ = (call);                                        \
+		if (st_ != TS_OK)                                              \
+			return st_;                                            \
+	} while (0)
+
+static bool host_has_avx512(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	return __builtin_cpu_supports("avx512f");
+#else
+	return false;
+#endif
+}
+
+ts_matmul_cpu_params ts_matmul_cpu_default(void)
+{
+	bool wide = host_has_avx512();
+	return (ts_matmul_cpu_params){.mr = wide ? 6 : 4, .nr = wide ? 32 : 16, .kunroll = 4,
+				      .parallel = true};
+}
+
+static ts_status need(ts_schedule *s, const void *p, const char *what)
+{
+	if (!s)
+		return TS_ERR_INVALID;
+	if (!p)
+		return ts_error(s->ctx, TS_ERR_INVALID, "%s: tensor is NULL", what);
+	return TS_OK;
+}
+
+/* The packing stage: each panel row is one vector store. */
+static ts_status schedule_packing(ts_schedule *s, ts_tensor *Bp, bool parallel)
+{
+	ts_stage *sp = ts_stage_of(s, Bp);
+	if (!sp)
+		return ts_last_status(s->ctx);
+	TRY(ts_vectorize(sp, ts_axis_of(sp, 2)));
+	if (parallel)
+		TRY(ts_parallel(sp, ts_axis_of(sp, 0)));
+	return TS_OK;
+}
+
+ts_status ts_schedule_matmul_cpu(ts_schedule *s, ts_tensor *C, const ts_matmul_cpu_params *p)
+{
+	TRY(need(s, C, "schedule_matmul_cpu"));
+	ts_matmul_cpu_params d = p ? *p : ts_matmul_cpu_default();
+	if (C->ninputs != 2 || C->inputs[1]->op != TS_OP_COMPUTE)
+		return ts_error(s->ctx, TS_ERR_INVALID,
+				"schedule_matmul_cpu: %s is not a packed matmul (build it with ts_op_matmul_packed)",
+				C->name);
+	TRY(schedule_packing(s, C->inputs[1], d.parallel));
+	ts_tensor *CC = ts_cache_write(s, C, TS_SCOPE_LOCAL);
+	if (!CC)
+		return ts_last_status(s->ctx);
+	ts_stage *sc = ts_stage_of(s, C), *scc = ts_stage_of(s, CC);
+	ts_axis *mo, *no, *mi, *ni, *ko, *ki, *f;
+	TRY(ts_tile(sc, ts_axis_of(sc, 0), ts_axis_of(sc, 1), d.mr, d.nr, &mo, &no, &mi, &ni));
+	/* column panels outside: one panel of Bp stays in L2 across the rows */
+	TRY(ts_reorder(sc, TS_AXES(no, mo)));
+	TRY(ts_fuse(sc, no, mo, &f));
+	TRY(ts_vectorize(sc, ni));
+	if (d.parallel)
+		TRY(ts_parallel(sc, f));
+	TRY(ts_compute_at(scc, sc, f));
+	ts_axis *mc = ts_axis_of(scc, 0), *nc = ts_axis_of(scc, 1);
+	TRY(ts_split(scc, ts_reduce_axis_of(scc, 0), d.kunroll, &ko, &ki));
+	TRY(ts_reorder(scc, TS_AXES(ko, ki, mc, nc)));
+	TRY(ts_unroll(scc, ki));
+	TRY(ts_unroll(scc, mc));
+	TRY(ts_vectorize(scc, nc));
+	return TS_OK;
+}
+
+ts_conv2d_cpu_params ts_conv2d_cpu_default(void)
+{
+	return (ts_conv2d_cpu_params){.ow_block = 14, .parallel = true};
+}
+
+ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_conv2d_cpu_params *p)
+{
+	TRY(need(s, Y, "schedule_conv2d_nchwc_cpu"));
+	ts_conv2d_cpu_params d = p ? *p : ts_conv2d_cpu_default();
+	if (Y->ndim != 5 || Y->nreduce != 4)
+		return ts_error(s->ctx, TS_ERR_INVALID,
+				"schedule_conv2d_nchwc_cpu: %s is not an NCHW[x]c convolution", Y->name);
+	/* the padded input is computed inline: a select per read */
+	for (int i = 0; i < Y->ninputs; i++)
+		if (Y->inputs[i]->op == TS_OP_COMPUTE && Y->inputs[i]->ndim == 5 &&
+		    Y->inputs[i] != Y)
+			TRY(ts_compute_inline(ts_stage_of(s, Y->inputs[i])));
+	ts_tensor *YC = ts_cache_write(s, Y, TS_SCOPE_LOCAL);
+	if (!YC)
+		return ts_last_status(s->ctx);
+	ts_stage *sy = ts_stage_of(s, Y), *sc = ts_stage_of(s, YC);
+	ts_axis *owo, *owi, *f1, *f2;
+	TRY(ts_split(sy, ts_axis_of(sy, 3), d.ow_block, &owo, &owi));
+	TRY(ts_fuse(sy, ts_axis_of(sy, 0), ts_axis_of(sy, 1), &f1));
+	TRY(ts_fuse(sy, f1, ts_axis_of(sy, 2), &f2));
+	TRY(ts_vectorize(sy, ts_axis_of(sy, 4)));
+	if (d.parallel)
+		TRY(ts_parallel(sy, f2));
+	TRY(ts_compute_at(sc, sy, owo));
+	/* accumulator: ow x oc lanes; reduction: ic blocks, kh, kw, ic lane */
+	ts_axis *ow = ts_axis_of(sc, 3), *oc = ts_axis_of(sc, 4);
+	ts_axis *rco = ts_reduce_axis_of(sc, 0), *kh = ts_reduce_axis_of(sc, 1),
+		*kw = ts_reduce_axis_of(sc, 2), *rci = ts_reduce_axis_of(sc, 3);
+	TRY(ts_reorder(sc, TS_AXES(rco, kh, kw, rci, ow, oc)));
+	TRY(ts_unroll(sc, ow));
+	TRY(ts_vectorize(sc, oc));
+	return TS_OK;
+}
+
+ts_matmul_cuda_params ts_matmul_cuda_default(void)
+{
+	return (ts_matmul_cuda_params){.block_m = 64, .block_n = 64, .thread_m = 4, .thread_n = 4,
+				       .tile_k = 8};
+}
+
+/* C tiled into blocks of block_m x block_n, each thread accumulating a
+ * thread_m x thread_n block in registers; the A and B tiles of each k step
+ * are staged in shared memory by all threads of the block. */
+static ts_status schedule_gemm_like_cuda(ts_schedule *s, ts_tensor *C, int a_in, int b_in,
+					 const ts_matmul_cuda_params *d)
+{
+	ts_ctx *ctx = s->ctx;
+	ts_tensor *A = C->inputs[a_in], *B = C->inputs[b_in];
+	ts_tensor *AS = ts_cache_read(s, A, TS_SCOPE_SHARED, 1, &C);
+	ts_tensor *BS = AS ? ts_cache_read(s, B, TS_SCOPE_SHARED, 1, &C) : NULL;
+	ts_tensor *CL = BS ? ts_cache_write(s, C, TS_SCOPE_LOCAL) : NULL;
+	if (!CL)
+		return ts_last_status(ctx);
+	ts_stage *sc = ts_stage_of(s, C), *sl = ts_stage_of(s, CL);
+	int64_t tm = d->block_m / d->thread_m, tn = d->block_n / d->thread_n;
+	ts_axis *by, *bx, *yi, *xi, *ty, *tx, *yr, *xr;
+	TRY(ts_tile(sc, ts_axis_of(sc, C->ndim - 2), ts_axis_of(sc, C->ndim - 1), d->block_m,
+		    d->block_n, &by, &bx, &yi, &xi));
+	TRY(ts_split(sc, yi, d->thread_m, &ty, &yr));
+	TRY(ts_split(sc, xi, d->thread_n, &tx, &xr));
+	TRY(ts_reorder(sc, TS_AXES(by, bx, ty, tx, yr, xr)));
+	TRY(ts_bind(sc, by, TS_BLOCK_Y));
+	TRY(ts_bind(sc, bx, TS_BLOCK_X));
+	TRY(ts_bind(sc, ty, TS_THREAD_Y));
+	TRY(ts_bind(sc, tx, TS_THREAD_X));
+	TRY(ts_compute_at(sl, sc, tx));
+	ts_axis *ko, *ki;
+	ts_axis *ly = ts_axis_of(sl, C->ndim - 2), *lx = ts_axis_of(sl, C->ndim - 1);
+	TRY(ts_split(sl, ts_reduce_axis_of(sl, 0), d->tile_k, &ko, &ki));
+	TRY(ts_reorder(sl, TS_AXES(ko, ki, ly, lx)));
+	TRY(ts_unroll(sl, ly));
+	TRY(ts_unroll(sl, lx));
+	/* cooperative fetch: the tile's elements spread over the block's threads */
+	ts_tensor *shared[2] = {AS, BS};
+	for (int i = 0; i < 2; i++) {
+		ts_stage *ss = ts_stage_of(s, shared[i]);
+		TRY(ts_compute_at(ss, sl, ko));
+		ts_axis *fz, *o, *t, *o2, *t2;
+		TRY(ts_fuse(ss, ts_axis_of(ss, shared[i]->ndim - 2), ts_axis_of(ss, shared[i]->ndim - 1), &fz));
+		TRY(ts_split(ss, fz, tm * tn, &o, &t));
+		TRY(ts_split(ss, t, tn, &o2, &t2));
+		TRY(ts_bind(ss, o2, TS_THREAD_Y));
+		TRY(ts_bind(ss, t2, TS_THREAD_X));
+	}
+	return TS_OK;
+}
+
+ts_status ts_schedule_matmul_cuda(ts_schedule *s, ts_tensor *C, const ts_matmul_cuda_params *p)
+{
+	TRY(need(s, C, "schedule_matmul_cuda"));
+	ts_matmul_cuda_params d = p ? *p : ts_matmul_cuda_default();
+	if (C->ninputs != 2 || C->nreduce != 1)
+		return ts_error(s->ctx, TS_ERR_INVALID, "schedule_matmul_cuda: %s is not a matmul", C->name);
+	return schedule_gemm_like_cuda(s, C, 0, 1, &d);
+}
+
+ts_status ts_schedule_conv2d_cuda(ts_schedule *s, ts_tensor *Y, const ts_matmul_cuda_params *p)
+{
+	TRY(need(s, Y, "schedule_conv2d_cuda"));
+	ts_matmul_cuda_params d = p ? *p : ts_matmul_cuda_default();
+	if (Y->ndim != 4 || Y->nreduce != 3)
+		return ts_error(s->ctx, TS_ERR_INVALID, "schedule_conv2d_cuda: %s is not an NCHW convolution",
+				Y->name);
+	/* one thread per output element of a (channel, column) tile, padding inlined */
+	for (int i = 0; i < Y->ninputs; i++)
+		if (Y->inputs[i]->op == TS_OP_COMPUTE)
+			TRY(ts_compute_inline(ts_stage_of(s, Y->inputs[i])));
+	ts_tensor *YL = ts_cache_write(s, Y, TS_SCOPE_LOCAL);
+	if (!YL)
+		return ts_last_status(s->ctx);
+	ts_stage *sy = ts_stage_of(s, Y), *sl = ts_stage_of(s, YL);
+	ts_axis *f, *ko, *ki, *fo, *fi;
+	TRY(ts_split(sy, ts_axis_of(sy, 1), d.thread_n * 4, &ko, &ki));
+	TRY(ts_fuse(sy, ts_axis_of(sy, 2), ts_axis_of(sy, 3), &f));
+	TRY(ts_split(sy, f, d.block_n, &fo, &fi));
+	TRY(ts_reorder(sy, TS_AXES(ko, fo, ki, fi)));
+	TRY(ts_bind(sy, ko, TS_BLOCK_Y));
+	TRY(ts_bind(sy, fo, TS_BLOCK_X));
+	TRY(ts_bind(sy, ki, TS_THREAD_Y));
+	TRY(ts_bind(sy, fi, TS_THREAD_X));
+	TRY(ts_compute_at(sl, sy, fi));
+	return TS_OK;
+}

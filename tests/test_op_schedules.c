@@ -1,0 +1,105 @@
+/*
+ * test_op_schedules.c - the operator library's default schedules give the
+ * reference result (loop-IR interpreter), for shapes the tiles divide and
+ * shapes they do not.
+ */
+#include "testutil.h"
+
+#include "lower.h"
+#include "op_schedules.h"
+
+static void check_matmul_cpu(int64_t M, int64_t N, int64_t K, ts_matmul_cpu_params p)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(M, K), ts_float32);
+	ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(K, N), ts_float32);
+	ts_tensor *C = ts_op_matmul_packed(ctx, A, B, p.nr);
+	tu_nonnull(ctx, C);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	tu_ok(ctx, ts_schedule_matmul_cpu(s, C, &p));
+	tu_check_func(ctx, ts_lower(s, "gemm", 3, (ts_tensor *[]){A, B, C}), 1e-4);
+	ts_ctx_free(ctx);
+}
+
+START_TEST(test_matmul_cpu)
+{
+	ts_matmul_cpu_params p = ts_matmul_cpu_default();
+	check_matmul_cpu(24, 64, 16, p);
+	check_matmul_cpu(37, 45, 29, p);
+	p = (ts_matmul_cpu_params){.mr = 3, .nr = 8, .kunroll = 2, .parallel = false};
+	check_matmul_cpu(10, 13, 7, p);
+}
+END_TEST
+
+START_TEST(test_conv2d_nchwc_cpu)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(1, 2, 9, 11, 4), ts_float32);
+	ts_tensor *W = ts_placeholder(ctx, "W", TS_SHAPE(2, 2, 3, 3, 4, 8), ts_float32);
+	ts_tensor *Y = ts_op_conv2d_nchwc(ctx, X, W, 1, 1, 1, 1, 1, 1);
+	tu_nonnull(ctx, Y);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+	ts_conv2d_cpu_params p = {.ow_block = 4, .parallel = true};
+	tu_ok(ctx, ts_schedule_conv2d_nchwc_cpu(s, Y, &p));
+	tu_check_func(ctx, ts_lower(s, "conv", 3, (ts_tensor *[]){X, W, Y}), 1e-4);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(test_matmul_cuda_schedule)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(40, 24), ts_float32);
+	ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(24, 36), ts_float32);
+	ts_tensor *C = ts_op_matmul(ctx, A, B, false, false);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_matmul_cuda_params p = {.block_m = 16, .block_n = 16, .thread_m = 2, .thread_n = 2,
+				   .tile_k = 4};
+	tu_ok(ctx, ts_schedule_matmul_cuda(s, C, &p));
+	tu_check_func(ctx, ts_lower(s, "gemm", 3, (ts_tensor *[]){A, B, C}), 1e-4);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(test_conv2d_cuda_schedule)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(1, 3, 10, 9), ts_float32);
+	ts_tensor *W = ts_placeholder(ctx, "W", TS_SHAPE(8, 3, 3, 3), ts_float32);
+	ts_tensor *Y = ts_op_conv2d_nchw(ctx, X, W, 1, 1, 1, 1, 1, 1, 1);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+	ts_matmul_cuda_params p = ts_matmul_cuda_default();
+	tu_ok(ctx, ts_schedule_conv2d_cuda(s, Y, &p));
+	tu_check_func(ctx, ts_lower(s, "conv", 3, (ts_tensor *[]){X, W, Y}), 1e-4);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(test_errors)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(8, 8), ts_float32);
+	ts_tensor *C = ts_op_matmul(ctx, A, A, false, false);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ck_assert_int_ne(ts_schedule_matmul_cpu(s, C, NULL), TS_OK);
+	tu_assert_error(ctx, "is not a packed matmul");
+	ts_clear_error(ctx);
+	ck_assert_int_ne(ts_schedule_conv2d_nchwc_cpu(s, C, NULL), TS_OK);
+	tu_assert_error(ctx, "is not an NCHW[x]c convolution");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("op_schedules");
+	TCase *tc = tcase_create("core");
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, test_matmul_cpu);
+	tcase_add_test(tc, test_conv2d_nchwc_cpu);
+	tcase_add_test(tc, test_matmul_cuda_schedule);
+	tcase_add_test(tc, test_conv2d_cuda_schedule);
+	tcase_add_test(tc, test_errors);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}
