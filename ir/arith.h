@@ -1,0 +1,78 @@
+/*
+ * arith.h - arithmetic analysis of the IR: integer intervals, the simplifier
+ * and a prover for conditions.
+ *
+ * Everything here reasons about the IR's stated semantics (ir.h): integers
+ * wrap at their dtype's width, TRUNC* round toward zero and FLOOR* toward
+ * negative infinity.  Ranges say which values variables take; a variable
+ * without a range may take any value of its dtype.  Every answer is sound
+ * for every assignment within the ranges: when a fact cannot be proved
+ * (say, because an index might overflow), the expression is left as is.
+ *
+ * Simplified integer index expressions come out in one canonical, readable
+ * form: a sum of terms `atom*coefficient` in order of first appearance,
+ * then the constant, e.g. `i*4 + j - k*2 + 3`.
+ */
+#ifndef TESSERA_IR_ARITH_H
+#define TESSERA_IR_ARITH_H
+
+#include "ir.h"
+
+/* Inclusive integer interval; IR_NEG_INF / IR_POS_INF (INT64_MIN/INT64_MAX)
+ * mean unbounded. */
+typedef struct ir_interval {
+	int64_t min, max;
+} ir_interval;
+#define IR_NEG_INF INT64_MIN
+#define IR_POS_INF INT64_MAX
+
+/* A variable known to lie in [min, min + extent). */
+typedef struct ir_range {
+	const ts_expr *var;
+	int64_t min, extent;
+} ir_range;
+
+/* Interval of an integer (or bool) scalar expression given variable ranges;
+ * later ranges of the same variable take precedence.  Sound: the true value
+ * always lies inside.  For dtypes of 32 bits or more an end that only the
+ * dtype itself limits is reported as IR_NEG_INF / IR_POS_INF; for narrower
+ * dtypes the dtype's limits are returned (uint8 x: [0, 255]).  Vectors bound
+ * every lane; floats are unbounded. */
+ir_interval ir_bound_of(const ts_expr *e, int n, const ir_range *ranges);
+
+/* Simplified expression (same value for every assignment within ranges).
+ * Returns e itself when nothing changed; NULL on allocation failure or on an
+ * invalid range (a non-variable or a non-positive extent), with the error
+ * recorded in ctx. */
+ts_expr *ir_simplify(ts_ctx *ctx, ts_expr *e, int n, const ir_range *ranges);
+
+/* true if cond (bool) is provably true for all values within ranges. */
+bool ir_can_prove(ts_ctx *ctx, ts_expr *cond, int n, const ir_range *ranges);
+
+/* Simplifies every expression of a loop-IR statement, using the ranges of
+ * the enclosing FOR loops (exact when min/extent are constants, otherwise
+ * from their bounds) and of LET variables; a LET of a constant is
+ * substituted away.  Removes IFs whose condition is provably true or false,
+ * replaces a loop of extent 1 by its body with the variable substituted by
+ * min (except thread-bound loops, which keep their binding), drops EVALUATE
+ * (expressions have no side effects) and every statement left empty.  A
+ * statement that vanishes entirely comes back as `EVALUATE(0)`, the empty
+ * statement.  Returns s when unchanged; NULL on failure, as ir_simplify. */
+ts_stmt *ir_simplify_stmt(ts_ctx *ctx, ts_stmt *s, int n, const ir_range *ranges);
+
+/* Folds an operator whose operands are all immediates (binary operators,
+ * NOT, CAST, CALL, SELECT on a constant condition) into an immediate.
+ * Integers wrap to the dtype width, floats round to their dtype; division by
+ * zero and conversions of out-of-range floats are never folded.  Returns e
+ * itself when nothing folds; NULL only on allocation failure. */
+ts_expr *ir_fold_const(ts_ctx *ctx, ts_expr *e);
+
+/* The canonical stored form of an integer immediate of dtype t: wrapped to
+ * t's width (sign-extended for int, zero-extended for uint, 0/1 for bool). */
+int64_t ir_wrap_int(ts_dtype t, int64_t v);
+
+/* A double rounded to the precision and range of float dtype t (float16,
+ * bfloat16, float32: round to nearest even, overflow to infinity). */
+double ir_round_float(ts_dtype t, double v);
+
+#endif
