@@ -147,6 +147,7 @@ static double intrinsic(ir_intrinsic op, double x, double y)
 	case IR_INTRIN_POW: return pow(x, y);
 	case IR_INTRIN_ERF: return erf(x);
 	case IR_INTRIN_SIGMOID: return 1.0 / (1.0 + exp(-x));
+	case IR_INTRIN_LIKELY: return x; /* bool argument: never folded here */
 	case IR_INTRIN_FLOOR: return floor(x);
 	case IR_INTRIN_CEIL: return ceil(x);
 	case IR_INTRIN_COUNT: break;
