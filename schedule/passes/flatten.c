@@ -21,7 +21,27 @@ typedef struct binding {
 typedef struct flat {
 	binding b[512];
 	int n;
+	const char *names[1024]; /* every buffer name handed out */
+	int nnames;
 } flat;
+
+/* Buffer names must be unique in a function (emitters use them as
+ * identifiers) while tensor names need not be: "pad", "pad_1", ... */
+static const char *unique_name(ts_ctx *ctx, flat *f, const char *name)
+{
+	const char *cand = name;
+	for (int k = 1; cand; k++) {
+		bool taken = false;
+		for (int i = 0; i < f->nnames && !taken; i++)
+			taken = strcmp(f->names[i], cand) == 0;
+		if (!taken)
+			break;
+		cand = ts_sprintf(ctx, "%s_%d", name, k);
+	}
+	if (cand && f->nnames < (int)TS_COUNT_OF(f->names))
+		f->names[f->nnames++] = cand;
+	return cand;
+}
 
 static binding *lookup(flat *f, const ts_tensor *t)
 {
@@ -78,8 +98,10 @@ static ts_stmt *flat_stmt(ts_ctx *ctx, ts_stmt *s, void *data)
 		ts_error(ctx, TS_ERR_INVALID, "lower: too many buffers");
 		return NULL;
 	}
-	ts_buffer *buf = ir_buffer_new(ctx, t->name, t->dtype, s->u.realize.n, s->u.realize.extent,
-				       s->u.realize.scope);
+	const char *bname = unique_name(ctx, f, t->name);
+	ts_buffer *buf = bname ? ir_buffer_new(ctx, bname, t->dtype, s->u.realize.n,
+					       s->u.realize.extent, s->u.realize.scope)
+			       : NULL;
 	if (!buf)
 		return NULL;
 	if (buf->size > INT32_MAX) {
@@ -109,7 +131,10 @@ ts_func *pass_flatten(ts_ctx *ctx, ts_stmt *body, const char *name, int nargs,
 	for (int i = 0; i < nargs; i++) {
 		ts_tensor *t = args[i];
 		fn->param_tensors[i] = t;
-		fn->params[i] = ir_buffer_new(ctx, t->name, t->dtype, t->ndim, t->shape, TS_SCOPE_GLOBAL);
+		const char *bname = unique_name(ctx, f, t->name);
+		fn->params[i] = bname ? ir_buffer_new(ctx, bname, t->dtype, t->ndim, t->shape,
+						      TS_SCOPE_GLOBAL)
+				      : NULL;
 		if (!fn->params[i])
 			return NULL;
 		if (fn->params[i]->size > INT32_MAX) {
