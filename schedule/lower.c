@@ -8,9 +8,22 @@
 
 #include "passes.h"
 #include "printer.h"
+#include "verify.h"
 
 const char *const ts_lower_pass_names[] = {
 	"schedule_ops", "flatten", "simplify", "loop_partition", "unroll", "vectorize_legal", NULL,
+};
+
+/* The passes after flatten, in order; some leave work for simplify. */
+static const struct {
+	const char *name;
+	ts_stmt *(*pass)(ts_ctx *, ts_stmt *);
+	bool then_simplify;
+} pipeline[] = {
+	{"simplify", pass_simplify, false},
+	{"loop_partition", pass_loop_partition, true},
+	{"unroll", pass_unroll, true},
+	{"vectorize_legal", pass_vectorize_legal, false},
 };
 
 static bool in_args(const ts_tensor *t, int nargs, ts_tensor *const *args)
@@ -61,10 +74,15 @@ static void show(ts_ctx *ctx, const char *pass, const ts_func *f)
 	ir_print_func(stderr, f);
 }
 
-/* One step of the pipeline: stop (returning true) after the pass named last. */
+/* One step of the pipeline: print and verify what the pass made, and stop
+ * (returning true) after the pass named last or on a verifier failure. */
 static bool step(ts_ctx *ctx, const char *pass, ts_func *f, const char *last)
 {
 	show(ctx, pass, f);
+	if (ir_verify_func(ctx, f, pass) != TS_OK) {
+		f->body = NULL;
+		return true;
+	}
 	return last && strcmp(pass, last) == 0;
 }
 
@@ -88,17 +106,14 @@ ts_func *ts_lower_until(ts_schedule *s, const char *name, int nargs, ts_tensor *
 	}
 	ts_func *f = pass_flatten(ctx, body, name, nargs, args);
 	if (!f || step(ctx, "flatten", f, last))
-		return f;
-	if (!(f->body = pass_simplify(ctx, f->body)) || step(ctx, "simplify", f, last))
-		return f->body ? f : NULL;
-	if (!(f->body = pass_loop_partition(ctx, f->body)) || !(f->body = pass_simplify(ctx, f->body)) ||
-	    step(ctx, "loop_partition", f, last))
-		return f->body ? f : NULL;
-	if (!(f->body = pass_unroll(ctx, f->body)) || !(f->body = pass_simplify(ctx, f->body)) ||
-	    step(ctx, "unroll", f, last))
-		return f->body ? f : NULL;
-	if (!(f->body = pass_vectorize_legal(ctx, f->body)) || step(ctx, "vectorize_legal", f, last))
-		return f->body ? f : NULL;
+		return f && f->body ? f : NULL;
+	for (size_t i = 0; i < TS_COUNT_OF(pipeline); i++) {
+		f->body = pipeline[i].pass(ctx, f->body);
+		if (f->body && pipeline[i].then_simplify)
+			f->body = pass_simplify(ctx, f->body);
+		if (!f->body || step(ctx, pipeline[i].name, f, last))
+			return f->body ? f : NULL;
+	}
 	return f;
 }
 

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "verify.h"
+
 START_TEST(test_expr_print)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -70,6 +72,33 @@ START_TEST(test_alloc_failure)
 }
 END_TEST
 
+START_TEST(test_verifier)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	int64_t n = 8;
+	ts_buffer *buf = ir_buffer_new(ctx, "C", ts_float32, 1, &n, TS_SCOPE_GLOBAL);
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	ts_stmt *st = ir_store(ctx, buf, j, ts_float(ctx, 1));
+	ts_func f = {.name = "f", .nparams = 1, .params = &buf,
+		     .body = ir_for(ctx, i, ts_int(ctx, 0), ts_int(ctx, 8), TS_FOR_SERIAL, TS_THREAD_NONE, st)};
+	ck_assert_int_eq(ir_verify_func(ctx, &f, "test"), TS_ERR_INTERNAL);
+	tu_assert_error(ctx, "verify after test: variable used outside its scope: 'j'");
+	ts_clear_error(ctx);
+	f.body = ir_for(ctx, i, ts_int(ctx, 0), ts_int(ctx, 8), TS_FOR_SERIAL, TS_THREAD_NONE,
+			ir_for(ctx, i, ts_int(ctx, 0), ts_int(ctx, 8), TS_FOR_SERIAL, TS_THREAD_NONE,
+			       ir_store(ctx, buf, i, ts_float(ctx, 1))));
+	ck_assert_int_eq(ir_verify_func(ctx, &f, "test"), TS_ERR_INTERNAL);
+	tu_assert_error(ctx, "variable bound twice in nested scopes: 'i'");
+	ts_clear_error(ctx);
+	f.nparams = 0;
+	f.body = ir_for(ctx, i, ts_int(ctx, 0), ts_int(ctx, 8), TS_FOR_SERIAL, TS_THREAD_NONE,
+			ir_store(ctx, buf, i, ts_float(ctx, 1)));
+	ck_assert_int_eq(ir_verify_func(ctx, &f, "test"), TS_ERR_INTERNAL);
+	tu_assert_error(ctx, "store to a buffer not in scope: 'C'");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("ir");
@@ -78,6 +107,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_dtype_errors);
 	tcase_add_test(tc, test_substitute_keeps_pointers);
 	tcase_add_test(tc, test_alloc_failure);
+	tcase_add_test(tc, test_verifier);
 	suite_add_tcase(s, tc);
 	return s;
 }

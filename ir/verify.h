@@ -1,0 +1,12 @@
+/*
+ * verify.h - checks the invariants lowered IR must keep (see verify.c).
+ */
+#ifndef TESSERA_IR_VERIFY_H
+#define TESSERA_IR_VERIFY_H
+
+#include "ir.h"
+
+/* TS_OK, or TS_ERR_INTERNAL naming the pass and the broken invariant. */
+ts_status ir_verify_func(ts_ctx *ctx, const ts_func *f, const char *pass);
+
+#endif
