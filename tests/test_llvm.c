@@ -669,6 +669,60 @@ START_TEST(test_serial_fallback_runs)
 }
 END_TEST
 
+/* A vectorized j around a serial k (C[i, j] = 0; for k: C[i, j] += ...),
+ * a let whose value becomes a vector, an if on an outer variable, inside
+ * nested parallel loops. */
+START_TEST(test_vectorized_loop_around_inner_loop)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	const int64_t M = 6, N = 16, K = 7;
+	ts_buffer *A = ir_buffer_new(ctx, "A", ts_float64, TS_SHAPE(M, K), TS_SCOPE_GLOBAL);
+	ts_buffer *B = ir_buffer_new(ctx, "B", ts_float64, TS_SHAPE(K, N), TS_SCOPE_GLOBAL);
+	ts_buffer *C = ir_buffer_new(ctx, "C", ts_float64, TS_SHAPE(M, N), TS_SCOPE_GLOBAL);
+	ts_expr *io = ts_var(ctx, "io"), *ii = ts_var(ctx, "ii"), *j = ts_var(ctx, "j");
+	ts_expr *k = ts_var(ctx, "k"), *x = ts_var_typed(ctx, "x", ts_float64);
+	ts_expr *i = ts_add(ctx, ts_mul(ctx, io, ci(ctx, 2)), ii);
+	ts_expr *cij = ts_add(ctx, ts_mul(ctx, i, ci(ctx, N)), j);
+	ts_expr *prod = ts_mul(ctx, ld(ctx, A, ts_add(ctx, ts_mul(ctx, i, ci(ctx, K)), k)),
+			       ld(ctx, B, ts_add(ctx, ts_mul(ctx, k, ci(ctx, N)), j)));
+	/* odd k count twice: C[i, j] = sum_k A*B * (k odd ? 2 : 1) */
+	ts_stmt *upd = ir_let(ctx, x, prod,
+			      ir_if(ctx, ts_eq(ctx, ts_floormod(ctx, k, ci(ctx, 2)), ci(ctx, 1)),
+				    ir_store(ctx, C, cij, ts_add(ctx, ld(ctx, C, cij), ts_mul(ctx, x, ts_fconst(ctx, ts_float64, 2)))),
+				    ir_store(ctx, C, cij, ts_add(ctx, ld(ctx, C, cij), x))));
+	ts_stmt *vec = ir_for(ctx, j, ci(ctx, 0), ci(ctx, N), TS_FOR_VECTORIZED, TS_THREAD_NONE,
+			      ir_seq2(ctx, ir_store(ctx, C, cij, ts_fconst(ctx, ts_float64, 0)),
+				      ir_for(ctx, k, ci(ctx, 0), ci(ctx, K), TS_FOR_SERIAL, TS_THREAD_NONE, upd)));
+	ts_stmt *s = ir_for(ctx, io, ci(ctx, 0), ci(ctx, M / 2), TS_FOR_PARALLEL, TS_THREAD_NONE,
+			    ir_for(ctx, ii, ci(ctx, 0), ci(ctx, 2), TS_FOR_PARALLEL, TS_THREAD_NONE, vec));
+	const char *txt = ir_stmt_str(ctx, cg_vectorize(ctx, s));
+	ck_assert_msg(strstr(txt, "vectorized") == NULL && strstr(txt, "for (k, 0, 7)") != NULL, "%s", txt);
+	cg_llvm_module *m = compile(ctx, func(ctx, "inner", 3, (ts_buffer *[]){A, B, C}, s), NULL);
+	ck_assert_ptr_nonnull(strstr(cg_llvm_ir_text(ctx, m, false), "<16 x double>"));
+	ts_array *a = ts_array_new(ctx, ts_float64, TS_SHAPE(M, K)), *b = ts_array_new(ctx, ts_float64, TS_SHAPE(K, N));
+	ts_array *c = ts_array_new(ctx, ts_float64, TS_SHAPE(M, N)), *w = ts_array_new(ctx, ts_float64, TS_SHAPE(M, N));
+	ts_array_fill_random(a, 101, -1, 1);
+	ts_array_fill_random(b, 102, -1, 1);
+	ts_array_fill_random(c, 103, -1, 1);
+	run(m, 3, (ts_array *[]){a, b, c});
+	const double *pa = a->data, *pb = b->data;
+	for (int64_t r = 0; r < M; r++)
+		for (int64_t q = 0; q < N; q++) {
+			double acc = 0;
+			for (int64_t t = 0; t < K; t++)
+				acc += pa[r * K + t] * pb[t * N + q] * (t % 2 ? 2 : 1);
+			((double *)w->data)[r * N + q] = acc;
+		}
+	tu_assert_close(c, w, 1e-12, 1e-12);
+	cg_llvm_free(m);
+	ts_array_free(a);
+	ts_array_free(b);
+	ts_array_free(c);
+	ts_array_free(w);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* ---- ahead-of-time output ------------------------------------------------------------ */
 
 static char *slurp(const char *path, size_t *n)
@@ -679,6 +733,33 @@ static char *slurp(const char *path, size_t *n)
 	*n = fread(buf, 1, (1 << 20) - 1, f);
 	fclose(f);
 	return buf;
+}
+
+/* Links the object into a C program with the system compiler (when there
+ * is one) and runs it: the header and the object are usable ahead of time. */
+static void link_and_run(const char *dir)
+{
+	if (system("command -v cc >/dev/null 2>&1") != 0)
+		return;
+	char path[160], cmd[512];
+	snprintf(path, sizeof(path), "%s/main.c", dir);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("#include <stdlib.h>\n#include \"vadd.h\"\n"
+	      "int main(void) {\n"
+	      "  float *a = aligned_alloc(64, 512), *b = aligned_alloc(64, 512), *c = aligned_alloc(64, 512);\n"
+	      "  for (int i = 0; i < 100; i++) { a[i] = i * 0.5f; b[i] = 3.0f - i; c[i] = -1; }\n"
+	      "  void *args[3] = {a, b, c};\n"
+	      "  if (vadd(args) != 0) return 2;\n"
+	      "  for (int i = 0; i < 100; i++) if (c[i] != a[i] + b[i]) return 3;\n"
+	      "  free(a); free(b); free(c);\n  return 0;\n}\n", f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "cc -o %s/main %s/main.c %s/vadd.o -lm && %s/main", dir, dir, dir, dir);
+	ck_assert_int_eq(system(cmd), 0);
+	snprintf(path, sizeof(path), "%s/main", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/main.c", dir);
+	unlink(path);
 }
 
 START_TEST(test_object_and_header)
@@ -705,6 +786,7 @@ START_TEST(test_object_and_header)
 	ck_assert_ptr_nonnull(strstr(h, "args[2]: C float32[100]"));
 	ck_assert_ptr_nonnull(strstr(h, "#include <stdint.h>"));
 	free(h);
+	link_and_run(dir);
 	/* an unwritable path is an error, not a crash */
 	char bad[160];
 	snprintf(bad, sizeof(bad), "%s/missing/dir/x.o", dir);
@@ -825,6 +907,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_allocate_local_buffers);
 	tcase_add_test(tc, test_vectorize_forms_and_fallbacks);
 	tcase_add_test(tc, test_serial_fallback_runs);
+	tcase_add_test(tc, test_vectorized_loop_around_inner_loop);
 	tcase_add_test(tc, test_object_and_header);
 	tcase_add_test(tc, test_explicit_targets);
 	tcase_add_test(tc, test_bad_targets);
