@@ -13,7 +13,8 @@
  *
  * Targets are strings: "llvm" (the host: its CPU name and features, so
  * AVX-512 is used where present), optionally followed by -mcpu=NAME,
- * -mattr=+feat,-feat and -mtriple=TRIPLE.  With -mcpu or -mattr the host's
+ * -mattr=+feat,-feat and -mtriple=TRIPLE.  -mcpu=native is the host; with
+ * any other -mcpu, or -mattr/-mtriple alone (CPU "generic"), the host's
  * feature list is not added.  A triple for another architecture can still
  * produce assembly and objects, but no entry point.
  *

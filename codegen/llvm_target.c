@@ -9,7 +9,8 @@
  * them, and only prints a warning for unknown features, so names are checked
  * here before any target machine is made.  For x86 (the architecture that
  * tessera targets on the CPU) the check uses the CPU and feature names of
- * LLVM 14's X86 backend; other architectures get only the syntax checks.
+ * LLVM 14's X86 backend; other architectures get only the syntax checks
+ * (LLVM warns on stderr about unknown names there and ignores them).
  */
 #include "llvm_internal.h"
 
