@@ -1,0 +1,67 @@
+/*
+ * llvm.h - the LLVM CPU backend: a lowered function to native code.
+ *
+ * cg_llvm_compile vectorizes the function (vectorize.h), builds an LLVM
+ * module, verifies it, optimizes it with the O3 pipeline for the chosen
+ * target and compiles it in-process with ORC LLJIT.  The result is called
+ * through one exported entry per function:
+ *
+ *     int32_t <name>(void **args);   args[i]: data of f->params[i]
+ *
+ * Buffers are dense and row-major; the code assumes they do not overlap and
+ * are 64-byte aligned (runtime/array.h guarantees both).  It returns 0.
+ *
+ * Targets are strings: "llvm" (the host: its CPU name and features, so
+ * AVX-512 is used where present), optionally followed by -mcpu=NAME,
+ * -mattr=+feat,-feat and -mtriple=TRIPLE.  -mcpu=native is the host; with
+ * any other -mcpu, or -mattr/-mtriple alone (CPU "generic"), the host's
+ * feature list is not added.  A triple for another architecture can still
+ * produce assembly and objects, but no entry point.
+ *
+ * Parallel loops call ts_parallel_for (runtime/threadpool.h); an object
+ * written with cg_llvm_write_object needs libtessera and libm at link time.
+ */
+#ifndef TESSERA_CODEGEN_LLVM_H
+#define TESSERA_CODEGEN_LLVM_H
+
+#include "ir.h"
+
+typedef struct cg_llvm_module cg_llvm_module;
+typedef int32_t (*ts_cpu_entry)(void **args);
+
+/* Wall-clock milliseconds spent in each phase of cg_llvm_compile. */
+typedef struct cg_llvm_times {
+	double build_ms;    /* vectorize + LLVM IR construction + verification */
+	double optimize_ms; /* the O3 pipeline */
+	double codegen_ms;  /* JIT: machine code for the entry point */
+} cg_llvm_times;
+
+/* Compiles f for `target` (NULL means "llvm").  Returns NULL with an error
+ * in ctx on a bad target string, an unsupported dtype or statement, or an
+ * LLVM failure.  The module does not refer to ctx or f afterwards. */
+cg_llvm_module *cg_llvm_compile(ts_ctx *ctx, const ts_func *f, const char *target);
+
+/* The JIT'd entry point; NULL for a module built for another architecture. */
+ts_cpu_entry cg_llvm_entry(const cg_llvm_module *m);
+
+/* LLVM IR text before or after optimization, copied into ctx's arena. */
+const char *cg_llvm_ir_text(ts_ctx *ctx, const cg_llvm_module *m, bool optimized);
+
+/* Assembly text of the optimized module for the module's target. */
+const char *cg_llvm_asm_text(ts_ctx *ctx, cg_llvm_module *m);
+
+/* Writes a relocatable object (position independent) and, if header_path
+ * is not NULL, a C header declaring the entry point with a comment that
+ * lists the buffer parameters (name, dtype, shape). */
+ts_status cg_llvm_write_object(ts_ctx *ctx, cg_llvm_module *m, const char *obj_path,
+			       const char *header_path);
+
+/* The resolved target: "llvm -mtriple=... -mcpu=... -mattr=..." */
+const char *cg_llvm_target_str(const cg_llvm_module *m);
+
+cg_llvm_times cg_llvm_get_times(const cg_llvm_module *m);
+
+/* Frees the module, its JIT and its code; NULL is allowed. */
+void cg_llvm_free(cg_llvm_module *m);
+
+#endif

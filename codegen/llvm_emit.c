@@ -1,0 +1,962 @@
+/*
+ * llvm_emit.c - builds the LLVM IR of a lowered (and vectorized) function.
+ *
+ * Layout of the module for a function `f` with buffers A, B, C:
+ *
+ *   internal i32 @f.inner(float* noalias align 64 %A, ...)  alwaysinline
+ *   i32 @f(i8** %args)                       loads args[i], calls f.inner
+ *   internal void @f.par0(i64 %begin, i64 %end, i8* %closure)
+ *   internal void @f.par0.inner(i64, i64, <captured values>, <noalias ptrs>)
+ *
+ * The inner functions are inlined by the O3 pipeline; their noalias
+ * parameters become alias scopes on the way, so LLVM keeps knowing that the
+ * buffers do not overlap.  A parallel loop is outlined into f.parN, which
+ * ts_parallel_for calls on chunks [begin, end) of the iteration space; the
+ * values it needs (every variable and buffer in scope, and the loop's
+ * start) travel in a closure struct on the caller's stack.
+ *
+ * Conventions: bool values are i1 in registers and i8 in memory; integer
+ * arithmetic wraps (no nsw) except the loop counters, which never overflow;
+ * every function keeps its allocas in its entry block, so an ALLOCATE inside
+ * a loop does not grow the stack, and one inside a parallel body is private
+ * to each chunk.
+ */
+#include "llvm_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Local buffers up to this size live on the stack, larger ones in malloc. */
+#define MAX_STACK_BYTES (64 * 1024)
+
+typedef struct binding {
+	const void *key; /* a variable (ts_expr) or a buffer (ts_buffer) */
+	LLVMValueRef value;
+	bool buffer;
+} binding;
+
+typedef struct emitter {
+	ts_ctx *ctx;
+	const ts_func *f;
+	LLVMContextRef c;
+	LLVMModuleRef mod;
+	LLVMBuilderRef b;       /* the code */
+	LLVMBuilderRef ab;      /* allocas, at the end of the entry block */
+	LLVMValueRef fn;        /* the function being built ... */
+	LLVMBasicBlockRef entry; /* ... and its entry block */
+	binding *bind;          /* innermost last */
+	int nbind, capbind;
+	int nparallel;          /* outlined loops so far, for names */
+	ts_status st;
+	LLVMTypeRef i1, i8, i32, i64, i8p, void_t;
+} emitter;
+
+static void *fail(emitter *em, ts_status st, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void *fail(emitter *em, ts_status st, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (em->st == TS_OK)
+		em->st = ts_error(em->ctx, st, "llvm(%s): %s", em->f->name, msg);
+	return NULL;
+}
+
+/* ---- types and small helpers ----------------------------------------------- */
+
+/* The LLVM type of one element (bool: i1 in registers, i8 in memory). */
+static LLVMTypeRef elem_type(emitter *em, ts_dtype t, bool memory)
+{
+	char buf[24];
+	switch ((ts_type_code)t.code) {
+	case TS_TYPE_INT:
+	case TS_TYPE_UINT:
+		return LLVMIntTypeInContext(em->c, t.bits);
+	case TS_TYPE_BOOL:
+		return memory ? em->i8 : em->i1;
+	case TS_TYPE_FLOAT:
+		if (t.bits == 32)
+			return LLVMFloatTypeInContext(em->c);
+		if (t.bits == 64)
+			return LLVMDoubleTypeInContext(em->c);
+		break;
+	case TS_TYPE_BFLOAT:
+		break;
+	case TS_TYPE_HANDLE:
+		return em->i8p;
+	}
+	return fail(em, TS_ERR_UNSUPPORTED,
+		    "dtype %s is not supported by the LLVM backend (use float32 or float64)",
+		    ts_dtype_str(ts_dtype_element(t), buf));
+}
+
+static LLVMTypeRef type_of(emitter *em, ts_dtype t, bool memory)
+{
+	LLVMTypeRef e = elem_type(em, t, memory);
+	return e && t.lanes > 1 ? LLVMVectorType(e, t.lanes) : e;
+}
+
+static LLVMValueRef i32c(emitter *em, int64_t v)
+{
+	return LLVMConstInt(em->i32, (unsigned long long)v, 1);
+}
+
+static LLVMValueRef splat(emitter *em, LLVMValueRef s, int lanes)
+{
+	LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(s), (unsigned)lanes);
+	LLVMValueRef v = LLVMBuildInsertElement(em->b, LLVMGetUndef(vt), s, i32c(em, 0), "");
+	LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(em->i32, (unsigned)lanes));
+	return LLVMBuildShuffleVector(em->b, v, LLVMGetUndef(vt), zeros, "");
+}
+
+/* A float constant of type ty (a scalar or a vector of floats). */
+static LLVMValueRef fconst(emitter *em, LLVMTypeRef ty, double v)
+{
+	if (LLVMGetTypeKind(ty) != LLVMVectorTypeKind)
+		return LLVMConstReal(ty, v);
+	return splat(em, LLVMConstReal(LLVMGetElementType(ty), v), (int)LLVMGetVectorSize(ty));
+}
+
+static void add_attr(emitter *em, LLVMValueRef fn, LLVMAttributeIndex idx, const char *name,
+		     uint64_t val)
+{
+	unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+	LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(em->c, kind, val));
+}
+
+static LLVMValueRef declare(emitter *em, const char *name, LLVMTypeRef ty)
+{
+	LLVMValueRef fn = LLVMGetNamedFunction(em->mod, name);
+	return fn ? fn : LLVMAddFunction(em->mod, name, ty);
+}
+
+static LLVMValueRef call_fn(emitter *em, const char *name, LLVMTypeRef ret, LLVMTypeRef *params,
+			    unsigned n, LLVMValueRef *args)
+{
+	LLVMTypeRef ty = LLVMFunctionType(ret, params, n, 0);
+	return LLVMBuildCall2(em->b, ty, declare(em, name, ty), args, n, "");
+}
+
+/* A call of the overloaded intrinsic `name` at the given types. */
+static LLVMValueRef intrinsic(emitter *em, const char *name, LLVMTypeRef *over, size_t nover,
+			      LLVMValueRef *args, unsigned nargs)
+{
+	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+	if (!id)
+		return fail(em, TS_ERR_INTERNAL, "unknown intrinsic %s", name);
+	LLVMValueRef fn = LLVMGetIntrinsicDeclaration(em->mod, id, over, nover);
+	LLVMTypeRef ty = LLVMIntrinsicGetType(em->c, id, over, nover);
+	return LLVMBuildCall2(em->b, ty, fn, args, nargs, "");
+}
+
+/* ---- scopes ------------------------------------------------------------------- */
+
+static bool push(emitter *em, const void *key, LLVMValueRef value, bool buffer)
+{
+	if (em->nbind == em->capbind) {
+		int cap = em->capbind ? em->capbind * 2 : 32;
+		binding *nb = ts_alloc_array(em->ctx, (size_t)cap, sizeof(*nb));
+		if (!nb)
+			return fail(em, TS_ERR_NOMEM, "out of memory"), false;
+		if (em->nbind)
+			memcpy(nb, em->bind, (size_t)em->nbind * sizeof(*nb));
+		em->bind = nb;
+		em->capbind = cap;
+	}
+	em->bind[em->nbind++] = (binding){key, value, buffer};
+	return true;
+}
+
+static LLVMValueRef lookup(emitter *em, const void *key)
+{
+	for (int i = em->nbind - 1; i >= 0; i--)
+		if (em->bind[i].key == key)
+			return em->bind[i].value;
+	return NULL;
+}
+
+static LLVMValueRef buffer_ptr(emitter *em, const ts_buffer *b)
+{
+	LLVMValueRef p = lookup(em, b);
+	return p ? p : fail(em, TS_ERR_INVALID, "buffer '%s' is neither a parameter nor allocated",
+			    b->name);
+}
+
+/* ---- expressions ---------------------------------------------------------- */
+
+static LLVMValueRef ex(emitter *em, const ts_expr *e);
+
+static LLVMValueRef ex_var(emitter *em, const ts_expr *e)
+{
+	LLVMValueRef v = lookup(em, e);
+	if (v)
+		return v;
+	/* a buffer's data handle */
+	for (int i = em->nbind - 1; i >= 0; i--)
+		if (em->bind[i].buffer && ((const ts_buffer *)em->bind[i].key)->data == e)
+			return LLVMBuildBitCast(em->b, em->bind[i].value, em->i8p, "");
+	return fail(em, TS_ERR_INVALID, "variable '%s' is used outside its scope", e->u.var.name);
+}
+
+static LLVMValueRef compare(emitter *em, ir_expr_kind k, ts_dtype t, LLVMValueRef a, LLVMValueRef b)
+{
+	static const LLVMRealPredicate fp[] = {LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT,
+					       LLVMRealOLE, LLVMRealOGT, LLVMRealOGE};
+	static const LLVMIntPredicate si[] = {LLVMIntEQ, LLVMIntNE, LLVMIntSLT,
+					      LLVMIntSLE, LLVMIntSGT, LLVMIntSGE};
+	static const LLVMIntPredicate ui[] = {LLVMIntEQ, LLVMIntNE, LLVMIntULT,
+					      LLVMIntULE, LLVMIntUGT, LLVMIntUGE};
+	int i = (int)(k - IR_EQ);
+	if (ts_dtype_is_float(t))
+		return LLVMBuildFCmp(em->b, fp[i], a, b, "");
+	return LLVMBuildICmp(em->b, t.code == TS_TYPE_INT ? si[i] : ui[i], a, b, "");
+}
+
+/* Division rounding toward negative infinity: the truncated quotient is one
+ * too large when the remainder is non-zero and its sign differs from the
+ * divisor's; the floor remainder then moves by one divisor. */
+static LLVMValueRef floor_divmod(emitter *em, bool mod, LLVMValueRef a, LLVMValueRef b)
+{
+	LLVMBuilderRef B = em->b;
+	LLVMValueRef zero = LLVMConstNull(LLVMTypeOf(a));
+	LLVMValueRef r = LLVMBuildSRem(B, a, b, "");
+	LLVMValueRef fix = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntNE, r, zero, ""),
+					LLVMBuildICmp(B, LLVMIntSLT, LLVMBuildXor(B, r, b, ""), zero, ""), "");
+	if (mod)
+		return LLVMBuildAdd(B, r, LLVMBuildSelect(B, fix, b, zero, ""), "");
+	LLVMValueRef q = LLVMBuildSDiv(B, a, b, "");
+	return LLVMBuildSub(B, q, LLVMBuildZExt(B, fix, LLVMTypeOf(a), ""), "");
+}
+
+static bool is_lane_reduce(const ts_expr *e, ts_reduce_op op)
+{
+	return e->kind == IR_REDUCE && e->u.reduce.naxes == 0 && e->u.reduce.op == op;
+}
+
+static LLVMValueRef lane_reduce(emitter *em, const ts_expr *e, LLVMValueRef start);
+
+static LLVMValueRef arith(emitter *em, ir_expr_kind k, ts_dtype t, LLVMValueRef a, LLVMValueRef b)
+{
+	LLVMBuilderRef B = em->b;
+	bool fl = ts_dtype_is_float(t), sg = t.code == TS_TYPE_INT;
+	switch (k) {
+	case IR_ADD: return fl ? LLVMBuildFAdd(B, a, b, "") : LLVMBuildAdd(B, a, b, "");
+	case IR_SUB: return fl ? LLVMBuildFSub(B, a, b, "") : LLVMBuildSub(B, a, b, "");
+	case IR_MUL: return fl ? LLVMBuildFMul(B, a, b, "") : LLVMBuildMul(B, a, b, "");
+	case IR_DIV: return LLVMBuildFDiv(B, a, b, "");
+	case IR_TRUNCDIV: return sg ? LLVMBuildSDiv(B, a, b, "") : LLVMBuildUDiv(B, a, b, "");
+	case IR_TRUNCMOD: return sg ? LLVMBuildSRem(B, a, b, "") : LLVMBuildURem(B, a, b, "");
+	case IR_FLOORDIV: return sg ? floor_divmod(em, false, a, b) : LLVMBuildUDiv(B, a, b, "");
+	case IR_FLOORMOD: return sg ? floor_divmod(em, true, a, b) : LLVMBuildURem(B, a, b, "");
+	case IR_MIN: return LLVMBuildSelect(B, compare(em, IR_LT, t, a, b), a, b, "");
+	case IR_MAX: return LLVMBuildSelect(B, compare(em, IR_GT, t, a, b), a, b, "");
+	case IR_EQ: case IR_NE: case IR_LT: case IR_LE: case IR_GT: case IR_GE:
+		return compare(em, k, t, a, b);
+	case IR_AND: return LLVMBuildAnd(B, a, b, "");
+	case IR_OR: return LLVMBuildOr(B, a, b, "");
+	default: break;
+	}
+	return fail(em, TS_ERR_INTERNAL, "%s is not a binary operator", ir_expr_kind_name(k));
+}
+
+static LLVMValueRef ex_binary(emitter *em, const ts_expr *e)
+{
+	ts_dtype t = e->u.bin.a->dtype;
+	LLVMValueRef a = ex(em, e->u.bin.a);
+	if (!a)
+		return NULL;
+	/* acc + sum(lanes) adds the lanes to acc one by one, as the serial
+	 * loop did, so a vectorized float sum gives the same bits */
+	if (e->kind == IR_ADD && ts_dtype_is_float(t) && is_lane_reduce(e->u.bin.b, TS_REDUCE_SUM))
+		return lane_reduce(em, e->u.bin.b, a);
+	LLVMValueRef b = ex(em, e->u.bin.b);
+	return b ? arith(em, e->kind, t, a, b) : NULL;
+}
+
+static LLVMValueRef ex_cast(emitter *em, const ts_expr *e)
+{
+	LLVMBuilderRef B = em->b;
+	ts_dtype from = e->u.un.a->dtype, to = e->dtype;
+	LLVMValueRef a = ex(em, e->u.un.a);
+	LLVMTypeRef ty = type_of(em, to, false);
+	if (!a || !ty)
+		return NULL;
+	bool fs = ts_dtype_is_float(from), ft = ts_dtype_is_float(to);
+	if (ts_dtype_is_bool(to))
+		return fs ? LLVMBuildFCmp(B, LLVMRealUNE, a, LLVMConstNull(LLVMTypeOf(a)), "")
+			  : LLVMBuildICmp(B, LLVMIntNE, a, LLVMConstNull(LLVMTypeOf(a)), "");
+	bool sg = from.code == TS_TYPE_INT; /* bool and uint extend with zeros */
+	if (fs && ft)
+		return LLVMBuildFPCast(B, a, ty, "");
+	if (fs)
+		return to.code == TS_TYPE_INT ? LLVMBuildFPToSI(B, a, ty, "") : LLVMBuildFPToUI(B, a, ty, "");
+	if (ft)
+		return sg ? LLVMBuildSIToFP(B, a, ty, "") : LLVMBuildUIToFP(B, a, ty, "");
+	return LLVMBuildIntCast2(B, a, ty, sg, "");
+}
+
+/* A libm function of one argument, once per lane for vectors. */
+static LLVMValueRef libm_call(emitter *em, const char *f32, const char *f64, ts_dtype t,
+			      LLVMValueRef x)
+{
+	LLVMTypeRef st = elem_type(em, t, false);
+	const char *name = t.bits == 32 ? f32 : f64;
+	if (t.lanes == 1)
+		return call_fn(em, name, st, &st, 1, &x);
+	LLVMValueRef r = LLVMGetUndef(LLVMTypeOf(x));
+	for (int l = 0; l < t.lanes; l++) {
+		LLVMValueRef xl = LLVMBuildExtractElement(em->b, x, i32c(em, l), "");
+		LLVMValueRef yl = call_fn(em, name, st, &st, 1, &xl);
+		r = LLVMBuildInsertElement(em->b, r, yl, i32c(em, l), "");
+	}
+	return r;
+}
+
+static LLVMValueRef ex_call(emitter *em, const ts_expr *e)
+{
+	static const char *const llvm_name[IR_INTRIN_COUNT] = {
+		[IR_INTRIN_EXP] = "llvm.exp", [IR_INTRIN_LOG] = "llvm.log",
+		[IR_INTRIN_SQRT] = "llvm.sqrt", [IR_INTRIN_EXP2] = "llvm.exp2",
+		[IR_INTRIN_FABS] = "llvm.fabs", [IR_INTRIN_POW] = "llvm.pow",
+		[IR_INTRIN_FLOOR] = "llvm.floor", [IR_INTRIN_CEIL] = "llvm.ceil",
+	};
+	LLVMValueRef args[2];
+	for (int i = 0; i < e->u.call.nargs; i++)
+		if (!(args[i] = ex(em, e->u.call.args[i])))
+			return NULL;
+	LLVMTypeRef ty = LLVMTypeOf(args[0]);
+	switch (e->u.call.op) {
+	case IR_INTRIN_TANH:
+		return libm_call(em, "tanhf", "tanh", e->dtype, args[0]);
+	case IR_INTRIN_ERF:
+		return libm_call(em, "erff", "erf", e->dtype, args[0]);
+	case IR_INTRIN_SIGMOID: {
+		/* 1 / (1 + exp(-x)): vectorizes with llvm.exp */
+		LLVMValueRef n = LLVMBuildFNeg(em->b, args[0], "");
+		LLVMValueRef x = intrinsic(em, "llvm.exp", &ty, 1, &n, 1);
+		LLVMValueRef one = fconst(em, ty, 1.0);
+		return x ? LLVMBuildFDiv(em->b, one, LLVMBuildFAdd(em->b, one, x, ""), "") : NULL;
+	}
+	default:
+		break;
+	}
+	const char *name = (unsigned)e->u.call.op < IR_INTRIN_COUNT ? llvm_name[e->u.call.op] : NULL;
+	if (!name)
+		return fail(em, TS_ERR_UNSUPPORTED, "intrinsic %s", ir_intrinsic_name(e->u.call.op));
+	return intrinsic(em, name, &ty, 1, args, (unsigned)e->u.call.nargs);
+}
+
+static LLVMValueRef ex_ramp(emitter *em, const ts_expr *e)
+{
+	LLVMValueRef base = ex(em, e->u.ramp.base);
+	int lanes = e->u.ramp.lanes;
+	LLVMValueRef *steps = ts_alloc_array(em->ctx, (size_t)lanes, sizeof(*steps));
+	if (!base || !steps)
+		return base ? fail(em, TS_ERR_NOMEM, "out of memory") : NULL;
+	for (int l = 0; l < lanes; l++)
+		steps[l] = LLVMConstInt(LLVMTypeOf(base), (unsigned long long)(e->u.ramp.stride * l), 1);
+	return LLVMBuildAdd(em->b, splat(em, base, lanes), LLVMConstVector(steps, (unsigned)lanes), "");
+}
+
+/* The lanes of e's vector source combined into one scalar; start (may be
+ * NULL) is the accumulator a float sum starts from. */
+static LLVMValueRef lane_reduce(emitter *em, const ts_expr *e, LLVMValueRef start)
+{
+	if (e->u.reduce.naxes != 0 || e->u.reduce.source->dtype.lanes < 2)
+		return fail(em, TS_ERR_INVALID, "a reduction over axes is not lowered");
+	LLVMValueRef src = ex(em, e->u.reduce.source);
+	if (!src)
+		return NULL;
+	LLVMTypeRef vt = LLVMTypeOf(src), st = LLVMGetElementType(vt);
+	ts_dtype t = e->dtype;
+	bool sg = t.code == TS_TYPE_INT;
+	const char *name = NULL;
+	switch (e->u.reduce.op) {
+	case TS_REDUCE_SUM:
+		if (!ts_dtype_is_float(t))
+			return intrinsic(em, "llvm.vector.reduce.add", &vt, 1, &src, 1);
+		/* -0.0 is the identity of IEEE addition */
+		return intrinsic(em, "llvm.vector.reduce.fadd", &vt, 1,
+				 (LLVMValueRef[]){start ? start : LLVMConstReal(st, -0.0), src}, 2);
+	case TS_REDUCE_PROD:
+		if (!ts_dtype_is_float(t))
+			return intrinsic(em, "llvm.vector.reduce.mul", &vt, 1, &src, 1);
+		return intrinsic(em, "llvm.vector.reduce.fmul", &vt, 1,
+				 (LLVMValueRef[]){LLVMConstReal(st, 1.0), src}, 2);
+	case TS_REDUCE_MAX:
+		name = ts_dtype_is_float(t) ? "llvm.vector.reduce.fmax"
+		       : sg ? "llvm.vector.reduce.smax" : "llvm.vector.reduce.umax";
+		break;
+	case TS_REDUCE_MIN:
+		name = ts_dtype_is_float(t) ? "llvm.vector.reduce.fmin"
+		       : sg ? "llvm.vector.reduce.smin" : "llvm.vector.reduce.umin";
+		break;
+	}
+	return name ? intrinsic(em, name, &vt, 1, &src, 1) : fail(em, TS_ERR_INTERNAL, "reduce op");
+}
+
+/* An index (scalar or vector, any integer dtype) widened to i64 lanes. */
+static LLVMValueRef index64(emitter *em, const ts_expr *ix)
+{
+	LLVMValueRef v = ex(em, ix);
+	if (!v)
+		return NULL;
+	LLVMTypeRef ty = ix->dtype.lanes > 1 ? LLVMVectorType(em->i64, ix->dtype.lanes) : em->i64;
+	return LLVMBuildIntCast2(em->b, v, ty, ix->dtype.code == TS_TYPE_INT, "");
+}
+
+/* How a buffer is addressed: one element, a contiguous vector, the same
+ * element for every lane, or a gather/scatter. */
+typedef enum access_kind { ACC_SCALAR, ACC_CONTIGUOUS, ACC_SPLAT, ACC_GATHER } access_kind;
+
+static access_kind classify(const ts_expr *ix)
+{
+	if (ix->dtype.lanes == 1)
+		return ACC_SCALAR;
+	if (ix->kind == IR_RAMP && ix->u.ramp.stride == 1)
+		return ACC_CONTIGUOUS;
+	return ix->kind == IR_BROADCAST ? ACC_SPLAT : ACC_GATHER;
+}
+
+/* The address of the access: an element pointer, or a vector of them. */
+static LLVMValueRef address(emitter *em, const ts_buffer *buf, const ts_expr *ix, access_kind k)
+{
+	LLVMValueRef base = buffer_ptr(em, buf);
+	LLVMTypeRef et = elem_type(em, buf->dtype, true);
+	const ts_expr *first = k == ACC_CONTIGUOUS ? ix->u.ramp.base
+			       : k == ACC_SPLAT ? ix->u.bcast.value : ix;
+	LLVMValueRef i = base && et ? index64(em, first) : NULL;
+	if (!i)
+		return NULL;
+	LLVMValueRef p = LLVMBuildInBoundsGEP2(em->b, et, base, &i, 1, "");
+	if (k != ACC_CONTIGUOUS)
+		return p;
+	LLVMTypeRef vt = LLVMVectorType(et, ix->dtype.lanes);
+	return LLVMBuildBitCast(em->b, p, LLVMPointerType(vt, 0), "");
+}
+
+static LLVMValueRef all_lanes(emitter *em, int lanes)
+{
+	return LLVMConstAllOnes(LLVMVectorType(em->i1, (unsigned)lanes));
+}
+
+static LLVMValueRef ex_load(emitter *em, const ts_expr *e)
+{
+	const ts_buffer *buf = e->u.load.buf;
+	const ts_expr *ix = e->u.load.index;
+	access_kind k = classify(ix);
+	int lanes = ix->dtype.lanes;
+	unsigned align = (unsigned)ts_dtype_bytes(buf->dtype);
+	LLVMValueRef p = address(em, buf, ix, k), v;
+	LLVMTypeRef et = elem_type(em, buf->dtype, true);
+	if (!p || !et)
+		return NULL;
+	if (k == ACC_GATHER) {
+		LLVMTypeRef over[2] = {LLVMVectorType(et, lanes), LLVMTypeOf(p)};
+		LLVMValueRef args[4] = {p, i32c(em, align), all_lanes(em, lanes), LLVMGetUndef(over[0])};
+		v = intrinsic(em, "llvm.masked.gather", over, 2, args, 4);
+	} else {
+		v = LLVMBuildLoad2(em->b, k == ACC_CONTIGUOUS ? LLVMVectorType(et, lanes) : et, p, "");
+		LLVMSetAlignment(v, align);
+		if (k == ACC_SPLAT)
+			v = splat(em, v, lanes);
+	}
+	if (v && ts_dtype_is_bool(buf->dtype))
+		v = LLVMBuildICmp(em->b, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+	return v;
+}
+
+static LLVMValueRef ex(emitter *em, const ts_expr *e)
+{
+	if (em->st)
+		return NULL;
+	LLVMTypeRef ty;
+	switch (e->kind) {
+	case IR_INT_IMM:
+	case IR_FLOAT_IMM:
+		if (!(ty = elem_type(em, e->dtype, false)))
+			return NULL;
+		return e->kind == IR_FLOAT_IMM ? LLVMConstReal(ty, e->u.float_imm)
+		       : LLVMConstInt(ty, (unsigned long long)e->u.int_imm, 1);
+	case IR_VAR:
+		return ex_var(em, e);
+	case IR_ADD: case IR_SUB: case IR_MUL: case IR_DIV:
+	case IR_TRUNCDIV: case IR_TRUNCMOD: case IR_FLOORDIV: case IR_FLOORMOD:
+	case IR_MIN: case IR_MAX: case IR_EQ: case IR_NE: case IR_LT: case IR_LE:
+	case IR_GT: case IR_GE: case IR_AND: case IR_OR:
+		return ex_binary(em, e);
+	case IR_NOT: {
+		LLVMValueRef a = ex(em, e->u.un.a);
+		return a ? LLVMBuildNot(em->b, a, "") : NULL;
+	}
+	case IR_CAST:
+		return ex_cast(em, e);
+	case IR_SELECT: {
+		LLVMValueRef c = ex(em, e->u.select.cond), t = ex(em, e->u.select.t);
+		LLVMValueRef f = ex(em, e->u.select.f);
+		return c && t && f ? LLVMBuildSelect(em->b, c, t, f, "") : NULL;
+	}
+	case IR_CALL:
+		return ex_call(em, e);
+	case IR_LOAD:
+		return ex_load(em, e);
+	case IR_RAMP:
+		return ex_ramp(em, e);
+	case IR_BROADCAST: {
+		LLVMValueRef v = ex(em, e->u.bcast.value);
+		return v ? splat(em, v, e->u.bcast.lanes) : NULL;
+	}
+	case IR_REDUCE:
+		return lane_reduce(em, e, NULL);
+	case IR_READ:
+		return fail(em, TS_ERR_INVALID, "tensor read of '%s' is not lowered to a buffer load",
+			    e->u.read.tensor->name);
+	case IR_EXPR_KIND_COUNT:
+		break;
+	}
+	return fail(em, TS_ERR_INTERNAL, "unknown expression kind %d", (int)e->kind);
+}
+
+/* ---- statements ----------------------------------------------------------- */
+
+static bool st(emitter *em, const ts_stmt *s);
+
+static bool st_store(emitter *em, const ts_stmt *s)
+{
+	const ts_buffer *buf = s->u.store.buf;
+	const ts_expr *ix = s->u.store.index;
+	access_kind k = classify(ix);
+	int lanes = ix->dtype.lanes;
+	unsigned align = (unsigned)ts_dtype_bytes(buf->dtype);
+	LLVMValueRef v = ex(em, s->u.store.value);
+	LLVMValueRef p = v ? address(em, buf, ix, k) : NULL;
+	if (!p)
+		return false;
+	if (ts_dtype_is_bool(buf->dtype))
+		v = LLVMBuildZExt(em->b, v, type_of(em, s->u.store.value->dtype, true), "");
+	if (k == ACC_SPLAT) /* every lane writes one element: the last wins */
+		v = LLVMBuildExtractElement(em->b, v, i32c(em, lanes - 1), "");
+	if (k == ACC_GATHER) {
+		LLVMTypeRef over[2] = {LLVMTypeOf(v), LLVMTypeOf(p)};
+		LLVMValueRef args[4] = {v, p, i32c(em, align), all_lanes(em, lanes)};
+		return intrinsic(em, "llvm.masked.scatter", over, 2, args, 4) != NULL;
+	}
+	LLVMSetAlignment(LLVMBuildStore(em->b, v, p), align);
+	return true;
+}
+
+/* for (var = lo; var < lo + n; var++) body */
+static bool loop(emitter *em, const ts_expr *var, LLVMValueRef lo, LLVMValueRef n,
+		 const ts_stmt *body)
+{
+	LLVMBuilderRef B = em->b;
+	LLVMTypeRef ty = LLVMTypeOf(lo);
+	LLVMValueRef end = LLVMBuildAdd(B, lo, n, "");
+	LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
+	LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(em->c, em->fn, "for.head");
+	LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(em->c, em->fn, "for.body");
+	LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(em->c, em->fn, "for.end");
+	LLVMBuildBr(B, head);
+	LLVMPositionBuilderAtEnd(B, head);
+	LLVMValueRef v = LLVMBuildPhi(B, ty, var->u.var.name);
+	bool sg = var->dtype.code == TS_TYPE_INT;
+	LLVMBuildCondBr(B, LLVMBuildICmp(B, sg ? LLVMIntSLT : LLVMIntULT, v, end, ""), bb, exit);
+	LLVMPositionBuilderAtEnd(B, bb);
+	int mark = em->nbind;
+	if (!push(em, var, v, false) || !st(em, body))
+		return false;
+	em->nbind = mark;
+	/* v < end, so v + 1 cannot overflow */
+	LLVMValueRef next = sg ? LLVMBuildNSWAdd(B, v, LLVMConstInt(ty, 1, 0), "")
+			       : LLVMBuildNUWAdd(B, v, LLVMConstInt(ty, 1, 0), "");
+	LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
+	LLVMBuildBr(B, head);
+	LLVMAddIncoming(v, (LLVMValueRef[]){lo, next}, (LLVMBasicBlockRef[]){pre, latch}, 2);
+	LLVMPositionBuilderAtEnd(B, exit);
+	return true;
+}
+
+/* The loop's min and extent in the variable's dtype. */
+static bool bounds(emitter *em, const ts_stmt *s, LLVMValueRef *lo, LLVMValueRef *n)
+{
+	LLVMTypeRef ty = type_of(em, s->u.for_.var->dtype, false);
+	*lo = ex(em, s->u.for_.min);
+	*n = ex(em, s->u.for_.extent);
+	if (!ty || !*lo || !*n)
+		return false;
+	*lo = LLVMBuildIntCast2(em->b, *lo, ty, s->u.for_.min->dtype.code == TS_TYPE_INT, "");
+	*n = LLVMBuildIntCast2(em->b, *n, ty, s->u.for_.extent->dtype.code == TS_TYPE_INT, "");
+	return true;
+}
+
+/* The body once per iteration, with the variable bound to a constant
+ * offset from min. */
+static bool st_unrolled(emitter *em, const ts_stmt *s, int64_t n)
+{
+	LLVMValueRef lo, ext;
+	if (!bounds(em, s, &lo, &ext))
+		return false;
+	for (int64_t k = 0; k < n; k++) {
+		LLVMValueRef v = k ? LLVMBuildNSWAdd(em->b, lo, LLVMConstInt(LLVMTypeOf(lo),
+								       (unsigned long long)k, 0), "")
+				   : lo;
+		int mark = em->nbind;
+		if (!push(em, s->u.for_.var, v, false) || !st(em, s->u.for_.body))
+			return false;
+		em->nbind = mark;
+	}
+	return true;
+}
+
+/* ---- functions and parallel loops ------------------------------------------ */
+
+/* Starts a function: an entry block for allocas, then the code. */
+static void begin_function(emitter *em, LLVMValueRef fn)
+{
+	em->fn = fn;
+	em->entry = LLVMAppendBasicBlockInContext(em->c, fn, "entry");
+	LLVMPositionBuilderAtEnd(em->b, LLVMAppendBasicBlockInContext(em->c, fn, "start"));
+}
+
+static void end_function(emitter *em)
+{
+	LLVMPositionBuilderAtEnd(em->ab, em->entry);
+	LLVMBuildBr(em->ab, LLVMGetNextBasicBlock(em->entry));
+}
+
+static LLVMValueRef entry_alloca(emitter *em, LLVMTypeRef ty, unsigned align)
+{
+	LLVMPositionBuilderAtEnd(em->ab, em->entry);
+	LLVMValueRef a = LLVMBuildAlloca(em->ab, ty, "");
+	LLVMSetAlignment(a, align);
+	return a;
+}
+
+/* An internal function inlined into its only caller. */
+static LLVMValueRef inner_function(emitter *em, const char *name, LLVMTypeRef ret,
+				   LLVMTypeRef *params, unsigned n)
+{
+	LLVMValueRef fn = LLVMAddFunction(em->mod, name, LLVMFunctionType(ret, params, n, 0));
+	LLVMSetLinkage(fn, LLVMInternalLinkage);
+	add_attr(em, fn, LLVMAttributeFunctionIndex, "alwaysinline", 0);
+	add_attr(em, fn, LLVMAttributeFunctionIndex, "nounwind", 0);
+	return fn;
+}
+
+/* Buffers do not overlap and are 64-byte aligned: parameters by the
+ * contract of llvm.h, local buffers by st_allocate. */
+static void buffer_param(emitter *em, LLVMValueRef fn, unsigned i, const ts_buffer *b)
+{
+	add_attr(em, fn, i + 1, "noalias", 0);
+	add_attr(em, fn, i + 1, "align", 64);
+	LLVMSetValueName2(LLVMGetParam(fn, i), b->name, strlen(b->name));
+}
+
+/* The emitter state that a nested function replaces. */
+typedef struct saved {
+	LLVMValueRef fn;
+	LLVMBasicBlockRef entry, block;
+	binding *bind;
+	int nbind, capbind;
+} saved;
+
+static saved save(emitter *em)
+{
+	return (saved){em->fn, em->entry, LLVMGetInsertBlock(em->b), em->bind, em->nbind,
+		       em->capbind};
+}
+
+static void restore(emitter *em, saved s)
+{
+	em->fn = s.fn;
+	em->entry = s.entry;
+	LLVMPositionBuilderAtEnd(em->b, s.block);
+	em->bind = s.bind;
+	em->nbind = s.nbind;
+	em->capbind = s.capbind;
+}
+
+/* f.parN.inner(begin, end, lo, captures...): the loop over its chunk. */
+static LLVMValueRef parallel_inner(emitter *em, const ts_stmt *s, const char *name,
+				   LLVMTypeRef *fields, unsigned nf)
+{
+	LLVMTypeRef *params = ts_alloc_array(em->ctx, nf + 2, sizeof(*params));
+	if (!params)
+		return fail(em, TS_ERR_NOMEM, "out of memory");
+	params[0] = params[1] = em->i64;
+	memcpy(params + 2, fields, nf * sizeof(*fields));
+	LLVMValueRef fn = inner_function(em, name, em->void_t, params, nf + 2);
+	saved sv = save(em);
+	binding *outer = sv.bind;
+	em->bind = NULL;
+	em->nbind = em->capbind = 0;
+	begin_function(em, fn);
+	for (int i = 0; i < sv.nbind; i++) {
+		if (outer[i].buffer)
+			buffer_param(em, fn, (unsigned)i + 3, outer[i].key);
+		push(em, outer[i].key, LLVMGetParam(fn, (unsigned)i + 3), outer[i].buffer);
+	}
+	LLVMValueRef lo = LLVMGetParam(fn, 2), begin = LLVMGetParam(fn, 0);
+	LLVMTypeRef ty = LLVMTypeOf(lo);
+	LLVMValueRef n = LLVMBuildTrunc(em->b, LLVMBuildSub(em->b, LLVMGetParam(fn, 1), begin, ""), ty, "");
+	LLVMValueRef start = LLVMBuildAdd(em->b, lo, LLVMBuildTrunc(em->b, begin, ty, ""), "");
+	bool ok = loop(em, s->u.for_.var, start, n, s->u.for_.body);
+	if (ok) {
+		LLVMBuildRetVoid(em->b);
+		end_function(em);
+	}
+	restore(em, sv);
+	return ok ? fn : NULL;
+}
+
+/* f.parN(begin, end, closure): unpacks the closure and calls the inner. */
+static LLVMValueRef parallel_body(emitter *em, const char *name, LLVMValueRef inner,
+				  LLVMTypeRef closure, LLVMTypeRef *fields, unsigned nf)
+{
+	LLVMTypeRef params[3] = {em->i64, em->i64, em->i8p};
+	LLVMValueRef fn = LLVMAddFunction(em->mod, name, LLVMFunctionType(em->void_t, params, 3, 0));
+	LLVMValueRef *args = ts_alloc_array(em->ctx, nf + 2, sizeof(*args));
+	if (!args)
+		return fail(em, TS_ERR_NOMEM, "out of memory");
+	LLVMSetLinkage(fn, LLVMInternalLinkage);
+	add_attr(em, fn, LLVMAttributeFunctionIndex, "nounwind", 0);
+	LLVMBasicBlockRef block = LLVMGetInsertBlock(em->b);
+	LLVMPositionBuilderAtEnd(em->b, LLVMAppendBasicBlockInContext(em->c, fn, "entry"));
+	LLVMValueRef cp = LLVMBuildBitCast(em->b, LLVMGetParam(fn, 2), LLVMPointerType(closure, 0), "");
+	args[0] = LLVMGetParam(fn, 0);
+	args[1] = LLVMGetParam(fn, 1);
+	for (unsigned i = 0; i < nf; i++)
+		args[i + 2] = LLVMBuildLoad2(em->b, fields[i],
+					     LLVMBuildStructGEP2(em->b, closure, cp, i, ""), "");
+	LLVMBuildCall2(em->b, LLVMGlobalGetValueType(inner), inner, args, nf + 2, "");
+	LLVMBuildRetVoid(em->b);
+	LLVMPositionBuilderAtEnd(em->b, block);
+	return fn;
+}
+
+/* A parallel loop: outlined and handed to ts_parallel_for, which runs the
+ * body on chunks of [0, extent).  Everything in scope is captured. */
+static bool st_parallel(emitter *em, const ts_stmt *s)
+{
+	LLVMValueRef lo, n;
+	if (!bounds(em, s, &lo, &n))
+		return false;
+	unsigned nf = (unsigned)em->nbind + 1;
+	LLVMTypeRef *fields = ts_alloc_array(em->ctx, nf, sizeof(*fields));
+	if (!fields)
+		return fail(em, TS_ERR_NOMEM, "out of memory"), false;
+	fields[0] = LLVMTypeOf(lo);
+	for (int i = 0; i < em->nbind; i++)
+		fields[i + 1] = LLVMTypeOf(em->bind[i].value);
+	LLVMTypeRef closure = LLVMStructTypeInContext(em->c, fields, nf, 0);
+	int id = em->nparallel++;
+	char *iname = ts_sprintf(em->ctx, "%s.par%d.inner", em->f->name, id);
+	char *bname = ts_sprintf(em->ctx, "%s.par%d", em->f->name, id);
+	LLVMValueRef inner = iname && bname ? parallel_inner(em, s, iname, fields, nf) : NULL;
+	LLVMValueRef body = inner ? parallel_body(em, bname, inner, closure, fields, nf) : NULL;
+	if (!body)
+		return fail(em, TS_ERR_NOMEM, "out of memory"), false;
+	LLVMValueRef cp = entry_alloca(em, closure, 8);
+	for (unsigned i = 0; i < nf; i++)
+		LLVMBuildStore(em->b, i ? em->bind[i - 1].value : lo,
+			       LLVMBuildStructGEP2(em->b, closure, cp, i, ""));
+	LLVMTypeRef bty = LLVMPointerType(LLVMGlobalGetValueType(body), 0);
+	LLVMValueRef args[3] = {LLVMBuildIntCast2(em->b, n, em->i64, 1, ""), body,
+				LLVMBuildBitCast(em->b, cp, em->i8p, "")};
+	call_fn(em, "ts_parallel_for", em->i32, (LLVMTypeRef[]){em->i64, bty, em->i8p}, 3, args);
+	return true;
+}
+
+static bool st_for(emitter *em, const ts_stmt *s)
+{
+	int64_t n;
+	switch (s->u.for_.kind) {
+	case TS_FOR_THREAD:
+		return fail(em, TS_ERR_UNSUPPORTED, "loop '%s' is bound to %s; the CPU backend has no GPU threads",
+			    s->u.for_.var->u.var.name, ts_thread_tag_name(s->u.for_.thread)), false;
+	case TS_FOR_PARALLEL:
+		return st_parallel(em, s);
+	case TS_FOR_UNROLLED:
+		if (ir_is_const_int(s->u.for_.extent, &n))
+			return st_unrolled(em, s, n);
+		break;
+	case TS_FOR_SERIAL:
+	case TS_FOR_VECTORIZED: /* left serial by cg_vectorize */
+		break;
+	}
+	LLVMValueRef lo, ext;
+	return bounds(em, s, &lo, &ext) && loop(em, s->u.for_.var, lo, ext, s->u.for_.body);
+}
+
+static bool st_allocate(emitter *em, const ts_stmt *s)
+{
+	const ts_buffer *buf = s->u.alloc.buf;
+	LLVMTypeRef et = elem_type(em, buf->dtype, true);
+	int64_t bytes = buf->size * ts_dtype_bytes(buf->dtype);
+	if (!et)
+		return false;
+	if (buf->size > INT64_MAX / 8)
+		return fail(em, TS_ERR_INVALID, "buffer '%s' is too large", buf->name), false;
+	LLVMValueRef p, mem = NULL;
+	if (bytes <= MAX_STACK_BYTES) {
+		LLVMValueRef a = entry_alloca(em, LLVMArrayType(et, (unsigned)buf->size), 64);
+		p = LLVMBuildBitCast(em->b, a, LLVMPointerType(et, 0), buf->name);
+	} else {
+		/* 64-byte aligned like every other buffer (buffer_param) */
+		LLVMValueRef args[2] = {LLVMConstInt(em->i64, 64, 0),
+					LLVMConstInt(em->i64, (unsigned long long)((bytes + 63) & ~63LL), 0)};
+		mem = call_fn(em, "aligned_alloc", em->i8p, (LLVMTypeRef[]){em->i64, em->i64}, 2, args);
+		p = LLVMBuildBitCast(em->b, mem, LLVMPointerType(et, 0), buf->name);
+	}
+	int mark = em->nbind;
+	if (!push(em, buf, p, true) || !st(em, s->u.alloc.body))
+		return false;
+	em->nbind = mark;
+	if (mem)
+		call_fn(em, "free", em->void_t, &em->i8p, 1, &mem);
+	return true;
+}
+
+static bool st_if(emitter *em, const ts_stmt *s)
+{
+	LLVMValueRef c = ex(em, s->u.if_.cond);
+	if (!c)
+		return false;
+	LLVMBasicBlockRef then_b = LLVMAppendBasicBlockInContext(em->c, em->fn, "if.then");
+	LLVMBasicBlockRef else_b = s->u.if_.else_s ? LLVMAppendBasicBlockInContext(em->c, em->fn, "if.else") : NULL;
+	LLVMBasicBlockRef end = LLVMAppendBasicBlockInContext(em->c, em->fn, "if.end");
+	LLVMBuildCondBr(em->b, c, then_b, else_b ? else_b : end);
+	LLVMPositionBuilderAtEnd(em->b, then_b);
+	if (!st(em, s->u.if_.then_s))
+		return false;
+	LLVMBuildBr(em->b, end);
+	if (else_b) {
+		LLVMPositionBuilderAtEnd(em->b, else_b);
+		if (!st(em, s->u.if_.else_s))
+			return false;
+		LLVMBuildBr(em->b, end);
+	}
+	LLVMPositionBuilderAtEnd(em->b, end);
+	return true;
+}
+
+static bool st(emitter *em, const ts_stmt *s)
+{
+	if (em->st)
+		return false;
+	switch (s->kind) {
+	case IR_S_FOR:
+		return st_for(em, s);
+	case IR_S_STORE:
+		return st_store(em, s);
+	case IR_S_ALLOCATE:
+		return st_allocate(em, s);
+	case IR_S_IF:
+		return st_if(em, s);
+	case IR_S_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++)
+			if (!st(em, s->u.seq.s[i]))
+				return false;
+		return true;
+	case IR_S_LET: {
+		LLVMValueRef v = ex(em, s->u.let.value);
+		int mark = em->nbind;
+		if (!v || !push(em, s->u.let.var, v, false) || !st(em, s->u.let.body))
+			return false;
+		em->nbind = mark;
+		return true;
+	}
+	case IR_S_EVALUATE:
+		return ex(em, s->u.eval.value) != NULL;
+	case IR_S_BARRIER:
+		/* no GPU threads on the CPU: nothing to wait for */
+		return true;
+	case IR_S_PROVIDE:
+	case IR_S_REALIZE:
+		return fail(em, TS_ERR_INVALID, "%s is not lowered to buffers",
+			    ir_stmt_kind_name(s->kind)), false;
+	case IR_STMT_KIND_COUNT:
+		break;
+	}
+	return fail(em, TS_ERR_INTERNAL, "unknown statement kind %d", (int)s->kind), false;
+}
+
+/* ---- the entry point ---------------------------------------------------------- */
+
+static LLVMValueRef emit_inner(emitter *em, ts_stmt *body)
+{
+	const ts_func *f = em->f;
+	unsigned n = (unsigned)f->nparams;
+	LLVMTypeRef *params = ts_alloc_array(em->ctx, n ? n : 1, sizeof(*params));
+	char *name = ts_sprintf(em->ctx, "%s.inner", f->name);
+	if (!params || !name)
+		return fail(em, TS_ERR_NOMEM, "out of memory");
+	for (unsigned i = 0; i < n; i++) {
+		LLVMTypeRef et = elem_type(em, f->params[i]->dtype, true);
+		if (!et)
+			return NULL;
+		params[i] = LLVMPointerType(et, 0);
+	}
+	LLVMValueRef fn = inner_function(em, name, em->i32, params, n);
+	begin_function(em, fn);
+	for (unsigned i = 0; i < n; i++) {
+		buffer_param(em, fn, i, f->params[i]);
+		push(em, f->params[i], LLVMGetParam(fn, i), true);
+	}
+	if (!st(em, body))
+		return NULL;
+	LLVMBuildRet(em->b, LLVMConstInt(em->i32, 0, 0));
+	end_function(em);
+	return fn;
+}
+
+/* int32_t name(void **args): args[i] is the data of parameter i. */
+static void emit_wrapper(emitter *em, LLVMValueRef inner)
+{
+	const ts_func *f = em->f;
+	LLVMTypeRef argt = LLVMPointerType(em->i8p, 0);
+	LLVMValueRef fn = LLVMAddFunction(em->mod, f->name, LLVMFunctionType(em->i32, &argt, 1, 0));
+	add_attr(em, fn, LLVMAttributeFunctionIndex, "nounwind", 0);
+	LLVMSetValueName2(LLVMGetParam(fn, 0), "args", 4);
+	LLVMPositionBuilderAtEnd(em->b, LLVMAppendBasicBlockInContext(em->c, fn, "entry"));
+	LLVMValueRef *args = ts_alloc_array(em->ctx, (size_t)f->nparams + 1, sizeof(*args));
+	if (!args) {
+		fail(em, TS_ERR_NOMEM, "out of memory");
+		return;
+	}
+	for (int i = 0; i < f->nparams; i++) {
+		LLVMValueRef ix = LLVMConstInt(em->i64, (unsigned long long)i, 0);
+		LLVMValueRef slot = LLVMBuildInBoundsGEP2(em->b, em->i8p, LLVMGetParam(fn, 0), &ix, 1, "");
+		LLVMValueRef p = LLVMBuildLoad2(em->b, em->i8p, slot, f->params[i]->name);
+		args[i] = LLVMBuildBitCast(em->b, p, LLVMTypeOf(LLVMGetParam(inner, (unsigned)i)), "");
+	}
+	LLVMValueRef r = LLVMBuildCall2(em->b, LLVMGlobalGetValueType(inner), inner, args,
+					(unsigned)f->nparams, "");
+	LLVMBuildRet(em->b, r);
+}
+
+ts_status cg_llvm_emit(ts_ctx *ctx, const ts_func *f, ts_stmt *body, LLVMModuleRef mod)
+{
+	emitter em = {.ctx = ctx, .f = f, .mod = mod, .c = LLVMGetModuleContext(mod)};
+	em.i1 = LLVMInt1TypeInContext(em.c);
+	em.i8 = LLVMInt8TypeInContext(em.c);
+	em.i32 = LLVMInt32TypeInContext(em.c);
+	em.i64 = LLVMInt64TypeInContext(em.c);
+	em.i8p = LLVMPointerType(em.i8, 0);
+	em.void_t = LLVMVoidTypeInContext(em.c);
+	em.b = LLVMCreateBuilderInContext(em.c);
+	em.ab = LLVMCreateBuilderInContext(em.c);
+	LLVMValueRef inner = emit_inner(&em, body);
+	if (inner)
+		emit_wrapper(&em, inner);
+	LLVMDisposeBuilder(em.b);
+	LLVMDisposeBuilder(em.ab);
+	if (!inner && !em.st)
+		em.st = ts_error(ctx, TS_ERR_INTERNAL, "llvm(%s): code generation failed", f->name);
+	return em.st;
+}

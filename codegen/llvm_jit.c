@@ -1,0 +1,398 @@
+/*
+ * llvm_jit.c - the compile driver of the LLVM backend: vectorize, build,
+ * verify, optimize, JIT; and the by-products (IR text, assembly, object
+ * file and C header).
+ *
+ * Each module owns one ORC thread-safe context.  The optimized module goes
+ * to its own LLJIT instance; a clone of it stays behind for assembly and
+ * object output, each of which works on a fresh clone because code
+ * generation passes rewrite the IR they run on.
+ *
+ * The JIT'd code calls few outside functions: ts_parallel_for, malloc-style
+ * allocation and libm (tanh, erf, and whatever LLVM lowers math intrinsics
+ * to).  They are defined in the JIT by address, so that they resolve even
+ * when the program was linked without exporting them or without a direct
+ * reference to libm; everything else falls back to the process's symbols.
+ */
+#include "llvm.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "llvm_internal.h"
+#include "sbuf.h"
+#include "threadpool.h"
+#include "vectorize.h"
+
+struct cg_llvm_module {
+	char *name;
+	cg_llvm_target target;
+	LLVMOrcThreadSafeContextRef tsc;
+	LLVMModuleRef aot; /* the optimized module, for assembly and objects */
+	LLVMOrcLLJITRef jit;
+	ts_cpu_entry entry;
+	char *ir_before, *ir_after; /* LLVM messages */
+	ts_sbuf header;
+	cg_llvm_times times;
+};
+
+typedef void (*any_fn)(void);
+
+static const struct {
+	const char *name;
+	any_fn addr;
+} runtime_symbols[] = {
+	{"ts_parallel_for", (any_fn)ts_parallel_for},
+	{"malloc", (any_fn)malloc}, {"free", (any_fn)free},
+	{"aligned_alloc", (any_fn)aligned_alloc},
+	{"memset", (any_fn)memset}, {"memcpy", (any_fn)memcpy}, {"memmove", (any_fn)memmove},
+	{"expf", (any_fn)expf}, {"exp", (any_fn)exp}, {"exp2f", (any_fn)exp2f},
+	{"exp2", (any_fn)exp2}, {"logf", (any_fn)logf}, {"log", (any_fn)log},
+	{"sqrtf", (any_fn)sqrtf}, {"sqrt", (any_fn)sqrt}, {"tanhf", (any_fn)tanhf},
+	{"tanh", (any_fn)tanh}, {"erff", (any_fn)erff}, {"erf", (any_fn)erf},
+	{"powf", (any_fn)powf}, {"pow", (any_fn)pow}, {"fabsf", (any_fn)fabsf},
+	{"fabs", (any_fn)fabs}, {"floorf", (any_fn)floorf}, {"floor", (any_fn)floor},
+	{"ceilf", (any_fn)ceilf}, {"ceil", (any_fn)ceil}, {"ldexpf", (any_fn)ldexpf},
+	{"ldexp", (any_fn)ldexp},
+};
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Records an LLVM error (consuming it) as a tessera error. */
+static ts_status llvm_error(ts_ctx *ctx, const char *name, const char *what, LLVMErrorRef err)
+{
+	char *msg = LLVMGetErrorMessage(err);
+	ts_error(ctx, TS_ERR_RUNTIME, "llvm(%s): %s: %s", name, what, msg);
+	LLVMDisposeErrorMessage(msg);
+	return TS_ERR_RUNTIME;
+}
+
+/* ---- the module's phases ------------------------------------------------------ */
+
+static ts_status build(ts_ctx *ctx, cg_llvm_module *m, const ts_func *f, LLVMModuleRef *out)
+{
+	ts_stmt *body = cg_vectorize(ctx, f->body);
+	if (!body)
+		return ts_last_status(ctx);
+	LLVMContextRef lc = LLVMOrcThreadSafeContextGetContext(m->tsc);
+	LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(m->name, lc);
+	LLVMTargetMachineRef tm = cg_llvm_target_machine(&m->target, LLVMRelocDefault,
+							 LLVMCodeModelDefault);
+	LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
+	LLVMSetModuleDataLayout(mod, dl);
+	LLVMSetTarget(mod, m->target.triple);
+	LLVMDisposeTargetData(dl);
+	LLVMDisposeTargetMachine(tm);
+	*out = mod;
+	ts_status st = cg_llvm_emit(ctx, f, body, mod);
+	char *msg = NULL;
+	if (!st && LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg))
+		st = ts_error(ctx, TS_ERR_INTERNAL, "llvm(%s): the generated module is invalid: %s",
+			      m->name, msg ? msg : "");
+	LLVMDisposeMessage(msg);
+	if (!st)
+		m->ir_before = LLVMPrintModuleToString(mod);
+	return st;
+}
+
+static ts_status optimize(ts_ctx *ctx, cg_llvm_module *m, LLVMModuleRef mod)
+{
+	LLVMTargetMachineRef tm = cg_llvm_target_machine(&m->target, LLVMRelocDefault,
+							 LLVMCodeModelDefault);
+	LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
+	LLVMErrorRef err = LLVMRunPasses(mod, "default<O3>", tm, opts);
+	LLVMDisposePassBuilderOptions(opts);
+	LLVMDisposeTargetMachine(tm);
+	if (err)
+		return llvm_error(ctx, m->name, "optimization failed", err);
+	m->ir_after = LLVMPrintModuleToString(mod);
+	m->aot = LLVMCloneModule(mod);
+	return TS_OK;
+}
+
+static ts_status define_runtime(ts_ctx *ctx, cg_llvm_module *m, LLVMOrcJITDylibRef jd)
+{
+	size_t n = TS_COUNT_OF(runtime_symbols);
+	LLVMJITCSymbolMapPair pairs[TS_COUNT_OF(runtime_symbols)];
+	for (size_t i = 0; i < n; i++) {
+		pairs[i].Name = LLVMOrcLLJITMangleAndIntern(m->jit, runtime_symbols[i].name);
+		pairs[i].Sym.Address = (LLVMOrcExecutorAddress)(uintptr_t)runtime_symbols[i].addr;
+		pairs[i].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported |
+						  LLVMJITSymbolGenericFlagsCallable;
+		pairs[i].Sym.Flags.TargetFlags = 0;
+	}
+	LLVMOrcMaterializationUnitRef mu = LLVMOrcAbsoluteSymbols(pairs, n);
+	LLVMErrorRef err = LLVMOrcJITDylibDefine(jd, mu);
+	if (err) {
+		LLVMOrcDisposeMaterializationUnit(mu);
+		return llvm_error(ctx, m->name, "cannot define runtime symbols", err);
+	}
+	LLVMOrcDefinitionGeneratorRef gen;
+	err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+		&gen, LLVMOrcLLJITGetGlobalPrefix(m->jit), NULL, NULL);
+	if (err)
+		return llvm_error(ctx, m->name, "cannot search the process's symbols", err);
+	LLVMOrcJITDylibAddGenerator(jd, gen);
+	return TS_OK;
+}
+
+static ts_status create_jit(ts_ctx *ctx, cg_llvm_module *m)
+{
+	LLVMTargetMachineRef tm = cg_llvm_target_machine(&m->target, LLVMRelocDefault,
+							 LLVMCodeModelJITDefault);
+	LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
+	LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
+		builder, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
+	LLVMErrorRef err = LLVMOrcCreateLLJIT(&m->jit, builder);
+	if (err) {
+		m->jit = NULL;
+		return llvm_error(ctx, m->name, "cannot create the JIT", err);
+	}
+	return define_runtime(ctx, m, LLVMOrcLLJITGetMainJITDylib(m->jit));
+}
+
+/* Hands mod to the JIT and compiles the entry point. */
+static ts_status jit(ts_ctx *ctx, cg_llvm_module *m, LLVMModuleRef mod)
+{
+	ts_status st = create_jit(ctx, m);
+	if (st) {
+		LLVMDisposeModule(mod);
+		return st;
+	}
+	LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(mod, m->tsc);
+	LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(m->jit);
+	LLVMErrorRef err = LLVMOrcLLJITAddLLVMIRModule(m->jit, jd, tsm);
+	if (err) {
+		LLVMOrcDisposeThreadSafeModule(tsm);
+		return llvm_error(ctx, m->name, "cannot add the module to the JIT", err);
+	}
+	LLVMOrcExecutorAddress addr = 0;
+	err = LLVMOrcLLJITLookup(m->jit, &addr, m->name);
+	if (err)
+		return llvm_error(ctx, m->name, "cannot compile the entry point", err);
+	m->entry = (ts_cpu_entry)(uintptr_t)addr;
+	return TS_OK;
+}
+
+/* The C header text, made now so that the module needs nothing from f
+ * later. */
+static void make_header(cg_llvm_module *m, const ts_func *f)
+{
+	ts_sbuf *sb = &m->header;
+	char t[24];
+	ts_sb_printf(sb, "/*\n * %s.h - generated by tessera for target '%s'.\n *\n", m->name,
+		     m->target.str);
+	ts_sb_printf(sb, " * int32_t %s(void **args) runs the function; args[i] is the data of\n"
+		     " * buffer i (dense, row-major, 64-byte aligned, not overlapping):\n", m->name);
+	for (int i = 0; i < f->nparams; i++) {
+		const ts_buffer *b = f->params[i];
+		ts_sb_printf(sb, " *   args[%d]: %s %s[", i, b->name, ts_dtype_str(b->dtype, t));
+		for (int d = 0; d < b->ndim; d++)
+			ts_sb_printf(sb, "%s%lld", d ? ", " : "", (long long)b->shape[d]);
+		ts_sb_puts(sb, "]\n");
+	}
+	ts_sb_puts(sb, " * It returns 0.  Link with libtessera (parallel loops) and libm.\n */\n");
+	ts_sb_printf(sb, "#ifndef TS_GENERATED_%s_H\n#define TS_GENERATED_%s_H\n\n", m->name, m->name);
+	ts_sb_puts(sb, "#include <stdint.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
+	ts_sb_printf(sb, "int32_t %s(void **args);\n\n", m->name);
+	ts_sb_puts(sb, "#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
+}
+
+/* ---- public API ------------------------------------------------------------- */
+
+static ts_status check_func(ts_ctx *ctx, const ts_func *f)
+{
+	if (!f)
+		return ts_error(ctx, TS_ERR_INVALID, "llvm: no function (NULL)");
+	if (!f->name || !f->name[0] || !f->body)
+		return ts_error(ctx, TS_ERR_INVALID, "llvm: function '%s' has no %s",
+				f->name ? f->name : "?", f->body ? "name" : "body");
+	/* the JIT resolves the runtime's functions in the module's namespace */
+	for (size_t i = 0; i < TS_COUNT_OF(runtime_symbols); i++)
+		if (strcmp(f->name, runtime_symbols[i].name) == 0)
+			return ts_error(ctx, TS_ERR_INVALID,
+					"llvm(%s): the name collides with the runtime function '%s'",
+					f->name, runtime_symbols[i].name);
+	for (int i = 0; i < f->nparams; i++)
+		if (!f->params[i])
+			return ts_error(ctx, TS_ERR_INVALID, "llvm(%s): parameter %d is NULL", f->name, i);
+	return TS_OK;
+}
+
+static ts_status compile(ts_ctx *ctx, cg_llvm_module *m, const ts_func *f, const char *target)
+{
+	ts_status st = cg_llvm_target_parse(ctx, target, &m->target);
+	if (st)
+		return st;
+	m->tsc = LLVMOrcCreateNewThreadSafeContext();
+	double t0 = now_ms();
+	LLVMModuleRef mod = NULL;
+	st = build(ctx, m, f, &mod);
+	double t1 = now_ms();
+	if (!st)
+		st = optimize(ctx, m, mod);
+	double t2 = now_ms();
+	if (st || !m->target.native)
+		LLVMDisposeModule(mod);
+	else
+		st = jit(ctx, m, mod);
+	m->times = (cg_llvm_times){t1 - t0, t2 - t1, now_ms() - t2};
+	make_header(m, f);
+	return st ? st : m->header.oom ? ts_error(ctx, TS_ERR_NOMEM, "llvm(%s): out of memory", m->name)
+				       : TS_OK;
+}
+
+cg_llvm_module *cg_llvm_compile(ts_ctx *ctx, const ts_func *f, const char *target)
+{
+	if (check_func(ctx, f))
+		return NULL;
+	cg_llvm_module *m = calloc(1, sizeof(*m));
+	if (!m || !(m->name = strdup(f->name))) {
+		free(m);
+		ts_error(ctx, TS_ERR_NOMEM, "llvm(%s): out of memory", f->name);
+		return NULL;
+	}
+	if (compile(ctx, m, f, target)) {
+		cg_llvm_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+ts_cpu_entry cg_llvm_entry(const cg_llvm_module *m)
+{
+	return m ? m->entry : NULL;
+}
+
+const char *cg_llvm_ir_text(ts_ctx *ctx, const cg_llvm_module *m, bool optimized)
+{
+	if (!m) {
+		ts_error(ctx, TS_ERR_INVALID, "llvm: no module (NULL)");
+		return NULL;
+	}
+	return ts_strdup(ctx, optimized ? m->ir_after : m->ir_before);
+}
+
+/* Code for the module's target into a memory buffer (assembly or object). */
+static LLVMMemoryBufferRef emit_code(ts_ctx *ctx, cg_llvm_module *m, LLVMCodeGenFileType kind)
+{
+	LLVMTargetMachineRef tm = cg_llvm_target_machine(&m->target, LLVMRelocPIC,
+							 LLVMCodeModelDefault);
+	LLVMModuleRef clone = LLVMCloneModule(m->aot);
+	LLVMMemoryBufferRef buf = NULL;
+	char *err = NULL;
+	if (LLVMTargetMachineEmitToMemoryBuffer(tm, clone, kind, &err, &buf)) {
+		ts_error(ctx, TS_ERR_RUNTIME, "llvm(%s): code generation failed: %s", m->name,
+			 err ? err : "");
+		buf = NULL;
+	}
+	LLVMDisposeMessage(err);
+	LLVMDisposeModule(clone);
+	LLVMDisposeTargetMachine(tm);
+	return buf;
+}
+
+const char *cg_llvm_asm_text(ts_ctx *ctx, cg_llvm_module *m)
+{
+	if (!m) {
+		ts_error(ctx, TS_ERR_INVALID, "llvm: no module (NULL)");
+		return NULL;
+	}
+	LLVMMemoryBufferRef buf = emit_code(ctx, m, LLVMAssemblyFile);
+	if (!buf)
+		return NULL;
+	size_t n = LLVMGetBufferSize(buf);
+	char *s = ts_alloc(ctx, n + 1);
+	if (s)
+		memcpy(s, LLVMGetBufferStart(buf), n);
+	LLVMDisposeMemoryBuffer(buf);
+	return s;
+}
+
+static bool is_identifier(const char *s)
+{
+	if (!isalpha((unsigned char)s[0]) && s[0] != '_')
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_')
+			return false;
+	return true;
+}
+
+static ts_status write_file(ts_ctx *ctx, const char *name, const char *path, const void *data,
+			    size_t n)
+{
+	FILE *fp = fopen(path, "wb");
+	if (!fp)
+		return ts_error(ctx, TS_ERR_RUNTIME, "llvm(%s): cannot open '%s' for writing", name, path);
+	size_t w = fwrite(data, 1, n, fp);
+	if (fclose(fp) != 0 || w != n)
+		return ts_error(ctx, TS_ERR_RUNTIME, "llvm(%s): cannot write '%s'", name, path);
+	return TS_OK;
+}
+
+ts_status cg_llvm_write_object(ts_ctx *ctx, cg_llvm_module *m, const char *obj_path,
+			       const char *header_path)
+{
+	if (!m || !obj_path)
+		return ts_error(ctx, TS_ERR_INVALID, "llvm: write_object needs a module and a path");
+	if (header_path && !is_identifier(m->name))
+		return ts_error(ctx, TS_ERR_INVALID,
+				"llvm(%s): the function name is not a C identifier; cannot write a header",
+				m->name);
+	LLVMMemoryBufferRef buf = emit_code(ctx, m, LLVMObjectFile);
+	if (!buf)
+		return ts_last_status(ctx);
+	ts_status st = write_file(ctx, m->name, obj_path, LLVMGetBufferStart(buf),
+				  LLVMGetBufferSize(buf));
+	LLVMDisposeMemoryBuffer(buf);
+	if (!st && header_path)
+		st = write_file(ctx, m->name, header_path, ts_sb_str(&m->header), m->header.len);
+	return st;
+}
+
+const char *cg_llvm_target_str(const cg_llvm_module *m)
+{
+	return m ? m->target.str : NULL;
+}
+
+cg_llvm_times cg_llvm_get_times(const cg_llvm_module *m)
+{
+	return m ? m->times : (cg_llvm_times){0, 0, 0};
+}
+
+void cg_llvm_free(cg_llvm_module *m)
+{
+	if (!m)
+		return;
+	/* the clone lives in the thread-safe context: dispose it first */
+	if (m->aot)
+		LLVMDisposeModule(m->aot);
+	if (m->jit) {
+		LLVMErrorRef err = LLVMOrcDisposeLLJIT(m->jit);
+		if (err)
+			LLVMConsumeError(err);
+	}
+	if (m->tsc)
+		LLVMOrcDisposeThreadSafeContext(m->tsc);
+	LLVMDisposeMessage(m->ir_before);
+	LLVMDisposeMessage(m->ir_after);
+	ts_sb_free(&m->header);
+	cg_llvm_target_free(&m->target);
+	free(m->name);
+	free(m);
+}
