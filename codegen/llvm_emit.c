@@ -274,7 +274,25 @@ static LLVMValueRef ex_binary(emitter *em, const ts_expr *e)
 	 * loop did, so a vectorized float sum gives the same bits */
 	if (e->kind == IR_ADD && ts_dtype_is_float(t) && is_lane_reduce(e->u.bin.b, TS_REDUCE_SUM))
 		return lane_reduce(em, e->u.bin.b, a);
+	/* a*b + c may be contracted into one fused multiply-add, as ir.h
+	 * allows: llvm.fmuladd becomes an FMA instruction where the target
+	 * has one (the C API of LLVM 14 cannot set fast-math contraction) */
+	const ts_expr *m = e->u.bin.a, *c = e->u.bin.b;
+	if (e->kind == IR_ADD && ts_dtype_is_float(t) && m->kind == IR_MUL) {
+		LLVMValueRef args[3] = {ex(em, m->u.bin.a), ex(em, m->u.bin.b), ex(em, c)};
+		LLVMTypeRef ty = LLVMTypeOf(a);
+		if (!args[0] || !args[1] || !args[2])
+			return NULL;
+		return intrinsic(em, "llvm.fmuladd", &ty, 1, args, 3);
+	}
 	LLVMValueRef b = ex(em, e->u.bin.b);
+	if (b && e->kind == IR_ADD && ts_dtype_is_float(t) && c->kind == IR_MUL) {
+		LLVMValueRef args[3] = {ex(em, c->u.bin.a), ex(em, c->u.bin.b), a};
+		LLVMTypeRef ty = LLVMTypeOf(a);
+		if (!args[0] || !args[1])
+			return NULL;
+		return intrinsic(em, "llvm.fmuladd", &ty, 1, args, 3);
+	}
 	return b ? arith(em, e->kind, t, a, b) : NULL;
 }
 
@@ -331,6 +349,8 @@ static LLVMValueRef ex_call(emitter *em, const ts_expr *e)
 			return NULL;
 	LLVMTypeRef ty = LLVMTypeOf(args[0]);
 	switch (e->u.call.op) {
+	case IR_INTRIN_LIKELY: /* a hint for loop partitioning: the value is the condition */
+		return args[0];
 	case IR_INTRIN_TANH:
 		return libm_call(em, "tanhf", "tanh", e->dtype, args[0]);
 	case IR_INTRIN_ERF:

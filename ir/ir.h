@@ -20,7 +20,9 @@
  *  - Operands are evaluated left to right; expressions have no side effects,
  *    so order matters only for errors.
  *  - Comparisons and logical operators yield bool (with the operands' lanes).
- *  - Float math follows IEEE-754 in the operand dtype; reductions in the
+ *  - Float math follows IEEE-754 in the operand dtype, except that a*b + c
+ *    may be contracted into a fused multiply-add (one rounding), as C
+ *    compilers do by default; reductions in the
  *    reference evaluator accumulate float in float64.
  *  - Vector values have dtype.lanes > 1: RAMP(base, stride, lanes) and
  *    BROADCAST(value, lanes) build them; a LOAD whose index is a vector reads
