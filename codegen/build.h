@@ -31,7 +31,7 @@ ts_status ts_module_time(ts_module *m, int nargs, ts_array *const *args, int war
  * the module has no such form. */
 const char *ts_module_source(ts_module *m, const char *kind);
 
-/* Per-phase compile times (lowering is filled in by ts_build_schedule). */
+/* Per-phase compile times of ts_build (lowering is timed by the caller). */
 ts_phase_times ts_module_times(const ts_module *m);
 const char *ts_module_target(const ts_module *m);
 const ts_func *ts_module_func(const ts_module *m);
