@@ -307,7 +307,13 @@ static ts_expr *compare(simp *s, ts_expr *e)
 	if (fail)
 		return NULL;
 	int v = decide(e->kind, d);
-	return v < 0 ? e : cst(s, e->dtype, v);
+	if (v >= 0)
+		return cst(s, e->dtype, v);
+	/* constants go to the right: `4 <= j` is `j >= 4` */
+	static const ir_expr_kind swapped[] = {IR_EQ, IR_NE, IR_GT, IR_GE, IR_LT, IR_LE};
+	if (a->kind == IR_INT_IMM && b->kind != IR_INT_IMM)
+		return mk(s, swapped[e->kind - IR_EQ], b, a);
+	return e;
 }
 
 /* ---- logic, select, cast ---------------------------------------------------------------- */
