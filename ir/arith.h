@@ -52,7 +52,8 @@ bool ir_can_prove(ts_ctx *ctx, ts_expr *cond, int n, const ir_range *ranges);
 /* Simplifies every expression of a loop-IR statement, using the ranges of
  * the enclosing FOR loops (exact when min/extent are constants, otherwise
  * from their bounds) and of LET variables; a LET of a constant is
- * substituted away.  Removes IFs whose condition is provably true or false,
+ * substituted away, and the branches of an IF comparing a variable with a
+ * constant (or a conjunction of such) narrow that variable's range.  Removes IFs whose condition is provably true or false,
  * replaces a loop of extent 1 by its body with the variable substituted by
  * min (except thread-bound loops, which keep their binding), drops EVALUATE
  * (expressions have no side effects) and every statement left empty.  A

@@ -67,5 +67,8 @@ ts_expr *ir_lin_expr(ts_ctx *ctx, const ir_lin *l);
 /* Mathematical interval of the sum given the atoms' intervals; returns
  * false when it could not be bounded. */
 bool ir_lin_bound(const ir_lin *l, int n, const ir_range *ranges, ir_ival *out);
+/* Mathematical interval of a - b, both taken at their integer values. */
+bool ir_lin_diff_bound(const ir_lin *a, const ir_lin *b, int n, const ir_range *ranges,
+		       ir_ival *out);
 
 #endif

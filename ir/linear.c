@@ -153,20 +153,47 @@ ts_expr *ir_lin_expr(ts_ctx *ctx, const ir_lin *l)
 
 /* ---- bounds --------------------------------------------------------------------- */
 
+/* acc += c * atom; false when the product is beyond every dtype. */
+static bool acc_term(ir_ival *acc, ir_i128 c, const ts_expr *atom, int n, const ir_range *r)
+{
+	if (c == 0)
+		return true;
+	ir_ival a = ir_bound_ival(atom, n, r);
+	ir_i128 p = ir_mul_sat(c, a.lo), q = ir_mul_sat(c, a.hi);
+	if (p <= -IR_IVAL_BIG || p >= IR_IVAL_BIG || q <= -IR_IVAL_BIG || q >= IR_IVAL_BIG)
+		return false;
+	acc->lo += p < q ? p : q;
+	acc->hi += p < q ? q : p;
+	return true;
+}
+
 bool ir_lin_bound(const ir_lin *l, int n, const ir_range *ranges, ir_ival *out)
 {
 	ir_ival acc = {l->k, l->k};
-	for (int i = 0; i < l->n; i++) {
-		ir_i128 c = l->t[i].coef;
-		if (c == 0)
-			continue;
-		ir_ival a = ir_bound_ival(l->t[i].atom, n, ranges);
-		ir_i128 p = ir_mul_sat(c, a.lo), q = ir_mul_sat(c, a.hi);
-		if (p <= -IR_IVAL_BIG || p >= IR_IVAL_BIG || q <= -IR_IVAL_BIG || q >= IR_IVAL_BIG)
+	for (int i = 0; i < l->n; i++)
+		if (!acc_term(&acc, l->t[i].coef, l->t[i].atom, n, ranges))
 			return false;
-		acc.lo += p < q ? p : q;
-		acc.hi += p < q ? q : p;
-	}
+	*out = acc;
+	return true;
+}
+
+static ir_i128 coef_of(const ir_lin *l, const ts_expr *atom)
+{
+	for (int i = 0; i < l->n; i++)
+		if (ir_expr_equal(l->t[i].atom, atom))
+			return l->t[i].coef;
+	return 0;
+}
+
+bool ir_lin_diff_bound(const ir_lin *a, const ir_lin *b, int n, const ir_range *r, ir_ival *out)
+{
+	ir_ival acc = {(ir_i128)a->k - b->k, (ir_i128)a->k - b->k};
+	for (int i = 0; i < a->n; i++)
+		if (!acc_term(&acc, a->t[i].coef - coef_of(b, a->t[i].atom), a->t[i].atom, n, r))
+			return false;
+	for (int i = 0; i < b->n; i++)
+		if (coef_of(a, b->t[i].atom) == 0 && !acc_term(&acc, -(ir_i128)b->t[i].coef, b->t[i].atom, n, r))
+			return false;
 	*out = acc;
 	return true;
 }

@@ -65,41 +65,6 @@ static ts_expr *from_lin(simp *s, const ir_lin *l, ts_expr *orig)
 	return r && orig && ir_expr_equal(r, orig) ? orig : r;
 }
 
-static ir_i128 coef_of(const ir_lin *l, const ts_expr *atom)
-{
-	for (int i = 0; i < l->n; i++)
-		if (ir_expr_equal(l->t[i].atom, atom))
-			return l->t[i].coef;
-	return 0;
-}
-
-static bool acc_term(const simp *s, ir_ival *acc, ir_i128 c, const ts_expr *atom)
-{
-	if (c == 0)
-		return true;
-	ir_ival a = bnd(s, atom);
-	ir_i128 p = ir_mul_sat(c, a.lo), q = ir_mul_sat(c, a.hi);
-	if (p <= -IR_IVAL_BIG || p >= IR_IVAL_BIG || q <= -IR_IVAL_BIG || q >= IR_IVAL_BIG)
-		return false;
-	acc->lo += p < q ? p : q;
-	acc->hi += p < q ? q : p;
-	return true;
-}
-
-/* Interval of the integer a - b from exact linear forms; false if unknown. */
-static bool lin_diff(simp *s, const ir_lin *a, const ir_lin *b, ir_ival *out)
-{
-	ir_ival acc = {(ir_i128)a->k - b->k, (ir_i128)a->k - b->k};
-	for (int i = 0; i < a->n; i++)
-		if (!acc_term(s, &acc, a->t[i].coef - coef_of(b, a->t[i].atom), a->t[i].atom))
-			return false;
-	for (int i = 0; i < b->n; i++)
-		if (coef_of(a, b->t[i].atom) == 0 && !acc_term(s, &acc, -(ir_i128)b->t[i].coef, b->t[i].atom))
-			return false;
-	*out = acc;
-	return true;
-}
-
 /* Interval of the integer a - b (int scalars): from their bounds, narrowed by
  * their canonical difference when both are exact.  *fail: out of memory. */
 static ir_ival diff(simp *s, ts_expr *a, ts_expr *b, bool *fail)
@@ -111,7 +76,8 @@ static ir_ival diff(simp *s, ts_expr *a, ts_expr *b, bool *fail)
 		*fail = true;
 		return d;
 	}
-	if (lin_exact(s, &la, &la_iv) && lin_exact(s, &lb, &lb_iv) && lin_diff(s, &la, &lb, &ld)) {
+	if (lin_exact(s, &la, &la_iv) && lin_exact(s, &lb, &lb_iv) &&
+	    ir_lin_diff_bound(&la, &lb, s->n, s->r, &ld)) {
 		d.lo = d.lo > ld.lo ? d.lo : ld.lo;
 		d.hi = d.hi < ld.hi ? d.hi : ld.hi;
 	}
@@ -341,7 +307,13 @@ static ts_expr *compare(simp *s, ts_expr *e)
 	if (fail)
 		return NULL;
 	int v = decide(e->kind, d);
-	return v < 0 ? e : cst(s, e->dtype, v);
+	if (v >= 0)
+		return cst(s, e->dtype, v);
+	/* constants go to the right: `4 <= j` is `j >= 4` */
+	static const ir_expr_kind swapped[] = {IR_EQ, IR_NE, IR_GT, IR_GE, IR_LT, IR_LE};
+	if (a->kind == IR_INT_IMM && b->kind != IR_INT_IMM)
+		return mk(s, swapped[e->kind - IR_EQ], b, a);
+	return e;
 }
 
 /* ---- logic, select, cast ---------------------------------------------------------------- */

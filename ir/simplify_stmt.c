@@ -72,6 +72,64 @@ static ts_stmt *for_stmt(sst *s, ts_stmt *st)
 	return ir_for(s->ctx, var, min, ext, st->u.for_.kind, st->u.for_.thread, body);
 }
 
+/* {v : v k c} as an interval (c an integer, k a comparison); false for NE. */
+static bool cmp_ival(ir_expr_kind k, ir_i128 c, ir_ival *out)
+{
+	switch (k) {
+	case IR_LT: *out = (ir_ival){-IR_IVAL_BIG, c - 1}; return true;
+	case IR_LE: *out = (ir_ival){-IR_IVAL_BIG, c}; return true;
+	case IR_GT: *out = (ir_ival){c + 1, IR_IVAL_BIG}; return true;
+	case IR_GE: *out = (ir_ival){c, IR_IVAL_BIG}; return true;
+	case IR_EQ: *out = (ir_ival){c, c}; return true;
+	case IR_INT_IMM: case IR_FLOAT_IMM: case IR_VAR: case IR_ADD: case IR_SUB:
+	case IR_MUL: case IR_DIV: case IR_TRUNCDIV: case IR_TRUNCMOD: case IR_FLOORDIV:
+	case IR_FLOORMOD: case IR_MIN: case IR_MAX: case IR_NE: case IR_AND: case IR_OR:
+	case IR_NOT: case IR_CAST: case IR_SELECT: case IR_CALL: case IR_READ:
+	case IR_LOAD: case IR_RAMP: case IR_BROADCAST: case IR_REDUCE:
+	case IR_EXPR_KIND_COUNT:
+		break;
+	}
+	return false;
+}
+
+/* The comparison that holds exactly when `a k b` fails, or when it holds
+ * with the operands swapped. */
+static ir_expr_kind flip(ir_expr_kind k, bool negate)
+{
+	static const ir_expr_kind neg[] = {IR_NE, IR_EQ, IR_GE, IR_GT, IR_LE, IR_LT};
+	static const ir_expr_kind swap[] = {IR_EQ, IR_NE, IR_GT, IR_GE, IR_LT, IR_LE};
+	return negate ? neg[k - IR_EQ] : swap[k - IR_EQ];
+}
+
+/* Narrows the range of v when `v k c` (or `c k v`) is known to be `holds`;
+ * conjunctions that hold and disjunctions that fail narrow each part. */
+static bool assume(sst *s, ts_expr *cond, bool holds, sst *out)
+{
+	*out = *s;
+	if (cond->kind == IR_NOT)
+		return assume(s, cond->u.un.a, !holds, out);
+	if ((cond->kind == IR_AND && holds) || (cond->kind == IR_OR && !holds)) {
+		sst mid;
+		return assume(s, cond->u.bin.a, holds, &mid) && assume(&mid, cond->u.bin.b, holds, out);
+	}
+	if (!ir_is_compare(cond->kind) || !ts_dtype_is_int(cond->u.bin.a->dtype))
+		return true;
+	ts_expr *a = cond->u.bin.a, *b = cond->u.bin.b;
+	ir_expr_kind k = holds ? cond->kind : flip(cond->kind, true);
+	if (a->kind == IR_INT_IMM && b->kind == IR_VAR) {
+		ts_expr *t = a;
+		a = b;
+		b = t;
+		k = flip(k, false);
+	}
+	ir_ival known, want;
+	if (a->kind != IR_VAR || b->kind != IR_INT_IMM || !cmp_ival(k, ir_imm_value(b), &want))
+		return true;
+	known = ir_bound_ival(a, s->n, s->r);
+	return push(s, a, known.lo > want.lo ? known.lo : want.lo,
+		    known.hi < want.hi ? known.hi : want.hi, out);
+}
+
 static ts_stmt *if_stmt(sst *s, ts_stmt *st)
 {
 	ts_expr *cond = ex(s->ctx, st->u.if_.cond, s);
@@ -82,8 +140,11 @@ static ts_stmt *if_stmt(sst *s, ts_stmt *st)
 			return stmt(s, st->u.if_.then_s);
 		return st->u.if_.else_s ? stmt(s, st->u.if_.else_s) : EMPTY;
 	}
-	ts_stmt *t = stmt(s, st->u.if_.then_s);
-	ts_stmt *e = st->u.if_.else_s ? stmt(s, st->u.if_.else_s) : NULL;
+	sst st_then, st_else;
+	if (!assume(s, cond, true, &st_then) || !assume(s, cond, false, &st_else))
+		return NULL;
+	ts_stmt *t = stmt(&st_then, st->u.if_.then_s);
+	ts_stmt *e = st->u.if_.else_s ? stmt(&st_else, st->u.if_.else_s) : NULL;
 	if (!t || (st->u.if_.else_s && !e))
 		return NULL;
 	if (e == EMPTY)

@@ -237,6 +237,8 @@ START_TEST(test_minmax_compare)
 	CHECK_R(ts_ne(ctx, i, ADD(i, I(1))), "true", ri);
 	CHECK_R(ts_le(ctx, i, j), "i <= j", ri, rj);
 	CHECK(ts_eq(ctx, i, i), "true");
+	CHECK(ts_lt(ctx, I(3), i), "i > 3");
+	CHECK(ts_ge(ctx, I(3), ADD(i, j)), "i + j <= 3");
 	/* a single-point range makes the variable a constant */
 	CHECK_R(ADD(i, j), "i + 3", (ir_range){j, 3, 1});
 	ts_ctx_free(ctx);
@@ -574,6 +576,16 @@ START_TEST(test_stmt)
 	/* an empty then-branch turns into a negated condition */
 	CHECK_S(loop(ctx, i, 0, I(8), ir_if(ctx, ts_lt(ctx, i, j), ir_evaluate(ctx, x), ir_store(ctx, A, i, x))),
 		"for (i, 0, 8) {\n  if (i >= j) {\n    A[i] = x\n  }\n}\n");
+	/* branches know their condition */
+	ts_stmt *inner = ir_if(ctx, ts_lt(ctx, i, I(12)), ir_store(ctx, A, i, x), NULL);
+	CHECK_S(loop(ctx, i, 0, I(16), ir_if(ctx, ts_lt(ctx, i, I(10)), inner, NULL)),
+		"for (i, 0, 16) {\n  if (i < 10) {\n    A[i] = x\n  }\n}\n");
+	CHECK_S(loop(ctx, i, 0, I(16), ir_if(ctx, ts_ge(ctx, i, I(8)), ir_store(ctx, A, FDIV(i, I(8)), x),
+					      ir_store(ctx, A, FMOD(i, I(8)), x))),
+		"for (i, 0, 16) {\n  if (i >= 8) {\n    A[1] = x\n  } else {\n    A[i] = x\n  }\n}\n");
+	ts_expr *c2 = ts_and(ctx, ts_not(ctx, ts_gt(ctx, I(4), j)), ts_eq(ctx, k, I(2)));
+	CHECK_S(ir_if(ctx, c2, ir_store(ctx, A, ADD(k, MAX(j, I(3))), x), NULL),
+		"if (j >= 4 && k == 2) {\n  A[j + 2] = x\n}\n");
 	/* thread-bound loops of extent 1 keep their binding */
 	ts_stmt *t = ir_for(ctx, i, I(0), I(1), TS_FOR_THREAD, TS_THREAD_X, ir_store(ctx, A, ADD(i, j), x));
 	CHECK_S(t, "bind threadIdx.x (i, 0, 1) {\n  A[j] = x\n}\n");
