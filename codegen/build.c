@@ -137,18 +137,16 @@ const char *ts_module_source(ts_module *m, const char *kind)
 	if (strcmp(kind, "c") == 0)
 		return cg_emit_c(m->ctx, m->func);
 	if (strcmp(kind, "cuda") == 0)
-		return cg_emit_cuda(m->ctx, m->func, NULL);
+		return m->gpu ? cg_cuda_source(m->gpu) : cg_emit_cuda(m->ctx, m->func, NULL);
 	if (m->llvm && strcmp(kind, "llvm") == 0)
 		return cg_llvm_ir_text(m->ctx, m->llvm, false);
 	if (m->llvm && strcmp(kind, "llvm-opt") == 0)
 		return cg_llvm_ir_text(m->ctx, m->llvm, true);
 	if (m->llvm && strcmp(kind, "asm") == 0)
 		return cg_llvm_asm_text(m->ctx, m->llvm);
-	if (m->gpu && strcmp(kind, "ptx") == 0)
-		return cg_cuda_ptx(m->ctx, m->gpu);
 	ts_error(m->ctx, TS_ERR_INVALID,
-		 "module %s: no '%s' source for target '%s' (have: c, cuda, %s)", m->func->name, kind,
-		 m->target, m->llvm ? "llvm, llvm-opt, asm" : "ptx");
+		 "module %s: no '%s' source for target '%s' (have: c, cuda%s)", m->func->name, kind,
+		 m->target, m->llvm ? ", llvm, llvm-opt, asm" : "");
 	return NULL;
 }
 

@@ -1,0 +1,27 @@
+/*
+ * build_cuda.h - the CUDA half of ts_build: CUDA C from the emitter,
+ * NVRTC for the device's sm_XY (or the arch in the target string), and the
+ * driver API to load and launch it.  Without a GPU a module can still be
+ * compiled (for an explicit -arch) but not run.
+ */
+#ifndef TESSERA_CODEGEN_BUILD_CUDA_H
+#define TESSERA_CODEGEN_BUILD_CUDA_H
+
+#include "array.h"
+#include "ir.h"
+#include "timer.h"
+
+typedef struct cg_cuda_module cg_cuda_module;
+
+ts_status cg_cuda_build(ts_ctx *ctx, const ts_func *f, const char *target, cg_cuda_module **out,
+			ts_phase_times *times);
+/* args are device arrays (ts_cuda_array_new) in f's parameter order. */
+ts_status cg_cuda_run(ts_ctx *ctx, cg_cuda_module *m, int nargs, ts_array *const *args);
+ts_status cg_cuda_time(ts_ctx *ctx, cg_cuda_module *m, int nargs, ts_array *const *args,
+		       int warmup, int repeat, ts_timing *out);
+/* The CUDA C that was compiled, and the architecture it was compiled for. */
+const char *cg_cuda_source(const cg_cuda_module *m);
+const char *cg_cuda_arch_of(const cg_cuda_module *m);
+void cg_cuda_free(cg_cuda_module *m);
+
+#endif
