@@ -1,0 +1,1319 @@
+/*
+ * c_emit.c - plain C and CUDA C from the loop IR (contract in c_emit.h).
+ *
+ * One walker emits both dialects; everything that differs between them
+ * (qualifiers, restrict spelling, type and math names, thread indices,
+ * shared memory, barriers, loop pragmas) is a field of the `dialect` table,
+ * so adding a dialect is adding a table.
+ *
+ * Conventions of the generated text:
+ *  - Every variable and buffer gets a unique C name at its definition
+ *    (sanitized, suffixed `_1`, `_2`, ... on collision), because IR names
+ *    need not be unique and variables are identified by pointer.
+ *  - Parentheses follow C precedence; comparisons and && under || are always
+ *    parenthesized so that -Wparentheses stays quiet.
+ *  - Integer floordiv/floormod and min/max go through small helpers emitted
+ *    before the function, only for the dtypes used.
+ *  - Vector expressions are evaluated lane by lane: `lane` names the lane
+ *    loop's variable, or `comp` (>= 0) selects a float4 component.
+ */
+#include "c_emit.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sbuf.h"
+
+enum { P_OR = 1, P_AND, P_EQ, P_REL, P_ADD, P_MUL, P_UNARY, P_ATOM };
+
+/* Scalar types the dialects know, indexed by type_index(). */
+enum { T_I8, T_I16, T_I32, T_I64, T_U8, T_U16, T_U32, T_U64, T_F32, T_F64, T_BOOL, T_COUNT };
+static const char *const type_suffix[T_COUNT] = {
+	"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64", "bool",
+};
+
+/* Helpers emitted on demand, per type. */
+enum { H_FLOORDIV, H_FLOORMOD, H_MIN, H_MAX, H_SIGMOID, H_COUNT };
+static const char *const helper_name[H_COUNT] = {
+	"floordiv", "floormod", "min", "max", "sigmoid",
+};
+
+typedef struct dialect {
+	const char *name;           /* prefix of error messages */
+	const char *file_head;      /* includes and macros */
+	const char *func_qual;      /* before the return type of the function */
+	bool launch_bounds;         /* __launch_bounds__(threads) */
+	const char *restrict_kw;
+	const char *helper_qual;
+	const char *type[T_COUNT];
+	const char *math32[IR_INTRIN_COUNT]; /* NULL: a helper */
+	const char *math64[IR_INTRIN_COUNT];
+	const char *inf32, *nan32, *inf64, *nan64;
+	bool bind_threads;          /* thread loops read blockIdx/threadIdx */
+	const char *shared_qual;    /* NULL: shared allocations are ordinary */
+	const char *align_fmt;      /* alignment attribute, %d bytes */
+	int local_align;            /* of stack temporaries; 0: natural */
+	const char *barrier;        /* NULL: BARRIER is rejected */
+	const char *parallel_pragma;
+	const char *simd_pragma;
+	const char *unroll_pragma;
+	bool packed_wrapper;
+	bool float4;
+	int64_t max_stack_bytes;    /* larger temporaries go to the heap */
+} dialect;
+
+#define MATH_NAMES(f)                                                          \
+	{ [IR_INTRIN_EXP] = "exp" f, [IR_INTRIN_LOG] = "log" f,                \
+	  [IR_INTRIN_SQRT] = "sqrt" f, [IR_INTRIN_TANH] = "tanh" f,            \
+	  [IR_INTRIN_EXP2] = "exp2" f, [IR_INTRIN_FABS] = "fabs" f,            \
+	  [IR_INTRIN_POW] = "pow" f, [IR_INTRIN_ERF] = "erf" f,                \
+	  [IR_INTRIN_FLOOR] = "floor" f, [IR_INTRIN_CEIL] = "ceil" f }
+
+static const dialect dialect_c = {
+	.name = "c",
+	.file_head = "#include <math.h>\n#include <stdbool.h>\n#include <stdint.h>\n"
+		     "#include <stdlib.h>\n\n"
+		     "/* OpenMP pragmas take effect only when compiled with OpenMP. */\n"
+		     "#ifdef _OPENMP\n#define TS_OMP(x) _Pragma(#x)\n#else\n"
+		     "#define TS_OMP(x)\n#endif\n",
+	.func_qual = "",
+	.restrict_kw = "restrict",
+	.helper_qual = "static inline",
+	.type = {"int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
+		 "uint32_t", "uint64_t", "float", "double", "bool"},
+	.math32 = MATH_NAMES("f"),
+	.math64 = MATH_NAMES(""),
+	.inf32 = "INFINITY", .nan32 = "NAN",
+	.inf64 = "((double)INFINITY)", .nan64 = "((double)NAN)",
+	.align_fmt = "_Alignas(%d) ",
+	.local_align = 64,
+	.parallel_pragma = "TS_OMP(omp parallel for)",
+	.simd_pragma = "TS_OMP(omp simd)",
+	.packed_wrapper = true,
+	.max_stack_bytes = 64 * 1024,
+};
+
+static const dialect dialect_cuda = {
+	.name = "cuda",
+	.file_head = "",
+	.func_qual = "extern \"C\" __global__ ",
+	.launch_bounds = true,
+	.restrict_kw = "__restrict__",
+	.helper_qual = "static __device__ __forceinline__",
+	.type = {"signed char", "short", "int", "long long", "unsigned char",
+		 "unsigned short", "unsigned int", "unsigned long long", "float", "double",
+		 "bool"},
+	.math32 = MATH_NAMES("f"),
+	.math64 = MATH_NAMES(""),
+	.inf32 = "__int_as_float(0x7f800000)", .nan32 = "__int_as_float(0x7fffffff)",
+	.inf64 = "__longlong_as_double(0x7ff0000000000000LL)",
+	.nan64 = "__longlong_as_double(0x7fffffffffffffffLL)",
+	.bind_threads = true,
+	.shared_qual = "__shared__ ",
+	.align_fmt = "__align__(%d) ",
+	.barrier = "__syncthreads();",
+	.simd_pragma = "#pragma unroll",
+	.unroll_pragma = "#pragma unroll",
+	.float4 = true,
+	.max_stack_bytes = INT64_MAX,
+};
+
+/* Words a generated name must not take. */
+static const char *const reserved[] = {
+	"auto", "break", "case", "char", "const", "continue", "default", "do", "double",
+	"else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long",
+	"register", "restrict", "return", "short", "signed", "sizeof", "static", "struct",
+	"switch", "typedef", "union", "unsigned", "void", "volatile", "while", "bool",
+	"true", "false", "class", "new", "delete", "this", "template", "typename",
+	"namespace", "operator", "private", "public", "virtual", "friend", "using",
+	"blockIdx", "threadIdx", "blockDim", "gridDim", "warpSize", "args", "main",
+	"float2", "float4", "make_float2", "make_float4", "min", "max", "abs",
+	"free", "malloc", "NAN", "INFINITY",
+};
+
+typedef struct name_entry {
+	const void *key; /* a VAR node or a buffer */
+	const char *cname;
+} name_entry;
+
+typedef struct emitter {
+	ts_ctx *ctx;
+	const dialect *d;
+	const ts_func *f;
+	const char *fname;
+	ts_sbuf out;
+	int indent;
+	bool failed;
+	name_entry *names;
+	int nnames, cap;
+	bool helpers[H_COUNT][T_COUNT];
+	/* lane evaluation of vector expressions */
+	const char *lane;            /* lane loop variable, or NULL */
+	int comp;                    /* float4 component, or -1 */
+	const ts_expr *vec_loads[4]; /* float4 mode: loads read as a temporary */
+	const char *vec_names[4];
+	int nvec;
+	/* allocation state */
+	int parallel_depth;
+	const char *heap[16]; /* heap temporaries in scope, innermost last */
+	int nheap;
+	/* CUDA */
+	cg_launch launch;
+	ts_buffer *shared[32];
+	int nshared;
+} emitter;
+
+static void stmt(emitter *em, const ts_stmt *s);
+static void expr(emitter *em, const ts_expr *e, int min_prec);
+
+/* ---- errors and names --------------------------------------------------- */
+
+__attribute__((format(printf, 3, 4)))
+static void fail(emitter *em, ts_status st, const char *fmt, ...)
+{
+	if (em->failed)
+		return;
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ts_error(em->ctx, st, "%s: %s: %s", em->d->name, em->fname, msg);
+	em->failed = true;
+}
+
+static bool name_taken(const emitter *em, const char *n)
+{
+	for (size_t i = 0; i < TS_COUNT_OF(reserved); i++)
+		if (strcmp(reserved[i], n) == 0)
+			return true;
+	if (strncmp(n, "ts_", 3) == 0 || strncmp(n, "__", 2) == 0)
+		return true;
+	for (int i = 0; i < em->nnames; i++)
+		if (strcmp(em->names[i].cname, n) == 0)
+			return true;
+	return em->fname && strncmp(n, em->fname, strlen(em->fname)) == 0 &&
+	       (n[strlen(em->fname)] == '\0' || strcmp(n + strlen(em->fname), "_packed") == 0);
+}
+
+/* A C identifier from an IR name: other characters become '_'. */
+static char *sanitize(ts_ctx *ctx, const char *s)
+{
+	size_t n = strlen(s);
+	char *r = ts_alloc(ctx, n + 2);
+	if (!r)
+		return NULL;
+	char *p = r;
+	if (!(s[0] >= 'a' && s[0] <= 'z') && !(s[0] >= 'A' && s[0] <= 'Z') && s[0] != '_')
+		*p++ = 'v';
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			  (c >= '0' && c <= '9') || c == '_';
+		*p++ = ok ? c : '_';
+	}
+	*p = '\0';
+	return r;
+}
+
+/* Gives key a fresh unique C name based on `base`; later lookups of key see
+ * this name (a rebinding of the same variable gets a new one). */
+static const char *define(emitter *em, const void *key, const char *base)
+{
+	if (em->failed)
+		return NULL;
+	char *s = sanitize(em->ctx, base && base[0] ? base : "v");
+	const char *n = s;
+	for (int k = 1; n && name_taken(em, n); k++)
+		n = ts_sprintf(em->ctx, "%s_%d", s, k);
+	if (em->nnames == em->cap) {
+		int cap = em->cap ? em->cap * 2 : 32;
+		name_entry *g = ts_alloc_array(em->ctx, (size_t)cap, sizeof(*g));
+		if (g && em->nnames)
+			memcpy(g, em->names, (size_t)em->nnames * sizeof(*g));
+		em->names = g;
+		em->cap = g ? cap : 0;
+	}
+	if (!n || !em->names) {
+		em->failed = true;
+		return NULL;
+	}
+	em->names[em->nnames++] = (name_entry){key, n};
+	return n;
+}
+
+static const char *lookup(const emitter *em, const void *key)
+{
+	for (int i = em->nnames - 1; i >= 0; i--)
+		if (em->names[i].key == key)
+			return em->names[i].cname;
+	return NULL;
+}
+
+/* ---- types -------------------------------------------------------------- */
+
+static int type_index(ts_dtype t)
+{
+	int b = t.bits == 8 ? 0 : t.bits == 16 ? 1 : t.bits == 32 ? 2 : t.bits == 64 ? 3 : -1;
+	switch ((ts_type_code)t.code) {
+	case TS_TYPE_INT: return b < 0 ? -1 : T_I8 + b;
+	case TS_TYPE_UINT: return b < 0 ? -1 : T_U8 + b;
+	case TS_TYPE_FLOAT: return t.bits == 32 ? T_F32 : t.bits == 64 ? T_F64 : -1;
+	case TS_TYPE_BOOL: return T_BOOL;
+	case TS_TYPE_BFLOAT:
+	case TS_TYPE_HANDLE:
+		break;
+	}
+	return -1;
+}
+
+/* The dialect's name of t's element type, or NULL after reporting. */
+static const char *ctype(emitter *em, ts_dtype t)
+{
+	int i = type_index(t);
+	if (i < 0) {
+		char b[24];
+		fail(em, TS_ERR_UNSUPPORTED, "dtype %s is not supported",
+		     ts_dtype_str(ts_dtype_element(t), b));
+		return "void";
+	}
+	return em->d->type[i];
+}
+
+static const char *helper(emitter *em, int h, ts_dtype t)
+{
+	int i = type_index(t);
+	if (i < 0) {
+		ctype(em, t);
+		return "ts_invalid";
+	}
+	em->helpers[h][i] = true;
+	return ts_sprintf(em->ctx, "ts_%s_%s", helper_name[h], type_suffix[i]);
+}
+
+/* ---- expressions -------------------------------------------------------- */
+
+static bool is_signed_int(ts_dtype t)
+{
+	return t.code == TS_TYPE_INT;
+}
+
+static int vec_load_slot(const emitter *em, const ts_expr *e)
+{
+	for (int i = 0; i < em->nvec; i++)
+		if (em->vec_loads[i] == e)
+			return i;
+	return -1;
+}
+
+/* The precedence of e as this emitter prints it. */
+static int prec(const emitter *em, const ts_expr *e)
+{
+	switch (e->kind) {
+	case IR_INT_IMM: return e->u.int_imm < 0 && ts_dtype_eq(e->dtype, ts_int32) ? P_UNARY : P_ATOM;
+	case IR_FLOAT_IMM: return signbit(e->u.float_imm) ? P_UNARY : P_ATOM;
+	case IR_ADD: case IR_SUB: return P_ADD;
+	case IR_MUL: case IR_DIV: case IR_TRUNCDIV: case IR_TRUNCMOD: return P_MUL;
+	case IR_FLOORDIV: case IR_FLOORMOD:
+		return is_signed_int(e->dtype) ? P_ATOM : P_MUL;
+	case IR_EQ: case IR_NE: return P_EQ;
+	case IR_LT: case IR_LE: case IR_GT: case IR_GE: return P_REL;
+	case IR_AND: return P_AND;
+	case IR_OR: return P_OR;
+	case IR_NOT: case IR_CAST: return P_UNARY;
+	case IR_RAMP:
+		if (em->comp == 0 || e->u.ramp.stride == 0)
+			return prec(em, e->u.ramp.base);
+		return P_ADD;
+	case IR_BROADCAST: return prec(em, e->u.bcast.value);
+	case IR_VAR: case IR_MIN: case IR_MAX: case IR_SELECT: case IR_CALL:
+	case IR_READ: case IR_LOAD: case IR_REDUCE: case IR_EXPR_KIND_COUNT:
+		break;
+	}
+	return P_ATOM;
+}
+
+static void put(emitter *em, const char *s)
+{
+	ts_sb_puts(&em->out, s);
+}
+
+static void int_imm(emitter *em, const ts_expr *e)
+{
+	int64_t v = e->u.int_imm;
+	if (e->dtype.code == TS_TYPE_BOOL) {
+		put(em, v ? "true" : "false");
+	} else if (ts_dtype_eq(e->dtype, ts_int32)) {
+		if (v == INT32_MIN)
+			put(em, "(-2147483647 - 1)");
+		else
+			ts_sb_printf(&em->out, "%lld", (long long)v);
+	} else if (e->dtype.code == TS_TYPE_UINT) {
+		ts_sb_printf(&em->out, "((%s)%lluULL)", ctype(em, e->dtype), (unsigned long long)v);
+	} else if (v == INT64_MIN) {
+		ts_sb_printf(&em->out, "((%s)(-9223372036854775807LL - 1))", ctype(em, e->dtype));
+	} else {
+		ts_sb_printf(&em->out, "((%s)%lldLL)", ctype(em, e->dtype), (long long)v);
+	}
+}
+
+static void float_imm(emitter *em, const ts_expr *e)
+{
+	double v = e->u.float_imm;
+	bool f32 = e->dtype.bits == 32;
+	if (e->dtype.bits != 32 && e->dtype.bits != 64) {
+		ctype(em, e->dtype);
+		return;
+	}
+	if (isnan(v)) {
+		put(em, f32 ? em->d->nan32 : em->d->nan64);
+		return;
+	}
+	if (isinf(v)) {
+		ts_sb_printf(&em->out, "%s%s", v < 0 ? "-" : "", f32 ? em->d->inf32 : em->d->inf64);
+		return;
+	}
+	char num[48];
+	snprintf(num, sizeof(num), f32 ? "%.9g" : "%.17g", v);
+	if (!strpbrk(num, ".e"))
+		strcat(num, ".0");
+	ts_sb_printf(&em->out, "%s%s", num, f32 ? "f" : "");
+}
+
+static void sub(emitter *em, const ts_expr *e, int min_prec)
+{
+	expr(em, e, min_prec);
+}
+
+static void call2(emitter *em, const char *fn, const ts_expr *a, const ts_expr *b)
+{
+	ts_sb_printf(&em->out, "%s(", fn);
+	sub(em, a, 0);
+	if (b) {
+		put(em, ", ");
+		sub(em, b, 0);
+	}
+	put(em, ")");
+}
+
+static const char *infix_op(ir_expr_kind k)
+{
+	switch (k) {
+	case IR_ADD: return " + ";
+	case IR_SUB: return " - ";
+	case IR_MUL: return "*";
+	case IR_DIV: case IR_TRUNCDIV: case IR_FLOORDIV: return "/";
+	case IR_TRUNCMOD: case IR_FLOORMOD: return "%";
+	case IR_EQ: return " == ";
+	case IR_NE: return " != ";
+	case IR_LT: return " < ";
+	case IR_LE: return " <= ";
+	case IR_GT: return " > ";
+	case IR_GE: return " >= ";
+	case IR_AND: return " && ";
+	case IR_OR: return " || ";
+	default: return NULL;
+	}
+}
+
+static void binary(emitter *em, const ts_expr *e)
+{
+	const ts_expr *a = e->u.bin.a, *b = e->u.bin.b;
+	ts_dtype t = ts_dtype_element(a->dtype);
+	switch (e->kind) {
+	case IR_FLOORDIV: case IR_FLOORMOD:
+		if (is_signed_int(t)) {
+			call2(em, helper(em, e->kind == IR_FLOORDIV ? H_FLOORDIV : H_FLOORMOD, t), a, b);
+			return;
+		}
+		break;
+	case IR_MIN: case IR_MAX:
+		if (ts_dtype_is_float(t) && (t.bits == 32 || t.bits == 64))
+			call2(em, ts_sprintf(em->ctx, "%s%s", e->kind == IR_MIN ? "fmin" : "fmax",
+					     t.bits == 32 ? "f" : ""), a, b);
+		else
+			call2(em, helper(em, e->kind == IR_MIN ? H_MIN : H_MAX, t), a, b);
+		return;
+	default:
+		break;
+	}
+	int p = prec(em, e), lp = p, rp = p + 1;
+	if (ir_is_compare(e->kind))
+		lp = rp = P_ADD; /* (a < b) == c reads ambiguously */
+	else if (e->kind == IR_OR)
+		lp = a->kind == IR_OR ? P_OR : P_EQ, rp = P_EQ;
+	sub(em, a, lp);
+	put(em, infix_op(e->kind));
+	sub(em, b, rp);
+}
+
+static void call(emitter *em, const ts_expr *e)
+{
+	ts_dtype t = ts_dtype_element(e->dtype);
+	ir_intrinsic op = e->u.call.op;
+	const char *fn = t.bits == 32 ? em->d->math32[op] : em->d->math64[op];
+	if (op == IR_INTRIN_SIGMOID)
+		fn = helper(em, H_SIGMOID, t);
+	if (!fn || (t.bits != 32 && t.bits != 64)) {
+		ctype(em, t);
+		return;
+	}
+	call2(em, fn, e->u.call.args[0], e->u.call.nargs > 1 ? e->u.call.args[1] : NULL);
+}
+
+static void ramp_at_lane(emitter *em, const ts_expr *e)
+{
+	int64_t st = e->u.ramp.stride;
+	if (em->comp >= 0) {
+		int64_t off = st * em->comp;
+		sub(em, e->u.ramp.base, off ? P_ADD : 0);
+		if (off)
+			ts_sb_printf(&em->out, " %c %lld", off < 0 ? '-' : '+',
+				     (long long)(off < 0 ? -off : off));
+		return;
+	}
+	if (!em->lane) {
+		fail(em, TS_ERR_INTERNAL, "vector expression outside a lane loop");
+		return;
+	}
+	sub(em, e->u.ramp.base, st ? P_ADD : 0);
+	if (st == 1)
+		ts_sb_printf(&em->out, " + %s", em->lane);
+	else if (st == -1)
+		ts_sb_printf(&em->out, " - %s", em->lane);
+	else if (st)
+		ts_sb_printf(&em->out, " %c %s*%lld", st < 0 ? '-' : '+', em->lane,
+			     (long long)(st < 0 ? -st : st));
+}
+
+static void load(emitter *em, const ts_expr *e)
+{
+	int slot = vec_load_slot(em, e);
+	if (slot >= 0 && em->comp >= 0) {
+		ts_sb_printf(&em->out, "%s.%c", em->vec_names[slot], "xyzw"[em->comp]);
+		return;
+	}
+	const char *n = lookup(em, e->u.load.buf);
+	if (!n) {
+		fail(em, TS_ERR_INVALID, "buffer %s is neither a parameter nor allocated",
+		     e->u.load.buf->name);
+		return;
+	}
+	ts_sb_printf(&em->out, "%s[", n);
+	sub(em, e->u.load.index, 0);
+	put(em, "]");
+}
+
+static void var(emitter *em, const ts_expr *e)
+{
+	const char *n = lookup(em, e);
+	if (!n)
+		fail(em, TS_ERR_INVALID, "variable %s is used but not defined", e->u.var.name);
+	else if (e->dtype.lanes > 1)
+		fail(em, TS_ERR_UNSUPPORTED, "vector variable %s", e->u.var.name);
+	else
+		put(em, n);
+}
+
+static void expr_body(emitter *em, const ts_expr *e)
+{
+	switch (e->kind) {
+	case IR_INT_IMM: int_imm(em, e); return;
+	case IR_FLOAT_IMM: float_imm(em, e); return;
+	case IR_VAR: var(em, e); return;
+	case IR_ADD: case IR_SUB: case IR_MUL: case IR_DIV: case IR_TRUNCDIV:
+	case IR_TRUNCMOD: case IR_FLOORDIV: case IR_FLOORMOD: case IR_MIN: case IR_MAX:
+	case IR_EQ: case IR_NE: case IR_LT: case IR_LE: case IR_GT: case IR_GE:
+	case IR_AND: case IR_OR:
+		binary(em, e);
+		return;
+	case IR_NOT:
+		put(em, "!");
+		sub(em, e->u.un.a, P_UNARY);
+		return;
+	case IR_CAST:
+		ts_sb_printf(&em->out, "(%s)", ctype(em, e->dtype));
+		sub(em, e->u.un.a, P_UNARY);
+		return;
+	case IR_SELECT:
+		put(em, "(");
+		sub(em, e->u.select.cond, P_OR + 1);
+		put(em, " ? ");
+		sub(em, e->u.select.t, P_OR);
+		put(em, " : ");
+		sub(em, e->u.select.f, P_OR);
+		put(em, ")");
+		return;
+	case IR_CALL: call(em, e); return;
+	case IR_LOAD: load(em, e); return;
+	case IR_RAMP: ramp_at_lane(em, e); return;
+	case IR_BROADCAST: sub(em, e->u.bcast.value, 0); return;
+	case IR_READ: case IR_REDUCE: case IR_EXPR_KIND_COUNT:
+		break;
+	}
+	fail(em, TS_ERR_INVALID, "%s is not allowed in lowered code", ir_expr_kind_name(e->kind));
+}
+
+static void expr(emitter *em, const ts_expr *e, int min_prec)
+{
+	if (em->failed)
+		return;
+	bool paren = prec(em, e) < min_prec;
+	if (paren)
+		put(em, "(");
+	expr_body(em, e);
+	if (paren)
+		put(em, ")");
+}
+
+/* Emission into a side buffer: the text comes back as an arena string, so
+ * that a header can be read with the names in scope before it defines one. */
+static ts_sbuf capture_begin(emitter *em)
+{
+	ts_sbuf saved = em->out;
+	em->out = (ts_sbuf){0};
+	return saved;
+}
+
+static const char *capture_end(emitter *em, ts_sbuf saved)
+{
+	const char *r = em->out.oom ? NULL : ts_strdup(em->ctx, ts_sb_str(&em->out));
+	ts_sb_free(&em->out);
+	em->out = saved;
+	if (!r)
+		em->failed = true;
+	return r;
+}
+
+static const char *expr_text(emitter *em, const ts_expr *e)
+{
+	ts_sbuf saved = capture_begin(em);
+	sub(em, e, 0);
+	return capture_end(em, saved);
+}
+
+/* ---- statements --------------------------------------------------------- */
+
+static void line(emitter *em, const char *s)
+{
+	ts_sb_indent(&em->out, em->indent);
+	put(em, s);
+	put(em, "\n");
+}
+
+static void begin_line(emitter *em)
+{
+	ts_sb_indent(&em->out, em->indent);
+}
+
+static void block_body(emitter *em, const ts_stmt *body)
+{
+	em->indent++;
+	stmt(em, body);
+	em->indent--;
+	line(em, "}");
+}
+
+/* `i < end` of a loop from min over extent, folding constants. */
+static void loop_end(emitter *em, const ts_stmt *s)
+{
+	int64_t m, e;
+	if (ir_is_const_int(s->u.for_.min, &m) && ir_is_const_int(s->u.for_.extent, &e) &&
+	    ts_dtype_eq(s->u.for_.min->dtype, ts_int32)) {
+		ts_sb_printf(&em->out, "%lld", (long long)(m + e));
+		return;
+	}
+	if (ir_is_const_int(s->u.for_.min, &m) && m == 0) {
+		sub(em, s->u.for_.extent, P_REL + 1);
+		return;
+	}
+	sub(em, s->u.for_.min, P_ADD);
+	put(em, " + ");
+	sub(em, s->u.for_.extent, P_ADD + 1);
+}
+
+static void loop_head(emitter *em, const ts_stmt *s, const char *pragma)
+{
+	const ts_expr *v = s->u.for_.var;
+	const char *type = ctype(em, v->dtype);
+	/* bounds are read with the names outside the loop */
+	const char *min = expr_text(em, s->u.for_.min);
+	ts_sbuf saved = capture_begin(em);
+	loop_end(em, s);
+	const char *end = capture_end(em, saved);
+	const char *n = define(em, v, v->u.var.name);
+	if (!min || !end || !n)
+		return;
+	if (pragma)
+		line(em, pragma);
+	begin_line(em);
+	ts_sb_printf(&em->out, "for (%s %s = %s; %s < %s; ++%s) {", type, n, min, n, end, n);
+	if (s->u.for_.kind == TS_FOR_THREAD)
+		ts_sb_printf(&em->out, " /* %s */", ts_thread_tag_name(s->u.for_.thread));
+	put(em, "\n");
+}
+
+static void serial_loop(emitter *em, const ts_stmt *s, const char *pragma)
+{
+	bool par = s->u.for_.kind == TS_FOR_PARALLEL && pragma;
+	loop_head(em, s, pragma);
+	em->parallel_depth += par;
+	block_body(em, s->u.for_.body);
+	em->parallel_depth -= par;
+}
+
+static int tag_dim(ts_thread_tag t)
+{
+	return t >= TS_THREAD_X ? t - TS_THREAD_X : t - TS_BLOCK_X;
+}
+
+static int64_t launch_dim(const emitter *em, ts_thread_tag t)
+{
+	int d = tag_dim(t);
+	return t >= TS_THREAD_X ? em->launch.block[d] : em->launch.grid[d];
+}
+
+/* CUDA: the loop's variable is a block or thread index; no loop. */
+static void thread_loop(emitter *em, const ts_stmt *s)
+{
+	const ts_expr *v = s->u.for_.var;
+	const char *type = ctype(em, v->dtype);
+	int64_t m = 0, ext = 0;
+	bool offset = !ir_is_const_int(s->u.for_.min, &m) || m != 0;
+	const char *min = offset ? expr_text(em, s->u.for_.min) : "";
+	const char *n = define(em, v, v->u.var.name);
+	if (!n || !min)
+		return;
+	ir_is_const_int(s->u.for_.extent, &ext);
+	begin_line(em);
+	ts_sb_printf(&em->out, "%s %s = %s%s%s%s;\n", type, n, ts_thread_tag_name(s->u.for_.thread),
+		     offset ? " + (" : "", min, offset ? ")" : "");
+	if (ext == launch_dim(em, s->u.for_.thread)) {
+		stmt(em, s->u.for_.body);
+		return;
+	}
+	begin_line(em);
+	ts_sb_printf(&em->out, "if (%s < ", ts_thread_tag_name(s->u.for_.thread));
+	sub(em, s->u.for_.extent, P_REL + 1);
+	put(em, ") {\n");
+	block_body(em, s->u.for_.body);
+}
+
+/* ---- float4 vector accesses (CUDA) ------------------------------------- */
+
+/* The coefficient of v in e when e is affine in v; false otherwise. */
+static bool coeff(const ts_expr *e, const ts_expr *v, int64_t *c)
+{
+	int64_t a, b, k;
+	if (!ir_expr_uses_var((ts_expr *)e, v)) {
+		*c = 0;
+		return true;
+	}
+	switch (e->kind) {
+	case IR_VAR:
+		*c = 1;
+		return true;
+	case IR_ADD: case IR_SUB:
+		if (!coeff(e->u.bin.a, v, &a) || !coeff(e->u.bin.b, v, &b))
+			return false;
+		*c = e->kind == IR_ADD ? a + b : a - b;
+		return true;
+	case IR_MUL:
+		if (ir_is_const_int(e->u.bin.a, &k) && coeff(e->u.bin.b, v, &b))
+			return *c = k * b, true;
+		if (ir_is_const_int(e->u.bin.b, &k) && coeff(e->u.bin.a, v, &a))
+			return *c = k * a, true;
+		return false;
+	default:
+		return false;
+	}
+}
+
+/* e with every occurrence of v replaced by 0 and the zero terms dropped
+ * (NULL means 0).  e is affine in v. */
+static ts_expr *strip(ts_ctx *ctx, ts_expr *e, const ts_expr *v)
+{
+	if (!ir_expr_uses_var(e, v))
+		return e;
+	if (e->kind == IR_VAR)
+		return NULL;
+	ts_expr *a = strip(ctx, e->u.bin.a, v), *b = strip(ctx, e->u.bin.b, v);
+	if (e->kind == IR_MUL)
+		return a && b ? ts_mul(ctx, a, b) : NULL;
+	if (!b)
+		return a;
+	if (!a)
+		return e->kind == IR_ADD ? b : ts_sub(ctx, ts_int(ctx, 0), b);
+	return ts_binary(ctx, e->kind, a, b);
+}
+
+/* Whether e (NULL: 0) is a multiple of n for every value of its variables. */
+static bool divisible(const ts_expr *e, int64_t n)
+{
+	int64_t k;
+	if (!e)
+		return true;
+	if (ir_is_const_int(e, &k))
+		return k % n == 0;
+	switch (e->kind) {
+	case IR_ADD: case IR_SUB:
+		return divisible(e->u.bin.a, n) && divisible(e->u.bin.b, n);
+	case IR_MUL:
+		return divisible(e->u.bin.a, n) || divisible(e->u.bin.b, n);
+	default:
+		return false;
+	}
+}
+
+/* The aligned base index of a unit-stride access over v in [min, ...), or
+ * NULL when the access is not one. */
+static ts_expr *vec_base(emitter *em, ts_buffer *buf, ts_expr *idx, const ts_stmt *loop,
+			 int lanes)
+{
+	int64_t c, m;
+	if (!ts_dtype_eq(buf->dtype, ts_float32) || buf->scope == TS_SCOPE_LOCAL ||
+	    idx->dtype.lanes != 1 || !coeff(idx, loop->u.for_.var, &c) || c != 1 ||
+	    !ir_is_const_int(loop->u.for_.min, &m))
+		return NULL;
+	ts_expr *base = strip(em->ctx, idx, loop->u.for_.var);
+	if (m != 0)
+		base = base ? ts_add(em->ctx, base, ts_int(em->ctx, m)) : ts_int(em->ctx, m);
+	if (!divisible(base, lanes))
+		return NULL;
+	return base ? base : ts_int(em->ctx, 0);
+}
+
+/* Collects the loads of the loop variable in value; false if v appears in
+ * any other way or a load is not a unit-stride aligned one. */
+static bool vec_value(emitter *em, ts_expr *e, const ts_stmt *loop, int lanes,
+		      ts_expr **bases)
+{
+	const ts_expr *v = loop->u.for_.var;
+	if (!ir_expr_uses_var(e, v))
+		return true;
+	switch (e->kind) {
+	case IR_LOAD:
+		if (em->nvec == 4)
+			return false;
+		bases[em->nvec] = vec_base(em, e->u.load.buf, e->u.load.index, loop, lanes);
+		em->vec_loads[em->nvec] = e;
+		return bases[em->nvec++] != NULL;
+	case IR_ADD: case IR_SUB: case IR_MUL: case IR_DIV: case IR_MIN: case IR_MAX:
+		return vec_value(em, e->u.bin.a, loop, lanes, bases) &&
+		       vec_value(em, e->u.bin.b, loop, lanes, bases);
+	case IR_CALL:
+		for (int i = 0; i < e->u.call.nargs; i++)
+			if (!vec_value(em, e->u.call.args[i], loop, lanes, bases))
+				return false;
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void vec_access(emitter *em, const char *type, ts_buffer *buf, ts_expr *base, bool is_const)
+{
+	ts_sb_printf(&em->out, "*(%s%s *)&%s[", is_const ? "const " : "", type, lookup(em, buf));
+	sub(em, base, 0);
+	put(em, "]");
+}
+
+/* Emits the vector form of the general case: loads into temporaries, then
+ * one make_floatN of the lanes. */
+static void vec_compute(emitter *em, const ts_stmt *st, ts_expr *sbase, ts_expr **bases,
+			int lanes)
+{
+	const char *type = lanes == 4 ? "float4" : "float2";
+	line(em, "{");
+	em->indent++;
+	for (int i = 0; i < em->nvec; i++) {
+		em->vec_names[i] = define(em, em->vec_loads[i],
+					  ts_sprintf(em->ctx, "%s%d", em->vec_loads[i]->u.load.buf->name, lanes));
+		begin_line(em);
+		ts_sb_printf(&em->out, "const %s %s = ", type, em->vec_names[i]);
+		vec_access(em, type, em->vec_loads[i]->u.load.buf, bases[i], true);
+		put(em, ";\n");
+	}
+	begin_line(em);
+	vec_access(em, type, st->u.store.buf, sbase, false);
+	ts_sb_printf(&em->out, " = make_%s(", type);
+	for (em->comp = 0; em->comp < lanes; em->comp++) {
+		put(em, em->comp ? ", " : "");
+		sub(em, st->u.store.value, 0);
+	}
+	put(em, ");\n");
+	em->indent--;
+	line(em, "}");
+}
+
+static bool try_float4(emitter *em, const ts_stmt *s)
+{
+	int64_t lanes;
+	const ts_stmt *st = s->u.for_.body;
+	if (!em->d->float4 || !ir_is_const_int(s->u.for_.extent, &lanes) ||
+	    (lanes != 4 && lanes != 2) || st->kind != IR_S_STORE ||
+	    st->u.store.value->dtype.lanes != 1)
+		return false;
+	ts_expr *bases[4];
+	ts_expr *sbase = vec_base(em, st->u.store.buf, st->u.store.index, s, (int)lanes);
+	em->nvec = 0;
+	if (!sbase || !vec_value(em, st->u.store.value, s, (int)lanes, bases)) {
+		em->nvec = 0;
+		return false;
+	}
+	const char *type = lanes == 4 ? "float4" : "float2";
+	if (st->u.store.value->kind == IR_LOAD) {
+		begin_line(em);
+		vec_access(em, type, st->u.store.buf, sbase, false);
+		put(em, " = ");
+		vec_access(em, type, st->u.store.value->u.load.buf, bases[0], true);
+		put(em, ";\n");
+	} else {
+		vec_compute(em, st, sbase, bases, (int)lanes);
+	}
+	em->nvec = 0;
+	em->comp = -1;
+	return true;
+}
+
+static void for_loop(emitter *em, const ts_stmt *s)
+{
+	const dialect *d = em->d;
+	switch (s->u.for_.kind) {
+	case TS_FOR_THREAD:
+		if (d->bind_threads)
+			thread_loop(em, s);
+		else
+			serial_loop(em, s, NULL);
+		return;
+	case TS_FOR_PARALLEL:
+		serial_loop(em, s, d->parallel_pragma);
+		return;
+	case TS_FOR_VECTORIZED:
+		if (!try_float4(em, s))
+			serial_loop(em, s, d->simd_pragma);
+		return;
+	case TS_FOR_UNROLLED:
+		serial_loop(em, s, d->unroll_pragma);
+		return;
+	case TS_FOR_SERIAL:
+		serial_loop(em, s, NULL);
+		return;
+	}
+}
+
+/* A store of a vector: one assignment per lane, in a lane loop. */
+static void vector_store(emitter *em, const ts_stmt *s)
+{
+	const char *l = define(em, s, "l");
+	if (!l)
+		return;
+	line(em, em->d->simd_pragma);
+	begin_line(em);
+	ts_sb_printf(&em->out, "for (%s %s = 0; %s < %d; ++%s) {\n", em->d->type[T_I32], l, l,
+		     s->u.store.index->dtype.lanes, l);
+	em->indent++;
+	em->lane = l;
+	begin_line(em);
+	ts_sb_printf(&em->out, "%s[", lookup(em, s->u.store.buf));
+	sub(em, s->u.store.index, 0);
+	put(em, "] = ");
+	sub(em, s->u.store.value, 0);
+	put(em, ";\n");
+	em->lane = NULL;
+	em->indent--;
+	line(em, "}");
+}
+
+static void store(emitter *em, const ts_stmt *s)
+{
+	if (!lookup(em, s->u.store.buf)) {
+		fail(em, TS_ERR_INVALID, "buffer %s is neither a parameter nor allocated",
+		     s->u.store.buf->name);
+		return;
+	}
+	if (s->u.store.index->dtype.lanes > 1) {
+		vector_store(em, s);
+		return;
+	}
+	begin_line(em);
+	ts_sb_printf(&em->out, "%s[", lookup(em, s->u.store.buf));
+	sub(em, s->u.store.index, 0);
+	put(em, "] = ");
+	sub(em, s->u.store.value, 0);
+	put(em, ";\n");
+}
+
+static void heap_allocate(emitter *em, const ts_stmt *s, const char *type, const char *n)
+{
+	const ts_buffer *b = s->u.alloc.buf;
+	if (em->parallel_depth > 0 || em->nheap == (int)TS_COUNT_OF(em->heap)) {
+		fail(em, TS_ERR_UNSUPPORTED,
+		     "allocate %s: %lld bytes inside a parallel loop exceed the stack limit of %lld",
+		     b->name, (long long)(b->size * ts_dtype_bytes(b->dtype)),
+		     (long long)em->d->max_stack_bytes);
+		return;
+	}
+	begin_line(em);
+	ts_sb_printf(&em->out, "%s *%s = (%s *)malloc(sizeof(%s) * %lld);\n", type, n, type, type,
+		     (long long)b->size);
+	begin_line(em);
+	ts_sb_printf(&em->out, "if (!%s) {\n", n);
+	for (int i = em->nheap - 1; i >= 0; i--) {
+		ts_sb_indent(&em->out, em->indent + 1);
+		ts_sb_printf(&em->out, "free(%s);\n", em->heap[i]);
+	}
+	ts_sb_indent(&em->out, em->indent + 1);
+	put(em, "return;\n");
+	line(em, "}");
+	em->heap[em->nheap++] = n;
+	stmt(em, s->u.alloc.body);
+	em->nheap--;
+	begin_line(em);
+	ts_sb_printf(&em->out, "free(%s);\n", n);
+}
+
+static void allocate(emitter *em, const ts_stmt *s)
+{
+	ts_buffer *b = s->u.alloc.buf;
+	if (b->scope == TS_SCOPE_SHARED && em->d->shared_qual) {
+		stmt(em, s->u.alloc.body); /* declared at the top of the kernel */
+		return;
+	}
+	const char *type = ctype(em, b->dtype);
+	const char *n = define(em, b, b->name);
+	if (!n)
+		return;
+	if (b->size * ts_dtype_bytes(b->dtype) > em->d->max_stack_bytes) {
+		heap_allocate(em, s, type, n);
+		return;
+	}
+	begin_line(em);
+	if (em->d->local_align)
+		ts_sb_printf(&em->out, em->d->align_fmt, em->d->local_align);
+	ts_sb_printf(&em->out, "%s %s[%lld];\n", type, n, (long long)b->size);
+	stmt(em, s->u.alloc.body);
+}
+
+static void if_stmt(emitter *em, const ts_stmt *s)
+{
+	begin_line(em);
+	put(em, "if (");
+	sub(em, s->u.if_.cond, 0);
+	put(em, ") {\n");
+	if (!s->u.if_.else_s) {
+		block_body(em, s->u.if_.then_s);
+		return;
+	}
+	em->indent++;
+	stmt(em, s->u.if_.then_s);
+	em->indent--;
+	line(em, "} else {");
+	block_body(em, s->u.if_.else_s);
+}
+
+static bool find_var(ts_expr *e, void *data)
+{
+	void **d = data;
+	if (e == d[0])
+		*(bool *)d[1] = true;
+	return true;
+}
+
+static void let(emitter *em, const ts_stmt *s)
+{
+	const ts_expr *v = s->u.let.var;
+	bool used = false;
+	void *data[2] = {(void *)v, &used};
+	ir_stmt_visit(s->u.let.body, NULL, find_var, data);
+	if (v->dtype.lanes > 1) {
+		fail(em, TS_ERR_UNSUPPORTED, "vector variable %s", v->u.var.name);
+		return;
+	}
+	if (used) { /* an unused binding has no effect: expressions are pure */
+		const char *type = ctype(em, v->dtype);
+		const char *value = expr_text(em, s->u.let.value); /* before v's new name */
+		const char *n = define(em, v, v->u.var.name);
+		if (!value || !n)
+			return;
+		begin_line(em);
+		ts_sb_printf(&em->out, "const %s %s = %s;\n", type, n, value);
+	}
+	stmt(em, s->u.let.body);
+}
+
+static void stmt(emitter *em, const ts_stmt *s)
+{
+	if (!s || em->failed)
+		return;
+	switch (s->kind) {
+	case IR_S_FOR: for_loop(em, s); return;
+	case IR_S_STORE: store(em, s); return;
+	case IR_S_ALLOCATE: allocate(em, s); return;
+	case IR_S_IF: if_stmt(em, s); return;
+	case IR_S_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++)
+			stmt(em, s->u.seq.s[i]);
+		return;
+	case IR_S_LET: let(em, s); return;
+	case IR_S_EVALUATE:
+		if (s->u.eval.value->dtype.lanes > 1) {
+			fail(em, TS_ERR_UNSUPPORTED, "vector evaluate");
+			return;
+		}
+		begin_line(em);
+		put(em, "(void)(");
+		sub(em, s->u.eval.value, 0);
+		put(em, ");\n");
+		return;
+	case IR_S_BARRIER:
+		if (!em->d->barrier)
+			fail(em, TS_ERR_UNSUPPORTED, "barrier needs the cuda dialect");
+		else
+			line(em, em->d->barrier);
+		return;
+	case IR_S_PROVIDE: case IR_S_REALIZE: case IR_STMT_KIND_COUNT:
+		break;
+	}
+	fail(em, TS_ERR_INVALID, "%s is not allowed in lowered code", ir_stmt_kind_name(s->kind));
+}
+
+/* ---- launch configuration and shared memory (CUDA) ----------------------- */
+
+static void collect(emitter *em, const ts_stmt *s, unsigned bound);
+
+static void collect_thread(emitter *em, const ts_stmt *s, unsigned bound)
+{
+	ts_thread_tag t = s->u.for_.thread;
+	const char *v = s->u.for_.var->u.var.name;
+	int64_t ext;
+	if (t < TS_BLOCK_X || t > TS_THREAD_Z) {
+		fail(em, TS_ERR_INVALID, "loop %s is a thread loop without a thread tag", v);
+		return;
+	}
+	if (bound & (1u << t)) {
+		fail(em, TS_ERR_INVALID, "loop %s is bound to %s inside another loop bound to it",
+		     v, ts_thread_tag_name(t));
+		return;
+	}
+	if (!ir_is_const_int(s->u.for_.extent, &ext)) {
+		fail(em, TS_ERR_UNSUPPORTED, "loop %s bound to %s needs a constant extent", v,
+		     ts_thread_tag_name(t));
+		return;
+	}
+	int64_t *dim = t >= TS_THREAD_X ? &em->launch.block[tag_dim(t)] : &em->launch.grid[tag_dim(t)];
+	if (ext > *dim)
+		*dim = ext;
+	collect(em, s->u.for_.body, bound | (1u << t));
+}
+
+static void collect_shared(emitter *em, ts_buffer *b)
+{
+	for (int i = 0; i < em->nshared; i++)
+		if (em->shared[i] == b)
+			return;
+	if (em->nshared == (int)TS_COUNT_OF(em->shared)) {
+		fail(em, TS_ERR_UNSUPPORTED, "more than %d shared buffers", em->nshared);
+		return;
+	}
+	em->shared[em->nshared++] = b;
+	em->launch.static_shared_bytes += b->size * ts_dtype_bytes(b->dtype);
+}
+
+static void collect(emitter *em, const ts_stmt *s, unsigned bound)
+{
+	if (!s || em->failed)
+		return;
+	switch (s->kind) {
+	case IR_S_FOR:
+		if (s->u.for_.kind == TS_FOR_THREAD)
+			collect_thread(em, s, bound);
+		else
+			collect(em, s->u.for_.body, bound);
+		return;
+	case IR_S_ALLOCATE:
+		if (s->u.alloc.buf->scope == TS_SCOPE_SHARED)
+			collect_shared(em, s->u.alloc.buf);
+		collect(em, s->u.alloc.body, bound);
+		return;
+	case IR_S_IF:
+		collect(em, s->u.if_.then_s, bound);
+		collect(em, s->u.if_.else_s, bound);
+		return;
+	case IR_S_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++)
+			collect(em, s->u.seq.s[i], bound);
+		return;
+	case IR_S_LET:
+		collect(em, s->u.let.body, bound);
+		return;
+	case IR_S_STORE: case IR_S_PROVIDE: case IR_S_REALIZE: case IR_S_EVALUATE:
+	case IR_S_BARRIER: case IR_STMT_KIND_COUNT:
+		return;
+	}
+}
+
+static void check_launch(emitter *em)
+{
+	const cg_launch *l = &em->launch;
+	int64_t threads = l->block[0] * l->block[1] * l->block[2];
+	if (threads > CG_CUDA_MAX_THREADS)
+		fail(em, TS_ERR_UNSUPPORTED, "%lld threads per block (%lld x %lld x %lld), the limit is %d",
+		     (long long)threads, (long long)l->block[0], (long long)l->block[1],
+		     (long long)l->block[2], CG_CUDA_MAX_THREADS);
+	else if (l->grid[0] > INT32_MAX || l->grid[1] > 65535 || l->grid[2] > 65535)
+		fail(em, TS_ERR_UNSUPPORTED, "grid (%lld, %lld, %lld) exceeds the CUDA limits",
+		     (long long)l->grid[0], (long long)l->grid[1], (long long)l->grid[2]);
+	else if (l->static_shared_bytes > CG_CUDA_MAX_STATIC_SHARED)
+		fail(em, TS_ERR_UNSUPPORTED, "%lld bytes of shared memory, the limit is %d",
+		     (long long)l->static_shared_bytes, CG_CUDA_MAX_STATIC_SHARED);
+}
+
+/* ---- the function ---------------------------------------------------------- */
+
+static void emit_helper(emitter *em, ts_sbuf *sb, int h, int ti)
+{
+	const char *t = em->d->type[ti], *q = em->d->helper_qual, *sx = type_suffix[ti];
+	ts_sb_printf(sb, "\n%s %s ts_%s_%s(%s a", q, t, helper_name[h], sx, t);
+	if (h != H_SIGMOID)
+		ts_sb_printf(sb, ", %s b", t);
+	ts_sb_puts(sb, ")\n{\n");
+	switch (h) {
+	case H_FLOORDIV:
+		ts_sb_printf(sb, "  %s q = a / b;\n"
+				 "  return (q * b != a && (a < 0) != (b < 0)) ? q - 1 : q;\n", t);
+		break;
+	case H_FLOORMOD:
+		ts_sb_printf(sb, "  %s r = a %% b;\n"
+				 "  return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;\n", t);
+		break;
+	case H_MIN: case H_MAX:
+		ts_sb_printf(sb, "  return a %c b ? a : b;\n", h == H_MIN ? '<' : '>');
+		break;
+	case H_SIGMOID:
+		if (ti == T_F32)
+			ts_sb_puts(sb, "  return 1.0f / (1.0f + expf(-a));\n");
+		else
+			ts_sb_puts(sb, "  return 1.0 / (1.0 + exp(-a));\n");
+		break;
+	}
+	ts_sb_puts(sb, "}\n");
+}
+
+static void signature(emitter *em, ts_sbuf *sb)
+{
+	const cg_launch *l = &em->launch;
+	ts_sb_printf(sb, "\n%svoid ", em->d->func_qual);
+	if (em->d->launch_bounds)
+		ts_sb_printf(sb, "__launch_bounds__(%lld) ",
+			     (long long)(l->block[0] * l->block[1] * l->block[2]));
+	ts_sb_printf(sb, "%s(", em->fname);
+	for (int i = 0; i < em->f->nparams; i++) {
+		const ts_buffer *b = em->f->params[i];
+		ts_sb_printf(sb, "%s%s *%s %s", i ? ", " : "", ctype(em, b->dtype), em->d->restrict_kw,
+			     lookup(em, b));
+	}
+	ts_sb_puts(sb, em->f->nparams ? ")\n{\n" : "void)\n{\n");
+}
+
+static void packed(emitter *em, ts_sbuf *sb)
+{
+	ts_sb_printf(sb, "\nint32_t %s_packed(void **args)\n{\n", em->fname);
+	if (em->f->nparams == 0)
+		ts_sb_puts(sb, "  (void)args;\n");
+	ts_sb_printf(sb, "  %s(", em->fname);
+	for (int i = 0; i < em->f->nparams; i++) {
+		const char *t = ctype(em, em->f->params[i]->dtype);
+		ts_sb_printf(sb, "%s(%s *)args[%d]", i ? ", " : "", t, i);
+	}
+	ts_sb_puts(sb, ");\n  return 0;\n}\n");
+}
+
+static void define_params(emitter *em)
+{
+	for (int i = 0; i < em->f->nparams; i++) {
+		ts_buffer *b = em->f->params[i];
+		if (!b || lookup(em, b)) {
+			fail(em, TS_ERR_INVALID, "parameter %d is %s", i,
+			     b ? "given twice" : "NULL");
+			return;
+		}
+		ctype(em, b->dtype);
+		define(em, b, b->name);
+	}
+}
+
+static void assemble(emitter *em, ts_sbuf *sb)
+{
+	const cg_launch *l = &em->launch;
+	if (em->d->bind_threads)
+		ts_sb_printf(sb, "/* tessera: %s, grid (%lld, %lld, %lld), block (%lld, %lld, %lld), "
+			     "%lld bytes of shared memory */\n", em->fname, (long long)l->grid[0],
+			     (long long)l->grid[1], (long long)l->grid[2], (long long)l->block[0],
+			     (long long)l->block[1], (long long)l->block[2],
+			     (long long)l->static_shared_bytes);
+	else
+		ts_sb_printf(sb, "/* tessera: %s */\n", em->fname);
+	ts_sb_puts(sb, em->d->file_head);
+	for (int h = 0; h < H_COUNT; h++)
+		for (int t = 0; t < T_COUNT; t++)
+			if (em->helpers[h][t])
+				emit_helper(em, sb, h, t);
+	signature(em, sb);
+	for (int i = 0; i < em->nshared; i++) {
+		const ts_buffer *b = em->shared[i];
+		ts_sb_printf(sb, "  %s", em->d->shared_qual);
+		ts_sb_printf(sb, em->d->align_fmt, 16);
+		ts_sb_printf(sb, "%s %s[%lld];\n", ctype(em, b->dtype), lookup(em, b), (long long)b->size);
+	}
+	ts_sb_puts(sb, ts_sb_str(&em->out));
+	ts_sb_puts(sb, "}\n");
+	if (em->d->packed_wrapper)
+		packed(em, sb);
+}
+
+static const char *emit(ts_ctx *ctx, const ts_func *f, const dialect *d, cg_launch *launch)
+{
+	if (!f || !f->name || !f->body || (f->nparams > 0 && !f->params)) {
+		ts_error(ctx, TS_ERR_INVALID, "%s: function is NULL or incomplete", d->name);
+		return NULL;
+	}
+	emitter em = {.ctx = ctx, .d = d, .f = f, .comp = -1, .indent = 1,
+		      .launch = {{1, 1, 1}, {1, 1, 1}, 0, 0}};
+	em.fname = sanitize(ctx, f->name);
+	if (!em.fname)
+		return NULL;
+	define_params(&em);
+	if (d->bind_threads) {
+		collect(&em, f->body, 0);
+		check_launch(&em);
+		for (int i = 0; i < em.nshared; i++)
+			define(&em, em.shared[i], em.shared[i]->name);
+	}
+	stmt(&em, f->body);
+	ts_sbuf sb = {0};
+	if (!em.failed)
+		assemble(&em, &sb);
+	const char *r = NULL;
+	if (!em.failed && (sb.oom || em.out.oom))
+		ts_error(ctx, TS_ERR_NOMEM, "%s: %s: out of memory", d->name, em.fname);
+	else if (!em.failed)
+		r = ts_strdup(ctx, ts_sb_str(&sb));
+	ts_sb_free(&sb);
+	ts_sb_free(&em.out);
+	if (r && launch)
+		*launch = em.launch;
+	return r;
+}
+
+const char *cg_emit_c(ts_ctx *ctx, const ts_func *f)
+{
+	return emit(ctx, f, &dialect_c, NULL);
+}
+
+const char *cg_emit_cuda(ts_ctx *ctx, const ts_func *f, cg_launch *launch)
+{
+	return emit(ctx, f, &dialect_cuda, launch);
+}

@@ -1,0 +1,211 @@
+/*
+ * cuda_sync.c - barrier insertion for shared memory (cg_cuda_insert_sync).
+ *
+ * Threads of a block see each other's shared-memory writes only after a
+ * __syncthreads().  This pass walks every statement sequence keeping the
+ * shared buffers read and written since the last barrier; a statement that
+ * reads a buffer with pending writes (read after write), or writes one with
+ * pending reads (write after read), gets a BARRIER before it.  Two writes
+ * are not ordered: threads writing one element with no read between race
+ * whatever the barriers.  A sequential loop whose body, ending with pending accesses, would
+ * conflict with the accesses its next iteration makes before its first
+ * barrier gets a BARRIER at the end of its body.
+ *
+ * Accesses are summarised per statement (everything a loop or branch might
+ * touch), so the pass may add a barrier that a finer analysis would avoid,
+ * never omit one.  Only shared buffers are tracked.  Vectorized loops are
+ * left alone: a barrier cannot sit between lanes.
+ */
+#include "c_emit.h"
+
+#include <string.h>
+
+/* A set of shared buffers; `all` stands for more than fit. */
+typedef struct bufset {
+	ts_buffer *b[32];
+	int n;
+	bool all;
+} bufset;
+
+typedef struct accesses {
+	bufset reads, writes;
+} accesses;
+
+static void set_add(bufset *s, ts_buffer *b)
+{
+	for (int i = 0; i < s->n; i++)
+		if (s->b[i] == b)
+			return;
+	if (s->n == (int)TS_COUNT_OF(s->b))
+		s->all = true;
+	else
+		s->b[s->n++] = b;
+}
+
+static void set_union(bufset *s, const bufset *o)
+{
+	s->all |= o->all;
+	for (int i = 0; i < o->n; i++)
+		set_add(s, o->b[i]);
+}
+
+static bool set_empty(const bufset *s)
+{
+	return s->n == 0 && !s->all;
+}
+
+static bool sets_meet(const bufset *a, const bufset *b)
+{
+	if (set_empty(a) || set_empty(b))
+		return false;
+	if (a->all || b->all)
+		return true;
+	for (int i = 0; i < a->n; i++)
+		for (int j = 0; j < b->n; j++)
+			if (a->b[i] == b->b[j])
+				return true;
+	return false;
+}
+
+/* Whether doing `next` after `pending` without a barrier could race. */
+static bool conflicts(const accesses *pending, const accesses *next)
+{
+	return sets_meet(&pending->writes, &next->reads) ||
+	       sets_meet(&pending->reads, &next->writes);
+}
+
+static void acc_union(accesses *a, const accesses *b)
+{
+	set_union(&a->reads, &b->reads);
+	set_union(&a->writes, &b->writes);
+}
+
+static bool note_store(ts_stmt *s, void *data)
+{
+	accesses *a = data;
+	if (s->kind == IR_S_STORE && s->u.store.buf->scope == TS_SCOPE_SHARED)
+		set_add(&a->writes, s->u.store.buf);
+	return true;
+}
+
+static bool note_load(ts_expr *e, void *data)
+{
+	accesses *a = data;
+	if (e->kind == IR_LOAD && e->u.load.buf->scope == TS_SCOPE_SHARED)
+		set_add(&a->reads, e->u.load.buf);
+	return true;
+}
+
+/* Every shared access anywhere under s. */
+static accesses summary(ts_stmt *s)
+{
+	accesses a;
+	memset(&a, 0, sizeof(a));
+	ir_stmt_visit(s, note_store, note_load, &a);
+	return a;
+}
+
+static ts_stmt *sync(ts_ctx *ctx, ts_stmt *s, void *data);
+
+/* The statements of s as a list (one entry unless s is a SEQ). */
+static int as_list(ts_stmt *s, ts_stmt *const **items, ts_stmt **one)
+{
+	if (s->kind == IR_S_SEQ) {
+		*items = s->u.seq.s;
+		return s->u.seq.n;
+	}
+	*one = s;
+	*items = one;
+	return 1;
+}
+
+/* Accesses since the last top-level barrier of s (tail) and before its
+ * first one (head). */
+static void head_tail(ts_stmt *s, accesses *head, accesses *tail)
+{
+	ts_stmt *const *items, *one;
+	int n = as_list(s, &items, &one);
+	bool seen_barrier = false;
+	memset(head, 0, sizeof(*head));
+	memset(tail, 0, sizeof(*tail));
+	for (int i = 0; i < n; i++) {
+		if (items[i]->kind == IR_S_BARRIER) {
+			seen_barrier = true;
+			memset(tail, 0, sizeof(*tail));
+			continue;
+		}
+		accesses a = summary(items[i]);
+		acc_union(tail, &a);
+		if (!seen_barrier)
+			acc_union(head, &a);
+	}
+}
+
+static ts_stmt *sync_seq(ts_ctx *ctx, ts_stmt *s)
+{
+	int n = s->u.seq.n;
+	ts_stmt **out = ts_alloc_array(ctx, (size_t)n * 2, sizeof(*out));
+	if (!out)
+		return NULL;
+	accesses pending;
+	memset(&pending, 0, sizeof(pending));
+	bool changed = false;
+	int m = 0;
+	for (int i = 0; i < n; i++) {
+		ts_stmt *c = sync(ctx, s->u.seq.s[i], NULL);
+		if (!c)
+			return NULL;
+		changed |= c != s->u.seq.s[i];
+		if (c->kind == IR_S_BARRIER) {
+			memset(&pending, 0, sizeof(pending));
+			out[m++] = c;
+			continue;
+		}
+		accesses a = summary(c);
+		if (conflicts(&pending, &a)) {
+			if (!(out[m++] = ir_barrier(ctx)))
+				return NULL;
+			memset(&pending, 0, sizeof(pending));
+			changed = true;
+		}
+		acc_union(&pending, &a);
+		out[m++] = c;
+	}
+	return changed ? ir_seq(ctx, m, out) : s;
+}
+
+static ts_stmt *sync_for(ts_ctx *ctx, ts_stmt *s)
+{
+	if (s->u.for_.kind == TS_FOR_VECTORIZED)
+		return s;
+	ts_stmt *body = sync(ctx, s->u.for_.body, NULL);
+	if (!body)
+		return NULL;
+	if (s->u.for_.kind != TS_FOR_THREAD) {
+		accesses head, tail;
+		head_tail(body, &head, &tail);
+		if (conflicts(&tail, &head))
+			body = ir_seq2(ctx, body, ir_barrier(ctx));
+	}
+	if (body == s->u.for_.body)
+		return s;
+	return ir_for(ctx, s->u.for_.var, s->u.for_.min, s->u.for_.extent, s->u.for_.kind,
+		      s->u.for_.thread, body);
+}
+
+static ts_stmt *sync(ts_ctx *ctx, ts_stmt *s, void *data)
+{
+	(void)data;
+	if (s->kind == IR_S_SEQ)
+		return sync_seq(ctx, s);
+	if (s->kind == IR_S_FOR)
+		return sync_for(ctx, s);
+	return ir_stmt_map_children(ctx, s, sync, NULL, NULL);
+}
+
+ts_stmt *cg_cuda_insert_sync(ts_ctx *ctx, ts_stmt *s)
+{
+	if (!s)
+		return NULL;
+	return sync(ctx, s, NULL);
+}

@@ -1,0 +1,568 @@
+/* test_c_emit.c - plain C and CUDA C emission, and barrier insertion.
+ *
+ * Golden texts pin the generated sources; the plain C is also compiled with
+ * the system compiler (-Wall -Werror), loaded and run against reference
+ * loops written here, when a compiler is present. */
+#include "testutil.h"
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cg_kernels.h"
+
+typedef int32_t (*packed_fn)(void **args);
+
+/* ---- compiling generated C ---------------------------------------------------- */
+
+static bool have_cc(void)
+{
+	return system("cc --version >/dev/null 2>&1") == 0;
+}
+
+typedef struct built {
+	char dir[64];
+	void *lib;
+} built;
+
+static void write_source(const char *dir, const char *src)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/k.c", dir);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(src, f);
+	fclose(f);
+}
+
+/* Compiles src with `cc flags`; a failure shows the compiler's messages. */
+static void cc(const char *dir, const char *flags)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "cd %s && cc -std=c11 -Wall -Werror %s >cc.log 2>&1", dir, flags);
+	if (system(cmd) != 0) {
+		char log[2048] = "";
+		snprintf(cmd, sizeof(cmd), "%s/cc.log", dir);
+		FILE *f = fopen(cmd, "r");
+		if (f) {
+			size_t n = fread(log, 1, sizeof(log) - 1, f);
+			log[n] = '\0';
+			fclose(f);
+		}
+		ck_abort_msg("cc %s failed:\n%s", flags, log);
+	}
+}
+
+/* Checks that src compiles as is and with OpenMP, then builds and loads it. */
+static built build(const char *src)
+{
+	built b = {.lib = NULL};
+	strcpy(b.dir, "/tmp/tessera_c_XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(b.dir));
+	write_source(b.dir, src);
+	cc(b.dir, "-c k.c -o plain.o");
+	cc(b.dir, "-fopenmp -c k.c -o omp.o");
+	cc(b.dir, "-O2 -fPIC -shared k.c -o k.so -lm");
+	char path[128];
+	snprintf(path, sizeof(path), "%s/k.so", b.dir);
+	b.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	ck_assert_msg(b.lib != NULL, "dlopen: %s", dlerror());
+	return b;
+}
+
+static void unbuild(built *b)
+{
+	static const char *const files[] = {"k.c", "cc.log", "plain.o", "omp.o", "k.so"};
+	char path[128];
+	if (b->lib)
+		dlclose(b->lib);
+	for (size_t i = 0; i < TS_COUNT_OF(files); i++) {
+		snprintf(path, sizeof(path), "%s/%s", b->dir, files[i]);
+		unlink(path);
+	}
+	rmdir(b->dir);
+}
+
+static packed_fn packed(built *b, const char *name)
+{
+	char sym[64];
+	snprintf(sym, sizeof(sym), "%s_packed", name);
+	packed_fn fn = (packed_fn)dlsym(b->lib, sym);
+	ck_assert_msg(fn != NULL, "missing %s", sym);
+	return fn;
+}
+
+static ts_array *rand_f32(int64_t n, uint64_t seed, double lo, double hi)
+{
+	ts_array *a = ts_array_new(NULL, ts_float32, 1, &n);
+	ts_array_fill_random(a, seed, lo, hi);
+	return a;
+}
+
+/* ---- plain C ------------------------------------------------------------------ */
+
+START_TEST(test_c_vadd)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	const char *src = cg_emit_c(ctx, kg_vadd(ctx));
+	ck_assert_msg(src != NULL, "%s", ts_last_error(ctx));
+	tu_assert_golden("c_vadd.txt", src);
+	if (have_cc()) {
+		built b = build(src);
+		ts_array *A = rand_f32(1003, 1, -5, 5), *B = rand_f32(1003, 2, -5, 5);
+		ts_array *C = rand_f32(1003, 3, 0, 1), *want = rand_f32(1003, 4, 0, 1);
+		float *a = A->data, *bb = B->data, *w = want->data;
+		for (int i = 0; i < 1003; i++)
+			w[i] = a[i] + bb[i];
+		ck_assert_int_eq(packed(&b, "vadd")((void *[]){A->data, B->data, C->data}), 0);
+		tu_assert_close(C, want, 0, 0);
+		ts_array_free(A), ts_array_free(B), ts_array_free(C), ts_array_free(want);
+		unbuild(&b);
+	}
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Integer helpers, every intrinsic, select and logic, a let, and a vector
+ * (ramp / broadcast) store. */
+static ts_func *build_misc(ts_ctx *ctx)
+{
+	ts_buffer *X = kg_buf(ctx, "X", ts_float32, 64, 0, TS_SCOPE_GLOBAL);
+	ts_buffer *I = kg_buf(ctx, "I", ts_int32, 64, 0, TS_SCOPE_GLOBAL);
+	ts_buffer *Y = kg_buf(ctx, "Y", ts_float32, 64, 0, TS_SCOPE_GLOBAL);
+	ts_buffer *J = kg_buf(ctx, "J", ts_int32, 64, 0, TS_SCOPE_GLOBAL);
+	ts_buffer *Z = kg_buf(ctx, "Z", ts_float32, 64, 0, TS_SCOPE_GLOBAL);
+	ts_expr *i = ts_var(ctx, "i"), *q = ts_var(ctx, "q");
+	ts_expr *x = ts_var_typed(ctx, "x", ts_float32);
+	ts_expr *n = ts_load(ctx, I, i);
+	ts_expr *ints[] = {
+		ts_mul(ctx, ts_floordiv(ctx, n, KI(3)), KI(100)), ts_floormod(ctx, n, KI(-4)),
+		ts_min(ctx, n, KI(5)), ts_sub(ctx, KI(0), ts_max(ctx, n, KI(-5))),
+		ts_truncdiv(ctx, n, KI(7)), ts_truncmod(ctx, n, KI(5)),
+	};
+	ts_expr *jv = ints[0];
+	for (int k = 1; k < 6; k++)
+		jv = ts_add(ctx, jv, ints[k]);
+	ts_expr *ax = ts_fabs(ctx, x);
+	ts_expr *cond = ts_or(ctx, ts_and(ctx, ts_gt(ctx, x, ts_float(ctx, 0.5)),
+					  ts_not(ctx, ts_gt(ctx, x, ts_float(ctx, 1.5)))),
+			      ts_lt(ctx, x, ts_float(ctx, -1)));
+	ts_expr *t = ts_add(ctx, ts_add(ctx, ts_exp(ctx, x), ts_sigmoid(ctx, x)),
+			    ts_log(ctx, ts_add(ctx, ax, ts_float(ctx, 1))));
+	ts_expr *f = ts_max(ctx, ts_sqrt(ctx, ax), ts_tanh(ctx, x));
+	ts_expr *yv = ts_add(ctx, ts_select(ctx, cond, t, f),
+			     ts_mul(ctx, ts_pow(ctx, ax, ts_float(ctx, 1.5)), ts_erf(ctx, x)));
+	ts_expr *fl = ts_call(ctx, IR_INTRIN_FLOOR, 1, (ts_expr *[]){ts_mul(ctx, x, ts_float(ctx, 3))});
+	ts_expr *ce = ts_call(ctx, IR_INTRIN_CEIL, 1, (ts_expr *[]){ts_mul(ctx, x, ts_float(ctx, 2))});
+	yv = ts_add(ctx, ts_add(ctx, ts_sub(ctx, ts_add(ctx, yv, fl), ce), ts_exp2(ctx, x)),
+		    ts_cast(ctx, ts_float32, n));
+	ts_stmt *body = ir_seq2(ctx, ir_store(ctx, J, i, jv),
+				ir_let(ctx, x, ts_load(ctx, X, i), ir_store(ctx, Y, i, yv)));
+	ts_expr *rq = ts_ramp(ctx, ts_mul(ctx, q, KI(4)), 1, 4);
+	ts_expr *zv = ts_add(ctx, ts_mul(ctx, ts_load(ctx, X, rq), ts_broadcast(ctx, ts_float(ctx, 2.5), 4)),
+			     ts_cast(ctx, ts_dtype_with_lanes(ts_float32, 4), rq));
+	ts_stmt *vec = kg_loop(ctx, q, 16, TS_FOR_SERIAL, ir_store(ctx, Z, rq, zv));
+	return kg_func(ctx, "misc", 5, (ts_buffer *[]){X, I, Y, J, Z},
+		       ir_seq2(ctx, kg_loop(ctx, i, 64, TS_FOR_SERIAL, body), vec));
+}
+
+static int32_t ref_floordiv(int32_t a, int32_t b)
+{
+	return (int32_t)floor((double)a / b);
+}
+
+static float ref_misc_y(float x, int32_t n)
+{
+	float ax = fabsf(x), y;
+	if ((x > 0.5f && !(x > 1.5f)) || x < -1.0f)
+		y = expf(x) + 1.0f / (1.0f + expf(-x)) + logf(ax + 1.0f);
+	else
+		y = fmaxf(sqrtf(ax), tanhf(x));
+	y = y + powf(ax, 1.5f) * erff(x);
+	return y + floorf(x * 3.0f) - ceilf(x * 2.0f) + exp2f(x) + (float)n;
+}
+
+START_TEST(test_c_misc)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	const char *src = cg_emit_c(ctx, build_misc(ctx));
+	ck_assert_msg(src != NULL, "%s", ts_last_error(ctx));
+	tu_assert_golden("c_misc.txt", src);
+	if (!have_cc()) {
+		ts_ctx_free(ctx);
+		return;
+	}
+	built b = build(src);
+	int64_t n = 64;
+	ts_array *X = rand_f32(64, 5, -2, 2), *Y = rand_f32(64, 6, 0, 1), *Z = rand_f32(64, 7, 0, 1);
+	ts_array *I = ts_array_new(NULL, ts_int32, 1, &n), *J = ts_array_new(NULL, ts_int32, 1, &n);
+	ts_array_fill_random(I, 8, -50, 50);
+	ck_assert_int_eq(packed(&b, "misc")((void *[]){X->data, I->data, Y->data, J->data, Z->data}), 0);
+	const float *x = X->data, *y = Y->data, *z = Z->data;
+	const int32_t *iv = I->data, *j = J->data;
+	for (int k = 0; k < 64; k++) {
+		int32_t v = iv[k], m = v - ref_floordiv(v, -4) * -4;
+		int32_t want = ref_floordiv(v, 3) * 100 + m + (v < 5 ? v : 5) - (v > -5 ? v : -5) +
+			       v / 7 + v % 5;
+		ck_assert_int_eq(j[k], want);
+		float wy = ref_misc_y(x[k], v);
+		ck_assert_msg(fabsf(y[k] - wy) <= 1e-4f * (1 + fabsf(wy)), "Y[%d] = %g, want %g", k, y[k], wy);
+		ck_assert_float_eq_tol(z[k], x[k] * 2.5f + (float)k, 1e-5);
+	}
+	ts_array_free(X), ts_array_free(Y), ts_array_free(Z), ts_array_free(I), ts_array_free(J);
+	unbuild(&b);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* C = A * B (37x29 * 29x45): a parallel row loop with a thread-private
+ * accumulator row and vectorized inner loops. */
+static ts_func *build_matmul(ts_ctx *ctx)
+{
+	ts_buffer *A = kg_buf(ctx, "A", ts_float32, 37, 29, TS_SCOPE_GLOBAL);
+	ts_buffer *B = kg_buf(ctx, "B", ts_float32, 29, 45, TS_SCOPE_GLOBAL);
+	ts_buffer *C = kg_buf(ctx, "C", ts_float32, 37, 45, TS_SCOPE_GLOBAL);
+	ts_buffer *acc = kg_buf(ctx, "acc", ts_float32, 45, 0, TS_SCOPE_LOCAL);
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j"), *k = ts_var(ctx, "k");
+	ts_expr *j1 = ts_var(ctx, "j"), *j2 = ts_var(ctx, "j");
+	ts_stmt *init = kg_loop(ctx, j, 45, TS_FOR_VECTORIZED, ir_store(ctx, acc, j, ts_float(ctx, 0)));
+	ts_expr *a = ts_load(ctx, A, ts_add(ctx, ts_mul(ctx, i, KI(29)), k));
+	ts_expr *bv = ts_load(ctx, B, ts_add(ctx, ts_mul(ctx, k, KI(45)), j1));
+	ts_stmt *upd = ir_store(ctx, acc, j1, ts_add(ctx, ts_load(ctx, acc, j1), ts_mul(ctx, a, bv)));
+	ts_stmt *red = kg_loop(ctx, k, 29, TS_FOR_SERIAL, kg_loop(ctx, j1, 45, TS_FOR_VECTORIZED, upd));
+	ts_stmt *out = kg_loop(ctx, j2, 45, TS_FOR_SERIAL,
+			       ir_store(ctx, C, ts_add(ctx, ts_mul(ctx, i, KI(45)), j2), ts_load(ctx, acc, j2)));
+	ts_stmt *body = ir_allocate(ctx, acc, ir_seq(ctx, 3, (ts_stmt *[]){init, red, out}));
+	return kg_func(ctx, "matmul", 3, (ts_buffer *[]){A, B, C},
+		       kg_loop(ctx, i, 37, TS_FOR_PARALLEL, body));
+}
+
+START_TEST(test_c_matmul)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	const char *src = cg_emit_c(ctx, build_matmul(ctx));
+	ck_assert_msg(src != NULL, "%s", ts_last_error(ctx));
+	tu_assert_golden("c_matmul.txt", src);
+	if (have_cc()) {
+		built b = build(src);
+		ts_array *A = rand_f32(37 * 29, 9, -1, 1), *B = rand_f32(29 * 45, 10, -1, 1);
+		ts_array *C = rand_f32(37 * 45, 11, 0, 1), *want = rand_f32(37 * 45, 12, 0, 1);
+		const float *a = A->data, *bb = B->data;
+		float *w = want->data;
+		for (int i = 0; i < 37; i++)
+			for (int j = 0; j < 45; j++) {
+				double s = 0;
+				for (int k = 0; k < 29; k++)
+					s += (double)a[i * 29 + k] * bb[k * 45 + j];
+				w[i * 45 + j] = (float)s;
+			}
+		ck_assert_int_eq(packed(&b, "matmul")((void *[]){A->data, B->data, C->data}), 0);
+		tu_assert_close(C, want, 1e-5, 1e-5);
+		ts_array_free(A), ts_array_free(B), ts_array_free(C), ts_array_free(want);
+		unbuild(&b);
+	}
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* A temporary above the stack limit lives on the heap; B[i] = 2 * A[n-1-i] + 1. */
+static ts_func *build_big(ts_ctx *ctx, ts_for_kind outer)
+{
+	int64_t n = 20000;
+	ts_buffer *A = kg_buf(ctx, "A", ts_float32, n, 0, TS_SCOPE_GLOBAL);
+	ts_buffer *B = kg_buf(ctx, "B", ts_float32, n, 0, TS_SCOPE_GLOBAL);
+	ts_buffer *T = kg_buf(ctx, "T", ts_float32, n, 0, TS_SCOPE_GLOBAL);
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j"), *o = ts_var(ctx, "o");
+	ts_stmt *fill = kg_loop(ctx, i, n, TS_FOR_SERIAL,
+				ir_store(ctx, T, i, ts_mul(ctx, ts_load(ctx, A, i), ts_float(ctx, 2))));
+	ts_expr *rev = ts_load(ctx, T, ts_sub(ctx, KI(n - 1), j));
+	ts_stmt *use = kg_loop(ctx, j, n, TS_FOR_SERIAL,
+			       ir_store(ctx, B, j, ts_add(ctx, rev, ts_float(ctx, 1))));
+	ts_stmt *body = kg_loop(ctx, o, 1, outer, ir_allocate(ctx, T, ir_seq2(ctx, fill, use)));
+	return kg_func(ctx, "big", 2, (ts_buffer *[]){A, B}, body);
+}
+
+START_TEST(test_c_heap_temporary)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	const char *src = cg_emit_c(ctx, build_big(ctx, TS_FOR_SERIAL));
+	ck_assert_msg(src != NULL, "%s", ts_last_error(ctx));
+	ck_assert_ptr_nonnull(strstr(src, "float *T = (float *)malloc(sizeof(float) * 20000);"));
+	ck_assert_ptr_nonnull(strstr(src, "free(T);"));
+	if (have_cc()) {
+		built b = build(src);
+		ts_array *A = rand_f32(20000, 13, -3, 3), *B = rand_f32(20000, 14, 0, 1);
+		ck_assert_int_eq(packed(&b, "big")((void *[]){A->data, B->data}), 0);
+		const float *a = A->data, *bb = B->data;
+		for (int i = 0; i < 20000; i++)
+			ck_assert_float_eq(bb[i], a[19999 - i] * 2.0f + 1.0f);
+		ts_array_free(A), ts_array_free(B);
+		unbuild(&b);
+	}
+	/* inside a parallel loop it would be shared by the iterations */
+	ck_assert_ptr_null(cg_emit_c(ctx, build_big(ctx, TS_FOR_PARALLEL)));
+	tu_assert_error(ctx, "c: big: allocate T: 80000 bytes inside a parallel loop exceed the stack limit of 65536");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(test_c_rejects)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ck_assert_ptr_null(cg_emit_c(ctx, kg_gemm(ctx, 64, 64, 64, true)));
+	tu_assert_error(ctx, "c: gemm: barrier needs the cuda dialect");
+	ts_clear_error(ctx);
+
+	ts_buffer *A = kg_buf(ctx, "A", ts_float32, 8, 0, TS_SCOPE_GLOBAL);
+	ts_buffer *T = kg_buf(ctx, "T", ts_float32, 8, 0, TS_SCOPE_GLOBAL);
+	ts_buffer *H = kg_buf(ctx, "H", ts_float16, 8, 0, TS_SCOPE_GLOBAL);
+	ts_expr *i = ts_var(ctx, "i"), *ghost = ts_var(ctx, "ghost");
+	ts_func *f = kg_func(ctx, "f", 1, &A, ir_store(ctx, A, ghost, ts_float(ctx, 1)));
+	ck_assert_ptr_null(cg_emit_c(ctx, f));
+	tu_assert_error(ctx, "c: f: variable ghost is used but not defined");
+	ts_clear_error(ctx);
+
+	f = kg_func(ctx, "f", 1, &A, kg_loop(ctx, i, 8, TS_FOR_SERIAL,
+					    ir_store(ctx, A, i, ts_load(ctx, T, i))));
+	ck_assert_ptr_null(cg_emit_c(ctx, f));
+	tu_assert_error(ctx, "c: f: buffer T is neither a parameter nor allocated");
+	ts_clear_error(ctx);
+
+	f = kg_func(ctx, "f", 1, &H, kg_loop(ctx, i, 8, TS_FOR_SERIAL,
+					    ir_store(ctx, H, i, ts_fconst(ctx, ts_float16, 1))));
+	ck_assert_ptr_null(cg_emit_cuda(ctx, f, NULL));
+	tu_assert_error(ctx, "cuda: f: dtype float16 is not supported");
+	ts_clear_error(ctx);
+
+	f = kg_func(ctx, "f", 2, (ts_buffer *[]){A, A}, ir_store(ctx, A, KI(0), ts_float(ctx, 1)));
+	ck_assert_ptr_null(cg_emit_c(ctx, f));
+	tu_assert_error(ctx, "c: f: parameter 1 is given twice");
+	ts_clear_error(ctx);
+
+	ck_assert_ptr_null(cg_emit_c(ctx, NULL));
+	tu_assert_error(ctx, "c: function is NULL or incomplete");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Every arena allocation the emitter makes may fail: it reports and never
+ * crashes, and succeeds once allocations do. */
+START_TEST(test_emit_out_of_memory)
+{
+	bool done = false;
+	for (long n = 1; n < 5000 && !done; n++) {
+		ts_ctx *ctx = ts_ctx_new();
+		ts_func *f = kg_gemm(ctx, 64, 64, 64, true);
+		ck_assert_ptr_nonnull(f);
+		ts_ctx_fail_alloc_after(ctx, n);
+		const char *src = cg_emit_cuda(ctx, f, NULL);
+		if (src)
+			done = true;
+		else
+			ck_assert_int_eq(ts_last_status(ctx), TS_ERR_NOMEM);
+		ts_ctx_free(ctx);
+	}
+	ck_assert(done);
+}
+END_TEST
+
+/* ---- CUDA C ----------------------------------------------------------------- */
+
+START_TEST(test_cuda_vadd)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	cg_launch l;
+	const char *src = cg_emit_cuda(ctx, kg_vadd_cuda(ctx, 4096), &l);
+	ck_assert_msg(src != NULL, "%s", ts_last_error(ctx));
+	tu_assert_golden("cuda_vadd.txt", src);
+	ck_assert_int_eq(l.grid[0], 8);
+	ck_assert_int_eq(l.grid[1] * l.grid[2], 1);
+	ck_assert_int_eq(l.block[0], 128);
+	ck_assert_int_eq(l.block[1] * l.block[2], 1);
+	ck_assert_int_eq(l.shared_bytes, 0);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+static int count(const char *s, const char *part)
+{
+	int n = 0;
+	for (const char *p = strstr(s, part); p; p = strstr(p + 1, part))
+		n++;
+	return n;
+}
+
+START_TEST(test_cuda_gemm)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	cg_launch l;
+	const char *src = cg_emit_cuda(ctx, kg_gemm(ctx, 64, 96, 128, true), &l);
+	ck_assert_msg(src != NULL, "%s", ts_last_error(ctx));
+	tu_assert_golden("cuda_gemm.txt", src);
+	ck_assert_int_eq(l.grid[0], 3);
+	ck_assert_int_eq(l.grid[1], 2);
+	ck_assert_int_eq(l.block[0], 32);
+	ck_assert_int_eq(l.block[1], 8);
+	ck_assert_int_eq(l.static_shared_bytes, 2 * 32 * 32 * 4);
+	ck_assert_int_eq(count(src, "__syncthreads();"), 2);
+	ck_assert_int_eq(count(src, "*(float4 *)&"), 2);
+	ck_assert_int_eq(count(src, "#pragma unroll"), 3);
+	ck_assert_ptr_nonnull(strstr(src, "__launch_bounds__(256) gemm("));
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(test_cuda_conv)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	cg_launch l;
+	const char *src = cg_emit_cuda(ctx, kg_conv(ctx), &l);
+	ck_assert_msg(src != NULL, "%s", ts_last_error(ctx));
+	tu_assert_golden("cuda_conv.txt", src);
+	ck_assert_int_eq(l.grid[0], 8);
+	ck_assert_int_eq(l.grid[1], 16);
+	ck_assert_int_eq(l.block[0], 16);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Two loops bound to threadIdx.x: the shorter one is guarded, and a float4
+ * is not used where alignment cannot be proven. */
+START_TEST(test_cuda_guard_and_alignment)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_buffer *A = kg_buf(ctx, "A", ts_float32, 260, 0, TS_SCOPE_GLOBAL);
+	ts_expr *t1 = ts_var(ctx, "t"), *t2 = ts_var(ctx, "t"), *v = ts_var(ctx, "v");
+	ts_stmt *a = kg_bind(ctx, t1, 64, TS_THREAD_X, ir_store(ctx, A, t1, ts_float(ctx, 1)));
+	ts_expr *k = ts_add(ctx, ts_add(ctx, ts_mul(ctx, t2, KI(4)), KI(2)), v); /* 8-byte aligned */
+	ts_stmt *b = kg_bind(ctx, t2, 40, TS_THREAD_X,
+			     kg_loop(ctx, v, 4, TS_FOR_VECTORIZED,
+				     ir_store(ctx, A, k, ts_add(ctx, ts_load(ctx, A, k), ts_float(ctx, 1)))));
+	cg_launch l;
+	const char *src = cg_emit_cuda(ctx, kg_func(ctx, "two", 1, &A, ir_seq2(ctx, a, b)), &l);
+	ck_assert_msg(src != NULL, "%s", ts_last_error(ctx));
+	ck_assert_int_eq(l.block[0], 64);
+	ck_assert_int_eq(count(src, "if (threadIdx.x < 40) {"), 1);
+	ck_assert_ptr_nonnull(strstr(src, "int t = threadIdx.x;"));
+	ck_assert_ptr_nonnull(strstr(src, "int t_1 = threadIdx.x;"));
+	ck_assert_ptr_null(strstr(src, "float4"));
+	ck_assert_ptr_nonnull(strstr(src, "#pragma unroll\n    for (int v = 0; v < 4; ++v) {"));
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(test_cuda_rejects)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_buffer *A = kg_buf(ctx, "A", ts_float32, 64, 0, TS_SCOPE_GLOBAL);
+	ts_buffer *S = kg_buf(ctx, "S", ts_float32, 13000, 0, TS_SCOPE_SHARED);
+	ts_expr *t = ts_var(ctx, "t"), *u = ts_var(ctx, "u"), *n = ts_var(ctx, "n");
+	ts_stmt *st = ir_store(ctx, A, KI(0), ts_float(ctx, 1));
+
+	ts_func *f = kg_func(ctx, "k", 1, &A, kg_bind(ctx, t, 2048, TS_THREAD_X, st));
+	ck_assert_ptr_null(cg_emit_cuda(ctx, f, NULL));
+	tu_assert_error(ctx, "cuda: k: 2048 threads per block (2048 x 1 x 1), the limit is 1024");
+	ts_clear_error(ctx);
+
+	f = kg_func(ctx, "k", 1, &A, kg_bind(ctx, t, 4, TS_THREAD_X, kg_bind(ctx, u, 4, TS_THREAD_X, st)));
+	ck_assert_ptr_null(cg_emit_cuda(ctx, f, NULL));
+	tu_assert_error(ctx, "cuda: k: loop u is bound to threadIdx.x inside another loop bound to it");
+	ts_clear_error(ctx);
+
+	f = kg_func(ctx, "k", 1, &A, ir_let(ctx, n, KI(7), ir_for(ctx, t, KI(0), n, TS_FOR_THREAD,
+								     TS_BLOCK_X, st)));
+	ck_assert_ptr_null(cg_emit_cuda(ctx, f, NULL));
+	tu_assert_error(ctx, "cuda: k: loop t bound to blockIdx.x needs a constant extent");
+	ts_clear_error(ctx);
+
+	f = kg_func(ctx, "k", 1, &A, ir_allocate(ctx, S, ir_store(ctx, S, KI(0), ts_float(ctx, 1))));
+	ck_assert_ptr_null(cg_emit_cuda(ctx, f, NULL));
+	tu_assert_error(ctx, "cuda: k: 52000 bytes of shared memory, the limit is 49152");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* ---- barrier insertion ------------------------------------------------------- */
+
+START_TEST(test_sync_cases)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_buffer *G = kg_buf(ctx, "G", ts_float32, 64, 0, TS_SCOPE_GLOBAL);
+	ts_buffer *S = kg_buf(ctx, "S", ts_float32, 64, 0, TS_SCOPE_SHARED);
+	ts_expr *t = ts_var(ctx, "t"), *k = ts_var(ctx, "k"), *v = ts_var(ctx, "v");
+	ts_stmt *wr = ir_store(ctx, S, t, ts_load(ctx, G, t));
+	ts_stmt *rd = ir_store(ctx, G, t, ts_load(ctx, S, ts_sub(ctx, KI(63), t)));
+	ts_stmt *upd = ir_store(ctx, S, t, ts_float(ctx, 2));
+
+	/* nothing shared to order: the same statement comes back */
+	ts_stmt *plain = ir_seq2(ctx, rd, rd);
+	ts_stmt *g_only = ir_seq2(ctx, ir_store(ctx, G, t, ts_float(ctx, 1)), ir_store(ctx, G, t, ts_float(ctx, 2)));
+	ck_assert_ptr_eq(cg_cuda_insert_sync(ctx, g_only), g_only);
+	ck_assert_ptr_eq(cg_cuda_insert_sync(ctx, plain), plain); /* reads only */
+
+	/* read after write, and write after read */
+	ck_assert_str_eq(ir_stmt_str(ctx, cg_cuda_insert_sync(ctx, ir_seq(ctx, 3, (ts_stmt *[]){wr, rd, upd}))),
+			 "S[t] = G[t]\nbarrier()\nG[t] = S[63 - t]\nbarrier()\nS[t] = 2.0f\n");
+
+	/* a loop: barrier before the read and before the next iteration's write */
+	ts_stmt *loop = kg_loop(ctx, k, 4, TS_FOR_SERIAL, ir_seq2(ctx, wr, rd));
+	ck_assert_str_eq(ir_stmt_str(ctx, cg_cuda_insert_sync(ctx, loop)),
+			 "for (k, 0, 4) {\n  S[t] = G[t]\n  barrier()\n  G[t] = S[63 - t]\n  barrier()\n}\n");
+
+	/* already synchronized: unchanged */
+	ts_stmt *done = kg_loop(ctx, k, 4, TS_FOR_SERIAL,
+				ir_seq(ctx, 4, (ts_stmt *[]){wr, ir_barrier(ctx), rd, ir_barrier(ctx)}));
+	ck_assert_ptr_eq(cg_cuda_insert_sync(ctx, done), done);
+
+	/* a loop that only writes needs no barrier; a thread loop is not sequential */
+	ts_stmt *wonly = kg_loop(ctx, k, 4, TS_FOR_SERIAL, wr);
+	ck_assert_ptr_eq(cg_cuda_insert_sync(ctx, wonly), wonly);
+	ts_stmt *bound = kg_bind(ctx, k, 4, TS_THREAD_Y, ir_seq2(ctx, wr, rd));
+	ck_assert_str_eq(ir_stmt_str(ctx, cg_cuda_insert_sync(ctx, bound)),
+			 "bind threadIdx.y (k, 0, 4) {\n  S[t] = G[t]\n  barrier()\n  G[t] = S[63 - t]\n}\n");
+	ts_stmt *ww = ir_seq2(ctx, wr, upd); /* writes are not ordered */
+	ck_assert_ptr_eq(cg_cuda_insert_sync(ctx, ww), ww);
+
+	/* a vectorized loop is left alone even if it reads and writes */
+	ts_stmt *vec = kg_loop(ctx, v, 4, TS_FOR_VECTORIZED,
+			       ir_store(ctx, S, v, ts_load(ctx, S, ts_add(ctx, v, KI(4)))));
+	ck_assert_ptr_eq(cg_cuda_insert_sync(ctx, vec), vec);
+
+	/* a write inside a branch followed by a read after it */
+	ts_stmt *br = ir_if(ctx, ts_lt(ctx, t, KI(32)), wr, NULL);
+	ck_assert_str_eq(ir_stmt_str(ctx, cg_cuda_insert_sync(ctx, ir_seq2(ctx, br, rd))),
+			 "if (t < 32) {\n  S[t] = G[t]\n}\nbarrier()\nG[t] = S[63 - t]\n");
+	ck_assert_ptr_null(cg_cuda_insert_sync(ctx, NULL));
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("c_emit");
+	TCase *tc = tcase_create("c");
+	tcase_add_test(tc, test_c_vadd);
+	tcase_add_test(tc, test_c_misc);
+	tcase_add_test(tc, test_c_matmul);
+	tcase_add_test(tc, test_c_heap_temporary);
+	tcase_add_test(tc, test_c_rejects);
+	tcase_add_test(tc, test_emit_out_of_memory);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("cuda");
+	tcase_add_test(tc, test_cuda_vadd);
+	tcase_add_test(tc, test_cuda_gemm);
+	tcase_add_test(tc, test_cuda_conv);
+	tcase_add_test(tc, test_cuda_guard_and_alignment);
+	tcase_add_test(tc, test_cuda_rejects);
+	tcase_add_test(tc, test_sync_cases);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return tu_run_suite(suite());
+}
