@@ -12,8 +12,9 @@
  *           per parameter and returns 0.  Parallel loops carry
  *           `#pragma omp parallel for` and vectorized ones `#pragma omp simd`
  *           (both only when compiled with OpenMP, so -Wall stays quiet
- *           otherwise); thread-bound loops run serially; BARRIER is
- *           rejected.  Temporaries up to 64 KiB live on the stack; larger
+ *           otherwise); thread-bound loops run serially, which is exact
+ *           because threads cannot communicate without a BARRIER, and
+ *           BARRIER is rejected.  Temporaries up to 64 KiB live on the stack; larger
  *           ones, outside parallel loops only, on the heap (if that
  *           allocation fails the function returns early, outputs unwritten).
  *
