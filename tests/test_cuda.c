@@ -12,7 +12,7 @@
 
 #include "cg_kernels.h"
 #include "nvrtc.h"
-#include "runtime/cuda.h"
+#include "runtime/cuda_driver.h"
 
 /* Compiles f's CUDA C for arch and checks the image kind. */
 static void compile_ok(ts_func *(*build)(ts_ctx *), const char *arch)

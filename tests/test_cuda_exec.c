@@ -12,7 +12,7 @@
 
 #include "cg_kernels.h"
 #include "nvrtc.h"
-#include "runtime/cuda.h"
+#include "runtime/cuda_driver.h"
 
 /* A device, a compiled kernel and its launch configuration. */
 typedef struct gpu {
