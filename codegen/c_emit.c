@@ -161,6 +161,7 @@ typedef struct emitter {
 	int nheap;
 	/* CUDA */
 	cg_launch launch;
+	int64_t bound_ext[TS_THREAD_Z + 1]; /* extent of the enclosing loop bound to each tag */
 	ts_buffer *shared[32];
 	int nshared;
 } emitter;
@@ -1093,20 +1094,28 @@ static void collect_thread(emitter *em, const ts_stmt *s, unsigned bound)
 		fail(em, TS_ERR_INVALID, "loop %s is a thread loop without a thread tag", v);
 		return;
 	}
-	if (bound & (1u << t)) {
-		fail(em, TS_ERR_INVALID, "loop %s is bound to %s inside another loop bound to it",
-		     v, ts_thread_tag_name(t));
-		return;
-	}
 	if (!ir_is_const_int(s->u.for_.extent, &ext)) {
 		fail(em, TS_ERR_UNSUPPORTED, "loop %s bound to %s needs a constant extent", v,
 		     ts_thread_tag_name(t));
 		return;
 	}
+	/* A loop bound to an index that an enclosing loop is bound to already
+	 * (a stage computed at a thread loop, fetching cooperatively) uses the
+	 * same hardware index: it must not need more of it than the enclosing
+	 * loop provides, or threads outside that loop's guard would be needed. */
+	if ((bound & (1u << t)) && ext > em->bound_ext[t]) {
+		fail(em, TS_ERR_INVALID,
+		     "loop %s is bound to %s with extent %lld inside a loop bound to it with extent %lld",
+		     v, ts_thread_tag_name(t), (long long)ext, (long long)em->bound_ext[t]);
+		return;
+	}
 	int64_t *dim = t >= TS_THREAD_X ? &em->launch.block[tag_dim(t)] : &em->launch.grid[tag_dim(t)];
 	if (ext > *dim)
 		*dim = ext;
+	int64_t saved = em->bound_ext[t];
+	em->bound_ext[t] = ext;
 	collect(em, s->u.for_.body, bound | (1u << t));
+	em->bound_ext[t] = saved;
 }
 
 static void collect_shared(emitter *em, ts_buffer *b)

@@ -12,7 +12,7 @@
 
 #include "cg_kernels.h"
 #include "nvrtc.h"
-#include "runtime/cuda_driver.h"
+#include "cuda_test.h"
 
 /* Compiles f's CUDA C for arch and checks the image kind. */
 static void compile_ok(ts_func *(*build)(ts_ctx *), const char *arch)
@@ -356,41 +356,6 @@ START_TEST(test_fake_driver)
 	rmdir(dir);
 }
 END_TEST
-
-/* LeakSanitizer's scan of dynamic TLS can read a bogus block after NVRTC
- * ran (a sanitizer bug with recent glibc) and crash; without that scan, the
- * key array pthread_setspecific keeps in the thread descriptor looks leaked. */
-const char *__lsan_default_options(void);
-const char *__lsan_default_options(void)
-{
-	return "use_tls=0";
-}
-
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void)
-{
-	return "leak:pthread_setspecific\n";
-}
-
-/* Whether NVRTC loads, probed in a child process so that this one, which
- * Check forks for every test, does not carry the library's state. */
-static bool have_nvrtc(void)
-{
-	pid_t pid = fork();
-	if (pid == 0) {
-		ts_ctx *ctx = ts_ctx_new();
-		int major = 0, minor = 0;
-		bool ok = cg_nvrtc_version(ctx, &major, &minor) == TS_OK;
-		if (!ok)
-			printf("skipping NVRTC tests: %s\n", ts_last_error(ctx));
-		fflush(stdout);
-		ts_ctx_free(ctx);
-		_exit(ok ? 0 : 1);
-	}
-	int status = 0;
-	return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-	       WEXITSTATUS(status) == 0;
-}
 
 int main(void)
 {

@@ -12,7 +12,7 @@
 
 #include "cg_kernels.h"
 #include "nvrtc.h"
-#include "runtime/cuda_driver.h"
+#include "cuda_test.h"
 
 /* A device, a compiled kernel and its launch configuration. */
 typedef struct gpu {
@@ -221,53 +221,6 @@ START_TEST(test_driver_errors)
 	gpu_close(&g);
 }
 END_TEST
-
-/* The CUDA driver maps memory where AddressSanitizer keeps its shadow gap,
- * and allocates for the process's lifetime.  LeakSanitizer's scan of dynamic
- * TLS can read a bogus block after NVRTC ran (a sanitizer bug with recent
- * glibc) and crash; without that scan, the key array pthread_setspecific
- * keeps in the thread descriptor looks leaked. */
-const char *__asan_default_options(void);
-const char *__asan_default_options(void)
-{
-	return "protect_shadow_gap=0";
-}
-
-const char *__lsan_default_options(void);
-const char *__lsan_default_options(void)
-{
-	return "use_tls=0";
-}
-
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void)
-{
-	return "leak:libcuda.so\nleak:libnvrtc\nleak:pthread_setspecific\n";
-}
-
-/* Whether a device can be used, probed in a child process: CUDA must not be
- * initialized in this process before Check forks the tests. */
-static bool have_device(void)
-{
-	pid_t pid = fork();
-	if (pid == 0) {
-		ts_ctx *ctx = ts_ctx_new();
-		ts_cuda *c = ts_cuda_open(ctx);
-		int major = 0, minor = 0;
-		bool ok = c && cg_nvrtc_version(ctx, &major, &minor) == TS_OK;
-		if (!ok)
-			printf("skipping: %s\n", ts_last_error(ctx));
-		else
-			printf("device: %s (%s)\n", ts_cuda_device_name(c), ts_cuda_arch(c));
-		fflush(stdout);
-		ts_cuda_close(c);
-		ts_ctx_free(ctx);
-		_exit(ok ? 0 : 1);
-	}
-	int status = 0;
-	return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-	       WEXITSTATUS(status) == 0;
-}
 
 int main(void)
 {

@@ -1,0 +1,75 @@
+/*
+ * cuda_test.h - what every CUDA test binary needs; include it in exactly
+ * one file of the binary.
+ *
+ * Sanitizer settings: the CUDA driver maps memory where AddressSanitizer
+ * keeps its shadow gap and allocates for the process's lifetime.
+ * LeakSanitizer's scan of dynamic TLS can read a bogus block after NVRTC ran
+ * (a sanitizer bug with recent glibc) and crash; without that scan, the key
+ * array pthread_setspecific keeps in the thread descriptor looks leaked.
+ *
+ * Probes run in a child process: CUDA and NVRTC must not be initialized in
+ * this process before Check forks the tests.
+ */
+#ifndef TESSERA_TESTS_CUDA_TEST_H
+#define TESSERA_TESTS_CUDA_TEST_H
+
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "nvrtc.h"
+#include "runtime/cuda_driver.h"
+
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return "protect_shadow_gap=0";
+}
+
+const char *__lsan_default_options(void);
+const char *__lsan_default_options(void)
+{
+	return "use_tls=0";
+}
+
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void)
+{
+	return "leak:libcuda.so\nleak:libnvrtc\nleak:pthread_setspecific\n";
+}
+
+static bool probe_child(bool need_device)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		ts_ctx *ctx = ts_ctx_new();
+		int major = 0, minor = 0;
+		ts_cuda *c = need_device ? ts_cuda_open(ctx) : NULL;
+		bool ok = (!need_device || c) && cg_nvrtc_version(ctx, &major, &minor) == TS_OK;
+		if (!ok)
+			printf("skipping %s tests: %s\n", need_device ? "GPU" : "NVRTC", ts_last_error(ctx));
+		else if (c)
+			printf("device: %s (%s)\n", ts_cuda_device_name(c), ts_cuda_arch(c));
+		fflush(stdout);
+		ts_cuda_close(c);
+		ts_ctx_free(ctx);
+		_exit(ok ? 0 : 1);
+	}
+	int status = 0;
+	return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	       WEXITSTATUS(status) == 0;
+}
+
+/* Whether NVRTC loads; and whether a GPU (with NVRTC) can be used. */
+static inline bool have_nvrtc(void)
+{
+	return probe_child(false);
+}
+
+static inline bool have_device(void)
+{
+	return probe_child(true);
+}
+
+#endif

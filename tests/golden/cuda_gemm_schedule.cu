@@ -1,0 +1,78 @@
+/* tessera: gemm, grid (2, 2, 1), block (16, 16, 1), 4096 bytes of shared memory */
+
+static __device__ __forceinline__ int ts_floordiv_i32(int a, int b)
+{
+  int q = a / b;
+  return (q * b != a && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+static __device__ __forceinline__ int ts_floormod_i32(int a, int b)
+{
+  int r = a % b;
+  return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;
+}
+
+extern "C" __global__ void __launch_bounds__(256) gemm(float *__restrict__ A, float *__restrict__ B, float *__restrict__ matmul)
+{
+  __shared__ __align__(16) float A_shared[512];
+  __shared__ __align__(16) float B_shared[512];
+  int i_outer = blockIdx.y;
+  int j_outer = blockIdx.x;
+  int i_inner_outer = threadIdx.y;
+  int j_inner_outer = threadIdx.x;
+  float matmul_local[16];
+  matmul_local[0] = 0.0f;
+  matmul_local[1] = 0.0f;
+  matmul_local[2] = 0.0f;
+  matmul_local[3] = 0.0f;
+  matmul_local[4] = 0.0f;
+  matmul_local[5] = 0.0f;
+  matmul_local[6] = 0.0f;
+  matmul_local[7] = 0.0f;
+  matmul_local[8] = 0.0f;
+  matmul_local[9] = 0.0f;
+  matmul_local[10] = 0.0f;
+  matmul_local[11] = 0.0f;
+  matmul_local[12] = 0.0f;
+  matmul_local[13] = 0.0f;
+  matmul_local[14] = 0.0f;
+  matmul_local[15] = 0.0f;
+  for (int k_outer = 0; k_outer < 8; ++k_outer) {
+    for (int ax0_ax1_fused_outer = 0; ax0_ax1_fused_outer < 2; ++ax0_ax1_fused_outer) {
+      int ax0_ax1_fused_inner_outer = threadIdx.y;
+      int ax0_ax1_fused_inner_inner = threadIdx.x;
+      A_shared[ax0_ax1_fused_outer*256 + ax0_ax1_fused_inner_outer*16 + ts_floordiv_i32(ax0_ax1_fused_inner_inner, 8)*8 + ts_floormod_i32(ax0_ax1_fused_inner_inner, 8)] = A[i_outer*4096 + ax0_ax1_fused_outer*2048 + ax0_ax1_fused_inner_outer*128 + ts_floordiv_i32(ax0_ax1_fused_inner_inner, 8)*64 + k_outer*8 + ts_floormod_i32(ax0_ax1_fused_inner_inner, 8)];
+    }
+    __syncthreads();
+    for (int ax0_ax1_fused_outer_1 = 0; ax0_ax1_fused_outer_1 < 2; ++ax0_ax1_fused_outer_1) {
+      int ax0_ax1_fused_inner_outer_1 = threadIdx.y;
+      int ax0_ax1_fused_inner_inner_1 = threadIdx.x;
+      B_shared[ax0_ax1_fused_outer_1*256 + ts_floordiv_i32(ax0_ax1_fused_inner_outer_1*16 + ax0_ax1_fused_inner_inner_1, 64)*64 + ts_floormod_i32(ax0_ax1_fused_inner_outer_1*16 + ax0_ax1_fused_inner_inner_1, 64)] = B[k_outer*1024 + ax0_ax1_fused_outer_1*512 + ts_floordiv_i32(ax0_ax1_fused_inner_outer_1*16 + ax0_ax1_fused_inner_inner_1, 64)*128 + j_outer*64 + ts_floormod_i32(ax0_ax1_fused_inner_outer_1*16 + ax0_ax1_fused_inner_inner_1, 64)];
+    }
+    __syncthreads();
+    for (int k_inner = 0; k_inner < 8; ++k_inner) {
+      matmul_local[0] = matmul_local[0] + A_shared[i_inner_outer*32 + k_inner]*B_shared[k_inner*64 + j_inner_outer*4];
+      matmul_local[1] = matmul_local[1] + A_shared[i_inner_outer*32 + k_inner]*B_shared[k_inner*64 + j_inner_outer*4 + 1];
+      matmul_local[2] = matmul_local[2] + A_shared[i_inner_outer*32 + k_inner]*B_shared[k_inner*64 + j_inner_outer*4 + 2];
+      matmul_local[3] = matmul_local[3] + A_shared[i_inner_outer*32 + k_inner]*B_shared[k_inner*64 + j_inner_outer*4 + 3];
+      matmul_local[4] = matmul_local[4] + A_shared[i_inner_outer*32 + k_inner + 8]*B_shared[k_inner*64 + j_inner_outer*4];
+      matmul_local[5] = matmul_local[5] + A_shared[i_inner_outer*32 + k_inner + 8]*B_shared[k_inner*64 + j_inner_outer*4 + 1];
+      matmul_local[6] = matmul_local[6] + A_shared[i_inner_outer*32 + k_inner + 8]*B_shared[k_inner*64 + j_inner_outer*4 + 2];
+      matmul_local[7] = matmul_local[7] + A_shared[i_inner_outer*32 + k_inner + 8]*B_shared[k_inner*64 + j_inner_outer*4 + 3];
+      matmul_local[8] = matmul_local[8] + A_shared[i_inner_outer*32 + k_inner + 16]*B_shared[k_inner*64 + j_inner_outer*4];
+      matmul_local[9] = matmul_local[9] + A_shared[i_inner_outer*32 + k_inner + 16]*B_shared[k_inner*64 + j_inner_outer*4 + 1];
+      matmul_local[10] = matmul_local[10] + A_shared[i_inner_outer*32 + k_inner + 16]*B_shared[k_inner*64 + j_inner_outer*4 + 2];
+      matmul_local[11] = matmul_local[11] + A_shared[i_inner_outer*32 + k_inner + 16]*B_shared[k_inner*64 + j_inner_outer*4 + 3];
+      matmul_local[12] = matmul_local[12] + A_shared[i_inner_outer*32 + k_inner + 24]*B_shared[k_inner*64 + j_inner_outer*4];
+      matmul_local[13] = matmul_local[13] + A_shared[i_inner_outer*32 + k_inner + 24]*B_shared[k_inner*64 + j_inner_outer*4 + 1];
+      matmul_local[14] = matmul_local[14] + A_shared[i_inner_outer*32 + k_inner + 24]*B_shared[k_inner*64 + j_inner_outer*4 + 2];
+      matmul_local[15] = matmul_local[15] + A_shared[i_inner_outer*32 + k_inner + 24]*B_shared[k_inner*64 + j_inner_outer*4 + 3];
+    }
+    __syncthreads();
+  }
+  for (int i_inner_inner = 0; i_inner_inner < 4; ++i_inner_inner) {
+    for (int j_inner_inner = 0; j_inner_inner < 4; ++j_inner_inner) {
+      matmul[i_outer*8192 + i_inner_outer*512 + i_inner_inner*128 + j_outer*64 + j_inner_outer*4 + j_inner_inner] = matmul_local[i_inner_inner*4 + j_inner_inner];
+    }
+  }
+}

@@ -1,0 +1,131 @@
+/*
+ * test_cuda_schedules.c - the operator library's GPU schedules, lowered by
+ * tessera and compiled by NVRTC to CUBIN for sm_80 and sm_90 (no GPU needed),
+ * their CUDA C compared with a golden file, and the error a plain "cuda"
+ * target gives where there is no GPU.  Exits 77 (skip) when libnvrtc is
+ * missing.  Execution on a GPU is in test_cuda_exec.c.
+ */
+#include "testutil.h"
+
+#include <string.h>
+
+#include "build.h"
+#include "cuda_test.h"
+#include "lower.h"
+#include "op_schedules.h"
+
+static ts_func *gemm(ts_ctx *ctx, int64_t M, int64_t N, int64_t K)
+{
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(M, K), ts_float32);
+	ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(K, N), ts_float32);
+	ts_tensor *C = ts_op_matmul(ctx, A, B, false, false);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	tu_ok(ctx, ts_schedule_matmul_cuda(s, C, NULL));
+	return ts_lower(s, "gemm", 3, (ts_tensor *[]){A, B, C});
+}
+
+static ts_func *conv(ts_ctx *ctx)
+{
+	/* a ResNet-50 3x3 layer of res4 at batch 1 */
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(1, 256, 14, 14), ts_float32);
+	ts_tensor *W = ts_placeholder(ctx, "W", TS_SHAPE(256, 256, 3, 3), ts_float32);
+	ts_tensor *Y = ts_op_conv2d_nchw(ctx, X, W, 1, 1, 1, 1, 1, 1, 1);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+	tu_ok(ctx, ts_schedule_conv2d_cuda(s, Y, NULL));
+	return ts_lower(s, "conv2d", 3, (ts_tensor *[]){X, W, Y});
+}
+
+static void compiles(ts_ctx *ctx, ts_func *f, const char *target)
+{
+	tu_nonnull(ctx, f);
+	ts_module *m = ts_build(ctx, f, target);
+	ck_assert_msg(m != NULL, "%s for %s: %s", f->name, target, ts_last_error(ctx));
+	const char *src = ts_module_source(m, "cuda");
+	tu_nonnull(ctx, src);
+	ck_assert_ptr_nonnull(strstr(src, "__global__"));
+	ck_assert_ptr_nonnull(strstr(src, "__syncthreads()"));
+	ts_phase_times t = ts_module_times(m);
+	ck_assert(t.nvrtc_ms > 0);
+	/* compiled without a GPU: it can be read but not run */
+	ts_array *none[3] = {NULL, NULL, NULL};
+	ck_assert_int_ne(ts_module_run(m, 3, none), TS_OK);
+	ts_clear_error(ctx);
+	ts_module_free(m);
+}
+
+START_TEST(test_gemm_compiles)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_func *f = gemm(ctx, 512, 512, 512);
+	compiles(ctx, f, "cuda -arch=sm_80");
+	compiles(ctx, f, "cuda -arch=sm_90");
+	/* shapes the tiles do not divide */
+	compiles(ctx, gemm(ctx, 100, 90, 70), "cuda -arch=sm_90");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(test_conv_compiles)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_func *f = conv(ctx);
+	tu_nonnull(ctx, f);
+	ts_module *m80 = ts_build(ctx, f, "cuda -arch=sm_80");
+	ck_assert_msg(m80 != NULL, "%s", ts_last_error(ctx));
+	ts_module *m90 = ts_build(ctx, f, "cuda -arch=sm_90");
+	ck_assert_msg(m90 != NULL, "%s", ts_last_error(ctx));
+	ts_module_free(m80);
+	ts_module_free(m90);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(test_gemm_golden)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_func *f = gemm(ctx, 128, 128, 64);
+	tu_nonnull(ctx, f);
+	ts_module *m = ts_build(ctx, f, "cuda -arch=sm_90");
+	ck_assert_msg(m != NULL, "%s", ts_last_error(ctx));
+	tu_assert_golden("cuda_gemm_schedule.cu", ts_module_source(m, "cuda"));
+	ts_module_free(m);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(test_errors)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_func *f = gemm(ctx, 64, 64, 64);
+	ts_module *m = ts_build(ctx, f, "cuda -arch=sm_1x");
+	ck_assert_ptr_null(m);
+	tu_assert_error(ctx, "sm_1x");
+	ts_clear_error(ctx);
+	ck_assert_ptr_null(ts_build(ctx, f, "opencl"));
+	tu_assert_error(ctx, "build gemm: unknown target 'opencl'");
+	ts_clear_error(ctx);
+	/* "cuda" alone needs a device to pick sm_XY */
+	m = ts_build(ctx, f, "cuda");
+	if (!m) {
+		ck_assert_int_eq(ts_last_status(ctx), TS_ERR_NO_DEVICE);
+		tu_assert_error(ctx, "give one, e.g. 'cuda -arch=sm_90'");
+	}
+	ts_module_free(m);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+int main(void)
+{
+	if (!have_nvrtc())
+		return 77;
+	Suite *s = suite_create("cuda_schedules");
+	TCase *tc = tcase_create("nvrtc");
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, test_gemm_compiles);
+	tcase_add_test(tc, test_conv_compiles);
+	tcase_add_test(tc, test_gemm_golden);
+	tcase_add_test(tc, test_errors);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}
