@@ -158,6 +158,8 @@ ts_phase_times ts_module_times(const ts_module *m)
 
 const char *ts_module_target(const ts_module *m)
 {
+	if (m && m->llvm)
+		return cg_llvm_target_str(m->llvm);
 	return m ? m->target : NULL;
 }
 

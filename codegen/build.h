@@ -33,6 +33,7 @@ const char *ts_module_source(ts_module *m, const char *kind);
 
 /* Per-phase compile times of ts_build (lowering is timed by the caller). */
 ts_phase_times ts_module_times(const ts_module *m);
+/* The target as resolved: for the host, its CPU name and features. */
 const char *ts_module_target(const ts_module *m);
 const ts_func *ts_module_func(const ts_module *m);
 void ts_module_free(ts_module *m);
