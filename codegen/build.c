@@ -9,6 +9,7 @@
  */
 #include "build.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "args.h"

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "c_emit.h"
-#include "cuda.h"
+#include "cuda_driver.h"
 #include "nvrtc.h"
 
 struct cg_cuda_module {

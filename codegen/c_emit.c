@@ -864,7 +864,7 @@ static bool try_float4(emitter *em, const ts_stmt *s)
 		return false;
 	}
 	const char *type = lanes == 4 ? "float4" : "float2";
-	if (st->u.store.value->kind == IR_LOAD) {
+	if (em->nvec == 1 && em->vec_loads[0] == st->u.store.value) { /* a copy */
 		begin_line(em);
 		vec_access(em, type, st->u.store.buf, sbase, false);
 		put(em, " = ");

@@ -12,8 +12,9 @@
  *           per parameter and returns 0.  Parallel loops carry
  *           `#pragma omp parallel for` and vectorized ones `#pragma omp simd`
  *           (both only when compiled with OpenMP, so -Wall stays quiet
- *           otherwise); thread-bound loops run serially; BARRIER is
- *           rejected.  Temporaries up to 64 KiB live on the stack; larger
+ *           otherwise); thread-bound loops run serially, which is exact
+ *           because threads cannot communicate without a BARRIER, and
+ *           BARRIER is rejected.  Temporaries up to 64 KiB live on the stack; larger
  *           ones, outside parallel loops only, on the heap (if that
  *           allocation fails the function returns early, outputs unwritten).
  *
@@ -32,15 +33,12 @@
 #ifndef TESSERA_CODEGEN_C_EMIT_H
 #define TESSERA_CODEGEN_C_EMIT_H
 
+#include "cuda_driver.h"
 #include "ir.h"
 
-/* How a CUDA kernel is launched.  Unbound dimensions are 1. */
-typedef struct cg_launch {
-	int64_t grid[3];             /* blocks in x, y, z */
-	int64_t block[3];            /* threads per block in x, y, z */
-	int64_t shared_bytes;        /* dynamic shared memory (tessera uses none) */
-	int64_t static_shared_bytes; /* __shared__ arrays declared by the kernel */
-} cg_launch;
+/* How a CUDA kernel is launched (the runtime's ts_launch, filled in by the
+ * emitter from the bound loops). */
+typedef ts_launch cg_launch;
 
 /* Limits of the CUDA C dialect checked at emission time. */
 #define CG_CUDA_MAX_THREADS 1024

@@ -1,5 +1,5 @@
 /*
- * cuda.c - the CUDA driver API through dlopen (see cuda.h).
+ * cuda.c - the CUDA driver API through dlopen (see cuda_driver.h).
  *
  * The driver entry points are declared here with their C ABI (CUresult and
  * CUdevice are ints, handles are opaque pointers, CUdeviceptr is a 64-bit
@@ -8,7 +8,7 @@
  * Each operation makes the device's primary context current first, so a
  * ts_cuda may be used from any thread (one at a time).
  */
-#include "cuda.h"
+#include "cuda_driver.h"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -419,7 +419,7 @@ ts_status ts_cuda_module_kernel(ts_ctx *ctx, ts_cuda_module *m, const char *name
 
 /* ---- launches -------------------------------------------------------------------- */
 
-static ts_status check_launch(ts_ctx *ctx, const ts_cuda_kernel *k, const cg_launch *l,
+static ts_status check_launch(ts_ctx *ctx, const ts_cuda_kernel *k, const ts_launch *l,
 			      int nargs, ts_array *const *args)
 {
 	if (!k || !k->fn || !l)
@@ -438,7 +438,7 @@ static ts_status check_launch(ts_ctx *ctx, const ts_cuda_kernel *k, const cg_lau
 	return TS_OK;
 }
 
-static ts_status launch(ts_ctx *ctx, const ts_cuda_kernel *k, const cg_launch *l, int nargs,
+static ts_status launch(ts_ctx *ctx, const ts_cuda_kernel *k, const ts_launch *l, int nargs,
 			ts_array *const *args)
 {
 	void *params[64];
@@ -454,7 +454,7 @@ static ts_status launch(ts_ctx *ctx, const ts_cuda_kernel *k, const cg_launch *l
 		     (long long)l->block[2], (long long)l->shared_bytes);
 }
 
-ts_status ts_cuda_launch(ts_ctx *ctx, const ts_cuda_kernel *k, const cg_launch *l, int nargs,
+ts_status ts_cuda_launch(ts_ctx *ctx, const ts_cuda_kernel *k, const ts_launch *l, int nargs,
 			 ts_array *const *args)
 {
 	ts_status st = check_launch(ctx, k, l, nargs, args);
@@ -479,7 +479,7 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* One timed launch between two recorded events. */
-static ts_status timed_launch(ts_ctx *ctx, const ts_cuda_kernel *k, const cg_launch *l,
+static ts_status timed_launch(ts_ctx *ctx, const ts_cuda_kernel *k, const ts_launch *l,
 			      int nargs, ts_array *const *args, cu_event ev[2], double *ms)
 {
 	const ts_cuda *c = k->cuda;
@@ -494,7 +494,7 @@ static ts_status timed_launch(ts_ctx *ctx, const ts_cuda_kernel *k, const cg_lau
 	return TS_OK;
 }
 
-static ts_status time_runs(ts_ctx *ctx, const ts_cuda_kernel *k, const cg_launch *l, int nargs,
+static ts_status time_runs(ts_ctx *ctx, const ts_cuda_kernel *k, const ts_launch *l, int nargs,
 			   ts_array *const *args, int warmup, int repeats, double *times)
 {
 	const ts_cuda *c = k->cuda;
@@ -516,7 +516,7 @@ static ts_status time_runs(ts_ctx *ctx, const ts_cuda_kernel *k, const cg_launch
 	return st;
 }
 
-ts_status ts_cuda_time_kernel(ts_ctx *ctx, const ts_cuda_kernel *k, const cg_launch *l,
+ts_status ts_cuda_time_kernel(ts_ctx *ctx, const ts_cuda_kernel *k, const ts_launch *l,
 			      int nargs, ts_array *const *args, int warmup, int repeats,
 			      double *median_ms)
 {

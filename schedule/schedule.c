@@ -401,7 +401,9 @@ ts_status ts_vectorize(ts_stage *st, ts_axis *a)
 {
 	if (st && a && owns(st, a) && a->kind == TS_ITER_REDUCE)
 		return fail(st, "vectorize", "axis '%s' is a reduction axis", a->name);
-	if (st && a && owns(st, a) && a->extent > TS_MAX_VECTOR_LANES) {
+	/* a stage computed at another has its domain fixed only at lowering,
+	 * where vectorize_legal checks the limit again */
+	if (st && a && owns(st, a) && st->attach != SCH_ATTACH_AT && a->extent > TS_MAX_VECTOR_LANES) {
 		char msg[200];
 		snprintf(msg, sizeof(msg), "extent %lld of axis '%s' exceeds the limit of %d lanes",
 			 (long long)a->extent, a->name, TS_MAX_VECTOR_LANES);
@@ -419,7 +421,7 @@ ts_status ts_parallel(ts_stage *st, ts_axis *a)
 
 ts_status ts_unroll(ts_stage *st, ts_axis *a)
 {
-	if (st && a && owns(st, a) && a->extent > TS_MAX_UNROLL) {
+	if (st && a && owns(st, a) && st->attach != SCH_ATTACH_AT && a->extent > TS_MAX_UNROLL) {
 		char msg[200];
 		snprintf(msg, sizeof(msg), "extent %lld of axis '%s' exceeds the unroll limit of %d",
 			 (long long)a->extent, a->name, TS_MAX_UNROLL);

@@ -485,6 +485,30 @@ START_TEST(test_cuda_rejects)
 }
 END_TEST
 
+/* Vectorized stores of a value that does not vary across lanes, with and
+ * without a load; thread loops in plain C run serially. */
+START_TEST(test_uniform_lanes_and_serial_threads)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_buffer *A = kg_buf(ctx, "A", ts_float32, 64, 0, TS_SCOPE_GLOBAL);
+	ts_buffer *B = kg_buf(ctx, "B", ts_float32, 64, 0, TS_SCOPE_GLOBAL);
+	ts_expr *t = ts_var(ctx, "t"), *v = ts_var(ctx, "v"), *w = ts_var(ctx, "w");
+	ts_expr *k = ts_add(ctx, ts_mul(ctx, t, KI(4)), v), *k2 = ts_add(ctx, ts_mul(ctx, t, KI(4)), w);
+	ts_stmt *s1 = kg_loop(ctx, v, 4, TS_FOR_VECTORIZED, ir_store(ctx, A, k, ts_load(ctx, B, t)));
+	ts_stmt *s2 = kg_loop(ctx, w, 4, TS_FOR_VECTORIZED, ir_store(ctx, B, k2, ts_float(ctx, 3)));
+	ts_func *f = kg_func(ctx, "fill", 2, (ts_buffer *[]){A, B},
+			     kg_bind(ctx, t, 16, TS_THREAD_X, ir_seq2(ctx, s1, s2)));
+	const char *src = cg_emit_cuda(ctx, f, NULL);
+	ck_assert_msg(src != NULL, "%s", ts_last_error(ctx));
+	ck_assert_ptr_nonnull(strstr(src, "*(float4 *)&A[t*4] = make_float4(B[t], B[t], B[t], B[t]);"));
+	ck_assert_ptr_nonnull(strstr(src, "*(float4 *)&B[t*4] = make_float4(3.0f, 3.0f, 3.0f, 3.0f);"));
+	src = cg_emit_c(ctx, f);
+	ck_assert_msg(src != NULL, "%s", ts_last_error(ctx));
+	ck_assert_ptr_nonnull(strstr(src, "for (int32_t t = 0; t < 16; ++t) { /* threadIdx.x */"));
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* ---- barrier insertion ------------------------------------------------------- */
 
 START_TEST(test_sync_cases)
@@ -557,6 +581,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_cuda_conv);
 	tcase_add_test(tc, test_cuda_guard_and_alignment);
 	tcase_add_test(tc, test_cuda_rejects);
+	tcase_add_test(tc, test_uniform_lanes_and_serial_threads);
 	tcase_add_test(tc, test_sync_cases);
 	suite_add_tcase(s, tc);
 	return s;

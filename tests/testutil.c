@@ -99,6 +99,7 @@ void tu_assert_golden_path(const char *name, const char *text)
 }
 
 #include "interp.h"
+#include "llvm.h"
 
 static ts_status interp_runner(ts_ctx *ctx, const ts_func *f, void *const *args, void *user)
 {
@@ -106,9 +107,49 @@ static ts_status interp_runner(ts_ctx *ctx, const ts_func *f, void *const *args,
 	return cg_interp_run(ctx, f, args);
 }
 
+static ts_status llvm_runner(ts_ctx *ctx, const ts_func *f, void *const *args, void *user)
+{
+	cg_llvm_module *m = cg_llvm_compile(ctx, f, user);
+	if (!m)
+		return ts_last_status(ctx);
+	ts_cpu_entry entry = cg_llvm_entry(m);
+	int32_t rc = entry ? entry((void **)args) : -1;
+	cg_llvm_free(m);
+	return rc == 0 ? TS_OK : ts_error(ctx, TS_ERR_RUNTIME, "%s returned %d", f->name, rc);
+}
+
+void tu_check_func_llvm(ts_ctx *ctx, const ts_func *f, const char *target, double tol)
+{
+	tu_check_func_with(ctx, f, llvm_runner, (void *)target, tol);
+}
+
+typedef struct {
+	bool parallel, gpu;
+} loop_kinds;
+
+static bool kinds_fn(ts_stmt *s, void *data)
+{
+	loop_kinds *k = data;
+	if (s->kind == IR_S_FOR) {
+		k->parallel |= s->u.for_.kind == TS_FOR_PARALLEL;
+		k->gpu |= s->u.for_.kind == TS_FOR_THREAD;
+	}
+	return true;
+}
+
 void tu_check_func(ts_ctx *ctx, const ts_func *f, double tol)
 {
 	tu_check_func_with(ctx, f, interp_runner, NULL, tol);
+	loop_kinds k = {false, false};
+	ir_stmt_visit(f->body, kinds_fn, NULL, &k);
+	if (k.gpu) /* GPU schedules: the interpreter here, NVRTC and the device elsewhere */
+		return;
+	static const int threads[] = {1, 2, 4};
+	for (int i = 0; i < (k.parallel ? 3 : 1); i++) {
+		int old = ts_set_num_threads(threads[i]);
+		tu_check_func_llvm(ctx, f, NULL, tol);
+		ts_set_num_threads(old);
+	}
 }
 
 void tu_check_func_with(ts_ctx *ctx, const ts_func *f, tu_runner run, void *user, double tol)

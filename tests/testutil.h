@@ -40,8 +40,11 @@ typedef ts_status (*tu_runner)(ts_ctx *ctx, const ts_func *f, void *const *args,
  * runs f with `run`, evaluates the outputs with ts_eval, and asserts that
  * they agree within tol (relative + absolute). */
 void tu_check_func_with(ts_ctx *ctx, const ts_func *f, tu_runner run, void *user, double tol);
-/* The same through the loop-IR interpreter. */
+/* The same through the loop-IR interpreter, and through the LLVM JIT for
+ * the host (with 1, 2 and 4 threads when f has a parallel loop). */
 void tu_check_func(ts_ctx *ctx, const ts_func *f, double tol);
+/* Only through the LLVM JIT for `target` (NULL: the host). */
+void tu_check_func_llvm(ts_ctx *ctx, const ts_func *f, const char *target, double tol);
 /* Asserts that a call returned TS_OK, printing the context's error if not. */
 #define tu_ok(ctx, call)                                                         \
 	do {                                                                     \

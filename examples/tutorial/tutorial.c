@@ -182,14 +182,16 @@ static void print_head(const char *text, int max_lines)
 		printf("  ... (%d more lines)\n", rest);
 }
 
+/* Largest difference relative to the largest magnitude of the reference. */
 static double max_rel_err(const float *a, const float *b, int64_t n)
 {
-	double worst = 0;
+	double worst = 0, scale = 1e-30;
 	for (int64_t i = 0; i < n; i++) {
-		double d = fabs((double)a[i] - b[i]) / (fabs((double)b[i]) + 1e-3);
+		double d = fabs((double)a[i] - b[i]), m = fabs((double)b[i]);
 		worst = d > worst ? d : worst;
+		scale = m > scale ? m : scale;
 	}
-	return worst;
+	return worst / scale;
 }
 
 static double openblas_gflops(ts_array *A, ts_array *B, ts_array *C, int64_t n, int threads)

@@ -1,12 +1,13 @@
 /*
- * cuda.h - the CUDA driver API, opened at run time: devices, device arrays,
+ * cuda_driver.h - the CUDA driver API, opened at run time: devices, device arrays,
  * modules, launches and kernel timing.
  *
  * libcuda.so.1 comes with the NVIDIA driver, not the toolkit, so tessera
  * opens it with dlopen (TESSERA_CUDA_LIB names another file to open) and
  * works on machines without it: ts_cuda_open then returns NULL with
  * TS_ERR_NO_DEVICE and the CPU path is used.  Include this header as
- * "runtime/cuda.h"; it never includes the toolkit's cuda.h.
+ * "cuda_driver.h"; it never includes the toolkit's cuda.h (a
+ * different name, so the two can never be confused).
  *
  * Every failed driver call is reported as
  *   cuda: <call and what it was for> failed: CUDA_ERROR_NAME (description)
@@ -19,7 +20,14 @@
 #define TESSERA_RUNTIME_CUDA_H
 
 #include "array.h"
-#include "c_emit.h"
+
+/* How a kernel is launched.  Unbound dimensions are 1. */
+typedef struct ts_launch {
+	int64_t grid[3];             /* blocks in x, y, z */
+	int64_t block[3];            /* threads per block in x, y, z */
+	int64_t shared_bytes;        /* dynamic shared memory (tessera uses none) */
+	int64_t static_shared_bytes; /* __shared__ arrays declared by the kernel */
+} ts_launch;
 
 typedef struct ts_cuda ts_cuda;
 typedef struct ts_cuda_module ts_cuda_module;
@@ -56,13 +64,13 @@ ts_status ts_cuda_module_kernel(ts_ctx *ctx, ts_cuda_module *m, const char *name
 				ts_cuda_kernel *out);
 
 /* Launches k asynchronously with one device array per kernel parameter. */
-ts_status ts_cuda_launch(ts_ctx *ctx, const ts_cuda_kernel *k, const cg_launch *launch,
+ts_status ts_cuda_launch(ts_ctx *ctx, const ts_cuda_kernel *k, const ts_launch *launch,
 			 int nargs, ts_array *const *args);
 /* Waits for launched work; reports errors raised while kernels ran. */
 ts_status ts_cuda_synchronize(ts_ctx *ctx, ts_cuda *cuda);
 /* Runs k `warmup` times, then times `repeats` launches with CUDA events and
  * stores the median in milliseconds. */
-ts_status ts_cuda_time_kernel(ts_ctx *ctx, const ts_cuda_kernel *k, const cg_launch *launch,
+ts_status ts_cuda_time_kernel(ts_ctx *ctx, const ts_cuda_kernel *k, const ts_launch *launch,
 			      int nargs, ts_array *const *args, int warmup, int repeats,
 			      double *median_ms);
 
