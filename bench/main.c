@@ -50,7 +50,7 @@ static int run(const bench_opts *o)
 		fprintf(stderr, "tessera-bench: %s; run with --target cpu\n", why);
 		return BENCH_EXIT_DEVICE;
 	}
-	bench_peak pk = bench_measure_peak(o->threads, 0.2);
+	bench_peak pk = bench_measure_peak(o->threads, 0.4);
 	print_peak(&pk);
 	if (o->cmd == BENCH_CMD_PEAK)
 		return BENCH_EXIT_OK;
