@@ -3,11 +3,10 @@
  * the cuBLAS / cuDNN baselines.
  *
  * Nothing here links against CUDA: the driver (libcuda.so.1) is opened with
- * dlopen only to tell "no driver" from "no device" from "no CUDA runtime in
- * this tessera build".  The cuBLAS (libcublas.so.13/.12) and cuDNN
- * (libcudnn.so.9) baselines need device arrays and a CUDA module from
- * tessera's CUDA runtime; until this build has one, they report why they
- * are skipped and --target cuda stops with a clear message.
+ * dlopen only to tell "no driver" from "no device".  The GPU kernels
+ * (tessera through runtime/cuda.h, cuBLAS from libcublas.so.13/.12, cuDNN
+ * from libcudnn.so.9) are not wired in yet, so --target cuda stops with a
+ * message saying which of these is missing.
  */
 #include <dlfcn.h>
 
@@ -40,8 +39,8 @@ int bench_gpu_available(char *why, size_t n)
 {
 	if (cuda_device_count(why, n) <= 0)
 		return 0;
-	snprintf(why, n, "no CUDA device: a GPU is present, but this build of tessera-bench "
-		 "has no CUDA runtime to drive it");
+	snprintf(why, n, "no CUDA device support: a GPU is present, but tessera-bench does not "
+		 "time GPU kernels yet");
 	return 0;
 }
 

@@ -19,6 +19,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench.h"
 #include "timer.h"
@@ -104,6 +105,15 @@ static int alloc_data(const bench_problem *p, problem_data *d)
 	return d->ref ? 0 : -1;
 }
 
+/* After a library kernel: OpenBLAS workers spin for ~0.1 s after a call
+ * (OpenMP's for a shorter while) before they sleep; on a machine with few
+ * cores they would steal the cores the next implementation is timed on. */
+static void quiesce(bench_impl impl)
+{
+	if (impl == BENCH_IMPL_OPENBLAS || impl == BENCH_IMPL_ONEDNN)
+		nanosleep(&(struct timespec){.tv_nsec = 250 * 1000 * 1000}, NULL);
+}
+
 static const bench_make_fn makers[BENCH_NIMPL] = {
 	[BENCH_IMPL_TESSERA] = bench_make_tessera, [BENCH_IMPL_NAIVE] = bench_make_naive,
 	[BENCH_IMPL_OPENBLAS] = bench_make_openblas, [BENCH_IMPL_ONEDNN] = bench_make_onednn,
@@ -150,6 +160,7 @@ static int compute_reference(const bench_problem *p, const bench_opts *o, proble
 			continue;
 		int rc = run_once(&k);
 		k.free(&k);
+		quiesce(order[i]);
 		if (rc == 0) {
 			memcpy(d->ref, d->sets[0].out->data, (size_t)d->out_numel * sizeof(float));
 			d->ref_impl = bench_impl_names[order[i]];
@@ -272,6 +283,7 @@ static int run_impl(ts_ctx *ctx, bench_impl impl, const bench_problem *p, const 
 	}
 	measure(ctx, &k, d, o, pk, res);
 	k.free(&k);
+	quiesce(impl);
 	return 1;
 }
 
