@@ -1,0 +1,215 @@
+/*
+ * bench.h - tessera-bench: generated GEMM and conv2d kernels against the
+ * libraries a user would otherwise call (naive C, OpenBLAS, oneDNN, cuBLAS,
+ * cuDNN), on the same buffers, in the same run.
+ *
+ * The pieces, one file each:
+ *   cli.c       command line -> bench_opts, the problem tables
+ *   naive.c     plain C reference kernels (built at -O3)
+ *   peak.c      the machine's fp32 FMA peak (independent FMA chains)
+ *   tessera_impl.c  build, schedule, lower and compile the tessera kernels
+ *   libs.c      OpenBLAS and oneDNN kernels
+ *   gpu.c       the CUDA side (cuBLAS/cuDNN via dlopen), or "no GPU"
+ *   runner.c    buffers, correctness check, timing protocol
+ *   report.c    table, JSON and gnuplot chart
+ *
+ * Every kernel computes one problem on a "buffer set" (inputs and output as
+ * tessera host arrays); when a problem fits in cache the runner rotates over
+ * several sets so successive calls see cold-ish data.
+ */
+#ifndef TESSERA_BENCH_BENCH_H
+#define TESSERA_BENCH_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "array.h"
+
+/* Exit codes of tessera-bench. */
+enum {
+	BENCH_EXIT_OK = 0,
+	BENCH_EXIT_FAILED = 1, /* a kernel gave a wrong result or failed to run */
+	BENCH_EXIT_USAGE = 2,  /* bad command line */
+	BENCH_EXIT_DEVICE = 3  /* --target cuda without a usable GPU */
+};
+
+/* Return codes of the kernel constructors. */
+enum { BENCH_OK = 0, BENCH_ERROR = -1, BENCH_SKIP = 1 };
+
+typedef enum bench_op { BENCH_GEMM, BENCH_CONV2D } bench_op;
+typedef enum bench_target { BENCH_CPU, BENCH_CUDA } bench_target;
+typedef enum bench_cmd {
+	BENCH_CMD_GEMM, BENCH_CMD_CONV2D, BENCH_CMD_SUMMARY, BENCH_CMD_PEAK, BENCH_CMD_HELP
+} bench_cmd;
+
+/* Implementation names, in table order. */
+#define BENCH_IMPLS(X)                                                         \
+	X(TESSERA, "tessera")                                                  \
+	X(NAIVE, "naive")                                                      \
+	X(OPENBLAS, "openblas")                                                \
+	X(ONEDNN, "onednn")                                                    \
+	X(CUBLAS, "cublas")                                                    \
+	X(CUDNN, "cudnn")
+#define BENCH_IMPL_ENUM(id, name) BENCH_IMPL_##id,
+typedef enum bench_impl { BENCH_IMPLS(BENCH_IMPL_ENUM) BENCH_NIMPL } bench_impl;
+#undef BENCH_IMPL_ENUM
+extern const char *const bench_impl_names[BENCH_NIMPL];
+
+/* C[M, N] = A[M, K] B[K, N], row-major. */
+typedef struct bench_gemm { int64_t M, N, K; } bench_gemm;
+/* Y[N, K, OH, OW] = conv(X[N, C, H, W], W[K, C, R, S]), NCHW / OIHW, the
+ * same stride and padding in both spatial dimensions. */
+typedef struct bench_conv { int64_t N, C, H, W, K, R, S, stride, pad; } bench_conv;
+
+typedef struct bench_problem {
+	bench_op op;
+	char name[40];  /* "bert.ffn1", "res2_3x3", "sq512", ... */
+	bench_gemm g;   /* BENCH_GEMM */
+	bench_conv c;   /* BENCH_CONV2D */
+} bench_problem;
+
+#define BENCH_MAX_PROBLEMS 64
+
+typedef struct bench_opts {
+	bench_cmd cmd;
+	int nproblems;
+	bench_problem problems[BENCH_MAX_PROBLEMS];
+	int threads;          /* >= 1 */
+	bench_target target;
+	int repeat;           /* 0: automatic (>= 0.2 s and >= 5 samples) */
+	const char *json;     /* NULL: no JSON */
+	const char *plot;     /* NULL: no chart */
+	unsigned impls;       /* bit per bench_impl; 0: every one that applies */
+	bool list_layers;     /* --layer list: print the layer table and stop */
+} bench_opts;
+
+/* ---- cli.c ------------------------------------------------------------------ */
+
+/* Parses argv into *o (defaults filled in).  Returns 0, or -1 with a
+ * one-line message in err naming the argument and the rule broken. */
+int bench_parse_args(int argc, char **argv, bench_opts *o, char *err, size_t errlen);
+void bench_usage(FILE *f);
+void bench_print_layers(FILE *f);
+/* Output extent of a convolution. */
+int64_t bench_conv_out(int64_t in, int64_t k, int64_t stride, int64_t pad);
+/* 2 M N K, or 2 N K OH OW C R S. */
+double bench_flops(const bench_problem *p);
+/* "512x512x512" / "1x64x56x56 k64 3x3 s1 p1" into buf. */
+const char *bench_shape_str(const bench_problem *p, char *buf, size_t n);
+const char *bench_op_name(bench_op op);
+bool bench_impl_selected(const bench_opts *o, bench_impl i);
+
+/* ---- naive.c ------------------------------------------------------------------ */
+
+void bench_naive_gemm(int64_t M, int64_t N, int64_t K, const float *A, const float *B,
+		      float *C);
+void bench_naive_conv(const bench_conv *c, const float *X, const float *W, float *Y);
+/* Unfolds X[n] into cols[C*R*S, OH*OW] so that a GEMM W[K, CRS] x cols
+ * gives Y[n] (the classic im2col convolution). */
+void bench_im2col(const bench_conv *c, const float *Xn, float *cols);
+
+/* ---- peak.c ----------------------------------------------------------------------- */
+
+typedef struct bench_peak {
+	double gflops_1;    /* one core */
+	double gflops_all;  /* `threads` cores */
+	int threads;
+	const char *isa;    /* "avx512f", "avx2+fma" or "sse" */
+} bench_peak;
+
+/* Measures the fp32 FMA peak with independent FMA chains, for about
+ * `seconds` per measurement. */
+bench_peak bench_measure_peak(int threads, double seconds);
+
+/* ---- kernels ------------------------------------------------------------------------ */
+
+/* One problem's data: in0/in1 = A/B or X/W, out = C or Y (host arrays). */
+typedef struct bench_bufs { ts_array *in0, *in1, *out; } bench_bufs;
+
+typedef struct bench_kernel bench_kernel;
+struct bench_kernel {
+	bench_impl impl;
+	const bench_problem *p;
+	int threads;          /* the threads this kernel really uses */
+	double compile_ms;    /* < 0 when not applicable */
+	int nsets;
+	bench_bufs *sets;     /* set by the runner before bind */
+	/* Optional: prepares per-set state outside the timed region (layout
+	 * reorders); err gets a message on failure. */
+	int (*bind)(bench_kernel *k, char *err, size_t n);
+	/* Computes set `i`; 0 on success. */
+	int (*run)(bench_kernel *k, int i);
+	/* Optional: brings set i's output back to the plain layout. */
+	int (*sync)(bench_kernel *k, int i);
+	void (*free)(bench_kernel *k);
+	void *state;
+};
+
+/* Constructors: BENCH_OK with *k filled, BENCH_SKIP when the
+ * implementation does not cover this problem or target (err says why), or
+ * BENCH_ERROR with the message in err. */
+typedef int (*bench_make_fn)(const bench_problem *p, const bench_opts *o, bench_kernel *k,
+			     char *err, size_t n);
+int bench_make_naive(const bench_problem *p, const bench_opts *o, bench_kernel *k, char *err,
+		     size_t n);
+int bench_make_tessera(const bench_problem *p, const bench_opts *o, bench_kernel *k,
+		       char *err, size_t n);
+int bench_make_openblas(const bench_problem *p, const bench_opts *o, bench_kernel *k,
+			char *err, size_t n);
+int bench_make_onednn(const bench_problem *p, const bench_opts *o, bench_kernel *k,
+		      char *err, size_t n);
+/* gpu.c: the tessera kernel on the GPU (--target cuda). */
+int bench_make_tessera_cuda(const bench_problem *p, const bench_opts *o, bench_kernel *k,
+			    char *err, size_t n);
+int bench_make_cublas(const bench_problem *p, const bench_opts *o, bench_kernel *k,
+		      char *err, size_t n);
+int bench_make_cudnn(const bench_problem *p, const bench_opts *o, bench_kernel *k,
+		     char *err, size_t n);
+
+/* tessera_impl.c: the problem's operator, scheduled as tessera-bench
+ * schedules it and lowered (no code generation); NULL with the error in
+ * ctx. */
+ts_func *bench_tessera_lower(ts_ctx *ctx, const bench_problem *p);
+
+/* gpu.c: 1 when --target cuda can run; else 0 with the reason in why. */
+int bench_gpu_available(char *why, size_t n);
+
+/* ---- runner.c ------------------------------------------------------------------------- */
+
+typedef enum bench_status { BENCH_ROW_OK, BENCH_ROW_FAILED, BENCH_ROW_SKIPPED } bench_status;
+
+typedef struct bench_result {
+	const bench_problem *p;
+	bench_impl impl;
+	int threads;
+	bench_target target;
+	double median_ms;     /* NaN unless ok */
+	double gflops;
+	double compile_ms;    /* < 0: n/a */
+	double pct_peak;
+	double max_rel_err;   /* vs the reference, NaN if not checked */
+	int samples;
+	bench_status status;
+	char note[160];       /* why failed or skipped */
+} bench_result;
+
+/* Relative tolerance of the correctness check (fp32). */
+#define BENCH_RTOL 1e-3
+
+/* Runs every selected implementation on every problem of o, appending to
+ * res (capacity cap); returns the number of results. */
+int bench_run_all(const bench_opts *o, const bench_peak *peak, bench_result *res, int cap);
+/* max |got - want| / max |want| (0/0 counts as 0). */
+double bench_rel_err(const float *got, const float *want, int64_t n);
+
+/* ---- report.c ----------------------------------------------------------------------------- */
+
+void bench_print_table(FILE *f, const bench_result *r, int n);
+/* 0 on success; -1 with a message on stderr. */
+int bench_write_json(const char *path, const bench_result *r, int n);
+/* The same, and 1 (with a note on stderr) when gnuplot is not installed. */
+int bench_write_plot(const char *path, const bench_result *r, int n);
+
+#endif

@@ -1,0 +1,453 @@
+/*
+ * cli.c - tessera-bench's command line and its problem tables.
+ *
+ * The default GEMM shapes are the square sizes people quote plus the GEMMs
+ * inside ResNet-50 (its classifier and the im2col form of some of its
+ * convolutions) and BERT-base at sequence length 128; the default conv2d
+ * problems are ResNet-50's convolution layers at batch 1.  `summary` runs a
+ * small subset of both so that it finishes in a few minutes on two cores.
+ * Parsing never exits: every mistake comes back as one line naming the
+ * argument, so main decides the exit code and tests can check the message.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#define BENCH_IMPL_NAME(id, name) name,
+const char *const bench_impl_names[BENCH_NIMPL] = {BENCH_IMPLS(BENCH_IMPL_NAME)};
+#undef BENCH_IMPL_NAME
+
+typedef struct named_gemm { const char *name; int64_t M, N, K; } named_gemm;
+typedef struct named_conv {
+	const char *name;
+	int64_t C, H, K, R, stride, pad; /* batch 1, square images and kernels */
+} named_conv;
+
+static const int64_t default_squares[] = {256, 512, 1024, 2048};
+
+static const named_gemm model_gemms[] = {
+	{"resnet50.fc", 1, 1000, 2048},
+	{"resnet50.res2_3x3.im2col", 64, 3136, 576},   /* K x (OH OW) x (C R S) */
+	{"resnet50.res4_3x3.im2col", 256, 196, 2304},
+	{"resnet50.res5_1x1.im2col", 2048, 49, 512},
+	{"bert.qkv", 128, 768, 768},
+	{"bert.ffn1", 128, 3072, 768},
+	{"bert.ffn2", 128, 768, 3072},
+};
+
+/* ResNet-50 v1.5 (stride in the 3x3 convolutions), batch 1. */
+static const named_conv resnet_layers[] = {
+	{"conv1", 3, 224, 64, 7, 2, 3},
+	{"res2_1x1a", 64, 56, 64, 1, 1, 0},
+	{"res2_3x3", 64, 56, 64, 3, 1, 1},
+	{"res2_1x1b", 64, 56, 256, 1, 1, 0},
+	{"res3_3x3s2", 128, 56, 128, 3, 2, 1},
+	{"res3_3x3", 128, 28, 128, 3, 1, 1},
+	{"res3_1x1b", 128, 28, 512, 1, 1, 0},
+	{"res4_3x3s2", 256, 28, 256, 3, 2, 1},
+	{"res4_3x3", 256, 14, 256, 3, 1, 1},
+	{"res4_1x1a", 1024, 14, 256, 1, 1, 0},
+	{"res5_3x3s2", 512, 14, 512, 3, 2, 1},
+	{"res5_3x3", 512, 7, 512, 3, 1, 1},
+	{"res5_1x1b", 512, 7, 2048, 1, 1, 0},
+};
+
+static const char *const summary_gemms[] = {"sq512", "sq1024", "resnet50.fc", "bert.ffn1"};
+static const char *const summary_convs[] = {"conv1", "res2_3x3", "res4_3x3", "res5_1x1b"};
+
+void bench_usage(FILE *f)
+{
+	fputs("usage: tessera-bench COMMAND [options]\n"
+	      "\n"
+	      "Times tessera's generated kernels against naive C, OpenBLAS, oneDNN\n"
+	      "(and cuBLAS/cuDNN with --target cuda) on the same data; every result is\n"
+	      "checked against a baseline (max |err| / max |ref| <= 1e-3) before it is timed.\n"
+	      "\n"
+	      "commands:\n"
+	      "  gemm      C[M,N] = A[M,K] B[K,N]; default: squares 256..2048, ResNet-50 and\n"
+	      "            BERT-base GEMMs\n"
+	      "  conv2d    NCHW conv2d; default: the ResNet-50 layers at batch 1\n"
+	      "  summary   a few GEMMs and conv2d layers (a few minutes on two cores)\n"
+	      "  peak      measure the fp32 FMA peak only\n"
+	      "  help      this text\n"
+	      "\n"
+	      "options:\n"
+	      "  --sizes S1,S2,...      square GEMMs of these sizes\n"
+	      "  --shape M,N,K          one GEMM (repeatable)\n"
+	      "  --layer NAME           one ResNet-50 conv layer (repeatable; 'list' lists them)\n"
+	      "  --conv N,C,H,W,K,R,S,stride,pad   one conv2d: X[N,C,H,W], K filters RxS\n"
+	      "  --threads N            threads for every library (default: all cores)\n"
+	      "  --target cpu|cuda      where to run (default cpu)\n"
+	      "  --repeat N             timed samples (default: enough for 0.2 s, at least 5)\n"
+	      "  --impl A,B,...         only these of: tessera,naive,openblas,onednn,cublas,cudnn\n"
+	      "  --json PATH            write the results as a JSON array of records\n"
+	      "  --plot PATH            write a PNG bar chart of GFLOP/s (needs gnuplot; its\n"
+	      "                         data go next to it: x.png -> x.dat)\n"
+	      "  -h, --help             this text\n"
+	      "\n"
+	      "Naive kernels run on one thread.  GFLOP/s is also given as %% of the measured\n"
+	      "peak (one core with --threads 1, all cores otherwise) and as ratios to the\n"
+	      "baselines (row GFLOP/s / baseline GFLOP/s, >1 is faster).\n"
+	      "\n"
+	      "exit status: 0 all results correct, 1 a result was wrong or a kernel failed,\n"
+	      "2 bad command line, 3 --target cuda without a usable GPU.\n",
+	      f);
+}
+
+static int fail(char *err, size_t n, const char *fmt, const char *arg)
+{
+	snprintf(err, n, fmt, arg);
+	return -1;
+}
+
+/* Parses a comma-separated list of positive integers; returns the count
+ * or -1 (with err set) on a bad element. */
+static int parse_ints(const char *flag, const char *s, int64_t *out, int max, char *err,
+		      size_t n)
+{
+	int count = 0;
+	const char *p = s;
+	for (;;) {
+		char *end;
+		errno = 0;
+		long long v = strtoll(p, &end, 10);
+		if (end == p || errno || v < 0 || v > INT32_MAX || (*end != ',' && *end))
+			return snprintf(err, n, "%s: '%s' is not a list of non-negative integers",
+					flag, s), -1;
+		if (count == max)
+			return snprintf(err, n, "%s: '%s' has more than %d numbers", flag, s, max), -1;
+		out[count++] = v;
+		if (!*end)
+			return count;
+		p = end + 1;
+	}
+}
+
+int64_t bench_conv_out(int64_t in, int64_t k, int64_t stride, int64_t pad)
+{
+	return (in + 2 * pad - k) / stride + 1;
+}
+
+static bench_problem *add_problem(bench_opts *o, bench_op op, const char *name, char *err,
+				  size_t n)
+{
+	if (o->nproblems == BENCH_MAX_PROBLEMS) {
+		snprintf(err, n, "too many problems (at most %d)", BENCH_MAX_PROBLEMS);
+		return NULL;
+	}
+	bench_problem *p = &o->problems[o->nproblems++];
+	memset(p, 0, sizeof *p);
+	p->op = op;
+	snprintf(p->name, sizeof p->name, "%s", name);
+	return p;
+}
+
+static int add_gemm(bench_opts *o, const char *name, int64_t M, int64_t N, int64_t K,
+		    char *err, size_t n)
+{
+	if (M < 1 || N < 1 || K < 1 || M * N > INT32_MAX || M * K > INT32_MAX || K * N > INT32_MAX) {
+		snprintf(err, n, "gemm %s: M, N, K must be >= 1 and each matrix below 2^31 "
+			 "elements, got %lldx%lldx%lld", name, (long long)M, (long long)N, (long long)K);
+		return -1;
+	}
+	bench_problem *p = add_problem(o, BENCH_GEMM, name, err, n);
+	if (!p)
+		return -1;
+	p->g = (bench_gemm){M, N, K};
+	return 0;
+}
+
+static int check_conv(const bench_conv *c, const char *name, char *err, size_t n)
+{
+	const int64_t *v = &c->N;
+	for (int i = 0; i < 8; i++) {
+		if (v[i] < 1)
+			return fail(err, n, "conv %s: N, C, H, W, K, R, S and stride must be >= 1", name);
+	}
+	if (c->R > c->H + 2 * c->pad || c->S > c->W + 2 * c->pad)
+		return fail(err, n, "conv %s: the kernel is larger than the padded image", name);
+	if (c->N * c->C * c->H * c->W > INT32_MAX || c->K * c->C * c->R * c->S > INT32_MAX)
+		return fail(err, n, "conv %s: a tensor has more than 2^31 elements", name);
+	return 0;
+}
+
+static int add_conv(bench_opts *o, const char *name, const bench_conv *c, char *err, size_t n)
+{
+	if (check_conv(c, name, err, n))
+		return -1;
+	bench_problem *p = add_problem(o, BENCH_CONV2D, name, err, n);
+	if (!p)
+		return -1;
+	p->c = *c;
+	return 0;
+}
+
+static int add_square(bench_opts *o, int64_t s, char *err, size_t n)
+{
+	char name[32];
+	snprintf(name, sizeof name, "sq%lld", (long long)s);
+	return add_gemm(o, name, s, s, s, err, n);
+}
+
+static int add_layer(bench_opts *o, const char *name, char *err, size_t n)
+{
+	for (size_t i = 0; i < TS_COUNT_OF(resnet_layers); i++) {
+		const named_conv *l = &resnet_layers[i];
+		if (strcmp(l->name, name) == 0) {
+			bench_conv c = {1, l->C, l->H, l->H, l->K, l->R, l->R, l->stride, l->pad};
+			return add_conv(o, name, &c, err, n);
+		}
+	}
+	return fail(err, n, "--layer: unknown layer '%s' (try --layer list)", name);
+}
+
+static int add_model_gemm(bench_opts *o, const char *name, char *err, size_t n)
+{
+	for (size_t i = 0; i < TS_COUNT_OF(model_gemms); i++) {
+		const named_gemm *g = &model_gemms[i];
+		if (strcmp(g->name, name) == 0)
+			return add_gemm(o, name, g->M, g->N, g->K, err, n);
+	}
+	if (strncmp(name, "sq", 2) == 0)
+		return add_square(o, atoll(name + 2), err, n);
+	return fail(err, n, "unknown gemm '%s'", name);
+}
+
+static int add_defaults(bench_opts *o, char *err, size_t n)
+{
+	int rc = 0;
+	if (o->cmd == BENCH_CMD_GEMM) {
+		for (size_t i = 0; i < TS_COUNT_OF(default_squares) && !rc; i++)
+			rc = add_square(o, default_squares[i], err, n);
+		for (size_t i = 0; i < TS_COUNT_OF(model_gemms) && !rc; i++)
+			rc = add_model_gemm(o, model_gemms[i].name, err, n);
+	} else if (o->cmd == BENCH_CMD_CONV2D) {
+		for (size_t i = 0; i < TS_COUNT_OF(resnet_layers) && !rc; i++)
+			rc = add_layer(o, resnet_layers[i].name, err, n);
+	} else if (o->cmd == BENCH_CMD_SUMMARY) {
+		for (size_t i = 0; i < TS_COUNT_OF(summary_gemms) && !rc; i++)
+			rc = add_model_gemm(o, summary_gemms[i], err, n);
+		for (size_t i = 0; i < TS_COUNT_OF(summary_convs) && !rc; i++)
+			rc = add_layer(o, summary_convs[i], err, n);
+	}
+	return rc;
+}
+
+static int parse_impls(bench_opts *o, const char *s, char *err, size_t n)
+{
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s", s);
+	o->impls = 0;
+	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		int found = -1;
+		for (int i = 0; i < BENCH_NIMPL; i++)
+			if (strcmp(tok, bench_impl_names[i]) == 0)
+				found = i;
+		if (found < 0)
+			return fail(err, n, "--impl: unknown implementation '%s' (known: tessera, "
+				    "naive, openblas, onednn, cublas, cudnn)", tok);
+		o->impls |= 1u << found;
+	}
+	if (!o->impls)
+		return fail(err, n, "--impl: empty list '%s'", s);
+	return 0;
+}
+
+static int parse_int_flag(const char *flag, const char *v, int lo, int *out, char *err, size_t n)
+{
+	int64_t x;
+	if (parse_ints(flag, v, &x, 1, err, n) != 1)
+		return -1;
+	if (x < lo || x > 1 << 20) {
+		snprintf(err, n, "%s: %s is out of range (%d to %d)", flag, v, lo, 1 << 20);
+		return -1;
+	}
+	*out = (int)x;
+	return 0;
+}
+
+static int parse_sizes(bench_opts *o, const char *v, char *err, size_t n)
+{
+	int64_t s[BENCH_MAX_PROBLEMS];
+	int k = parse_ints("--sizes", v, s, BENCH_MAX_PROBLEMS, err, n);
+	for (int i = 0; i < k; i++)
+		if (add_square(o, s[i], err, n))
+			return -1;
+	return k < 0 ? -1 : 0;
+}
+
+static int parse_shape(bench_opts *o, const char *v, char *err, size_t n)
+{
+	int64_t s[3];
+	int k = parse_ints("--shape", v, s, 3, err, n);
+	if (k >= 0 && k != 3)
+		return fail(err, n, "--shape: expected M,N,K, got '%s'", v);
+	if (k < 0)
+		return -1;
+	char name[40];
+	snprintf(name, sizeof name, "%lldx%lldx%lld", (long long)s[0], (long long)s[1],
+		 (long long)s[2]);
+	return add_gemm(o, name, s[0], s[1], s[2], err, n);
+}
+
+static int parse_conv(bench_opts *o, const char *v, char *err, size_t n)
+{
+	int64_t s[9];
+	int k = parse_ints("--conv", v, s, 9, err, n);
+	if (k >= 0 && k != 9)
+		return fail(err, n, "--conv: expected N,C,H,W,K,R,S,stride,pad, got '%s'", v);
+	if (k < 0)
+		return -1;
+	bench_conv c = {s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8]};
+	char name[40];
+	snprintf(name, sizeof name, "conv%lldx%lld_%lld", (long long)c.R, (long long)c.S,
+		 (long long)o->nproblems);
+	return add_conv(o, name, &c, err, n);
+}
+
+void bench_print_layers(FILE *f)
+{
+	for (size_t i = 0; i < TS_COUNT_OF(resnet_layers); i++) {
+		const named_conv *l = &resnet_layers[i];
+		fprintf(f, "%-11s 1x%lldx%lldx%lld k%lld %lldx%lld s%lld p%lld\n", l->name,
+			(long long)l->C, (long long)l->H, (long long)l->H, (long long)l->K,
+			(long long)l->R, (long long)l->R, (long long)l->stride, (long long)l->pad);
+	}
+}
+
+static int parse_target(bench_opts *o, const char *v, char *err, size_t n)
+{
+	if (strcmp(v, "cpu") == 0)
+		o->target = BENCH_CPU;
+	else if (strcmp(v, "cuda") == 0)
+		o->target = BENCH_CUDA;
+	else
+		return fail(err, n, "--target: unknown target '%s' (cpu or cuda)", v);
+	return 0;
+}
+
+/* The option flags that take a value, applied in command-line order. */
+static int apply_flag(bench_opts *o, const char *flag, const char *v, char *err, size_t n)
+{
+	bool conv_cmd = o->cmd == BENCH_CMD_CONV2D, gemm_cmd = o->cmd == BENCH_CMD_GEMM;
+	bool sizes = !strcmp(flag, "--sizes"), shape = !strcmp(flag, "--shape");
+	bool layer = !strcmp(flag, "--layer"), conv = !strcmp(flag, "--conv");
+	if ((sizes || shape) && !gemm_cmd)
+		return fail(err, n, "%s applies to the gemm command only", flag);
+	if ((layer || conv) && !conv_cmd)
+		return fail(err, n, "%s applies to the conv2d command only", flag);
+	if (sizes || shape)
+		return sizes ? parse_sizes(o, v, err, n) : parse_shape(o, v, err, n);
+	if (layer && !strcmp(v, "list")) {
+		o->list_layers = true;
+		return 0;
+	}
+	if (layer || conv)
+		return layer ? add_layer(o, v, err, n) : parse_conv(o, v, err, n);
+	if (!strcmp(flag, "--threads"))
+		return parse_int_flag(flag, v, 1, &o->threads, err, n);
+	if (!strcmp(flag, "--repeat"))
+		return parse_int_flag(flag, v, 1, &o->repeat, err, n);
+	if (!strcmp(flag, "--target"))
+		return parse_target(o, v, err, n);
+	if (!strcmp(flag, "--impl"))
+		return parse_impls(o, v, err, n);
+	if (!strcmp(flag, "--json") || !strcmp(flag, "--plot")) {
+		if (!*v)
+			return fail(err, n, "%s: empty path", flag);
+		*(!strcmp(flag, "--json") ? &o->json : &o->plot) = v;
+		return 0;
+	}
+	return fail(err, n, "unknown option '%s' (see tessera-bench --help)", flag);
+}
+
+static int parse_command(bench_opts *o, const char *c, char *err, size_t n)
+{
+	static const struct { const char *name; bench_cmd cmd; } cmds[] = {
+		{"gemm", BENCH_CMD_GEMM}, {"conv2d", BENCH_CMD_CONV2D},
+		{"summary", BENCH_CMD_SUMMARY}, {"peak", BENCH_CMD_PEAK},
+		{"help", BENCH_CMD_HELP}, {"-h", BENCH_CMD_HELP}, {"--help", BENCH_CMD_HELP},
+	};
+	for (size_t i = 0; i < TS_COUNT_OF(cmds); i++) {
+		if (strcmp(c, cmds[i].name) == 0) {
+			o->cmd = cmds[i].cmd;
+			return 0;
+		}
+	}
+	return fail(err, n, "unknown command '%s' (gemm, conv2d, summary, peak or help)", c);
+}
+
+static void set_defaults(bench_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	o->threads = cores > 0 ? (int)cores : 1;
+	o->target = BENCH_CPU;
+}
+
+int bench_parse_args(int argc, char **argv, bench_opts *o, char *err, size_t errlen)
+{
+	set_defaults(o);
+	if (argc < 2)
+		return fail(err, errlen, "%s", "missing command (gemm, conv2d, summary, peak or help)");
+	if (parse_command(o, argv[1], err, errlen))
+		return -1;
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			o->cmd = BENCH_CMD_HELP;
+			return 0;
+		}
+		if (strncmp(a, "--", 2) != 0)
+			return fail(err, errlen, "unexpected argument '%s'", a);
+		const char *eq = strchr(a, '=');
+		char flag[32];
+		snprintf(flag, sizeof flag, "%.*s", eq ? (int)(eq - a) : (int)strlen(a), a);
+		const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+		if (!v)
+			return fail(err, errlen, "%s needs a value", flag);
+		if (apply_flag(o, flag, v, err, errlen))
+			return -1;
+	}
+	if (o->nproblems == 0)
+		return add_defaults(o, err, errlen);
+	return 0;
+}
+
+bool bench_impl_selected(const bench_opts *o, bench_impl i)
+{
+	return o->impls == 0 || (o->impls >> i) & 1u;
+}
+
+const char *bench_op_name(bench_op op)
+{
+	return op == BENCH_GEMM ? "gemm" : "conv2d";
+}
+
+double bench_flops(const bench_problem *p)
+{
+	if (p->op == BENCH_GEMM)
+		return 2.0 * (double)p->g.M * (double)p->g.N * (double)p->g.K;
+	const bench_conv *c = &p->c;
+	double oh = (double)bench_conv_out(c->H, c->R, c->stride, c->pad);
+	double ow = (double)bench_conv_out(c->W, c->S, c->stride, c->pad);
+	return 2.0 * (double)c->N * (double)c->K * oh * ow * (double)(c->C * c->R * c->S);
+}
+
+const char *bench_shape_str(const bench_problem *p, char *buf, size_t n)
+{
+	const bench_conv *c = &p->c;
+	if (p->op == BENCH_GEMM)
+		snprintf(buf, n, "%lldx%lldx%lld", (long long)p->g.M, (long long)p->g.N,
+			 (long long)p->g.K);
+	else
+		snprintf(buf, n, "%lldx%lldx%lldx%lld k%lld %lldx%lld s%lld p%lld", (long long)c->N,
+			 (long long)c->C, (long long)c->H, (long long)c->W, (long long)c->K,
+			 (long long)c->R, (long long)c->S, (long long)c->stride, (long long)c->pad);
+	return buf;
+}

@@ -1,0 +1,93 @@
+/*
+ * main.c - tessera-bench: parse the command line, measure the machine's
+ * peak, run the problems, print the table and write the JSON and chart.
+ * Exit status: 0 when every result was correct, 1 when one was wrong, a
+ * kernel failed or an output could not be written, 2 for a bad command
+ * line, 3 for --target cuda without a usable GPU.
+ */
+#include <stdlib.h>
+
+#include "bench.h"
+
+static int print_peak(const bench_peak *pk)
+{
+	printf("fp32 FMA peak (%s): %.1f GFLOP/s on one core, %.1f GFLOP/s on %d threads\n",
+	       pk->isa, pk->gflops_1, pk->gflops_all, pk->threads);
+	return BENCH_EXIT_OK;
+}
+
+static int count_failed(const bench_result *r, int n)
+{
+	int failed = 0;
+	for (int i = 0; i < n; i++)
+		failed += r[i].status == BENCH_ROW_FAILED;
+	return failed;
+}
+
+static int write_outputs(const bench_opts *o, const bench_result *r, int n)
+{
+	int rc = BENCH_EXIT_OK;
+	if (o->json) {
+		if (bench_write_json(o->json, r, n))
+			rc = BENCH_EXIT_FAILED;
+		else
+			printf("results: %s\n", o->json);
+	}
+	if (o->plot) {
+		int p = bench_write_plot(o->plot, r, n);
+		if (p < 0)
+			rc = BENCH_EXIT_FAILED;
+		else if (p == 0)
+			printf("chart: %s\n", o->plot);
+	}
+	return rc;
+}
+
+static int run(const bench_opts *o)
+{
+	char why[256];
+	if (o->target == BENCH_CUDA && !bench_gpu_available(why, sizeof why)) {
+		fprintf(stderr, "tessera-bench: %s; run with --target cpu\n", why);
+		return BENCH_EXIT_DEVICE;
+	}
+	bench_peak pk = bench_measure_peak(o->threads, 0.4);
+	print_peak(&pk);
+	if (o->cmd == BENCH_CMD_PEAK)
+		return BENCH_EXIT_OK;
+	int cap = o->nproblems * BENCH_NIMPL;
+	bench_result *r = calloc((size_t)cap, sizeof *r);
+	if (!r)
+		return fprintf(stderr, "tessera-bench: out of memory\n"), BENCH_EXIT_FAILED;
+	int n = bench_run_all(o, &pk, r, cap);
+	printf("\n");
+	bench_print_table(stdout, r, n);
+	int failed = count_failed(r, n);
+	int rc = write_outputs(o, r, n);
+	if (failed) {
+		fprintf(stderr, "tessera-bench: %d result%s FAILED\n", failed, failed > 1 ? "s" : "");
+		rc = BENCH_EXIT_FAILED;
+	}
+	free(r);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	bench_opts o;
+	char err[512];
+	if (bench_parse_args(argc, argv, &o, err, sizeof err)) {
+		fprintf(stderr, "tessera-bench: %s\n", err);
+		fprintf(stderr, "run 'tessera-bench --help' for usage\n");
+		return BENCH_EXIT_USAGE;
+	}
+	if (o.cmd == BENCH_CMD_HELP) {
+		bench_usage(stdout);
+		return BENCH_EXIT_OK;
+	}
+	if (o.list_layers) {
+		bench_print_layers(stdout);
+		return BENCH_EXIT_OK;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	return run(&o);
+}

@@ -1,0 +1,323 @@
+/*
+ * runner.c - runs every implementation on every problem: buffers, the
+ * correctness check, and the timing protocol.
+ *
+ * Per problem: random inputs in [-1, 1) (never zeros); a reference output
+ * from the baseline library (OpenBLAS for GEMM, oneDNN for conv2d; naive C
+ * when the library cannot run it).  Per implementation: build the kernel,
+ * bind it to the buffers, run it once and compare with the reference (max
+ * |got - ref| / max |ref| <= 1e-3, normwise so that outputs near zero after
+ * cancellation do not count as errors); only a correct kernel is timed.
+ *
+ * Timing: warm-up calls, then `repeat` samples (default: enough for 0.2 s,
+ * at least 5) of ts_time_run; the median is reported.  A sample groups
+ * enough calls to last >= 20 us so the clock's resolution does not matter.
+ * When a problem's buffers total < 8 MiB, several buffer sets (up to 16,
+ * ~32 MiB in all) are allocated and calls rotate among them, so each call
+ * starts with inputs that are mostly not in cache, as in a real network.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+#include "timer.h"
+
+#define BENCH_MAX_SETS 16
+
+typedef struct problem_data {
+	int nsets;
+	bench_bufs sets[BENCH_MAX_SETS];
+	float *ref;        /* reference output for set 0 */
+	int64_t out_numel;
+	const char *ref_impl;
+} problem_data;
+
+double bench_rel_err(const float *got, const float *want, int64_t n)
+{
+	double num = 0, den = 0;
+	for (int64_t i = 0; i < n; i++) {
+		double d = fabs((double)got[i] - (double)want[i]);
+		if (!(d <= num)) /* NaN propagates */
+			num = d;
+		den = fmax(den, fabs((double)want[i]));
+	}
+	if (num == 0)
+		return 0;
+	return den > 0 ? num / den : INFINITY;
+}
+
+/* The three array shapes of a problem. */
+static void problem_shapes(const bench_problem *p, int nd[3], int64_t sh[3][4])
+{
+	if (p->op == BENCH_GEMM) {
+		const bench_gemm *g = &p->g;
+		nd[0] = nd[1] = nd[2] = 2;
+		memcpy(sh[0], (int64_t[]){g->M, g->K}, 2 * sizeof(int64_t));
+		memcpy(sh[1], (int64_t[]){g->K, g->N}, 2 * sizeof(int64_t));
+		memcpy(sh[2], (int64_t[]){g->M, g->N}, 2 * sizeof(int64_t));
+		return;
+	}
+	const bench_conv *c = &p->c;
+	int64_t OH = bench_conv_out(c->H, c->R, c->stride, c->pad);
+	int64_t OW = bench_conv_out(c->W, c->S, c->stride, c->pad);
+	nd[0] = nd[1] = nd[2] = 4;
+	memcpy(sh[0], (int64_t[]){c->N, c->C, c->H, c->W}, 4 * sizeof(int64_t));
+	memcpy(sh[1], (int64_t[]){c->K, c->C, c->R, c->S}, 4 * sizeof(int64_t));
+	memcpy(sh[2], (int64_t[]){c->N, c->K, OH, OW}, 4 * sizeof(int64_t));
+}
+
+static void free_data(problem_data *d)
+{
+	for (int i = 0; i < d->nsets; i++) {
+		ts_array_free(d->sets[i].in0);
+		ts_array_free(d->sets[i].in1);
+		ts_array_free(d->sets[i].out);
+	}
+	free(d->ref);
+	memset(d, 0, sizeof *d);
+}
+
+static int alloc_data(const bench_problem *p, problem_data *d)
+{
+	int nd[3];
+	int64_t sh[3][4], numel[3] = {1, 1, 1};
+	problem_shapes(p, nd, sh);
+	for (int a = 0; a < 3; a++)
+		for (int i = 0; i < nd[a]; i++)
+			numel[a] *= sh[a][i];
+	double bytes = 4.0 * (double)(numel[0] + numel[1] + numel[2]);
+	int sets = bytes < 8.0 * (1 << 20) ? (int)ceil(32.0 * (1 << 20) / bytes) : 1;
+	d->nsets = sets > BENCH_MAX_SETS ? BENCH_MAX_SETS : sets;
+	d->out_numel = numel[2];
+	for (int i = 0; i < d->nsets; i++) {
+		bench_bufs *b = &d->sets[i];
+		b->in0 = ts_array_new(NULL, ts_float32, nd[0], sh[0]);
+		b->in1 = ts_array_new(NULL, ts_float32, nd[1], sh[1]);
+		b->out = ts_array_new(NULL, ts_float32, nd[2], sh[2]);
+		if (!b->in0 || !b->in1 || !b->out)
+			return -1;
+		ts_array_fill_random(b->in0, 1000 + 2 * (uint64_t)i, -1, 1);
+		ts_array_fill_random(b->in1, 1001 + 2 * (uint64_t)i, -1, 1);
+	}
+	d->ref = malloc((size_t)numel[2] * sizeof(float));
+	return d->ref ? 0 : -1;
+}
+
+/* After a library kernel: OpenBLAS workers spin for ~0.1 s after a call
+ * (OpenMP's for a shorter while) before they sleep; on a machine with few
+ * cores they would steal the cores the next implementation is timed on. */
+static void quiesce(bench_impl impl)
+{
+	if (impl == BENCH_IMPL_OPENBLAS || impl == BENCH_IMPL_ONEDNN)
+		nanosleep(&(struct timespec){.tv_nsec = 250 * 1000 * 1000}, NULL);
+}
+
+static const bench_make_fn makers[BENCH_NIMPL] = {
+	[BENCH_IMPL_TESSERA] = bench_make_tessera, [BENCH_IMPL_NAIVE] = bench_make_naive,
+	[BENCH_IMPL_OPENBLAS] = bench_make_openblas, [BENCH_IMPL_ONEDNN] = bench_make_onednn,
+	[BENCH_IMPL_CUBLAS] = bench_make_cublas, [BENCH_IMPL_CUDNN] = bench_make_cudnn,
+};
+
+/* Makes and binds a kernel to the problem's buffers. */
+static int make_bound(bench_impl impl, const bench_problem *p, const bench_opts *o,
+		      problem_data *d, bench_kernel *k, char *err, size_t n)
+{
+	memset(k, 0, sizeof *k);
+	int rc = makers[impl](p, o, k, err, n);
+	if (rc != BENCH_OK)
+		return rc;
+	k->nsets = d->nsets;
+	k->sets = d->sets;
+	if (k->bind && k->bind(k, err, n)) {
+		k->free(k);
+		return BENCH_ERROR;
+	}
+	return BENCH_OK;
+}
+
+/* Runs set 0 once and brings its output back to the plain layout. */
+static int run_once(bench_kernel *k)
+{
+	memset(k->sets[0].out->data, 0xff, ts_array_nbytes(k->sets[0].out)); /* NaN */
+	if (k->run(k, 0))
+		return -1;
+	return k->sync ? k->sync(k, 0) : 0;
+}
+
+/* The reference output of set 0: the baseline library, else naive C. */
+static int compute_reference(const bench_problem *p, const bench_opts *o, problem_data *d)
+{
+	bench_opts cpu = *o;
+	cpu.target = BENCH_CPU;
+	bench_impl order[2] = {p->op == BENCH_GEMM ? BENCH_IMPL_OPENBLAS : BENCH_IMPL_ONEDNN,
+			       BENCH_IMPL_NAIVE};
+	for (int i = 0; i < 2; i++) {
+		bench_kernel k;
+		char err[256];
+		if (make_bound(order[i], p, &cpu, d, &k, err, sizeof err) != BENCH_OK)
+			continue;
+		int rc = run_once(&k);
+		k.free(&k);
+		quiesce(order[i]);
+		if (rc == 0) {
+			memcpy(d->ref, d->sets[0].out->data, (size_t)d->out_numel * sizeof(float));
+			d->ref_impl = bench_impl_names[order[i]];
+			return 0;
+		}
+	}
+	return -1;
+}
+
+typedef struct rotor {
+	bench_kernel *k;
+	int next;
+} rotor;
+
+static int rotor_call(void *arg)
+{
+	rotor *r = arg;
+	int i = r->next;
+	r->next = (i + 1) % r->k->nsets;
+	return r->k->run(r->k, i);
+}
+
+/* Seconds of one call, from a few calls (after the check's warm call). */
+static double estimate_call(rotor *r)
+{
+	uint64_t t0 = ts_now_ns();
+	int calls = 0;
+	do {
+		if (rotor_call(r))
+			return -1;
+		calls++;
+	} while (calls < r->k->nsets && ts_ms_since(t0) < 100);
+	return ts_ms_since(t0) / 1e3 / calls;
+}
+
+static int time_kernel(ts_ctx *ctx, bench_kernel *k, const bench_opts *o, bench_result *res)
+{
+	rotor r = {.k = k};
+	double t = estimate_call(&r);
+	if (t < 0)
+		return -1;
+	int number = t < 20e-6 ? (int)ceil(20e-6 / fmax(t, 1e-9)) : 1;
+	int repeat = o->repeat;
+	if (repeat == 0) {
+		double want = ceil(0.2 / (t * number));
+		repeat = want < 5 ? 5 : want > 10000 ? 10000 : (int)want;
+	}
+	int warmup = t > 0.1 ? 0 : k->nsets;
+	ts_timing tm;
+	if (ts_time_run(ctx, rotor_call, &r, warmup, repeat, number, &tm) != TS_OK)
+		return -1;
+	res->median_ms = tm.median * 1e3;
+	res->samples = tm.samples;
+	return 0;
+}
+
+static double peak_for(const bench_peak *pk, int threads)
+{
+	return threads <= 1 ? pk->gflops_1 : pk->gflops_all;
+}
+
+/* Checks and times one kernel into res. */
+static void measure(ts_ctx *ctx, bench_kernel *k, const problem_data *d, const bench_opts *o,
+		    const bench_peak *pk, bench_result *res)
+{
+	res->threads = k->threads;
+	res->compile_ms = k->compile_ms;
+	if (run_once(k)) {
+		res->status = BENCH_ROW_FAILED;
+		snprintf(res->note, sizeof res->note, "the kernel failed to run");
+		return;
+	}
+	res->max_rel_err = bench_rel_err(k->sets[0].out->data, d->ref, d->out_numel);
+	if (!(res->max_rel_err <= BENCH_RTOL)) {
+		res->status = BENCH_ROW_FAILED;
+		snprintf(res->note, sizeof res->note, "wrong result: max rel err %.3g vs %s",
+			 res->max_rel_err, d->ref_impl);
+		return;
+	}
+	if (time_kernel(ctx, k, o, res)) {
+		res->status = BENCH_ROW_FAILED;
+		snprintf(res->note, sizeof res->note, "timing failed: %s", ts_last_error(ctx));
+		ts_clear_error(ctx);
+		return;
+	}
+	res->gflops = bench_flops(k->p) / (res->median_ms * 1e6);
+	res->pct_peak = 100.0 * res->gflops / peak_for(pk, k->threads);
+}
+
+/* Whether impl runs by default on the target (no --impl given). */
+static bool default_impl(bench_impl i, bench_target t)
+{
+	bool gpu = i == BENCH_IMPL_CUBLAS || i == BENCH_IMPL_CUDNN;
+	return t == BENCH_CUDA ? gpu || i == BENCH_IMPL_TESSERA : !gpu;
+}
+
+static bench_result new_result(const bench_problem *p, bench_impl impl, const bench_opts *o)
+{
+	return (bench_result){.p = p, .impl = impl, .threads = o->threads, .target = o->target,
+			      .median_ms = NAN, .gflops = NAN, .compile_ms = -1, .pct_peak = NAN,
+			      .max_rel_err = NAN, .status = BENCH_ROW_OK};
+}
+
+/* One implementation on one problem; returns 1 if a row was produced. */
+static int run_impl(ts_ctx *ctx, bench_impl impl, const bench_problem *p, const bench_opts *o,
+		    problem_data *d, const bench_peak *pk, bench_result *res)
+{
+	if (o->impls ? !bench_impl_selected(o, impl) : !default_impl(impl, o->target))
+		return 0;
+	*res = new_result(p, impl, o);
+	bench_kernel k;
+	int rc = make_bound(impl, p, o, d, &k, res->note, sizeof res->note);
+	if (rc == BENCH_SKIP) {
+		res->status = BENCH_ROW_SKIPPED;
+		return 1;
+	}
+	if (rc != BENCH_OK) {
+		res->status = BENCH_ROW_FAILED;
+		return 1;
+	}
+	measure(ctx, &k, d, o, pk, res);
+	k.free(&k);
+	quiesce(impl);
+	return 1;
+}
+
+static int run_problem(ts_ctx *ctx, const bench_problem *p, const bench_opts *o,
+		       const bench_peak *pk, bench_result *res, int cap)
+{
+	problem_data d = {0};
+	int n = 0;
+	if (alloc_data(p, &d) || compute_reference(p, o, &d)) {
+		res[n] = new_result(p, BENCH_IMPL_NAIVE, o);
+		res[n].status = BENCH_ROW_FAILED;
+		snprintf(res[n].note, sizeof res[n].note, "out of memory or no reference");
+		free_data(&d);
+		return 1;
+	}
+	for (int i = 0; i < BENCH_NIMPL && n < cap; i++) {
+		if (!run_impl(ctx, (bench_impl)i, p, o, &d, pk, &res[n]))
+			continue;
+		fprintf(stderr, "  %-26s %-9s %s\n", p->name, bench_impl_names[i],
+			res[n].status == BENCH_ROW_OK ? "ok" : res[n].note);
+		n++;
+	}
+	free_data(&d);
+	return n;
+}
+
+int bench_run_all(const bench_opts *o, const bench_peak *pk, bench_result *res, int cap)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	if (!ctx)
+		return 0;
+	int n = 0;
+	for (int i = 0; i < o->nproblems && n < cap; i++)
+		n += run_problem(ctx, &o->problems[i], o, pk, res + n, cap - n);
+	ts_ctx_free(ctx);
+	return n;
+}

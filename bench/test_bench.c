@@ -1,0 +1,302 @@
+/*
+ * test_bench.c - tessera-bench's own pieces: the command line (and its
+ * error messages), the naive kernels and im2col against the reference
+ * evaluator, the tessera schedules it uses (lowered and interpreted), the
+ * correctness metric, and a tiny run of the binary with JSON output.  No
+ * assertion is about speed.
+ */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "bench.h"
+#include "ops.h"
+
+static int parse(bench_opts *o, char *err, const char *line)
+{
+	static char buf[512];
+	char *argv[32];
+	int argc = 0;
+	snprintf(buf, sizeof buf, "%s", line);
+	argv[argc++] = "tessera-bench";
+	for (char *save = NULL, *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save))
+		argv[argc++] = t;
+	err[0] = 0;
+	return bench_parse_args(argc, argv, o, err, 256);
+}
+
+static void assert_parse_error(const char *line, const char *part)
+{
+	bench_opts o;
+	char err[256];
+	ck_assert_msg(parse(&o, err, line) != 0, "'%s' was accepted", line);
+	ck_assert_msg(strstr(err, part), "'%s': error '%s' lacks '%s'", line, err, part);
+}
+
+START_TEST(test_cli_defaults)
+{
+	bench_opts o;
+	char err[256];
+	ck_assert_int_eq(parse(&o, err, "gemm"), 0);
+	ck_assert_int_eq(o.cmd, BENCH_CMD_GEMM);
+	ck_assert_int_ge(o.nproblems, 10);
+	ck_assert_str_eq(o.problems[0].name, "sq256");
+	ck_assert_int_ge(o.threads, 1);
+	ck_assert_int_eq(parse(&o, err, "conv2d"), 0);
+	ck_assert_int_ge(o.nproblems, 10);
+	ck_assert_str_eq(o.problems[0].name, "conv1");
+	ck_assert_int_eq(o.problems[0].c.stride, 2);
+	ck_assert_int_eq(parse(&o, err, "summary"), 0);
+	int convs = 0;
+	for (int i = 0; i < o.nproblems; i++)
+		convs += o.problems[i].op == BENCH_CONV2D;
+	ck_assert_int_gt(convs, 0);
+	ck_assert_int_gt(o.nproblems - convs, 0);
+}
+END_TEST
+
+START_TEST(test_cli_flags)
+{
+	bench_opts o;
+	char err[256];
+	ck_assert_int_eq(parse(&o, err, "gemm --shape 33,17,29 --sizes 64,128 --threads 1 "
+				       "--repeat 3 --impl tessera,openblas --json=x.json --plot p.png"), 0);
+	ck_assert_int_eq(o.nproblems, 3);
+	ck_assert_int_eq(o.problems[0].g.M, 33);
+	ck_assert_int_eq(o.problems[0].g.N, 17);
+	ck_assert_int_eq(o.problems[0].g.K, 29);
+	ck_assert_int_eq(o.problems[2].g.K, 128);
+	ck_assert_int_eq(o.threads, 1);
+	ck_assert_int_eq(o.repeat, 3);
+	ck_assert(bench_impl_selected(&o, BENCH_IMPL_TESSERA));
+	ck_assert(bench_impl_selected(&o, BENCH_IMPL_OPENBLAS));
+	ck_assert(!bench_impl_selected(&o, BENCH_IMPL_NAIVE));
+	ck_assert_str_eq(o.json, "x.json");
+	ck_assert_str_eq(o.plot, "p.png");
+	ck_assert_int_eq(parse(&o, err, "conv2d --layer res4_3x3 --conv 2,3,9,10,5,3,2,2,1 "
+				       "--target cuda"), 0);
+	ck_assert_int_eq(o.nproblems, 2);
+	ck_assert_int_eq(o.problems[0].c.C, 256);
+	ck_assert_int_eq(o.problems[1].c.S, 2);
+	ck_assert_int_eq(o.target, BENCH_CUDA);
+	ck_assert_int_eq(parse(&o, err, "conv2d --layer list"), 0);
+	ck_assert(o.list_layers);
+	ck_assert_int_eq(parse(&o, err, "peak --help"), 0);
+	ck_assert_int_eq(o.cmd, BENCH_CMD_HELP);
+}
+END_TEST
+
+START_TEST(test_cli_errors)
+{
+	assert_parse_error("", "missing command");
+	assert_parse_error("gemmm", "unknown command 'gemmm'");
+	assert_parse_error("gemm --sizez 4", "unknown option '--sizez'");
+	assert_parse_error("gemm --impl tessera,mkl", "unknown implementation 'mkl'");
+	assert_parse_error("conv2d --layer res9", "unknown layer 'res9'");
+	assert_parse_error("gemm --sizes 256,x", "--sizes: '256,x' is not a list");
+	assert_parse_error("gemm --sizes 0", "must be >= 1");
+	assert_parse_error("gemm --shape 4,5", "--shape: expected M,N,K");
+	assert_parse_error("conv2d --conv 1,3,8,8,4,3,3,1", "--conv: expected N,C,H,W,K,R,S,stride,pad");
+	assert_parse_error("conv2d --conv 1,3,2,2,4,5,5,1,0", "larger than the padded image");
+	assert_parse_error("gemm --threads 0", "--threads: 0 is out of range");
+	assert_parse_error("gemm --target tpu", "unknown target 'tpu'");
+	assert_parse_error("gemm --layer conv1", "--layer applies to the conv2d command only");
+	assert_parse_error("conv2d --sizes 64", "--sizes applies to the gemm command only");
+	assert_parse_error("gemm --json", "--json needs a value");
+	assert_parse_error("gemm stray", "unexpected argument 'stray'");
+}
+END_TEST
+
+static void fill(ts_array *a, uint64_t seed)
+{
+	ts_array_fill_random(a, seed, -1, 1);
+}
+
+START_TEST(test_naive_gemm)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	int64_t M = 13, N = 19, K = 7;
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(M, K), ts_float32);
+	ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(K, N), ts_float32);
+	ts_tensor *C = ts_op_matmul(ctx, A, B, false, false);
+	tu_nonnull(ctx, C);
+	ts_array *a = ts_array_for(ctx, A), *b = ts_array_for(ctx, B);
+	ts_array *want = ts_array_for(ctx, C), *got = ts_array_for(ctx, C);
+	fill(a, 1);
+	fill(b, 2);
+	tu_ok(ctx, ts_eval(ctx, 3, (ts_tensor *[]){A, B, C}, (void *[]){a->data, b->data, want->data}));
+	bench_naive_gemm(M, N, K, a->data, b->data, got->data);
+	tu_assert_close(got, want, 1e-5, 1e-5);
+	ts_array_free(a), ts_array_free(b), ts_array_free(want), ts_array_free(got);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Naive direct conv and im2col + naive gemm against the evaluator. */
+static void check_naive_conv(bench_conv c)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(c.N, c.C, c.H, c.W), ts_float32);
+	ts_tensor *W = ts_placeholder(ctx, "W", TS_SHAPE(c.K, c.C, c.R, c.S), ts_float32);
+	ts_tensor *Y = ts_op_conv2d_nchw(ctx, X, W, (int)c.stride, (int)c.stride, (int)c.pad,
+					 (int)c.pad, 1, 1, 1);
+	tu_nonnull(ctx, Y);
+	ts_array *x = ts_array_for(ctx, X), *w = ts_array_for(ctx, W);
+	ts_array *want = ts_array_for(ctx, Y), *got = ts_array_for(ctx, Y);
+	fill(x, 3);
+	fill(w, 4);
+	tu_ok(ctx, ts_eval(ctx, 3, (ts_tensor *[]){X, W, Y}, (void *[]){x->data, w->data, want->data}));
+	bench_naive_conv(&c, x->data, w->data, got->data);
+	tu_assert_close(got, want, 1e-5, 1e-5);
+	int64_t OH = Y->shape[2], OW = Y->shape[3], crs = c.C * c.R * c.S;
+	float *cols = malloc((size_t)(crs * OH * OW) * sizeof(float));
+	memset(got->data, 0, ts_array_nbytes(got));
+	for (int64_t n = 0; n < c.N; n++) {
+		bench_im2col(&c, (float *)x->data + n * c.C * c.H * c.W, cols);
+		bench_naive_gemm(c.K, OH * OW, crs, w->data, cols,
+				 (float *)got->data + n * c.K * OH * OW);
+	}
+	tu_assert_close(got, want, 1e-5, 1e-5);
+	free(cols);
+	ts_array_free(x), ts_array_free(w), ts_array_free(want), ts_array_free(got);
+	ts_ctx_free(ctx);
+}
+
+START_TEST(test_naive_conv)
+{
+	check_naive_conv((bench_conv){1, 3, 9, 11, 5, 3, 3, 1, 1});
+	check_naive_conv((bench_conv){2, 4, 10, 7, 3, 3, 2, 2, 1});
+	check_naive_conv((bench_conv){1, 2, 12, 12, 4, 7, 7, 2, 3});
+	check_naive_conv((bench_conv){1, 6, 5, 5, 8, 1, 1, 1, 0});
+}
+END_TEST
+
+/* The schedules tessera-bench compiles, run by the interpreter. */
+START_TEST(test_tessera_schedules)
+{
+	bench_problem ps[] = {
+		{.op = BENCH_GEMM, .name = "g", .g = {33, 17, 29}},
+		{.op = BENCH_CONV2D, .name = "c", .c = {1, 6, 9, 10, 16, 3, 3, 1, 1}},
+		{.op = BENCH_CONV2D, .name = "c2", .c = {1, 3, 11, 11, 8, 3, 3, 2, 1}},
+	};
+	for (size_t i = 0; i < TS_COUNT_OF(ps); i++) {
+		ts_ctx *ctx = ts_ctx_new();
+		ts_func *f = bench_tessera_lower(ctx, &ps[i]);
+		tu_nonnull(ctx, f);
+		tu_check_func(ctx, f, 1e-4);
+		ts_ctx_free(ctx);
+	}
+}
+END_TEST
+
+START_TEST(test_rel_err)
+{
+	float want[4] = {1, -4, 0.5f, 2}, got[4] = {1, -4, 0.5f, 2};
+	ck_assert(bench_rel_err(got, want, 4) == 0);
+	got[2] = 0.54f; /* 0.04 off, relative to max |want| = 4 */
+	ck_assert(fabs(bench_rel_err(got, want, 4) - 0.01) < 1e-6);
+	got[0] = NAN;
+	ck_assert(!(bench_rel_err(got, want, 4) <= BENCH_RTOL));
+}
+END_TEST
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	static char buf[1 << 16];
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	return buf;
+}
+
+/* A minimal well-formedness check: balanced brackets and braces outside
+ * strings, one record per '{', every record with the documented keys. */
+static void assert_json_records(const char *s, int want_records)
+{
+	int depth = 0, records = 0;
+	bool in_str = false;
+	for (const char *p = s; *p; p++) {
+		if (in_str) {
+			if (*p == '\\')
+				p++;
+			else if (*p == '"')
+				in_str = false;
+			continue;
+		}
+		in_str = *p == '"';
+		depth += (*p == '[' || *p == '{') - (*p == ']' || *p == '}');
+		records += *p == '{';
+		ck_assert_int_ge(depth, 0);
+	}
+	ck_assert_int_eq(depth, 0);
+	ck_assert(!in_str);
+	ck_assert_int_eq(records, want_records);
+	const char *keys[] = {"\"op\": \"gemm\"", "\"shape\": \"33x17x29\"", "\"impl\": ",
+			      "\"threads\": ", "\"target\": \"cpu\"", "\"median_ms\": ",
+			      "\"gflops\": ", "\"compile_ms\": ", "\"pct_peak\": "};
+	for (size_t i = 0; i < TS_COUNT_OF(keys); i++)
+		ck_assert_msg(strstr(s, keys[i]), "JSON lacks %s:\n%s", keys[i], s);
+}
+
+static int run_bench(const char *args)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "'%s' %s >/dev/null 2>bench_stderr.txt", TESSERA_BENCH_EXE, args);
+	int rc = system(cmd);
+	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+START_TEST(test_binary_gemm_json)
+{
+	remove("bench_test.json");
+	int rc = run_bench("gemm --shape 33,17,29 --repeat 2 --threads 2 "
+			   "--impl tessera,naive,openblas,onednn --json bench_test.json");
+	ck_assert_msg(rc == 0, "tessera-bench exited %d: %s", rc, slurp("bench_stderr.txt"));
+	const char *s = slurp("bench_test.json");
+	ck_assert_ptr_nonnull(s);
+	assert_json_records(s, 4);
+	ck_assert_msg(!strstr(s, "FAILED"), "a row failed:\n%s", s);
+	ck_assert(strstr(s, "\"impl\": \"tessera\""));
+	remove("bench_test.json");
+}
+END_TEST
+
+START_TEST(test_binary_errors)
+{
+	ck_assert_int_eq(run_bench("gemm --impl blas"), BENCH_EXIT_USAGE);
+	ck_assert(strstr(slurp("bench_stderr.txt"), "unknown implementation 'blas'"));
+	ck_assert_int_eq(run_bench("frobnicate"), BENCH_EXIT_USAGE);
+	ck_assert_int_eq(run_bench("--help"), BENCH_EXIT_OK);
+	char why[256];
+	if (!bench_gpu_available(why, sizeof why)) {
+		ck_assert_int_eq(run_bench("gemm --shape 8,8,8 --target cuda"), BENCH_EXIT_DEVICE);
+		ck_assert(strstr(slurp("bench_stderr.txt"), why));
+		ck_assert(strstr(slurp("bench_stderr.txt"), "--target cpu"));
+	}
+	remove("bench_stderr.txt");
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("bench");
+	TCase *tc = tcase_create("bench");
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, test_cli_defaults);
+	tcase_add_test(tc, test_cli_flags);
+	tcase_add_test(tc, test_cli_errors);
+	tcase_add_test(tc, test_naive_gemm);
+	tcase_add_test(tc, test_naive_conv);
+	tcase_add_test(tc, test_tessera_schedules);
+	tcase_add_test(tc, test_rel_err);
+	tcase_add_test(tc, test_binary_gemm_json);
+	tcase_add_test(tc, test_binary_errors);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}
