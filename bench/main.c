@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "bench.h"
+#include "fair_blas.h"
 
 static int print_peak(const bench_peak *pk)
 {
@@ -73,6 +74,7 @@ static int run(const bench_opts *o)
 
 int main(int argc, char **argv)
 {
+	bench_fair_openblas(argv);
 	bench_opts o;
 	char err[512];
 	if (bench_parse_args(argc, argv, &o, err, sizeof err)) {

@@ -12,37 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <unistd.h>
 
 #include "build.h"
+#include "fair_blas.h"
 #include "lower.h"
 #include "op_schedules.h"
 #include "tessera.h"
 
 void openblas_set_num_threads(int n);
-char *openblas_get_corename(void);
-
-/* OpenBLAS 0.3.21 takes some recent CPUs (and CPUs under some hypervisors)
- * for a Prescott and runs its SSE3 kernels; a baseline that slow would
- * flatter tessera.  The core type is read when OpenBLAS loads, so the
- * process starts again with it set.  An explicit OPENBLAS_CORETYPE wins. */
-static void fair_openblas(char **argv)
-{
-	const char *core = openblas_get_corename();
-	if (getenv("OPENBLAS_CORETYPE") || !core || strcasecmp(core, "prescott") != 0)
-		return;
-	const char *want = __builtin_cpu_supports("avx512f") ? "SkylakeX"
-			   : __builtin_cpu_supports("avx2")   ? "Haswell"
-							      : NULL;
-	if (!want)
-		return;
-	fprintf(stderr, "OpenBLAS detected this CPU as %s; restarting with OPENBLAS_CORETYPE=%s\n",
-		core, want);
-	setenv("OPENBLAS_CORETYPE", want, 1);
-	execv("/proc/self/exe", argv);
-}
-
 typedef struct gemm {
 	ts_ctx *ctx;
 	int64_t n;
@@ -287,7 +264,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 2 || strcmp(argv[1], "gemm") != 0)
 		return usage(argv[0]);
-	fair_openblas(argv);
+	bench_fair_openblas(argv);
 	int64_t n = 1024;
 	int threads = ts_num_threads(), lines = 30, only = -1;
 	for (int i = 2; i < argc; i++) {
@@ -321,7 +298,7 @@ int main(int argc, char **argv)
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0f,
 		    arr[0]->data, (int)n, arr[1]->data, (int)n, 0.0f, ref->data, (int)n);
 	printf("tessera-tutorial gemm: C[%lld, %lld] = A x B, float32, %d threads available, OpenBLAS core %s\n",
-	       (long long)n, (long long)n, threads, openblas_get_corename());
+	       (long long)n, (long long)n, threads, bench_openblas_core());
 	int rc = 0;
 	for (size_t i = 0; i < TS_COUNT_OF(steps); i++)
 		if (only < 0 || only == (int)i)
