@@ -114,6 +114,12 @@ static ts_status optimize(ts_ctx *ctx, cg_llvm_module *m, LLVMModuleRef mod)
 	LLVMTargetMachineRef tm = cg_llvm_target_machine(&m->target, LLVMRelocDefault,
 							 LLVMCodeModelDefault);
 	LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
+	/* tessera vectorized and unrolled what the schedule asked for; LLVM's
+	 * own loop vectorizer and unroller would only second-guess the
+	 * schedule, and cost much of the compile time */
+	LLVMPassBuilderOptionsSetLoopVectorization(opts, 0);
+	LLVMPassBuilderOptionsSetSLPVectorization(opts, 0);
+	LLVMPassBuilderOptionsSetLoopUnrolling(opts, 0);
 	LLVMErrorRef err = LLVMRunPasses(mod, "default<O3>", tm, opts);
 	LLVMDisposePassBuilderOptions(opts);
 	LLVMDisposeTargetMachine(tm);

@@ -84,7 +84,7 @@ ts_status ts_schedule_matmul_cpu(ts_schedule *s, ts_tensor *C, const ts_matmul_c
 
 ts_conv2d_cpu_params ts_conv2d_cpu_default(void)
 {
-	return (ts_conv2d_cpu_params){.ow_block = 14, .parallel = true};
+	return (ts_conv2d_cpu_params){.ow_block = 14, .oh_block = 0, .parallel = true};
 }
 
 ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_conv2d_cpu_params *p)
@@ -94,29 +94,44 @@ ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_co
 	if (Y->ndim != 5 || Y->nreduce != 4)
 		return ts_error(s->ctx, TS_ERR_INVALID,
 				"schedule_conv2d_nchwc_cpu: %s is not an NCHW[x]c convolution", Y->name);
-	/* the padded input is computed inline: a select per read */
-	for (int i = 0; i < Y->ninputs; i++)
-		if (Y->inputs[i]->op == TS_OP_COMPUTE && Y->inputs[i]->ndim == 5 &&
-		    Y->inputs[i] != Y)
-			TRY(ts_compute_inline(ts_stage_of(s, Y->inputs[i])));
+	/* the padded input is computed once, before the convolution: inlined,
+	 * its select and clamped index would sit in the innermost loop */
+	for (int i = 0; i < Y->ninputs; i++) {
+		ts_tensor *P = Y->inputs[i];
+		if (P->op != TS_OP_COMPUTE || P->ndim != 5)
+			continue;
+		ts_stage *sp = ts_stage_of(s, P);
+		ts_axis *f;
+		TRY(ts_vectorize(sp, ts_axis_of(sp, 4)));
+		TRY(ts_fuse(sp, ts_axis_of(sp, 0), ts_axis_of(sp, 1), &f));
+		if (d.parallel)
+			TRY(ts_parallel(sp, f));
+	}
 	ts_tensor *YC = ts_cache_write(s, Y, TS_SCOPE_LOCAL);
 	if (!YC)
 		return ts_last_status(s->ctx);
 	ts_stage *sy = ts_stage_of(s, Y), *sc = ts_stage_of(s, YC);
-	ts_axis *owo, *owi, *f1, *f2;
+	int64_t ow = Y->shape[3], oh_block = d.oh_block;
+	if (oh_block <= 0) /* narrow images: several rows per register block */
+		oh_block = ow < d.ow_block ? d.ow_block / ow : 1;
+	ts_axis *oho, *ohi, *owo, *owi, *f1, *f2;
+	TRY(ts_split(sy, ts_axis_of(sy, 2), oh_block, &oho, &ohi));
 	TRY(ts_split(sy, ts_axis_of(sy, 3), d.ow_block, &owo, &owi));
+	TRY(ts_reorder(sy, TS_AXES(oho, owo, ohi, owi)));
 	TRY(ts_fuse(sy, ts_axis_of(sy, 0), ts_axis_of(sy, 1), &f1));
-	TRY(ts_fuse(sy, f1, ts_axis_of(sy, 2), &f2));
+	TRY(ts_fuse(sy, f1, oho, &f2));
 	TRY(ts_vectorize(sy, ts_axis_of(sy, 4)));
 	if (d.parallel)
 		TRY(ts_parallel(sy, f2));
 	TRY(ts_compute_at(sc, sy, owo));
-	/* accumulator: ow x oc lanes; reduction: ic blocks, kh, kw, ic lane */
-	ts_axis *ow = ts_axis_of(sc, 3), *oc = ts_axis_of(sc, 4);
+	/* accumulator: rows x columns x channel lanes; reduction: input channel
+	 * blocks, kernel rows, kernel columns, input channel lanes */
+	ts_axis *h = ts_axis_of(sc, 2), *w = ts_axis_of(sc, 3), *oc = ts_axis_of(sc, 4);
 	ts_axis *rco = ts_reduce_axis_of(sc, 0), *kh = ts_reduce_axis_of(sc, 1),
 		*kw = ts_reduce_axis_of(sc, 2), *rci = ts_reduce_axis_of(sc, 3);
-	TRY(ts_reorder(sc, TS_AXES(rco, kh, kw, rci, ow, oc)));
-	TRY(ts_unroll(sc, ow));
+	TRY(ts_reorder(sc, TS_AXES(rco, kh, kw, rci, h, w, oc)));
+	TRY(ts_unroll(sc, h));
+	TRY(ts_unroll(sc, w));
 	TRY(ts_vectorize(sc, oc));
 	return TS_OK;
 }

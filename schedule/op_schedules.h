@@ -30,6 +30,8 @@ ts_status ts_schedule_matmul_cpu(ts_schedule *s, ts_tensor *C, const ts_matmul_c
 
 typedef struct ts_conv2d_cpu_params {
 	int64_t ow_block; /* output columns per register block */
+	int64_t oh_block; /* output rows per register block; 0: enough rows to
+			   * fill ow_block columns when the image is narrower */
 	bool parallel;
 } ts_conv2d_cpu_params;
 
