@@ -60,7 +60,9 @@ static ts_schedule *build_op(tsr_state *st, const bench_problem *p)
 		ts_matmul_cpu_params mp = ts_matmul_cpu_default();
 		a[0] = ts_placeholder(ctx, "A", TS_SHAPE(g->M, g->K), ts_float32);
 		a[1] = ts_placeholder(ctx, "B", TS_SHAPE(g->K, g->N), ts_float32);
-		a[2] = ts_op_matmul_packed(ctx, a[0], a[1], mp.nr);
+		/* packing B pays off only when many rows reuse each panel */
+		a[2] = g->M >= 32 ? ts_op_matmul_packed(ctx, a[0], a[1], mp.nr)
+				  : ts_op_matmul(ctx, a[0], a[1], false, false);
 		ts_schedule *s = a[2] ? ts_create_schedule(ctx, 1, &a[2]) : NULL;
 		return s && ts_schedule_matmul_cpu(s, a[2], &mp) == TS_OK ? s : NULL;
 	}

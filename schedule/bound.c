@@ -183,10 +183,44 @@ static int64_t extent_of(ts_ctx *ctx, ts_expr *lo, ts_expr *hi, int n, const ir_
 	return iv.max < 0 ? 1 : iv.max + 1;
 }
 
-ts_status sch_infer_region(ts_ctx *ctx, const ts_tensor *t, ts_expr *body, int nrelax,
+typedef struct overhang {
+	ir_range r[64];
+	int n;
+	bool safe;
+} overhang;
+
+static bool overhang_fn(ts_expr *e, void *data)
+{
+	overhang *o = data;
+	if (e->kind != IR_READ)
+		return true;
+	const ts_tensor *t = e->u.read.tensor;
+	for (int d = 0; d < e->u.read.n && o->safe; d++) {
+		ir_interval iv = ir_bound_of(e->u.read.idx[d], o->n, o->r);
+		o->safe = iv.min >= 0 && iv.max < t->shape[d];
+	}
+	return o->safe;
+}
+
+/* May the producer be computed with data index d up to hi? */
+static bool may_overhang(const sch_producer *p, int d, int64_t hi)
+{
+	overhang o = {.safe = true};
+	if (!p->body || p->nroot > (int)TS_COUNT_OF(o.r))
+		return false;
+	for (int i = 0; i < p->nroot; i++) {
+		int64_t ext = i == d ? hi + 1 - p->min[i] : p->extent[i];
+		o.r[o.n++] = (ir_range){p->vars[i], p->min[i], ext};
+	}
+	ir_expr_visit(p->body, overhang_fn, &o);
+	return o.safe;
+}
+
+ts_status sch_infer_region(ts_ctx *ctx, const sch_producer *p, ts_expr *body, int nrelax,
 			   const sch_loop *relax, int nouter, const sch_loop *outer,
 			   ts_expr **min, int64_t *extent)
 {
+	const ts_tensor *t = p->tensor;
 	bctx b = {ctx, nrelax, relax};
 	region_acc acc = {.b = &b, .t = t};
 	ir_expr_visit(body, collect, &acc);
@@ -206,9 +240,14 @@ ts_status sch_infer_region(ts_ctx *ctx, const ts_tensor *t, ts_expr *body, int n
 			return ts_last_status(ctx);
 		extent[d] = extent_of(ctx, lo, hi, nouter, r, shape);
 		/* start inside [0, shape - extent] so the region never leaves the
-		 * tensor: it still covers every read, which lies in [0, shape) */
-		ts_expr *start = ts_min(ctx, ts_max(ctx, lo, ts_int(ctx, 0)),
-					ts_int(ctx, shape - extent[d]));
+		 * tensor: it still covers every read, which lies in [0, shape);
+		 * unless computing past the end is harmless (see bound.h) */
+		ts_expr *start = ts_max(ctx, lo, ts_int(ctx, 0));
+		ir_interval lo_iv = ir_bound_of(lo, nouter, r);
+		bool past = lo_iv.max == IR_POS_INF || lo_iv.max > shape - extent[d];
+		if (past && (lo_iv.max == IR_POS_INF ||
+			     !may_overhang(p, d, lo_iv.max + extent[d] - 1)))
+			start = ts_min(ctx, start, ts_int(ctx, shape - extent[d]));
 		min[d] = ir_simplify(ctx, start, nouter, r);
 		if (!min[d])
 			return ts_last_status(ctx);

@@ -21,10 +21,25 @@ typedef struct sch_loop {
 	ts_thread_tag thread;
 } sch_loop;
 
-/* The region of t read by `body`: relax[] are loops whose variables range
- * over their extent, outer[] loops whose variables stay symbolic (their
- * ranges only help simplification).  Writes min[ndim] and extent[ndim]. */
-ts_status sch_infer_region(ts_ctx *ctx, const ts_tensor *t, ts_expr *body, int nrelax,
+/* The producer whose region is inferred: its element expression over its
+ * root variables (data axes, then reduction axes).  Used to decide whether
+ * a region may reach past the tensor's shape (see sch_infer_region). */
+typedef struct sch_producer {
+	const ts_tensor *tensor;
+	ts_expr *body;
+	int nroot;
+	ts_expr *const *vars;
+	const int64_t *min, *extent; /* per root variable */
+} sch_producer;
+
+/* The region of p->tensor read by `body`: relax[] are loops whose variables
+ * range over their extent, outer[] loops whose variables stay symbolic
+ * (their ranges only help simplification).  Writes min[ndim], extent[ndim].
+ * A region that would reach past the shape is moved back inside it, unless
+ * every read of the producer stays in bounds over the longer range: then it
+ * keeps its natural start, which keeps tiles aligned (the extra elements
+ * are computed and never read). */
+ts_status sch_infer_region(ts_ctx *ctx, const sch_producer *p, ts_expr *body, int nrelax,
 			   const sch_loop *relax, int nouter, const sch_loop *outer,
 			   ts_expr **min, int64_t *extent);
 

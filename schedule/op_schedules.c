@@ -55,11 +55,14 @@ ts_status ts_schedule_matmul_cpu(ts_schedule *s, ts_tensor *C, const ts_matmul_c
 {
 	TRY(need(s, C, "schedule_matmul_cpu"));
 	ts_matmul_cpu_params d = p ? *p : ts_matmul_cpu_default();
-	if (C->ninputs != 2 || C->inputs[1]->op != TS_OP_COMPUTE)
+	if (C->ndim != 2 || C->ninputs != 2 || C->nreduce != 1)
 		return ts_error(s->ctx, TS_ERR_INVALID,
-				"schedule_matmul_cpu: %s is not a packed matmul (build it with ts_op_matmul_packed)",
+				"schedule_matmul_cpu: %s is not a matmul (ts_op_matmul or ts_op_matmul_packed)",
 				C->name);
-	TRY(schedule_packing(s, C->inputs[1], d.parallel));
+	if (C->inputs[1]->op == TS_OP_COMPUTE)
+		TRY(schedule_packing(s, C->inputs[1], d.parallel));
+	if (d.mr > C->shape[0]) /* few rows (a dense layer): no idle accumulators */
+		d.mr = C->shape[0];
 	ts_tensor *CC = ts_cache_write(s, C, TS_SCOPE_LOCAL);
 	if (!CC)
 		return ts_last_status(s->ctx);

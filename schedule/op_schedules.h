@@ -25,7 +25,8 @@ typedef struct ts_matmul_cpu_params {
 
 /* Parameters suited to the host's vector width (AVX-512: nr 32; else 16). */
 ts_matmul_cpu_params ts_matmul_cpu_default(void);
-/* Schedules C = ts_op_matmul_packed(A, B, p->nr) (its Bp stage included). */
+/* Schedules C = ts_op_matmul_packed(A, B, p->nr) (its Bp stage included),
+ * or a plain ts_op_matmul(A, B) without transposes, which suits few rows. */
 ts_status ts_schedule_matmul_cpu(ts_schedule *s, ts_tensor *C, const ts_matmul_cpu_params *p);
 
 typedef struct ts_conv2d_cpu_params {

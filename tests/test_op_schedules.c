@@ -29,6 +29,20 @@ START_TEST(test_matmul_cpu)
 	p = (ts_matmul_cpu_params){.mr = 3, .nr = 8, .kunroll = 2, .parallel = false};
 	check_matmul_cpu(10, 13, 7, p);
 }
+
+/* unpacked B, and fewer rows than the register block */
+START_TEST(test_matmul_cpu_plain)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(1, 40), ts_float32);
+	ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(40, 70), ts_float32);
+	ts_tensor *C = ts_op_matmul(ctx, A, B, false, false);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	tu_ok(ctx, ts_schedule_matmul_cpu(s, C, NULL));
+	tu_check_func(ctx, ts_lower(s, "dense", 3, (ts_tensor *[]){A, B, C}), 1e-4);
+	ts_ctx_free(ctx);
+}
+END_TEST
 END_TEST
 
 START_TEST(test_conv2d_nchwc_cpu)
@@ -81,8 +95,8 @@ START_TEST(test_errors)
 	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(8, 8), ts_float32);
 	ts_tensor *C = ts_op_matmul(ctx, A, A, false, false);
 	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
-	ck_assert_int_ne(ts_schedule_matmul_cpu(s, C, NULL), TS_OK);
-	tu_assert_error(ctx, "is not a packed matmul");
+	ck_assert_int_ne(ts_schedule_matmul_cpu(s, ts_op_relu(ctx, C), NULL), TS_OK);
+	tu_assert_error(ctx, "is not a matmul");
 	ts_clear_error(ctx);
 	ck_assert_int_ne(ts_schedule_conv2d_nchwc_cpu(s, C, NULL), TS_OK);
 	tu_assert_error(ctx, "is not an NCHW[x]c convolution");
@@ -96,6 +110,7 @@ int main(void)
 	TCase *tc = tcase_create("core");
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_matmul_cpu);
+	tcase_add_test(tc, test_matmul_cpu_plain);
 	tcase_add_test(tc, test_conv2d_nchwc_cpu);
 	tcase_add_test(tc, test_matmul_cuda_schedule);
 	tcase_add_test(tc, test_conv2d_cuda_schedule);

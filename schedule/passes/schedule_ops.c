@@ -381,7 +381,16 @@ static ts_stmt *attach_one(ops *o, stage_nest *n, int leafpos, ts_stage *x, ts_s
 	int no = outer_loops(o, relax, nr, outer);
 	ts_expr *min[TS_MAX_DIMS];
 	int64_t ext[TS_MAX_DIMS];
-	if (sch_infer_region(ctx, x->tensor, n->value, nr, relax, no, outer, min, ext) != TS_OK)
+	ts_expr *vars[64];
+	int64_t vmin[64], vext[64];
+	for (int i = 0; i < x->nroot && i < 64; i++) {
+		ts_axis *a = x->root[i];
+		vars[i] = a->var;
+		vmin[i] = a->kind == TS_ITER_DATA ? 0 : a->root->min;
+		vext[i] = a->kind == TS_ITER_DATA ? x->tensor->shape[i] : a->extent;
+	}
+	sch_producer prod = {x->tensor, o->body[stage_pos(o->s, x)], x->nroot, vars, vmin, vext};
+	if (sch_infer_region(ctx, &prod, n->value, nr, relax, no, outer, min, ext) != TS_OK)
 		return NULL;
 	log_region(o, x, min, ext);
 	ts_stmt *nest = build_stage(o, x, min, ext);
