@@ -151,6 +151,17 @@ const char *ts_module_source(ts_module *m, const char *kind)
 	return NULL;
 }
 
+ts_status ts_module_export(ts_module *m, const char *obj_path, const char *header_path)
+{
+	if (!m)
+		return TS_ERR_INVALID;
+	if (!m->llvm)
+		return ts_error(m->ctx, TS_ERR_UNSUPPORTED,
+				"export %s: only CPU modules are written as object files (target '%s')",
+				m->func->name, m->target);
+	return cg_llvm_write_object(m->ctx, m->llvm, obj_path, header_path);
+}
+
 ts_phase_times ts_module_times(const ts_module *m)
 {
 	return m ? m->times : (ts_phase_times){0};

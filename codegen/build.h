@@ -31,6 +31,10 @@ ts_status ts_module_time(ts_module *m, int nargs, ts_array *const *args, int war
  * the module has no such form. */
 const char *ts_module_source(ts_module *m, const char *kind);
 
+/* Ahead-of-time use (CPU modules): writes an object file and a C header
+ * declaring `int32_t <name>(void **args)`; link with libtessera and libm. */
+ts_status ts_module_export(ts_module *m, const char *obj_path, const char *header_path);
+
 /* Per-phase compile times of ts_build (lowering is timed by the caller). */
 ts_phase_times ts_module_times(const ts_module *m);
 /* The target as resolved: for the host, its CPU name and features. */

@@ -1,0 +1,162 @@
+/*
+ * test_build.c - ts_build and the module it returns: calls are checked
+ * argument by argument, generated code can be read in every form, an
+ * object file can be exported, and bad targets are refused clearly.
+ */
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "build.h"
+#include "lower.h"
+
+typedef struct fixture {
+	ts_ctx *ctx;
+	ts_tensor *A, *B, *C;
+	ts_func *f;
+} fixture;
+
+static fixture add_fixture(void)
+{
+	fixture x = {.ctx = ts_ctx_new()};
+	ts_ctx *ctx = x.ctx;
+	x.A = ts_placeholder(ctx, "A", TS_SHAPE(37, 20), ts_float32);
+	x.B = ts_placeholder(ctx, "B", TS_SHAPE(37, 20), ts_float32);
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	x.C = ts_compute(ctx, "C", TS_SHAPE(37, 20), TS_VARS(i, j),
+			 ts_add(ctx, TS_READ(ctx, x.A, i, j), TS_READ(ctx, x.B, i, j)));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &x.C);
+	ts_stage *sc = ts_stage_of(s, x.C);
+	ts_axis *o, *in;
+	tu_ok(ctx, ts_split_tail(sc, ts_axis_of(sc, 1), 8, TS_TAIL_PARTITION, &o, &in));
+	tu_ok(ctx, ts_vectorize(sc, in));
+	tu_ok(ctx, ts_parallel(sc, ts_axis_of(sc, 0)));
+	x.f = ts_lower(s, "vadd", 3, (ts_tensor *[]){x.A, x.B, x.C});
+	tu_nonnull(ctx, x.f);
+	return x;
+}
+
+START_TEST(test_run_and_sources)
+{
+	fixture x = add_fixture();
+	ts_ctx *ctx = x.ctx;
+	ts_module *m = ts_build(ctx, x.f, "llvm");
+	tu_nonnull(ctx, m);
+	ts_array *a = ts_array_for(ctx, x.A), *b = ts_array_for(ctx, x.B), *c = ts_array_for(ctx, x.C);
+	ts_array_fill_random(a, 1, -1, 1);
+	ts_array_fill_random(b, 2, -1, 1);
+	tu_ok(ctx, ts_module_run(m, 3, (ts_array *[]){a, b, c}));
+	for (int e = 0; e < 37 * 20; e++)
+		ck_assert_float_eq(((float *)c->data)[e], ((float *)a->data)[e] + ((float *)b->data)[e]);
+	const char *kinds[] = {"llvm", "llvm-opt", "asm", "c"};
+	for (size_t k = 0; k < TS_COUNT_OF(kinds); k++)
+		ck_assert_msg(ts_module_source(m, kinds[k]) != NULL, "%s: %s", kinds[k], ts_last_error(ctx));
+	ck_assert_ptr_nonnull(strstr(ts_module_source(m, "llvm"), "<8 x float>"));
+	ck_assert_ptr_null(ts_module_source(m, "ptx"));
+	tu_assert_error(ctx, "module vadd: no 'ptx' source");
+	ts_clear_error(ctx);
+	ck_assert_ptr_nonnull(strstr(ts_module_target(m), "-mcpu="));
+	ts_timing t;
+	tu_ok(ctx, ts_module_time(m, 3, (ts_array *[]){a, b, c}, 1, 3, &t));
+	ck_assert(t.min <= t.median && t.median <= t.max);
+	ts_phase_times pt = ts_module_times(m);
+	ck_assert(pt.total_ms > 0 && pt.optimize_ms > 0);
+	ts_module_free(m);
+	ts_array_free(a);
+	ts_array_free(b);
+	ts_array_free(c);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Every argument mistake is an error naming the function and the argument. */
+START_TEST(test_argument_errors)
+{
+	fixture x = add_fixture();
+	ts_ctx *ctx = x.ctx;
+	ts_module *m = ts_build(ctx, x.f, "llvm");
+	tu_nonnull(ctx, m);
+	ts_array *a = ts_array_for(ctx, x.A), *c = ts_array_for(ctx, x.C);
+	ts_array *wrong_shape = ts_array_new(ctx, ts_float32, 2, (int64_t[]){37, 21});
+	ts_array *wrong_dtype = ts_array_new(ctx, ts_float64, 2, (int64_t[]){37, 20});
+	ck_assert_int_ne(ts_module_run(m, 2, (ts_array *[]){a, a}), TS_OK);
+	tu_assert_error(ctx, "call vadd: expected 3 arguments, got 2");
+	ts_clear_error(ctx);
+	ck_assert_int_ne(ts_module_run(m, 3, (ts_array *[]){a, wrong_shape, c}), TS_OK);
+	tu_assert_error(ctx, "argument 1 (B) has shape [37, 21], expected [37, 20]");
+	ts_clear_error(ctx);
+	ck_assert_int_ne(ts_module_run(m, 3, (ts_array *[]){a, a, wrong_dtype}), TS_OK);
+	tu_assert_error(ctx, "argument 2 (C) has dtype float64, expected float32");
+	ts_clear_error(ctx);
+	ck_assert_int_ne(ts_module_run(m, 3, (ts_array *[]){a, NULL, c}), TS_OK);
+	tu_assert_error(ctx, "call vadd");
+	ts_clear_error(ctx);
+	ts_module_free(m);
+	ts_array_free(a);
+	ts_array_free(c);
+	ts_array_free(wrong_shape);
+	ts_array_free(wrong_dtype);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(test_target_errors)
+{
+	fixture x = add_fixture();
+	ts_ctx *ctx = x.ctx;
+	ck_assert_ptr_null(ts_build(ctx, x.f, "opencl"));
+	tu_assert_error(ctx, "build vadd: unknown target 'opencl'");
+	ts_clear_error(ctx);
+	ck_assert_ptr_null(ts_build(ctx, x.f, "llvm -mcpu=nosuchcpu"));
+	tu_assert_error(ctx, "nosuchcpu");
+	ts_clear_error(ctx);
+	ck_assert_ptr_null(ts_build(ctx, NULL, "llvm"));
+	tu_assert_error(ctx, "build: function is NULL");
+	ts_clear_error(ctx);
+	/* a CPU build for another CPU of the same architecture still runs here
+	 * only if the host supports it; a generic x86-64 build always does */
+	ts_module *m = ts_build(ctx, x.f, "llvm -mcpu=x86-64");
+	ck_assert_msg(m != NULL, "%s", ts_last_error(ctx));
+	ck_assert_ptr_null(strstr(ts_module_source(m, "asm"), "zmm"));
+	ts_module_free(m);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(test_export_object)
+{
+	fixture x = add_fixture();
+	ts_ctx *ctx = x.ctx;
+	ts_module *m = ts_build(ctx, x.f, "llvm");
+	tu_nonnull(ctx, m);
+	char dir[] = "/tmp/tessera-buildXXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char obj[256], hdr[256];
+	snprintf(obj, sizeof(obj), "%s/vadd.o", dir);
+	snprintf(hdr, sizeof(hdr), "%s/vadd.h", dir);
+	tu_ok(ctx, ts_module_export(m, obj, hdr));
+	ck_assert_int_eq(access(obj, R_OK), 0);
+	ck_assert_int_eq(access(hdr, R_OK), 0);
+	unlink(obj);
+	unlink(hdr);
+	rmdir(dir);
+	ts_module_free(m);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("build");
+	TCase *tc = tcase_create("cpu");
+	tcase_add_test(tc, test_run_and_sources);
+	tcase_add_test(tc, test_argument_errors);
+	tcase_add_test(tc, test_target_errors);
+	tcase_add_test(tc, test_export_object);
+	suite_add_tcase(s, tc);
+	int rc = tu_run_suite(s);
+	ts_threadpool_shutdown();
+	return rc;
+}
