@@ -23,6 +23,48 @@ static bool host_has_avx512(void)
 #endif
 }
 
+/* Parallel outer data axes; the innermost data axis vectorized when it is
+ * at least `lanes` wide, with the reduction loops outside it. */
+static ts_status default_stage(ts_stage *st, int lanes)
+{
+	int ndata = st->tensor->ndim;
+	ts_axis *inner = ts_axis_of(st, ndata - 1), *outer = ndata > 1 ? ts_axis_of(st, 0) : NULL;
+	for (int i = 1; i < ndata - 1; i++)
+		TRY(ts_fuse(st, outer, ts_axis_of(st, i), &outer));
+	if (outer)
+		TRY(ts_parallel(st, outer));
+	if (inner->extent < lanes)
+		return TS_OK;
+	ts_axis *io, *ii;
+	TRY(ts_split_tail(st, inner, lanes, TS_TAIL_PARTITION, &io, &ii));
+	/* the vector loop innermost, every reduction loop outside it */
+	ts_axis *order[64];
+	int n = 0;
+	for (int i = 0; i < st->nleaf; i++)
+		if (st->leaf[i] != ii && st->leaf[i] != outer)
+			order[n++] = st->leaf[i];
+	order[n++] = ii;
+	TRY(ts_reorder(st, n, order));
+	return ts_vectorize(st, ii);
+}
+
+ts_status ts_schedule_default_cpu(ts_schedule *s, int lanes)
+{
+	if (!s)
+		return TS_ERR_INVALID;
+	if (lanes < 1 || lanes > TS_MAX_VECTOR_LANES)
+		return ts_error(s->ctx, TS_ERR_INVALID, "schedule_default_cpu: lanes must be 1..%d, got %d",
+				TS_MAX_VECTOR_LANES, lanes);
+	for (int i = 0; i < s->nstages; i++) {
+		ts_stage *st = s->stages[i];
+		if (!st->is_output && st->body->kind != IR_REDUCE)
+			TRY(ts_compute_inline(st));
+		else
+			TRY(default_stage(st, lanes));
+	}
+	return TS_OK;
+}
+
 ts_matmul_cpu_params ts_matmul_cpu_default(void)
 {
 	bool wide = host_has_avx512();

@@ -16,6 +16,14 @@
 
 #include "schedule.h"
 
+/* A reasonable CPU schedule for any graph (the default of every operator
+ * without a dedicated one): elementwise intermediate stages are inlined
+ * into their consumers; every other stage fuses its outer data-parallel
+ * axes into one parallel loop and, when its innermost data axis is wide
+ * enough, vectorizes it by `lanes` (reduction loops move outside it, the
+ * tail partitioned off). */
+ts_status ts_schedule_default_cpu(ts_schedule *s, int lanes);
+
 typedef struct ts_matmul_cpu_params {
 	int64_t mr;      /* rows of the register block */
 	int64_t nr;      /* columns of the register block = the packing panel */

@@ -89,6 +89,49 @@ START_TEST(test_conv2d_cuda_schedule)
 }
 END_TEST
 
+/* The generic default schedule on every operator without a dedicated one. */
+static void check_default(ts_ctx *ctx, ts_tensor *out, int nin, ts_tensor *const *in)
+{
+	tu_nonnull(ctx, out);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &out);
+	tu_ok(ctx, ts_schedule_default_cpu(s, 8));
+	ts_tensor *args[8];
+	for (int i = 0; i < nin; i++)
+		args[i] = in[i];
+	args[nin] = out;
+	tu_check_func(ctx, ts_lower(s, out->name, nin + 1, args), 1e-4);
+}
+
+START_TEST(test_default_cpu)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(2, 3, 11, 13), ts_float32);
+	ts_tensor *X2 = ts_placeholder(ctx, "X2", TS_SHAPE(2, 3, 11, 13), ts_float32);
+	ts_tensor *b = ts_placeholder(ctx, "b", TS_SHAPE(3), ts_float32);
+	ts_tensor *M = ts_placeholder(ctx, "M", TS_SHAPE(9, 21), ts_float32);
+	ts_tensor *Wd = ts_placeholder(ctx, "Wd", TS_SHAPE(10, 21), ts_float32);
+	ts_tensor *bd = ts_placeholder(ctx, "bd", TS_SHAPE(10), ts_float32);
+	ts_tensor *Bm = ts_placeholder(ctx, "Bm", TS_SHAPE(3, 5, 17), ts_float32);
+	ts_tensor *Bn = ts_placeholder(ctx, "Bn", TS_SHAPE(3, 17, 12), ts_float32);
+	ts_tensor *Wdw = ts_placeholder(ctx, "Wdw", TS_SHAPE(3, 2, 3, 3), ts_float32);
+	ts_tensor *Xh = ts_placeholder(ctx, "Xh", TS_SHAPE(1, 9, 10, 4), ts_float32);
+	ts_tensor *Wh = ts_placeholder(ctx, "Wh", TS_SHAPE(3, 3, 4, 16), ts_float32);
+	check_default(ctx, ts_op_relu(ctx, ts_op_add(ctx, X, X2)), 2, (ts_tensor *[]){X, X2});
+	check_default(ctx, ts_op_clip(ctx, ts_op_bias_add(ctx, X, b, 1), -0.5, 0.5), 2,
+		      (ts_tensor *[]){X, b});
+	check_default(ctx, ts_op_max_pool2d(ctx, X, 3, 3, 2, 2, 1, 1), 1, &X);
+	check_default(ctx, ts_op_avg_pool2d(ctx, X, 3, 3, 2, 2, 1, 1, false), 1, &X);
+	check_default(ctx, ts_op_softmax(ctx, M), 1, &M);
+	check_default(ctx, ts_op_dense(ctx, M, Wd, bd), 3, (ts_tensor *[]){M, Wd, bd});
+	check_default(ctx, ts_op_batch_matmul(ctx, Bm, Bn, false, false), 2, (ts_tensor *[]){Bm, Bn});
+	check_default(ctx, ts_op_depthwise_conv2d_nchw(ctx, X, Wdw, 1, 1, 1, 1, 1, 1), 2,
+		      (ts_tensor *[]){X, Wdw});
+	check_default(ctx, ts_op_conv2d_nhwc(ctx, Xh, Wh, 1, 1, 1, 1, 1, 1, 1), 2,
+		      (ts_tensor *[]){Xh, Wh});
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_errors)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -114,6 +157,7 @@ int main(void)
 	tcase_add_test(tc, test_conv2d_nchwc_cpu);
 	tcase_add_test(tc, test_matmul_cuda_schedule);
 	tcase_add_test(tc, test_conv2d_cuda_schedule);
+	tcase_add_test(tc, test_default_cpu);
 	tcase_add_test(tc, test_errors);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
