@@ -128,8 +128,54 @@ static ts_expr *append(ts_ctx *ctx, ts_dtype t, ts_expr *acc, ts_expr *atom, int
 	return ts_add(ctx, acc, term(ctx, t, atom, c));
 }
 
-ts_expr *ir_lin_expr(ts_ctx *ctx, const ir_lin *l)
+/* The divisor of floordiv/truncdiv(e, c) or floormod/truncmod(e, c) when
+ * it is a non-zero constant; 0 otherwise. */
+static int64_t const_divisor(const ts_expr *e, ir_expr_kind k)
 {
+	int64_t c;
+	return e->kind == k && ir_is_const_int(e->u.bin.b, &c) ? c : 0;
+}
+
+/* a*c*floordiv(e, c) + a*floormod(e, c) is a*e exactly (and likewise for
+ * the truncating pair), which index arithmetic of fused or split axes
+ * produces; folding it back lets e simplify further. */
+static bool merge_divmod(ts_ctx *ctx, ir_lin *l)
+{
+	static const ir_expr_kind div[2] = {IR_FLOORDIV, IR_TRUNCDIV};
+	static const ir_expr_kind mod[2] = {IR_FLOORMOD, IR_TRUNCMOD};
+	for (int i = 0; i < l->n; i++) {
+		for (int p = 0; p < 2; p++) {
+			int64_t c = const_divisor(l->t[i].atom, div[p]);
+			if (!c || !l->t[i].coef)
+				continue;
+			for (int j = 0; j < l->n; j++) {
+				const ts_expr *m = l->t[j].atom;
+				if (const_divisor(m, mod[p]) != c || !l->t[j].coef ||
+				    l->t[i].coef != wmul(l->dtype, l->t[j].coef, c) ||
+				    !ir_expr_equal(m->u.bin.a, l->t[i].atom->u.bin.a))
+					continue;
+				int64_t a = l->t[j].coef;
+				ts_expr *e = m->u.bin.a;
+				l->t[i].coef = l->t[j].coef = 0;
+				if (!ir_lin_add_expr(ctx, l, e, a))
+					return false;
+				return merge_divmod(ctx, l);
+			}
+		}
+	}
+	return true;
+}
+
+ts_expr *ir_lin_expr(ts_ctx *ctx, const ir_lin *in)
+{
+	ir_lin copy = *in, *l = &copy;
+	copy.t = ts_alloc_array(ctx, (size_t)(in->cap ? in->cap : 1), sizeof(ir_term));
+	if (!copy.t)
+		return NULL;
+	for (int i = 0; i < in->n; i++)
+		copy.t[i] = in->t[i];
+	if (!merge_divmod(ctx, l))
+		return NULL;
 	ts_dtype t = l->dtype;
 	int first = 0;
 	while (first < l->n && l->t[first].coef == 0)

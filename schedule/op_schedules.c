@@ -224,9 +224,12 @@ static ts_status schedule_gemm_like_cuda(ts_schedule *s, ts_tensor *C, int a_in,
 	for (int i = 0; i < 2; i++) {
 		ts_stage *ss = ts_stage_of(s, shared[i]);
 		TRY(ts_compute_at(ss, sl, ko));
-		ts_axis *fz, *o, *t, *o2, *t2;
+		ts_axis *fz, *fo, *fv, *o, *t, *o2, *t2;
 		TRY(ts_fuse(ss, ts_axis_of(ss, shared[i]->ndim - 2), ts_axis_of(ss, shared[i]->ndim - 1), &fz));
-		TRY(ts_split(ss, fz, tm * tn, &o, &t));
+		/* 4 consecutive floats per thread: one 16-byte load where aligned */
+		TRY(ts_split(ss, fz, 4, &fo, &fv));
+		TRY(ts_vectorize(ss, fv));
+		TRY(ts_split(ss, fo, tm * tn, &o, &t));
 		TRY(ts_split(ss, t, tn, &o2, &t2));
 		TRY(ts_bind(ss, o2, TS_THREAD_Y));
 		TRY(ts_bind(ss, t2, TS_THREAD_X));

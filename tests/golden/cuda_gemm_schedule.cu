@@ -38,16 +38,19 @@ extern "C" __global__ void __launch_bounds__(256) gemm(float *__restrict__ A, fl
   matmul_local[14] = 0.0f;
   matmul_local[15] = 0.0f;
   for (int k_outer = 0; k_outer < 8; ++k_outer) {
-    for (int ax0_ax1_fused_outer = 0; ax0_ax1_fused_outer < 2; ++ax0_ax1_fused_outer) {
-      int ax0_ax1_fused_inner_outer = threadIdx.y;
-      int ax0_ax1_fused_inner_inner = threadIdx.x;
-      A_shared[ax0_ax1_fused_outer*256 + ax0_ax1_fused_inner_outer*16 + ts_floordiv_i32(ax0_ax1_fused_inner_inner, 8)*8 + ts_floormod_i32(ax0_ax1_fused_inner_inner, 8)] = A[i_outer*4096 + ax0_ax1_fused_outer*2048 + ax0_ax1_fused_inner_outer*128 + ts_floordiv_i32(ax0_ax1_fused_inner_inner, 8)*64 + k_outer*8 + ts_floormod_i32(ax0_ax1_fused_inner_inner, 8)];
+    int ax0_ax1_fused_outer_inner_outer = threadIdx.y;
+    if (threadIdx.y < 8) {
+      int ax0_ax1_fused_outer_inner_inner = threadIdx.x;
+      #pragma unroll
+      for (int ax0_ax1_fused_inner = 0; ax0_ax1_fused_inner < 4; ++ax0_ax1_fused_inner) {
+        A_shared[ax0_ax1_fused_outer_inner_outer*64 + ax0_ax1_fused_outer_inner_inner*4 + ax0_ax1_fused_inner] = A[i_outer*4096 + ax0_ax1_fused_outer_inner_outer*512 + ts_floordiv_i32(ax0_ax1_fused_outer_inner_inner*4 + ax0_ax1_fused_inner, 8)*64 + k_outer*8 + ts_floormod_i32(ax0_ax1_fused_outer_inner_inner*4 + ax0_ax1_fused_inner, 8)];
+      }
     }
     __syncthreads();
-    for (int ax0_ax1_fused_outer_1 = 0; ax0_ax1_fused_outer_1 < 2; ++ax0_ax1_fused_outer_1) {
-      int ax0_ax1_fused_inner_outer_1 = threadIdx.y;
-      int ax0_ax1_fused_inner_inner_1 = threadIdx.x;
-      B_shared[ax0_ax1_fused_outer_1*256 + ts_floordiv_i32(ax0_ax1_fused_inner_outer_1*16 + ax0_ax1_fused_inner_inner_1, 64)*64 + ts_floormod_i32(ax0_ax1_fused_inner_outer_1*16 + ax0_ax1_fused_inner_inner_1, 64)] = B[k_outer*1024 + ax0_ax1_fused_outer_1*512 + ts_floordiv_i32(ax0_ax1_fused_inner_outer_1*16 + ax0_ax1_fused_inner_inner_1, 64)*128 + j_outer*64 + ts_floormod_i32(ax0_ax1_fused_inner_outer_1*16 + ax0_ax1_fused_inner_inner_1, 64)];
+    int ax0_ax1_fused_outer_inner_outer_1 = threadIdx.y;
+    if (threadIdx.y < 8) {
+      int ax0_ax1_fused_outer_inner_inner_1 = threadIdx.x;
+      *(float4 *)&B_shared[ax0_ax1_fused_outer_inner_outer_1*64 + ax0_ax1_fused_outer_inner_inner_1*4] = *(const float4 *)&B[k_outer*1024 + ax0_ax1_fused_outer_inner_outer_1*128 + j_outer*64 + ax0_ax1_fused_outer_inner_inner_1*4];
     }
     __syncthreads();
     for (int k_inner = 0; k_inner < 8; ++k_inner) {
