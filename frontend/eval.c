@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arith.h"
 #include "printer.h"
 #include "te.h"
 
@@ -262,25 +263,6 @@ static bool ev_cast(evaluator *s, const ts_expr *e, val *out)
 	return true;
 }
 
-static double intrinsic(ir_intrinsic op, double x, double y)
-{
-	switch (op) {
-	case IR_INTRIN_EXP: return exp(x);
-	case IR_INTRIN_LOG: return log(x);
-	case IR_INTRIN_SQRT: return sqrt(x);
-	case IR_INTRIN_TANH: return tanh(x);
-	case IR_INTRIN_EXP2: return exp2(x);
-	case IR_INTRIN_FABS: return fabs(x);
-	case IR_INTRIN_POW: return pow(x, y);
-	case IR_INTRIN_ERF: return erf(x);
-	case IR_INTRIN_SIGMOID: return 1.0 / (1.0 + exp(-x));
-	case IR_INTRIN_FLOOR: return floor(x);
-	case IR_INTRIN_CEIL: return ceil(x);
-	case IR_INTRIN_LIKELY: /* handled by ev_call */
-	case IR_INTRIN_COUNT: break;
-	}
-	return NAN;
-}
 
 static bool ev_call(evaluator *s, const ts_expr *e, val *out)
 {
@@ -292,7 +274,7 @@ static bool ev_call(evaluator *s, const ts_expr *e, val *out)
 		*out = a[0];
 		return true;
 	}
-	out->f = round_to(e->dtype, intrinsic(e->u.call.op, a[0].f, a[1].f));
+	out->f = round_to(e->dtype, ir_intrinsic_eval(e->u.call.op, a[0].f, a[1].f));
 	return true;
 }
 

@@ -76,4 +76,8 @@ int64_t ir_wrap_int(ts_dtype t, int64_t v);
  * bfloat16, float32: round to nearest even, overflow to infinity). */
 double ir_round_float(ts_dtype t, double v);
 
+/* A math intrinsic in double precision (the value both the folder and the
+ * reference evaluator use); likely(x) is x. */
+double ir_intrinsic_eval(ir_intrinsic op, double x, double y);
+
 #endif

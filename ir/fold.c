@@ -135,7 +135,7 @@ static bool float_bin(ir_expr_kind k, double a, double b, double *out)
 	return false;
 }
 
-static double intrinsic(ir_intrinsic op, double x, double y)
+double ir_intrinsic_eval(ir_intrinsic op, double x, double y)
 {
 	switch (op) {
 	case IR_INTRIN_EXP: return exp(x);
@@ -218,7 +218,7 @@ static ts_expr *fold_call(ts_ctx *ctx, ts_expr *e)
 		if (e->u.call.args[i]->kind != IR_FLOAT_IMM)
 			return e;
 	double x = fval(e->u.call.args[0]), y = n > 1 ? fval(e->u.call.args[1]) : 0;
-	return ts_fconst(ctx, e->dtype, ir_round_float(e->dtype, intrinsic(e->u.call.op, x, y)));
+	return ts_fconst(ctx, e->dtype, ir_round_float(e->dtype, ir_intrinsic_eval(e->u.call.op, x, y)));
 }
 
 ts_expr *ir_fold_const(ts_ctx *ctx, ts_expr *e)
