@@ -17,6 +17,9 @@
  * sgemm, and cuDNN is held to FMA math (CUDNN_FMA_MATH), since its default
  * lets Ampere and later GPUs round the inputs to TF32, which would compare
  * a 10-bit-mantissa product with tessera's fp32 one.
+ *
+ * TESSERA_CUBLAS_LIB / TESSERA_CUDNN_LIB name the one file to open instead
+ * of the usual names (libcublas.so.13/.12/.11, libcudnn.so.9).
  */
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -80,10 +83,24 @@ static const char *const cublas_names[] = {
 	"libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "/usr/local/cuda/lib64/libcublas.so",
 };
 
+/* The library names to try: the one file an environment variable names
+ * (tests point it at a missing file), else the usual names. */
+static int lib_names(const char *env, const char *const *usual, int count,
+		     const char *const **names)
+{
+	static const char *one[1];
+	one[0] = getenv(env);
+	*names = one[0] && *one[0] ? one : usual;
+	return one[0] && *one[0] ? 1 : count;
+}
+
 static int cublas_load(cublas_api *api, char *why, size_t n)
 {
+	const char *const *names;
+	int count = lib_names("TESSERA_CUBLAS_LIB", cublas_names, (int)TS_COUNT_OF(cublas_names),
+			      &names);
 	memset(api, 0, sizeof *api);
-	api->lib = open_first(cublas_names, (int)TS_COUNT_OF(cublas_names), why, n);
+	api->lib = open_first(names, count, why, n);
 	if (!api->lib)
 		return -1;
 #define API_RESOLVE(field, type, sym)                                                   \
@@ -158,8 +175,11 @@ static const char *const cudnn_names[] = {"libcudnn.so.9", "/usr/local/cuda/lib6
 
 static int cudnn_load(cudnn_api *api, char *why, size_t n)
 {
+	const char *const *names;
+	int count = lib_names("TESSERA_CUDNN_LIB", cudnn_names, (int)TS_COUNT_OF(cudnn_names),
+			      &names);
 	memset(api, 0, sizeof *api);
-	api->lib = open_first(cudnn_names, (int)TS_COUNT_OF(cudnn_names), why, n);
+	api->lib = open_first(names, count, why, n);
 	if (!api->lib)
 		return -1;
 #define API_RESOLVE(field, type, sym)                                                   \
@@ -170,21 +190,18 @@ static int cudnn_load(cudnn_api *api, char *why, size_t n)
 	return 0;
 }
 
+/* The libraries stay loaded once opened: they carry their own C++
+ * runtimes and the CUDA runtime, which do not expect to be unloaded while
+ * the process runs (and whose allocations would then leak). */
 int bench_gpu_lib_check(const char *lib, char *why, size_t n)
 {
 	if (strcmp(lib, "cublas") == 0) {
 		cublas_api api;
-		int rc = cublas_load(&api, why, n);
-		if (api.lib)
-			dlclose(api.lib);
-		return rc == 0;
+		return cublas_load(&api, why, n) == 0;
 	}
 	if (strcmp(lib, "cudnn") == 0) {
 		cudnn_api api;
-		int rc = cudnn_load(&api, why, n);
-		if (api.lib)
-			dlclose(api.lib);
-		return rc == 0;
+		return cudnn_load(&api, why, n) == 0;
 	}
 	snprintf(why, n, "unknown GPU library '%s' (cublas or cudnn)", lib);
 	return 0;
@@ -243,8 +260,7 @@ static void cublas_free(bench_kernel *k)
 	if (s != CUBLAS_STATUS_SUCCESS)
 		fprintf(stderr, "cublas: cublasDestroy_v2 failed: %s (%d)\n", cublas_why(&st->api, s), s);
 	gpu_dev_close(&st->dev);
-	/* the library stays loaded: the CUDA runtime it brought in does not
-	 * expect to be unloaded while the process still runs */
+	/* the library stays loaded (see bench_gpu_lib_check) */
 	free(st);
 	k->state = NULL;
 }
@@ -424,7 +440,7 @@ static void cudnn_free(bench_kernel *k)
 		cudnn_destroy_all(st);
 	ts_cuda_array_free(st->workspace);
 	gpu_dev_close(&st->dev);
-	/* the library stays loaded, as cuBLAS does (see cublas_free) */
+	/* the library stays loaded (see bench_gpu_lib_check) */
 	free(st);
 	k->state = NULL;
 }
