@@ -9,7 +9,8 @@
  *   peak.c      the machine's fp32 FMA peak (independent FMA chains)
  *   tessera_impl.c  build, schedule, lower and compile the tessera kernels
  *   libs.c      OpenBLAS and oneDNN kernels
- *   gpu.c       the CUDA side (cuBLAS/cuDNN via dlopen), or "no GPU"
+ *   gpu.c       the CUDA side: is there a GPU, device buffers, tessera on it
+ *   gpu_libs.c  cuBLAS and cuDNN (opened with dlopen)
  *   runner.c    buffers, correctness check, timing protocol
  *   report.c    table, JSON and gnuplot chart
  *
@@ -100,6 +101,9 @@ double bench_flops(const bench_problem *p);
 const char *bench_shape_str(const bench_problem *p, char *buf, size_t n);
 const char *bench_op_name(bench_op op);
 bool bench_impl_selected(const bench_opts *o, bench_impl i);
+/* The GPU part of `summary`: o with --target cuda and the GPU summary
+ * problems (squares 1024..4096, ResNet-50's 3x3 layers).  0, or -1. */
+int bench_gpu_summary_opts(const bench_opts *o, bench_opts *gpu);
 
 /* ---- naive.c ------------------------------------------------------------------ */
 
@@ -173,8 +177,17 @@ int bench_make_cudnn(const bench_problem *p, const bench_opts *o, bench_kernel *
  * ctx. */
 ts_func *bench_tessera_lower(ts_ctx *ctx, const bench_problem *p);
 
-/* gpu.c: 1 when --target cuda can run; else 0 with the reason in why. */
+/* gpu.c: the same operators with the library's GPU schedules on plain
+ * layouts (row-major GEMM, NCHW/OIHW conv2d), lowered. */
+ts_func *bench_tessera_cuda_lower(ts_ctx *ctx, const bench_problem *p);
+
+/* gpu.c: 1 when --target cuda can run, with the device ("NAME (sm_XY)")
+ * in why; else 0 with the reason in why. */
 int bench_gpu_available(char *why, size_t n);
+/* gpu_libs.c: 1 when `lib` ("cublas" or "cudnn") loads and has every
+ * symbol tessera-bench calls; else 0 with why naming the library or the
+ * missing symbol.  Needs no GPU. */
+int bench_gpu_lib_check(const char *lib, char *why, size_t n);
 
 /* ---- runner.c ------------------------------------------------------------------------- */
 

@@ -6,6 +6,8 @@
  * convolutions) and BERT-base at sequence length 128; the default conv2d
  * problems are ResNet-50's convolution layers at batch 1.  `summary` runs a
  * small subset of both so that it finishes in a few minutes on two cores.
+ * With --target cuda the defaults are the sizes a GPU is judged on: GEMM
+ * 4096^3 (1024..4096 in the summary) and ResNet-50's 3x3 layers.
  * Parsing never exits: every mistake comes back as one line naming the
  * argument, so main decides the exit code and tests can check the message.
  */
@@ -59,6 +61,13 @@ static const named_conv resnet_layers[] = {
 static const char *const summary_gemms[] = {"sq512", "sq1024", "resnet50.fc", "bert.ffn1"};
 static const char *const summary_convs[] = {"conv1", "res2_3x3", "res4_3x3", "res5_1x1b"};
 
+/* On the GPU (--target cuda): large squares, where a GPU GEMM is judged,
+ * and ResNet-50's 3x3 layers, the convolutions cuDNN works hardest on. */
+static const int64_t gpu_squares[] = {4096};
+static const int64_t gpu_summary_squares[] = {1024, 2048, 4096};
+static const char *const gpu_convs[] = {"res2_3x3",   "res3_3x3s2", "res3_3x3", "res4_3x3s2",
+					"res4_3x3",   "res5_3x3s2", "res5_3x3"};
+
 void bench_usage(FILE *f)
 {
 	fputs("usage: tessera-bench COMMAND [options]\n"
@@ -71,7 +80,8 @@ void bench_usage(FILE *f)
 	      "  gemm      C[M,N] = A[M,K] B[K,N]; default: squares 256..2048, ResNet-50 and\n"
 	      "            BERT-base GEMMs\n"
 	      "  conv2d    NCHW conv2d; default: the ResNet-50 layers at batch 1\n"
-	      "  summary   a few GEMMs and conv2d layers (a few minutes on two cores)\n"
+	      "  summary   a few GEMMs and conv2d layers (a few minutes on two cores), then\n"
+	      "            the --target cuda summary when a GPU is present\n"
 	      "  peak      measure the fp32 FMA peak only\n"
 	      "  help      this text\n"
 	      "\n"
@@ -81,7 +91,9 @@ void bench_usage(FILE *f)
 	      "  --layer NAME           one ResNet-50 conv layer (repeatable; 'list' lists them)\n"
 	      "  --conv N,C,H,W,K,R,S,stride,pad   one conv2d: X[N,C,H,W], K filters RxS\n"
 	      "  --threads N            threads for every library (default: all cores)\n"
-	      "  --target cpu|cuda      where to run (default cpu)\n"
+	      "  --target cpu|cuda      where to run (default cpu); cuda times tessera, cuBLAS\n"
+	      "                         and cuDNN on the GPU, by default GEMM 4096^3 and the\n"
+	      "                         ResNet-50 3x3 layers (results checked against the CPU)\n"
 	      "  --repeat N             timed samples (default: enough for 0.2 s, at least 5)\n"
 	      "  --impl A,B,...         only these of: tessera,naive,openblas,onednn,cublas,cudnn\n"
 	      "  --json PATH            write the results as a JSON array of records\n"
@@ -217,9 +229,26 @@ static int add_model_gemm(bench_opts *o, const char *name, char *err, size_t n)
 	return fail(err, n, "unknown gemm '%s'", name);
 }
 
+static int add_gpu_defaults(bench_opts *o, char *err, size_t n)
+{
+	int rc = 0;
+	bool summary = o->cmd == BENCH_CMD_SUMMARY;
+	const int64_t *sq = summary ? gpu_summary_squares : gpu_squares;
+	size_t nsq = summary ? TS_COUNT_OF(gpu_summary_squares) : TS_COUNT_OF(gpu_squares);
+	if (o->cmd == BENCH_CMD_GEMM || summary)
+		for (size_t i = 0; i < nsq && !rc; i++)
+			rc = add_square(o, sq[i], err, n);
+	if (o->cmd == BENCH_CMD_CONV2D || summary)
+		for (size_t i = 0; i < TS_COUNT_OF(gpu_convs) && !rc; i++)
+			rc = add_layer(o, gpu_convs[i], err, n);
+	return rc;
+}
+
 static int add_defaults(bench_opts *o, char *err, size_t n)
 {
 	int rc = 0;
+	if (o->target == BENCH_CUDA)
+		return add_gpu_defaults(o, err, n);
 	if (o->cmd == BENCH_CMD_GEMM) {
 		for (size_t i = 0; i < TS_COUNT_OF(default_squares) && !rc; i++)
 			rc = add_square(o, default_squares[i], err, n);
@@ -417,6 +446,15 @@ int bench_parse_args(int argc, char **argv, bench_opts *o, char *err, size_t err
 	if (o->nproblems == 0)
 		return add_defaults(o, err, errlen);
 	return 0;
+}
+
+int bench_gpu_summary_opts(const bench_opts *o, bench_opts *gpu)
+{
+	char err[256];
+	*gpu = *o;
+	gpu->target = BENCH_CUDA;
+	gpu->nproblems = 0;
+	return add_gpu_defaults(gpu, err, sizeof err);
 }
 
 bool bench_impl_selected(const bench_opts *o, bench_impl i)

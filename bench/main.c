@@ -3,7 +3,9 @@
  * peak, run the problems, print the table and write the JSON and chart.
  * Exit status: 0 when every result was correct, 1 when one was wrong, a
  * kernel failed or an output could not be written, 2 for a bad command
- * line, 3 for --target cuda without a usable GPU.
+ * line, 3 for --target cuda without a usable GPU.  `summary` runs the
+ * GPU summary after the CPU one when a GPU is present, and says in one
+ * line why not otherwise.
  */
 #include <stdlib.h>
 
@@ -44,24 +46,55 @@ static int write_outputs(const bench_opts *o, const bench_result *r, int n)
 	return rc;
 }
 
+/* Runs o's problems into r, prints their table; returns the row count. */
+static int run_table(const bench_opts *o, const bench_peak *pk, bench_result *r, int cap)
+{
+	int n = bench_run_all(o, pk, r, cap);
+	printf("\n");
+	bench_print_table(stdout, r, n);
+	return n;
+}
+
+/* summary's GPU part, after the CPU part: run where there is a GPU, one
+ * line saying why not where there is none. */
+static int run_gpu_summary(const bench_opts *o, const bench_peak *pk, bench_result *r, int cap)
+{
+	char why[256];
+	bench_opts gpu;
+	if (!bench_gpu_available(why, sizeof why)) {
+		printf("\nGPU part skipped: %s\n", why);
+		return 0;
+	}
+	if (bench_gpu_summary_opts(o, &gpu))
+		return 0;
+	printf("\nGPU: %s\n", why);
+	return run_table(&gpu, pk, r, cap);
+}
+
 static int run(const bench_opts *o)
 {
 	char why[256];
-	if (o->target == BENCH_CUDA && !bench_gpu_available(why, sizeof why)) {
-		fprintf(stderr, "tessera-bench: %s; run with --target cpu\n", why);
-		return BENCH_EXIT_DEVICE;
+	bench_peak pk = {0};
+	if (o->target == BENCH_CUDA) {
+		if (!bench_gpu_available(why, sizeof why)) {
+			fprintf(stderr, "tessera-bench: %s; run with --target cpu\n", why);
+			return BENCH_EXIT_DEVICE;
+		}
+		printf("GPU: %s\n", why);
+	} else {
+		pk = bench_measure_peak(o->threads, 0.4);
+		print_peak(&pk);
 	}
-	bench_peak pk = bench_measure_peak(o->threads, 0.4);
-	print_peak(&pk);
 	if (o->cmd == BENCH_CMD_PEAK)
 		return BENCH_EXIT_OK;
-	int cap = o->nproblems * BENCH_NIMPL;
+	/* room for summary's GPU part */
+	int cap = (o->nproblems + BENCH_MAX_PROBLEMS) * BENCH_NIMPL;
 	bench_result *r = calloc((size_t)cap, sizeof *r);
 	if (!r)
 		return fprintf(stderr, "tessera-bench: out of memory\n"), BENCH_EXIT_FAILED;
-	int n = bench_run_all(o, &pk, r, cap);
-	printf("\n");
-	bench_print_table(stdout, r, n);
+	int n = run_table(o, &pk, r, cap);
+	if (o->cmd == BENCH_CMD_SUMMARY && o->target == BENCH_CPU)
+		n += run_gpu_summary(o, &pk, r + n, cap - n);
 	int failed = count_failed(r, n);
 	int rc = write_outputs(o, r, n);
 	if (failed) {

@@ -15,6 +15,11 @@
  * When a problem's buffers total < 8 MiB, several buffer sets (up to 16,
  * ~32 MiB in all) are allocated and calls rotate among them, so each call
  * starts with inputs that are mostly not in cache, as in a real network.
+ *
+ * With --target cuda the same protocol runs on device copies of the sets
+ * (made in bind, outside the timed region) against the same CPU
+ * reference; every GPU call ends with a synchronize, so the host clock
+ * measures the GPU work (launch latency included, alike for all).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -247,14 +252,20 @@ static void measure(ts_ctx *ctx, bench_kernel *k, const problem_data *d, const b
 		return;
 	}
 	res->gflops = bench_flops(k->p) / (res->median_ms * 1e6);
-	res->pct_peak = 100.0 * res->gflops / peak_for(pk, k->threads);
+	/* the measured peak is the CPU's; there is none for the GPU */
+	if (o->target == BENCH_CPU)
+		res->pct_peak = 100.0 * res->gflops / peak_for(pk, k->threads);
 }
 
-/* Whether impl runs by default on the target (no --impl given). */
-static bool default_impl(bench_impl i, bench_target t)
+/* Whether impl runs by default on the target (no --impl given); on the
+ * GPU each library runs the operator it has (cuBLAS GEMM, cuDNN conv2d). */
+static bool default_impl(bench_impl i, bench_target t, bench_op op)
 {
 	bool gpu = i == BENCH_IMPL_CUBLAS || i == BENCH_IMPL_CUDNN;
-	return t == BENCH_CUDA ? gpu || i == BENCH_IMPL_TESSERA : !gpu;
+	if (t != BENCH_CUDA)
+		return !gpu;
+	bench_impl lib = op == BENCH_GEMM ? BENCH_IMPL_CUBLAS : BENCH_IMPL_CUDNN;
+	return i == BENCH_IMPL_TESSERA || i == lib;
 }
 
 static bench_result new_result(const bench_problem *p, bench_impl impl, const bench_opts *o)
@@ -268,7 +279,7 @@ static bench_result new_result(const bench_problem *p, bench_impl impl, const be
 static int run_impl(ts_ctx *ctx, bench_impl impl, const bench_problem *p, const bench_opts *o,
 		    problem_data *d, const bench_peak *pk, bench_result *res)
 {
-	if (o->impls ? !bench_impl_selected(o, impl) : !default_impl(impl, o->target))
+	if (o->impls ? !bench_impl_selected(o, impl) : !default_impl(impl, o->target, p->op))
 		return 0;
 	*res = new_result(p, impl, o);
 	bench_kernel k;

@@ -2,7 +2,9 @@
  * test_bench.c - tessera-bench's own pieces: the command line (and its
  * error messages), the naive kernels and im2col against the reference
  * evaluator, the tessera schedules it uses (lowered and interpreted), the
- * correctness metric, and a tiny run of the binary with JSON output.  No
+ * correctness metric, and a tiny run of the binary with JSON output.  The
+ * GPU side without a GPU: its defaults, its schedules (interpreted), the
+ * cuBLAS/cuDNN loaders, and the messages when no GPU is present.  No
  * assertion is about speed.
  */
 #include "testutil.h"
@@ -11,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "bench.h"
+#include "build.h"
 #include "ops.h"
 
 static int parse(bench_opts *o, char *err, const char *line)
@@ -192,6 +196,104 @@ START_TEST(test_tessera_schedules)
 }
 END_TEST
 
+/* The GPU defaults: GEMM 4096^3, ResNet-50's 3x3 layers; summary's GPU
+ * part adds squares 1024 and 2048. */
+START_TEST(test_cli_gpu_defaults)
+{
+	bench_opts o, g;
+	char err[256];
+	ck_assert_int_eq(parse(&o, err, "gemm --target cuda"), 0);
+	ck_assert_int_eq(o.nproblems, 1);
+	ck_assert_int_eq(o.problems[0].g.M, 4096);
+	ck_assert_int_eq(o.problems[0].g.K, 4096);
+	ck_assert_int_eq(parse(&o, err, "conv2d --target cuda"), 0);
+	ck_assert_int_eq(o.nproblems, 7);
+	for (int i = 0; i < o.nproblems; i++)
+		ck_assert_int_eq(o.problems[i].c.R, 3);
+	ck_assert_int_eq(parse(&o, err, "summary --target cuda"), 0);
+	ck_assert_int_eq(o.nproblems, 10);
+	ck_assert_int_eq(parse(&o, err, "summary --repeat 2"), 0);
+	ck_assert_int_eq(bench_gpu_summary_opts(&o, &g), 0);
+	ck_assert_int_eq(g.target, BENCH_CUDA);
+	ck_assert_int_eq(g.repeat, 2);
+	ck_assert_int_eq(g.nproblems, 10);
+	ck_assert_str_eq(g.problems[0].name, "sq1024");
+	ck_assert_str_eq(g.problems[3].name, "res2_3x3");
+	ck_assert_int_eq(o.target, BENCH_CPU);
+	ck_assert_str_eq(o.problems[0].name, "sq512");
+}
+END_TEST
+
+/* The GPU schedules tessera-bench compiles, run by the interpreter (no GPU
+ * needed), on shapes the tiles do not divide. */
+START_TEST(test_tessera_cuda_schedules)
+{
+	bench_problem ps[] = {
+		{.op = BENCH_GEMM, .name = "g", .g = {70, 90, 37}},
+		{.op = BENCH_CONV2D, .name = "c", .c = {1, 6, 9, 10, 16, 3, 3, 1, 1}},
+		{.op = BENCH_CONV2D, .name = "c2", .c = {2, 3, 11, 11, 8, 3, 3, 2, 1}},
+	};
+	for (size_t i = 0; i < TS_COUNT_OF(ps); i++) {
+		ts_ctx *ctx = ts_ctx_new();
+		ts_func *f = bench_tessera_cuda_lower(ctx, &ps[i]);
+		tu_nonnull(ctx, f);
+		tu_check_func(ctx, f, 1e-4);
+		ts_ctx_free(ctx);
+	}
+}
+END_TEST
+
+/* The default GPU problems' kernels compile with NVRTC for an explicit
+ * architecture (no GPU needed); skipped where libnvrtc is missing. */
+START_TEST(test_tessera_cuda_compiles)
+{
+	bench_problem ps[] = {
+		{.op = BENCH_GEMM, .name = "sq4096", .g = {4096, 4096, 4096}},
+		{.op = BENCH_CONV2D, .name = "res3_3x3s2", .c = {1, 128, 56, 56, 128, 3, 3, 2, 1}},
+	};
+	for (size_t i = 0; i < TS_COUNT_OF(ps); i++) {
+		ts_ctx *ctx = ts_ctx_new();
+		ts_func *f = bench_tessera_cuda_lower(ctx, &ps[i]);
+		tu_nonnull(ctx, f);
+		ts_module *m = ts_build(ctx, f, "cuda -arch=sm_90");
+		if (!m && strstr(ts_last_error(ctx), "libnvrtc not found")) {
+			ts_ctx_free(ctx);
+			return;
+		}
+		tu_nonnull(ctx, m);
+		ck_assert_ptr_nonnull(strstr(ts_module_source(m, "cuda"), "__global__"));
+		ck_assert_double_gt(ts_module_times(m).nvrtc_ms, 0);
+		ts_module_free(m);
+		ts_ctx_free(ctx);
+	}
+}
+END_TEST
+
+/* The library names a path when it is missing, and every symbol resolves
+ * where the library is installed. */
+static void check_gpu_lib(const char *lib, const char *env, const char *installed)
+{
+	char why[512];
+	setenv(env, "/nonexistent/libgone.so", 1);
+	ck_assert(!bench_gpu_lib_check(lib, why, sizeof why));
+	ck_assert_msg(strstr(why, "/nonexistent/libgone.so not found"), "%s", why);
+	unsetenv(env);
+	if (access(installed, R_OK) == 0)
+		ck_assert_msg(bench_gpu_lib_check(lib, why, sizeof why), "%s: %s", lib, why);
+	else if (!bench_gpu_lib_check(lib, why, sizeof why))
+		ck_assert_msg(strstr(why, "not found") || strstr(why, "lacks"), "%s", why);
+}
+
+START_TEST(test_gpu_libs)
+{
+	check_gpu_lib("cublas", "TESSERA_CUBLAS_LIB", "/usr/local/cuda/lib64/libcublas.so");
+	check_gpu_lib("cudnn", "TESSERA_CUDNN_LIB", "/usr/local/cuda/lib64/libcudnn.so.9");
+	char why[256];
+	ck_assert(!bench_gpu_lib_check("cufft", why, sizeof why));
+	ck_assert_str_eq(why, "unknown GPU library 'cufft' (cublas or cudnn)");
+}
+END_TEST
+
 START_TEST(test_rel_err)
 {
 	float want[4] = {1, -4, 0.5f, 2}, got[4] = {1, -4, 0.5f, 2};
@@ -247,7 +349,8 @@ static void assert_json_records(const char *s, int want_records)
 static int run_bench(const char *args)
 {
 	char cmd[1024];
-	snprintf(cmd, sizeof cmd, "'%s' %s >/dev/null 2>bench_stderr.txt", TESSERA_BENCH_EXE, args);
+	snprintf(cmd, sizeof cmd, "'%s' %s >bench_stdout.txt 2>bench_stderr.txt", TESSERA_BENCH_EXE,
+		 args);
 	int rc = system(cmd);
 	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
@@ -267,6 +370,25 @@ START_TEST(test_binary_gemm_json)
 }
 END_TEST
 
+/* summary without a GPU: the CPU part, then one line saying why the GPU
+ * part was skipped (cuBLAS alone keeps the CPU part short: it only skips,
+ * the reference still runs). */
+START_TEST(test_binary_summary_gpu_part)
+{
+	char why[256], line[512];
+	if (bench_gpu_available(why, sizeof why))
+		return; /* with a GPU the GPU part runs; nothing to check here */
+	int rc = run_bench("summary --impl cublas --repeat 1");
+	ck_assert_msg(rc == 0, "tessera-bench exited %d: %s", rc, slurp("bench_stderr.txt"));
+	snprintf(line, sizeof line, "\nGPU part skipped: %s\n", why);
+	const char *out = slurp("bench_stdout.txt");
+	ck_assert_msg(strstr(out, line), "no '%s' in:\n%s", line, out);
+	ck_assert(strstr(out, "res5_1x1b"));
+	remove("bench_stderr.txt");
+	remove("bench_stdout.txt");
+}
+END_TEST
+
 START_TEST(test_binary_errors)
 {
 	ck_assert_int_eq(run_bench("gemm --impl blas"), BENCH_EXIT_USAGE);
@@ -278,8 +400,11 @@ START_TEST(test_binary_errors)
 		ck_assert_int_eq(run_bench("gemm --shape 8,8,8 --target cuda"), BENCH_EXIT_DEVICE);
 		ck_assert(strstr(slurp("bench_stderr.txt"), why));
 		ck_assert(strstr(slurp("bench_stderr.txt"), "--target cpu"));
+		ck_assert_int_eq(run_bench("conv2d --target cuda"), BENCH_EXIT_DEVICE);
+		ck_assert(strstr(slurp("bench_stderr.txt"), why));
 	}
 	remove("bench_stderr.txt");
+	remove("bench_stdout.txt");
 }
 END_TEST
 
@@ -294,8 +419,13 @@ int main(void)
 	tcase_add_test(tc, test_naive_gemm);
 	tcase_add_test(tc, test_naive_conv);
 	tcase_add_test(tc, test_tessera_schedules);
+	tcase_add_test(tc, test_cli_gpu_defaults);
+	tcase_add_test(tc, test_tessera_cuda_schedules);
+	tcase_add_test(tc, test_tessera_cuda_compiles);
+	tcase_add_test(tc, test_gpu_libs);
 	tcase_add_test(tc, test_rel_err);
 	tcase_add_test(tc, test_binary_gemm_json);
+	tcase_add_test(tc, test_binary_summary_gpu_part);
 	tcase_add_test(tc, test_binary_errors);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
