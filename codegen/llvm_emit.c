@@ -421,8 +421,39 @@ static LLVMValueRef lane_reduce(emitter *em, const ts_expr *e, LLVMValueRef star
 }
 
 /* An index (scalar or vector, any integer dtype) widened to i64 lanes. */
+/* A scalar int32 index computed in 64 bits.  Lowered indices of in-bounds
+ * accesses never overflow 32 bits (buffers hold fewer than 2^31 elements),
+ * so evaluating + - * min max in 64 bits with no-signed-wrap gives the
+ * same address, and saves LLVM from widening long chains of 32-bit
+ * arithmetic itself (much of its loop-optimization time). */
+static LLVMValueRef index_expr64(emitter *em, const ts_expr *e)
+{
+	LLVMBuilderRef B = em->b;
+	if (e->dtype.lanes != 1 || e->dtype.code != TS_TYPE_INT)
+		return NULL;
+	if (e->kind == IR_INT_IMM)
+		return LLVMConstInt(em->i64, (unsigned long long)e->u.int_imm, 1);
+	if (e->kind != IR_ADD && e->kind != IR_SUB && e->kind != IR_MUL && e->kind != IR_MIN &&
+	    e->kind != IR_MAX) {
+		LLVMValueRef v = ex(em, e);
+		return v ? LLVMBuildSExt(B, v, em->i64, "") : NULL;
+	}
+	LLVMValueRef a = index_expr64(em, e->u.bin.a), b = a ? index_expr64(em, e->u.bin.b) : NULL;
+	if (!b)
+		return NULL;
+	switch (e->kind) {
+	case IR_ADD: return LLVMBuildNSWAdd(B, a, b, "");
+	case IR_SUB: return LLVMBuildNSWSub(B, a, b, "");
+	case IR_MUL: return LLVMBuildNSWMul(B, a, b, "");
+	case IR_MIN: return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, b, ""), a, b, "");
+	default: return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, a, b, ""), a, b, "");
+	}
+}
+
 static LLVMValueRef index64(emitter *em, const ts_expr *ix)
 {
+	if (ix->dtype.lanes == 1 && ix->dtype.code == TS_TYPE_INT && ix->dtype.bits <= 32)
+		return index_expr64(em, ix);
 	LLVMValueRef v = ex(em, ix);
 	if (!v)
 		return NULL;
