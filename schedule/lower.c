@@ -26,6 +26,14 @@ static const struct {
 	{"vectorize_legal", pass_vectorize_legal, false},
 };
 
+static bool known_pass(const char *name)
+{
+	for (int i = 0; ts_lower_pass_names[i]; i++)
+		if (strcmp(ts_lower_pass_names[i], name) == 0)
+			return true;
+	return false;
+}
+
 static bool in_args(const ts_tensor *t, int nargs, ts_tensor *const *args)
 {
 	for (int i = 0; i < nargs; i++)
@@ -94,6 +102,12 @@ ts_func *ts_lower_until(ts_schedule *s, const char *name, int nargs, ts_tensor *
 	ts_ctx *ctx = s->ctx;
 	if (check_args(s, name, nargs, args) != TS_OK)
 		return NULL;
+	if (last && !known_pass(last)) {
+		ts_error(ctx, TS_ERR_INVALID,
+			 "lower(%s): unknown pass '%s' (schedule_ops, flatten, simplify, loop_partition, unroll, vectorize_legal)",
+			 name, last);
+		return NULL;
+	}
 	ts_stmt *body = pass_schedule_ops(ctx, s, NULL);
 	if (!body)
 		return NULL;

@@ -6,6 +6,7 @@
 #include "testutil.h"
 
 #include <string.h>
+#include <unistd.h>
 
 #include "lower.h"
 #include "ops.h"
@@ -284,6 +285,58 @@ START_TEST(test_schedule_print)
 }
 END_TEST
 
+/* Every pass can be the last, its output printed; TESSERA_PRINT_PASSES's
+ * switch prints them all; bound inference prints each stage's region. */
+START_TEST(test_passes_and_bounds)
+{
+	mm m = matmul(37, 29, 23);
+	s_opt_gemm(&m);
+	ts_ctx *ctx = m.ctx;
+	ts_tensor *args[3] = {m.A, m.B, m.C};
+	const char *expect[] = {"realize C.global", "allocate C.global", "allocate C.global",
+				"allocate C.global", "allocate C.global", "vectorized"};
+	for (int i = 0; ts_lower_pass_names[i]; i++) {
+		ts_func *f = ts_lower_until(m.s, "mm", 3, args, ts_lower_pass_names[i]);
+		tu_nonnull(ctx, f);
+		const char *text = ir_func_str(ctx, f);
+		ck_assert_msg(strstr(text, expect[i]) != NULL, "after %s:\n%s", ts_lower_pass_names[i], text);
+	}
+	/* unrolled k: four copies after unroll, one loop before */
+	const char *before = ir_func_str(ctx, ts_lower_until(m.s, "mm", 3, args, "loop_partition"));
+	const char *after = ir_func_str(ctx, ts_lower_until(m.s, "mm", 3, args, "unroll"));
+	ck_assert_ptr_nonnull(strstr(before, "unrolled (k.inner"));
+	ck_assert_ptr_null(strstr(after, "unrolled (k.inner"));
+	ck_assert_ptr_null(ts_lower_until(m.s, "mm", 3, args, "no_such_pass"));
+	tu_assert_error(ctx, "lower(mm): unknown pass 'no_such_pass'");
+	ts_clear_error(ctx);
+
+	FILE *tmp = tmpfile();
+	ck_assert_ptr_nonnull(tmp);
+	int saved = dup(fileno(stderr));
+	fflush(stderr);
+	dup2(fileno(tmp), fileno(stderr));
+	ts_ctx_set_print_passes(ctx, 1);
+	ts_func *f = ts_lower(m.s, "mm", 3, args);
+	ts_ctx_set_print_passes(ctx, 0);
+	fflush(stderr);
+	dup2(saved, fileno(stderr));
+	close(saved);
+	tu_nonnull(ctx, f);
+	char buf[1 << 16];
+	rewind(tmp);
+	size_t n = fread(buf, 1, sizeof(buf) - 1, tmp);
+	buf[n] = '\0';
+	fclose(tmp);
+	for (int i = 1; ts_lower_pass_names[i]; i++) {
+		char head[64];
+		snprintf(head, sizeof(head), "// ---- after %s", ts_lower_pass_names[i]);
+		ck_assert_msg(strstr(buf, head) != NULL, "missing '%s'", head);
+	}
+	tu_assert_golden("schedule_opt_gemm_bounds.txt", ts_schedule_bounds_str(m.s));
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* ---- errors: each names the primitive, the stage, the axis and the rule --- */
 
 START_TEST(test_errors)
@@ -436,6 +489,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_conv2d_pad_compute_at);
 	tcase_add_test(tc, test_softmax_like);
 	tcase_add_test(tc, test_schedule_print);
+	tcase_add_test(tc, test_passes_and_bounds);
 	tcase_add_test(tc, test_errors);
 	tcase_add_test(tc, test_errors_limits_and_bind);
 	tcase_add_test(tc, test_errors_attach);
