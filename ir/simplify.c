@@ -190,6 +190,36 @@ static bool split(simp *s, const ir_lin *la, ir_i128 d, ir_lin *q, ir_lin *r)
 	return true;
 }
 
+/* a = c*P + R with c a divisor of d and 0 <= R < c (the index of a split
+ * or vectorized axis inside a coarser one): floordiv(a, d) is
+ * floordiv(P, d/c) and floormod(a, d) is floormod(P, d/c)*c + R, because R
+ * never carries into a multiple of c. */
+static ts_expr *by_coarse_split(simp *s, ts_expr *e, const ir_lin *la, ir_i128 d)
+{
+	for (int i = 0; i < la->n; i++) {
+		/* candidates: the common factors of d and some coefficient */
+		ir_i128 c = gcd(d, la->t[i].coef);
+		if (c <= 1 || c == d)
+			continue;
+		ir_lin p, r;
+		ir_ival rv;
+		if (!split(s, la, c, &p, &r))
+			return NULL;
+		ir_i128 kq = ir_floordiv128(la->k, c);
+		p.k = (int64_t)kq;
+		r.k = (int64_t)(la->k - kq * c);
+		if (!ir_lin_has_terms(&p) || !lin_exact(s, &r, &rv) || rv.lo < 0 || rv.hi >= c)
+			continue;
+		ts_expr *px = from_lin(s, &p, NULL);
+		ts_expr *q = px ? mk(s, e->kind, px, cst(s, e->dtype, d / c)) : NULL;
+		if (!q || is_div(e->kind))
+			return q;
+		ts_expr *rx = from_lin(s, &r, NULL);
+		return rx ? mk(s, IR_ADD, mk(s, IR_MUL, q, cst(s, e->dtype, c)), rx) : NULL;
+	}
+	return e;
+}
+
 /* a = d*Q + R with R in one block [m*d, m*d + d): the quotient is Q + m and
  * the remainder R - m*d.  Otherwise Q's terms move out of the division. */
 static ts_expr *by_split(simp *s, ts_expr *e, const ir_lin *la, ir_i128 d)
@@ -208,8 +238,10 @@ static ts_expr *by_split(simp *s, ts_expr *e, const ir_lin *la, ir_i128 d)
 		res->k = ir_lin_wrap(la->dtype, (int64_t)(uint64_t)k);
 		return from_lin(s, res, is_div(e->kind) ? NULL : a);
 	}
-	if (!ir_lin_has_terms(&q) || (is_trunc(e->kind) && rv.lo < 0))
-		return common_factor(s, e, la, d);
+	if (!ir_lin_has_terms(&q) || (is_trunc(e->kind) && rv.lo < 0)) {
+		ts_expr *c = rv.lo >= 0 ? by_coarse_split(s, e, la, d) : e;
+		return c != e ? c : common_factor(s, e, la, d);
+	}
 	ts_expr *rx = from_lin(s, &r, NULL);
 	ts_expr *inner = rx ? mk(s, e->kind, rx, e->u.bin.b) : NULL;
 	if (!inner || !is_div(e->kind))

@@ -186,6 +186,15 @@ START_TEST(test_divmod)
 	CHECK_R(FDIV(ADD(xy, I(8)), I(8)), "x + 1", rx, ry);
 	CHECK_R(FDIV(ADD(MUL(x, I(8)), z), I(8)), "x + floordiv(z, 8)", rx, rz);
 	CHECK_R(FMOD(ADD(MUL(x, I(8)), z), I(8)), "floormod(z, 8)", rx, rz);
+	/* a 4-lane group inside blocks of 8: the lane index never carries */
+	ts_expr *v = ts_var(ctx, "v");
+	ir_range rv = {v, 0, 4};
+	ts_expr *xv = ADD(MUL(x, I(4)), v);
+	CHECK_R(FDIV(xv, I(8)), "floordiv(x, 2)", rx, rv);
+	CHECK_R(FMOD(xv, I(8)), "floormod(x, 2)*4 + v", rx, rv);
+	CHECK_R(ADD(MUL(FDIV(xv, I(8)), I(8)), FMOD(xv, I(8))), "v + x*4", rx, rv);
+	/* the lane index may reach the next block: nothing to do */
+	CHECK_R(FDIV(ADD(MUL(x, I(4)), z), I(8)), "floordiv(x*4 + z, 8)", rx, rz);
 	CHECK_R(FDIV(FDIV(x, I(2)), I(4)), "floordiv(x, 8)");
 	CHECK_R(TDIV(TDIV(x, I(2)), I(4)), "x/8");
 	CHECK_R(FMOD(FMOD(x, I(8)), I(4)), "floormod(x, 4)");
