@@ -6,6 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+static char context[4096];
+
+void tu_set_context(const char *text)
+{
+	snprintf(context, sizeof(context), "%s", text ? text : "");
+}
+
 int tu_run_suite(Suite *s)
 {
 	SRunner *sr = srunner_create(s);
@@ -24,7 +31,7 @@ void tu_assert_close(const ts_array *got, const ts_array *want, double rtol, dou
 		double g = ts_elem_get_f64(got->data, got->dtype, i);
 		double w = ts_elem_get_f64(want->data, want->dtype, i);
 		if (!(fabs(g - w) <= atol + rtol * fabs(w)))
-			ck_abort_msg("element %lld: got %.9g, want %.9g", (long long)i, g, w);
+			ck_abort_msg("element %lld: got %.9g, want %.9g%s", (long long)i, g, w, context);
 	}
 }
 
@@ -137,6 +144,11 @@ static bool kinds_fn(ts_stmt *s, void *data)
 	return true;
 }
 
+void tu_check_func_interp(ts_ctx *ctx, const ts_func *f, double tol)
+{
+	tu_check_func_with(ctx, f, interp_runner, NULL, tol);
+}
+
 void tu_check_func(ts_ctx *ctx, const ts_func *f, double tol)
 {
 	tu_check_func_with(ctx, f, interp_runner, NULL, tol);
@@ -177,7 +189,7 @@ void tu_check_func_with(ts_ctx *ctx, const ts_func *f, tu_runner run, void *user
 		wd[i] = want[i]->data;
 	}
 	ts_status st = run(ctx, f, gd, user);
-	ck_assert_msg(st == TS_OK, "running %s failed: %s", f->name, ts_last_error(ctx));
+	ck_assert_msg(st == TS_OK, "running %s failed: %s%s", f->name, ts_last_error(ctx), context);
 	st = ts_eval(ctx, n, f->param_tensors, wd);
 	ck_assert_msg(st == TS_OK, "reference evaluation failed: %s", ts_last_error(ctx));
 	for (int i = 0; i < n; i++) {

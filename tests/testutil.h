@@ -43,6 +43,11 @@ void tu_check_func_with(ts_ctx *ctx, const ts_func *f, tu_runner run, void *user
 /* The same through the loop-IR interpreter, and through the LLVM JIT for
  * the host (with 1, 2 and 4 threads when f has a parallel loop). */
 void tu_check_func(ts_ctx *ctx, const ts_func *f, double tol);
+/* Only through the loop-IR interpreter. */
+void tu_check_func_interp(ts_ctx *ctx, const ts_func *f, double tol);
+/* Text added to the failure messages of the checks above (NULL: none), so
+ * that a generated case can say which one failed. */
+void tu_set_context(const char *text);
 /* Only through the LLVM JIT for `target` (NULL: the host). */
 void tu_check_func_llvm(ts_ctx *ctx, const ts_func *f, const char *target, double tol);
 /* Asserts that a call returned TS_OK, printing the context's error if not. */
