@@ -5,8 +5,9 @@
  * Each trial builds P = A + 1 (elementwise) and C = sum_k P[i, k] * B[k, j]
  * (a reduction) over random extents, then applies a random sequence of
  * primitives: splits (either tail strategy, factors that often do not
- * divide), fuses, reorders, vectorize/unroll/parallel, and P inlined,
- * computed at a random loop of C, or at root.  Every lowered function runs
+ * divide), fuses, reorders, vectorize/unroll/parallel, sometimes a
+ * cache_write of C computed at a random loop of C, and P inlined, computed
+ * at a random loop of its reader, or at root.  Every lowered function runs
  * in the interpreter (every access bounds-checked) and every fourth through
  * the LLVM JIT.  A failing trial prints its seed and schedule.
  */
@@ -94,6 +95,9 @@ static void trial(uint64_t seed, bool jit)
 	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(M, N), TS_VARS(i, j),
 				  TS_SUM(ctx, ts_mul(ctx, TS_READ(ctx, P, i, k->var), TS_READ(ctx, B, k->var, j)), k));
 	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_stage *cache = NULL;
+	if (pick(&r, 3) == 0) /* accumulate in a cache computed inside C's loops */
+		cache = ts_stage_of(s, ts_cache_write(s, C, TS_SCOPE_LOCAL));
 	ts_stage *sc = ts_stage_of(s, C), *sp = ts_stage_of(s, P);
 	int steps = pick(&r, 6);
 	for (int n = 0; n < steps; n++) {
@@ -105,9 +109,18 @@ static void trial(uint64_t seed, bool jit)
 		ts_clear_error(ctx);
 	}
 	maybe_parallel(&r, sc);
+	if (cache) {
+		ts_compute_at(cache, sc, leaf(&r, sc));
+		for (int n = pick(&r, 4); n > 0; n--) {
+			random_primitive(&r, cache);
+			ts_clear_error(ctx);
+		}
+	}
+	/* P is read by the cache stage when there is one */
+	ts_stage *reader = cache ? cache : sc;
 	switch (pick(&r, 3)) {
 	case 0: ts_compute_inline(sp); break;
-	case 1: ts_compute_at(sp, sc, leaf(&r, sc)); break;
+	case 1: ts_compute_at(sp, reader, leaf(&r, reader)); break;
 	default: break;
 	}
 	ts_clear_error(ctx);
