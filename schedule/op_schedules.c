@@ -65,6 +65,51 @@ ts_status ts_schedule_default_cpu(ts_schedule *s, int lanes)
 	return TS_OK;
 }
 
+/* One output element per thread over the fused data axes; returns the
+ * thread axis. */
+static ts_status default_stage_cuda(ts_stage *st, int threads, ts_axis **thread)
+{
+	ts_axis *f = ts_axis_of(st, 0), *bx;
+	for (int i = 1; i < st->tensor->ndim; i++)
+		TRY(ts_fuse(st, f, ts_axis_of(st, i), &f));
+	TRY(ts_split(st, f, threads, &bx, thread));
+	TRY(ts_bind(st, bx, TS_BLOCK_X));
+	return ts_bind(st, *thread, TS_THREAD_X);
+}
+
+ts_status ts_schedule_default_cuda(ts_schedule *s, int threads)
+{
+	if (!s)
+		return TS_ERR_INVALID;
+	if (threads < 1 || threads > 1024)
+		return ts_error(s->ctx, TS_ERR_INVALID, "schedule_default_cuda: threads must be 1..1024, got %d",
+				threads);
+	if (s->nout != 1)
+		return ts_error(s->ctx, TS_ERR_UNSUPPORTED,
+				"schedule_default_cuda: a function is one kernel, so one output (got %d)", s->nout);
+	ts_stage *out = ts_stage_of(s, s->outputs[0]);
+	ts_axis *tx;
+	TRY(default_stage_cuda(out, threads, &tx));
+	/* elementwise stages inline; a reduction read only by the output runs
+	 * in the output's thread, in registers: the function stays one kernel */
+	for (int i = 0; i < s->nstages; i++) {
+		ts_stage *st = s->stages[i], *readers[2];
+		if (st == out)
+			continue;
+		if (st->body->kind != IR_REDUCE) {
+			TRY(ts_compute_inline(st));
+			continue;
+		}
+		if (sch_consumers(s, st->tensor, readers, 2) != 1 || readers[0] != out)
+			return ts_error(s->ctx, TS_ERR_UNSUPPORTED,
+					"schedule_default_cuda: reduction %s is read by stages other than %s; it would need a kernel of its own (a tessera function is one kernel)",
+					st->name, out->name);
+		TRY(ts_set_scope(st, TS_SCOPE_LOCAL));
+		TRY(ts_compute_at(st, out, tx));
+	}
+	return TS_OK;
+}
+
 ts_matmul_cpu_params ts_matmul_cpu_default(void)
 {
 	bool wide = host_has_avx512();

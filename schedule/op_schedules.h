@@ -24,6 +24,11 @@
  * tail partitioned off). */
 ts_status ts_schedule_default_cpu(ts_schedule *s, int lanes);
 
+/* The GPU counterpart: elementwise intermediates inlined; every other stage
+ * fuses its data-parallel axes, one output element per thread, `threads`
+ * threads per block (reductions run serially in their thread). */
+ts_status ts_schedule_default_cuda(ts_schedule *s, int threads);
+
 typedef struct ts_matmul_cpu_params {
 	int64_t mr;      /* rows of the register block */
 	int64_t nr;      /* columns of the register block = the packing panel */

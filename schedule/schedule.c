@@ -544,6 +544,19 @@ ts_status ts_compute_root(ts_stage *st)
 	return TS_OK;
 }
 
+ts_status ts_set_scope(ts_stage *st, ts_scope scope)
+{
+	if (!check_stage(st ? sctx(st) : NULL, st, "set_scope"))
+		return TS_ERR_INVALID;
+	if (st->is_output && scope != TS_SCOPE_GLOBAL)
+		return fail(st, "set_scope", "%s is an output of the schedule and lives in global memory",
+			    st->name);
+	if (scope != TS_SCOPE_GLOBAL && scope != TS_SCOPE_SHARED && scope != TS_SCOPE_LOCAL)
+		return fail(st, "set_scope", "unknown scope", NULL);
+	st->scope = scope;
+	return TS_OK;
+}
+
 /* ---- cache_read / cache_write ------------------------------------------------------- */
 
 typedef struct {

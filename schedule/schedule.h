@@ -126,6 +126,8 @@ ts_status ts_bind(ts_stage *st, ts_axis *axis, ts_thread_tag tag);
 ts_status ts_compute_at(ts_stage *st, ts_stage *parent, ts_axis *axis);
 ts_status ts_compute_inline(ts_stage *st);
 ts_status ts_compute_root(ts_stage *st);
+/* Where the stage's result lives when it is realized (TVM's set_scope). */
+ts_status ts_set_scope(ts_stage *st, ts_scope scope);
 /* A stage that copies t into `scope` and is read by `readers` instead of t. */
 ts_tensor *ts_cache_read(ts_schedule *s, ts_tensor *t, ts_scope scope, int nreaders,
 			 ts_tensor *const *readers);

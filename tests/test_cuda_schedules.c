@@ -80,6 +80,33 @@ START_TEST(test_conv_compiles)
 }
 END_TEST
 
+/* The generic GPU schedule of the other operators compiles too. */
+START_TEST(test_default_schedule_compiles)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(1, 64, 56, 56), ts_float32);
+	ts_tensor *M = ts_placeholder(ctx, "M", TS_SHAPE(128, 1000), ts_float32);
+	ts_tensor *outs[2] = {ts_op_max_pool2d(ctx, X, 3, 3, 2, 2, 1, 1),
+			      ts_op_avg_pool2d(ctx, X, 3, 3, 2, 2, 1, 1, false)};
+	for (int i = 0; i < 2; i++) {
+		tu_nonnull(ctx, outs[i]);
+		ts_schedule *s = ts_create_schedule(ctx, 1, &outs[i]);
+		tu_ok(ctx, ts_schedule_default_cuda(s, 256));
+		ts_func *f = ts_lower(s, outs[i]->name, 2, (ts_tensor *[]){X, outs[i]});
+		tu_nonnull(ctx, f);
+		ts_module *m = ts_build(ctx, f, "cuda -arch=sm_90");
+		ck_assert_msg(m != NULL, "%s: %s", outs[i]->name, ts_last_error(ctx));
+		ts_module_free(m);
+	}
+	/* softmax's row maximum feeds two stages: one kernel cannot hold it */
+	ts_tensor *sm = ts_op_softmax(ctx, M);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &sm);
+	ck_assert_int_eq(ts_schedule_default_cuda(s, 256), TS_ERR_UNSUPPORTED);
+	tu_assert_error(ctx, "a tessera function is one kernel");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_gemm_golden)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -125,6 +152,7 @@ int main(void)
 	tcase_add_test(tc, test_gemm_compiles);
 	tcase_add_test(tc, test_conv_compiles);
 	tcase_add_test(tc, test_gemm_golden);
+	tcase_add_test(tc, test_default_schedule_compiles);
 	tcase_add_test(tc, test_errors);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);

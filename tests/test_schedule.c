@@ -381,6 +381,9 @@ START_TEST(test_errors)
 	ck_assert_int_ne(ts_parallel(m.sc, k), TS_OK);
 	tu_assert_error(ctx, "parallel(C): axis 'k' is a reduction axis");
 	ts_clear_error(ctx);
+	ck_assert_int_ne(ts_set_scope(m.sc, TS_SCOPE_SHARED), TS_OK);
+	tu_assert_error(ctx, "set_scope(C): C is an output of the schedule and lives in global memory");
+	ts_clear_error(ctx);
 
 	ts_ctx_free(ctx);
 }
