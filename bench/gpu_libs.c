@@ -94,13 +94,18 @@ static int lib_names(const char *env, const char *const *usual, int count,
 	return one[0] && *one[0] ? 1 : count;
 }
 
-static int cublas_load(cublas_api *api, char *why, size_t n)
+/* The library named by `env`, else the first of `usual` that opens. */
+static void *open_lib(const char *env, const char *const *usual, int count, char *why, size_t n)
 {
 	const char *const *names;
-	int count = lib_names("TESSERA_CUBLAS_LIB", cublas_names, (int)TS_COUNT_OF(cublas_names),
-			      &names);
+	int k = lib_names(env, usual, count, &names);
+	return open_first(names, k, why, n);
+}
+
+static int cublas_load(cublas_api *api, char *why, size_t n)
+{
 	memset(api, 0, sizeof *api);
-	api->lib = open_first(names, count, why, n);
+	api->lib = open_lib("TESSERA_CUBLAS_LIB", cublas_names, (int)TS_COUNT_OF(cublas_names), why, n);
 	if (!api->lib)
 		return -1;
 #define API_RESOLVE(field, type, sym)                                                   \
@@ -175,11 +180,8 @@ static const char *const cudnn_names[] = {"libcudnn.so.9", "/usr/local/cuda/lib6
 
 static int cudnn_load(cudnn_api *api, char *why, size_t n)
 {
-	const char *const *names;
-	int count = lib_names("TESSERA_CUDNN_LIB", cudnn_names, (int)TS_COUNT_OF(cudnn_names),
-			      &names);
 	memset(api, 0, sizeof *api);
-	api->lib = open_first(names, count, why, n);
+	api->lib = open_lib("TESSERA_CUDNN_LIB", cudnn_names, (int)TS_COUNT_OF(cudnn_names), why, n);
 	if (!api->lib)
 		return -1;
 #define API_RESOLVE(field, type, sym)                                                   \
