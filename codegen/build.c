@@ -2,8 +2,9 @@
  * build.c - ts_build: a lowered function compiled for a target, and the
  * module that calls it with checked arguments.
  *
- * A module keeps the context it was built in (for errors and generated
- * text), so it must be freed before that context.  The CPU path compiles
+ * A module holds a reference to the context it was built in (its function,
+ * names and error slot live there), so the context may be freed before the
+ * module: the memory goes with the last of them.  The CPU path compiles
  * with the LLVM backend; the CUDA path emits CUDA C, compiles it with NVRTC
  * and, when a GPU is present, loads it with the driver API.
  */
@@ -69,7 +70,7 @@ ts_module *ts_build(ts_ctx *ctx, const ts_func *f, const char *target)
 		ts_error(ctx, TS_ERR_NOMEM, "build %s: out of memory", f->name);
 		return NULL;
 	}
-	m->ctx = ctx;
+	m->ctx = ts_ctx_retain(ctx);
 	m->func = f;
 	m->target = ts_strdup(ctx, target);
 	m->cuda = starts_with(target, "cuda");
@@ -185,5 +186,6 @@ void ts_module_free(ts_module *m)
 		return;
 	cg_llvm_free(m->llvm);
 	cg_cuda_free(m->gpu);
+	ts_ctx_free(m->ctx);
 	free(m);
 }

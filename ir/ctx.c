@@ -1,11 +1,23 @@
 /*
- * ctx.c - arena allocator and error slot of a tessera context.
+ * ctx.c - arena allocator, reference count and error slots of a tessera
+ * context.
  *
  * The arena is a list of chunks; a request larger than a chunk gets a chunk
  * of its own.  Sizes are checked for overflow before any arithmetic.
+ *
+ * Contexts are shared: modules built in a context keep a reference to it,
+ * and a context may be used by several threads at once (typically
+ * ts_module_run on many threads).  One mutex guards the arena and the error
+ * slots; each thread has its own error slot, so that a failed call on one
+ * thread never overwrites or reads another thread's message.  A slot whose
+ * error was cleared is handed to the next thread that needs one, which
+ * bounds the slots by the number of threads with an error pending.
  */
 #include "ctx.h"
 
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,40 +31,171 @@ typedef struct chunk {
 	_Alignas(16) unsigned char data[];
 } chunk;
 
+typedef struct err_slot {
+	struct err_slot *next;
+	pthread_t owner;
+	ts_status status; /* TS_OK: free for any thread to take */
+	char msg[ERR_SIZE];
+} err_slot;
+
 struct ts_ctx {
+	pthread_mutex_t lock; /* the arena, the slots and fail_after */
 	chunk *chunks;
 	long fail_after;
-	int next_id;
-	int print_passes;
-	ts_status status;
-	char err[ERR_SIZE];
+	err_slot *slots;
+	atomic_int next_id;
+	atomic_int refs;
+	atomic_int print_passes;
 };
+
+/* What a NULL context reports: every call on one is an error, not a crash. */
+static const char null_ctx_msg[] = "tessera: the context is NULL";
 
 ts_ctx *ts_ctx_new(void)
 {
 	ts_ctx *ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return NULL;
+	if (pthread_mutex_init(&ctx->lock, NULL) != 0) {
+		free(ctx);
+		return NULL;
+	}
+	atomic_init(&ctx->refs, 1);
 	const char *env = getenv("TESSERA_PRINT_PASSES");
-	ctx->print_passes = env && env[0] && strcmp(env, "0") != 0;
+	atomic_init(&ctx->print_passes, env && env[0] && strcmp(env, "0") != 0);
 	return ctx;
 }
 
-void ts_ctx_free(ts_ctx *ctx)
+ts_ctx *ts_ctx_retain(ts_ctx *ctx)
 {
-	if (!ctx)
-		return;
+	if (ctx)
+		atomic_fetch_add(&ctx->refs, 1);
+	return ctx;
+}
+
+static void destroy(ts_ctx *ctx)
+{
 	for (chunk *c = ctx->chunks, *next; c; c = next) {
 		next = c->next;
 		free(c);
 	}
+	for (err_slot *s = ctx->slots, *next; s; s = next) {
+		next = s->next;
+		free(s);
+	}
+	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
+}
+
+void ts_ctx_free(ts_ctx *ctx)
+{
+	if (ctx && atomic_fetch_sub(&ctx->refs, 1) == 1)
+		destroy(ctx);
 }
 
 void ts_ctx_fail_alloc_after(ts_ctx *ctx, long n)
 {
+	if (!ctx)
+		return;
+	pthread_mutex_lock(&ctx->lock);
 	ctx->fail_after = n;
+	pthread_mutex_unlock(&ctx->lock);
 }
+
+/* ---- errors ------------------------------------------------------------- */
+
+/* The calling thread's slot, or NULL when it has none; under the lock. */
+static err_slot *own_slot(ts_ctx *ctx)
+{
+	pthread_t self = pthread_self();
+	for (err_slot *s = ctx->slots; s; s = s->next)
+		if (s->status != TS_OK && pthread_equal(s->owner, self))
+			return s;
+	return NULL;
+}
+
+/* A slot for the calling thread to record into: its own, a free one, or a
+ * new one.  NULL only when malloc fails. */
+static err_slot *take_slot(ts_ctx *ctx)
+{
+	err_slot *s = own_slot(ctx);
+	if (s)
+		return s;
+	for (s = ctx->slots; s; s = s->next)
+		if (s->status == TS_OK)
+			break;
+	if (!s) {
+		s = calloc(1, sizeof(*s));
+		if (!s)
+			return NULL;
+		s->next = ctx->slots;
+		ctx->slots = s;
+	}
+	s->owner = pthread_self();
+	return s;
+}
+
+ts_status ts_verror(ts_ctx *ctx, ts_status status, const char *fmt, va_list ap)
+{
+	if (!ctx || status == TS_OK)
+		return status;
+	pthread_mutex_lock(&ctx->lock);
+	err_slot *s = take_slot(ctx);
+	if (s && s->status == TS_OK) {
+		vsnprintf(s->msg, sizeof(s->msg), fmt ? fmt : "(no message)", ap);
+		s->status = status;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return status;
+}
+
+ts_status ts_error(ts_ctx *ctx, ts_status status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	ts_verror(ctx, status, fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+const char *ts_last_error(const ts_ctx *ctx)
+{
+	if (!ctx)
+		return null_ctx_msg;
+	ts_ctx *c = (ts_ctx *)ctx; /* the lock is not part of the value */
+	pthread_mutex_lock(&c->lock);
+	err_slot *s = own_slot(c);
+	pthread_mutex_unlock(&c->lock);
+	/* The slot stays this thread's until it clears the error. */
+	return s ? s->msg : "";
+}
+
+ts_status ts_last_status(const ts_ctx *ctx)
+{
+	if (!ctx)
+		return TS_ERR_INVALID;
+	ts_ctx *c = (ts_ctx *)ctx;
+	pthread_mutex_lock(&c->lock);
+	err_slot *s = own_slot(c);
+	ts_status st = s ? s->status : TS_OK;
+	pthread_mutex_unlock(&c->lock);
+	return st;
+}
+
+void ts_clear_error(ts_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	pthread_mutex_lock(&ctx->lock);
+	err_slot *s = own_slot(ctx);
+	if (s) {
+		s->msg[0] = '\0';
+		s->status = TS_OK;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+/* ---- the arena ---------------------------------------------------------- */
 
 static chunk *new_chunk(size_t cap)
 {
@@ -67,39 +210,50 @@ static chunk *new_chunk(size_t cap)
 	return c;
 }
 
+/* Carves `size` (a multiple of 16) out of the arena; under the lock. */
+static void *carve(ts_ctx *ctx, size_t size)
+{
+	chunk *c = ctx->chunks;
+	if (c && c->cap - c->used >= size) {
+		void *p = c->data + c->used;
+		c->used += size;
+		return p;
+	}
+	chunk *n = new_chunk(size > CHUNK_SIZE / 4 ? size : CHUNK_SIZE);
+	if (!n)
+		return NULL;
+	if (c && size > CHUNK_SIZE / 4) {
+		/* keep the partly used chunk at the head */
+		n->next = c->next;
+		c->next = n;
+	} else {
+		n->next = c;
+		ctx->chunks = n;
+	}
+	n->used = size;
+	return n->data;
+}
+
 void *ts_alloc(ts_ctx *ctx, size_t size)
 {
-	if (ctx->fail_after > 0 && --ctx->fail_after == 0) {
-		ts_error(ctx, TS_ERR_NOMEM, "out of memory (injected)");
+	if (!ctx)
 		return NULL;
-	}
-	if (size == 0)
-		size = 1;
 	if (size > SIZE_MAX - 15) {
 		ts_error(ctx, TS_ERR_NOMEM, "allocation of %zu bytes overflows", size);
 		return NULL;
 	}
-	size = (size + 15) & ~(size_t)15;
-	chunk *c = ctx->chunks;
-	if (!c || c->cap - c->used < size) {
-		chunk *n = new_chunk(size > CHUNK_SIZE / 4 ? size : CHUNK_SIZE);
-		if (!n) {
+	size = size ? (size + 15) & ~(size_t)15 : 16;
+	pthread_mutex_lock(&ctx->lock);
+	bool injected = ctx->fail_after > 0 && --ctx->fail_after == 0;
+	void *p = injected ? NULL : carve(ctx, size);
+	pthread_mutex_unlock(&ctx->lock);
+	if (!p) {
+		if (injected)
+			ts_error(ctx, TS_ERR_NOMEM, "out of memory (injected)");
+		else
 			ts_error(ctx, TS_ERR_NOMEM, "out of memory (%zu bytes)", size);
-			return NULL;
-		}
-		if (c && size > CHUNK_SIZE / 4) {
-			/* keep the partly used chunk at the head */
-			n->next = c->next;
-			c->next = n;
-			n->used = size;
-			memset(n->data, 0, size);
-			return n->data;
-		}
-		n->next = c;
-		ctx->chunks = c = n;
+		return NULL;
 	}
-	void *p = c->data + c->used;
-	c->used += size;
 	memset(p, 0, size);
 	return p;
 }
@@ -115,6 +269,10 @@ void *ts_alloc_array(ts_ctx *ctx, size_t n, size_t elem)
 
 char *ts_strdup(ts_ctx *ctx, const char *s)
 {
+	if (!s) {
+		ts_error(ctx, TS_ERR_INVALID, "strdup: the string is NULL");
+		return NULL;
+	}
 	size_t n = strlen(s) + 1;
 	char *p = ts_alloc(ctx, n);
 	if (p)
@@ -124,12 +282,16 @@ char *ts_strdup(ts_ctx *ctx, const char *s)
 
 char *ts_sprintf(ts_ctx *ctx, const char *fmt, ...)
 {
+	if (!ctx || !fmt)
+		return NULL;
 	va_list ap;
 	va_start(ap, fmt);
 	int n = vsnprintf(NULL, 0, fmt, ap);
 	va_end(ap);
-	if (n < 0)
+	if (n < 0) {
+		ts_error(ctx, TS_ERR_INVALID, "sprintf: bad format '%s'", fmt);
 		return NULL;
+	}
 	char *p = ts_alloc(ctx, (size_t)n + 1);
 	if (!p)
 		return NULL;
@@ -139,51 +301,20 @@ char *ts_sprintf(ts_ctx *ctx, const char *fmt, ...)
 	return p;
 }
 
-ts_status ts_verror(ts_ctx *ctx, ts_status status, const char *fmt, va_list ap)
-{
-	if (ctx->status == TS_OK) {
-		ctx->status = status;
-		vsnprintf(ctx->err, sizeof(ctx->err), fmt, ap);
-	}
-	return status;
-}
-
-ts_status ts_error(ts_ctx *ctx, ts_status status, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	ts_verror(ctx, status, fmt, ap);
-	va_end(ap);
-	return status;
-}
-
-const char *ts_last_error(const ts_ctx *ctx)
-{
-	return ctx->err;
-}
-
-ts_status ts_last_status(const ts_ctx *ctx)
-{
-	return ctx->status;
-}
-
-void ts_clear_error(ts_ctx *ctx)
-{
-	ctx->status = TS_OK;
-	ctx->err[0] = '\0';
-}
+/* ---- the rest ----------------------------------------------------------- */
 
 int ts_ctx_next_id(ts_ctx *ctx)
 {
-	return ++ctx->next_id;
+	return ctx ? atomic_fetch_add(&ctx->next_id, 1) + 1 : 0;
 }
 
 void ts_ctx_set_print_passes(ts_ctx *ctx, int on)
 {
-	ctx->print_passes = on;
+	if (ctx)
+		atomic_store(&ctx->print_passes, on);
 }
 
 int ts_ctx_print_passes(const ts_ctx *ctx)
 {
-	return ctx->print_passes;
+	return ctx ? atomic_load(&((ts_ctx *)ctx)->print_passes) : 0;
 }

@@ -12,6 +12,22 @@
  * ts_clear_error(), so that a chain of builder calls fed a NULL reports the
  * root cause.  Internal invariants use TS_ASSERT, which reports through the
  * same slot and never aborts the process.
+ *
+ * Threads: the error slot is per thread.  ts_last_error/ts_last_status/
+ * ts_clear_error see only the calling thread's error, so concurrent calls
+ * (ts_module_run from many threads on one module) never mix up or race on
+ * messages.  The arena is guarded too, but building IR (compute, schedule,
+ * lower, build) in one context from several threads at once is not
+ * supported: the builders read and edit shared schedule state.
+ *
+ * Lifetimes: a context is reference-counted.  ts_ctx_free() drops the
+ * caller's reference; each module built in the context holds another, so a
+ * module stays valid (its function, names and error slot) after the context
+ * it was built in is "freed", and the memory goes with the last reference.
+ *
+ * A NULL context is never dereferenced: ts_error(NULL, ...) only returns its
+ * status, ts_last_error(NULL) says that the context is NULL, and
+ * ts_last_status(NULL) is TS_ERR_INVALID.
  */
 #ifndef TESSERA_IR_CTX_H
 #define TESSERA_IR_CTX_H
@@ -32,8 +48,11 @@ typedef enum ts_status {
 
 typedef struct ts_ctx ts_ctx;
 
-/* Creates a context; returns NULL only if the first allocation fails. */
+/* Creates a context holding one reference; NULL only if malloc fails. */
 ts_ctx *ts_ctx_new(void);
+/* Adds a reference (returns ctx); each needs a ts_ctx_free(). */
+ts_ctx *ts_ctx_retain(ts_ctx *ctx);
+/* Drops a reference; the last one frees the arena and everything in it. */
 void ts_ctx_free(ts_ctx *ctx);
 
 /* Arena allocation: zeroed, 16-byte aligned, lives until ts_ctx_free().
@@ -47,11 +66,13 @@ char *ts_sprintf(ts_ctx *ctx, const char *fmt, ...)
 /* Test hook: make the n-th arena allocation from now fail (0 disables). */
 void ts_ctx_fail_alloc_after(ts_ctx *ctx, long n);
 
-/* Records an error unless one is already pending; returns `status`. */
+/* Records an error for the calling thread unless one is already pending
+ * there; returns `status`. */
 ts_status ts_error(ts_ctx *ctx, ts_status status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 ts_status ts_verror(ts_ctx *ctx, ts_status status, const char *fmt, va_list ap);
-/* The pending error message ("" if none) and status (TS_OK if none). */
+/* The calling thread's pending error message ("" if none; valid until that
+ * thread clears it) and status (TS_OK if none). */
 const char *ts_last_error(const ts_ctx *ctx);
 ts_status ts_last_status(const ts_ctx *ctx);
 void ts_clear_error(ts_ctx *ctx);

@@ -1,0 +1,227 @@
+/*
+ * test_threads_ctx.c - contexts shared between threads and outliving their
+ * users: errors are per thread (concurrent ts_module_run calls never see
+ * each other's messages), a module keeps its context alive after
+ * ts_ctx_free, and a NULL context is an error, never a crash.
+ */
+#include "testutil.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "build.h"
+#include "lower.h"
+
+#define N 67
+
+typedef struct fixture {
+	ts_ctx *ctx;
+	ts_tensor *A, *B, *C;
+	ts_module *m;
+} fixture;
+
+/* C = A * 2 + B over N elements, compiled for the host. */
+static fixture vadd(void)
+{
+	fixture x = {.ctx = ts_ctx_new()};
+	ts_ctx *ctx = x.ctx;
+	x.A = ts_placeholder(ctx, "A", TS_SHAPE(N), ts_float32);
+	x.B = ts_placeholder(ctx, "B", TS_SHAPE(N), ts_float32);
+	ts_expr *i = ts_var(ctx, "i");
+	x.C = ts_compute(ctx, "C", TS_SHAPE(N), TS_VARS(i),
+			 ts_add(ctx, ts_mul(ctx, TS_READ(ctx, x.A, i), ts_float(ctx, 2)),
+				TS_READ(ctx, x.B, i)));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &x.C);
+	ts_stage *sc = ts_stage_of(s, x.C);
+	ts_axis *o, *in;
+	tu_ok(ctx, ts_split(sc, ts_axis_of(sc, 0), 8, &o, &in));
+	tu_ok(ctx, ts_vectorize(sc, in));
+	ts_func *f = ts_lower(s, "vadd", 3, (ts_tensor *[]){x.A, x.B, x.C});
+	tu_nonnull(ctx, f);
+	x.m = ts_build(ctx, f, "llvm");
+	tu_nonnull(ctx, x.m);
+	return x;
+}
+
+static void check_vadd(const ts_array *a, const ts_array *b, const ts_array *c)
+{
+	const float *pa = a->data, *pb = b->data, *pc = c->data;
+	for (int e = 0; e < N; e++)
+		ck_assert_float_eq(pc[e], pa[e] * 2 + pb[e]);
+}
+
+/* ---- lifetimes ------------------------------------------------------------ */
+
+START_TEST(test_module_outlives_context)
+{
+	fixture x = vadd();
+	ts_array *a = ts_array_for(x.ctx, x.A), *b = ts_array_for(x.ctx, x.B);
+	ts_array *c = ts_array_for(x.ctx, x.C);
+	ts_array_fill_random(a, 1, -1, 1);
+	ts_array_fill_random(b, 2, -1, 1);
+	ts_ctx *ctx = x.ctx;
+	ts_ctx_free(ctx); /* the module still holds the context */
+	tu_ok(ctx, ts_module_run(x.m, 3, (ts_array *[]){a, b, c}));
+	check_vadd(a, b, c);
+	/* errors and generated text still work: both live in the context */
+	ck_assert_int_eq(ts_module_run(x.m, 2, (ts_array *[]){a, b}), TS_ERR_INVALID);
+	tu_assert_error(ctx, "call vadd: expected 3 arguments, got 2");
+	ts_clear_error(ctx);
+	const char *src = ts_module_source(x.m, "c");
+	ck_assert_ptr_nonnull(src);
+	ck_assert_ptr_nonnull(strstr(src, "vadd"));
+	ck_assert_str_eq(ts_module_func(x.m)->name, "vadd");
+	ts_module_free(x.m); /* the last reference: the arena goes now */
+	ts_array_free(a);
+	ts_array_free(b);
+	ts_array_free(c);
+}
+END_TEST
+
+START_TEST(test_retain_counts)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ck_assert_ptr_eq(ts_ctx_retain(ctx), ctx);
+	ts_ctx_free(ctx);
+	/* one reference left: the context is still usable */
+	ck_assert_ptr_nonnull(ts_placeholder(ctx, "A", TS_SHAPE(4), ts_float32));
+	ts_ctx_free(ctx);
+	ck_assert_ptr_null(ts_ctx_retain(NULL));
+	ts_ctx_free(NULL);
+}
+END_TEST
+
+/* ---- a NULL context ------------------------------------------------------- */
+
+START_TEST(test_null_context)
+{
+	ck_assert_int_eq(ts_error(NULL, TS_ERR_INVALID, "x %d", 1), TS_ERR_INVALID);
+	ck_assert_int_eq(ts_last_status(NULL), TS_ERR_INVALID);
+	ck_assert_ptr_nonnull(strstr(ts_last_error(NULL), "context is NULL"));
+	ts_clear_error(NULL);
+	ck_assert_ptr_null(ts_alloc(NULL, 16));
+	ck_assert_ptr_null(ts_alloc_array(NULL, 4, 4));
+	ck_assert_ptr_null(ts_strdup(NULL, "x"));
+	ck_assert_ptr_null(ts_sprintf(NULL, "%d", 3));
+	ck_assert_int_eq(ts_ctx_next_id(NULL), 0);
+	ts_ctx_set_print_passes(NULL, 1);
+	ck_assert_int_eq(ts_ctx_print_passes(NULL), 0);
+	ts_ctx_fail_alloc_after(NULL, 3);
+
+	ts_ctx *ctx = ts_ctx_new();
+	ck_assert_ptr_null(ts_strdup(ctx, NULL));
+	tu_assert_error(ctx, "strdup: the string is NULL");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* ---- errors per thread ---------------------------------------------------- */
+
+#define NTHREADS 4
+#define ROUNDS 300
+
+typedef struct worker {
+	fixture *x;
+	int id;
+	char failure[512]; /* empty: all rounds as expected */
+} worker;
+
+/* Alternates good calls with a call on an array of a shape unique to this
+ * thread; each failed call must report this thread's shape, and each good
+ * call must leave no error behind. */
+static void *work(void *p)
+{
+	worker *w = p;
+	ts_ctx *ctx = w->x->ctx;
+	ts_array *a = ts_array_for(NULL, w->x->A), *b = ts_array_for(NULL, w->x->B);
+	ts_array *c = ts_array_for(NULL, w->x->C);
+	ts_array *bad = ts_array_new(NULL, ts_float32, 1, (int64_t[]){100 + w->id});
+	ts_array_fill_random(a, (uint64_t)w->id, -1, 1);
+	ts_array_fill_random(b, (uint64_t)w->id + 7, -1, 1);
+	char want[64];
+	snprintf(want, sizeof(want), "has shape [%d], expected [%d]", 100 + w->id, N);
+	for (int r = 0; r < ROUNDS && !w->failure[0]; r++) {
+		if (ts_module_run(w->x->m, 3, (ts_array *[]){a, b, c}) != TS_OK ||
+		    ts_last_status(ctx) != TS_OK) {
+			snprintf(w->failure, sizeof(w->failure), "round %d: good call failed: %s", r,
+				 ts_last_error(ctx));
+			break;
+		}
+		ts_status st = ts_module_run(w->x->m, 3, (ts_array *[]){bad, b, c});
+		if (st != TS_ERR_INVALID || !strstr(ts_last_error(ctx), want))
+			snprintf(w->failure, sizeof(w->failure),
+				 "round %d: thread %d expected '%s', got status %d '%s'", r, w->id,
+				 want, st, ts_last_error(ctx));
+		ts_clear_error(ctx);
+	}
+	const float *pa = a->data, *pb = b->data, *pc = c->data;
+	for (int e = 0; e < N && !w->failure[0]; e++)
+		if (pc[e] != pa[e] * 2 + pb[e])
+			snprintf(w->failure, sizeof(w->failure), "thread %d: C[%d] wrong", w->id, e);
+	ts_array_free(a);
+	ts_array_free(b);
+	ts_array_free(c);
+	ts_array_free(bad);
+	return NULL;
+}
+
+START_TEST(test_concurrent_errors_per_thread)
+{
+	fixture x = vadd();
+	pthread_t t[NTHREADS];
+	worker w[NTHREADS];
+	for (int i = 0; i < NTHREADS; i++) {
+		w[i] = (worker){.x = &x, .id = i};
+		ck_assert_int_eq(pthread_create(&t[i], NULL, work, &w[i]), 0);
+	}
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < NTHREADS; i++)
+		ck_assert_msg(!w[i].failure[0], "%s", w[i].failure);
+	/* none of the workers' errors is visible on this thread */
+	ck_assert_int_eq(ts_last_status(x.ctx), TS_OK);
+	ts_module_free(x.m);
+	ts_ctx_free(x.ctx);
+}
+END_TEST
+
+static void *fail_once(void *p)
+{
+	ts_error(p, TS_ERR_INVALID, "recorded on another thread");
+	return NULL;
+}
+
+START_TEST(test_error_stays_on_its_thread)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_error(ctx, TS_ERR_RUNTIME, "recorded here");
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, fail_once, ctx), 0);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(ts_last_status(ctx), TS_ERR_RUNTIME);
+	ck_assert_str_eq(ts_last_error(ctx), "recorded here");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_last_status(ctx), TS_OK);
+	ck_assert_str_eq(ts_last_error(ctx), "");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("threads_ctx");
+	TCase *tc = tcase_create("core");
+	tcase_add_test(tc, test_module_outlives_context);
+	tcase_add_test(tc, test_retain_counts);
+	tcase_add_test(tc, test_null_context);
+	tcase_add_test(tc, test_concurrent_errors_per_thread);
+	tcase_add_test(tc, test_error_stays_on_its_thread);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return tu_run_suite(suite());
+}
