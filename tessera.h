@@ -5,21 +5,42 @@
  *   frontend/  tensor expressions, operator library, reference evaluator
  *   ir/        expressions, statements, printer, simplifier, bounds
  *   schedule/  stages, primitives, bound inference, lowering passes
- *   codegen/   LLVM (CPU), C and CUDA C emitters, loop-IR interpreter
+ *   codegen/   LLVM (CPU), C and CUDA C emitters, NVRTC, loop-IR interpreter
  *   runtime/   arrays, thread pool, CUDA driver, modules, timers
+ *
+ * In the source tree every folder is on the include path; an installed
+ * tessera puts all these headers in <prefix>/include/tessera, so a program
+ * writes #include <tessera/tessera.h> (or "tessera.h" with
+ * `pkg-config --cflags tessera`).  Every header is usable from C++.
  */
 #ifndef TESSERA_H
 #define TESSERA_H
 
-#include "ir/ctx.h"
-#include "ir/ir.h"
-#include "ir/printer.h"
-#include "frontend/te.h"
-#include "frontend/eval.h"
-#include "frontend/ops.h"
-#include "runtime/array.h"
-#include "runtime/threadpool.h"
-#include "runtime/timer.h"
-#include "runtime/args.h"
+/* ir/ */
+#include "ctx.h"
+#include "ir.h"
+#include "printer.h"
+#include "arith.h"
+#include "verify.h"
+/* frontend/ */
+#include "te.h"
+#include "eval.h"
+#include "ops.h"
+/* schedule/ */
+#include "schedule.h"
+#include "lower.h"
+#include "op_schedules.h"
+/* codegen/ */
+#include "build.h"
+#include "interp.h"
+#include "c_emit.h"
+#include "llvm.h"
+#include "nvrtc.h"
+/* runtime/ */
+#include "array.h"
+#include "args.h"
+#include "threadpool.h"
+#include "timer.h"
+#include "cuda_driver.h"
 
 #endif

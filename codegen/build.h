@@ -13,6 +13,10 @@
 #include "ir.h"
 #include "timer.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct ts_module ts_module;
 
 /* NULL with an error naming the target or the failing phase. */
@@ -41,5 +45,9 @@ ts_phase_times ts_module_times(const ts_module *m);
 const char *ts_module_target(const ts_module *m);
 const ts_func *ts_module_func(const ts_module *m);
 void ts_module_free(ts_module *m);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

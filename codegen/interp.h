@@ -36,6 +36,10 @@
 
 #include "ir.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The most lanes a vector value may have. */
 #define CG_INTERP_MAX_LANES 64
 
@@ -50,5 +54,9 @@ ts_status cg_interp_run(ts_ctx *ctx, const ts_func *f, void *const *args);
 /* The same for a bare statement: bufs[i] is bound to data[i]. */
 ts_status cg_interp_stmt(ts_ctx *ctx, const ts_stmt *s, int nbuf, ts_buffer *const *bufs,
 			 void *const *data);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

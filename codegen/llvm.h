@@ -26,6 +26,10 @@
 
 #include "ir.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct cg_llvm_module cg_llvm_module;
 typedef int32_t (*ts_cpu_entry)(void **args);
 
@@ -63,5 +67,9 @@ cg_llvm_times cg_llvm_get_times(const cg_llvm_module *m);
 
 /* Frees the module, its JIT and its code; NULL is allowed. */
 void cg_llvm_free(cg_llvm_module *m);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

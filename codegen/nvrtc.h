@@ -18,6 +18,10 @@
 
 #include "ctx.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define CG_ARCH_MAX 16
 
 typedef struct cg_nvrtc_result {
@@ -47,5 +51,9 @@ ts_status cg_nvrtc_version(ts_ctx *ctx, int *major, int *minor);
 ts_status cg_nvrtc_compile(ts_ctx *ctx, const char *src, const char *name, const char *arch,
 			   cg_nvrtc_result *out);
 void cg_nvrtc_result_free(cg_nvrtc_result *r);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -12,6 +12,10 @@
 
 #include "ir.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Evaluates every compute tensor reachable from the bound tensors that is
  * needed by a bound compute tensor.  bind[i] names a tensor and data[i] its
  * storage: every placeholder reached must be bound; bound compute tensors
@@ -27,5 +31,9 @@ double ts_elem_get_f64(const void *data, ts_dtype t, int64_t i);
 int64_t ts_elem_get_i64(const void *data, ts_dtype t, int64_t i);
 void ts_elem_set_f64(void *data, ts_dtype t, int64_t i, double v);
 void ts_elem_set_i64(void *data, ts_dtype t, int64_t i, int64_t v);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

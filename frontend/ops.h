@@ -36,6 +36,10 @@
 
 #include "te.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- linear algebra ------------------------------------------------------- */
 
 /* C[M, N] = sum_k A'[M, K] * B'[K, N], where A' is A, or A transposed (A is
@@ -113,5 +117,9 @@ ts_tensor *ts_op_softmax(ts_ctx *ctx, ts_tensor *X);
  * packed copy of B in panels of nr columns (zero beyond N); C->inputs holds
  * A and Bp, and Bp->inputs holds B. */
 ts_tensor *ts_op_matmul_packed(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, int64_t nr);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

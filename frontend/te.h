@@ -18,6 +18,10 @@
 
 #include "ir.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define TS_NARGS_I64(...) ((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
 /* Expands to the (ndim, shape) argument pair. */
 #define TS_SHAPE(...) TS_NARGS_I64(__VA_ARGS__), (const int64_t[]){__VA_ARGS__}
@@ -66,5 +70,9 @@ int64_t ts_tensor_numel(const ts_tensor *t);
  * when t is NULL or the name is empty.  Operators use it to let callers name
  * the tensors they return. */
 ts_tensor *ts_rename(ts_ctx *ctx, ts_tensor *t, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

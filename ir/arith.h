@@ -18,6 +18,10 @@
 
 #include "ir.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Inclusive integer interval; IR_NEG_INF / IR_POS_INF (INT64_MIN/INT64_MAX)
  * mean unbounded. */
 typedef struct ir_interval {
@@ -79,5 +83,9 @@ double ir_round_float(ts_dtype t, double v);
 /* A math intrinsic in double precision (the value both the folder and the
  * reference evaluator use); likely(x) is x. */
 double ir_intrinsic_eval(ir_intrinsic op, double x, double y);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

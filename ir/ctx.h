@@ -36,6 +36,10 @@
 #include <stdint.h>
 #include <stdarg.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum ts_status {
 	TS_OK = 0,
 	TS_ERR_INVALID,     /* bad argument, schedule or expression */
@@ -96,5 +100,9 @@ int ts_ctx_print_passes(const ts_ctx *ctx);
 	} while (0)
 
 #define TS_COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -37,6 +37,10 @@
 
 #include "ctx.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define TS_MAX_DIMS 8
 
 /* ---- dtypes ------------------------------------------------------------ */
@@ -457,5 +461,9 @@ ts_stmt *ir_stmt_substitute(ts_ctx *ctx, ts_stmt *s, int n, ts_expr *const *vars
 bool ir_expr_uses_var(ts_expr *e, const ts_expr *var);
 bool ir_expr_equal(const ts_expr *a, const ts_expr *b); /* structural */
 bool ir_is_const_int(const ts_expr *e, int64_t *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

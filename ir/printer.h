@@ -18,6 +18,10 @@
 #include "ir.h"
 #include "sbuf.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 void ir_sb_expr(ts_sbuf *sb, const ts_expr *e);
 void ir_sb_stmt(ts_sbuf *sb, const ts_stmt *s, int indent);
 void ir_sb_func(ts_sbuf *sb, const ts_func *f);
@@ -38,5 +42,9 @@ void ts_print_graph(FILE *out, int n, ts_tensor *const *outputs);
 /* Tensors reachable from outputs in dependency order (inputs first); writes
  * at most max entries and returns how many there are. */
 int ts_graph_topo(int n, ts_tensor *const *outputs, ts_tensor **order, int max);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -11,6 +11,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct ts_sbuf {
 	char *data; /* always NUL-terminated once anything was appended */
 	size_t len, cap;
@@ -24,5 +28,9 @@ void ts_sb_indent(ts_sbuf *sb, int level); /* two spaces per level */
 /* The text so far ("" when empty); valid until the next append or free. */
 const char *ts_sb_str(const ts_sbuf *sb);
 void ts_sb_free(ts_sbuf *sb);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

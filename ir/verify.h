@@ -6,7 +6,15 @@
 
 #include "ir.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* TS_OK, or TS_ERR_INTERNAL naming the pass and the broken invariant. */
 ts_status ir_verify_func(ts_ctx *ctx, const ts_func *f, const char *pass);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -13,6 +13,10 @@
 
 #include "array.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* "cpu" or "cuda". */
 const char *ts_device_name(ts_device d);
 
@@ -21,5 +25,9 @@ const char *ts_device_name(ts_device d);
  * the first mismatch is recorded in ctx and returned as TS_ERR_INVALID. */
 ts_status ts_check_args(ts_ctx *ctx, const ts_func *f, int n, ts_array *const *args,
 			ts_device want);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

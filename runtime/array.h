@@ -10,6 +10,10 @@
 
 #include "ir.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum ts_device { TS_DEVICE_CPU, TS_DEVICE_CUDA } ts_device;
 
 typedef struct ts_array {
@@ -32,5 +36,9 @@ int64_t ts_array_numel(const ts_array *a);
 size_t ts_array_nbytes(const ts_array *a);
 /* Fills a float or integer host array with uniform values in [lo, hi). */
 void ts_array_fill_random(ts_array *a, uint64_t seed, double lo, double hi);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -21,6 +21,10 @@
 
 #include "array.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* How a kernel is launched.  Unbound dimensions are 1. */
 typedef struct ts_launch {
 	int64_t grid[3];             /* blocks in x, y, z */
@@ -73,5 +77,9 @@ ts_status ts_cuda_synchronize(ts_ctx *ctx, ts_cuda *cuda);
 ts_status ts_cuda_time_kernel(ts_ctx *ctx, const ts_cuda_kernel *k, const ts_launch *launch,
 			      int nargs, ts_array *const *args, int warmup, int repeats,
 			      double *median_ms);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

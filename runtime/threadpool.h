@@ -11,6 +11,10 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef void (*ts_parallel_body)(int64_t begin, int64_t end, void *closure);
 
 /* Runs body over [0, n) on the global pool (created on first use with
@@ -30,5 +34,9 @@ int ts_set_num_threads(int n);
 int ts_num_threads(void);
 /* Stops and joins the workers (they restart on next use). */
 void ts_threadpool_shutdown(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

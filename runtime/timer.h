@@ -15,6 +15,10 @@
 
 #include "ctx.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Nanoseconds of CLOCK_MONOTONIC (an arbitrary origin, never goes back). */
 uint64_t ts_now_ns(void);
 /* Milliseconds elapsed since a ts_now_ns() reading. */
@@ -54,5 +58,9 @@ typedef struct ts_phase_times {
  * decimals, else one.  The string lives in ctx's arena (NULL if out of
  * memory). */
 const char *ts_phase_times_str(ts_ctx *ctx, const ts_phase_times *t);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

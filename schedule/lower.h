@@ -12,6 +12,10 @@
 
 #include "schedule.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 ts_func *ts_lower(ts_schedule *s, const char *name, int nargs, ts_tensor *const *args);
 
 /* Runs the pipeline only up to and including the named pass ("schedule_ops",
@@ -26,5 +30,9 @@ const char *ts_schedule_bounds_str(ts_schedule *s);
 
 /* The names of the passes in pipeline order, NULL-terminated. */
 extern const char *const ts_lower_pass_names[];
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -16,6 +16,10 @@
 
 #include "schedule.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* A reasonable CPU schedule for any graph (the default of every operator
  * without a dedicated one): elementwise intermediate stages are inlined
  * into their consumers; every other stage fuses its outer data-parallel
@@ -64,5 +68,9 @@ ts_matmul_cuda_params ts_matmul_cuda_default(void);
 ts_status ts_schedule_matmul_cuda(ts_schedule *s, ts_tensor *C, const ts_matmul_cuda_params *p);
 /* Schedules Y = ts_op_conv2d_nchw(...) for a GPU (padding inlined). */
 ts_status ts_schedule_conv2d_cuda(ts_schedule *s, ts_tensor *Y, const ts_matmul_cuda_params *p);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -27,6 +27,10 @@
 
 #include "ir.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Lanes beyond which vectorize is refused, and the largest unrolled extent. */
 #define TS_MAX_VECTOR_LANES 64
 #define TS_MAX_UNROLL 1024
@@ -140,5 +144,9 @@ const char *ts_schedule_str(ts_schedule *s);
 
 /* Internal: the stages that read tensor t (in stage order). */
 int sch_consumers(ts_schedule *s, const ts_tensor *t, ts_stage **out, int max);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
