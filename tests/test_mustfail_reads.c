@@ -1,9 +1,10 @@
 /*
  * test_mustfail_reads.c - programs lowering must refuse: reads outside a
- * tensor's shape, checked over each compute's whole domain.  Each refusal
- * checks the status and the message; the rule also has legal neighbours
- * (padding, convolutions, shifted windows and stencils that stay inside)
- * that must still lower and match the reference evaluator.
+ * tensor's shape (checked over each compute's whole domain) and unrolled
+ * loop nests whose copies multiply past the limit.  Each refusal checks the
+ * status and the message; each rule also has legal neighbours (padding,
+ * convolutions, shifted windows and stencils that stay inside) that must
+ * still lower and match the reference evaluator.
  */
 #include "testutil.h"
 
@@ -11,6 +12,7 @@
 
 #include "lower.h"
 #include "ops.h"
+#include "passes.h"
 #include "schedule.h"
 
 static ts_expr *I(ts_ctx *ctx, int64_t v)
@@ -226,6 +228,98 @@ START_TEST(test_pad_and_conv2d_lower)
 }
 END_TEST
 
+/* ---- unrolling ------------------------------------------------------------------- */
+
+/* C[i, j] = A[i, j] + 1 over an n x m grid with i and j unrolled. */
+static ts_schedule *grid(ts_ctx *ctx, int64_t n, int64_t m, ts_stage **sc, ts_tensor **args)
+{
+	ts_tensor *A = args[0] = ts_placeholder(ctx, "A", TS_SHAPE(n, m), ts_float32);
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(n, m), TS_VARS(i, j),
+				  ts_add(ctx, TS_READ(ctx, A, i, j), ts_float(ctx, 1)));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	*sc = ts_stage_of(s, C);
+	args[1] = C;
+	return s;
+}
+
+START_TEST(test_unroll_product_refused_by_schedule)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_stage *sc;
+	ts_tensor *args[2];
+	grid(ctx, 1024, 1024, &sc, args);
+	tu_ok(ctx, ts_unroll(sc, ts_axis_of(sc, 1)));
+	ck_assert_int_eq(ts_unroll(sc, ts_axis_of(sc, 0)), TS_ERR_INVALID);
+	tu_assert_error(ctx, "unroll(C): unrolling 'i' with 'j' would make 1048576 copies of the "
+			     "body (limit 65536)");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* A stage computed at another gets its extents only at lowering, where the
+ * unroll pass checks the product. */
+START_TEST(test_unroll_product_refused_by_lowering)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(512, 512), ts_float32);
+	ts_expr *i = ts_var(ctx, "bi"), *j = ts_var(ctx, "bj"), *y = ts_var(ctx, "y"),
+		*x = ts_var(ctx, "x");
+	ts_tensor *B = ts_compute(ctx, "B", TS_SHAPE(512, 512), TS_VARS(i, j),
+				  ts_mul(ctx, TS_READ(ctx, A, i, j), ts_float(ctx, 2)));
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(512, 512), TS_VARS(y, x),
+				  ts_add(ctx, TS_READ(ctx, B, y, x), ts_float(ctx, 1)));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_stage *sb = ts_stage_of(s, B), *sc = ts_stage_of(s, C);
+	ts_axis *yo, *yi;
+	tu_ok(ctx, ts_split(sc, ts_axis_of(sc, 0), 256, &yo, &yi));
+	tu_ok(ctx, ts_compute_at(sb, sc, yo));
+	tu_ok(ctx, ts_unroll(sb, ts_axis_of(sb, 0)));
+	tu_ok(ctx, ts_unroll(sb, ts_axis_of(sb, 1)));
+	assert_refused(ctx, ts_lower(s, "f", 2, (ts_tensor *[]){A, C}),
+		       "unroll: unrolling bj inside bi would make 131072 copies of the body "
+		       "(limit 65536)");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* The size of the body counts: 1024 copies of 100 statements. */
+START_TEST(test_unroll_body_size_refused)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	int64_t shape[1] = {100};
+	ts_buffer *b = ir_buffer_new(ctx, "b", ts_float32, 1, shape, TS_SCOPE_GLOBAL);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_stmt *st[100];
+	for (int k = 0; k < 100; k++)
+		st[k] = ir_store(ctx, b, I(ctx, k), ts_cast(ctx, ts_float32, i));
+	ts_stmt *loop = ir_for(ctx, i, I(ctx, 0), I(ctx, 1024), TS_FOR_UNROLLED, TS_THREAD_NONE,
+			       ir_seq(ctx, 100, st));
+	tu_nonnull(ctx, loop);
+	ck_assert_ptr_null(pass_unroll(ctx, loop));
+	ck_assert_int_eq(ts_last_status(ctx), TS_ERR_INVALID);
+	tu_assert_error(ctx, "unroll: unrolling i would make 1024 copies of a body of 100 "
+			     "statements (102400 statements, limit 65536)");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Nested unrolled loops within the limit still lower and compute. */
+START_TEST(test_unroll_nested_within_limit)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_stage *sc;
+	ts_tensor *args[2];
+	ts_schedule *s = grid(ctx, 13, 37, &sc, args);
+	ts_axis *o, *in;
+	tu_ok(ctx, ts_split(sc, ts_axis_of(sc, 1), 8, &o, &in));
+	tu_ok(ctx, ts_unroll(sc, ts_axis_of(sc, 0)));
+	tu_ok(ctx, ts_unroll(sc, in));
+	tu_check_func(ctx, ts_lower(s, "f", 2, args), 1e-6);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("mustfail_reads");
@@ -243,6 +337,13 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_inexact_bound_accepted);
 	tcase_add_test(tc, test_pad_and_conv2d_lower);
 	suite_add_tcase(s, tc);
+	TCase *tu = tcase_create("unroll");
+	tcase_set_timeout(tu, 600);
+	tcase_add_test(tu, test_unroll_product_refused_by_schedule);
+	tcase_add_test(tu, test_unroll_product_refused_by_lowering);
+	tcase_add_test(tu, test_unroll_body_size_refused);
+	tcase_add_test(tu, test_unroll_nested_within_limit);
+	suite_add_tcase(s, tu);
 	return s;
 }
 
