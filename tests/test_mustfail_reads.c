@@ -129,6 +129,21 @@ START_TEST(test_certain_read_past_the_end)
 }
 END_TEST
 
+/* i*2 - i uses i twice, so its plain interval is not exact; simplified to
+ * i it is, and the read is refused with the exact range. */
+START_TEST(test_repeated_variable_simplified)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(16), ts_float32);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_expr *idx = ts_add(ctx, ts_sub(ctx, ts_mul(ctx, i, I(ctx, 2)), i), I(ctx, 8));
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(16), TS_VARS(i), TS_READ(ctx, A, idx));
+	assert_refused(ctx, lower_1d(ctx, A, C),
+		       "C reads A[i*2 - i + 8] over [8, 24) in dimension 0, but A has extent 16");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* Both arms of a select are evaluated (ir.h), so a guard does not make an
  * out-of-bounds index safe: the reference evaluator refuses the program at
  * run time and lowering refuses it, pointing at the clamp that pad uses. */
@@ -331,6 +346,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_reduction_axis_past_the_end);
 	tcase_add_test(tc, test_read_of_intermediate);
 	tcase_add_test(tc, test_certain_read_past_the_end);
+	tcase_add_test(tc, test_repeated_variable_simplified);
 	tcase_add_test(tc, test_select_does_not_guard_a_read);
 	tcase_add_test(tc, test_shifted_window_inside);
 	tcase_add_test(tc, test_stencil_inside);
