@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "check_reads.h"
 #include "passes.h"
 #include "printer.h"
 #include "verify.h"
@@ -108,6 +109,8 @@ ts_func *ts_lower_until(ts_schedule *s, const char *name, int nargs, ts_tensor *
 			 name, last);
 		return NULL;
 	}
+	if (sch_check_reads(ctx, s) != TS_OK)
+		return NULL;
 	ts_stmt *body = pass_schedule_ops(ctx, s, NULL);
 	if (!body)
 		return NULL;

@@ -3,7 +3,10 @@
  * tvm.lower(s, [A, B, C]).
  *
  * args lists the function's parameters in order: every placeholder the
- * outputs depend on, and every output.  The passes (passes.h) run as one flat
+ * outputs depend on, and every output.  Before the passes, every tensor read
+ * is checked against the read tensor's shape over its stage's whole domain
+ * (check_reads.h): a read that certainly leaves it is refused, naming the
+ * reading stage, the read and its range.  The passes (passes.h) run as one flat
  * list; with ts_ctx_set_print_passes(ctx, 1) or TESSERA_PRINT_PASSES=1 the
  * IR after each pass is printed to stderr.
  */

@@ -419,6 +419,33 @@ ts_status ts_parallel(ts_stage *st, ts_axis *a)
 	return set_loop(st, "parallel", a, TS_FOR_PARALLEL);
 }
 
+/* Nested unrolled loops multiply: refuses a when it and the stage's other
+ * unrolled leaves would copy the body more than TS_MAX_UNROLL_STMTS times.
+ * The unroll pass checks again with the extents lowering gives. */
+static ts_status check_unroll_product(ts_stage *st, const ts_axis *a)
+{
+	int64_t copies = a->extent;
+	ts_sbuf with = {0};
+	for (int i = 0; i < st->nleaf; i++) {
+		const ts_axis *o = st->leaf[i];
+		if (o == a || o->loop != TS_FOR_UNROLLED)
+			continue;
+		if (o->extent > 0)
+			copies = copies > INT64_MAX / o->extent ? INT64_MAX : copies * o->extent;
+		ts_sb_printf(&with, "%s'%s'", with.len ? ", " : "", o->name);
+	}
+	ts_status r = TS_OK;
+	if (copies > TS_MAX_UNROLL_STMTS) {
+		char msg[400];
+		snprintf(msg, sizeof(msg), "unrolling '%s' with %s would make %lld copies of the body (limit %d)",
+			 a->name, with.oom ? "?" : ts_sb_str(&with), (long long)copies,
+			 TS_MAX_UNROLL_STMTS);
+		r = fail(st, "unroll", "%s", msg);
+	}
+	ts_sb_free(&with);
+	return r;
+}
+
 ts_status ts_unroll(ts_stage *st, ts_axis *a)
 {
 	if (st && a && owns(st, a) && st->attach != SCH_ATTACH_AT && a->extent > TS_MAX_UNROLL) {
@@ -427,6 +454,9 @@ ts_status ts_unroll(ts_stage *st, ts_axis *a)
 			 (long long)a->extent, a->name, TS_MAX_UNROLL);
 		return fail(st, "unroll", "%s", msg);
 	}
+	if (st && a && owns(st, a) && st->attach != SCH_ATTACH_AT &&
+	    check_unroll_product(st, a) != TS_OK)
+		return TS_ERR_INVALID;
 	return set_loop(st, "unroll", a, TS_FOR_UNROLLED);
 }
 

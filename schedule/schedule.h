@@ -31,9 +31,13 @@
 extern "C" {
 #endif
 
-/* Lanes beyond which vectorize is refused, and the largest unrolled extent. */
+/* Lanes beyond which vectorize is refused, the largest unrolled extent, and
+ * the most statements one unrolled loop may expand to: nested unrolled loops
+ * multiply (the product of their extents times the statements of the body),
+ * so each loop's limit alone would allow 1024 x 1024 x 1024 copies. */
 #define TS_MAX_VECTOR_LANES 64
 #define TS_MAX_UNROLL 1024
+#define TS_MAX_UNROLL_STMTS 65536
 
 /* How a split whose factor does not divide its extent handles the tail. */
 typedef enum ts_tail {

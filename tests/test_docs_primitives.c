@@ -146,7 +146,8 @@ START_TEST(test_primitives_page)
 	    elementwise, ts_split(e.sc, e.j, 5, &o, &in); ts_vectorize(e.sc, in));
 	DOC(&out, "parallel", "Runs an axis's iterations on the thread pool.", elementwise,
 	    ts_parallel(e.sc, e.i));
-	DOC(&out, "unroll", "Replaces the loop by copies of its body.", elementwise,
+	DOC(&out, "unroll", "Replaces the loop by copies of its body (at most 1024; nested unrolled "
+		"loops multiply, so one nest may expand to at most 65536 statements).", elementwise,
 	    ts_split(e.sc, e.j, 2, &o, &in); ts_unroll(e.sc, in));
 	DOC(&out, "split of a reduction axis", "The init of the reduction stays before the first "
 		"reduction loop.", matmul,
