@@ -14,6 +14,11 @@
  *    parenthesized so that -Wparentheses stays quiet.
  *  - Integer floordiv/floormod and min/max go through small helpers emitted
  *    before the function, only for the dtypes used.
+ *  - Integer division follows ir.h, which C does not (x / 0 and INT_MIN / -1
+ *    trap): a divisor that is not a constant other than 0 and -1 goes through
+ *    a guarded helper (ts_truncdiv_z_i32, ...); a constant one keeps the plain
+ *    operator.  Float to integer casts go through ts_cast_f32_i32 and the
+ *    like, which map NaN to 0 and saturate, where C's cast is undefined.
  *  - Vector expressions are evaluated lane by lane: `lane` names the lane
  *    loop's variable, or `comp` (>= 0) selects a float4 component.
  */
@@ -34,10 +39,15 @@ static const char *const type_suffix[T_COUNT] = {
 	"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64", "bool",
 };
 
-/* Helpers emitted on demand, per type. */
-enum { H_FLOORDIV, H_FLOORMOD, H_MIN, H_MAX, H_SIGMOID, H_COUNT };
+/* Helpers emitted on demand, per type.  The _z divisions accept any
+ * divisor; the casts convert from float32 / float64 to the helper's type. */
+enum {
+	H_FLOORDIV, H_FLOORMOD, H_MIN, H_MAX, H_SIGMOID, H_TRUNCDIV_Z, H_TRUNCMOD_Z,
+	H_FLOORDIV_Z, H_FLOORMOD_Z, H_CAST_F32, H_CAST_F64, H_COUNT
+};
 static const char *const helper_name[H_COUNT] = {
-	"floordiv", "floormod", "min", "max", "sigmoid",
+	"floordiv", "floormod", "min", "max", "sigmoid", "truncdiv_z", "truncmod_z",
+	"floordiv_z", "floormod_z", "cast_f32", "cast_f64",
 };
 
 typedef struct dialect {
@@ -301,6 +311,24 @@ static bool is_signed_int(ts_dtype t)
 	return t.code == TS_TYPE_INT;
 }
 
+/* Whether a division's divisor is a constant other than 0 and -1 (in every
+ * lane), the case C's operators get right: index arithmetic by split
+ * factors keeps them, and its text does not change. */
+static bool plain_divisor(const ts_expr *e)
+{
+	const ts_expr *b = e->u.bin.b;
+	if (b->kind == IR_BROADCAST)
+		b = b->u.bcast.value;
+	return b->kind == IR_INT_IMM && b->u.int_imm != 0 && b->u.int_imm != -1;
+}
+
+/* A float to integer cast, which goes through a saturating helper. */
+static bool float_to_int(const ts_expr *e)
+{
+	return e->kind == IR_CAST && ts_dtype_is_float(e->u.un.a->dtype) &&
+	       ts_dtype_is_int(e->dtype);
+}
+
 static int vec_load_slot(const emitter *em, const ts_expr *e)
 {
 	for (int i = 0; i < em->nvec; i++)
@@ -316,14 +344,16 @@ static int prec(const emitter *em, const ts_expr *e)
 	case IR_INT_IMM: return e->u.int_imm < 0 && ts_dtype_eq(e->dtype, ts_int32) ? P_UNARY : P_ATOM;
 	case IR_FLOAT_IMM: return signbit(e->u.float_imm) ? P_UNARY : P_ATOM;
 	case IR_ADD: case IR_SUB: return P_ADD;
-	case IR_MUL: case IR_DIV: case IR_TRUNCDIV: case IR_TRUNCMOD: return P_MUL;
+	case IR_MUL: case IR_DIV: return P_MUL;
+	case IR_TRUNCDIV: case IR_TRUNCMOD: return plain_divisor(e) ? P_MUL : P_ATOM;
 	case IR_FLOORDIV: case IR_FLOORMOD:
-		return is_signed_int(e->dtype) ? P_ATOM : P_MUL;
+		return is_signed_int(e->dtype) || !plain_divisor(e) ? P_ATOM : P_MUL;
 	case IR_EQ: case IR_NE: return P_EQ;
 	case IR_LT: case IR_LE: case IR_GT: case IR_GE: return P_REL;
 	case IR_AND: return P_AND;
 	case IR_OR: return P_OR;
-	case IR_NOT: case IR_CAST: return P_UNARY;
+	case IR_NOT: return P_UNARY;
+	case IR_CAST: return float_to_int(e) ? P_ATOM : P_UNARY;
 	case IR_RAMP:
 		if (em->comp == 0 || e->u.ramp.stride == 0)
 			return prec(em, e->u.ramp.base);
@@ -424,8 +454,12 @@ static void binary(emitter *em, const ts_expr *e)
 	const ts_expr *a = e->u.bin.a, *b = e->u.bin.b;
 	ts_dtype t = ts_dtype_element(a->dtype);
 	switch (e->kind) {
-	case IR_FLOORDIV: case IR_FLOORMOD:
-		if (is_signed_int(t)) {
+	case IR_TRUNCDIV: case IR_TRUNCMOD: case IR_FLOORDIV: case IR_FLOORMOD:
+		if (!plain_divisor(e)) {
+			call2(em, helper(em, H_TRUNCDIV_Z + (int)(e->kind - IR_TRUNCDIV), t), a, b);
+			return;
+		}
+		if (e->kind >= IR_FLOORDIV && is_signed_int(t)) {
 			call2(em, helper(em, e->kind == IR_FLOORDIV ? H_FLOORDIV : H_FLOORMOD, t), a, b);
 			return;
 		}
@@ -535,6 +569,15 @@ static void expr_body(emitter *em, const ts_expr *e)
 		sub(em, e->u.un.a, P_UNARY);
 		return;
 	case IR_CAST:
+		if (float_to_int(e)) {
+			int bits = e->u.un.a->dtype.bits;
+			if (bits != 32 && bits != 64)
+				ctype(em, e->u.un.a->dtype); /* reports the 16-bit float */
+			else
+				call2(em, helper(em, bits == 32 ? H_CAST_F32 : H_CAST_F64,
+						 ts_dtype_element(e->dtype)), e->u.un.a, NULL);
+			return;
+		}
 		ts_sb_printf(&em->out, "(%s)", ctype(em, e->dtype));
 		sub(em, e->u.un.a, P_UNARY);
 		return;
@@ -1182,11 +1225,70 @@ static void check_launch(emitter *em)
 
 /* ---- the function ---------------------------------------------------------- */
 
+/* The body of a _z division helper: ir.h's answers for b = 0 and b = -1
+ * first, then the operator, which can no longer trap.  0 - a is computed
+ * unsigned so that MIN / -1 wraps instead of overflowing. */
+static void emit_div_z(emitter *em, ts_sbuf *sb, int h, int ti)
+{
+	const char *t = em->d->type[ti];
+	bool sg = ti <= T_I64, div = h == H_TRUNCDIV_Z || h == H_FLOORDIV_Z;
+	if (!sg) {
+		ts_sb_printf(sb, "  return b == 0 ? 0 : a %c b;\n", div ? '/' : '%');
+		return;
+	}
+	if (div)
+		ts_sb_printf(sb, "  if (b == 0)\n    return 0;\n"
+				 "  if (b == -1)\n    return (%s)(0 - (%s)a);\n", t,
+			     em->d->type[ti - T_I8 + T_U8]);
+	else
+		ts_sb_puts(sb, "  if (b == 0 || b == -1)\n    return 0;\n");
+	switch (h) {
+	case H_TRUNCDIV_Z: ts_sb_puts(sb, "  return a / b;\n"); break;
+	case H_TRUNCMOD_Z: ts_sb_puts(sb, "  return a % b;\n"); break;
+	case H_FLOORDIV_Z:
+		ts_sb_printf(sb, "  %s q = a / b;\n"
+				 "  return (q * b != a && (a < 0) != (b < 0)) ? q - 1 : q;\n", t);
+		break;
+	default:
+		ts_sb_printf(sb, "  %s r = a %% b;\n"
+				 "  return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;\n", t);
+		break;
+	}
+}
+
+/* The body of a cast helper: NaN is 0, values beyond the type saturate
+ * (ir.h).  The bounds compared with are powers of two, exact in float. */
+static void emit_cast(emitter *em, ts_sbuf *sb, int h, int ti)
+{
+	static const char *const lo[T_COUNT] = {
+		[T_I8] = "-128", [T_I16] = "-32768", [T_I32] = "(-2147483647 - 1)",
+		[T_I64] = "(-9223372036854775807LL - 1)"};
+	static const char *const hi[T_COUNT] = {
+		[T_I8] = "127", [T_I16] = "32767", [T_I32] = "2147483647",
+		[T_I64] = "9223372036854775807LL", [T_U8] = "255", [T_U16] = "65535",
+		[T_U32] = "4294967295u", [T_U64] = "18446744073709551615ull"};
+	static const int bits[T_COUNT] = {8, 16, 32, 64, 8, 16, 32, 64};
+	const char *f = h == H_CAST_F32 ? "f" : "";
+	bool sg = ti <= T_I64;
+	double end = ldexp(1.0, sg ? bits[ti] - 1 : bits[ti]); /* max + 1 */
+	if (sg)
+		ts_sb_printf(sb, "  if (a != a)\n    return 0;\n"
+				 "  if (a <= -%.1f%s)\n    return %s;\n", end, f, lo[ti]);
+	else
+		ts_sb_puts(sb, "  if (!(a > 0))\n    return 0;\n"); /* NaN too */
+	ts_sb_printf(sb, "  if (a >= %.1f%s)\n    return %s;\n  return (%s)a;\n", end, f, hi[ti],
+		     em->d->type[ti]);
+}
+
 static void emit_helper(emitter *em, ts_sbuf *sb, int h, int ti)
 {
 	const char *t = em->d->type[ti], *q = em->d->helper_qual, *sx = type_suffix[ti];
-	ts_sb_printf(sb, "\n%s %s ts_%s_%s(%s a", q, t, helper_name[h], sx, t);
-	if (h != H_SIGMOID)
+	if (h == H_CAST_F32 || h == H_CAST_F64)
+		ts_sb_printf(sb, "\n%s %s ts_%s_%s(%s a", q, t, helper_name[h], sx,
+			     em->d->type[h == H_CAST_F32 ? T_F32 : T_F64]);
+	else
+		ts_sb_printf(sb, "\n%s %s ts_%s_%s(%s a", q, t, helper_name[h], sx, t);
+	if (h != H_SIGMOID && h != H_CAST_F32 && h != H_CAST_F64)
 		ts_sb_printf(sb, ", %s b", t);
 	ts_sb_puts(sb, ")\n{\n");
 	switch (h) {
@@ -1206,6 +1308,12 @@ static void emit_helper(emitter *em, ts_sbuf *sb, int h, int ti)
 			ts_sb_puts(sb, "  return 1.0f / (1.0f + expf(-a));\n");
 		else
 			ts_sb_puts(sb, "  return 1.0 / (1.0 + exp(-a));\n");
+		break;
+	case H_TRUNCDIV_Z: case H_TRUNCMOD_Z: case H_FLOORDIV_Z: case H_FLOORMOD_Z:
+		emit_div_z(em, sb, h, ti);
+		break;
+	case H_CAST_F32: case H_CAST_F64:
+		emit_cast(em, sb, h, ti);
 		break;
 	}
 	ts_sb_puts(sb, "}\n");

@@ -226,7 +226,7 @@ static bool is_u64(ts_dtype t)
 }
 
 /* Integer division; b != 0.  b == -1 is split off because INT64_MIN / -1
- * overflows in C, while the IR wraps. */
+ * overflows in C, while the IR wraps (ir.h). */
 static int64_t int_div(ir_expr_kind k, ts_dtype t, int64_t a, int64_t b)
 {
 	if (is_u64(t)) {
@@ -329,20 +329,25 @@ static double intrinsic(ir_intrinsic op, ts_dtype t, double a, double b)
 	return round_to(t, r);
 }
 
-/* Float to integer: truncate toward zero, then wrap to the width; NaN is 0
- * and values beyond the 64-bit range saturate (C leaves both undefined). */
+/* Float to integer as ir.h states: NaN is 0, values beyond the dtype
+ * saturate to its ends, the rest truncates toward zero.  The limits are
+ * powers of two, exact as doubles. */
 static int64_t float_to_int(ts_dtype to, double v)
 {
 	if (isnan(v))
 		return 0;
 	v = trunc(v);
-	if (is_u64(to) && v >= 9223372036854775808.0)
-		return v >= 18446744073709551616.0 ? -1 : (int64_t)(uint64_t)v;
-	if (v >= 9223372036854775808.0)
-		return wrap(to, (uint64_t)INT64_MAX);
-	if (v < -9223372036854775808.0)
-		return wrap(to, (uint64_t)INT64_MIN);
-	return wrap(to, (uint64_t)(int64_t)v);
+	if (to.code == TS_TYPE_UINT) {
+		if (v <= 0)
+			return 0;
+		return v >= ldexp(1.0, to.bits) ? wrap(to, UINT64_MAX) : wrap(to, (uint64_t)v);
+	}
+	double end = ldexp(1.0, to.bits - 1); /* -min, max + 1 */
+	if (v >= end)
+		return wrap(to, UINT64_MAX >> (65 - to.bits));
+	if (v <= -end)
+		return wrap(to, UINT64_C(1) << (to.bits - 1));
+	return (int64_t)v;
 }
 
 static double int_to_float(ts_dtype from, ts_dtype to, int64_t v)
@@ -420,14 +425,6 @@ static inline lane operand(interp *in, const ts_expr *e, int l)
 	return ev(in, e, l);
 }
 
-static __attribute__((noinline)) lane division_by_zero(interp *in, const ts_expr *e)
-{
-	/* after an earlier error the divisor may be a zero lane: keep that error */
-	if (in->st == TS_OK)
-		raise(in, TS_ERR_INVALID, "interp: integer division by zero in %s", expr_text(in, e));
-	return ZERO;
-}
-
 static lane ev_binary(interp *in, const ts_expr *e, int l)
 {
 	ts_dtype t = e->u.bin.a->dtype;
@@ -445,7 +442,7 @@ static lane ev_binary(interp *in, const ts_expr *e, int l)
 	if (is_float(t))
 		return float_bin(k, t, x.f, y.f);
 	if (k >= IR_TRUNCDIV && k <= IR_FLOORMOD && y.i == 0)
-		return division_by_zero(in, e);
+		return ZERO; /* x / 0 = x % 0 = 0 (ir.h) */
 	return (lane){.i = int_bin(k, t, x.i, y.i)};
 }
 

@@ -9,13 +9,13 @@
  * Semantics are those stated at the top of ir/ir.h, lane by lane:
  *  - integers compute in uint64 and wrap to the dtype's width; TRUNCDIV/
  *    TRUNCMOD round toward zero, FLOORDIV/FLOORMOD toward negative infinity;
- *    integer division by zero is an error;
+ *    x / 0 = x % 0 = 0 and MIN / -1 = MIN, never an error;
  *  - float32 results are rounded to float after every operation (and float16
  *    / bfloat16 to their width), so results match compiled float32 code; the
  *    float32 intrinsics use the C library's float functions (expf, ...);
  *  - float MIN/MAX are `a < b ? a : b` / `a > b ? a : b`, as C code spells
- *    them; a float-to-integer CAST truncates toward zero and wraps to the
- *    width (NaN gives 0, values beyond int64 saturate);
+ *    them; a float-to-integer CAST truncates toward zero, gives 0 for NaN
+ *    and saturates values beyond the dtype's range;
  *  - vector values (lanes > 1, at most 64) come from RAMP, BROADCAST and
  *    vector LOADs; a vector LOAD/STORE touches one element per lane, in lane
  *    order.
@@ -47,8 +47,8 @@ extern "C" {
  * of the parameter's dtype holding its `size` elements.  Returns TS_OK, or an
  * error recorded in ctx: TS_ERR_INVALID for a NULL function or argument, an
  * out-of-bounds access ("interp: store to C out of bounds: index 64, size
- * 64"), an integer division by zero, an unbound variable or buffer, or too
- * many lanes; TS_ERR_NOMEM if an ALLOCATE cannot be satisfied. */
+ * 64"), an unbound variable or buffer, or too many lanes; TS_ERR_NOMEM if
+ * an ALLOCATE cannot be satisfied. */
 ts_status cg_interp_run(ts_ctx *ctx, const ts_func *f, void *const *args);
 
 /* The same for a bare statement: bufs[i] is bound to data[i]. */

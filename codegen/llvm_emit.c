@@ -17,6 +17,10 @@
  *
  * Conventions: bool values are i1 in registers and i8 in memory; integer
  * arithmetic wraps (no nsw) except the loop counters, which never overflow;
+ * a division whose divisor is not a constant other than 0 and -1 is
+ * guarded with selects, and float to integer casts use the saturating
+ * llvm.fpto[su]i.sat, so that generated code has ir.h's answers and never
+ * traps;
  * every function keeps its allocas in its entry block, so an ALLOCATE inside
  * a loop does not grow the stack, and one inside a parallel body is private
  * to each chunk.
@@ -120,6 +124,15 @@ static LLVMValueRef fconst(emitter *em, LLVMTypeRef ty, double v)
 	if (LLVMGetTypeKind(ty) != LLVMVectorTypeKind)
 		return LLVMConstReal(ty, v);
 	return splat(em, LLVMConstReal(LLVMGetElementType(ty), v), (int)LLVMGetVectorSize(ty));
+}
+
+/* An integer constant of type ty (a scalar or a vector of integers). */
+static LLVMValueRef iconst(emitter *em, LLVMTypeRef ty, int64_t v)
+{
+	if (LLVMGetTypeKind(ty) != LLVMVectorTypeKind)
+		return LLVMConstInt(ty, (unsigned long long)v, 1);
+	LLVMValueRef s = LLVMConstInt(LLVMGetElementType(ty), (unsigned long long)v, 1);
+	return splat(em, s, (int)LLVMGetVectorSize(ty));
 }
 
 static void add_attr(emitter *em, LLVMValueRef fn, LLVMAttributeIndex idx, const char *name,
@@ -233,6 +246,50 @@ static LLVMValueRef floor_divmod(emitter *em, bool mod, LLVMValueRef a, LLVMValu
 	return LLVMBuildSub(B, q, LLVMBuildZExt(B, fix, LLVMTypeOf(a), ""), "");
 }
 
+/* The plain division instructions; they trap on a zero divisor and on
+ * MIN / -1, so only divisors known to be neither reach them unguarded. */
+static LLVMValueRef divmod(emitter *em, ir_expr_kind k, bool sg, LLVMValueRef a, LLVMValueRef b)
+{
+	LLVMBuilderRef B = em->b;
+	switch (k) {
+	case IR_TRUNCDIV: return sg ? LLVMBuildSDiv(B, a, b, "") : LLVMBuildUDiv(B, a, b, "");
+	case IR_TRUNCMOD: return sg ? LLVMBuildSRem(B, a, b, "") : LLVMBuildURem(B, a, b, "");
+	case IR_FLOORDIV: return sg ? floor_divmod(em, false, a, b) : LLVMBuildUDiv(B, a, b, "");
+	default: return sg ? floor_divmod(em, true, a, b) : LLVMBuildURem(B, a, b, "");
+	}
+}
+
+/* Division with ir.h's answers for any divisor: where b is 0 or -1 the
+ * instruction divides by 1 instead, which already gives the remainder
+ * wanted (0) for both; the quotient becomes 0 for b = 0 and the wrapping
+ * 0 - a for b = -1.  Selects, not branches, so vectors work lane by lane. */
+static LLVMValueRef guarded_divmod(emitter *em, ir_expr_kind k, bool sg, LLVMValueRef a,
+				   LLVMValueRef b)
+{
+	LLVMBuilderRef B = em->b;
+	LLVMTypeRef ty = LLVMTypeOf(a);
+	LLVMValueRef zero = LLVMConstNull(ty);
+	LLVMValueRef is0 = LLVMBuildICmp(B, LLVMIntEQ, b, zero, "");
+	LLVMValueRef is_m1 = sg ? LLVMBuildICmp(B, LLVMIntEQ, b, LLVMConstAllOnes(ty), "") : NULL;
+	LLVMValueRef bad = sg ? LLVMBuildOr(B, is0, is_m1, "") : is0;
+	LLVMValueRef r = divmod(em, k, sg, a, LLVMBuildSelect(B, bad, iconst(em, ty, 1), b, ""));
+	if (k == IR_TRUNCMOD || k == IR_FLOORMOD)
+		return r;
+	if (sg)
+		r = LLVMBuildSelect(B, is_m1, LLVMBuildNeg(B, a, ""), r, "");
+	return LLVMBuildSelect(B, is0, zero, r, "");
+}
+
+/* Whether e's divisor is a constant other than 0 and -1 (in every lane):
+ * index arithmetic by split factors, which keeps the plain instructions. */
+static bool plain_divisor(const ts_expr *e)
+{
+	const ts_expr *b = e->u.bin.b;
+	if (b->kind == IR_BROADCAST)
+		b = b->u.bcast.value;
+	return b->kind == IR_INT_IMM && b->u.int_imm != 0 && b->u.int_imm != -1;
+}
+
 static bool is_lane_reduce(const ts_expr *e, ts_reduce_op op)
 {
 	return e->kind == IR_REDUCE && e->u.reduce.naxes == 0 && e->u.reduce.op == op;
@@ -249,10 +306,8 @@ static LLVMValueRef arith(emitter *em, ir_expr_kind k, ts_dtype t, LLVMValueRef 
 	case IR_SUB: return fl ? LLVMBuildFSub(B, a, b, "") : LLVMBuildSub(B, a, b, "");
 	case IR_MUL: return fl ? LLVMBuildFMul(B, a, b, "") : LLVMBuildMul(B, a, b, "");
 	case IR_DIV: return LLVMBuildFDiv(B, a, b, "");
-	case IR_TRUNCDIV: return sg ? LLVMBuildSDiv(B, a, b, "") : LLVMBuildUDiv(B, a, b, "");
-	case IR_TRUNCMOD: return sg ? LLVMBuildSRem(B, a, b, "") : LLVMBuildURem(B, a, b, "");
-	case IR_FLOORDIV: return sg ? floor_divmod(em, false, a, b) : LLVMBuildUDiv(B, a, b, "");
-	case IR_FLOORMOD: return sg ? floor_divmod(em, true, a, b) : LLVMBuildURem(B, a, b, "");
+	case IR_TRUNCDIV: case IR_TRUNCMOD: case IR_FLOORDIV: case IR_FLOORMOD:
+		return divmod(em, k, sg, a, b);
 	case IR_MIN: return LLVMBuildSelect(B, compare(em, IR_LT, t, a, b), a, b, "");
 	case IR_MAX: return LLVMBuildSelect(B, compare(em, IR_GT, t, a, b), a, b, "");
 	case IR_EQ: case IR_NE: case IR_LT: case IR_LE: case IR_GT: case IR_GE:
@@ -293,7 +348,11 @@ static LLVMValueRef ex_binary(emitter *em, const ts_expr *e)
 			return NULL;
 		return intrinsic(em, "llvm.fmuladd", &ty, 1, args, 3);
 	}
-	return b ? arith(em, e->kind, t, a, b) : NULL;
+	if (!b)
+		return NULL;
+	if (e->kind >= IR_TRUNCDIV && e->kind <= IR_FLOORMOD && !plain_divisor(e))
+		return guarded_divmod(em, e->kind, t.code == TS_TYPE_INT, a, b);
+	return arith(em, e->kind, t, a, b);
 }
 
 static LLVMValueRef ex_cast(emitter *em, const ts_expr *e)
@@ -311,8 +370,11 @@ static LLVMValueRef ex_cast(emitter *em, const ts_expr *e)
 	bool sg = from.code == TS_TYPE_INT; /* bool and uint extend with zeros */
 	if (fs && ft)
 		return LLVMBuildFPCast(B, a, ty, "");
-	if (fs)
-		return to.code == TS_TYPE_INT ? LLVMBuildFPToSI(B, a, ty, "") : LLVMBuildFPToUI(B, a, ty, "");
+	if (fs) { /* NaN -> 0 and saturation, as ir.h states */
+		LLVMTypeRef over[2] = {ty, LLVMTypeOf(a)};
+		return intrinsic(em, to.code == TS_TYPE_INT ? "llvm.fptosi.sat" : "llvm.fptoui.sat",
+				 over, 2, &a, 1);
+	}
 	if (ft)
 		return sg ? LLVMBuildSIToFP(B, a, ty, "") : LLVMBuildUIToFP(B, a, ty, "");
 	return LLVMBuildIntCast2(B, a, ty, sg, "");

@@ -9,9 +9,10 @@
  * float32 and float16 results are those of execution in that dtype.  Float
  * reductions accumulate in double and round once, as ir.h states.
  *
- * An error (unbound placeholder, out-of-bounds read, integer division by
- * zero) stops the evaluation; every path frees the temporary storage of
- * unbound intermediates.
+ * An error (unbound placeholder, out-of-bounds read) stops the evaluation;
+ * every path frees the temporary storage of unbound intermediates.  Integer
+ * division by zero and float to integer conversions have the defined
+ * answers of ir.h.
  */
 #include "eval.h"
 
@@ -105,6 +106,9 @@ static bool int_lt(ts_dtype t, int64_t a, int64_t b)
 }
 
 /* A float converted to integer dtype t: truncated, saturated, NaN -> 0. */
+/* Float to integer as ir.h states: NaN is 0, out-of-range values saturate,
+ * the rest truncates toward zero.  The limits compared against are powers
+ * of two, exact as doubles. */
 static int64_t float_to_int(ts_dtype t, double v)
 {
 	if (t.code == TS_TYPE_BOOL)
@@ -112,13 +116,18 @@ static int64_t float_to_int(ts_dtype t, double v)
 	if (isnan(v))
 		return 0;
 	v = trunc(v);
-	if (is_uint(t) && v >= 9.2e18)
-		return (int64_t)(v < 18446744073709549568.0 ? (uint64_t)v : UINT64_MAX);
-	if (v < -9.2e18)
-		v = -9.2e18;
-	if (v > 9.2e18)
-		v = 9.2e18;
-	return wrap(t, (uint64_t)(int64_t)v);
+	if (is_uint(t)) {
+		double end = ldexp(1.0, t.bits); /* max + 1 */
+		if (v <= 0)
+			return 0;
+		return v >= end ? wrap(t, UINT64_MAX) : wrap(t, (uint64_t)v);
+	}
+	double end = ldexp(1.0, t.bits - 1); /* -min, max + 1 */
+	if (v >= end)
+		return wrap(t, (UINT64_MAX >> (65 - t.bits)));
+	if (v <= -end)
+		return wrap(t, UINT64_C(1) << (t.bits - 1));
+	return (int64_t)v;
 }
 
 /* ---- errors and the environment ---------------------------------------- */
@@ -182,10 +191,13 @@ static bool float_binary(const ts_expr *e, double a, double b, val *out)
 	return true;
 }
 
-/* Integer division and modulus, truncating or flooring; b != 0. */
+/* Integer division and modulus, truncating or flooring, with ir.h's
+ * answers for a zero divisor and MIN / -1. */
 static int64_t int_divmod(ir_expr_kind k, ts_dtype t, int64_t a, int64_t b)
 {
 	bool mod = k == IR_TRUNCMOD || k == IR_FLOORMOD;
+	if (b == 0)
+		return 0;
 	if (is_uint(t)) /* both roundings agree on non-negative operands */
 		return mod ? (int64_t)((uint64_t)a % (uint64_t)b)
 			   : (int64_t)((uint64_t)a / (uint64_t)b);
@@ -208,9 +220,6 @@ static bool int_binary(evaluator *s, const ts_expr *e, ts_dtype t, int64_t a, in
 	case IR_SUB: out->i = wrap(t, ua - ub); return true;
 	case IR_MUL: out->i = wrap(t, ua * ub); return true;
 	case IR_TRUNCDIV: case IR_TRUNCMOD: case IR_FLOORDIV: case IR_FLOORMOD:
-		if (b == 0)
-			return eval_error(s, TS_ERR_INVALID, "integer division by zero in %s",
-					  ir_expr_kind_name(e->kind));
 		out->i = int_divmod(e->kind, t, a, b);
 		return true;
 	case IR_MIN: out->i = int_lt(t, b, a) ? b : a; return true;

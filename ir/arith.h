@@ -67,8 +67,9 @@ ts_stmt *ir_simplify_stmt(ts_ctx *ctx, ts_stmt *s, int n, const ir_range *ranges
 
 /* Folds an operator whose operands are all immediates (binary operators,
  * NOT, CAST, CALL, SELECT on a constant condition) into an immediate.
- * Integers wrap to the dtype width, floats round to their dtype; division by
- * zero and conversions of out-of-range floats are never folded.  Returns e
+ * Integers wrap to the dtype width, floats round to their dtype; division
+ * by zero, MIN / -1 and conversions of NaN or out-of-range floats fold to
+ * the values ir.h defines.  Returns e
  * itself when nothing folds; NULL only on allocation failure. */
 ts_expr *ir_fold_const(ts_ctx *ctx, ts_expr *e);
 

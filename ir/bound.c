@@ -5,9 +5,8 @@
  * 128-bit arithmetic and then clipped to the node's dtype: if the exact
  * result might leave the dtype's range, the value might have wrapped, so the
  * only sound answer is the whole range.  Division and modulo follow the
- * rounding rules of ir.h; a divisor interval containing zero is allowed
- * (division by zero is an error at run time, so only nonzero divisors
- * matter).
+ * rounding rules of ir.h; a divisor interval containing zero is allowed,
+ * and since x / 0 = x % 0 = 0 (ir.h), every such interval contains 0.
  */
 #include "arith_impl.h"
 
@@ -115,9 +114,10 @@ static ir_ival mul_iv(ir_ival a, ir_ival b)
 }
 
 /* Largest |b| - 1 over nonzero b in the interval: the largest remainder. */
+/* The largest |x % y| for y in b; 0 when b is [0, 0] (x % 0 = 0). */
 static ir_i128 max_rem(ir_ival b)
 {
-	return hi_of(abs128(b.lo), abs128(b.hi)) - 1;
+	return hi_of(hi_of(abs128(b.lo), abs128(b.hi)) - 1, 0);
 }
 
 static ir_ival div_iv(ir_ival a, ir_ival b, bool floor)
@@ -139,7 +139,7 @@ static ir_ival div_iv(ir_ival a, ir_ival b, bool floor)
 		}
 		return r;
 	}
-	/* |b| >= 1, so |a / b| <= |a| */
+	/* a nonzero b gives |a / b| <= |a|, and b = 0 gives 0 */
 	ir_i128 m = hi_of(abs128(a.lo), abs128(a.hi));
 	return ival(-m, m);
 }

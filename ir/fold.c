@@ -5,9 +5,9 @@
  * or unsigned as the dtype says; floats are computed in double from operands
  * rounded to their dtype and the result is rounded back, which is exact for
  * + - * / (double has more than twice the significand bits of float32).
- * Folding must never hide a run-time error or depend on undefined C
- * behaviour, so division by zero, INT64_MIN / -1 and conversions of
- * out-of-range floats to integers stay unfolded.
+ * Folding gives exactly the run-time answers of ir.h and never relies on
+ * undefined C behaviour: x / 0 and x % 0 fold to 0, MIN / -1 to MIN, and a
+ * float to integer conversion maps NaN to 0 and saturates.
  */
 #include "arith_impl.h"
 
@@ -51,13 +51,16 @@ static bool int_less(ts_dtype t, int64_t a, int64_t b)
 	return is_uint(t) ? (uint64_t)a < (uint64_t)b : a < b;
 }
 
-/* Division and modulo of wrapped operands; false when not foldable. */
+/* Division and modulo of wrapped operands, with ir.h's answers for a zero
+ * divisor and MIN / -1 (the caller wraps the result to the dtype). */
 static bool int_div(ir_expr_kind k, ts_dtype t, int64_t a, int64_t b, int64_t *out)
 {
-	if (b == 0 || (!is_uint(t) && a == INT64_MIN && b == -1))
-		return false;
+	bool div = k == IR_TRUNCDIV || k == IR_FLOORDIV;
+	if (b == 0 || (!is_uint(t) && b == -1)) {
+		*out = b == 0 || !div ? 0 : (int64_t)(0 - (uint64_t)a);
+		return true;
+	}
 	if (is_uint(t)) {
-		bool div = k == IR_TRUNCDIV || k == IR_FLOORDIV;
 		*out = (int64_t)(div ? (uint64_t)a / (uint64_t)b : (uint64_t)a % (uint64_t)b);
 		return true;
 	}
@@ -184,6 +187,24 @@ static ts_expr *fold_binary(ts_ctx *ctx, ts_expr *e)
 	return e;
 }
 
+/* ir.h's conversion: NaN is 0, values beyond t saturate to its ends, the
+ * rest truncates toward zero.  The dtype's limits lo and hi + 1 are powers
+ * of two, exact as doubles. */
+static int64_t float_to_int(ts_dtype t, double v)
+{
+	ir_ival r = ir_dtype_ival(t);
+	double w = trunc(v);
+	if (isnan(w))
+		return 0;
+	if (w <= (double)r.lo)
+		return ir_wrap_int(t, (int64_t)r.lo);
+	if (w >= (double)(r.hi + 1))
+		return ir_wrap_int(t, (int64_t)(uint64_t)r.hi);
+	if (t.code == TS_TYPE_UINT)
+		return ir_wrap_int(t, (int64_t)(uint64_t)w);
+	return (int64_t)w;
+}
+
 static ts_expr *fold_cast(ts_ctx *ctx, ts_expr *e)
 {
 	ts_expr *a = e->u.un.a;
@@ -201,14 +222,7 @@ static ts_expr *fold_cast(ts_ctx *ctx, ts_expr *e)
 		return ts_fconst(ctx, t, ir_round_float(t, v));
 	if (ts_dtype_is_bool(t))
 		return ts_const(ctx, t, v != 0);
-	ir_ival r = ir_dtype_ival(t);
-	double w = trunc(v);
-	/* both limits are powers of two (minus one), exact as doubles */
-	if (!isfinite(w) || w < (double)r.lo || w > (double)r.hi || w == (double)(r.hi + 1))
-		return e;
-	if (t.code == TS_TYPE_UINT)
-		return ts_const(ctx, t, ir_wrap_int(t, (int64_t)(uint64_t)w));
-	return ts_const(ctx, t, (int64_t)w);
+	return ts_const(ctx, t, float_to_int(t, v));
 }
 
 static ts_expr *fold_call(ts_ctx *ctx, ts_expr *e)

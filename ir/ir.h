@@ -15,8 +15,17 @@
  *    (Python's // and %): -7 floordiv 2 = -4, -7 floormod 2 = 1; the sign of a
  *    floormod result follows the divisor.  ts_div() on integers builds
  *    FLOORDIV (index arithmetic, as in TVM); DIV is float division only.
- *    Integer division by zero is an error in the evaluators and is never
- *    folded by the simplifier.
+ *  - Integer division never traps (Halide's convention), in every dtype and
+ *    for all four kinds: x / 0 = 0 and x % 0 = 0; MIN / -1 wraps to MIN
+ *    and MIN % -1 = 0 (MIN: the dtype's smallest value).  Every evaluator,
+ *    backend and folder gives exactly these values; code generators keep the
+ *    plain instruction when the divisor is a constant other than 0 and -1.
+ *  - A CAST from float to an integer dtype truncates toward zero, maps NaN
+ *    to 0 and saturates values beyond the dtype to its min or max (to 0 for
+ *    negatives and an unsigned dtype): int8(300.5) = 127, uint8(-3.7) = 0,
+ *    int32(-inf) = INT32_MIN.  float16 and bfloat16 convert by the same rule
+ *    (their values are exact in float32).  A CAST to bool is x != 0, so NaN
+ *    gives true; integer to integer casts wrap.
  *  - Operands are evaluated left to right; expressions have no side effects,
  *    so order matters only for errors.
  *  - Comparisons and logical operators yield bool (with the operands' lanes).

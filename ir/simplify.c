@@ -265,7 +265,9 @@ static ts_expr *divmod(simp *s, ts_expr *e)
 	if (b->kind != IR_INT_IMM)
 		return by_bound(s, e);
 	ir_i128 d = ir_imm_value(b);
-	if (d <= 0)
+	if (d == 0 || (d == -1 && !is_div(e->kind)))
+		return cst(s, e->dtype, 0); /* x / 0 = x % 0 = x % -1 = 0 (ir.h) */
+	if (d < 0)
 		return e;
 	if (d == 1)
 		return is_div(e->kind) ? a : cst(s, e->dtype, 0);

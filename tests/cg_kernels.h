@@ -12,6 +12,9 @@
  *                 staged in shared memory with float4-able vectorized copies.
  *   kg_conv       Y = relu(conv2d(X, W)), 3 -> 8 channels, 16x16, 3x3 kernel,
  *                 padding 1 handled with an IF.
+ *   kg_divsem     64 threads: integer division by tensor values (int32,
+ *                 int64), by the constants 8, 7, 0 and -1, and a float32 to
+ *                 int32 cast: the guarded and the plain division code.
  */
 #ifndef TESSERA_TESTS_CG_KERNELS_H
 #define TESSERA_TESTS_CG_KERNELS_H
@@ -170,6 +173,28 @@ static inline ts_func *kg_conv(ts_ctx *ctx)
 	ts_stmt *k = kg_bind(ctx, f, 8, TS_BLOCK_X, kg_bind(ctx, y, 16, TS_BLOCK_Y,
 							   kg_bind(ctx, x, 16, TS_THREAD_X, body)));
 	return kg_func(ctx, "conv", 3, (ts_buffer *[]){X, W, Y}, k);
+}
+
+static inline ts_func *kg_divsem(ts_ctx *ctx)
+{
+	ts_buffer *b[9];
+	static const char *const names[9] = {"A", "B", "L", "M", "X", "I", "J", "K", "N"};
+	for (int n = 0; n < 9; n++) {
+		ts_dtype t = n == 4 ? ts_float32 : n == 2 || n == 3 || n == 6 ? ts_int64 : ts_int32;
+		b[n] = kg_buf(ctx, names[n], t, 64, 0, TS_SCOPE_GLOBAL);
+	}
+	ts_expr *i = ts_var(ctx, "i");
+	ts_expr *a = ts_load(ctx, b[0], i), *d = ts_load(ctx, b[1], i);
+	ts_expr *l = ts_load(ctx, b[2], i), *m = ts_load(ctx, b[3], i);
+	ts_expr *consts = ts_add(ctx, ts_add(ctx, ts_floordiv(ctx, a, KI(8)), ts_truncdiv(ctx, a, KI(7))),
+				 ts_add(ctx, ts_truncdiv(ctx, a, KI(0)), ts_floormod(ctx, a, KI(-1))));
+	ts_stmt *body = ir_seq(ctx, 4, (ts_stmt *[]){
+		ir_store(ctx, b[5], i, ts_add(ctx, ts_truncdiv(ctx, a, d), ts_truncmod(ctx, a, d))),
+		ir_store(ctx, b[6], i, ts_add(ctx, ts_floordiv(ctx, l, m), ts_floormod(ctx, l, m))),
+		ir_store(ctx, b[7], i, consts),
+		ir_store(ctx, b[8], i, ts_cast(ctx, ts_int32, ts_load(ctx, b[4], i))),
+	});
+	return kg_func(ctx, "divsem", 9, b, kg_bind(ctx, i, 64, TS_THREAD_X, body));
 }
 
 #endif

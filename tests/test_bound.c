@@ -153,12 +153,10 @@ typedef struct {
 
 static int64_t eval(const ts_expr *e, env *v);
 
-static int64_t eval_div(ir_expr_kind k, int64_t a, int64_t b, env *v)
+static int64_t eval_div(ir_expr_kind k, int64_t a, int64_t b)
 {
-	if (b == 0) {
-		v->err = true;
-		return 0;
-	}
+	if (b == 0)
+		return 0; /* x / 0 = x % 0 = 0 (ir.h) */
 	int64_t q = a / b, m = a % b;
 	bool adj = m != 0 && ((m < 0) != (b < 0));
 	switch (k) {
@@ -191,7 +189,7 @@ static int64_t eval_node(const ts_expr *e, env *v)
 	case IR_MIN: return a < b ? a : b;
 	case IR_MAX: return a > b ? a : b;
 	case IR_LT: return a < b;
-	default: return eval_div(e->kind, a, b, v);
+	default: return eval_div(e->kind, a, b);
 	}
 }
 

@@ -70,6 +70,14 @@ START_TEST(test_gemm_ptx)
 }
 END_TEST
 
+/* The guarded division and conversion helpers compile as device code. */
+START_TEST(test_divsem_helpers)
+{
+	compile_ok(kg_divsem, "sm_80");
+	compile_ok(kg_divsem, "compute_90");
+}
+END_TEST
+
 START_TEST(test_conv_and_vadd)
 {
 	compile_ok(kg_conv, "sm_80");
@@ -375,6 +383,7 @@ int main(void)
 		tcase_add_test(tc, test_gemm_sm90);
 		tcase_add_test(tc, test_gemm_ptx);
 		tcase_add_test(tc, test_conv_and_vadd);
+		tcase_add_test(tc, test_divsem_helpers);
 		tcase_add_test(tc, test_syntax_error);
 		tcase_add_test(tc, test_bad_arch);
 		suite_add_tcase(s, tc);

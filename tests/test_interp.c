@@ -638,6 +638,7 @@ START_TEST(test_vector_out_of_bounds)
 }
 END_TEST
 
+/* x % 0 is 0 (ir.h), not an error, also inside an ALLOCATE. */
 START_TEST(test_division_by_zero)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -645,14 +646,14 @@ START_TEST(test_division_by_zero)
 	ts_buffer *T = ir_buffer_new(ctx, "T", ts_int32, 1, (int64_t[]){4}, TS_SCOPE_LOCAL);
 	ts_expr *i = ts_var(ctx, "i");
 	ts_stmt *st = ir_store(ctx, C, i, ts_floormod(ctx, I(10), ts_load(ctx, A, i)));
-	/* inside an ALLOCATE, so that the error path must free T */
 	ts_func *f = func(ctx, "div0", 2, (ts_buffer *[]){A, C},
 			  ir_allocate(ctx, T, loop(ctx, i, 0, 4, TS_FOR_SERIAL, st)));
 	int32_t a[4] = {3, -4, 0, 1}, c[4];
-	ck_assert_int_eq(cg_interp_run(ctx, f, (void *[]){a, c}), TS_ERR_INVALID);
-	tu_assert_error(ctx, "interp: integer division by zero in floormod(10, A[i])");
+	tu_ok(ctx, cg_interp_run(ctx, f, (void *[]){a, c}));
 	ck_assert_int_eq(c[0], 1);
 	ck_assert_int_eq(c[1], -2);
+	ck_assert_int_eq(c[2], 0);
+	ck_assert_int_eq(c[3], 0);
 	ts_ctx_free(ctx);
 }
 END_TEST
