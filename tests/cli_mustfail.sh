@@ -79,5 +79,54 @@ if have "$tutorial"; then
 	expect "--lines: -1 is out of range (0 to" "$t" gemm --lines -1
 fi
 
+if have "$bench"; then
+	b=$bench
+	expect "unknown command 'frobnicate'" "$b" frobnicate
+	expect "missing command" "$b"
+	for s in 8x x8 8xx8 8x8x8x8 "" 8,8,8 -8 +8 " 8" 8x-8x8; do
+		expect "--size: '$s' is not N or MxNxK" "$b" gemm --size "$s"
+	done
+	expect "must be >= 1" "$b" gemm --size 0x8x8
+	expect "--size: '99999999999' is not N or MxNxK" "$b" gemm --size 99999999999
+	expect "below 2^31 elements" "$b" gemm --size 65536x65536x8
+	expect "--size needs a value" "$b" gemm --size
+	expect "--sizes: '-5' is not a list" "$b" gemm --sizes -5
+	expect "--sizes: '99999999999' is not a list" "$b" gemm --sizes 99999999999
+	expect "--size applies to the gemm command only" "$b" conv2d --size 8
+	expect "unknown option '--bogus'" "$b" gemm --bogus
+	expect "unknown option '--bogus'" "$b" gemm --bogus=3
+	for n in 0 -1 abc 100000 99999999999 4x; do
+		expect "--threads: must be an integer from 1 to 1024, got '$n'" "$b" gemm --threads "$n"
+	done
+	expect "--repeat: must be an integer from 1 to" "$b" gemm --repeat 0
+	many=$(awk 'BEGIN { for (i = 0; i < 1000; i++) printf "%snaive", i ? "," : "" }')
+	expect "--impl: 'naive' is named twice" "$b" gemm --impl "$many"
+	many=$(awk 'BEGIN { for (i = 0; i < 1000; i++) printf "%simpl%d", i ? "," : "", i }')
+	expect "--impl: unknown implementation 'impl0'" "$b" gemm --impl "$many"
+	long=$(awk 'BEGIN { for (i = 0; i < 10000; i++) printf "a" }')
+	expect "--impl: unknown implementation 'aaaaaaaa" "$b" gemm --impl "$long"
+	expect "--impl: unknown implementation 'mkl'" "$b" gemm --impl tessera,mkl
+	expect "--impl: empty name in 'tessera,,naive'" "$b" gemm --impl tessera,,naive
+	expect "--impl: empty name in ','" "$b" gemm --impl ,
+	expect "unknown option '--aaaaaaaaaaaaaaaa" "$b" gemm "--$long" 1
+	expect "--json: cannot write '/nonexistent/dir/x.json'" "$b" gemm --json /nonexistent/dir/x.json
+	expect "--json: cannot write '$tmp': it is a directory" "$b" gemm --json "$tmp"
+	expect "--json: cannot write '$tmp/x.json/'" "$b" gemm --json "$tmp/x.json/"
+	mkdir "$tmp/ro" && chmod a-w "$tmp/ro"
+	# root may write anywhere; the check is meaningful only for other users
+	if ! touch "$tmp/ro/probe" 2>/dev/null; then
+		expect "--plot: cannot write '$tmp/ro/x.png'" "$b" gemm --plot "$tmp/ro/x.png"
+		expect "--json: cannot write '$tmp/ro/x.json'" "$b" peak --json "$tmp/ro/x.json"
+	fi
+	expect "--plot: cannot write '/nonexistent/x.png'" "$b" gemm --plot /nonexistent/x.png
+	expect "--plot: cannot write '/proc/x.png'" "$b" gemm --plot /proc/x.png
+	expect "--json: empty path" "$b" gemm --json=
+	expect "unknown target 'tpu'" "$b" gemm --target tpu
+	if ls "$tmp" | grep -q json; then
+		failures=$((failures + 1))
+		echo "FAIL: a refused --json path was created"
+	fi
+fi
+
 echo "cli_mustfail: $cases cases, $failures failed"
 [ "$failures" -eq 0 ]
