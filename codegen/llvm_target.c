@@ -79,6 +79,31 @@ static const struct {
 	{"x86", "i686, pentium4"},
 	{"aarch64", "neoverse-n1, apple-m1"},
 	{"arm64", "neoverse-n1, apple-m1"},
+	{"riscv64", "generic-rv64, sifive-u74"},
+	{"riscv32", "generic-rv32, sifive-e31"},
+};
+
+/* CPUs of the other word size: LLVM 14 aborts the process when it compiles
+ * a function for them on these targets ("64-bit code requested on a
+ * subtarget that doesn't support it!", "RV64 target requires an RV64
+ * CPU").  Found by compiling one function with `llc -march=T -mcpu=C` for
+ * every CPU of the 64-bit targets and of riscv32; old CPUs, so the lists
+ * do not grow with new LLVM releases. */
+static const struct {
+	const char *target, *cpus;
+} wrong_width_cpus[] = {
+	{"x86-64", " athlon athlon-4 athlon-mp athlon-tbird athlon-xp c3 c3-2 geode i386 i486 "
+		   "i586 i686 k6 k6-2 k6-3 lakemont pentium pentium-m pentium-mmx pentium2 "
+		   "pentium3 pentium3m pentium4 pentium4m pentiumpro prescott winchip-c6 "
+		   "winchip2 yonah "},
+	{"mips64", " mips1 mips2 mips32 mips32r2 mips32r3 mips32r5 mips32r6 mips5 p5600 "},
+	{"mips64el", " mips1 mips2 mips32 mips32r2 mips32r3 mips32r5 mips32r6 mips5 p5600 "},
+	{"ppc64", " e500 "},
+	{"ppc64le", " e500 "},
+	{"riscv32", " generic-rv64 rocket-rv64 sifive-7-rv64 sifive-s21 sifive-s51 sifive-s54 "
+		    "sifive-s76 sifive-u54 sifive-u74 "},
+	{"riscv64", " generic-rv32 rocket-rv32 sifive-7-rv32 sifive-e20 sifive-e21 sifive-e24 "
+		    "sifive-e31 sifive-e34 sifive-e76 "},
 };
 
 /* LLVM's target registry is process-wide; registering twice is harmless
@@ -156,11 +181,34 @@ static int arch_len(const char *triple)
 	return (int)strcspn(triple, "-");
 }
 
-/* Same architecture (the part of the triple before the first '-'). */
-static bool same_arch(const char *a, const char *b)
+/* Component k of a triple (arch-vendor-os-environment); length 0 where
+ * absent. */
+static size_t triple_part(const char *triple, int k, const char **part)
 {
-	size_t la = strcspn(a, "-"), lb = strcspn(b, "-");
-	return la == lb && strncmp(a, b, la) == 0;
+	const char *p = triple;
+	for (int i = 0; i < k && *p; i++)
+		p += strcspn(p, "-") + (p[strcspn(p, "-")] == '-');
+	*part = p;
+	return strcspn(p, "-");
+}
+
+static bool same_part(const char *a, const char *b, int k, bool unknown_matches)
+{
+	const char *pa, *pb;
+	size_t la = triple_part(a, k, &pa), lb = triple_part(b, k, &pb);
+	if (unknown_matches && (la == 0 || (la == 7 && strncmp(pa, "unknown", 7) == 0)))
+		return true;
+	return la == lb && strncmp(pa, pb, la) == 0;
+}
+
+/* Whether code for triple can be called here: the host's architecture,
+ * operating system and environment (Windows or x32 code on x86-64 Linux
+ * takes its arguments elsewhere), an unnamed OS or environment meaning
+ * the host's. */
+static bool runs_here(const char *triple, const char *host)
+{
+	return same_part(triple, host, 0, false) && same_part(triple, host, 2, true) &&
+	       same_part(triple, host, 3, true);
 }
 
 /* The options of a target string, each a malloc'd value or NULL. */
@@ -220,17 +268,50 @@ static ts_status parse_options(ts_ctx *ctx, const where *w, options *o)
 	}
 }
 
+static bool wrong_width(const char *target, const char *cpu)
+{
+	for (size_t i = 0; i < TS_COUNT_OF(wrong_width_cpus); i++)
+		if (strcmp(wrong_width_cpus[i].target, target) == 0)
+			return listed(wrong_width_cpus[i].cpus, cpu, strlen(cpu));
+	return false;
+}
+
 static ts_status check_cpu(ts_ctx *ctx, const where *w, const char *cpu, const cg_llvm_target *t)
 {
 	const cg_llvm_names *names = names_of(t->target);
+	char buf[128];
+	if (names && wrong_width(names->target, cpu))
+		return ts_error(ctx, TS_ERR_INVALID,
+				"build %s: CPU '%s' cannot generate code for target %.*s (e.g. %s, ...; "
+				"it lacks the triple's word size)",
+				w->fname, cpu, arch_len(t->triple), t->triple,
+				examples(names, buf, sizeof buf));
 	if (!names || listed(names->cpus, cpu, strlen(cpu)))
 		return TS_OK;
-	char buf[128];
 	return ts_error(ctx, TS_ERR_INVALID,
 			"build %s: unknown CPU '%s' for target %.*s (e.g. %s, ...; "
 			"`llc -march=%s -mcpu=help` lists them)",
 			w->fname, cpu, arch_len(t->triple), t->triple,
 			examples(names, buf, sizeof buf), names->target);
+}
+
+/* The CPU used when none is named: "generic", where the target has one. */
+static ts_status check_default_cpu(ts_ctx *ctx, const where *w, const cg_llvm_target *t)
+{
+	const cg_llvm_names *names = names_of(t->target);
+	if (!names || listed(names->cpus, "generic", 7))
+		return TS_OK;
+	char buf[128];
+	return bad_target(ctx, w, "%.*s has no generic CPU; name one with -mcpu= (e.g. %s, ...)",
+			  arch_len(t->triple), t->triple, examples(names, buf, sizeof buf));
+}
+
+/* The word size and mode features are set by LLVM from the triple;
+ * clearing "64bit" on a 64-bit triple aborts the process. */
+static bool mode_feature(const char *name, size_t len)
+{
+	return (len == 5 && strncmp(name, "64bit", 5) == 0) ||
+	       (len > 8 && strncmp(name + len - 8, "bit-mode", 8) == 0);
 }
 
 static ts_status check_features(ts_ctx *ctx, const where *w, const char *attr,
@@ -242,6 +323,9 @@ static ts_status check_features(ts_ctx *ctx, const where *w, const char *attr,
 		if (len < 2 || (p[0] != '+' && p[0] != '-'))
 			return bad_target(ctx, w, "feature '%.*s' must be written +name or -name",
 					  (int)len, p);
+		if (mode_feature(p + 1, len - 1))
+			return bad_target(ctx, w, "feature '%.*s' follows from the triple; it cannot be "
+					  "set with -mattr", (int)len - 1, p + 1);
 		if (names && !listed(names->features, p + 1, len - 1))
 			return bad_target(ctx, w, "unknown feature '%.*s' for target %.*s", (int)len - 1,
 					  p + 1, arch_len(t->triple), t->triple);
@@ -266,7 +350,12 @@ static ts_status resolve_cpu(ts_ctx *ctx, const where *w, const options *o, cg_l
 {
 	bool native_cpu = o->cpu && strcmp(o->cpu, "native") == 0;
 	bool host = native_cpu || (!o->triple && !o->cpu && !o->attr);
-	ts_status st = o->cpu && !native_cpu ? check_cpu(ctx, w, o->cpu, t) : TS_OK;
+	if (native_cpu && !t->native)
+		return bad_target(ctx, w, "-mcpu=native names this machine's CPU, which does not "
+				  "run code for %s", t->triple);
+	ts_status st = o->cpu && !native_cpu ? check_cpu(ctx, w, o->cpu, t)
+		       : !host && !o->cpu ? check_default_cpu(ctx, w, t)
+					  : TS_OK;
 	if (!st && o->attr)
 		st = check_features(ctx, w, o->attr, t);
 	if (st)
@@ -289,7 +378,7 @@ static ts_status resolve(ts_ctx *ctx, const where *w, const options *o, cg_llvm_
 {
 	char *def = LLVMGetDefaultTargetTriple();
 	t->triple = LLVMNormalizeTargetTriple(o->triple ? o->triple : def);
-	t->native = same_arch(t->triple, def);
+	t->native = runs_here(t->triple, def);
 	LLVMDisposeMessage(def);
 	char *err = NULL;
 	if (LLVMGetTargetFromTriple(t->triple, &t->target, &err)) {

@@ -3,8 +3,10 @@
  * message naming the function, the bad name and the target, and never
  * lets LLVM abort or print instead: unknown CPUs and features (checked
  * against the CPU and feature lists of the LLVM that tessera links),
- * empty values, unknown options and triples.  Good target strings still
- * build code that agrees with the reference evaluator.
+ * empty values, unknown options and triples, CPUs of the other word size
+ * (LLVM aborts on those), and code for another ABI is not run here.  Good
+ * target strings still build code that agrees with the reference
+ * evaluator.
  */
 #include "testutil.h"
 
@@ -61,6 +63,10 @@ START_TEST(test_unknown_cpu)
 	}
 	expect_refused("llvm -mtriple=x86_64-linux-gnu -mcpu=cortex-a53",
 		       "build f: unknown CPU 'cortex-a53' for target x86_64 (e.g. skylake-avx512");
+	if (host_is_x86_64())
+		expect_refused("llvm -mtriple=aarch64-linux-gnu -mcpu=native",
+			       "-mcpu=native names this machine's CPU, which does not run code for "
+			       "aarch64");
 	expect_refused("llvm -mtriple=i686-linux-gnu -mcpu=notacpu",
 		       "build f: unknown CPU 'notacpu' for target i686");
 }
@@ -79,6 +85,54 @@ START_TEST(test_unknown_cpu_other_arch)
 		       "build f: target 'llvm -mtriple=aarch64-linux-gnu -mattr=+avx2': unknown "
 		       "feature 'avx2' for target aarch64");
 #endif
+}
+END_TEST
+
+/* Names LLVM knows, but for the other word size: LLVM aborts the process
+ * on these ("64-bit code requested on a subtarget that doesn't support
+ * it!"), so tessera refuses them first. */
+START_TEST(test_cpu_of_other_word_size)
+{
+	expect_refused("llvm -mtriple=x86_64-linux-gnu -mcpu=i686",
+		       "build f: CPU 'i686' cannot generate code for target x86_64 (e.g. skylake-avx512");
+	expect_refused("llvm -mtriple=x86_64-linux-gnu -mcpu=pentium4", "CPU 'pentium4' cannot");
+	expect_refused("llvm -mattr=-64bit", "feature '64bit' follows from the triple");
+	expect_refused("llvm -mattr=+32bit-mode", "feature '32bit-mode' follows from the triple");
+#ifdef TS_HAVE_LLVM_NAMES
+	expect_refused("llvm -mtriple=mips64-linux-gnu -mcpu=mips32",
+		       "build f: CPU 'mips32' cannot generate code for target mips64");
+	expect_refused("llvm -mtriple=ppc64le-linux-gnu -mcpu=e500", "CPU 'e500' cannot");
+	expect_refused("llvm -mtriple=riscv64-linux-gnu -mcpu=generic-rv32",
+		       "build f: CPU 'generic-rv32' cannot generate code for target riscv64 (e.g. "
+		       "generic-rv64");
+	expect_refused("llvm -mtriple=riscv32-linux-gnu -mcpu=sifive-u74", "CPU 'sifive-u74' cannot");
+	/* RISC-V has no "generic" CPU, which tessera would pick otherwise */
+	expect_refused("llvm -mtriple=riscv64-linux-gnu",
+		       "build f: target 'llvm -mtriple=riscv64-linux-gnu': riscv64 has no generic "
+		       "CPU; name one with -mcpu= (e.g. generic-rv64");
+#endif
+}
+END_TEST
+
+/* Code for another operating system or ABI on this architecture would be
+ * called with the wrong conventions: it is built, but not run here. */
+START_TEST(test_other_abi_is_not_the_host)
+{
+	static const char *const others[] = {
+		"llvm -mtriple=x86_64-pc-windows-msvc", "llvm -mtriple=x86_64-w64-windows-gnu",
+		"llvm -mtriple=x86_64-unknown-linux-gnux32", "llvm -mtriple=x86_64-apple-darwin",
+	};
+	if (!host_is_x86_64())
+		return;
+	for (size_t i = 0; i < TS_COUNT_OF(others); i++) {
+		ts_ctx *ctx = ts_ctx_new();
+		ts_func *f = vadd(ctx, 37);
+		ck_assert_msg(ts_build(ctx, f, others[i]) == NULL, "'%s' was built to run here",
+			      others[i]);
+		ck_assert_int_eq(ts_last_status(ctx), TS_ERR_UNSUPPORTED);
+		tu_assert_error(ctx, "is not the host, so the module cannot run here");
+		ts_ctx_free(ctx);
+	}
 }
 END_TEST
 
@@ -119,7 +173,7 @@ START_TEST(test_good_targets)
 		return;
 	static const char *const good[] = {
 		"llvm", "llvm -mcpu=x86-64", "llvm -mcpu=native", "llvm -mattr=+sse4.2,-avx",
-		"llvm -mtriple=x86_64-unknown-linux-gnu -mcpu=generic",
+		"llvm -mtriple=x86_64-unknown-linux-gnu -mcpu=generic", "llvm -mtriple=x86_64",
 	};
 	for (size_t i = 0; i < TS_COUNT_OF(good); i++) {
 		ts_ctx *ctx = ts_ctx_new();
@@ -132,7 +186,8 @@ START_TEST(test_good_targets)
 	/* known CPUs of this and other architectures compile (not run) */
 	static const char *const cross[] = {
 		"llvm -mcpu=skylake-avx512", "llvm -mcpu=znver3",
-		"llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53",
+		"llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53", "llvm -mtriple=i686-linux-gnu -mcpu=i686",
+		"llvm -mtriple=riscv64-linux-gnu -mcpu=generic-rv64",
 	};
 	for (size_t i = 0; i < TS_COUNT_OF(cross); i++) {
 		ts_ctx *ctx = ts_ctx_new();
@@ -152,6 +207,8 @@ int main(void)
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, test_unknown_cpu);
 	tcase_add_test(tc, test_unknown_cpu_other_arch);
+	tcase_add_test(tc, test_cpu_of_other_word_size);
+	tcase_add_test(tc, test_other_abi_is_not_the_host);
 	tcase_add_test(tc, test_bad_features);
 	tcase_add_test(tc, test_bad_syntax);
 	tcase_add_test(tc, test_good_targets);
