@@ -72,6 +72,8 @@ typedef struct bench_problem {
 } bench_problem;
 
 #define BENCH_MAX_PROBLEMS 64
+#define BENCH_MAX_THREADS 1024      /* tessera's thread pool has at most this many */
+#define BENCH_MAX_REPEAT (1 << 20)
 
 typedef struct bench_opts {
 	bench_cmd cmd;
@@ -91,6 +93,9 @@ typedef struct bench_opts {
 /* Parses argv into *o (defaults filled in).  Returns 0, or -1 with a
  * one-line message in err naming the argument and the rule broken. */
 int bench_parse_args(int argc, char **argv, bench_opts *o, char *err, size_t errlen);
+/* Refuses --json and --plot paths that cannot be written (0, or -1 with
+ * err set), so that a long run does not end in an unwritable file. */
+int bench_check_outputs(const bench_opts *o, char *err, size_t errlen);
 void bench_usage(FILE *f);
 void bench_print_layers(FILE *f);
 /* Output extent of a convolution. */

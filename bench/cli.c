@@ -12,9 +12,11 @@
  * argument, so main decides the exit code and tests can check the message.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -87,56 +89,81 @@ void bench_usage(FILE *f)
 	      "\n"
 	      "options:\n"
 	      "  --sizes S1,S2,...      square GEMMs of these sizes\n"
+	      "  --size N | MxNxK       one square or one M x N x K GEMM (repeatable)\n"
 	      "  --shape M,N,K          one GEMM (repeatable)\n"
 	      "  --layer NAME           one ResNet-50 conv layer (repeatable; 'list' lists them)\n"
 	      "  --conv N,C,H,W,K,R,S,stride,pad   one conv2d: X[N,C,H,W], K filters RxS\n"
-	      "  --threads N            threads for every library (default: all cores)\n"
+	      "  --threads N            threads for every library, 1 to 1024 (default: all cores)\n"
 	      "  --target cpu|cuda      where to run (default cpu); cuda times tessera, cuBLAS\n"
 	      "                         and cuDNN on the GPU, by default GEMM 4096^3 and the\n"
 	      "                         ResNet-50 3x3 layers (results checked against the CPU)\n"
-	      "  --repeat N             timed samples (default: enough for 0.2 s, at least 5)\n"
+	      "  --repeat N             timed samples, 1 to 2^20 (default: enough for 0.2 s,\n"
+	      "                         at least 5)\n"
 	      "  --impl A,B,...         only these of: tessera,naive,openblas,onednn,cublas,cudnn\n"
+	      "                         (each at most once)\n"
 	      "  --json PATH            write the results as a JSON array of records\n"
 	      "  --plot PATH            write a PNG bar chart of GFLOP/s (needs gnuplot; its\n"
 	      "                         data go next to it: x.png -> x.dat)\n"
 	      "  -h, --help             this text\n"
+	      "\n"
+	      "Sizes are decimal integers (no sign); every matrix and tensor must have fewer\n"
+	      "than 2^31 elements.  The --json and --plot paths are checked for writing\n"
+	      "before anything runs.\n"
 	      "\n"
 	      "Naive kernels run on one thread.  GFLOP/s is also given as %% of the measured\n"
 	      "peak (one core with --threads 1, all cores otherwise) and as ratios to the\n"
 	      "baselines (row GFLOP/s / baseline GFLOP/s, >1 is faster).\n"
 	      "\n"
 	      "exit status: 0 all results correct, 1 a result was wrong or a kernel failed,\n"
-	      "2 bad command line, 3 --target cuda without a usable GPU.\n",
+	      "2 bad command line (or unwritable --json/--plot path), 3 --target cuda\n"
+	      "without a usable GPU.\n",
 	      f);
 }
 
+/* Formats a message about arg, shortened so that a huge argument still
+ * gives a one-line message. */
 static int fail(char *err, size_t n, const char *fmt, const char *arg)
 {
-	snprintf(err, n, fmt, arg);
+	char a[80];
+	snprintf(a, sizeof a, "%.64s%s", arg, strlen(arg) > 64 ? "..." : "");
+	snprintf(err, n, fmt, a);
 	return -1;
 }
 
-/* Parses a comma-separated list of positive integers; returns the count
- * or -1 (with err set) on a bad element. */
-static int parse_ints(const char *flag, const char *s, int64_t *out, int max, char *err,
-		      size_t n)
+/* Parses up to max+1 decimal integers in [0, 2^31) separated by sep:
+ * digits only (no sign, no spaces).  Returns the count (max+1 meaning
+ * "too many"), or -1 on a malformed element. */
+static int parse_list(const char *s, char sep, int64_t *out, int max)
 {
 	int count = 0;
-	const char *p = s;
-	for (;;) {
+	for (const char *p = s;; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
 		char *end;
 		errno = 0;
 		long long v = strtoll(p, &end, 10);
-		if (end == p || errno || v < 0 || v > INT32_MAX || (*end != ',' && *end))
-			return snprintf(err, n, "%s: '%s' is not a list of non-negative integers",
-					flag, s), -1;
-		if (count == max)
-			return snprintf(err, n, "%s: '%s' has more than %d numbers", flag, s, max), -1;
-		out[count++] = v;
-		if (!*end)
+		if (errno || v > INT32_MAX || (*end != sep && *end))
+			return -1;
+		if (count < max)
+			out[count] = v;
+		if (++count > max || !*end)
 			return count;
-		p = end + 1;
+		p = end;
 	}
+}
+
+/* Parses a comma-separated list of non-negative integers; returns the
+ * count or -1 (with err set) on a bad element. */
+static int parse_ints(const char *flag, const char *s, int64_t *out, int max, char *err,
+		      size_t n)
+{
+	int count = parse_list(s, ',', out, max);
+	if (count < 0)
+		return snprintf(err, n, "%s: '%.64s' is not a list of integers from 0 to 2^31-1",
+				flag, s), -1;
+	if (count > max)
+		return snprintf(err, n, "%s: '%.64s' has more than %d numbers", flag, s, max), -1;
+	return count;
 }
 
 int64_t bench_conv_out(int64_t in, int64_t k, int64_t stride, int64_t pad)
@@ -266,36 +293,43 @@ static int add_defaults(bench_opts *o, char *err, size_t n)
 	return rc;
 }
 
-static int parse_impls(bench_opts *o, const char *s, char *err, size_t n)
+static int find_impl(const char *name, size_t len)
 {
-	char buf[256];
-	snprintf(buf, sizeof buf, "%s", s);
-	o->impls = 0;
-	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save)) {
-		int found = -1;
-		for (int i = 0; i < BENCH_NIMPL; i++)
-			if (strcmp(tok, bench_impl_names[i]) == 0)
-				found = i;
-		if (found < 0)
-			return fail(err, n, "--impl: unknown implementation '%s' (known: tessera, "
-				    "naive, openblas, onednn, cublas, cudnn)", tok);
-		o->impls |= 1u << found;
-	}
-	if (!o->impls)
-		return fail(err, n, "--impl: empty list '%s'", s);
-	return 0;
+	for (int i = 0; i < BENCH_NIMPL; i++)
+		if (strlen(bench_impl_names[i]) == len && !strncmp(name, bench_impl_names[i], len))
+			return i;
+	return -1;
 }
 
-static int parse_int_flag(const char *flag, const char *v, int lo, int *out, char *err, size_t n)
+/* Walks the list in place: any length, any number of names, no copy. */
+static int parse_impls(bench_opts *o, const char *s, char *err, size_t n)
+{
+	o->impls = 0;
+	for (const char *p = s;; p++) {
+		size_t len = strcspn(p, ",");
+		int found = find_impl(p, len);
+		if (len == 0)
+			return snprintf(err, n, "--impl: empty name in '%.64s'", s), -1;
+		if (found < 0)
+			return snprintf(err, n, "--impl: unknown implementation '%.*s%s' (known: tessera, "
+				 "naive, openblas, onednn, cublas, cudnn)", (int)(len < 40 ? len : 40), p,
+				 len > 40 ? "..." : ""), -1;
+		if (o->impls >> found & 1u)
+			return fail(err, n, "--impl: '%s' is named twice", bench_impl_names[found]);
+		o->impls |= 1u << found;
+		p += len;
+		if (!*p)
+			return 0;
+	}
+}
+
+static int parse_int_flag(const char *flag, const char *v, int lo, int hi, int *out, char *err,
+			  size_t n)
 {
 	int64_t x;
-	if (parse_ints(flag, v, &x, 1, err, n) != 1)
-		return -1;
-	if (x < lo || x > 1 << 20) {
-		snprintf(err, n, "%s: %s is out of range (%d to %d)", flag, v, lo, 1 << 20);
-		return -1;
-	}
+	if (parse_list(v, ',', &x, 1) != 1 || x < lo || x > hi)
+		return snprintf(err, n, "%s: must be an integer from %d to %d, got '%.64s'", flag, lo,
+				hi, v), -1;
 	*out = (int)x;
 	return 0;
 }
@@ -308,6 +342,22 @@ static int parse_sizes(bench_opts *o, const char *v, char *err, size_t n)
 		if (add_square(o, s[i], err, n))
 			return -1;
 	return k < 0 ? -1 : 0;
+}
+
+/* --size N (a square) or MxNxK. */
+static int parse_size(bench_opts *o, const char *v, char *err, size_t n)
+{
+	int64_t s[3];
+	int k = parse_list(v, 'x', s, 3);
+	if (k != 1 && k != 3)
+		return snprintf(err, n, "--size: '%.64s' is not N or MxNxK (decimal integers from 0 "
+				"to 2^31-1)", v), -1;
+	if (k == 1)
+		return add_square(o, s[0], err, n);
+	char name[40];
+	snprintf(name, sizeof name, "%lldx%lldx%lld", (long long)s[0], (long long)s[1],
+		 (long long)s[2]);
+	return add_gemm(o, name, s[0], s[1], s[2], err, n);
 }
 
 static int parse_shape(bench_opts *o, const char *v, char *err, size_t n)
@@ -339,6 +389,36 @@ static int parse_conv(bench_opts *o, const char *v, char *err, size_t n)
 	return add_conv(o, name, &c, err, n);
 }
 
+/* Whether path can be written, found by opening it as the run will (and
+ * removing it again if this made it): permissions alone say nothing when
+ * running as root or on a read-only file system. */
+static int check_writable(const char *flag, const char *path, char *err, size_t n)
+{
+	struct stat st;
+	bool existed = stat(path, &st) == 0;
+	if (existed && S_ISDIR(st.st_mode))
+		return snprintf(err, n, "%s: cannot write '%.200s': it is a directory", flag, path), -1;
+	int fd = open(path, existed ? O_WRONLY : O_WRONLY | O_CREAT | O_EXCL, 0644);
+	if (fd < 0)
+		return snprintf(err, n, "%s: cannot write '%.200s': %s", flag, path, strerror(errno)),
+		       -1;
+	close(fd);
+	if (!existed)
+		unlink(path);
+	return 0;
+}
+
+int bench_check_outputs(const bench_opts *o, char *err, size_t n)
+{
+	if (o->cmd == BENCH_CMD_HELP || o->list_layers)
+		return 0;
+	if (o->json && check_writable("--json", o->json, err, n))
+		return -1;
+	if (o->plot && check_writable("--plot", o->plot, err, n))
+		return -1;
+	return 0;
+}
+
 void bench_print_layers(FILE *f)
 {
 	for (size_t i = 0; i < TS_COUNT_OF(resnet_layers); i++) {
@@ -365,11 +445,14 @@ static int apply_flag(bench_opts *o, const char *flag, const char *v, char *err,
 {
 	bool conv_cmd = o->cmd == BENCH_CMD_CONV2D, gemm_cmd = o->cmd == BENCH_CMD_GEMM;
 	bool sizes = !strcmp(flag, "--sizes"), shape = !strcmp(flag, "--shape");
+	bool size = !strcmp(flag, "--size");
 	bool layer = !strcmp(flag, "--layer"), conv = !strcmp(flag, "--conv");
-	if ((sizes || shape) && !gemm_cmd)
+	if ((sizes || shape || size) && !gemm_cmd)
 		return fail(err, n, "%s applies to the gemm command only", flag);
 	if ((layer || conv) && !conv_cmd)
 		return fail(err, n, "%s applies to the conv2d command only", flag);
+	if (size)
+		return parse_size(o, v, err, n);
 	if (sizes || shape)
 		return sizes ? parse_sizes(o, v, err, n) : parse_shape(o, v, err, n);
 	if (layer && !strcmp(v, "list")) {
@@ -379,9 +462,9 @@ static int apply_flag(bench_opts *o, const char *flag, const char *v, char *err,
 	if (layer || conv)
 		return layer ? add_layer(o, v, err, n) : parse_conv(o, v, err, n);
 	if (!strcmp(flag, "--threads"))
-		return parse_int_flag(flag, v, 1, &o->threads, err, n);
+		return parse_int_flag(flag, v, 1, BENCH_MAX_THREADS, &o->threads, err, n);
 	if (!strcmp(flag, "--repeat"))
-		return parse_int_flag(flag, v, 1, &o->repeat, err, n);
+		return parse_int_flag(flag, v, 1, BENCH_MAX_REPEAT, &o->repeat, err, n);
 	if (!strcmp(flag, "--target"))
 		return parse_target(o, v, err, n);
 	if (!strcmp(flag, "--impl"))
@@ -393,6 +476,17 @@ static int apply_flag(bench_opts *o, const char *flag, const char *v, char *err,
 		return 0;
 	}
 	return fail(err, n, "unknown option '%s' (see tessera-bench --help)", flag);
+}
+
+static bool known_flag(const char *a, size_t len)
+{
+	static const char *const flags[] = {"--sizes", "--size",   "--shape", "--layer",
+					    "--conv",  "--threads", "--target", "--repeat",
+					    "--impl",  "--json",   "--plot"};
+	for (size_t i = 0; i < TS_COUNT_OF(flags); i++)
+		if (strlen(flags[i]) == len && !strncmp(a, flags[i], len))
+			return true;
+	return false;
 }
 
 static int parse_command(bench_opts *o, const char *c, char *err, size_t n)
@@ -408,7 +502,7 @@ static int parse_command(bench_opts *o, const char *c, char *err, size_t n)
 			return 0;
 		}
 	}
-	return fail(err, n, "unknown command '%s' (gemm, conv2d, summary, peak or help)", c);
+	return snprintf(err, n, "unknown command '%.64s' (gemm, conv2d, summary, peak or help)", c), -1;
 }
 
 static void set_defaults(bench_opts *o)
@@ -433,10 +527,14 @@ int bench_parse_args(int argc, char **argv, bench_opts *o, char *err, size_t err
 			return 0;
 		}
 		if (strncmp(a, "--", 2) != 0)
-			return fail(err, errlen, "unexpected argument '%s'", a);
+			return snprintf(err, errlen, "unexpected argument '%.64s'", a), -1;
 		const char *eq = strchr(a, '=');
-		char flag[32];
-		snprintf(flag, sizeof flag, "%.*s", eq ? (int)(eq - a) : (int)strlen(a), a);
+		size_t len = eq ? (size_t)(eq - a) : strlen(a);
+		if (!known_flag(a, len))
+			return snprintf(err, errlen, "unknown option '%.*s%s' (see tessera-bench --help)",
+					(int)(len < 40 ? len : 40), a, len > 40 ? "..." : ""), -1;
+		char flag[32]; /* every known flag fits */
+		snprintf(flag, sizeof flag, "%.*s", (int)len, a);
 		const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
 		if (!v)
 			return fail(err, errlen, "%s needs a value", flag);

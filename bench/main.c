@@ -3,7 +3,8 @@
  * peak, run the problems, print the table and write the JSON and chart.
  * Exit status: 0 when every result was correct, 1 when one was wrong, a
  * kernel failed or an output could not be written, 2 for a bad command
- * line, 3 for --target cuda without a usable GPU.  `summary` runs the
+ * line (an unwritable --json or --plot path included: it is found before
+ * anything runs), 3 for --target cuda without a usable GPU.  `summary` runs the
  * GPU summary after the CPU one when a GPU is present, and says in one
  * line why not otherwise.
  */
@@ -107,10 +108,10 @@ static int run(const bench_opts *o)
 
 int main(int argc, char **argv)
 {
-	bench_fair_openblas(argv);
 	bench_opts o;
 	char err[512];
-	if (bench_parse_args(argc, argv, &o, err, sizeof err)) {
+	if (bench_parse_args(argc, argv, &o, err, sizeof err) ||
+	    bench_check_outputs(&o, err, sizeof err)) {
 		fprintf(stderr, "tessera-bench: %s\n", err);
 		fprintf(stderr, "run 'tessera-bench --help' for usage\n");
 		return BENCH_EXIT_USAGE;
@@ -123,6 +124,8 @@ int main(int argc, char **argv)
 		bench_print_layers(stdout);
 		return BENCH_EXIT_OK;
 	}
+	/* after parsing: it may restart the process, which parses again */
+	bench_fair_openblas(argv);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	return run(&o);
 }

@@ -86,6 +86,11 @@ START_TEST(test_cli_flags)
 	ck_assert_int_eq(o.problems[0].c.C, 256);
 	ck_assert_int_eq(o.problems[1].c.S, 2);
 	ck_assert_int_eq(o.target, BENCH_CUDA);
+	ck_assert_int_eq(parse(&o, err, "gemm --size 64 --size 3x5x7"), 0);
+	ck_assert_int_eq(o.nproblems, 2);
+	ck_assert_int_eq(o.problems[0].g.K, 64);
+	ck_assert_int_eq(o.problems[1].g.M, 3);
+	ck_assert_int_eq(o.problems[1].g.K, 7);
 	ck_assert_int_eq(parse(&o, err, "conv2d --layer list"), 0);
 	ck_assert(o.list_layers);
 	ck_assert_int_eq(parse(&o, err, "peak --help"), 0);
@@ -105,12 +110,50 @@ START_TEST(test_cli_errors)
 	assert_parse_error("gemm --shape 4,5", "--shape: expected M,N,K");
 	assert_parse_error("conv2d --conv 1,3,8,8,4,3,3,1", "--conv: expected N,C,H,W,K,R,S,stride,pad");
 	assert_parse_error("conv2d --conv 1,3,2,2,4,5,5,1,0", "larger than the padded image");
-	assert_parse_error("gemm --threads 0", "--threads: 0 is out of range");
+	assert_parse_error("gemm --threads 0", "--threads: must be an integer from 1 to 1024, got '0'");
+	assert_parse_error("gemm --threads 100000", "--threads: must be an integer from 1 to 1024");
+	assert_parse_error("gemm --threads -1", "--threads: must be an integer from 1 to 1024");
+	assert_parse_error("gemm --repeat 2x", "--repeat: must be an integer from 1 to 1048576");
+	assert_parse_error("gemm --sizes -5", "--sizes: '-5' is not a list of integers");
+	assert_parse_error("gemm --sizes 99999999999", "is not a list of integers from 0 to 2^31-1");
+	assert_parse_error("gemm --size 8x", "--size: '8x' is not N or MxNxK");
+	assert_parse_error("gemm --size x8", "--size: 'x8' is not N or MxNxK");
+	assert_parse_error("gemm --size 8x8", "--size: '8x8' is not N or MxNxK");
+	assert_parse_error("gemm --size 0x8x8", "must be >= 1");
+	assert_parse_error("gemm --size 65536x65536x1", "below 2^31 elements");
+	assert_parse_error("conv2d --size 8", "--size applies to the gemm command only");
+	assert_parse_error("gemm --size", "--size needs a value");
+	assert_parse_error("gemm --bogus", "unknown option '--bogus'");
+	assert_parse_error("gemm --impl naive,tessera,naive", "--impl: 'naive' is named twice");
+	assert_parse_error("gemm --impl tessera,,naive", "--impl: empty name in 'tessera,,naive'");
 	assert_parse_error("gemm --target tpu", "unknown target 'tpu'");
 	assert_parse_error("gemm --layer conv1", "--layer applies to the conv2d command only");
 	assert_parse_error("conv2d --sizes 64", "--sizes applies to the gemm command only");
 	assert_parse_error("gemm --json", "--json needs a value");
 	assert_parse_error("gemm stray", "unexpected argument 'stray'");
+}
+END_TEST
+
+/* Unwritable --json and --plot paths are refused before anything runs,
+ * and checking a writable path leaves nothing behind. */
+START_TEST(test_cli_output_paths)
+{
+	bench_opts o;
+	char err[256];
+	ck_assert_int_eq(parse(&o, err, "gemm --json /nonexistent/dir/x.json"), 0);
+	ck_assert_int_ne(bench_check_outputs(&o, err, sizeof err), 0);
+	ck_assert_msg(strstr(err, "--json: cannot write '/nonexistent/dir/x.json': No such file"),
+		      "%s", err);
+	ck_assert_int_eq(parse(&o, err, "gemm --plot /proc/x.png"), 0);
+	ck_assert_int_ne(bench_check_outputs(&o, err, sizeof err), 0);
+	ck_assert_msg(strstr(err, "--plot: cannot write '/proc/x.png'"), "%s", err);
+	ck_assert_int_eq(parse(&o, err, "gemm --json /tmp"), 0);
+	ck_assert_int_ne(bench_check_outputs(&o, err, sizeof err), 0);
+	ck_assert_msg(strstr(err, "--json: cannot write '/tmp': it is a directory"), "%s", err);
+	remove("check_outputs.json");
+	ck_assert_int_eq(parse(&o, err, "gemm --json check_outputs.json"), 0);
+	ck_assert_int_eq(bench_check_outputs(&o, err, sizeof err), 0);
+	ck_assert_int_ne(access("check_outputs.json", F_OK), 0);
 }
 END_TEST
 
@@ -416,6 +459,7 @@ int main(void)
 	tcase_add_test(tc, test_cli_defaults);
 	tcase_add_test(tc, test_cli_flags);
 	tcase_add_test(tc, test_cli_errors);
+	tcase_add_test(tc, test_cli_output_paths);
 	tcase_add_test(tc, test_naive_gemm);
 	tcase_add_test(tc, test_naive_conv);
 	tcase_add_test(tc, test_tessera_schedules);

@@ -15,8 +15,12 @@
  * AVX-512 is used where present), optionally followed by -mcpu=NAME,
  * -mattr=+feat,-feat and -mtriple=TRIPLE.  -mcpu=native is the host; with
  * any other -mcpu, or -mattr/-mtriple alone (CPU "generic"), the host's
- * feature list is not added.  A triple for another architecture can still
- * produce assembly and objects, but no entry point.
+ * feature list is not added.  A triple for another architecture, operating
+ * system or ABI (Windows, x32) can still produce assembly and objects, but
+ * no entry point.  CPU and feature names are checked against the linked
+ * LLVM's lists before LLVM sees them (it aborts on some bad names), as are
+ * CPUs of the wrong word size for the triple; the errors start
+ * "build <function>:" and name the CPU or feature and the architecture.
  *
  * Parallel loops call ts_parallel_for (runtime/threadpool.h); an object
  * written with cg_llvm_write_object needs libtessera and libm at link time.

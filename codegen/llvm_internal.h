@@ -25,9 +25,12 @@ typedef struct cg_llvm_target {
 /* Registers LLVM's targets once per process. */
 void cg_llvm_init(void);
 
-/* Parses spec (NULL: "llvm"); on failure records an error naming the
- * target string and returns non-zero with *t zeroed. */
-ts_status cg_llvm_target_parse(ts_ctx *ctx, const char *spec, cg_llvm_target *t);
+/* Parses spec (NULL: "llvm") for function fname; on failure records an
+ * error "build <fname>: ..." naming the bad name or option (CPU and
+ * feature names are checked against the linked LLVM's lists) and returns
+ * non-zero with *t zeroed. */
+ts_status cg_llvm_target_parse(ts_ctx *ctx, const char *fname, const char *spec,
+			       cg_llvm_target *t);
 void cg_llvm_target_free(cg_llvm_target *t);
 /* A machine for t at -O3 with the given relocation and code model. */
 LLVMTargetMachineRef cg_llvm_target_machine(const cg_llvm_target *t, LLVMRelocMode reloc,

@@ -241,7 +241,7 @@ static ts_status check_func(ts_ctx *ctx, const ts_func *f)
 
 static ts_status compile(ts_ctx *ctx, cg_llvm_module *m, const ts_func *f, const char *target)
 {
-	ts_status st = cg_llvm_target_parse(ctx, target, &m->target);
+	ts_status st = cg_llvm_target_parse(ctx, f->name, target, &m->target);
 	if (st)
 		return st;
 	m->tsc = LLVMOrcCreateNewThreadSafeContext();

@@ -4,10 +4,18 @@
  * compile it for the host CPU, check it and time it.
  *
  *   build/matmul [N]        (N defaults to 512)
+ *
+ * N must be a plain decimal integer from 1 to MAX_N, and the four N x N
+ * float matrices must fit in the machine's memory; anything else is refused
+ * with a message and exit status 2 before any work is done.
  */
+#include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "build.h"
 #include "lower.h"
@@ -20,9 +28,61 @@ static int fail(ts_ctx *ctx)
 	return 1;
 }
 
+/* Large enough to keep every core busy for seconds, small enough that
+ * the reference evaluator (one thread, no tiling) ends within minutes. */
+#define MAX_N 8192
+
+static int usage(FILE *f, int rc)
+{
+	fprintf(f, "usage: matmul [N]\n"
+		   "  Builds, checks and times an N x N x N float32 GEMM (N defaults to 512).\n"
+		   "  N is a decimal integer from 1 to %d whose four N x N matrices fit in\n"
+		   "  memory; a bad N exits with status 2.\n",
+		MAX_N);
+	return rc;
+}
+
+/* Whether four n x n float matrices fit in physical memory (unknown
+ * memory sizes are taken to fit). */
+static bool fits_in_memory(int64_t n)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	return pages <= 0 || page <= 0 ||
+	       4.0 * (double)n * (double)n * sizeof(float) < (double)pages * (double)page;
+}
+
+/* Parses argv into *n; prints why and returns 2 on a bad command line,
+ * 0 for --help (after printing it), -1 to go on. */
+static int parse_args(int argc, char **argv, int64_t *n)
+{
+	*n = 512;
+	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))
+		return usage(stdout, 0);
+	if (argc > 1 && argv[1][0] == '-' && argv[1][1] && !(argv[1][1] >= '0' && argv[1][1] <= '9'))
+		return fprintf(stderr, "matmul: unknown option '%s'\n", argv[1]), usage(stderr, 2);
+	if (argc > 2)
+		return fprintf(stderr, "matmul: unexpected argument '%s'\n", argv[2]), usage(stderr, 2);
+	if (argc < 2)
+		return -1;
+	const char *s = argv[1];
+	char *end;
+	errno = 0;
+	long long v = *s >= '0' && *s <= '9' ? strtoll(s, &end, 10) : 0;
+	if (!(*s >= '0' && *s <= '9') || errno || *end || v < 1 || v > MAX_N)
+		return fprintf(stderr, "matmul: N must be an integer from 1 to %d, got '%s'\n", MAX_N, s), 2;
+	if (!fits_in_memory(v))
+		return fprintf(stderr, "matmul: N = %lld needs %.1f GiB for its four matrices, more "
+				       "than this machine's memory\n", v, 16.0 * v * v / (1 << 30)), 2;
+	*n = v;
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
-	int64_t n = argc > 1 ? atoll(argv[1]) : 512;
+	int64_t n;
+	int rc = parse_args(argc, argv, &n);
+	if (rc >= 0)
+		return rc;
 	ts_ctx *ctx = ts_ctx_new();
 
 	/* 1. what to compute */

@@ -8,7 +8,9 @@
  * the same number of threads.
  */
 #include <cblas.h>
+#include <limits.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,40 +106,130 @@ static int run_step(const gemm_step *st, int idx, int64_t n, int lines, ts_array
 	return rc;
 }
 
-static int usage(const char *prog)
+/* Sizes above this take minutes per step and more memory than a laptop
+ * has; cblas_sgemm also takes int dimensions. */
+#define MAX_SIZE 8192
+#define MAX_THREADS 1024
+
+typedef struct tutorial_opts {
+	int64_t n;
+	int threads, lines, only; /* only: the one step to run, -1 for all */
+} tutorial_opts;
+
+static void print_steps(FILE *f)
 {
-	fprintf(stderr,
+	for (int i = 0; i < gemm_nsteps; i++)
+		fprintf(f, "    %2d  %s\n", i, gemm_steps[i].name);
+}
+
+static void usage(FILE *f, const char *prog)
+{
+	fprintf(f,
 		"usage: %s gemm [--size N] [--threads T] [--lines L] [--step K]\n"
 		"  Reproduces TVM's 'How to optimize GEMM on CPU' steps and tessera's own,\n"
 		"  printing each schedule, its lowered loop IR (first L lines, default 30)\n"
-		"  and its speed against OpenBLAS.  N defaults to 1024.\n",
-		prog);
-	return 2;
+		"  and its speed against OpenBLAS.  N defaults to 1024.\n"
+		"  N is 1 to %d, T 1 to %d, L 0 or more, K one of the steps:\n",
+		prog, MAX_SIZE, MAX_THREADS);
+	print_steps(f);
+	fprintf(f, "  A bad command line exits with status 2.\n");
+}
+
+/* A strict decimal integer: an optional '-', digits, nothing else (an
+ * overflow saturates, so the range checks refuse it).  Prints why not. */
+static int parse_int(const char *flag, const char *v, long long *out)
+{
+	const char *d = v + (*v == '-');
+	char *end = NULL;
+	if (*d >= '0' && *d <= '9')
+		*out = strtoll(v, &end, 10);
+	if (!end || *end)
+		return fprintf(stderr, "tessera-tutorial: %s: '%s' is not an integer\n", flag, v), -1;
+	return 0;
+}
+
+static int int_flag(const char *flag, const char *v, long long lo, long long hi, long long *out)
+{
+	if (parse_int(flag, v, out))
+		return -1;
+	if (*out < lo || *out > hi)
+		return fprintf(stderr, "tessera-tutorial: %s: %s is out of range (%lld to %lld)\n", flag,
+			       v, lo, hi), -1;
+	return 0;
+}
+
+static int step_flag(const char *v, int *only)
+{
+	long long x;
+	if (parse_int("--step", v, &x))
+		return -1;
+	if (x < 0 || x >= gemm_nsteps) {
+		fprintf(stderr, "tessera-tutorial: --step: %s is not a step; the steps are 0 to %d:\n",
+			v, gemm_nsteps - 1);
+		print_steps(stderr);
+		return -1;
+	}
+	*only = (int)x;
+	return 0;
+}
+
+/* Applies one "--flag value" pair. */
+static int apply_flag(tutorial_opts *o, const char *flag, const char *v)
+{
+	long long x;
+	if (!strcmp(flag, "--size"))
+		return int_flag(flag, v, 1, MAX_SIZE, &x) ? -1 : (o->n = x, 0);
+	if (!strcmp(flag, "--threads"))
+		return int_flag(flag, v, 1, MAX_THREADS, &x) ? -1 : (o->threads = (int)x, 0);
+	if (!strcmp(flag, "--lines"))
+		return int_flag(flag, v, 0, INT_MAX, &x) ? -1 : (o->lines = (int)x, 0);
+	if (!strcmp(flag, "--step"))
+		return step_flag(v, &o->only);
+	return fprintf(stderr, "tessera-tutorial: unknown option '%s' (see --help)\n", flag), -1;
+}
+
+static bool is_flag(const char *a)
+{
+	return !strcmp(a, "--size") || !strcmp(a, "--threads") || !strcmp(a, "--lines") ||
+	       !strcmp(a, "--step");
+}
+
+/* Fills o from argv; returns -1 to go on, else the exit status (after
+ * printing the help or what is wrong). */
+static int parse_args(int argc, char **argv, tutorial_opts *o)
+{
+	*o = (tutorial_opts){1024, ts_num_threads(), 30, -1};
+	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))
+		return usage(stdout, argv[0]), 0;
+	if (argc < 2)
+		return usage(stderr, argv[0]), 2;
+	if (strcmp(argv[1], "gemm") != 0)
+		return fprintf(stderr, "tessera-tutorial: unknown tutorial '%s' (available: gemm)\n",
+			       argv[1]), 2;
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "-h") || !strcmp(a, "--help"))
+			return usage(stdout, argv[0]), 0;
+		if (strncmp(a, "-", 1) != 0)
+			return fprintf(stderr, "tessera-tutorial: unexpected argument '%s'\n", a), 2;
+		if (is_flag(a) && i + 1 >= argc)
+			return fprintf(stderr, "tessera-tutorial: %s needs a value\n", a), 2;
+		if (apply_flag(o, a, is_flag(a) ? argv[++i] : NULL))
+			return 2;
+	}
+	return -1;
 }
 
 int main(int argc, char **argv)
 {
-	if (argc < 2 || strcmp(argv[1], "gemm") != 0)
-		return usage(argv[0]);
+	tutorial_opts o;
+	int status = parse_args(argc, argv, &o);
+	if (status >= 0)
+		return status;
+	/* after parsing: it may restart the process, which would parse again */
 	bench_fair_openblas(argv);
-	int64_t n = 1024;
-	int threads = ts_num_threads(), lines = 30, only = -1;
-	for (int i = 2; i < argc; i++) {
-		if (i + 1 >= argc)
-			return usage(argv[0]);
-		if (strcmp(argv[i], "--size") == 0)
-			n = atoll(argv[++i]);
-		else if (strcmp(argv[i], "--threads") == 0)
-			threads = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--lines") == 0)
-			lines = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--step") == 0)
-			only = atoi(argv[++i]);
-		else
-			return usage(argv[0]);
-	}
-	if (n < 1 || threads < 1 || lines < 0)
-		return usage(argv[0]);
+	int64_t n = o.n;
+	int threads = o.threads, lines = o.lines, only = o.only;
 	ts_ctx *ctx = ts_ctx_new();
 	int64_t shape[2] = {n, n};
 	ts_array *arr[3], *ref = ts_array_new(ctx, ts_float32, 2, shape);

@@ -1,0 +1,132 @@
+#!/bin/sh
+# cli_mustfail.sh - every program shipped with tessera refuses a bad command
+# line: a non-zero exit status that is not a signal, a message on stderr that
+# names the mistake, no sanitizer report, and nothing run.  Only error paths
+# are exercised, so no benchmark or tutorial step ever starts.
+#
+#   cli_mustfail.sh MATMUL [TUTORIAL [BENCH]]
+#
+# A program whose path is empty or missing is skipped (tessera-tutorial and
+# tessera-bench are built only when OpenBLAS and oneDNN are found).
+set -u
+
+matmul=${1:-}
+tutorial=${2:-}
+bench=${3:-}
+failures=0
+cases=0
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tessera_cli.XXXXXX") || exit 1
+trap 'chmod -R u+w "$tmp"; rm -rf "$tmp"' EXIT
+
+# expect WANT_SUBSTRING PROGRAM ARGS...: the program must exit non-zero
+# (below 128: no signal), print WANT_SUBSTRING on stderr, print no
+# sanitizer report, and print nothing on stdout (no work was done).
+expect() {
+	want=$1
+	shift
+	cases=$((cases + 1))
+	timeout 20 "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	why=
+	if [ "$rc" -eq 0 ]; then
+		why="exit status 0"
+	elif [ "$rc" -ge 124 ]; then
+		why="exit status $rc (timeout or signal)"
+	elif ! grep -qF -- "$want" "$tmp/err"; then
+		why="stderr lacks '$want'"
+	elif grep -qE 'Sanitizer|runtime error:' "$tmp/err"; then
+		why="sanitizer report"
+	elif [ -s "$tmp/out" ]; then
+		why="output on stdout: $(head -c 200 "$tmp/out")"
+	fi
+	if [ -n "$why" ]; then
+		failures=$((failures + 1))
+		printf 'FAIL: %.200s: %.300s\n' "$*" "$why"
+		printf '  stderr: %s\n' "$(head -c 600 "$tmp/err")"
+	fi
+}
+
+have() {
+	[ -n "$1" ] && [ -x "$1" ]
+}
+
+if have "$matmul"; then
+	for n in 0 -5 abc 12abc 99999999999 "" " 12" 1.5 0x10; do
+		expect "matmul: N must be an integer from 1 to" "$matmul" "$n"
+	done
+	expect "matmul: unexpected argument '7'" "$matmul" 12 7
+	expect "matmul: unknown option '--bogus'" "$matmul" --bogus
+fi
+
+if have "$tutorial"; then
+	t=$tutorial
+	expect "usage:" "$t"
+	expect "unknown tutorial 'conv' (available: gemm)" "$t" conv
+	expect "--step: 99 is not a step; the steps are 0 to" "$t" gemm --step 99
+	expect "--step: -5 is not a step; the steps are 0 to" "$t" gemm --step -5
+	expect "--step: 'abc' is not an integer" "$t" gemm --step abc
+	expect "--step: '3x' is not an integer" "$t" gemm --step 3x
+	expect "unknown option '--bogus'" "$t" gemm --bogus
+	expect "unknown option '--bogus'" "$t" gemm --bogus 3
+	expect "unexpected argument 'extra'" "$t" gemm extra
+	expect "--size needs a value" "$t" gemm --size
+	expect "--step needs a value" "$t" gemm --size 64 --step
+	expect "--size: 0 is out of range (1 to" "$t" gemm --size 0
+	expect "--size: 99999999999 is out of range (1 to" "$t" gemm --size 99999999999
+	expect "--size: 'abc' is not an integer" "$t" gemm --size abc
+	expect "--threads: 0 is out of range (1 to 1024)" "$t" gemm --threads 0
+	expect "--threads: 100000 is out of range (1 to 1024)" "$t" gemm --threads 100000
+	expect "--lines: -1 is out of range (0 to" "$t" gemm --lines -1
+fi
+
+if have "$bench"; then
+	b=$bench
+	expect "unknown command 'frobnicate'" "$b" frobnicate
+	expect "missing command" "$b"
+	for s in 8x x8 8xx8 8x8x8x8 "" 8,8,8 -8 +8 " 8" 8x-8x8; do
+		expect "--size: '$s' is not N or MxNxK" "$b" gemm --size "$s"
+	done
+	expect "must be >= 1" "$b" gemm --size 0x8x8
+	expect "--size: '99999999999' is not N or MxNxK" "$b" gemm --size 99999999999
+	expect "below 2^31 elements" "$b" gemm --size 65536x65536x8
+	expect "--size needs a value" "$b" gemm --size
+	expect "--sizes: '-5' is not a list" "$b" gemm --sizes -5
+	expect "--sizes: '99999999999' is not a list" "$b" gemm --sizes 99999999999
+	expect "--size applies to the gemm command only" "$b" conv2d --size 8
+	expect "unknown option '--bogus'" "$b" gemm --bogus
+	expect "unknown option '--bogus'" "$b" gemm --bogus=3
+	for n in 0 -1 abc 100000 99999999999 4x; do
+		expect "--threads: must be an integer from 1 to 1024, got '$n'" "$b" gemm --threads "$n"
+	done
+	expect "--repeat: must be an integer from 1 to" "$b" gemm --repeat 0
+	many=$(awk 'BEGIN { for (i = 0; i < 1000; i++) printf "%snaive", i ? "," : "" }')
+	expect "--impl: 'naive' is named twice" "$b" gemm --impl "$many"
+	many=$(awk 'BEGIN { for (i = 0; i < 1000; i++) printf "%simpl%d", i ? "," : "", i }')
+	expect "--impl: unknown implementation 'impl0'" "$b" gemm --impl "$many"
+	long=$(awk 'BEGIN { for (i = 0; i < 10000; i++) printf "a" }')
+	expect "--impl: unknown implementation 'aaaaaaaa" "$b" gemm --impl "$long"
+	expect "--impl: unknown implementation 'mkl'" "$b" gemm --impl tessera,mkl
+	expect "--impl: empty name in 'tessera,,naive'" "$b" gemm --impl tessera,,naive
+	expect "--impl: empty name in ','" "$b" gemm --impl ,
+	expect "unknown option '--aaaaaaaaaaaaaaaa" "$b" gemm "--$long" 1
+	expect "--json: cannot write '/nonexistent/dir/x.json'" "$b" gemm --json /nonexistent/dir/x.json
+	expect "--json: cannot write '$tmp': it is a directory" "$b" gemm --json "$tmp"
+	expect "--json: cannot write '$tmp/x.json/'" "$b" gemm --json "$tmp/x.json/"
+	mkdir "$tmp/ro" && chmod a-w "$tmp/ro"
+	# root may write anywhere; the check is meaningful only for other users
+	if ! touch "$tmp/ro/probe" 2>/dev/null; then
+		expect "--plot: cannot write '$tmp/ro/x.png'" "$b" gemm --plot "$tmp/ro/x.png"
+		expect "--json: cannot write '$tmp/ro/x.json'" "$b" peak --json "$tmp/ro/x.json"
+	fi
+	expect "--plot: cannot write '/nonexistent/x.png'" "$b" gemm --plot /nonexistent/x.png
+	expect "--plot: cannot write '/proc/x.png'" "$b" gemm --plot /proc/x.png
+	expect "--json: empty path" "$b" gemm --json=
+	expect "unknown target 'tpu'" "$b" gemm --target tpu
+	if ls "$tmp" | grep -q json; then
+		failures=$((failures + 1))
+		echo "FAIL: a refused --json path was created"
+	fi
+fi
+
+echo "cli_mustfail: $cases cases, $failures failed"
+[ "$failures" -eq 0 ]
