@@ -454,6 +454,15 @@ ts_expr *ir_substitute(ts_ctx *ctx, ts_expr *e, int n, ts_expr *const *vars,
 		       ts_expr *const *values);
 ts_stmt *ir_stmt_substitute(ts_ctx *ctx, ts_stmt *s, int n, ts_expr *const *vars,
 			    ts_expr *const *values);
+/* ir_substitute for int64 indices (widen.c): vars are int32 and values
+ * int64; every integer operation over a replaced variable is rebuilt in
+ * int64 (no wrap), READ indices come back int64, and nodes with fixed
+ * operand dtypes (intrinsics, reductions) get their operands cast back. */
+ts_expr *ir_substitute_wide(ts_ctx *ctx, ts_expr *e, int n, ts_expr *const *vars,
+			    ts_expr *const *values);
+/* e as an integer of dtype t: a constant is rebuilt with its value, any
+ * other expression is cast. */
+ts_expr *ir_index_cast(ts_ctx *ctx, ts_expr *e, ts_dtype t);
 bool ir_expr_uses_var(ts_expr *e, const ts_expr *var);
 bool ir_expr_equal(const ts_expr *a, const ts_expr *b); /* structural */
 bool ir_is_const_int(const ts_expr *e, int64_t *out);
