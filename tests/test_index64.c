@@ -3,9 +3,12 @@
  * (and int32 otherwise); every evaluator and backend agrees on the result. */
 #include "testutil.h"
 
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "c_emit.h"
 #include "llvm.h"
 #include "lower.h"
 #include "printer.h"
@@ -117,6 +120,7 @@ static ts_func *big_add(ts_ctx *ctx)
 	ts_axis *io, *ii;
 	tu_ok(ctx, ts_split(st, ts_axis_of(st, 0), 64, &io, &ii));
 	tu_ok(ctx, ts_parallel(st, io));
+	tu_ok(ctx, ts_vectorize(st, ii));
 	return ts_lower(s, "big_add", 2, (ts_tensor *[]){A, B});
 }
 
@@ -156,6 +160,111 @@ START_TEST(test_tail_guard_near_2p31)
 }
 END_TEST
 
+/* Everything at once in a function that needs int64 indices (R's reduction
+ * starts near INT32_MAX) on small data: a producer computed at a consumer's
+ * loop, a gather through an int32 tensor, axis variables used as values, a
+ * guarded split, parallel, unrolled and vectorized loops. */
+static ts_func *mixed(ts_ctx *ctx, bool vectorize)
+{
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(29, 16), ts_float32);
+	ts_tensor *Idx = ts_placeholder(ctx, "Idx", TS_SHAPE(29), ts_int32);
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	ts_tensor *P = ts_compute(ctx, "P", TS_SHAPE(29, 16), TS_VARS(i, j),
+				  ts_add(ctx, ts_mul(ctx, TS_READ(ctx, A, i, j), ts_float(ctx, 2)),
+					 ts_cast(ctx, ts_float32, i)));
+	ts_iter *k = ts_reduce_axis(ctx, "k", BASE, 5);
+	ts_expr *r = ts_var(ctx, "r");
+	ts_expr *kk = ts_add(ctx, ts_sub(ctx, k->var, ts_int(ctx, BASE)), ts_int(ctx, 3));
+	ts_tensor *R = ts_compute(ctx, "R", TS_SHAPE(29), TS_VARS(r),
+				  TS_SUM(ctx, TS_READ(ctx, A, r, kk), k));
+	ts_expr *ci = ts_var(ctx, "ci"), *cj = ts_var(ctx, "cj");
+	ts_expr *g = ts_floormod(ctx, TS_READ(ctx, Idx, ci), ts_int(ctx, 16));
+	ts_expr *body = ts_add(ctx, ts_add(ctx, TS_READ(ctx, P, ci, g), TS_READ(ctx, R, ci)),
+			       ts_cast(ctx, ts_float32, ts_mul(ctx, cj, ci)));
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(29, 16), TS_VARS(ci, cj), body);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_stage *sc = ts_stage_of(s, C);
+	ts_axis *io, *ii, *jo, *ji;
+	tu_ok(ctx, ts_split(sc, ts_axis_of(sc, 0), 8, &io, &ii));
+	tu_ok(ctx, ts_split(sc, ts_axis_of(sc, 1), 4, &jo, &ji));
+	tu_ok(ctx, ts_parallel(sc, io));
+	tu_ok(ctx, vectorize ? ts_vectorize(sc, ji) : ts_unroll(sc, ji));
+	tu_ok(ctx, ts_compute_at(ts_stage_of(s, P), sc, ii));
+	tu_ok(ctx, ts_compute_at(ts_stage_of(s, R), sc, io));
+	return ts_lower(s, "mixed", 3, (ts_tensor *[]){A, Idx, C});
+}
+
+START_TEST(test_mixed_int64_unrolled)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_func *f = mixed(ctx, false);
+	tu_nonnull(ctx, f);
+	ck_assert_msg(strstr(ir_func_str(ctx, f), "int64") != NULL, "int32 indices");
+	tu_check_func(ctx, f, 1e-5);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(test_mixed_int64_vectorized)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_func *f = mixed(ctx, true);
+	tu_nonnull(ctx, f);
+	tu_check_func(ctx, f, 1e-5);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Runs f through its generated C: compiled with cc into a shared object
+ * (f's C source is passed as user). */
+static ts_status run_c(ts_ctx *ctx, const ts_func *f, void *const *args, void *user)
+{
+	char dir[] = "/tmp/tessera_i64_XXXXXX", cmd[256], path[128];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/k.c", dir);
+	FILE *out = fopen(path, "w");
+	ck_assert_ptr_nonnull(out);
+	fputs(user, out);
+	fclose(out);
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && cc -std=c11 -Wall -Werror -O1 -fPIC -shared k.c -o k.so -lm", dir);
+	ck_assert_msg(system(cmd) == 0, "cc failed on:\n%s", (const char *)user);
+	snprintf(path, sizeof(path), "%s/k.so", dir);
+	void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	ck_assert_msg(lib != NULL, "dlopen: %s", dlerror());
+	snprintf(cmd, sizeof(cmd), "%s_packed", f->name);
+	int32_t (*fn)(void **) = (int32_t (*)(void **))(uintptr_t)dlsym(lib, cmd);
+	ck_assert_ptr_nonnull(fn);
+	int32_t rc = fn((void **)args);
+	dlclose(lib);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+	return rc == 0 ? TS_OK : ts_error(ctx, TS_ERR_INTERNAL, "%s returned %d", f->name, rc);
+}
+
+/* The C emitter declares int64 loop variables and gives the same results. */
+START_TEST(test_mixed_int64_c)
+{
+	if (system("cc --version >/dev/null 2>&1") != 0) {
+		printf("test_mixed_int64_c: skipped, no C compiler\n");
+		return;
+	}
+	ts_ctx *ctx = ts_ctx_new();
+	ts_func *f = mixed(ctx, true);
+	tu_nonnull(ctx, f);
+	const char *src = cg_emit_c(ctx, f);
+	tu_nonnull(ctx, src);
+	ck_assert_msg(strstr(src, "for (int64_t ci_outer") != NULL, "no int64 loop:\n%s", src);
+	tu_check_func_with(ctx, f, run_c, (void *)src, 1e-5);
+	f = reduce_near_max(ctx, 2);
+	tu_nonnull(ctx, f);
+	src = cg_emit_c(ctx, f);
+	tu_nonnull(ctx, src);
+	tu_check_func_with(ctx, f, run_c, (void *)src, 0);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("index64");
@@ -166,6 +275,9 @@ int main(void)
 	tcase_add_test(tc, test_reduce_extent_above_2p32);
 	tcase_add_test(tc, test_small_shapes_stay_int32);
 	tcase_add_test(tc, test_tail_guard_near_2p31);
+	tcase_add_test(tc, test_mixed_int64_unrolled);
+	tcase_add_test(tc, test_mixed_int64_vectorized);
+	tcase_add_test(tc, test_mixed_int64_c);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
