@@ -12,6 +12,7 @@
 #include "llvm.h"
 #include "lower.h"
 #include "printer.h"
+#include "verify.h"
 
 #define BASE ((int64_t)INT32_MAX - 2)
 
@@ -78,6 +79,42 @@ START_TEST(test_reduce_extent_above_2p32)
 	const char *text = ir_func_str(ctx, f);
 	ck_assert_msg(strstr(text, "4294967298") != NULL, "extent lost:\n%s", text);
 	ck_assert_msg(strstr(text, "int64") != NULL, "no int64 index:\n%s", text);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Fusing two reduction axes of 65537 points makes a loop of 4295098369. */
+START_TEST(test_fused_reduce_extent_above_2p32)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(3), ts_float32);
+	ts_iter *k = ts_reduce_axis(ctx, "k", 0, 65537), *l = ts_reduce_axis(ctx, "l", 0, 65537);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_tensor *B = ts_compute(ctx, "B", TS_SHAPE(3), TS_VARS(i),
+				  TS_SUM(ctx, TS_READ(ctx, A, i), k, l));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &B);
+	ts_stage *st = ts_stage_of(s, B);
+	ts_axis *f;
+	tu_ok(ctx, ts_fuse(st, ts_reduce_axis_of(st, 0), ts_reduce_axis_of(st, 1), &f));
+	ts_func *fn = ts_lower(s, "fused", 2, (ts_tensor *[]){A, B});
+	tu_nonnull(ctx, fn);
+	const char *text = ir_func_str(ctx, fn);
+	ck_assert_msg(strstr(text, "for (k.l.fused, int64(0), int64(4295098369))") != NULL,
+		      "fused extent lost:\n%s", text);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* The verifier between passes catches an int64 loop given int32 bounds. */
+START_TEST(test_verifier_loop_bound_dtype)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_expr *i = ts_var_typed(ctx, "i", ts_int64);
+	ts_stmt *body = ir_evaluate(ctx, ts_int(ctx, 0));
+	ts_func f = {.name = "f", .body = ir_for(ctx, i, ts_int(ctx, 0), ts_int(ctx, 7),
+						 TS_FOR_SERIAL, TS_THREAD_NONE, body)};
+	ck_assert_int_eq(ir_verify_func(ctx, &f, "test"), TS_ERR_INTERNAL);
+	tu_assert_error(ctx, "verify after test: loop bounds of another dtype than the variable 'i'");
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -273,7 +310,9 @@ int main(void)
 	tcase_add_test(tc, test_reduce_axis_near_int32_max);
 	tcase_add_test(tc, test_reduce_axis_near_int32_max_split);
 	tcase_add_test(tc, test_reduce_extent_above_2p32);
+	tcase_add_test(tc, test_fused_reduce_extent_above_2p32);
 	tcase_add_test(tc, test_small_shapes_stay_int32);
+	tcase_add_test(tc, test_verifier_loop_bound_dtype);
 	tcase_add_test(tc, test_tail_guard_near_2p31);
 	tcase_add_test(tc, test_mixed_int64_unrolled);
 	tcase_add_test(tc, test_mixed_int64_vectorized);
