@@ -232,6 +232,15 @@ ts_axis *ts_reduce_axis_of(ts_stage *st, int i)
 
 /* ---- split, tile, fuse, reorder ------------------------------------------------ */
 
+/* Lowering clamps the given part of a split to the extent e and loops over
+ * c * ceil(e / c) points; the tail guard compares indices below that span,
+ * so it must be an int64. */
+static bool split_span_overflows(int64_t e, int64_t value)
+{
+	int64_t c = value < e ? value : e, span;
+	return __builtin_mul_overflow(c, e / c + (e % c != 0), &span);
+}
+
 static ts_status split(ts_stage *st, ts_axis *parent, int64_t value, bool by_factor,
 		       ts_tail tail, ts_axis **outer, ts_axis **inner)
 {
@@ -247,10 +256,7 @@ static ts_status split(ts_stage *st, ts_axis *parent, int64_t value, bool by_fac
 	int64_t q = e / value + (e % value != 0); /* ceil(e / value) without overflow */
 	int64_t oe = by_factor ? q : value;
 	int64_t ie = by_factor ? value : q;
-	/* lowering clamps the given part to e and loops over c * ceil(e / c)
-	 * points; that span must be an int64 for the tail guard to hold */
-	int64_t c = value < e ? value : e, span;
-	if (__builtin_mul_overflow(c, e / c + (e % c != 0), &span)) {
+	if (split_span_overflows(e, value)) {
 		char msg[300];
 		snprintf(msg, sizeof(msg),
 			 "axis '%s' of extent %lld split by %lld rounds up past INT64_MAX (overflows int64)",
