@@ -302,6 +302,32 @@ START_TEST(test_mixed_int64_c)
 }
 END_TEST
 
+/* A partitioned tail near 2^31: the main loop covers the 33554432 full
+ * blocks without a guard, the tail loop the 13 elements from 2^31 on (IR
+ * only). */
+START_TEST(test_partitioned_tail_near_2p31)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(BIG_N), ts_uint8);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_tensor *B = ts_compute(ctx, "B", TS_SHAPE(BIG_N), TS_VARS(i),
+				  ts_add(ctx, TS_READ(ctx, A, i), ts_const(ctx, ts_uint8, 3)));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &B);
+	ts_stage *st = ts_stage_of(s, B);
+	ts_axis *io, *ii;
+	tu_ok(ctx, ts_split_tail(st, ts_axis_of(st, 0), 64, TS_TAIL_PARTITION, &io, &ii));
+	ts_func *f = ts_lower(s, "big_part", 2, (ts_tensor *[]){A, B});
+	tu_nonnull(ctx, f);
+	const char *text = ir_func_str(ctx, f);
+	ck_assert_msg(strstr(text, "for (i.outer, int64(0), int64(33554432))") != NULL,
+		      "no guard-free main loop:\n%s", text);
+	ck_assert_msg(strstr(text, "for (i.inner, int64(0), int64(13))") != NULL &&
+			      strstr(text, "B[i.inner + int64(2147483648)]") != NULL,
+		      "no tail of 13 from 2^31:\n%s", text);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("index64");
@@ -314,6 +340,7 @@ int main(void)
 	tcase_add_test(tc, test_small_shapes_stay_int32);
 	tcase_add_test(tc, test_verifier_loop_bound_dtype);
 	tcase_add_test(tc, test_tail_guard_near_2p31);
+	tcase_add_test(tc, test_partitioned_tail_near_2p31);
 	tcase_add_test(tc, test_mixed_int64_unrolled);
 	tcase_add_test(tc, test_mixed_int64_vectorized);
 	tcase_add_test(tc, test_mixed_int64_c);
