@@ -362,7 +362,8 @@ static bool next_point(evaluator *s, int base, int naxes, ts_iter *const *axes)
 {
 	for (int a = naxes - 1; a >= 0; a--) {
 		binding *b = &s->env[base + a];
-		/* compared with the last point, which fits int64 (te.c checks) */
+		/* compared with the last point: no overflow even for ranges built
+		 * without ts_reduce_axis's check */
 		if (b->value < axes[a]->min + (axes[a]->extent - 1)) {
 			b->value++;
 			return true;

@@ -3,8 +3,8 @@
  *
  * Loop extents and conditions must be integer/bool scalars; a store's value
  * must match the buffer's element dtype (with the index's lanes).  A loop
- * with constant bounds must stay inside its variable's dtype, so that no
- * backend has to compute a wrapping `min + extent`.
+ * with constant bounds must stay inside its variable's dtype, end included,
+ * so that no backend has to compute a wrapping `min + extent`.
  */
 #include "ir.h"
 
@@ -31,10 +31,11 @@ static bool int_scalar(ts_ctx *ctx, const char *what, const ts_expr *e)
 	return true;
 }
 
-/* Does [min, min + extent) of a loop over var fit var's dtype? */
+/* Do [min, min + extent) of a loop over var, and its end min + extent
+ * (which backends compute to compare with), fit var's dtype? */
 static bool range_fits(ts_ctx *ctx, const ts_expr *var, const ts_expr *min, const ts_expr *extent)
 {
-	int64_t m, e, last;
+	int64_t m, e, end;
 	ts_dtype t = var->dtype;
 	if (!ir_is_const_int(min, &m) || !ir_is_const_int(extent, &e) || e <= 0 ||
 	    !ts_dtype_is_int(t) || (t.code == TS_TYPE_UINT && t.bits >= 64))
@@ -43,7 +44,7 @@ static bool range_fits(ts_ctx *ctx, const ts_expr *var, const ts_expr *min, cons
 		     : t.bits >= 64 ? INT64_MIN : -((int64_t)1 << (t.bits - 1));
 	int64_t hi = t.code == TS_TYPE_UINT ? ((int64_t)1 << t.bits) - 1
 		     : t.bits >= 64 ? INT64_MAX : -lo - 1;
-	if (!__builtin_add_overflow(m, e - 1, &last) && m >= lo && last <= hi)
+	if (!__builtin_add_overflow(m, e, &end) && m >= lo && end <= hi)
 		return true;
 	char b[24];
 	ts_error(ctx, TS_ERR_INVALID,

@@ -15,6 +15,12 @@ START_TEST(test_reduce_axis_range_overflows)
 	ts_clear_error(ctx);
 	ck_assert_ptr_null(ts_reduce_axis(ctx, "m", INT64_MIN, 5));
 	tu_assert_error(ctx, "reduce_axis m: range");
+	ts_clear_error(ctx);
+	/* the end itself must be an int64 */
+	ck_assert_ptr_null(ts_reduce_axis(ctx, "e", INT64_MAX - 4, 5));
+	tu_assert_error(ctx, "reduce_axis e: range");
+	ts_clear_error(ctx);
+	ck_assert_ptr_nonnull(ts_reduce_axis(ctx, "ok", INT64_MAX - 5, 5));
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -71,6 +77,13 @@ START_TEST(test_for_range_leaves_int32)
 				  TS_FOR_SERIAL, TS_THREAD_NONE, body));
 	tu_assert_error(ctx, "for i: range [2147483645, 2147483645 + 5) does not fit its dtype int32");
 	ts_clear_error(ctx);
+	/* the last point fits, but the end a backend compares with does not */
+	ck_assert_ptr_null(ir_for(ctx, i, ts_int(ctx, INT32_MAX - 2), ts_int(ctx, 3),
+				  TS_FOR_SERIAL, TS_THREAD_NONE, body));
+	tu_assert_error(ctx, "for i: range [2147483645, 2147483645 + 3)");
+	ts_clear_error(ctx);
+	ck_assert_ptr_nonnull(ir_for(ctx, i, ts_int(ctx, INT32_MAX - 3), ts_int(ctx, 3),
+				     TS_FOR_SERIAL, TS_THREAD_NONE, body));
 	/* the same range is fine for an int64 variable */
 	ts_expr *j = ts_var_typed(ctx, "j", ts_int64);
 	ck_assert_ptr_nonnull(ir_for(ctx, j, ts_const(ctx, ts_int64, INT32_MAX - 2),
