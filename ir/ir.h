@@ -455,9 +455,11 @@ ts_expr *ir_substitute(ts_ctx *ctx, ts_expr *e, int n, ts_expr *const *vars,
 ts_stmt *ir_stmt_substitute(ts_ctx *ctx, ts_stmt *s, int n, ts_expr *const *vars,
 			    ts_expr *const *values);
 /* ir_substitute for int64 indices (widen.c): vars are int32 and values
- * int64; every integer operation over a replaced variable is rebuilt in
- * int64 (no wrap), READ indices come back int64, and nodes with fixed
- * operand dtypes (intrinsics, reductions) get their operands cast back. */
+ * int64.  Integer arithmetic over a replaced variable is rebuilt in int64;
+ * inside READ indices it stays int64 (no wrap), elsewhere an int32
+ * + - * / % is cast back to int32 (it wraps as in the reference evaluator)
+ * while a lone variable keeps its exact value.  READ indices come back
+ * int64. */
 ts_expr *ir_substitute_wide(ts_ctx *ctx, ts_expr *e, int n, ts_expr *const *vars,
 			    ts_expr *const *values);
 /* e as an integer of dtype t: a constant is rebuilt with its value, any

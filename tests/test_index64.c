@@ -302,6 +302,40 @@ START_TEST(test_mixed_int64_c)
 }
 END_TEST
 
+/* A GPU schedule of a function with int64 indices: the CUDA C reads the
+ * block and thread indices into int64 variables; the interpreter checks the
+ * arithmetic (the device runs it in test_cuda_exec's kind of setup). */
+START_TEST(test_cuda_int64_indices)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(100, 5), ts_int32);
+	ts_iter *k = ts_reduce_axis(ctx, "k", BASE, 5);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_expr *src = ts_add(ctx, ts_cast(ctx, ts_int64, TS_READ(ctx, A, i, ts_sub(ctx, k->var,
+										 ts_int(ctx, BASE)))),
+			      ts_cast(ctx, ts_int64, ts_mul(ctx, k->var, i)));
+	ts_tensor *B = ts_compute(ctx, "B", TS_SHAPE(100), TS_VARS(i), TS_SUM(ctx, src, k));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &B);
+	ts_stage *st = ts_stage_of(s, B);
+	ts_axis *bx, *tx;
+	tu_ok(ctx, ts_split(st, ts_axis_of(st, 0), 32, &bx, &tx));
+	tu_ok(ctx, ts_bind(st, bx, TS_BLOCK_X));
+	tu_ok(ctx, ts_bind(st, tx, TS_THREAD_X));
+	ts_func *f = ts_lower(s, "gpu64", 2, (ts_tensor *[]){A, B});
+	tu_nonnull(ctx, f);
+	cg_launch l;
+	const char *cu = cg_emit_cuda(ctx, f, &l);
+	tu_nonnull(ctx, cu);
+	ck_assert_msg(strstr(cu, "long long i_outer = blockIdx.x") != NULL &&
+			      strstr(cu, "long long i_inner = threadIdx.x") != NULL,
+		      "no int64 thread indices:\n%s", cu);
+	ck_assert_int_eq(l.grid[0], 4);
+	ck_assert_int_eq(l.block[0], 32);
+	tu_check_func(ctx, f, 0);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* A partitioned tail near 2^31: the main loop covers the 33554432 full
  * blocks without a guard, the tail loop the 13 elements from 2^31 on (IR
  * only). */
@@ -341,6 +375,7 @@ int main(void)
 	tcase_add_test(tc, test_verifier_loop_bound_dtype);
 	tcase_add_test(tc, test_tail_guard_near_2p31);
 	tcase_add_test(tc, test_partitioned_tail_near_2p31);
+	tcase_add_test(tc, test_cuda_int64_indices);
 	tcase_add_test(tc, test_mixed_int64_unrolled);
 	tcase_add_test(tc, test_mixed_int64_vectorized);
 	tcase_add_test(tc, test_mixed_int64_c);
