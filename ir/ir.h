@@ -9,7 +9,9 @@
  *  - Variables are identified by pointer, never by name; names are for
  *    printing only and need not be unique.
  *  - Integer arithmetic is two's complement and wraps on overflow (evaluators
- *    compute in uint64 and truncate to the dtype's width).
+ *    compute in uint64 and truncate to the dtype's width).  Lowering picks
+ *    int64 loop variables and indices when a function's extents need them,
+ *    so lowered index arithmetic never wraps.
  *  - TRUNCDIV/TRUNCMOD round toward zero (C's / and %): -7 truncdiv 2 = -3,
  *    -7 truncmod 2 = -1.  FLOORDIV/FLOORMOD round toward negative infinity
  *    (Python's // and %): -7 floordiv 2 = -4, -7 floormod 2 = 1; the sign of a
