@@ -303,8 +303,8 @@ START_TEST(test_mixed_int64_c)
 END_TEST
 
 /* A GPU schedule of a function with int64 indices: the CUDA C reads the
- * block and thread indices into int64 variables; the interpreter checks the
- * arithmetic (the device runs it in test_cuda_exec's kind of setup). */
+ * block and thread indices into 64-bit variables; the interpreter checks
+ * the arithmetic (this test neither compiles nor runs the CUDA C). */
 START_TEST(test_cuda_int64_indices)
 {
 	ts_ctx *ctx = ts_ctx_new();
