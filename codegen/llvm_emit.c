@@ -484,8 +484,9 @@ static LLVMValueRef lane_reduce(emitter *em, const ts_expr *e, LLVMValueRef star
 
 /* An index (scalar or vector, any integer dtype) widened to i64 lanes. */
 /* A scalar int32 index computed in 64 bits.  Lowered indices of in-bounds
- * accesses never overflow 32 bits (buffers hold fewer than 2^31 elements),
- * so evaluating + - * min max in 64 bits with no-signed-wrap gives the
+ * accesses never overflow 32 bits (lowering picks int32 indices only when
+ * every extent, span and buffer size fits, int64 ones otherwise), so
+ * evaluating + - * min max in 64 bits with no-signed-wrap gives the
  * same address, and saves LLVM from widening long chains of 32-bit
  * arithmetic itself (much of its loop-optimization time). */
 static LLVMValueRef index_expr64(emitter *em, const ts_expr *e)

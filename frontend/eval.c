@@ -371,8 +371,12 @@ static bool next_point(evaluator *s, int base, int naxes, ts_iter *const *axes)
 {
 	for (int a = naxes - 1; a >= 0; a--) {
 		binding *b = &s->env[base + a];
-		if (++b->value < axes[a]->min + axes[a]->extent)
+		/* compared with the last point: no overflow even for ranges built
+		 * without ts_reduce_axis's check */
+		if (b->value < axes[a]->min + (axes[a]->extent - 1)) {
+			b->value++;
 			return true;
+		}
 		b->value = axes[a]->min;
 	}
 	return false;

@@ -90,6 +90,15 @@ ts_iter *ts_reduce_axis(ts_ctx *ctx, const char *name, int64_t min, int64_t exte
 			 (long long)extent);
 		return NULL;
 	}
+	/* the end of the range, min + extent, must be an int64: loops and guards
+	 * compute min + index and compare with the end without overflow */
+	int64_t end;
+	if (__builtin_add_overflow(min, extent, &end) || min == INT64_MIN) {
+		ts_error(ctx, TS_ERR_INVALID,
+			 "reduce_axis %s: range [%lld, %lld + %lld) does not fit int64", name,
+			 (long long)min, (long long)min, (long long)extent);
+		return NULL;
+	}
 	return ir_iter_new(ctx, name, min, extent, TS_ITER_REDUCE);
 }
 

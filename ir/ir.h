@@ -9,7 +9,9 @@
  *  - Variables are identified by pointer, never by name; names are for
  *    printing only and need not be unique.
  *  - Integer arithmetic is two's complement and wraps on overflow (evaluators
- *    compute in uint64 and truncate to the dtype's width).
+ *    compute in uint64 and truncate to the dtype's width).  Lowering picks
+ *    int64 loop variables and indices when a function's extents need them,
+ *    so lowered index arithmetic never wraps.
  *  - TRUNCDIV/TRUNCMOD round toward zero (C's / and %): -7 truncdiv 2 = -3,
  *    -7 truncmod 2 = -1.  FLOORDIV/FLOORMOD round toward negative infinity
  *    (Python's // and %): -7 floordiv 2 = -4, -7 floormod 2 = 1; the sign of a
@@ -467,6 +469,17 @@ ts_expr *ir_substitute(ts_ctx *ctx, ts_expr *e, int n, ts_expr *const *vars,
 		       ts_expr *const *values);
 ts_stmt *ir_stmt_substitute(ts_ctx *ctx, ts_stmt *s, int n, ts_expr *const *vars,
 			    ts_expr *const *values);
+/* ir_substitute for int64 indices (widen.c): vars are int32 and values
+ * int64.  Integer arithmetic over a replaced variable is rebuilt in int64;
+ * inside READ indices it stays int64 (no wrap), elsewhere an int32
+ * + - * / % is cast back to int32 (it wraps as in the reference evaluator)
+ * while a lone variable keeps its exact value.  READ indices come back
+ * int64. */
+ts_expr *ir_substitute_wide(ts_ctx *ctx, ts_expr *e, int n, ts_expr *const *vars,
+			    ts_expr *const *values);
+/* e as an integer of dtype t: a constant is rebuilt with its value, any
+ * other expression is cast. */
+ts_expr *ir_index_cast(ts_ctx *ctx, ts_expr *e, ts_dtype t);
 bool ir_expr_uses_var(ts_expr *e, const ts_expr *var);
 bool ir_expr_equal(const ts_expr *a, const ts_expr *b); /* structural */
 bool ir_is_const_int(const ts_expr *e, int64_t *out);

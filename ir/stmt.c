@@ -2,7 +2,9 @@
  * stmt.c - checked constructors for loop-IR statements.
  *
  * Loop extents and conditions must be integer/bool scalars; a store's value
- * must match the buffer's element dtype (with the index's lanes).
+ * must match the buffer's element dtype (with the index's lanes).  A loop
+ * with constant bounds must stay inside its variable's dtype, end included,
+ * so that no backend has to compute a wrapping `min + extent`.
  */
 #include "ir.h"
 
@@ -29,6 +31,28 @@ static bool int_scalar(ts_ctx *ctx, const char *what, const ts_expr *e)
 	return true;
 }
 
+/* Do [min, min + extent) of a loop over var, and its end min + extent
+ * (which backends compute to compare with), fit var's dtype? */
+static bool range_fits(ts_ctx *ctx, const ts_expr *var, const ts_expr *min, const ts_expr *extent)
+{
+	int64_t m, e, end;
+	ts_dtype t = var->dtype;
+	if (!ir_is_const_int(min, &m) || !ir_is_const_int(extent, &e) || e <= 0 ||
+	    !ts_dtype_is_int(t) || (t.code == TS_TYPE_UINT && t.bits >= 64))
+		return true;
+	int64_t lo = t.code == TS_TYPE_UINT ? 0
+		     : t.bits >= 64 ? INT64_MIN : -((int64_t)1 << (t.bits - 1));
+	int64_t hi = t.code == TS_TYPE_UINT ? ((int64_t)1 << t.bits) - 1
+		     : t.bits >= 64 ? INT64_MAX : -lo - 1;
+	if (!__builtin_add_overflow(m, e, &end) && m >= lo && end <= hi)
+		return true;
+	char b[24];
+	ts_error(ctx, TS_ERR_INVALID,
+		 "for %s: range [%lld, %lld + %lld) does not fit its dtype %s (use an int64 variable)",
+		 var->u.var.name, (long long)m, (long long)m, (long long)e, ts_dtype_str(t, b));
+	return false;
+}
+
 ts_stmt *ir_for(ts_ctx *ctx, ts_expr *var, ts_expr *min, ts_expr *extent,
 		ts_for_kind kind, ts_thread_tag thread, ts_stmt *body)
 {
@@ -45,6 +69,8 @@ ts_stmt *ir_for(ts_ctx *ctx, ts_expr *var, ts_expr *min, ts_expr *extent,
 			 var->u.var.name, (long long)c);
 		return NULL;
 	}
+	if (!range_fits(ctx, var, min, extent))
+		return NULL;
 	ts_stmt *s = node(ctx, IR_S_FOR);
 	if (s) {
 		s->u.for_.var = var;

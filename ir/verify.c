@@ -4,8 +4,9 @@
  * It checks what every later pass and code generator assumes: each variable
  * is bound (by an enclosing loop or let) before it is used, no loop or let
  * rebinds a variable already in scope, every buffer accessed is a parameter
- * or allocated around the access, and stored values match the buffer's
- * dtype.  A failure is a compiler bug, reported as TS_ERR_INTERNAL with the
+ * or allocated around the access, stored values match the buffer's dtype,
+ * and a loop's bounds have its variable's dtype (the function's index
+ * width: an int32 bound on an int64 loop would truncate its extent).  A failure is a compiler bug, reported as TS_ERR_INTERNAL with the
  * pass that produced the IR.
  */
 #include "verify.h"
@@ -86,6 +87,9 @@ static void stmt(vstate *v, ts_stmt *s)
 		return;
 	switch (s->kind) {
 	case IR_S_FOR:
+		if (!ts_dtype_eq(s->u.for_.min->dtype, s->u.for_.var->dtype) ||
+		    !ts_dtype_eq(s->u.for_.extent->dtype, s->u.for_.var->dtype))
+			bad(v, "loop bounds of another dtype than the variable", s->u.for_.var->u.var.name);
 		expr(v, s->u.for_.min);
 		expr(v, s->u.for_.extent);
 		bind(v, s->u.for_.var, s->u.for_.body);

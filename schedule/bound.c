@@ -245,9 +245,10 @@ ts_status sch_infer_region(ts_ctx *ctx, const sch_producer *p, ts_expr *body, in
 		ts_expr *start = ts_max(ctx, lo, ts_int(ctx, 0));
 		ir_interval lo_iv = ir_bound_of(lo, nouter, r);
 		bool past = lo_iv.max == IR_POS_INF || lo_iv.max > shape - extent[d];
-		if (past && (lo_iv.max == IR_POS_INF ||
-			     !may_overhang(p, d, lo_iv.max + extent[d] - 1)))
-			start = ts_min(ctx, start, ts_int(ctx, shape - extent[d]));
+		if (start && past && (lo_iv.max == IR_POS_INF ||
+				      !may_overhang(p, d, lo_iv.max + extent[d] - 1)))
+			/* in the index dtype: int64 starts may pass 2^31 */
+			start = ts_min(ctx, start, ts_const(ctx, start->dtype, shape - extent[d]));
 		min[d] = ir_simplify(ctx, start, nouter, r);
 		if (!min[d])
 			return ts_last_status(ctx);

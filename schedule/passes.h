@@ -7,9 +7,12 @@
  *                  READ): inlines, infers bounds, builds each stage's loops
  *                  from its leaf axes and relations, places attached stages,
  *                  guards the tails of splits that do not divide
+ *                  (loop variables and indices are int64 when the
+ *                  extents need it, int32 otherwise)
  *  flatten         tensors -> flat buffers: REALIZE becomes ALLOCATE,
  *                  PROVIDE/READ become STORE/LOAD with row-major offsets
- *                  relative to the realized region; yields the ts_func
+ *                  relative to the realized region (int64 offsets for
+ *                  buffers of 2^31 elements or more); yields the ts_func
  *  simplify        arithmetic simplification with loop ranges; drops guards
  *                  that always hold and loops of extent 1
  *  loop_partition  splits loops guarded by likely(cond) into a main part

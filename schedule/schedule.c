@@ -232,6 +232,15 @@ ts_axis *ts_reduce_axis_of(ts_stage *st, int i)
 
 /* ---- split, tile, fuse, reorder ------------------------------------------------ */
 
+/* Lowering clamps the given part of a split to the extent e and loops over
+ * c * ceil(e / c) points; the tail guard compares indices below that span,
+ * so it must be an int64. */
+static bool split_span_overflows(int64_t e, int64_t value)
+{
+	int64_t c = value < e ? value : e, span;
+	return __builtin_mul_overflow(c, e / c + (e % c != 0), &span);
+}
+
 static ts_status split(ts_stage *st, ts_axis *parent, int64_t value, bool by_factor,
 		       ts_tail tail, ts_axis **outer, ts_axis **inner)
 {
@@ -244,8 +253,16 @@ static ts_status split(ts_stage *st, ts_axis *parent, int64_t value, bool by_fac
 		return fail(st, "split", "%s", msg);
 	}
 	int64_t e = parent->extent;
-	int64_t oe = by_factor ? (e + value - 1) / value : value;
-	int64_t ie = by_factor ? value : (e + value - 1) / value;
+	int64_t q = e / value + (e % value != 0); /* ceil(e / value) without overflow */
+	int64_t oe = by_factor ? q : value;
+	int64_t ie = by_factor ? value : q;
+	if (split_span_overflows(e, value)) {
+		char msg[300];
+		snprintf(msg, sizeof(msg),
+			 "axis '%s' of extent %lld split by %lld rounds up past INT64_MAX (overflows int64)",
+			 parent->name, (long long)e, (long long)value);
+		return fail(st, "split", "%s", msg);
+	}
 	char name[256];
 	snprintf(name, sizeof(name), "%s.outer", parent->name);
 	ts_axis *o = new_axis(st, name, oe, parent->kind, NULL);
@@ -345,7 +362,14 @@ ts_status ts_fuse(ts_stage *st, ts_axis *outer, ts_axis *inner, ts_axis **fused)
 			    outer->kind == TS_ITER_REDUCE ? outer->name : inner->name);
 	char name[300];
 	snprintf(name, sizeof(name), "%s.%s.fused", outer->name, inner->name);
-	ts_axis *f = new_axis(st, name, outer->extent * inner->extent, outer->kind, NULL);
+	int64_t ext;
+	if (__builtin_mul_overflow(outer->extent, inner->extent, &ext)) {
+		char msg[400];
+		snprintf(msg, sizeof(msg), "extent of '%s' (%lld x %lld) overflows int64", name,
+			 (long long)outer->extent, (long long)inner->extent);
+		return fail(st, "fuse", "%s", msg);
+	}
+	ts_axis *f = new_axis(st, name, ext, outer->kind, NULL);
 	if (!f)
 		return ts_last_status(sctx(st));
 	sch_relation *r = &st->rel[st->nrel++];

@@ -51,7 +51,8 @@ typedef struct ts_schedule ts_schedule;
 
 struct ts_axis {
 	const char *name;
-	ts_expr *var;          /* the loop variable (int32), made when the axis is */
+	ts_expr *var;          /* the loop variable (int32), made when the axis is;
+				* lowering with int64 indices uses an int64 copy */
 	int64_t extent;        /* over the stage's full domain; lowering recomputes */
 	ts_iter_kind kind;     /* reduce if derived from a reduction axis */
 	ts_for_kind loop;      /* serial unless vectorize/parallel/unroll/bind */

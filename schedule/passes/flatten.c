@@ -6,7 +6,9 @@
  * becomes an ALLOCATE of a buffer shaped like the region, and every
  * PROVIDE/READ of t inside it addresses element
  *     sum_d (idx_d - min_d) * stride_d      (row-major strides)
- * Indices are int32; a buffer of 2^31 elements or more is refused.
+ * Offsets are int32 when the indices are and the buffer has fewer than 2^31
+ * elements; otherwise int64 (schedule_ops chose int64 indices for the whole
+ * function in that case, so this only widens a region's int32 start).
  */
 #include <string.h>
 
@@ -51,15 +53,28 @@ static binding *lookup(flat *f, const ts_tensor *t)
 	return NULL;
 }
 
+/* The dtype of b's offsets: int64 when the buffer or any index needs it. */
+static ts_dtype offset_type(const binding *b, int n, ts_expr *const *idx)
+{
+	bool wide = b->buf->size > INT32_MAX;
+	for (int d = 0; d < n; d++)
+		wide |= idx[d]->dtype.bits > 32 || (b->min && b->min[d]->dtype.bits > 32);
+	return wide ? ts_int64 : ts_int32;
+}
+
 static ts_expr *offset(ts_ctx *ctx, const binding *b, int n, ts_expr *const *idx)
 {
+	ts_dtype t = offset_type(b, n, idx);
 	ts_expr *off = NULL;
 	for (int d = 0; d < n; d++) {
-		ts_expr *i = b->min ? ts_sub(ctx, idx[d], b->min[d]) : idx[d];
-		ts_expr *term = b->buf->strides[d] == 1 ? i : ts_mul(ctx, i, ts_int(ctx, b->buf->strides[d]));
+		ts_expr *i = ir_index_cast(ctx, idx[d], t);
+		if (b->min)
+			i = ts_sub(ctx, i, ir_index_cast(ctx, b->min[d], t));
+		ts_expr *term = b->buf->strides[d] == 1 ? i
+			: ts_mul(ctx, i, ts_const(ctx, t, b->buf->strides[d]));
 		off = off ? ts_add(ctx, off, term) : term;
 	}
-	return off ? off : ts_int(ctx, 0);
+	return off ? off : ts_const(ctx, t, 0);
 }
 
 static binding *need(ts_ctx *ctx, flat *f, const ts_tensor *t)
@@ -104,11 +119,6 @@ static ts_stmt *flat_stmt(ts_ctx *ctx, ts_stmt *s, void *data)
 			       : NULL;
 	if (!buf)
 		return NULL;
-	if (buf->size > INT32_MAX) {
-		ts_error(ctx, TS_ERR_UNSUPPORTED, "lower: buffer %s has %lld elements (int32 indices)",
-			 t->name, (long long)buf->size);
-		return NULL;
-	}
 	f->b[f->n++] = (binding){t, buf, s->u.realize.min};
 	ts_stmt *body = flat_stmt(ctx, s->u.realize.body, f);
 	f->n--;
@@ -137,11 +147,6 @@ ts_func *pass_flatten(ts_ctx *ctx, ts_stmt *body, const char *name, int nargs,
 				      : NULL;
 		if (!fn->params[i])
 			return NULL;
-		if (fn->params[i]->size > INT32_MAX) {
-			ts_error(ctx, TS_ERR_UNSUPPORTED, "lower: argument %s has %lld elements (int32 indices)",
-				 t->name, (long long)fn->params[i]->size);
-			return NULL;
-		}
 		f->b[f->n++] = (binding){t, fn->params[i], NULL};
 	}
 	fn->body = flat_stmt(ctx, body, f);

@@ -112,8 +112,9 @@ static ts_stmt *loop(part *p, ts_stmt *s, int64_t lo, int64_t hi, ts_stmt *body)
 	body = walk_body(p, v, lo, hi - lo, body);
 	if (!body)
 		return NULL;
-	return ir_for(ctx, v, ts_int(ctx, lo), ts_int(ctx, hi - lo), s->u.for_.kind,
-		      s->u.for_.thread, body);
+	/* bounds in the variable's dtype: int64 loops keep extents past 2^31 */
+	return ir_for(ctx, v, ts_const(ctx, v->dtype, lo), ts_const(ctx, v->dtype, hi - lo),
+		      s->u.for_.kind, s->u.for_.thread, body);
 }
 
 static ts_stmt *partition_for(part *p, ts_stmt *s)

@@ -13,6 +13,12 @@
  * then the update nest.  Splits that do not divide guard the body with
  * `index < extent`, wrapped in likely() when the split asked for a
  * partitioned tail, so that loop_partition can remove it from the main part.
+ *
+ * Index width: one index dtype per function, int32 unless some tensor's
+ * element count, loop extent, split span (ceil(n/f)*f) or reduction range
+ * needs more (as TVM and Halide choose).  With int64, every stage's loops get
+ * fresh int64 variables, constants are built in int64 and the body is
+ * substituted with ir_substitute_wide, so indices and guards never wrap.
  */
 #include <math.h>
 #include <string.h>
@@ -21,6 +27,7 @@
 #include "bound.h"
 #include "passes.h"
 #include "printer.h"
+#include "te.h"
 
 #define MAX_DEPTH 128
 
@@ -32,13 +39,16 @@ typedef struct ops {
 	sch_loop stack[MAX_DEPTH];
 	int depth;
 	ts_sbuf *log;
+	ts_dtype it; /* the function's index dtype: int32 or int64 */
 } ops;
 
 /* One stage being emitted: its axes' extents and values. */
 typedef struct stage_nest {
 	ts_stage *st;
 	int64_t ext[64];      /* per axis, parallel to st->all */
+	ts_expr *var[64];     /* leaves: the loop variable, of the index dtype */
 	ts_expr *val[64];     /* axis value in leaf variables */
+	int64_t widest;       /* largest extent or split span seen */
 	int nguard;
 	ts_expr *guard[64];
 	bool guard_reduce[64];
@@ -101,56 +111,121 @@ static ts_expr *cond(ops *o, ts_expr *c, bool likely)
 	return ts_call(o->ctx, IR_INTRIN_LIKELY, 1, &c);
 }
 
-static void derive_extents(stage_nest *n, const int64_t *rext)
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+	return a / b + (a % b != 0);
+}
+
+/* Extents of every axis from the root extents, through the relations.  The
+ * primitives refused overflowing products on the full domain; regions are
+ * no larger, but check anyway rather than wrap. */
+static ts_status derive_extents(ts_ctx *ctx, stage_nest *n, const int64_t *rext)
 {
 	ts_stage *st = n->st;
-	for (int r = 0; r < st->nroot; r++)
-		n->ext[axis_pos(st, st->root[r])] =
-			st->root[r]->kind == TS_ITER_DATA ? rext[r] : st->root[r]->extent;
+	n->widest = 0;
+	for (int r = 0; r < st->nroot; r++) {
+		int64_t e = st->root[r]->kind == TS_ITER_DATA ? rext[r] : st->root[r]->extent;
+		n->ext[axis_pos(st, st->root[r])] = e;
+		n->widest = e > n->widest ? e : n->widest;
+	}
 	for (int i = 0; i < st->nrel; i++) {
 		const sch_relation *r = &st->rel[i];
+		int64_t span, oe, ie;
 		if (r->kind == SCH_REL_FUSE) {
-			n->ext[axis_pos(st, r->fused)] =
-				n->ext[axis_pos(st, r->outer)] * n->ext[axis_pos(st, r->inner)];
-			continue;
-		}
-		int64_t e = n->ext[axis_pos(st, r->parent)];
-		int64_t oe, ie;
-		if (r->factor) {
-			ie = r->factor < e ? r->factor : e;
-			oe = (e + ie - 1) / ie;
+			oe = n->ext[axis_pos(st, r->outer)];
+			ie = n->ext[axis_pos(st, r->inner)];
 		} else {
-			oe = r->nparts < e ? r->nparts : e;
-			ie = (e + oe - 1) / oe;
+			int64_t e = n->ext[axis_pos(st, r->parent)];
+			int64_t given = r->factor ? r->factor : r->nparts;
+			int64_t c = given < e ? given : e;
+			oe = r->factor ? ceil_div(e, c) : c;
+			ie = r->factor ? c : ceil_div(e, c);
+			n->ext[axis_pos(st, r->outer)] = oe;
+			n->ext[axis_pos(st, r->inner)] = ie;
 		}
-		n->ext[axis_pos(st, r->outer)] = oe;
-		n->ext[axis_pos(st, r->inner)] = ie;
+		if (__builtin_mul_overflow(oe, ie, &span))
+			return ts_error(ctx, TS_ERR_INVALID, "lower(%s): extent of '%s' overflows int64",
+					st->name, (r->kind == SCH_REL_FUSE ? r->fused : r->parent)->name);
+		if (r->kind == SCH_REL_FUSE)
+			n->ext[axis_pos(st, r->fused)] = span;
+		n->widest = span > n->widest ? span : n->widest;
 	}
+	return TS_OK;
+}
+
+/* Does any value a loop nest of st computes leave int32?  Extents and split
+ * spans bound the loop values and the guards; a reduction's range adds its
+ * min to them. */
+static ts_status stage_needs_int64(ops *o, ts_stage *st, bool *wide)
+{
+	stage_nest *n = ts_alloc(o->ctx, sizeof(*n));
+	if (!n)
+		return ts_last_status(o->ctx);
+	n->st = st;
+	if (derive_extents(o->ctx, n, st->tensor->shape) != TS_OK)
+		return ts_last_status(o->ctx);
+	*wide |= n->widest > INT32_MAX || ts_tensor_numel(st->tensor) > INT32_MAX;
+	/* a root value is its start (0..shape for a region, min for a
+	 * reduction) plus a loop value below the widest span */
+	for (int r = 0; r < st->nroot; r++) {
+		ts_axis *a = st->root[r];
+		int64_t lo = a->kind == TS_ITER_REDUCE ? a->root->min : 0, hi;
+		int64_t start = a->kind == TS_ITER_REDUCE ? lo : st->tensor->shape[r];
+		*wide |= lo < INT32_MIN || __builtin_add_overflow(start, n->widest, &hi) ||
+			 hi > INT32_MAX;
+	}
+	return TS_OK;
+}
+
+/* int64 when any stage or any tensor it reads needs it, else int32. */
+static ts_status choose_index_type(ops *o)
+{
+	bool wide = false;
+	ts_tensor *order[256];
+	int m = ts_graph_topo(o->s->nout, o->s->outputs, order, 256);
+	for (int i = 0; i < m && i < 256; i++)
+		wide |= ts_tensor_numel(order[i]) > INT32_MAX;
+	for (int i = 0; i < o->s->nstages; i++)
+		if (stage_needs_int64(o, o->s->stages[i], &wide) != TS_OK)
+			return ts_last_status(o->ctx);
+	o->it = wide ? ts_int64 : ts_int32;
+	return TS_OK;
+}
+
+/* A constant of the index dtype. */
+static ts_expr *iconst(ops *o, int64_t v)
+{
+	return ts_const(o->ctx, o->it, v);
 }
 
 static ts_status derive_values(ops *o, stage_nest *n)
 {
 	ts_ctx *ctx = o->ctx;
 	ts_stage *st = n->st;
-	for (int i = 0; i < st->nleaf; i++)
-		n->val[axis_pos(st, st->leaf[i])] = st->leaf[i]->var;
+	for (int i = 0; i < st->nleaf; i++) {
+		ts_axis *a = st->leaf[i];
+		/* int64: a fresh variable of the same name per emitted nest */
+		n->var[axis_pos(st, a)] = ts_dtype_eq(o->it, a->var->dtype)
+			? a->var : ts_var_typed(ctx, a->var->u.var.name, o->it);
+		n->val[axis_pos(st, a)] = n->var[axis_pos(st, a)];
+	}
 	for (int i = st->nrel - 1; i >= 0; i--) {
 		const sch_relation *r = &st->rel[i];
 		if (r->kind == SCH_REL_FUSE) {
 			ts_expr *f = n->val[axis_pos(st, r->fused)];
-			ts_expr *ie = ts_int(ctx, n->ext[axis_pos(st, r->inner)]);
+			ts_expr *ie = iconst(o, n->ext[axis_pos(st, r->inner)]);
 			n->val[axis_pos(st, r->outer)] = ts_floordiv(ctx, f, ie);
 			n->val[axis_pos(st, r->inner)] = ts_floormod(ctx, f, ie);
 			continue;
 		}
 		int pp = axis_pos(st, r->parent);
 		int64_t ie = n->ext[axis_pos(st, r->inner)], oe = n->ext[axis_pos(st, r->outer)];
-		ts_expr *v = ts_add(ctx, ts_mul(ctx, n->val[axis_pos(st, r->outer)], ts_int(ctx, ie)),
+		ts_expr *v = ts_add(ctx, ts_mul(ctx, n->val[axis_pos(st, r->outer)], iconst(o, ie)),
 				    n->val[axis_pos(st, r->inner)]);
 		n->val[pp] = v;
 		if (oe * ie != n->ext[pp]) {
 			n->guard_reduce[n->nguard] = r->parent->kind == TS_ITER_REDUCE;
-			n->guard[n->nguard++] = cond(o, ts_lt(ctx, v, ts_int(ctx, n->ext[pp])),
+			n->guard[n->nguard++] = cond(o, ts_lt(ctx, v, iconst(o, n->ext[pp])),
 						     r->tail == TS_TAIL_PARTITION);
 		}
 	}
@@ -165,13 +240,15 @@ static ts_status derive_body(ops *o, stage_nest *n, ts_expr *body, ts_expr *cons
 	ts_expr *vars[64], *vals[64];
 	for (int r = 0; r < st->nroot; r++) {
 		ts_axis *a = st->root[r];
-		ts_expr *base = a->kind == TS_ITER_DATA ? rmin[r] : ts_int(ctx, a->root->min);
+		ts_expr *base = a->kind == TS_ITER_DATA ? ir_index_cast(ctx, rmin[r], o->it)
+							: iconst(o, a->root->min);
 		vars[r] = a->var;
 		vals[r] = ir_simplify(ctx, ts_add(ctx, base, n->val[axis_pos(st, a)]), 0, NULL);
 		if (a->kind == TS_ITER_DATA)
 			n->idx[r] = vals[r];
 	}
-	n->value = ir_substitute(ctx, body, st->nroot, vars, vals);
+	n->value = ts_dtype_eq(o->it, ts_int32) ? ir_substitute(ctx, body, st->nroot, vars, vals)
+						: ir_substitute_wide(ctx, body, st->nroot, vars, vals);
 	return n->value ? TS_OK : ts_last_status(ctx);
 }
 
@@ -258,15 +335,16 @@ static ts_stmt *emit_loop(ops *o, stage_nest *n, int pos, int end, nest_filter f
 {
 	ts_axis *a = n->st->leaf[pos];
 	int64_t e = n->ext[axis_pos(n->st, a)];
+	ts_expr *var = n->var[axis_pos(n->st, a)];
 	if (o->depth >= MAX_DEPTH) {
 		ts_error(o->ctx, TS_ERR_INVALID, "lower: loops nested deeper than %d", MAX_DEPTH);
 		return NULL;
 	}
-	o->stack[o->depth++] = (sch_loop){a->var, e, a->loop, a->thread};
+	o->stack[o->depth++] = (sch_loop){var, e, a->loop, a->thread};
 	ts_stmt *body = f == NEST_ALL ? attach(o, n, pos, next, pos + 1, end, f)
 				      : next(o, n, pos + 1, end, f);
 	o->depth--;
-	return ir_for(o->ctx, a->var, ts_int(o->ctx, 0), ts_int(o->ctx, e), a->loop, a->thread, body);
+	return ir_for(o->ctx, var, iconst(o, 0), iconst(o, e), a->loop, a->thread, body);
 }
 
 static ts_stmt *loops(ops *o, stage_nest *n, int pos, int end, nest_filter f)
@@ -349,7 +427,8 @@ static int relaxed_loops(ops *o, stage_nest *n, int leafpos, const ts_stage *x, 
 	int m = 0;
 	for (int i = leafpos + 1; i < n->st->nleaf; i++) {
 		ts_axis *a = n->st->leaf[i];
-		out[m++] = (sch_loop){a->var, n->ext[axis_pos(n->st, a)], a->loop, a->thread};
+		out[m++] = (sch_loop){n->var[axis_pos(n->st, a)], n->ext[axis_pos(n->st, a)], a->loop,
+				      a->thread};
 	}
 	if (x->scope == TS_SCOPE_SHARED)
 		for (int i = 0; i < o->depth; i++)
@@ -430,8 +509,8 @@ static ts_stmt *build_stage(ops *o, ts_stage *st, ts_expr *const *rmin, const in
 	if (!n)
 		return NULL;
 	n->st = st;
-	derive_extents(n, rext);
-	if (derive_values(o, n) != TS_OK || derive_body(o, n, o->body[si], rmin) != TS_OK)
+	if (derive_extents(o->ctx, n, rext) != TS_OK || derive_values(o, n) != TS_OK ||
+	    derive_body(o, n, o->body[si], rmin) != TS_OK)
 		return NULL;
 	if (n->value->kind == IR_REDUCE)
 		return prefix(o, n, 0, first_reduce_leaf(st), NEST_ALL);
@@ -469,7 +548,8 @@ ts_stmt *pass_schedule_ops(ts_ctx *ctx, ts_schedule *s, ts_sbuf *log)
 	o->log = log;
 	o->body = ts_alloc_array(ctx, (size_t)s->nstages, sizeof(ts_expr *));
 	o->built = ts_alloc_array(ctx, (size_t)s->nstages, sizeof(bool));
-	if (!o->body || !o->built || inline_all(o) != TS_OK || check_attachments(o) != TS_OK)
+	if (!o->body || !o->built || inline_all(o) != TS_OK || check_attachments(o) != TS_OK ||
+	    choose_index_type(o) != TS_OK)
 		return NULL;
 	ts_stmt *body = NULL;
 	for (int i = s->nstages - 1; i >= 0; i--) {
@@ -478,7 +558,7 @@ ts_stmt *pass_schedule_ops(ts_ctx *ctx, ts_schedule *s, ts_sbuf *log)
 			continue;
 		ts_expr *min[TS_MAX_DIMS];
 		for (int d = 0; d < st->tensor->ndim; d++)
-			min[d] = ts_int(ctx, 0);
+			min[d] = iconst(o, 0);
 		log_region(o, st, min, st->tensor->shape);
 		ts_stmt *nest = build_stage(o, st, min, st->tensor->shape);
 		if (!nest)
