@@ -419,6 +419,15 @@ ts_status ts_cuda_module_kernel(ts_ctx *ctx, ts_cuda_module *m, const char *name
 
 /* ---- launches -------------------------------------------------------------------- */
 
+
+/* Arrays belong to a device, not to a handle: every ts_cuda opened on one
+ * device shares its primary context, so an array made through the user's
+ * handle is valid in a module that ts_build loaded through its own. */
+static bool same_device(const ts_cuda *a, const ts_cuda *b)
+{
+	return a && b && a->device == b->device && a->context == b->context;
+}
+
 static ts_status check_launch(ts_ctx *ctx, const ts_cuda_kernel *k, const ts_launch *l,
 			      int nargs, ts_array *const *args)
 {
@@ -432,7 +441,7 @@ static ts_status check_launch(ts_ctx *ctx, const ts_cuda_kernel *k, const ts_lau
 		return ts_error(ctx, TS_ERR_INVALID, "cuda: launching %s: bad shared size or "
 				"argument count %d", k->name, nargs);
 	for (int i = 0; i < nargs; i++)
-		if (!args[i] || args[i]->device != TS_DEVICE_CUDA || args[i]->cuda != k->cuda)
+		if (!args[i] || args[i]->device != TS_DEVICE_CUDA || !same_device(args[i]->cuda, k->cuda))
 			return ts_error(ctx, TS_ERR_INVALID, "cuda: launching %s: argument %d is "
 					"not an array on this device", k->name, i);
 	return TS_OK;

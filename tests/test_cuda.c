@@ -365,6 +365,65 @@ START_TEST(test_fake_driver)
 }
 END_TEST
 
+/* The README's flow: the user opens the GPU and makes arrays through their
+ * own handle; ts_build(ctx, f, "cuda") compiles with NVRTC and loads the
+ * kernel through a handle of its own; the arrays are valid in the module
+ * (they belong to the device, not to a handle).  C = A + B over 4096
+ * floats, laid out as the stand-in's kernel computes it: 8 blocks of 128
+ * threads, 4 elements each. */
+START_TEST(test_readme_flow_fake_driver)
+{
+	char dir[64], lib[128];
+	if (!build_fake_driver(dir, lib))
+		return;
+	setenv("TESSERA_CUDA_LIB", lib, 1);
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(4096), ts_float32);
+	ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(4096), ts_float32);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(4096), TS_VARS(i),
+				  ts_add(ctx, TS_READ(ctx, A, i), TS_READ(ctx, B, i)));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_stage *sc = ts_stage_of(s, C);
+	ts_axis *o, *v, *bx, *tx;
+	tu_ok(ctx, ts_split(sc, ts_axis_of(sc, 0), 4, &o, &v));
+	tu_ok(ctx, ts_split(sc, o, 128, &bx, &tx));
+	tu_ok(ctx, ts_bind(sc, bx, TS_BLOCK_X));
+	tu_ok(ctx, ts_bind(sc, tx, TS_THREAD_X));
+	tu_ok(ctx, ts_vectorize(sc, v));
+	ts_func *f = ts_lower(s, "vadd", 3, (ts_tensor *[]){A, B, C});
+	tu_nonnull(ctx, f);
+	ts_cuda *gpu = ts_cuda_open(ctx);
+	tu_nonnull(ctx, gpu);
+	ts_module *m = ts_build(ctx, f, "cuda");
+	tu_nonnull(ctx, m);
+	ts_array *h[3] = {filled(4096, 1), filled(4096, 2), filled(4096, 3)}, *d[3];
+	for (int k = 0; k < 3; k++) {
+		d[k] = ts_cuda_array_new(ctx, gpu, ts_float32, 1, h[k]->shape);
+		tu_ok(ctx, ts_cuda_copy_to_device(ctx, d[k], h[k]));
+	}
+	tu_ok(ctx, ts_module_run(m, 3, d));
+	tu_ok(ctx, ts_cuda_copy_to_host(ctx, h[2], d[2]));
+	for (int e = 0; e < 4096; e++)
+		ck_assert_float_eq(((float *)h[2]->data)[e],
+				   ((float *)h[0]->data)[e] + ((float *)h[1]->data)[e]);
+	/* host arrays are still refused, with the argument named */
+	ck_assert_int_eq(ts_module_run(m, 3, (ts_array *[]){d[0], h[1], d[2]}), TS_ERR_INVALID);
+	tu_assert_error(ctx, "argument 1 (B) is on the cpu device, expected cuda");
+	ts_clear_error(ctx);
+	for (int k = 0; k < 3; k++) {
+		ts_cuda_array_free(d[k]);
+		ts_array_free(h[k]);
+	}
+	ts_module_free(m);
+	ts_cuda_close(gpu);
+	unsetenv("TESSERA_CUDA_LIB");
+	ts_ctx_free(ctx);
+	unlink(lib);
+	rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
 	bool nvrtc = have_nvrtc();
@@ -378,6 +437,7 @@ int main(void)
 	suite_add_tcase(s, tc);
 	if (nvrtc) {
 		tc = tcase_create("nvrtc");
+		tcase_add_test(tc, test_readme_flow_fake_driver);
 		tcase_set_timeout(tc, 300);
 		tcase_add_test(tc, test_gemm_sm80);
 		tcase_add_test(tc, test_gemm_sm90);
