@@ -1,0 +1,446 @@
+/*
+ * test_mustfail_api.c - every public entry point checks its arguments.
+ *
+ * Each public function is called with NULL in each pointer position, with
+ * negative or too large counts, with out-of-range enum values, and with
+ * axes, stages and tensors that belong elsewhere.  Every such call must come
+ * back as an error status or NULL, never a crash, and where a context is at
+ * hand its message must name the function.  Calls without any context (a
+ * NULL ctx, a NULL stage) are checked for their return value only.
+ */
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "build.h"
+#include "c_emit.h"
+#include "cuda_driver.h"
+#include "interp.h"
+#include "llvm.h"
+#include "lower.h"
+#include "op_schedules.h"
+
+/* A pointer-returning call that must give NULL with `part` in the error. */
+#define FAILS_NULL(ctx, call, part)                                             \
+	do {                                                                    \
+		ts_clear_error(ctx);                                            \
+		ck_assert_msg((call) == NULL, "%s: expected NULL", #call);      \
+		tu_assert_error(ctx, part);                                     \
+	} while (0)
+/* A status-returning call that must fail with `part` in the error. */
+#define FAILS_ST(ctx, call, part)                                               \
+	do {                                                                    \
+		ts_clear_error(ctx);                                            \
+		ck_assert_msg((call) != TS_OK, "%s: expected an error", #call); \
+		tu_assert_error(ctx, part);                                     \
+	} while (0)
+/* The same where no context can be reached: only the result is checked. */
+#define NULL_NOCTX(call) ck_assert_msg((call) == NULL, "%s: expected NULL", #call)
+#define ST_NOCTX(call) ck_assert_msg((call) != TS_OK, "%s: expected an error", #call)
+
+/* C[13, 11] = sum_k A[13, 7] * B[7, 11], its schedule, a split of C's
+ * first axis, and the lowered function; D = relu(C) in a second schedule. */
+typedef struct fx {
+	ts_ctx *ctx;
+	ts_tensor *A, *B, *C;
+	ts_schedule *s;
+	ts_stage *sc;
+	ts_axis *i, *j, *k;
+	ts_func *f;
+} fx;
+
+static fx fx_new(void)
+{
+	fx x = {.ctx = ts_ctx_new()};
+	x.A = ts_placeholder(x.ctx, "A", TS_SHAPE(13, 7), ts_float32);
+	x.B = ts_placeholder(x.ctx, "B", TS_SHAPE(7, 11), ts_float32);
+	x.C = ts_rename(x.ctx, ts_op_matmul(x.ctx, x.A, x.B, false, false), "C");
+	x.s = ts_create_schedule(x.ctx, 1, &x.C);
+	x.sc = ts_stage_of(x.s, x.C);
+	x.i = ts_axis_of(x.sc, 0);
+	x.j = ts_axis_of(x.sc, 1);
+	x.k = ts_reduce_axis_of(x.sc, 0);
+	x.f = ts_lower(ts_create_schedule(x.ctx, 1, &x.C), "mm", 3, (ts_tensor *[]){x.A, x.B, x.C});
+	tu_nonnull(x.ctx, x.f);
+	tu_nonnull(x.ctx, x.k);
+	return x;
+}
+
+static void fx_free(fx *x)
+{
+	ts_ctx_free(x->ctx);
+}
+
+/* ---- ir.h: names and dtypes ------------------------------------------------------ */
+
+START_TEST(test_names_out_of_range)
+{
+	ck_assert_str_eq(ir_expr_kind_name((ir_expr_kind)999), "?");
+	ck_assert_str_eq(ir_expr_kind_name((ir_expr_kind)-1), "?");
+	ck_assert_str_eq(ir_stmt_kind_name((ir_stmt_kind)-3), "?");
+	ck_assert_str_eq(ir_intrinsic_name((ir_intrinsic)77), "?");
+	ck_assert_int_eq(ir_intrinsic_arity((ir_intrinsic)77), 0);
+	ck_assert_str_eq(ts_reduce_op_name((ts_reduce_op)42), "?");
+	ck_assert_str_eq(ts_scope_name((ts_scope)99), "?");
+	ck_assert_str_eq(ts_for_kind_name((ts_for_kind)-1), "?");
+	ck_assert_str_eq(ts_thread_tag_name((ts_thread_tag)-1), "?");
+	ck_assert_str_eq(ts_device_name((ts_device)7), "unknown");
+	ck_assert(!ir_is_binary((ir_expr_kind)-1));
+	ck_assert(!ir_is_compare((ir_expr_kind)1000));
+	char buf[24];
+	ck_assert_str_eq(ts_dtype_str((ts_dtype){200, 32, 1}, buf), "?32");
+	ck_assert_ptr_null(ts_dtype_str(ts_float32, NULL));
+	ts_dtype t;
+	ck_assert(!ts_dtype_parse(NULL, &t));
+	ck_assert(!ts_dtype_parse("float32", NULL));
+	ck_assert(!ts_dtype_is_valid((ts_dtype){TS_TYPE_FLOAT, 0, 1}));
+	ck_assert(!ts_dtype_is_valid((ts_dtype){TS_TYPE_INT, 32, 0}));
+	ck_assert(!ts_dtype_is_valid((ts_dtype){77, 32, 1}));
+	ck_assert(ts_dtype_is_valid(ts_dtype_with_lanes(ts_bfloat16, 8)));
+}
+END_TEST
+
+/* ---- ir.h: expression constructors -------------------------------------------------- */
+
+START_TEST(test_expr_null_ctx)
+{
+	fx x = fx_new();
+	ts_expr *i = x.i->var;
+	NULL_NOCTX(ts_int(NULL, 1));
+	NULL_NOCTX(ts_const(NULL, ts_int64, 1));
+	NULL_NOCTX(ts_float(NULL, 1));
+	NULL_NOCTX(ts_fconst(NULL, ts_float64, 1));
+	NULL_NOCTX(ts_make_const(NULL, ts_float64, 1));
+	NULL_NOCTX(ts_var(NULL, "v"));
+	NULL_NOCTX(ts_var_typed(NULL, "v", ts_int64));
+	NULL_NOCTX(ts_binary(NULL, IR_ADD, i, i));
+	NULL_NOCTX(ts_add(NULL, i, i));
+	NULL_NOCTX(ts_div(NULL, i, i));
+	NULL_NOCTX(ts_not(NULL, ts_lt(x.ctx, i, i)));
+	NULL_NOCTX(ts_select(NULL, ts_lt(x.ctx, i, i), i, i));
+	NULL_NOCTX(ts_cast(NULL, ts_int64, i));
+	NULL_NOCTX(ts_call(NULL, IR_INTRIN_EXP, 1, (ts_expr *[]){ts_float(x.ctx, 1)}));
+	NULL_NOCTX(ts_exp(NULL, ts_float(x.ctx, 1)));
+	NULL_NOCTX(ts_pow(NULL, ts_float(x.ctx, 1), ts_float(x.ctx, 2)));
+	NULL_NOCTX(ts_read(NULL, x.A, 2, (ts_expr *[]){i, i}));
+	NULL_NOCTX(ts_load(NULL, x.f->params[0], i));
+	NULL_NOCTX(ts_ramp(NULL, i, 1, 4));
+	NULL_NOCTX(ts_broadcast(NULL, i, 4));
+	NULL_NOCTX(ts_reduce(NULL, TS_REDUCE_SUM, ts_float(x.ctx, 1), 1, x.C->reduce_axis, NULL));
+	NULL_NOCTX(ir_iter_new(NULL, "r", 0, 4, TS_ITER_REDUCE));
+	NULL_NOCTX(ir_buffer_new(NULL, "b", ts_float32, 1, (int64_t[]){4}, TS_SCOPE_GLOBAL));
+	fx_free(&x);
+}
+END_TEST
+
+START_TEST(test_expr_null_operands)
+{
+	fx x = fx_new();
+	ts_ctx *c = x.ctx;
+	ts_expr *i = x.i->var, *f = ts_float(c, 1);
+	FAILS_NULL(c, ts_var(c, NULL), "var");
+	FAILS_NULL(c, ts_var_typed(c, NULL, ts_int32), "var");
+	FAILS_NULL(c, ts_var_typed(c, "v", (ts_dtype){TS_TYPE_INT, 32, 0}), "var v");
+	FAILS_NULL(c, ts_const(c, (ts_dtype){99, 32, 1}, 3), "const");
+	FAILS_NULL(c, ts_fconst(c, (ts_dtype){TS_TYPE_FLOAT, 13, 1}, 3), "const");
+	FAILS_NULL(c, ts_make_const(c, (ts_dtype){TS_TYPE_FLOAT, 32, 0}, 3), "const");
+	FAILS_NULL(c, ts_binary(c, IR_ADD, NULL, i), "add: operand a is NULL");
+	FAILS_NULL(c, ts_binary(c, IR_ADD, i, NULL), "add: operand b is NULL");
+	FAILS_NULL(c, ts_binary(c, (ir_expr_kind)-1, i, i), "binary");
+	FAILS_NULL(c, ts_binary(c, (ir_expr_kind)999, i, i), "binary");
+	ts_expr *(*bins[])(ts_ctx *, ts_expr *, ts_expr *) = {
+		ts_add, ts_sub, ts_mul, ts_truncdiv, ts_truncmod, ts_floordiv, ts_floormod,
+		ts_min, ts_max, ts_eq, ts_ne, ts_lt, ts_le, ts_gt, ts_ge, ts_and, ts_or};
+	const char *names[] = {"add", "sub", "mul", "truncdiv", "truncmod", "floordiv",
+			       "floormod", "min", "max", "eq", "ne", "lt", "le", "gt", "ge",
+			       "and", "or"};
+	for (size_t k = 0; k < TS_COUNT_OF(bins); k++) {
+		FAILS_NULL(c, bins[k](c, NULL, i), names[k]);
+		FAILS_NULL(c, bins[k](c, i, NULL), names[k]);
+	}
+	FAILS_NULL(c, ts_div(c, NULL, f), "div");
+	FAILS_NULL(c, ts_div(c, f, NULL), "div");
+	FAILS_NULL(c, ts_not(c, NULL), "not");
+	FAILS_NULL(c, ts_select(c, NULL, i, i), "select");
+	FAILS_NULL(c, ts_select(c, ts_lt(c, i, i), NULL, i), "select");
+	FAILS_NULL(c, ts_select(c, ts_lt(c, i, i), i, NULL), "select");
+	FAILS_NULL(c, ts_cast(c, ts_int64, NULL), "cast");
+	FAILS_NULL(c, ts_cast(c, (ts_dtype){99, 32, 1}, i), "cast");
+	FAILS_NULL(c, ts_cast(c, (ts_dtype){TS_TYPE_INT, 32, 0}, i), "cast");
+	ts_expr *(*unary[])(ts_ctx *, ts_expr *) = {ts_exp, ts_log, ts_sqrt, ts_tanh, ts_exp2,
+						    ts_fabs, ts_erf, ts_sigmoid};
+	const char *unames[] = {"exp", "log", "sqrt", "tanh", "exp2", "fabs", "erf", "sigmoid"};
+	for (size_t k = 0; k < TS_COUNT_OF(unary); k++)
+		FAILS_NULL(c, unary[k](c, NULL), unames[k]);
+	FAILS_NULL(c, ts_pow(c, NULL, f), "pow");
+	FAILS_NULL(c, ts_pow(c, f, NULL), "pow");
+	fx_free(&x);
+}
+END_TEST
+
+START_TEST(test_expr_bad_calls)
+{
+	fx x = fx_new();
+	ts_ctx *c = x.ctx;
+	ts_expr *i = x.i->var, *f = ts_float(c, 1);
+	FAILS_NULL(c, ts_call(c, (ir_intrinsic)77, 1, (ts_expr *[]){f}), "call: unknown intrinsic 77");
+	FAILS_NULL(c, ts_call(c, (ir_intrinsic)-1, 1, (ts_expr *[]){f}), "call: unknown intrinsic -1");
+	FAILS_NULL(c, ts_call(c, IR_INTRIN_EXP, -1, (ts_expr *[]){f}), "exp: expects 1 argument");
+	FAILS_NULL(c, ts_call(c, IR_INTRIN_EXP, 1, NULL), "exp: the argument list is NULL");
+	FAILS_NULL(c, ts_call(c, IR_INTRIN_POW, 2, (ts_expr *[]){f, NULL}), "pow: argument 1 is NULL");
+	FAILS_NULL(c, ts_read(c, NULL, 2, (ts_expr *[]){i, i}), "read");
+	FAILS_NULL(c, ts_read(c, x.A, 2, NULL), "read A: the index list is NULL");
+	FAILS_NULL(c, ts_read(c, x.A, -1, (ts_expr *[]){i}), "read A");
+	FAILS_NULL(c, ts_read(c, x.A, 2, (ts_expr *[]){i, NULL}), "read A: index 1 is NULL");
+	FAILS_NULL(c, ts_load(c, NULL, i), "load");
+	FAILS_NULL(c, ts_load(c, x.f->params[0], NULL), "load A: index is NULL");
+	FAILS_NULL(c, ts_ramp(c, NULL, 1, 4), "ramp");
+	FAILS_NULL(c, ts_ramp(c, i, 1, -4), "ramp");
+	FAILS_NULL(c, ts_ramp(c, i, 1, 70000), "ramp");
+	FAILS_NULL(c, ts_broadcast(c, NULL, 4), "broadcast");
+	FAILS_NULL(c, ts_broadcast(c, i, 0), "broadcast");
+	FAILS_NULL(c, ts_broadcast(c, i, 1 << 20), "broadcast");
+	ts_iter *k = x.C->reduce_axis[0];
+	FAILS_NULL(c, ts_reduce(c, (ts_reduce_op)42, f, 1, &k, NULL), "reduce: unknown reduction 42");
+	FAILS_NULL(c, ts_reduce(c, TS_REDUCE_SUM, NULL, 1, &k, NULL), "sum: source is NULL");
+	FAILS_NULL(c, ts_reduce(c, TS_REDUCE_SUM, f, 1, NULL, NULL), "sum: the axis list is NULL");
+	FAILS_NULL(c, ts_reduce(c, TS_REDUCE_SUM, f, -1, &k, NULL), "sum: needs 1 to 8");
+	FAILS_NULL(c, ts_reduce(c, TS_REDUCE_SUM, f, 9, &k, NULL), "sum: needs 1 to 8");
+	FAILS_NULL(c, ts_sum(c, f, 1, (ts_iter *[]){NULL}), "sum: reduction axis 0 is NULL");
+	fx_free(&x);
+}
+END_TEST
+
+START_TEST(test_iter_and_buffer)
+{
+	fx x = fx_new();
+	ts_ctx *c = x.ctx;
+	FAILS_NULL(c, ir_iter_new(c, NULL, 0, 4, TS_ITER_DATA), "axis");
+	FAILS_NULL(c, ir_iter_new(c, "r", 0, 4, (ts_iter_kind)7), "axis 'r': unknown kind 7");
+	FAILS_NULL(c, ir_iter_new(c, "r", 0, 0, TS_ITER_DATA), "axis 'r'");
+	FAILS_NULL(c, ir_buffer_new(c, NULL, ts_float32, 1, (int64_t[]){4}, TS_SCOPE_GLOBAL),
+		   "buffer: name is NULL");
+	FAILS_NULL(c, ir_buffer_new(c, "b", ts_float32, 1, NULL, TS_SCOPE_GLOBAL),
+		   "buffer b: shape is NULL");
+	FAILS_NULL(c, ir_buffer_new(c, "b", ts_float32, -1, (int64_t[]){4}, TS_SCOPE_GLOBAL),
+		   "buffer b");
+	FAILS_NULL(c, ir_buffer_new(c, "b", ts_float32, 9, (int64_t[9]){1}, TS_SCOPE_GLOBAL),
+		   "buffer b");
+	FAILS_NULL(c, ir_buffer_new(c, "b", ts_float32, 1, (int64_t[]){4}, (ts_scope)99),
+		   "buffer b: unknown scope 99");
+	FAILS_NULL(c, ir_buffer_new(c, "b", (ts_dtype){99, 32, 1}, 1, (int64_t[]){4}, TS_SCOPE_GLOBAL),
+		   "buffer b: invalid dtype");
+	fx_free(&x);
+}
+END_TEST
+
+/* ---- ir.h: statement constructors ---------------------------------------------------- */
+
+START_TEST(test_stmt_constructors)
+{
+	fx x = fx_new();
+	ts_ctx *c = x.ctx;
+	ts_expr *i = x.i->var, *z = ts_int(c, 0), *n = ts_int(c, 4);
+	ts_buffer *buf = x.f->params[0];
+	ts_stmt *body = ir_evaluate(c, z);
+	tu_nonnull(c, body);
+	NULL_NOCTX(ir_for(NULL, i, z, n, TS_FOR_SERIAL, TS_THREAD_NONE, body));
+	NULL_NOCTX(ir_store(NULL, buf, z, ts_float(c, 1)));
+	NULL_NOCTX(ir_provide(NULL, x.A, 2, (ts_expr *[]){z, z}, ts_float(c, 1)));
+	NULL_NOCTX(ir_realize(NULL, x.A, 2, (ts_expr *[]){z, z}, (int64_t[]){1, 1},
+			      TS_SCOPE_GLOBAL, body));
+	NULL_NOCTX(ir_allocate(NULL, buf, body));
+	NULL_NOCTX(ir_if(NULL, ts_lt(c, i, n), body, NULL));
+	NULL_NOCTX(ir_seq(NULL, 1, &body));
+	NULL_NOCTX(ir_seq2(NULL, body, body));
+	NULL_NOCTX(ir_let(NULL, i, z, body));
+	NULL_NOCTX(ir_evaluate(NULL, z));
+	NULL_NOCTX(ir_barrier(NULL));
+	FAILS_NULL(c, ir_for(c, NULL, z, n, TS_FOR_SERIAL, TS_THREAD_NONE, body), "for");
+	FAILS_NULL(c, ir_for(c, i, NULL, n, TS_FOR_SERIAL, TS_THREAD_NONE, body), "for");
+	FAILS_NULL(c, ir_for(c, i, z, NULL, TS_FOR_SERIAL, TS_THREAD_NONE, body), "for");
+	FAILS_NULL(c, ir_for(c, i, z, n, TS_FOR_SERIAL, TS_THREAD_NONE, NULL), "for");
+	FAILS_NULL(c, ir_for(c, i, z, n, (ts_for_kind)9, TS_THREAD_NONE, body), "for i: unknown loop kind 9");
+	FAILS_NULL(c, ir_for(c, i, z, n, TS_FOR_THREAD, (ts_thread_tag)-1, body), "for i: unknown thread tag -1");
+	FAILS_NULL(c, ir_store(c, NULL, z, ts_float(c, 1)), "store");
+	FAILS_NULL(c, ir_store(c, buf, NULL, ts_float(c, 1)), "store A");
+	FAILS_NULL(c, ir_store(c, buf, z, NULL), "store A");
+	FAILS_NULL(c, ir_provide(c, NULL, 2, (ts_expr *[]){z, z}, ts_float(c, 1)), "provide");
+	FAILS_NULL(c, ir_provide(c, x.A, 2, NULL, ts_float(c, 1)), "provide A");
+	FAILS_NULL(c, ir_provide(c, x.A, -2, (ts_expr *[]){z, z}, ts_float(c, 1)), "provide A");
+	FAILS_NULL(c, ir_provide(c, x.A, 2, (ts_expr *[]){z, NULL}, ts_float(c, 1)), "provide A");
+	FAILS_NULL(c, ir_provide(c, x.A, 2, (ts_expr *[]){z, z}, NULL), "provide A");
+	FAILS_NULL(c, ir_realize(c, NULL, 2, (ts_expr *[]){z, z}, (int64_t[]){1, 1},
+				 TS_SCOPE_GLOBAL, body), "realize");
+	FAILS_NULL(c, ir_realize(c, x.A, 2, NULL, (int64_t[]){1, 1}, TS_SCOPE_GLOBAL, body),
+		   "realize A");
+	FAILS_NULL(c, ir_realize(c, x.A, 2, (ts_expr *[]){z, z}, NULL, TS_SCOPE_GLOBAL, body),
+		   "realize A");
+	FAILS_NULL(c, ir_realize(c, x.A, -1, (ts_expr *[]){z, z}, (int64_t[]){1, 1},
+				 TS_SCOPE_GLOBAL, body), "realize A");
+	FAILS_NULL(c, ir_realize(c, x.A, 2, (ts_expr *[]){z, z}, (int64_t[]){1, 1},
+				 (ts_scope)99, body), "realize A: unknown scope 99");
+	FAILS_NULL(c, ir_realize(c, x.A, 2, (ts_expr *[]){z, NULL}, (int64_t[]){1, 1},
+				 TS_SCOPE_GLOBAL, body), "realize A");
+	FAILS_NULL(c, ir_realize(c, x.A, 2, (ts_expr *[]){z, z}, (int64_t[]){1, 1},
+				 TS_SCOPE_GLOBAL, NULL), "realize A");
+	FAILS_NULL(c, ir_allocate(c, NULL, body), "allocate");
+	FAILS_NULL(c, ir_allocate(c, buf, NULL), "allocate A");
+	FAILS_NULL(c, ir_if(c, NULL, body, NULL), "if");
+	FAILS_NULL(c, ir_if(c, ts_lt(c, i, n), NULL, body), "if");
+	FAILS_NULL(c, ir_seq(c, -1, &body), "seq");
+	FAILS_NULL(c, ir_seq(c, 2, NULL), "seq");
+	FAILS_NULL(c, ir_let(c, NULL, z, body), "let");
+	FAILS_NULL(c, ir_let(c, i, NULL, body), "let");
+	FAILS_NULL(c, ir_let(c, i, z, NULL), "let");
+	FAILS_NULL(c, ir_evaluate(c, NULL), "evaluate");
+	fx_free(&x);
+}
+END_TEST
+
+/* ---- ir.h: traversal ------------------------------------------------------------------ */
+
+static bool visit_all(ts_expr *e, void *data)
+{
+	(void)e;
+	(*(int *)data)++;
+	return true;
+}
+
+static ts_expr *keep(ts_ctx *ctx, ts_expr *e, void *data)
+{
+	(void)ctx, (void)data;
+	return e;
+}
+
+START_TEST(test_traversal)
+{
+	fx x = fx_new();
+	ts_ctx *c = x.ctx;
+	int count = 0;
+	ir_expr_visit(NULL, visit_all, &count);
+	ir_expr_visit(x.C->body, NULL, &count);
+	ir_stmt_visit(NULL, NULL, visit_all, &count);
+	ir_stmt_visit(x.f->body, NULL, NULL, NULL);
+	ck_assert_int_eq(count, 0);
+	NULL_NOCTX(ir_expr_map_children(NULL, x.C->body, keep, NULL));
+	FAILS_NULL(c, ir_expr_map_children(c, NULL, keep, NULL), "map_children");
+	FAILS_NULL(c, ir_expr_map_children(c, x.C->body, NULL, NULL), "map_children");
+	NULL_NOCTX(ir_stmt_map_children(NULL, x.f->body, NULL, NULL, NULL));
+	FAILS_NULL(c, ir_stmt_map_children(c, NULL, NULL, NULL, NULL), "map_children");
+	ts_expr *v = x.i->var;
+	NULL_NOCTX(ir_substitute(NULL, v, 1, &v, &v));
+	FAILS_NULL(c, ir_substitute(c, NULL, 1, &v, &v), "substitute");
+	FAILS_NULL(c, ir_substitute(c, v, -1, &v, &v), "substitute");
+	FAILS_NULL(c, ir_substitute(c, v, 1, NULL, &v), "substitute");
+	FAILS_NULL(c, ir_substitute(c, v, 1, &v, NULL), "substitute");
+	FAILS_NULL(c, ir_substitute(c, v, 1, (ts_expr *[]){NULL}, &v), "substitute");
+	NULL_NOCTX(ir_stmt_substitute(NULL, x.f->body, 1, &v, &v));
+	FAILS_NULL(c, ir_stmt_substitute(c, NULL, 1, &v, &v), "substitute");
+	FAILS_NULL(c, ir_stmt_substitute(c, x.f->body, 1, NULL, &v), "substitute");
+	FAILS_NULL(c, ir_stmt_substitute(c, x.f->body, -3, &v, &v), "substitute");
+	ck_assert(!ir_expr_uses_var(NULL, v));
+	ck_assert(!ir_expr_uses_var(v, NULL));
+	ck_assert(ir_expr_equal(NULL, NULL));
+	ck_assert(!ir_expr_equal(v, NULL));
+	ck_assert(!ir_expr_equal(NULL, v));
+	int64_t out;
+	ck_assert(!ir_is_const_int(NULL, &out));
+	ck_assert(ir_is_const_int(ts_int(c, 3), NULL)); /* out is optional */
+	fx_free(&x);
+}
+END_TEST
+
+/* ---- printer.h -------------------------------------------------------------------------- */
+
+START_TEST(test_printer)
+{
+	fx x = fx_new();
+	ts_ctx *c = x.ctx;
+	ir_sb_expr(NULL, x.C->body);
+	ir_sb_stmt(NULL, x.f->body, 0);
+	ir_sb_func(NULL, x.f);
+	ir_sb_graph(NULL, 1, &x.C);
+	ts_sbuf sb = {0};
+	ir_sb_expr(&sb, NULL);
+	ir_sb_stmt(&sb, NULL, -5);
+	ir_sb_func(&sb, NULL);
+	ir_sb_graph(&sb, -1, &x.C);
+	ir_sb_graph(&sb, 1, NULL);
+	ir_sb_graph(&sb, 1, (ts_tensor *[]){NULL});
+	ts_sb_free(&sb);
+	ir_print_expr(NULL, x.C->body);
+	ir_print_stmt(NULL, x.f->body);
+	ir_print_func(NULL, x.f);
+	ts_print_graph(NULL, 1, &x.C);
+	ir_print_expr(stderr, NULL);
+	ir_print_stmt(stderr, NULL);
+	ir_print_func(stderr, NULL);
+	ts_print_graph(stderr, 1, NULL);
+	ts_print_graph(stderr, -2, &x.C);
+	NULL_NOCTX(ir_expr_str(NULL, x.C->body));
+	NULL_NOCTX(ir_stmt_str(NULL, x.f->body));
+	NULL_NOCTX(ir_func_str(NULL, x.f));
+	NULL_NOCTX(ts_graph_str(NULL, 1, &x.C));
+	FAILS_NULL(c, ir_expr_str(c, NULL), "expr_str: expression is NULL");
+	FAILS_NULL(c, ir_stmt_str(c, NULL), "stmt_str: statement is NULL");
+	FAILS_NULL(c, ir_func_str(c, NULL), "func_str: function is NULL");
+	FAILS_NULL(c, ts_graph_str(c, 1, NULL), "graph_str");
+	FAILS_NULL(c, ts_graph_str(c, -1, &x.C), "graph_str");
+	FAILS_NULL(c, ts_graph_str(c, 1, (ts_tensor *[]){NULL}), "graph_str: output 0 is NULL");
+	ts_tensor *order[8];
+	ck_assert_int_lt(ts_graph_topo(1, NULL, order, 8), 0);
+	ck_assert_int_lt(ts_graph_topo(-1, &x.C, order, 8), 0);
+	ck_assert_int_lt(ts_graph_topo(1, (ts_tensor *[]){NULL}, order, 8), 0);
+	ck_assert_int_eq(ts_graph_topo(1, &x.C, NULL, 0), 3);
+	ck_assert_int_lt(ts_graph_topo(1, &x.C, NULL, 8), 0);
+	ck_assert_int_eq(ts_graph_topo(1, &x.C, order, -4), 3);
+	fx_free(&x);
+}
+END_TEST
+
+/* ---- te.h -------------------------------------------------------------------------------- */
+
+/* ---- eval.h -------------------------------------------------------------------------- */
+
+/* ---- ops.h ------------------------------------------------------------------------------- */
+
+/* ---- schedule.h -------------------------------------------------------------------------- */
+
+/* ---- lower.h and op_schedules.h ------------------------------------------------------------ */
+
+/* ---- build.h, interp.h, c_emit.h, llvm.h ------------------------------------------------------ */
+
+/* ---- cuda_driver.h (no device needed: NULL handles are refused first) ------------------------ */
+
+/* ---- threadpool.h, timer.h, args.h ------------------------------------------------------------ */
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("mustfail_api");
+	TCase *ir = tcase_create("ir");
+	tcase_add_test(ir, test_names_out_of_range);
+	tcase_add_test(ir, test_expr_null_ctx);
+	tcase_add_test(ir, test_expr_null_operands);
+	tcase_add_test(ir, test_expr_bad_calls);
+	tcase_add_test(ir, test_iter_and_buffer);
+	tcase_add_test(ir, test_stmt_constructors);
+	tcase_add_test(ir, test_traversal);
+	tcase_add_test(ir, test_printer);
+	suite_add_tcase(s, ir);
+	TCase *fe = tcase_create("frontend");
+	suite_add_tcase(s, fe);
+	TCase *sch = tcase_create("schedule");
+	suite_add_tcase(s, sch);
+	TCase *cg = tcase_create("codegen");
+	tcase_set_timeout(cg, 60);
+	suite_add_tcase(s, cg);
+	return s;
+}
+
+int main(void)
+{
+	return tu_run_suite(suite());
+}
