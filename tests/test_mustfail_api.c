@@ -403,9 +403,150 @@ END_TEST
 
 /* ---- te.h -------------------------------------------------------------------------------- */
 
+static ts_expr *lambda_null(ts_ctx *ctx, ts_expr *const *axes, void *user)
+{
+	(void)ctx, (void)axes, (void)user;
+	return NULL;
+}
+
+START_TEST(test_te)
+{
+	fx x = fx_new();
+	ts_ctx *c = x.ctx;
+	ts_expr *i = ts_var(c, "i"), *j = ts_var(c, "j");
+	ts_expr *body = ts_add(c, TS_READ(c, x.A, i, j), ts_float(c, 1));
+	NULL_NOCTX(ts_placeholder(NULL, "P", TS_SHAPE(2), ts_float32));
+	NULL_NOCTX(ts_reduce_axis(NULL, "r", 0, 4));
+	NULL_NOCTX(ts_compute(NULL, "D", TS_SHAPE(13, 7), TS_VARS(i, j), body));
+	NULL_NOCTX(ts_compute_n(NULL, "D", TS_SHAPE(13, 7), TS_VARS_N(i, j), body));
+	NULL_NOCTX(ts_compute_lambda(NULL, "D", TS_SHAPE(13, 7), lambda_null, NULL));
+	NULL_NOCTX(ts_sum(NULL, ts_float(c, 1), 1, x.C->reduce_axis));
+	NULL_NOCTX(ts_rename(NULL, x.A, "Q"));
+	FAILS_NULL(c, ts_placeholder(c, NULL, TS_SHAPE(2), ts_float32), "placeholder");
+	FAILS_NULL(c, ts_placeholder(c, "P", 2, NULL, ts_float32), "placeholder P");
+	FAILS_NULL(c, ts_placeholder(c, "P", -1, (int64_t[]){2}, ts_float32), "placeholder P");
+	FAILS_NULL(c, ts_placeholder(c, "P", 9, (int64_t[9]){1}, ts_float32), "placeholder P");
+	FAILS_NULL(c, ts_placeholder(c, "P", TS_SHAPE(2), ts_dtype_with_lanes(ts_float32, 4)),
+		   "placeholder P");
+	FAILS_NULL(c, ts_placeholder(c, "P", TS_SHAPE(2), (ts_dtype){99, 32, 1}), "placeholder P");
+	FAILS_NULL(c, ts_placeholder(c, "P", TS_SHAPE(2), (ts_dtype){TS_TYPE_FLOAT, 7, 1}),
+		   "placeholder P");
+	FAILS_NULL(c, ts_reduce_axis(c, NULL, 0, 4), "reduce_axis");
+	FAILS_NULL(c, ts_reduce_axis(c, "r", 0, -4), "reduce_axis r");
+	FAILS_NULL(c, ts_compute(c, NULL, TS_SHAPE(13, 7), TS_VARS(i, j), body), "compute");
+	FAILS_NULL(c, ts_compute(c, "D", 2, NULL, TS_VARS(i, j), body), "compute D");
+	FAILS_NULL(c, ts_compute(c, "D", TS_SHAPE(13, 7), NULL, body), "compute D");
+	FAILS_NULL(c, ts_compute(c, "D", TS_SHAPE(13, 7), TS_VARS(i, NULL), body), "compute D");
+	FAILS_NULL(c, ts_compute(c, "D", TS_SHAPE(13, 7), TS_VARS(i, j), NULL), "compute D");
+	FAILS_NULL(c, ts_compute(c, "D", -1, (int64_t[]){1}, TS_VARS(i, j), body), "compute D");
+	FAILS_NULL(c, ts_compute(c, "D", 9, (int64_t[9]){1}, TS_VARS(i, j), body), "compute D");
+	FAILS_NULL(c, ts_compute_n(c, "D", TS_SHAPE(13, 7), -1, TS_VARS(i, j), body), "compute D");
+	FAILS_NULL(c, ts_compute_n(c, "D", TS_SHAPE(13, 7), 2, NULL, body), "compute D");
+	FAILS_NULL(c, ts_compute_lambda(c, "D", TS_SHAPE(13, 7), NULL, NULL), "compute D");
+	FAILS_NULL(c, ts_compute_lambda(c, "D", TS_SHAPE(13, 7), lambda_null, NULL), "compute D");
+	FAILS_NULL(c, ts_compute_lambda(c, "D", 2, NULL, lambda_null, NULL), "compute D");
+	FAILS_NULL(c, ts_compute_lambda(c, "D", 12, (int64_t[12]){1}, lambda_null, NULL),
+		   "compute D");
+	FAILS_NULL(c, ts_sum(c, NULL, 1, x.C->reduce_axis), "sum");
+	FAILS_NULL(c, ts_sum(c, ts_float(c, 1), 1, NULL), "sum");
+	FAILS_NULL(c, ts_reduce_max(c, NULL, 1, x.C->reduce_axis), "max");
+	FAILS_NULL(c, ts_reduce_min(c, ts_float(c, 1), -1, x.C->reduce_axis), "min");
+	ck_assert_int_eq(ts_tensor_numel(NULL), 0);
+	FAILS_NULL(c, ts_rename(c, NULL, "Q"), "rename: tensor is NULL");
+	FAILS_NULL(c, ts_rename(c, x.A, NULL), "rename");
+	FAILS_NULL(c, ts_rename(c, x.A, ""), "rename");
+	fx_free(&x);
+}
+END_TEST
+
 /* ---- eval.h -------------------------------------------------------------------------- */
 
+START_TEST(test_eval)
+{
+	fx x = fx_new();
+	ts_ctx *c = x.ctx;
+	float a[13 * 7], b[7 * 11], out[13 * 11];
+	ST_NOCTX(ts_eval(NULL, 3, (ts_tensor *[]){x.A, x.B, x.C}, (void *[]){a, b, out}));
+	FAILS_ST(c, ts_eval(c, -1, (ts_tensor *[]){x.A}, (void *[]){a}), "eval");
+	FAILS_ST(c, ts_eval(c, 3, NULL, (void *[]){a, b, out}), "eval");
+	FAILS_ST(c, ts_eval(c, 3, (ts_tensor *[]){x.A, x.B, x.C}, NULL), "eval");
+	FAILS_ST(c, ts_eval(c, 3, (ts_tensor *[]){x.A, NULL, x.C}, (void *[]){a, b, out}),
+		 "eval: binding 1 names no tensor");
+	FAILS_ST(c, ts_eval(c, 3, (ts_tensor *[]){x.A, x.B, x.C}, (void *[]){a, NULL, out}),
+		 "eval: tensor B is bound to NULL");
+	ck_assert_double_eq(ts_elem_get_f64(NULL, ts_float32, 0), 0);
+	ck_assert_int_eq(ts_elem_get_i64(NULL, ts_int32, 0), 0);
+	ck_assert_double_eq(ts_elem_get_f64(a, (ts_dtype){99, 32, 1}, 0), 0);
+	ck_assert_int_eq(ts_elem_get_i64(a, (ts_dtype){TS_TYPE_INT, 3, 1}, 0), 0);
+	ts_elem_set_f64(NULL, ts_float32, 0, 1);
+	ts_elem_set_i64(NULL, ts_int32, 0, 1);
+	ts_elem_set_f64(a, (ts_dtype){99, 32, 1}, 0, 1);
+	ts_elem_set_i64(a, (ts_dtype){TS_TYPE_UINT, 9, 1}, 0, 1);
+	fx_free(&x);
+}
+END_TEST
+
 /* ---- ops.h ------------------------------------------------------------------------------- */
+
+START_TEST(test_ops)
+{
+	fx x = fx_new();
+	ts_ctx *c = x.ctx;
+	ts_tensor *X = ts_placeholder(c, "X", TS_SHAPE(1, 4, 6, 6), ts_float32);
+	ts_tensor *W = ts_placeholder(c, "W", TS_SHAPE(4, 4, 3, 3), ts_float32);
+	ts_tensor *Xc = ts_op_layout_nchw_to_nchwc(c, X, 2);
+	ts_tensor *Wc = ts_op_weight_oihw_to_blocked(c, W, 2, 2);
+	tu_nonnull(c, Wc);
+	NULL_NOCTX(ts_op_matmul(NULL, x.A, x.B, false, false));
+	NULL_NOCTX(ts_op_relu(NULL, x.A));
+	NULL_NOCTX(ts_op_softmax(NULL, x.A));
+	NULL_NOCTX(ts_op_pad(NULL, x.A, (int64_t[]){1, 1}, (int64_t[]){1, 1}, 0));
+	NULL_NOCTX(ts_op_conv2d_nchw(NULL, X, W, 1, 1, 1, 1, 1, 1, 1));
+	FAILS_NULL(c, ts_op_matmul(c, NULL, x.B, false, false), "matmul");
+	FAILS_NULL(c, ts_op_matmul(c, x.A, NULL, false, false), "matmul");
+	FAILS_NULL(c, ts_op_batch_matmul(c, NULL, x.B, false, false), "batch_matmul");
+	FAILS_NULL(c, ts_op_dense(c, NULL, x.B, NULL), "dense");
+	FAILS_NULL(c, ts_op_dense(c, x.A, NULL, NULL), "dense");
+	FAILS_NULL(c, ts_op_relu(c, NULL), "relu");
+	FAILS_NULL(c, ts_op_add(c, NULL, x.A), "add");
+	FAILS_NULL(c, ts_op_add(c, x.A, NULL), "add");
+	FAILS_NULL(c, ts_op_bias_add(c, NULL, x.A, 0), "bias_add");
+	FAILS_NULL(c, ts_op_bias_add(c, x.A, NULL, 0), "bias_add");
+	FAILS_NULL(c, ts_op_bias_add(c, x.A, x.A, 99), "bias_add");
+	FAILS_NULL(c, ts_op_bias_add(c, x.A, x.A, -99), "bias_add");
+	FAILS_NULL(c, ts_op_clip(c, NULL, 0, 1), "clip");
+	FAILS_NULL(c, ts_op_pad(c, NULL, (int64_t[]){1, 1}, (int64_t[]){1, 1}, 0), "pad");
+	FAILS_NULL(c, ts_op_pad(c, x.A, NULL, (int64_t[]){1, 1}, 0), "pad");
+	FAILS_NULL(c, ts_op_pad(c, x.A, (int64_t[]){1, 1}, NULL, 0), "pad");
+	FAILS_NULL(c, ts_op_conv2d_nchw(c, NULL, W, 1, 1, 1, 1, 1, 1, 1), "conv2d_nchw");
+	FAILS_NULL(c, ts_op_conv2d_nchw(c, X, NULL, 1, 1, 1, 1, 1, 1, 1), "conv2d_nchw");
+	FAILS_NULL(c, ts_op_conv2d_nchw(c, X, W, 1, 1, 1, 1, 1, 1, 0), "conv2d_nchw");
+	FAILS_NULL(c, ts_op_conv2d_nchw(c, X, W, 1, 1, 1, 1, 1, 1, -4), "conv2d_nchw");
+	FAILS_NULL(c, ts_op_conv2d_nhwc(c, NULL, W, 1, 1, 1, 1, 1, 1, 1), "conv2d_nhwc");
+	FAILS_NULL(c, ts_op_conv2d_nhwc(c, X, NULL, 1, 1, 1, 1, 1, 1, 1), "conv2d_nhwc");
+	FAILS_NULL(c, ts_op_depthwise_conv2d_nchw(c, NULL, W, 1, 1, 1, 1, 1, 1), "depthwise");
+	FAILS_NULL(c, ts_op_depthwise_conv2d_nchw(c, X, NULL, 1, 1, 1, 1, 1, 1), "depthwise");
+	FAILS_NULL(c, ts_op_layout_nchw_to_nchwc(c, NULL, 2), "nchw");
+	FAILS_NULL(c, ts_op_layout_nchw_to_nchwc(c, X, 0), "nchw");
+	FAILS_NULL(c, ts_op_layout_nchw_to_nchwc(c, X, -2), "nchw");
+	FAILS_NULL(c, ts_op_layout_nchwc_to_nchw(c, NULL), "nchw");
+	FAILS_NULL(c, ts_op_weight_oihw_to_blocked(c, NULL, 2, 2), "oihw");
+	FAILS_NULL(c, ts_op_weight_oihw_to_blocked(c, W, 0, 2), "oihw");
+	FAILS_NULL(c, ts_op_weight_oihw_to_blocked(c, W, 2, -2), "oihw");
+	FAILS_NULL(c, ts_op_conv2d_nchwc(c, NULL, Wc, 1, 1, 1, 1, 1, 1), "conv2d_nchwc");
+	FAILS_NULL(c, ts_op_conv2d_nchwc(c, Xc, NULL, 1, 1, 1, 1, 1, 1), "conv2d_nchwc");
+	FAILS_NULL(c, ts_op_max_pool2d(c, NULL, 2, 2, 2, 2, 0, 0), "max_pool2d");
+	FAILS_NULL(c, ts_op_max_pool2d(c, X, 0, 2, 2, 2, 0, 0), "max_pool2d");
+	FAILS_NULL(c, ts_op_avg_pool2d(c, NULL, 2, 2, 2, 2, 0, 0, true), "avg_pool2d");
+	FAILS_NULL(c, ts_op_avg_pool2d(c, X, 2, -2, 2, 2, 0, 0, true), "avg_pool2d");
+	FAILS_NULL(c, ts_op_softmax(c, NULL), "softmax");
+	FAILS_NULL(c, ts_op_matmul_packed(c, NULL, x.B, 4), "matmul_packed");
+	FAILS_NULL(c, ts_op_matmul_packed(c, x.A, NULL, 4), "matmul_packed");
+	FAILS_NULL(c, ts_op_matmul_packed(c, x.A, x.B, 0), "matmul_packed");
+	FAILS_NULL(c, ts_op_matmul_packed(c, x.A, x.B, -8), "matmul_packed");
+	fx_free(&x);
+}
+END_TEST
 
 /* ---- schedule.h -------------------------------------------------------------------------- */
 
@@ -431,6 +572,9 @@ static Suite *suite(void)
 	tcase_add_test(ir, test_printer);
 	suite_add_tcase(s, ir);
 	TCase *fe = tcase_create("frontend");
+	tcase_add_test(fe, test_te);
+	tcase_add_test(fe, test_eval);
+	tcase_add_test(fe, test_ops);
 	suite_add_tcase(s, fe);
 	TCase *sch = tcase_create("schedule");
 	suite_add_tcase(s, sch);
