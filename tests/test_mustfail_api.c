@@ -459,6 +459,26 @@ START_TEST(test_te)
 }
 END_TEST
 
+/* A tensor of another context is refused by whatever consumes it. */
+START_TEST(test_foreign_tensors)
+{
+	fx x = fx_new(), y = fx_new();
+	ts_ctx *c = x.ctx;
+	ts_expr *i = ts_var(c, "i"), *j = ts_var(c, "j");
+	FAILS_NULL(c, TS_READ(c, y.A, i, j), "read A: tensor belongs to another context");
+	FAILS_NULL(c, ts_op_relu(c, y.A), "relu: tensor A belongs to another context");
+	FAILS_NULL(c, ts_op_add(c, x.A, y.A), "add: tensor A belongs to another context");
+	FAILS_NULL(c, ts_create_schedule(c, 1, &y.C),
+		   "create_schedule: output 0 (C) belongs to another context");
+	FAILS_NULL(c, ts_lower(x.s, "mm", 3, (ts_tensor *[]){x.A, y.B, x.C}), "lower(mm)");
+	ts_clear_error(c);
+	FAILS_NULL(c, ts_rename(c, y.A, "Q"), "rename: tensor A belongs to another context");
+	FAILS_ST(c, ts_eval(c, 1, &y.A, (void *[]){&i}), "eval: tensor A belongs to another context");
+	fx_free(&y);
+	fx_free(&x);
+}
+END_TEST
+
 /* ---- eval.h -------------------------------------------------------------------------- */
 
 START_TEST(test_eval)
@@ -550,7 +570,185 @@ END_TEST
 
 /* ---- schedule.h -------------------------------------------------------------------------- */
 
+START_TEST(test_schedule_null_stage)
+{
+	fx x = fx_new();
+	ts_axis *o, *in, *f;
+	NULL_NOCTX(ts_create_schedule(NULL, 1, &x.C));
+	NULL_NOCTX(ts_stage_of(NULL, x.C));
+	NULL_NOCTX(ts_axis_of(NULL, 0));
+	NULL_NOCTX(ts_reduce_axis_of(NULL, 0));
+	ST_NOCTX(ts_split(NULL, x.i, 4, &o, &in));
+	ST_NOCTX(ts_split_nparts(NULL, x.i, 4, &o, &in));
+	ST_NOCTX(ts_split_tail(NULL, x.i, 4, TS_TAIL_GUARD, &o, &in));
+	ST_NOCTX(ts_set_tail(NULL, x.i, TS_TAIL_GUARD));
+	ST_NOCTX(ts_tile(NULL, x.i, x.j, 4, 4, &o, &in, &f, &f));
+	ST_NOCTX(ts_fuse(NULL, x.i, x.j, &f));
+	ST_NOCTX(ts_reorder(NULL, 2, (ts_axis *[]){x.j, x.i}));
+	ST_NOCTX(ts_vectorize(NULL, x.j));
+	ST_NOCTX(ts_parallel(NULL, x.i));
+	ST_NOCTX(ts_unroll(NULL, x.j));
+	ST_NOCTX(ts_bind(NULL, x.i, TS_BLOCK_X));
+	ST_NOCTX(ts_compute_at(NULL, x.sc, x.i));
+	ST_NOCTX(ts_compute_inline(NULL));
+	ST_NOCTX(ts_compute_root(NULL));
+	ST_NOCTX(ts_set_scope(NULL, TS_SCOPE_LOCAL));
+	NULL_NOCTX(ts_cache_read(NULL, x.A, TS_SCOPE_SHARED, 1, &x.C));
+	NULL_NOCTX(ts_cache_write(NULL, x.C, TS_SCOPE_LOCAL));
+	NULL_NOCTX(ts_schedule_str(NULL));
+	ts_stage *out[4];
+	ck_assert_int_lt(sch_consumers(NULL, x.A, out, 4), 0);
+	ck_assert_int_eq(ts_last_status(x.ctx), TS_OK);
+	fx_free(&x);
+}
+END_TEST
+
+START_TEST(test_schedule_bad_args)
+{
+	fx x = fx_new();
+	ts_ctx *c = x.ctx;
+	ts_stage *sc = x.sc;
+	ts_axis *o, *in, *f, *a, *b;
+	FAILS_NULL(c, ts_create_schedule(c, 1, NULL), "create_schedule");
+	FAILS_NULL(c, ts_create_schedule(c, -1, &x.C), "create_schedule");
+	FAILS_NULL(c, ts_create_schedule(c, 1, (ts_tensor *[]){NULL}), "create_schedule: output 0 is NULL");
+	FAILS_NULL(c, ts_stage_of(x.s, NULL), "stage_of: tensor is NULL");
+	FAILS_NULL(c, ts_axis_of(sc, -1), "axis_of(C)");
+	FAILS_NULL(c, ts_axis_of(sc, 2), "axis_of(C)");
+	FAILS_NULL(c, ts_reduce_axis_of(sc, -1), "reduce_axis_of(C)");
+	FAILS_NULL(c, ts_reduce_axis_of(sc, 1), "reduce_axis_of(C)");
+	FAILS_ST(c, ts_split(sc, NULL, 4, &o, &in), "split(C): axis is NULL");
+	FAILS_ST(c, ts_split(sc, x.i, 4, NULL, &in), "split(C): outer is NULL");
+	FAILS_ST(c, ts_split(sc, x.i, 4, &o, NULL), "split(C): inner is NULL");
+	FAILS_ST(c, ts_split(sc, x.i, 4, NULL, NULL), "split(C): outer is NULL");
+	FAILS_ST(c, ts_split_nparts(sc, x.i, 4, NULL, &in), "split(C): outer is NULL");
+	FAILS_ST(c, ts_split_tail(sc, x.i, 4, (ts_tail)5, &o, &in), "split(C): unknown tail strategy 5");
+	FAILS_ST(c, ts_split_tail(sc, x.i, 4, (ts_tail)-1, &o, &in), "split(C): unknown tail strategy -1");
+	tu_ok(c, ts_split(sc, x.i, 4, &o, &in));
+	FAILS_ST(c, ts_set_tail(sc, NULL, TS_TAIL_GUARD), "set_tail(C): axis is NULL");
+	FAILS_ST(c, ts_set_tail(sc, o, (ts_tail)5), "set_tail(C): unknown tail strategy 5");
+	FAILS_ST(c, ts_tile(sc, NULL, x.j, 4, 4, &a, &b, &f, &f), "tile(C): axis is NULL");
+	FAILS_ST(c, ts_tile(sc, o, x.j, 4, 4, NULL, &b, &f, &f), "tile(C): xo is NULL");
+	FAILS_ST(c, ts_tile(sc, o, x.j, 4, 4, &a, &b, &f, NULL), "tile(C): yi is NULL");
+	FAILS_ST(c, ts_fuse(sc, o, in, NULL), "fuse(C): fused is NULL");
+	FAILS_ST(c, ts_fuse(sc, NULL, in, &f), "fuse(C): axis is NULL");
+	FAILS_ST(c, ts_reorder(sc, 2, NULL), "reorder(C)");
+	FAILS_ST(c, ts_reorder(sc, -1, (ts_axis *[]){o}), "reorder(C)");
+	FAILS_ST(c, ts_reorder(sc, 99, (ts_axis *[]){o}), "reorder(C)");
+	FAILS_ST(c, ts_reorder(sc, 2, (ts_axis *[]){o, NULL}), "reorder(C): axis is NULL");
+	FAILS_ST(c, ts_vectorize(sc, NULL), "vectorize(C): axis is NULL");
+	FAILS_ST(c, ts_parallel(sc, NULL), "parallel(C): axis is NULL");
+	FAILS_ST(c, ts_unroll(sc, NULL), "unroll(C): axis is NULL");
+	FAILS_ST(c, ts_bind(sc, NULL, TS_BLOCK_X), "bind(C): axis is NULL");
+	FAILS_ST(c, ts_bind(sc, o, (ts_thread_tag)-1), "bind(C): invalid thread tag");
+	FAILS_ST(c, ts_bind(sc, o, (ts_thread_tag)99), "bind(C): invalid thread tag");
+	FAILS_ST(c, ts_bind(sc, o, TS_THREAD_NONE), "bind(C): invalid thread tag");
+	FAILS_ST(c, ts_compute_at(sc, NULL, o), "compute_at(C)");
+	FAILS_ST(c, ts_set_scope(sc, (ts_scope)99), "set_scope(C)");
+	FAILS_ST(c, ts_set_scope(sc, (ts_scope)-1), "set_scope(C)");
+	FAILS_NULL(c, ts_cache_read(x.s, NULL, TS_SCOPE_SHARED, 1, &x.C), "cache_read");
+	FAILS_NULL(c, ts_cache_read(x.s, x.A, TS_SCOPE_SHARED, 1, NULL), "cache_read(A): readers is NULL");
+	FAILS_NULL(c, ts_cache_read(x.s, x.A, TS_SCOPE_SHARED, -1, &x.C), "cache_read");
+	FAILS_NULL(c, ts_cache_read(x.s, x.A, TS_SCOPE_SHARED, 1, (ts_tensor *[]){NULL}),
+		   "cache_read(A): reader 0 is NULL");
+	FAILS_NULL(c, ts_cache_read(x.s, x.A, (ts_scope)99, 1, &x.C), "cache_read(A): unknown scope 99");
+	FAILS_NULL(c, ts_cache_read(x.s, x.A, TS_SCOPE_SHARED, 300, &x.C), "cache_read(A): needs 1 or more readers");
+	FAILS_NULL(c, ts_cache_write(x.s, NULL, TS_SCOPE_LOCAL), "cache_write: tensor is NULL");
+	FAILS_NULL(c, ts_cache_write(x.s, x.C, (ts_scope)99), "cache_write(C): unknown scope 99");
+	ts_stage *out[4];
+	ck_assert_int_eq(sch_consumers(x.s, x.A, NULL, 0), 1);
+	ck_assert_int_lt(sch_consumers(x.s, x.A, NULL, 4), 0);
+	ck_assert_int_eq(sch_consumers(x.s, NULL, out, 4), 0);
+	/* the schedule is still usable after all these refusals */
+	ts_clear_error(c);
+	ts_func *fn = ts_lower(x.s, "mm2", 3, (ts_tensor *[]){x.A, x.B, x.C});
+	tu_nonnull(c, fn);
+	tu_check_func_interp(c, fn, 1e-4);
+	fx_free(&x);
+}
+END_TEST
+
+/* Axes of another stage, stages of another schedule. */
+START_TEST(test_schedule_foreign)
+{
+	fx x = fx_new();
+	ts_ctx *c = x.ctx;
+	ts_tensor *D = ts_rename(c, ts_op_relu(c, x.C), "D");
+	ts_schedule *s2 = ts_create_schedule(c, 1, &D);
+	ts_stage *sd = ts_stage_of(s2, D), *sc2 = ts_stage_of(s2, x.C);
+	ts_axis *o, *in, *f;
+	tu_nonnull(c, sc2);
+	FAILS_ST(c, ts_split(sd, x.i, 4, &o, &in), "split(D): axis 'i' does not belong to this stage");
+	FAILS_ST(c, ts_fuse(sd, x.i, x.j, &f), "fuse(D): axis 'i' does not belong to this stage");
+	FAILS_ST(c, ts_reorder(sd, 1, (ts_axis *[]){x.j}), "reorder(D): axis 'j' does not belong");
+	FAILS_ST(c, ts_vectorize(sd, x.j), "vectorize(D): axis 'j' does not belong");
+	FAILS_ST(c, ts_bind(sd, x.j, TS_THREAD_X), "bind(D): axis 'j' does not belong");
+	FAILS_ST(c, ts_set_tail(sd, x.j, TS_TAIL_PARTITION), "set_tail(D)");
+	/* x.sc is C's stage in the first schedule, sd in the second */
+	FAILS_ST(c, ts_compute_at(sc2, x.sc, x.i),
+		 "compute_at(C): stage C belongs to another schedule");
+	FAILS_ST(c, ts_compute_at(sc2, sd, x.i), "compute_at(D): axis 'i' does not belong");
+	FAILS_NULL(c, ts_cache_read(s2, x.A, TS_SCOPE_SHARED, 1, (ts_tensor *[]){x.B}),
+		   "stage");
+	fx_free(&x);
+}
+END_TEST
+
 /* ---- lower.h and op_schedules.h ------------------------------------------------------------ */
+
+START_TEST(test_lower)
+{
+	fx x = fx_new();
+	ts_ctx *c = x.ctx;
+	ts_tensor **args = (ts_tensor *[]){x.A, x.B, x.C};
+	NULL_NOCTX(ts_lower(NULL, "mm", 3, args));
+	NULL_NOCTX(ts_lower_until(NULL, "mm", 3, args, "flatten"));
+	NULL_NOCTX(ts_schedule_bounds_str(NULL));
+	FAILS_NULL(c, ts_lower(x.s, NULL, 3, args), "lower");
+	FAILS_NULL(c, ts_lower(x.s, "", 3, args), "lower");
+	FAILS_NULL(c, ts_lower(x.s, "mm", 3, NULL), "lower(mm)");
+	FAILS_NULL(c, ts_lower(x.s, "mm", -1, args), "lower(mm)");
+	FAILS_NULL(c, ts_lower(x.s, "mm", 1000, args), "lower(mm)");
+	FAILS_NULL(c, ts_lower(x.s, "mm", 3, (ts_tensor *[]){x.A, NULL, x.C}), "lower(mm)");
+	FAILS_NULL(c, ts_lower_until(x.s, "mm", 3, args, "nope"), "lower(mm): unknown pass");
+	fx_free(&x);
+}
+END_TEST
+
+START_TEST(test_op_schedules)
+{
+	fx x = fx_new();
+	ts_ctx *c = x.ctx;
+	ts_matmul_cpu_params mp = ts_matmul_cpu_default();
+	ts_conv2d_cpu_params cp = ts_conv2d_cpu_default();
+	ts_matmul_cuda_params gp = ts_matmul_cuda_default();
+	ST_NOCTX(ts_schedule_default_cpu(NULL, 8));
+	ST_NOCTX(ts_schedule_default_cuda(NULL, 128));
+	ST_NOCTX(ts_schedule_matmul_cpu(NULL, x.C, &mp));
+	ST_NOCTX(ts_schedule_conv2d_nchwc_cpu(NULL, x.C, &cp));
+	ST_NOCTX(ts_schedule_matmul_cuda(NULL, x.C, &gp));
+	ST_NOCTX(ts_schedule_conv2d_cuda(NULL, x.C, &gp));
+	FAILS_ST(c, ts_schedule_default_cpu(x.s, 0), "schedule_default_cpu");
+	FAILS_ST(c, ts_schedule_default_cpu(x.s, -8), "schedule_default_cpu");
+	FAILS_ST(c, ts_schedule_default_cuda(x.s, 0), "schedule_default_cuda");
+	FAILS_ST(c, ts_schedule_default_cuda(x.s, 1 << 20), "schedule_default_cuda");
+	FAILS_ST(c, ts_schedule_matmul_cpu(x.s, NULL, &mp), "schedule_matmul_cpu");
+	ts_matmul_cpu_params bad = mp;
+	bad.mr = 0;
+	FAILS_ST(c, ts_schedule_matmul_cpu(x.s, x.C, &bad), "schedule_matmul_cpu: parameter mr");
+	ts_conv2d_cpu_params badc = cp;
+	badc.ow_block = -1;
+	FAILS_ST(c, ts_schedule_conv2d_nchwc_cpu(x.s, x.C, &badc), "schedule_conv2d_nchwc_cpu");
+	ts_matmul_cuda_params badg = gp;
+	badg.tile_k = 0;
+	FAILS_ST(c, ts_schedule_matmul_cuda(x.s, x.C, &badg), "schedule_matmul_cuda: parameter tile_k");
+	FAILS_ST(c, ts_schedule_conv2d_cuda(x.s, x.C, &badg), "schedule_conv2d_cuda: parameter tile_k");
+	FAILS_ST(c, ts_schedule_conv2d_nchwc_cpu(x.s, NULL, &cp), "schedule_conv2d_nchwc_cpu");
+	FAILS_ST(c, ts_schedule_matmul_cuda(x.s, NULL, &gp), "schedule_matmul_cuda");
+	FAILS_ST(c, ts_schedule_conv2d_cuda(x.s, NULL, &gp), "schedule_conv2d_cuda");
+	fx_free(&x);
+}
+END_TEST
 
 /* ---- build.h, interp.h, c_emit.h, llvm.h ------------------------------------------------------ */
 
@@ -573,10 +771,16 @@ static Suite *suite(void)
 	suite_add_tcase(s, ir);
 	TCase *fe = tcase_create("frontend");
 	tcase_add_test(fe, test_te);
+	tcase_add_test(fe, test_foreign_tensors);
 	tcase_add_test(fe, test_eval);
 	tcase_add_test(fe, test_ops);
 	suite_add_tcase(s, fe);
 	TCase *sch = tcase_create("schedule");
+	tcase_add_test(sch, test_schedule_null_stage);
+	tcase_add_test(sch, test_schedule_bad_args);
+	tcase_add_test(sch, test_schedule_foreign);
+	tcase_add_test(sch, test_lower);
+	tcase_add_test(sch, test_op_schedules);
 	suite_add_tcase(s, sch);
 	TCase *cg = tcase_create("codegen");
 	tcase_set_timeout(cg, 60);
