@@ -1285,6 +1285,8 @@ static void assemble(emitter *em, ts_sbuf *sb)
 
 static const char *emit(ts_ctx *ctx, const ts_func *f, const dialect *d, cg_launch *launch)
 {
+	if (!ctx)
+		return NULL;
 	if (!f || !f->name || !f->body || (f->nparams > 0 && !f->params)) {
 		ts_error(ctx, TS_ERR_INVALID, "%s: function is NULL or incomplete", d->name);
 		return NULL;

@@ -264,7 +264,7 @@ static ts_status compile(ts_ctx *ctx, cg_llvm_module *m, const ts_func *f, const
 
 cg_llvm_module *cg_llvm_compile(ts_ctx *ctx, const ts_func *f, const char *target)
 {
-	if (check_func(ctx, f))
+	if (!ctx || check_func(ctx, f))
 		return NULL;
 	cg_llvm_module *m = calloc(1, sizeof(*m));
 	if (!m || !(m->name = strdup(f->name))) {
@@ -286,6 +286,8 @@ ts_cpu_entry cg_llvm_entry(const cg_llvm_module *m)
 
 const char *cg_llvm_ir_text(ts_ctx *ctx, const cg_llvm_module *m, bool optimized)
 {
+	if (!ctx)
+		return NULL;
 	if (!m) {
 		ts_error(ctx, TS_ERR_INVALID, "llvm: no module (NULL)");
 		return NULL;
@@ -314,6 +316,8 @@ static LLVMMemoryBufferRef emit_code(ts_ctx *ctx, cg_llvm_module *m, LLVMCodeGen
 
 const char *cg_llvm_asm_text(ts_ctx *ctx, cg_llvm_module *m)
 {
+	if (!ctx)
+		return NULL;
 	if (!m) {
 		ts_error(ctx, TS_ERR_INVALID, "llvm: no module (NULL)");
 		return NULL;
@@ -354,6 +358,8 @@ static ts_status write_file(ts_ctx *ctx, const char *name, const char *path, con
 ts_status cg_llvm_write_object(ts_ctx *ctx, cg_llvm_module *m, const char *obj_path,
 			       const char *header_path)
 {
+	if (!ctx)
+		return TS_ERR_INVALID;
 	if (!m || !obj_path)
 		return ts_error(ctx, TS_ERR_INVALID, "llvm: write_object needs a module and a path");
 	if (header_path && !is_identifier(m->name))

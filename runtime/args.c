@@ -149,8 +149,12 @@ static ts_status check_aliasing(ts_ctx *ctx, const ts_func *f, int n, ts_array *
 ts_status ts_check_args(ts_ctx *ctx, const ts_func *f, int n, ts_array *const *args,
 			ts_device want)
 {
+	if (!ctx)
+		return TS_ERR_INVALID;
 	if (!f)
 		return ts_error(ctx, TS_ERR_INVALID, "call: the function is NULL");
+	if (want != TS_DEVICE_CPU && want != TS_DEVICE_CUDA)
+		return ts_error(ctx, TS_ERR_INVALID, "call %s: unknown device %d", f->name, (int)want);
 	if (n != f->nparams)
 		return ts_error(ctx, TS_ERR_INVALID, "call %s: expected %d argument%s, got %d",
 				f->name, f->nparams, f->nparams == 1 ? "" : "s", n);

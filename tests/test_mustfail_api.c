@@ -752,9 +752,158 @@ END_TEST
 
 /* ---- build.h, interp.h, c_emit.h, llvm.h ------------------------------------------------------ */
 
+START_TEST(test_build)
+{
+	fx x = fx_new();
+	ts_ctx *c = x.ctx;
+	NULL_NOCTX(ts_build(NULL, x.f, "llvm"));
+	FAILS_NULL(c, ts_build(c, NULL, "llvm"), "build");
+	FAILS_NULL(c, ts_build(c, x.f, "tpu"), "build mm");
+	ts_module *m = ts_build(c, x.f, "llvm");
+	tu_nonnull(c, m);
+	ts_array *arr[3];
+	for (int i = 0; i < 3; i++) {
+		arr[i] = ts_array_new(c, ts_float32, 2, x.f->params[i]->shape);
+		ts_array_fill_random(arr[i], (uint64_t)i + 1, -1, 1);
+	}
+	ST_NOCTX(ts_module_run(NULL, 3, arr));
+	FAILS_ST(c, ts_module_run(m, -1, arr), "call mm");
+	FAILS_ST(c, ts_module_run(m, 3, NULL), "call mm");
+	FAILS_ST(c, ts_module_run(m, 100, arr), "call mm");
+	ts_timing t;
+	ST_NOCTX(ts_module_time(NULL, 3, arr, 0, 1, &t));
+	FAILS_ST(c, ts_module_time(m, 3, arr, 0, 1, NULL), "time");
+	FAILS_ST(c, ts_module_time(m, 3, arr, -1, 1, &t), "time");
+	FAILS_ST(c, ts_module_time(m, 3, arr, 0, 0, &t), "time");
+	NULL_NOCTX(ts_module_source(NULL, "c"));
+	FAILS_NULL(c, ts_module_source(m, NULL), "module mm: source kind is NULL");
+	FAILS_NULL(c, ts_module_source(m, "cobol"), "module mm");
+	ST_NOCTX(ts_module_export(NULL, "/tmp/x.o", NULL));
+	FAILS_ST(c, ts_module_export(m, NULL, NULL), "export mm: the object path is NULL");
+	ts_phase_times pt = ts_module_times(NULL);
+	ck_assert_double_eq(pt.total_ms, 0);
+	ck_assert_ptr_null(ts_module_target(NULL));
+	ck_assert_ptr_null(ts_module_func(NULL));
+	ts_module_free(NULL);
+	tu_ok(c, ts_module_run(m, 3, arr));
+	for (int i = 0; i < 3; i++)
+		ts_array_free(arr[i]);
+	ts_module_free(m);
+	fx_free(&x);
+}
+END_TEST
+
+START_TEST(test_interp_and_emit)
+{
+	fx x = fx_new();
+	ts_ctx *c = x.ctx;
+	float a[13 * 7], b[7 * 11], out[13 * 11];
+	void *data[3] = {a, b, out};
+	ST_NOCTX(cg_interp_run(NULL, x.f, data));
+	ST_NOCTX(cg_interp_stmt(NULL, x.f->body, 3, x.f->params, data));
+	FAILS_ST(c, cg_interp_stmt(c, x.f->body, -1, x.f->params, data), "interp");
+	FAILS_ST(c, cg_interp_stmt(c, x.f->body, 3, NULL, data), "interp");
+	FAILS_ST(c, cg_interp_stmt(c, x.f->body, 3, x.f->params, NULL), "interp");
+	NULL_NOCTX(cg_emit_c(NULL, x.f));
+	NULL_NOCTX(cg_emit_cuda(NULL, x.f, NULL));
+	NULL_NOCTX(cg_cuda_insert_sync(NULL, x.f->body));
+	FAILS_NULL(c, cg_emit_c(c, NULL), "c: function is NULL");
+	FAILS_NULL(c, cg_emit_cuda(c, NULL, NULL), "cuda: function is NULL");
+	FAILS_NULL(c, cg_cuda_insert_sync(c, NULL), "insert_sync: statement is NULL");
+	NULL_NOCTX(cg_llvm_compile(NULL, x.f, "llvm"));
+	FAILS_NULL(c, cg_llvm_compile(c, NULL, "llvm"), "llvm: no function");
+	ck_assert_ptr_null(cg_llvm_entry(NULL));
+	FAILS_NULL(c, cg_llvm_ir_text(c, NULL, false), "llvm: no module");
+	FAILS_NULL(c, cg_llvm_asm_text(c, NULL), "llvm: no module");
+	FAILS_ST(c, cg_llvm_write_object(c, NULL, "/tmp/x.o", NULL), "llvm: write_object");
+	ck_assert_ptr_null(cg_llvm_target_str(NULL));
+	cg_llvm_times lt = cg_llvm_get_times(NULL);
+	ck_assert_double_eq(lt.build_ms, 0);
+	cg_llvm_free(NULL);
+	cg_llvm_module *lm = cg_llvm_compile(c, x.f, "llvm");
+	tu_nonnull(c, lm);
+	NULL_NOCTX(cg_llvm_ir_text(NULL, lm, false));
+	NULL_NOCTX(cg_llvm_asm_text(NULL, lm));
+	ST_NOCTX(cg_llvm_write_object(NULL, lm, "/tmp/x.o", NULL));
+	FAILS_ST(c, cg_llvm_write_object(c, lm, NULL, NULL), "llvm: write_object");
+	cg_llvm_free(lm);
+	fx_free(&x);
+}
+END_TEST
+
 /* ---- cuda_driver.h (no device needed: NULL handles are refused first) ------------------------ */
 
+START_TEST(test_cuda_null)
+{
+	fx x = fx_new();
+	ts_ctx *c = x.ctx;
+	ts_cuda_close(NULL);
+	ck_assert_ptr_null(ts_cuda_device_name(NULL));
+	ck_assert_ptr_null(ts_cuda_arch(NULL));
+	int major = 1, minor = 1;
+	ts_cuda_compute_capability(NULL, &major, &minor);
+	ck_assert_int_eq(major, 0);
+	ck_assert_int_eq(minor, 0);
+	ts_cuda_compute_capability(NULL, NULL, NULL);
+	NULL_NOCTX(ts_cuda_array_new(NULL, NULL, ts_float32, TS_SHAPE(4)));
+	FAILS_NULL(c, ts_cuda_array_new(c, NULL, ts_float32, TS_SHAPE(4)), "cuda: array");
+	ts_cuda_array_free(NULL);
+	ts_array *h = ts_array_new(c, ts_float32, TS_SHAPE(4));
+	FAILS_ST(c, ts_cuda_copy_to_device(c, NULL, h), "cuda: copy");
+	FAILS_ST(c, ts_cuda_copy_to_device(c, h, NULL), "cuda: copy");
+	FAILS_ST(c, ts_cuda_copy_to_host(c, NULL, h), "cuda: copy");
+	FAILS_ST(c, ts_cuda_copy_to_host(c, h, NULL), "cuda: copy");
+	ST_NOCTX(ts_cuda_copy_to_host(NULL, h, h));
+	FAILS_NULL(c, ts_cuda_module_load(c, NULL, "x", 1), "cuda: module load");
+	ts_cuda_module_unload(NULL);
+	ts_cuda_kernel k;
+	FAILS_ST(c, ts_cuda_module_kernel(c, NULL, "f", &k), "cuda: kernel");
+	ts_launch l = {{1, 1, 1}, {1, 1, 1}, 0, 0};
+	FAILS_ST(c, ts_cuda_launch(c, NULL, &l, 1, &h), "cuda: launch");
+	FAILS_ST(c, ts_cuda_synchronize(c, NULL), "cuda: synchronize");
+	double ms;
+	FAILS_ST(c, ts_cuda_time_kernel(c, NULL, &l, 1, &h, 0, 1, &ms), "cuda: launch");
+	FAILS_ST(c, ts_cuda_time_kernel(c, NULL, &l, 1, &h, 0, 1, NULL), "cuda: time kernel");
+	ts_array_free(h);
+	fx_free(&x);
+}
+END_TEST
+
 /* ---- threadpool.h, timer.h, args.h ------------------------------------------------------------ */
+
+static int ok_fn(void *p)
+{
+	(void)p;
+	return 0;
+}
+
+START_TEST(test_runtime_misc)
+{
+	ts_ctx *c = ts_ctx_new();
+	ck_assert_int_ne(ts_parallel_for(10, NULL, NULL), 0);
+	ck_assert_int_eq(ts_parallel_for(-5, NULL, NULL), 0);
+	int prev = ts_set_num_threads(-3);
+	ck_assert_int_ge(ts_num_threads(), 1);
+	ts_set_num_threads(1 << 30);
+	ck_assert_int_le(ts_num_threads(), 1024);
+	ts_set_num_threads(prev);
+	ts_timing t;
+	ST_NOCTX(ts_time_run(NULL, ok_fn, NULL, 0, 1, 1, &t));
+	FAILS_ST(c, ts_time_run(c, NULL, NULL, 0, 1, 1, &t), "time_run");
+	FAILS_ST(c, ts_time_run(c, ok_fn, NULL, 0, 1, 1, NULL), "time_run");
+	FAILS_ST(c, ts_time_run(c, ok_fn, NULL, -1, 1, 1, &t), "time_run");
+	FAILS_ST(c, ts_time_run(c, ok_fn, NULL, 0, 0, 1, &t), "time_run");
+	FAILS_ST(c, ts_time_run(c, ok_fn, NULL, 0, 1, -1, &t), "time_run");
+	ck_assert(ts_median(NULL, 5) != ts_median(NULL, 5)); /* NaN */
+	NULL_NOCTX(ts_phase_times_str(NULL, &(ts_phase_times){0}));
+	FAILS_NULL(c, ts_phase_times_str(c, NULL), "phase_times_str");
+	ST_NOCTX(ts_check_args(NULL, NULL, 0, NULL, TS_DEVICE_CPU));
+	ts_func f = {.name = "noop"};
+	FAILS_ST(c, ts_check_args(c, &f, -1, NULL, TS_DEVICE_CPU), "call noop");
+	FAILS_ST(c, ts_check_args(c, &f, 0, NULL, (ts_device)9), "call noop: unknown device 9");
+	ts_ctx_free(c);
+}
+END_TEST
 
 static Suite *suite(void)
 {
@@ -784,6 +933,10 @@ static Suite *suite(void)
 	suite_add_tcase(s, sch);
 	TCase *cg = tcase_create("codegen");
 	tcase_set_timeout(cg, 60);
+	tcase_add_test(cg, test_build);
+	tcase_add_test(cg, test_interp_and_emit);
+	tcase_add_test(cg, test_cuda_null);
+	tcase_add_test(cg, test_runtime_misc);
 	suite_add_tcase(s, cg);
 	return s;
 }
