@@ -364,6 +364,16 @@ START_TEST(test_printer)
 	ir_sb_func(NULL, x.f);
 	ir_sb_graph(NULL, 1, &x.C);
 	ts_sbuf sb = {0};
+	ts_sb_puts(NULL, "x");
+	ts_sb_puts(&sb, NULL);
+	ts_sb_putc(NULL, 'x');
+	ts_sb_printf(NULL, "%d", 1);
+	ts_sb_printf(&sb, NULL);
+	ts_sb_indent(NULL, 3);
+	ts_sb_indent(&sb, -3);
+	ck_assert_str_eq(ts_sb_str(NULL), "");
+	ck_assert_str_eq(ts_sb_str(&sb), "");
+	ts_sb_free(NULL);
 	ir_sb_expr(&sb, NULL);
 	ir_sb_stmt(&sb, NULL, -5);
 	ir_sb_func(&sb, NULL);
