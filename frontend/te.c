@@ -311,6 +311,15 @@ ts_tensor *ts_compute_n(ts_ctx *ctx, const char *name, int ndim, const int64_t *
 	checker c = {.ctx = ctx, .name = name};
 	if (!check_compute_args(&c, ndim, shape, nvars, vars, body))
 		return NULL;
+	/* a body built in another context reads tensors that die with it */
+	for (int i = 0; i < c.inputs.n; i++) {
+		const ts_tensor *in = c.inputs.p[i];
+		if (in->ctx && in->ctx != ctx) {
+			ts_error(ctx, TS_ERR_INVALID, "compute %s: reads tensor %s of another context",
+				 name, in->name);
+			return NULL;
+		}
+	}
 	ts_tensor *t = tensor_new(ctx, name, ndim, shape, body->dtype, TS_OP_COMPUTE);
 	if (!t || !fill_compute(ctx, t, vars, body, &c.inputs))
 		return NULL;

@@ -477,6 +477,11 @@ START_TEST(test_foreign_tensors)
 	ts_expr *i = ts_var(c, "i"), *j = ts_var(c, "j");
 	FAILS_NULL(c, TS_READ(c, y.A, i, j), "read A: tensor belongs to another context");
 	FAILS_NULL(c, ts_op_relu(c, y.A), "relu: tensor A belongs to another context");
+	ts_expr *yi = ts_var(y.ctx, "i"), *yj = ts_var(y.ctx, "j");
+	ts_expr *ybody = TS_READ(y.ctx, y.A, yi, yj);
+	tu_nonnull(y.ctx, ybody);
+	FAILS_NULL(c, ts_compute(c, "D", TS_SHAPE(13, 7), TS_VARS(yi, yj), ybody),
+		   "compute D: reads tensor A of another context");
 	FAILS_NULL(c, ts_op_add(c, x.A, y.A), "add: tensor A belongs to another context");
 	FAILS_NULL(c, ts_create_schedule(c, 1, &y.C),
 		   "create_schedule: output 0 (C) belongs to another context");
@@ -847,6 +852,7 @@ START_TEST(test_cuda_null)
 {
 	fx x = fx_new();
 	ts_ctx *c = x.ctx;
+	NULL_NOCTX(ts_cuda_open(NULL));
 	ts_cuda_close(NULL);
 	ck_assert_ptr_null(ts_cuda_device_name(NULL));
 	ck_assert_ptr_null(ts_cuda_arch(NULL));
