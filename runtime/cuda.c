@@ -331,6 +331,8 @@ static ts_status check_copy(ts_ctx *ctx, const char *what, const ts_array *dev,
 		return TS_ERR_INVALID;
 	if (!dev || !host)
 		return ts_error(ctx, TS_ERR_INVALID, "cuda: %s: NULL array", what);
+	if (!dev->data || !host->data)
+		return ts_error(ctx, TS_ERR_INVALID, "cuda: %s: an array has NULL data", what);
 	if (dev->device != TS_DEVICE_CUDA || host->device != TS_DEVICE_CPU)
 		return ts_error(ctx, TS_ERR_INVALID, "cuda: %s: needs a device array and a host array",
 				what);

@@ -870,6 +870,8 @@ START_TEST(test_cuda_null)
 	FAILS_ST(c, ts_cuda_copy_to_host(c, NULL, h), "cuda: copy");
 	FAILS_ST(c, ts_cuda_copy_to_host(c, h, NULL), "cuda: copy");
 	ST_NOCTX(ts_cuda_copy_to_host(NULL, h, h));
+	ts_array nodata = {.dtype = ts_float32, .ndim = 1, .shape = {4}, .device = TS_DEVICE_CUDA};
+	FAILS_ST(c, ts_cuda_copy_to_device(c, &nodata, h), "cuda: copy to device: an array has NULL data");
 	FAILS_NULL(c, ts_cuda_module_load(c, NULL, "x", 1), "cuda: module load");
 	ts_cuda_module_unload(NULL);
 	ts_cuda_kernel k;
