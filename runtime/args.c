@@ -56,7 +56,8 @@ static ts_status check_descriptor(ts_ctx *ctx, const char *fname, int i, const t
 		return ts_error(ctx, TS_ERR_INVALID,
 				"call %s: argument %d (%s) has %d dimensions (0 to %d allowed)", fname,
 				i, p->name, a->ndim, TS_MAX_DIMS);
-	if (a->dtype.lanes == 1 && !ts_array_dtype_ok(a->dtype))
+	/* vectors (lanes > 1) are reported below as a dtype mismatch */
+	if (a->dtype.lanes < 2 && !ts_array_dtype_ok(a->dtype))
 		return ts_error(ctx, TS_ERR_INVALID,
 				"call %s: argument %d (%s) has an invalid dtype (code %d, %d bits, %d lanes)",
 				fname, i, p->name, a->dtype.code, a->dtype.bits, a->dtype.lanes);

@@ -117,6 +117,8 @@ START_TEST(test_bad_dtype)
 	run_fails(&x, x.args, "call vadd: argument 1 (B) has dtype float32x4, expected float32");
 	x.args[1]->dtype = (ts_dtype){TS_TYPE_FLOAT, 24, 1};
 	run_fails(&x, x.args, "call vadd: argument 1 (B) has an invalid dtype (code 2, 24 bits, 1 lanes)");
+	x.args[1]->dtype = (ts_dtype){TS_TYPE_FLOAT, 32, 0};
+	run_fails(&x, x.args, "call vadd: argument 1 (B) has an invalid dtype (code 2, 32 bits, 0 lanes)");
 	x.args[1]->dtype = (ts_dtype){99, 32, 1};
 	run_fails(&x, x.args, "call vadd: argument 1 (B) has an invalid dtype (code 99, 32 bits, 1 lanes)");
 	x.args[1]->dtype = ts_float32;
