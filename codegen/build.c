@@ -59,6 +59,11 @@ ts_module *ts_build(ts_ctx *ctx, const ts_func *f, const char *target)
 		ts_error(ctx, TS_ERR_INVALID, "build: function is NULL (did lowering fail?)");
 		return NULL;
 	}
+	if (f->ctx && f->ctx != ctx) {
+		ts_error(ctx, TS_ERR_INVALID, "build %s: the function belongs to another context",
+			 f->name);
+		return NULL;
+	}
 	if (!target)
 		target = "llvm";
 	if (!starts_with(target, "llvm") && !starts_with(target, "cuda")) {

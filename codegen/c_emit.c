@@ -1291,6 +1291,11 @@ static const char *emit(ts_ctx *ctx, const ts_func *f, const dialect *d, cg_laun
 		ts_error(ctx, TS_ERR_INVALID, "%s: function is NULL or incomplete", d->name);
 		return NULL;
 	}
+	if (f->ctx && f->ctx != ctx) {
+		ts_error(ctx, TS_ERR_INVALID, "%s: function %s belongs to another context", d->name,
+			 f->name);
+		return NULL;
+	}
 	emitter em = {.ctx = ctx, .d = d, .f = f, .comp = -1, .indent = 1,
 		      .launch = {{1, 1, 1}, {1, 1, 1}, 0, 0}};
 	em.fname = sanitize(ctx, f->name);

@@ -227,6 +227,9 @@ static ts_status check_func(ts_ctx *ctx, const ts_func *f)
 	if (!f->name || !f->name[0] || !f->body)
 		return ts_error(ctx, TS_ERR_INVALID, "llvm: function '%s' has no %s",
 				f->name ? f->name : "?", f->body ? "name" : "body");
+	if (f->ctx && f->ctx != ctx)
+		return ts_error(ctx, TS_ERR_INVALID, "llvm(%s): the function belongs to another context",
+				f->name);
 	/* the JIT resolves the runtime's functions in the module's namespace */
 	for (size_t i = 0; i < TS_COUNT_OF(runtime_symbols); i++)
 		if (strcmp(f->name, runtime_symbols[i].name) == 0)

@@ -340,6 +340,7 @@ typedef struct ts_func {
 	ts_buffer **params;
 	ts_tensor **param_tensors; /* the tensor each parameter holds */
 	ts_stmt *body;
+	ts_ctx *ctx;               /* the context whose arena holds it (NULL: unknown) */
 } ts_func;
 
 /* ---- names -------------------------------------------------------------- */

@@ -489,6 +489,14 @@ START_TEST(test_foreign_tensors)
 	ts_clear_error(c);
 	FAILS_NULL(c, ts_rename(c, y.A, "Q"), "rename: tensor A belongs to another context");
 	FAILS_ST(c, ts_eval(c, 1, &y.A, (void *[]){&i}), "eval: tensor A belongs to another context");
+	/* a lowered function of another context */
+	FAILS_NULL(c, ts_build(c, y.f, "llvm"), "build mm: the function belongs to another context");
+	FAILS_NULL(c, cg_llvm_compile(c, y.f, "llvm"), "llvm(mm): the function belongs to another context");
+	FAILS_NULL(c, cg_emit_c(c, y.f), "c: function mm belongs to another context");
+	FAILS_NULL(c, cg_emit_cuda(c, y.f, NULL), "cuda: function mm belongs to another context");
+	float a[13 * 7], b[7 * 11], out[13 * 11];
+	FAILS_ST(c, cg_interp_run(c, y.f, (void *[]){a, b, out}),
+		 "interp: function mm belongs to another context");
 	fx_free(&y);
 	fx_free(&x);
 }
