@@ -54,8 +54,15 @@ static ts_status build_cpu(ts_module *m)
 
 ts_module *ts_build(ts_ctx *ctx, const ts_func *f, const char *target)
 {
+	if (!ctx)
+		return NULL;
 	if (!f) {
 		ts_error(ctx, TS_ERR_INVALID, "build: function is NULL (did lowering fail?)");
+		return NULL;
+	}
+	if (f->ctx && f->ctx != ctx) {
+		ts_error(ctx, TS_ERR_INVALID, "build %s: the function belongs to another context",
+			 f->name);
 		return NULL;
 	}
 	if (!target)
@@ -122,6 +129,12 @@ ts_status ts_module_time(ts_module *m, int nargs, ts_array *const *args, int war
 {
 	if (!m)
 		return TS_ERR_INVALID;
+	if (!out)
+		return ts_error(m->ctx, TS_ERR_INVALID, "time %s: out is NULL", m->func->name);
+	if (warmup < 0 || repeat < 1)
+		return ts_error(m->ctx, TS_ERR_INVALID,
+				"time %s: needs warmup >= 0 and repeat >= 1 (got %d, %d)",
+				m->func->name, warmup, repeat);
 	ts_status st = ts_check_args(m->ctx, m->func, nargs, args,
 				     m->cuda ? TS_DEVICE_CUDA : TS_DEVICE_CPU);
 	if (st != TS_OK)
@@ -134,8 +147,12 @@ ts_status ts_module_time(ts_module *m, int nargs, ts_array *const *args, int war
 
 const char *ts_module_source(ts_module *m, const char *kind)
 {
-	if (!m || !kind)
+	if (!m)
 		return NULL;
+	if (!kind) {
+		ts_error(m->ctx, TS_ERR_INVALID, "module %s: source kind is NULL", m->func->name);
+		return NULL;
+	}
 	if (strcmp(kind, "c") == 0)
 		return cg_emit_c(m->ctx, m->func);
 	if (strcmp(kind, "cuda") == 0)
@@ -156,6 +173,9 @@ ts_status ts_module_export(ts_module *m, const char *obj_path, const char *heade
 {
 	if (!m)
 		return TS_ERR_INVALID;
+	if (!obj_path)
+		return ts_error(m->ctx, TS_ERR_INVALID, "export %s: the object path is NULL",
+				m->func->name);
 	if (!m->llvm)
 		return ts_error(m->ctx, TS_ERR_UNSUPPORTED,
 				"export %s: only CPU modules are written as object files (target '%s')",

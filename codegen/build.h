@@ -5,6 +5,12 @@
  * Targets: "llvm" (the host CPU, all its features), "llvm -mcpu=NAME",
  * "llvm -mattr=+avx2,+fma", and "cuda" (the GPU in hand) or
  * "cuda -arch=sm_XY" (compile only when no GPU is present).
+ *
+ * Every call checks its arguments: a NULL context or module gives NULL or
+ * TS_ERR_INVALID (there is nowhere to record a message); with a module, a
+ * NULL argument list, source kind, object path or timing output, a bad
+ * count, or warmup < 0 / repeat < 1, is an error recorded in the module's
+ * context and naming the function.
  */
 #ifndef TESSERA_CODEGEN_BUILD_H
 #define TESSERA_CODEGEN_BUILD_H

@@ -1393,8 +1393,15 @@ static void assemble(emitter *em, ts_sbuf *sb)
 
 static const char *emit(ts_ctx *ctx, const ts_func *f, const dialect *d, cg_launch *launch)
 {
+	if (!ctx)
+		return NULL;
 	if (!f || !f->name || !f->body || (f->nparams > 0 && !f->params)) {
 		ts_error(ctx, TS_ERR_INVALID, "%s: function is NULL or incomplete", d->name);
+		return NULL;
+	}
+	if (f->ctx && f->ctx != ctx) {
+		ts_error(ctx, TS_ERR_INVALID, "%s: function %s belongs to another context", d->name,
+			 f->name);
 		return NULL;
 	}
 	emitter em = {.ctx = ctx, .d = d, .f = f, .comp = -1, .indent = 1,

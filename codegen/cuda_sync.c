@@ -205,7 +205,11 @@ static ts_stmt *sync(ts_ctx *ctx, ts_stmt *s, void *data)
 
 ts_stmt *cg_cuda_insert_sync(ts_ctx *ctx, ts_stmt *s)
 {
-	if (!s)
+	if (!ctx)
 		return NULL;
+	if (!s) {
+		ts_error(ctx, TS_ERR_INVALID, "insert_sync: statement is NULL");
+		return NULL;
+	}
 	return sync(ctx, s, NULL);
 }

@@ -749,6 +749,9 @@ ts_status cg_interp_run(ts_ctx *ctx, const ts_func *f, void *const *args)
 	if (!f)
 		return ts_error(ctx, TS_ERR_INVALID, "interp: function is NULL");
 	const char *name = f->name ? f->name : "?";
+	if (f->ctx && f->ctx != ctx)
+		return ts_error(ctx, TS_ERR_INVALID, "interp: function %s belongs to another context",
+				name);
 	if (!f->body)
 		return ts_error(ctx, TS_ERR_INVALID, "interp: function %s has no body", name);
 	if (f->nparams > 0 && !args)

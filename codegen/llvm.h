@@ -9,7 +9,8 @@
  *     int32_t <name>(void **args);   args[i]: data of f->params[i]
  *
  * Buffers are dense and row-major; the code assumes they do not overlap and
- * are 64-byte aligned (runtime/array.h guarantees both).  It returns 0.
+ * are 64-byte aligned (ts_array_new guarantees the alignment, and
+ * ts_module_run checks both through ts_check_args).  It returns 0.
  *
  * Targets are strings: "llvm" (the host: its CPU name and features, so
  * AVX-512 is used where present), optionally followed by -mcpu=NAME,

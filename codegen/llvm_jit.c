@@ -227,6 +227,9 @@ static ts_status check_func(ts_ctx *ctx, const ts_func *f)
 	if (!f->name || !f->name[0] || !f->body)
 		return ts_error(ctx, TS_ERR_INVALID, "llvm: function '%s' has no %s",
 				f->name ? f->name : "?", f->body ? "name" : "body");
+	if (f->ctx && f->ctx != ctx)
+		return ts_error(ctx, TS_ERR_INVALID, "llvm(%s): the function belongs to another context",
+				f->name);
 	/* the JIT resolves the runtime's functions in the module's namespace */
 	for (size_t i = 0; i < TS_COUNT_OF(runtime_symbols); i++)
 		if (strcmp(f->name, runtime_symbols[i].name) == 0)
@@ -264,7 +267,7 @@ static ts_status compile(ts_ctx *ctx, cg_llvm_module *m, const ts_func *f, const
 
 cg_llvm_module *cg_llvm_compile(ts_ctx *ctx, const ts_func *f, const char *target)
 {
-	if (check_func(ctx, f))
+	if (!ctx || check_func(ctx, f))
 		return NULL;
 	cg_llvm_module *m = calloc(1, sizeof(*m));
 	if (!m || !(m->name = strdup(f->name))) {
@@ -286,6 +289,8 @@ ts_cpu_entry cg_llvm_entry(const cg_llvm_module *m)
 
 const char *cg_llvm_ir_text(ts_ctx *ctx, const cg_llvm_module *m, bool optimized)
 {
+	if (!ctx)
+		return NULL;
 	if (!m) {
 		ts_error(ctx, TS_ERR_INVALID, "llvm: no module (NULL)");
 		return NULL;
@@ -314,6 +319,8 @@ static LLVMMemoryBufferRef emit_code(ts_ctx *ctx, cg_llvm_module *m, LLVMCodeGen
 
 const char *cg_llvm_asm_text(ts_ctx *ctx, cg_llvm_module *m)
 {
+	if (!ctx)
+		return NULL;
 	if (!m) {
 		ts_error(ctx, TS_ERR_INVALID, "llvm: no module (NULL)");
 		return NULL;
@@ -354,6 +361,8 @@ static ts_status write_file(ts_ctx *ctx, const char *name, const char *path, con
 ts_status cg_llvm_write_object(ts_ctx *ctx, cg_llvm_module *m, const char *obj_path,
 			       const char *header_path)
 {
+	if (!ctx)
+		return TS_ERR_INVALID;
 	if (!m || !obj_path)
 		return ts_error(ctx, TS_ERR_INVALID, "llvm: write_object needs a module and a path");
 	if (header_path && !is_identifier(m->name))

@@ -68,6 +68,8 @@ static uint16_t float_to_bf16(float f)
 
 double ts_elem_get_f64(const void *data, ts_dtype t, int64_t i)
 {
+	if (!data || !ts_dtype_is_valid(t))
+		return 0;
 	switch (t.code) {
 	case TS_TYPE_FLOAT:
 		if (t.bits == 64)
@@ -84,6 +86,8 @@ double ts_elem_get_f64(const void *data, ts_dtype t, int64_t i)
 
 int64_t ts_elem_get_i64(const void *data, ts_dtype t, int64_t i)
 {
+	if (!data || !ts_dtype_is_valid(t))
+		return 0;
 	switch (t.code) {
 	case TS_TYPE_INT:
 		switch (t.bits) {
@@ -111,6 +115,8 @@ int64_t ts_elem_get_i64(const void *data, ts_dtype t, int64_t i)
 
 void ts_elem_set_f64(void *data, ts_dtype t, int64_t i, double v)
 {
+	if (!data || !ts_dtype_is_valid(t))
+		return;
 	switch (t.code) {
 	case TS_TYPE_FLOAT:
 		if (t.bits == 64)
@@ -136,6 +142,8 @@ void ts_elem_set_f64(void *data, ts_dtype t, int64_t i, double v)
 
 void ts_elem_set_i64(void *data, ts_dtype t, int64_t i, int64_t v)
 {
+	if (!data || !ts_dtype_is_valid(t))
+		return;
 	switch (t.code) {
 	case TS_TYPE_INT:
 	case TS_TYPE_UINT:

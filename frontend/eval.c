@@ -521,6 +521,9 @@ static ts_status check_args(ts_ctx *ctx, int n, ts_tensor *const *bind, void *co
 		if (!data[i])
 			return ts_error(ctx, TS_ERR_INVALID, "eval: tensor %s is bound to NULL",
 					bind[i]->name);
+		if (bind[i]->ctx && bind[i]->ctx != ctx)
+			return ts_error(ctx, TS_ERR_INVALID,
+					"eval: tensor %s belongs to another context", bind[i]->name);
 	}
 	return TS_OK;
 }
@@ -547,6 +550,8 @@ static ts_status collect_graph(evaluator *s, int n, ts_tensor *const *bind)
 
 ts_status ts_eval(ts_ctx *ctx, int n, ts_tensor *const *bind, void *const *data)
 {
+	if (!ctx)
+		return TS_ERR_INVALID;
 	ts_status st = check_args(ctx, n, bind, data);
 	if (st != TS_OK)
 		return st;

@@ -27,7 +27,8 @@ ts_status ts_eval(ts_ctx *ctx, int n, ts_tensor *const *bind, void *const *data)
 
 /* Element conversions used by evaluators for every dtype (float16 and
  * bfloat16 included): read element i of an array as double / int64, and
- * store a double / int64 into element i. */
+ * store a double / int64 into element i.  NULL data or an invalid dtype
+ * reads as 0 and stores nothing. */
 double ts_elem_get_f64(const void *data, ts_dtype t, int64_t i);
 int64_t ts_elem_get_i64(const void *data, ts_dtype t, int64_t i);
 void ts_elem_set_f64(void *data, ts_dtype t, int64_t i, double v);

@@ -9,14 +9,13 @@
  */
 #include "ops.h"
 
+#include "ops_util.h"
 #include "te.h"
 
 ts_tensor *ts_op_matmul_packed(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, int64_t nr)
 {
-	if (!A || !B) {
-		ts_error(ctx, TS_ERR_INVALID, "matmul_packed: unknown tensor (NULL)");
+	if (!fe_check_inputs(ctx, "matmul_packed", 2, (ts_tensor *[]){A, B}))
 		return NULL;
-	}
 	if (A->ndim != 2 || B->ndim != 2 || A->shape[1] != B->shape[0] || nr <= 0) {
 		ts_error(ctx, TS_ERR_INVALID,
 			 "matmul_packed: needs A[M, K], B[K, N] and a positive panel width (got K %lld vs %lld, nr %lld)",

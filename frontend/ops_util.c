@@ -21,9 +21,16 @@ const char *fe_shape_str(ts_ctx *ctx, const ts_tensor *t)
 
 bool fe_check_inputs(ts_ctx *ctx, const char *op, int n, ts_tensor *const *ts)
 {
+	if (!ctx)
+		return false;
 	for (int i = 0; i < n; i++) {
 		if (!ts[i]) {
 			ts_error(ctx, TS_ERR_INVALID, "%s: input %d is NULL", op, i);
+			return false;
+		}
+		if (ts[i]->ctx && ts[i]->ctx != ctx) {
+			ts_error(ctx, TS_ERR_INVALID, "%s: tensor %s belongs to another context", op,
+				 ts[i]->name);
 			return false;
 		}
 	}

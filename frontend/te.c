@@ -63,16 +63,19 @@ static ts_tensor *tensor_new(ts_ctx *ctx, const char *name, int ndim, const int6
 	memcpy(t->shape, shape, (size_t)ndim * sizeof(*shape));
 	t->op = op;
 	t->id = ts_ctx_next_id(ctx);
+	t->ctx = ctx;
 	return t->name ? t : NULL;
 }
 
 ts_tensor *ts_placeholder(ts_ctx *ctx, const char *name, int ndim, const int64_t *shape,
 			  ts_dtype dtype)
 {
+	if (!ctx)
+		return NULL;
 	if (!check_name(ctx, "placeholder", name) ||
 	    !check_shape(ctx, "placeholder", name, ndim, shape))
 		return NULL;
-	if (dtype.lanes != 1 || dtype.code == TS_TYPE_HANDLE) {
+	if (dtype.lanes != 1 || dtype.code == TS_TYPE_HANDLE || !ts_dtype_is_valid(dtype)) {
 		char b[24];
 		ts_error(ctx, TS_ERR_INVALID, "placeholder %s: dtype %s is not a scalar element type",
 			 name, ts_dtype_str(dtype, b));
@@ -83,6 +86,8 @@ ts_tensor *ts_placeholder(ts_ctx *ctx, const char *name, int ndim, const int64_t
 
 ts_iter *ts_reduce_axis(ts_ctx *ctx, const char *name, int64_t min, int64_t extent)
 {
+	if (!ctx)
+		return NULL;
 	if (!check_name(ctx, "reduce_axis", name))
 		return NULL;
 	if (extent <= 0) {
@@ -310,11 +315,20 @@ static bool fill_compute(ts_ctx *ctx, ts_tensor *t, ts_expr *const *vars, ts_exp
 ts_tensor *ts_compute_n(ts_ctx *ctx, const char *name, int ndim, const int64_t *shape,
 			int nvars, ts_expr *const *vars, ts_expr *body)
 {
-	if (!check_name(ctx, "compute", name))
+	if (!ctx || !check_name(ctx, "compute", name))
 		return NULL;
 	checker c = {.ctx = ctx, .name = name};
 	if (!check_compute_args(&c, ndim, shape, nvars, vars, body))
 		return NULL;
+	/* a body built in another context reads tensors that die with it */
+	for (int i = 0; i < c.inputs.n; i++) {
+		const ts_tensor *in = c.inputs.p[i];
+		if (in->ctx && in->ctx != ctx) {
+			ts_error(ctx, TS_ERR_INVALID, "compute %s: reads tensor %s of another context",
+				 name, in->name);
+			return NULL;
+		}
+	}
 	ts_tensor *t = tensor_new(ctx, name, ndim, shape, body->dtype, TS_OP_COMPUTE);
 	if (!t || !fill_compute(ctx, t, vars, body, &c.inputs))
 		return NULL;
@@ -331,6 +345,8 @@ ts_tensor *ts_compute_lambda(ts_ctx *ctx, const char *name, int ndim, const int6
 			     ts_compute_fn fn, void *user)
 {
 	static const char *const names[TS_MAX_DIMS] = {"i", "j", "k", "l", "m", "n", "o", "p"};
+	if (!ctx)
+		return NULL;
 	if (!check_name(ctx, "compute", name) || !check_shape(ctx, "compute", name, ndim, shape))
 		return NULL;
 	if (!fn) {
@@ -363,6 +379,8 @@ ts_expr *ts_reduce_min(ts_ctx *ctx, ts_expr *source, int naxes, ts_iter *const *
 
 int64_t ts_tensor_numel(const ts_tensor *t)
 {
+	if (!t)
+		return 0;
 	int64_t n = 1;
 	for (int d = 0; d < t->ndim; d++)
 		n *= t->shape[d];
@@ -371,7 +389,17 @@ int64_t ts_tensor_numel(const ts_tensor *t)
 
 ts_tensor *ts_rename(ts_ctx *ctx, ts_tensor *t, const char *name)
 {
-	if (!t || !check_name(ctx, "rename", name))
+	if (!ctx)
+		return NULL;
+	if (!t) {
+		ts_error(ctx, TS_ERR_INVALID, "rename: tensor is NULL");
+		return NULL;
+	}
+	if (t->ctx && t->ctx != ctx) {
+		ts_error(ctx, TS_ERR_INVALID, "rename: tensor %s belongs to another context", t->name);
+		return NULL;
+	}
+	if (!check_name(ctx, "rename", name))
 		return NULL;
 	const char *copy = ts_strdup(ctx, name);
 	if (!copy)

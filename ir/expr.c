@@ -2,9 +2,11 @@
  * expr.c - dtypes, names, and the checked expression constructors.
  *
  * Constructors are the only way nodes are made, so their checks are the
- * IR's type system: a NULL operand propagates NULL (the first error stays
- * recorded), and a broken rule records an error naming the operator and the
- * offending dtypes.
+ * IR's type system: a NULL operand gives NULL and records "add: operand a
+ * is NULL" (when a failed builder call produced the NULL, its message was
+ * recorded first and is the one kept), and a broken rule records an error
+ * naming the operator and the offending dtypes.  A NULL context gives NULL
+ * and records nothing.
  */
 #include "ir.h"
 
@@ -45,6 +47,27 @@ ts_dtype ts_dtype_element(ts_dtype t)
 	return t;
 }
 
+bool ts_dtype_is_valid(ts_dtype t)
+{
+	if (t.lanes < 1)
+		return false;
+	switch (t.code) {
+	case TS_TYPE_INT:
+	case TS_TYPE_UINT:
+		return t.bits == 8 || t.bits == 16 || t.bits == 32 || t.bits == 64;
+	case TS_TYPE_FLOAT:
+		return t.bits == 16 || t.bits == 32 || t.bits == 64;
+	case TS_TYPE_BFLOAT:
+		return t.bits == 16;
+	case TS_TYPE_BOOL:
+		return t.bits == 1;
+	case TS_TYPE_HANDLE:
+		return t.bits == 64 && t.lanes == 1;
+	default:
+		return false;
+	}
+}
+
 int ts_dtype_bytes(ts_dtype t)
 {
 	return t.bits < 8 ? 1 : t.bits / 8;
@@ -55,6 +78,8 @@ static const char *const type_code_names[] = {"int", "uint", "float", "bfloat",
 
 const char *ts_dtype_str(ts_dtype t, char buf[24])
 {
+	if (!buf)
+		return NULL;
 	const char *base = t.code < TS_COUNT_OF(type_code_names) ? type_code_names[t.code] : "?";
 	int n;
 	if (t.code == TS_TYPE_BOOL || t.code == TS_TYPE_HANDLE)
@@ -68,6 +93,8 @@ const char *ts_dtype_str(ts_dtype t, char buf[24])
 
 bool ts_dtype_parse(const char *s, ts_dtype *out)
 {
+	if (!s || !out)
+		return false;
 	static const struct {
 		const char *name;
 		ts_dtype t;
@@ -188,7 +215,7 @@ bool ir_is_compare(ir_expr_kind k)
 
 static ts_expr *node(ts_ctx *ctx, ir_expr_kind k, ts_dtype t)
 {
-	ts_expr *e = ts_alloc(ctx, sizeof(*e));
+	ts_expr *e = ctx ? ts_alloc(ctx, sizeof(*e)) : NULL;
 	if (e) {
 		e->kind = k;
 		e->dtype = t;
@@ -196,8 +223,32 @@ static ts_expr *node(ts_ctx *ctx, ir_expr_kind k, ts_dtype t)
 	return e;
 }
 
+/* Records an error for a dtype no node may have; false if so. */
+static bool check_dtype(ts_ctx *ctx, const char *what, const char *name, ts_dtype t)
+{
+	if (ts_dtype_is_valid(t))
+		return true;
+	ts_error(ctx, TS_ERR_INVALID, "%s%s%s: invalid dtype (code %d, %d bits, %d lanes)", what,
+		 name ? " " : "", name ? name : "", t.code, t.bits, t.lanes);
+	return false;
+}
+
+/* Records that operand `which` of `what` is NULL (a root cause recorded
+ * earlier is kept: only the first error stays). */
+static ts_expr *null_operand(ts_ctx *ctx, const char *what, const char *which)
+{
+	ts_error(ctx, TS_ERR_INVALID, "%s: %s is NULL", what, which);
+	return NULL;
+}
+
 ts_expr *ts_const(ts_ctx *ctx, ts_dtype t, int64_t v)
 {
+	if (!ctx || !check_dtype(ctx, "const", NULL, t))
+		return NULL;
+	if (t.code == TS_TYPE_HANDLE) {
+		ts_error(ctx, TS_ERR_INVALID, "const: a handle cannot be a constant");
+		return NULL;
+	}
 	if (ts_dtype_is_float(t))
 		return ts_fconst(ctx, t, (double)v);
 	ts_expr *e = node(ctx, IR_INT_IMM, t);
@@ -213,6 +264,8 @@ ts_expr *ts_int(ts_ctx *ctx, int64_t v)
 
 ts_expr *ts_fconst(ts_ctx *ctx, ts_dtype t, double v)
 {
+	if (!ctx || !check_dtype(ctx, "const", NULL, t))
+		return NULL;
 	if (!ts_dtype_is_float(t))
 		return ts_const(ctx, t, (int64_t)v);
 	ts_expr *e = node(ctx, IR_FLOAT_IMM, t);
@@ -233,10 +286,14 @@ ts_expr *ts_make_const(ts_ctx *ctx, ts_dtype t, double v)
 
 ts_expr *ts_var_typed(ts_ctx *ctx, const char *name, ts_dtype t)
 {
+	if (!ctx)
+		return NULL;
 	if (!name || !name[0]) {
 		ts_error(ctx, TS_ERR_INVALID, "var: empty name");
 		return NULL;
 	}
+	if (!check_dtype(ctx, "var", name, t))
+		return NULL;
 	ts_expr *e = node(ctx, IR_VAR, t);
 	if (!e)
 		return NULL;
@@ -283,13 +340,15 @@ static bool is_imm(const ts_expr *e)
 
 ts_expr *ts_binary(ts_ctx *ctx, ir_expr_kind k, ts_expr *a, ts_expr *b)
 {
-	if (!a || !b)
+	if (!ctx)
 		return NULL;
 	if (!ir_is_binary(k)) {
-		ts_error(ctx, TS_ERR_INTERNAL, "ts_binary: %s is not a binary kind",
-			 ir_expr_kind_name(k));
+		ts_error(ctx, TS_ERR_INVALID, "binary: %s (%d) is not a binary kind",
+			 ir_expr_kind_name(k), (int)k);
 		return NULL;
 	}
+	if (!a || !b)
+		return null_operand(ctx, op_name(k), !a ? "operand a" : "operand b");
 	if (!ts_dtype_eq(a->dtype, b->dtype)) {
 		if (is_imm(b) && !is_imm(a))
 			b = adapt_imm(ctx, b, a->dtype);
@@ -358,16 +417,20 @@ ts_expr *ts_or(ts_ctx *c, ts_expr *a, ts_expr *b) { return ts_binary(c, IR_OR, a
 
 ts_expr *ts_div(ts_ctx *ctx, ts_expr *a, ts_expr *b)
 {
-	if (!a || !b)
+	if (!ctx)
 		return NULL;
+	if (!a || !b)
+		return null_operand(ctx, "div", !a ? "operand a" : "operand b");
 	bool fl = ts_dtype_is_float(a->dtype) || ts_dtype_is_float(b->dtype);
 	return ts_binary(ctx, fl ? IR_DIV : IR_FLOORDIV, a, b);
 }
 
 ts_expr *ts_not(ts_ctx *ctx, ts_expr *a)
 {
-	if (!a)
+	if (!ctx)
 		return NULL;
+	if (!a)
+		return null_operand(ctx, "not", "operand");
 	if (!ts_dtype_is_bool(a->dtype)) {
 		char t[24];
 		ts_error(ctx, TS_ERR_INVALID, "not: operand must be bool, got %s",
@@ -382,8 +445,10 @@ ts_expr *ts_not(ts_ctx *ctx, ts_expr *a)
 
 ts_expr *ts_select(ts_ctx *ctx, ts_expr *cond, ts_expr *t, ts_expr *f)
 {
-	if (!cond || !t || !f)
+	if (!ctx)
 		return NULL;
+	if (!cond || !t || !f)
+		return null_operand(ctx, "select", !cond ? "condition" : !t ? "true value" : "false value");
 	char b1[24], b2[24];
 	if (!ts_dtype_is_bool(cond->dtype)) {
 		ts_error(ctx, TS_ERR_INVALID, "select: condition must be bool, got %s",
@@ -414,7 +479,11 @@ ts_expr *ts_select(ts_ctx *ctx, ts_expr *cond, ts_expr *t, ts_expr *f)
 
 ts_expr *ts_cast(ts_ctx *ctx, ts_dtype t, ts_expr *a)
 {
+	if (!ctx)
+		return NULL;
 	if (!a)
+		return null_operand(ctx, "cast", "operand");
+	if (!check_dtype(ctx, "cast", NULL, t))
 		return NULL;
 	if (ts_dtype_eq(t, a->dtype))
 		return a;
@@ -433,6 +502,8 @@ ts_expr *ts_cast(ts_ctx *ctx, ts_dtype t, ts_expr *a)
 
 ts_expr *ts_call(ts_ctx *ctx, ir_intrinsic op, int nargs, ts_expr **args)
 {
+	if (!ctx)
+		return NULL;
 	if ((unsigned)op >= IR_INTRIN_COUNT) {
 		ts_error(ctx, TS_ERR_INVALID, "call: unknown intrinsic %d", (int)op);
 		return NULL;
@@ -443,9 +514,16 @@ ts_expr *ts_call(ts_ctx *ctx, ir_intrinsic op, int nargs, ts_expr **args)
 			 ir_intrinsic_arity(op), nargs);
 		return NULL;
 	}
-	for (int i = 0; i < nargs; i++)
-		if (!args[i])
+	if (!args) {
+		ts_error(ctx, TS_ERR_INVALID, "%s: the argument list is NULL", name);
+		return NULL;
+	}
+	for (int i = 0; i < nargs; i++) {
+		if (!args[i]) {
+			ts_error(ctx, TS_ERR_INVALID, "%s: argument %d is NULL", name, i);
 			return NULL;
+		}
+	}
 	char b1[24], b2[24];
 	if (op == IR_INTRIN_LIKELY) {
 		if (!ts_dtype_is_bool(args[0]->dtype)) {
@@ -477,7 +555,7 @@ ts_expr *ts_call(ts_ctx *ctx, ir_intrinsic op, int nargs, ts_expr **args)
 
 static ts_expr *call1(ts_ctx *ctx, ir_intrinsic op, ts_expr *a)
 {
-	return a ? ts_call(ctx, op, 1, &a) : NULL;
+	return ts_call(ctx, op, 1, &a);
 }
 
 ts_expr *ts_exp(ts_ctx *c, ts_expr *a) { return call1(c, IR_INTRIN_EXP, a); }
@@ -491,8 +569,6 @@ ts_expr *ts_sigmoid(ts_ctx *c, ts_expr *a) { return call1(c, IR_INTRIN_SIGMOID, 
 
 ts_expr *ts_pow(ts_ctx *ctx, ts_expr *a, ts_expr *b)
 {
-	if (!a || !b)
-		return NULL;
 	ts_expr *args[2] = {a, b};
 	return ts_call(ctx, IR_INTRIN_POW, 2, args);
 }
@@ -500,8 +576,10 @@ ts_expr *ts_pow(ts_ctx *ctx, ts_expr *a, ts_expr *b)
 static bool check_index(ts_ctx *ctx, const char *what, const char *name, int dim,
 			const ts_expr *ix)
 {
-	if (!ix)
+	if (!ix) {
+		ts_error(ctx, TS_ERR_INVALID, "%s %s: index %d is NULL", what, name, dim);
 		return false;
+	}
 	if (!ts_dtype_is_int(ix->dtype) || ix->dtype.lanes != 1) {
 		char b[24];
 		ts_error(ctx, TS_ERR_INVALID, "%s %s: index %d must be an integer scalar, got %s",
@@ -513,13 +591,23 @@ static bool check_index(ts_ctx *ctx, const char *what, const char *name, int dim
 
 ts_expr *ts_read(ts_ctx *ctx, ts_tensor *t, int n, ts_expr *const *idx)
 {
+	if (!ctx)
+		return NULL;
 	if (!t) {
 		ts_error(ctx, TS_ERR_INVALID, "read: unknown tensor (NULL)");
+		return NULL;
+	}
+	if (t->ctx && t->ctx != ctx) {
+		ts_error(ctx, TS_ERR_INVALID, "read %s: tensor belongs to another context", t->name);
 		return NULL;
 	}
 	if (n != t->ndim) {
 		ts_error(ctx, TS_ERR_INVALID, "read %s: tensor has %d dimension(s), got %d index(es)",
 			 t->name, t->ndim, n);
+		return NULL;
+	}
+	if (n > 0 && !idx) {
+		ts_error(ctx, TS_ERR_INVALID, "read %s: the index list is NULL", t->name);
 		return NULL;
 	}
 	for (int i = 0; i < n; i++)
@@ -538,9 +626,14 @@ ts_expr *ts_read(ts_ctx *ctx, ts_tensor *t, int n, ts_expr *const *idx)
 
 ts_expr *ts_load(ts_ctx *ctx, ts_buffer *buf, ts_expr *index)
 {
-	if (!buf || !index) {
-		if (!buf)
-			ts_error(ctx, TS_ERR_INVALID, "load: unknown buffer (NULL)");
+	if (!ctx)
+		return NULL;
+	if (!buf) {
+		ts_error(ctx, TS_ERR_INVALID, "load: unknown buffer (NULL)");
+		return NULL;
+	}
+	if (!index) {
+		ts_error(ctx, TS_ERR_INVALID, "load %s: index is NULL", buf->name);
 		return NULL;
 	}
 	if (!ts_dtype_is_int(index->dtype)) {
@@ -559,10 +652,14 @@ ts_expr *ts_load(ts_ctx *ctx, ts_buffer *buf, ts_expr *index)
 
 ts_expr *ts_ramp(ts_ctx *ctx, ts_expr *base, int64_t stride, int lanes)
 {
-	if (!base)
+	if (!ctx)
 		return NULL;
-	if (lanes < 2 || base->dtype.lanes != 1 || !ts_dtype_is_int(base->dtype)) {
-		ts_error(ctx, TS_ERR_INVALID, "ramp: needs an integer scalar base and lanes >= 2 (got %d)",
+	if (!base)
+		return null_operand(ctx, "ramp", "base");
+	if (lanes < 2 || lanes > UINT16_MAX || base->dtype.lanes != 1 ||
+	    !ts_dtype_is_int(base->dtype)) {
+		ts_error(ctx, TS_ERR_INVALID,
+			 "ramp: needs an integer scalar base and 2 to %d lanes (got %d)", UINT16_MAX,
 			 lanes);
 		return NULL;
 	}
@@ -577,10 +674,13 @@ ts_expr *ts_ramp(ts_ctx *ctx, ts_expr *base, int64_t stride, int lanes)
 
 ts_expr *ts_broadcast(ts_ctx *ctx, ts_expr *value, int lanes)
 {
-	if (!value)
+	if (!ctx)
 		return NULL;
-	if (lanes < 2 || value->dtype.lanes != 1) {
-		ts_error(ctx, TS_ERR_INVALID, "broadcast: needs a scalar and lanes >= 2 (got %d)", lanes);
+	if (!value)
+		return null_operand(ctx, "broadcast", "value");
+	if (lanes < 2 || lanes > UINT16_MAX || value->dtype.lanes != 1) {
+		ts_error(ctx, TS_ERR_INVALID, "broadcast: needs a scalar and 2 to %d lanes (got %d)",
+			 UINT16_MAX, lanes);
 		return NULL;
 	}
 	ts_expr *e = node(ctx, IR_BROADCAST, ts_dtype_with_lanes(value->dtype, lanes));
@@ -595,8 +695,18 @@ ts_expr *ts_reduce(ts_ctx *ctx, ts_reduce_op op, ts_expr *source, int naxes,
 		   ts_iter *const *axes, ts_expr *init)
 {
 	const char *name = ts_reduce_op_name(op);
-	if (!source)
+	if (!ctx)
 		return NULL;
+	if ((unsigned)op > TS_REDUCE_PROD) {
+		ts_error(ctx, TS_ERR_INVALID, "reduce: unknown reduction %d", (int)op);
+		return NULL;
+	}
+	if (!source)
+		return null_operand(ctx, name, "source");
+	if (naxes > 0 && !axes) {
+		ts_error(ctx, TS_ERR_INVALID, "%s: the axis list is NULL", name);
+		return NULL;
+	}
 	if (naxes < 1 || naxes > TS_MAX_DIMS) {
 		ts_error(ctx, TS_ERR_INVALID, "%s: needs 1 to %d reduction axes, got %d", name,
 			 TS_MAX_DIMS, naxes);
@@ -644,6 +754,16 @@ ts_expr *ts_reduce(ts_ctx *ctx, ts_reduce_op op, ts_expr *source, int naxes,
 ts_iter *ir_iter_new(ts_ctx *ctx, const char *name, int64_t min, int64_t extent,
 		     ts_iter_kind kind)
 {
+	if (!ctx)
+		return NULL;
+	if (!name || !name[0]) {
+		ts_error(ctx, TS_ERR_INVALID, "axis: name is NULL or empty");
+		return NULL;
+	}
+	if (kind != TS_ITER_DATA && kind != TS_ITER_REDUCE) {
+		ts_error(ctx, TS_ERR_INVALID, "axis '%s': unknown kind %d", name, (int)kind);
+		return NULL;
+	}
 	if (extent <= 0) {
 		ts_error(ctx, TS_ERR_INVALID, "axis '%s': extent must be positive, got %lld",
 			 name ? name : "?", (long long)extent);
@@ -662,11 +782,27 @@ ts_iter *ir_iter_new(ts_ctx *ctx, const char *name, int64_t min, int64_t extent,
 ts_buffer *ir_buffer_new(ts_ctx *ctx, const char *name, ts_dtype t, int ndim,
 			 const int64_t *shape, ts_scope scope)
 {
+	if (!ctx)
+		return NULL;
+	if (!name) {
+		ts_error(ctx, TS_ERR_INVALID, "buffer: name is NULL");
+		return NULL;
+	}
 	if (ndim < 0 || ndim > TS_MAX_DIMS) {
 		ts_error(ctx, TS_ERR_INVALID, "buffer %s: %d dimensions (at most %d)", name, ndim,
 			 TS_MAX_DIMS);
 		return NULL;
 	}
+	if (ndim > 0 && !shape) {
+		ts_error(ctx, TS_ERR_INVALID, "buffer %s: shape is NULL", name);
+		return NULL;
+	}
+	if ((unsigned)scope > TS_SCOPE_LOCAL) {
+		ts_error(ctx, TS_ERR_INVALID, "buffer %s: unknown scope %d", name, (int)scope);
+		return NULL;
+	}
+	if (!check_dtype(ctx, "buffer", name, t))
+		return NULL;
 	ts_buffer *b = ts_alloc(ctx, sizeof(*b));
 	if (!b)
 		return NULL;

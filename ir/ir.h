@@ -88,10 +88,14 @@ bool ts_dtype_eq(ts_dtype a, ts_dtype b);
 bool ts_dtype_is_float(ts_dtype t); /* float or bfloat */
 bool ts_dtype_is_int(ts_dtype t);   /* int or uint */
 bool ts_dtype_is_bool(ts_dtype t);
+/* A dtype a node may have: a known code with its widths (int/uint 8-64,
+ * float 16/32/64, bfloat 16, bool 1, handle 64) and at least one lane. */
+bool ts_dtype_is_valid(ts_dtype t);
 ts_dtype ts_dtype_with_lanes(ts_dtype t, int lanes);
 ts_dtype ts_dtype_element(ts_dtype t); /* lanes = 1 */
 int ts_dtype_bytes(ts_dtype t);        /* of one element (bool: 1) */
-/* "float32", "int64x8", "bool"; buf must hold 24 bytes.  Returns buf. */
+/* "float32", "int64x8", "bool"; buf must hold 24 bytes.  Returns buf (NULL
+ * when buf is NULL). */
 const char *ts_dtype_str(ts_dtype t, char buf[24]);
 /* Parses a scalar dtype name; returns false if unknown. */
 bool ts_dtype_parse(const char *s, ts_dtype *out);
@@ -235,6 +239,7 @@ struct ts_tensor {
 	ts_iter **reduce_axis;
 	int ninputs;           /* tensors read by body, each once, in order */
 	ts_tensor **inputs;
+	ts_ctx *ctx;           /* the context whose arena holds the tensor */
 };
 
 typedef enum ts_scope { TS_SCOPE_GLOBAL, TS_SCOPE_SHARED, TS_SCOPE_LOCAL } ts_scope;
@@ -350,6 +355,7 @@ typedef struct ts_func {
 	ts_buffer **params;
 	ts_tensor **param_tensors; /* the tensor each parameter holds */
 	ts_stmt *body;
+	ts_ctx *ctx;               /* the context whose arena holds it (NULL: unknown) */
 } ts_func;
 
 /* ---- names -------------------------------------------------------------- */

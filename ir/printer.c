@@ -103,6 +103,8 @@ static void reduce(ts_sbuf *sb, const ts_expr *e)
 void ir_sb_expr(ts_sbuf *sb, const ts_expr *e)
 {
 	char t[24];
+	if (!sb)
+		return;
 	if (!e) {
 		ts_sb_puts(sb, "<null>");
 		return;
@@ -205,7 +207,7 @@ static void block(ts_sbuf *sb, const ts_stmt *body, int indent)
 void ir_sb_stmt(ts_sbuf *sb, const ts_stmt *s, int indent)
 {
 	char t[24];
-	if (!s)
+	if (!sb || !s)
 		return;
 	if (s->kind == IR_S_SEQ) {
 		for (int i = 0; i < s->u.seq.n; i++)
@@ -284,6 +286,8 @@ void ir_sb_stmt(ts_sbuf *sb, const ts_stmt *s, int indent)
 void ir_sb_func(ts_sbuf *sb, const ts_func *f)
 {
 	char t[24];
+	if (!sb || !f)
+		return;
 	ts_sb_printf(sb, "func %s(", f->name);
 	for (int i = 0; i < f->nparams; i++) {
 		const ts_buffer *b = f->params[i];
@@ -297,13 +301,15 @@ void ir_sb_func(ts_sbuf *sb, const ts_func *f)
 	ts_sb_puts(sb, "}\n");
 }
 
+enum { TOPO_SEEN = 256 };
+
 static int topo_visit(ts_tensor *t, ts_tensor **order, int count, int max, ts_tensor **seen,
 		      int *nseen)
 {
 	for (int i = 0; i < *nseen; i++)
 		if (seen[i] == t)
 			return count;
-	if (*nseen < max)
+	if (*nseen < TOPO_SEEN)
 		seen[(*nseen)++] = t;
 	for (int i = 0; t->op == TS_OP_COMPUTE && i < t->ninputs; i++)
 		count = topo_visit(t->inputs[i], order, count, max, seen, nseen);
@@ -314,18 +320,22 @@ static int topo_visit(ts_tensor *t, ts_tensor **order, int count, int max, ts_te
 
 int ts_graph_topo(int n, ts_tensor *const *outputs, ts_tensor **order, int max)
 {
-	ts_tensor *seen[256];
+	ts_tensor *seen[TOPO_SEEN];
 	int nseen = 0, count = 0;
-	int cap = max < 256 ? max : 256;
+	if (n < 0 || (n > 0 && !outputs) || (max > 0 && !order))
+		return -1;
 	for (int i = 0; i < n; i++)
-		count = topo_visit(outputs[i], order, count, cap, seen, &nseen);
+		if (!outputs[i])
+			return -1;
+	for (int i = 0; i < n; i++)
+		count = topo_visit(outputs[i], order, count, max, seen, &nseen);
 	return count;
 }
 
 void ir_sb_graph(ts_sbuf *sb, int n, ts_tensor *const *outputs)
 {
 	ts_tensor *order[256];
-	int m = ts_graph_topo(n, outputs, order, 256);
+	int m = sb ? ts_graph_topo(n, outputs, order, 256) : -1;
 	char t[24];
 	for (int i = 0; i < m && i < 256; i++) {
 		const ts_tensor *x = order[i];
@@ -357,8 +367,20 @@ static const char *to_arena(ts_ctx *ctx, ts_sbuf *sb)
 	return r;
 }
 
+/* A NULL context gives NULL; a NULL node is an error naming the caller. */
+static bool check_str_args(ts_ctx *ctx, const char *what, const void *node, const char *kind)
+{
+	if (!ctx)
+		return false;
+	if (!node)
+		ts_error(ctx, TS_ERR_INVALID, "%s: %s is NULL", what, kind);
+	return node != NULL;
+}
+
 const char *ir_expr_str(ts_ctx *ctx, const ts_expr *e)
 {
+	if (!check_str_args(ctx, "expr_str", e, "expression"))
+		return NULL;
 	ts_sbuf sb = {0};
 	ir_sb_expr(&sb, e);
 	return to_arena(ctx, &sb);
@@ -366,6 +388,8 @@ const char *ir_expr_str(ts_ctx *ctx, const ts_expr *e)
 
 const char *ir_stmt_str(ts_ctx *ctx, const ts_stmt *s)
 {
+	if (!check_str_args(ctx, "stmt_str", s, "statement"))
+		return NULL;
 	ts_sbuf sb = {0};
 	ir_sb_stmt(&sb, s, 0);
 	return to_arena(ctx, &sb);
@@ -373,6 +397,8 @@ const char *ir_stmt_str(ts_ctx *ctx, const ts_stmt *s)
 
 const char *ir_func_str(ts_ctx *ctx, const ts_func *f)
 {
+	if (!check_str_args(ctx, "func_str", f, "function"))
+		return NULL;
 	ts_sbuf sb = {0};
 	ir_sb_func(&sb, f);
 	return to_arena(ctx, &sb);
@@ -380,6 +406,19 @@ const char *ir_func_str(ts_ctx *ctx, const ts_func *f)
 
 const char *ts_graph_str(ts_ctx *ctx, int n, ts_tensor *const *outputs)
 {
+	if (!ctx)
+		return NULL;
+	if (n < 1 || !outputs) {
+		ts_error(ctx, TS_ERR_INVALID, "graph_str: needs 1 or more outputs (got %d%s)", n,
+			 outputs ? "" : ", NULL list");
+		return NULL;
+	}
+	for (int i = 0; i < n; i++) {
+		if (!outputs[i]) {
+			ts_error(ctx, TS_ERR_INVALID, "graph_str: output %d is NULL", i);
+			return NULL;
+		}
+	}
 	ts_sbuf sb = {0};
 	ir_sb_graph(&sb, n, outputs);
 	return to_arena(ctx, &sb);
@@ -387,7 +426,8 @@ const char *ts_graph_str(ts_ctx *ctx, int n, ts_tensor *const *outputs)
 
 static void to_file(FILE *out, ts_sbuf *sb)
 {
-	fputs(ts_sb_str(sb), out);
+	if (out)
+		fputs(ts_sb_str(sb), out);
 	ts_sb_free(sb);
 }
 

@@ -40,7 +40,11 @@ void ir_print_func(FILE *out, const ts_func *f);
 void ts_print_graph(FILE *out, int n, ts_tensor *const *outputs);
 
 /* Tensors reachable from outputs in dependency order (inputs first); writes
- * at most max entries and returns how many there are. */
+ * at most max entries and returns how many there are; -1 for a negative n,
+ * a NULL or NULL-holding outputs list, or a NULL order with max > 0.
+ * The printers print nothing for a NULL buffer or FILE; the *_str
+ * functions return NULL for a NULL context, and NULL with an error for a
+ * NULL node. */
 int ts_graph_topo(int n, ts_tensor *const *outputs, ts_tensor **order, int max);
 
 #ifdef __cplusplus

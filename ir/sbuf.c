@@ -8,7 +8,7 @@
 
 static bool reserve(ts_sbuf *sb, size_t extra)
 {
-	if (sb->oom)
+	if (!sb || sb->oom)
 		return false;
 	if (extra > (size_t)-1 / 2 - sb->len) {
 		sb->oom = true;
@@ -32,6 +32,8 @@ static bool reserve(ts_sbuf *sb, size_t extra)
 
 void ts_sb_puts(ts_sbuf *sb, const char *s)
 {
+	if (!s)
+		return;
 	size_t n = strlen(s);
 	if (!reserve(sb, n))
 		return;
@@ -50,6 +52,8 @@ void ts_sb_putc(ts_sbuf *sb, char c)
 void ts_sb_printf(ts_sbuf *sb, const char *fmt, ...)
 {
 	va_list ap;
+	if (!sb || !fmt)
+		return;
 	va_start(ap, fmt);
 	int n = vsnprintf(NULL, 0, fmt, ap);
 	va_end(ap);
@@ -69,11 +73,13 @@ void ts_sb_indent(ts_sbuf *sb, int level)
 
 const char *ts_sb_str(const ts_sbuf *sb)
 {
-	return sb->data ? sb->data : "";
+	return sb && sb->data ? sb->data : "";
 }
 
 void ts_sb_free(ts_sbuf *sb)
 {
+	if (!sb)
+		return;
 	free(sb->data);
 	sb->data = NULL;
 	sb->len = sb->cap = 0;

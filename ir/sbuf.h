@@ -3,7 +3,8 @@
  *
  * Backed by malloc (not the arena) because emitted sources can be large and
  * short-lived.  A failed allocation sets `oom` and later appends are no-ops,
- * so callers check once at the end.
+ * so callers check once at the end.  A NULL buffer, string or format is
+ * ignored (ts_sb_str(NULL) is "").
  */
 #ifndef TESSERA_IR_SBUF_H
 #define TESSERA_IR_SBUF_H

@@ -4,11 +4,21 @@
  * Loop extents and conditions must be integer/bool scalars; a store's value
  * must match the buffer's element dtype (with the index's lanes).  A loop
  * with constant bounds must stay inside its variable's dtype, end included,
- * so that no backend has to compute a wrapping `min + extent`.
+ * so that no backend has to compute a wrapping `min + extent`.  A NULL
+ * operand gives NULL with "for: body is NULL" recorded (an earlier failure
+ * that produced the NULL keeps its own message); a NULL context gives NULL.
  */
 #include "ir.h"
 
 #include <string.h>
+
+/* Records that an operand is NULL; a failed constructor that produced the
+ * NULL recorded its own message first, and that one is kept. */
+static ts_stmt *missing(ts_ctx *ctx, const char *what, const char *which)
+{
+	ts_error(ctx, TS_ERR_INVALID, "%s: %s is NULL", what, which);
+	return NULL;
+}
 
 static ts_stmt *node(ts_ctx *ctx, ir_stmt_kind k)
 {
@@ -20,8 +30,10 @@ static ts_stmt *node(ts_ctx *ctx, ir_stmt_kind k)
 
 static bool int_scalar(ts_ctx *ctx, const char *what, const ts_expr *e)
 {
-	if (!e)
+	if (!e) {
+		ts_error(ctx, TS_ERR_INVALID, "%s is NULL", what);
 		return false;
+	}
 	if (!ts_dtype_is_int(e->dtype) || e->dtype.lanes != 1) {
 		char b[24];
 		ts_error(ctx, TS_ERR_INVALID, "%s must be an integer scalar, got %s", what,
@@ -56,11 +68,24 @@ static bool range_fits(ts_ctx *ctx, const ts_expr *var, const ts_expr *min, cons
 ts_stmt *ir_for(ts_ctx *ctx, ts_expr *var, ts_expr *min, ts_expr *extent,
 		ts_for_kind kind, ts_thread_tag thread, ts_stmt *body)
 {
-	if (!var || !body || !int_scalar(ctx, "for: min", min) ||
-	    !int_scalar(ctx, "for: extent", extent))
+	if (!ctx)
+		return NULL;
+	if (!var || !body)
+		return missing(ctx, "for", !var ? "loop variable" : "body");
+	if (!int_scalar(ctx, "for: min", min) || !int_scalar(ctx, "for: extent", extent))
 		return NULL;
 	if (var->kind != IR_VAR) {
 		ts_error(ctx, TS_ERR_INVALID, "for: loop variable is not a variable");
+		return NULL;
+	}
+	if ((unsigned)kind > TS_FOR_THREAD) {
+		ts_error(ctx, TS_ERR_INVALID, "for %s: unknown loop kind %d", var->u.var.name,
+			 (int)kind);
+		return NULL;
+	}
+	if ((unsigned)thread > TS_THREAD_Z) {
+		ts_error(ctx, TS_ERR_INVALID, "for %s: unknown thread tag %d", var->u.var.name,
+			 (int)thread);
 		return NULL;
 	}
 	int64_t c;
@@ -85,8 +110,15 @@ ts_stmt *ir_for(ts_ctx *ctx, ts_expr *var, ts_expr *min, ts_expr *extent,
 
 ts_stmt *ir_store(ts_ctx *ctx, ts_buffer *buf, ts_expr *index, ts_expr *value)
 {
-	if (!buf || !index || !value)
+	if (!ctx)
 		return NULL;
+	if (!buf)
+		return missing(ctx, "store", "buffer");
+	if (!index || !value) {
+		ts_error(ctx, TS_ERR_INVALID, "store %s: %s is NULL", buf->name,
+			 !index ? "index" : "value");
+		return NULL;
+	}
 	ts_dtype want = ts_dtype_with_lanes(buf->dtype, index->dtype.lanes);
 	if (!ts_dtype_is_int(index->dtype) || !ts_dtype_eq(want, value->dtype)) {
 		char b1[24], b2[24];
@@ -105,8 +137,15 @@ ts_stmt *ir_store(ts_ctx *ctx, ts_buffer *buf, ts_expr *index, ts_expr *value)
 
 ts_stmt *ir_provide(ts_ctx *ctx, ts_tensor *t, int n, ts_expr *const *idx, ts_expr *value)
 {
-	if (!t || !value)
+	if (!ctx)
 		return NULL;
+	if (!t)
+		return missing(ctx, "provide", "tensor");
+	if (!value || (n > 0 && !idx)) {
+		ts_error(ctx, TS_ERR_INVALID, "provide %s: %s is NULL", t->name,
+			 !value ? "value" : "the index list");
+		return NULL;
+	}
 	if (n != t->ndim || !ts_dtype_eq(t->dtype, value->dtype)) {
 		ts_error(ctx, TS_ERR_INVALID, "provide %s: wrong arity or dtype", t->name);
 		return NULL;
@@ -116,6 +155,10 @@ ts_stmt *ir_provide(ts_ctx *ctx, ts_tensor *t, int n, ts_expr *const *idx, ts_ex
 	if (!s || !copy)
 		return NULL;
 	for (int i = 0; i < n; i++) {
+		if (!idx[i]) {
+			ts_error(ctx, TS_ERR_INVALID, "provide %s: index %d is NULL", t->name, i);
+			return NULL;
+		}
 		if (!int_scalar(ctx, "provide: index", idx[i]))
 			return NULL;
 		copy[i] = idx[i];
@@ -130,14 +173,34 @@ ts_stmt *ir_provide(ts_ctx *ctx, ts_tensor *t, int n, ts_expr *const *idx, ts_ex
 ts_stmt *ir_realize(ts_ctx *ctx, ts_tensor *t, int n, ts_expr *const *min,
 		    const int64_t *extent, ts_scope scope, ts_stmt *body)
 {
-	if (!t || !body)
+	if (!ctx)
 		return NULL;
+	if (!t)
+		return missing(ctx, "realize", "tensor");
+	if (!body || (n > 0 && (!min || !extent))) {
+		ts_error(ctx, TS_ERR_INVALID, "realize %s: %s is NULL", t->name,
+			 !body ? "body" : !min ? "the min list" : "the extent list");
+		return NULL;
+	}
+	if (n < 0 || n > TS_MAX_DIMS || (unsigned)scope > TS_SCOPE_LOCAL) {
+		if (n < 0 || n > TS_MAX_DIMS)
+			ts_error(ctx, TS_ERR_INVALID, "realize %s: %d dimensions (0 to %d allowed)",
+				 t->name, n, TS_MAX_DIMS);
+		else
+			ts_error(ctx, TS_ERR_INVALID, "realize %s: unknown scope %d", t->name,
+				 (int)scope);
+		return NULL;
+	}
 	ts_stmt *s = node(ctx, IR_S_REALIZE);
 	ts_expr **mins = ts_alloc_array(ctx, (size_t)(n ? n : 1), sizeof(*mins));
 	int64_t *ext = ts_alloc_array(ctx, (size_t)(n ? n : 1), sizeof(*ext));
 	if (!s || !mins || !ext)
 		return NULL;
 	for (int i = 0; i < n; i++) {
+		if (!min[i]) {
+			ts_error(ctx, TS_ERR_INVALID, "realize %s: min %d is NULL", t->name, i);
+			return NULL;
+		}
 		if (!int_scalar(ctx, "realize: min", min[i]))
 			return NULL;
 		if (extent[i] <= 0) {
@@ -159,8 +222,14 @@ ts_stmt *ir_realize(ts_ctx *ctx, ts_tensor *t, int n, ts_expr *const *min,
 
 ts_stmt *ir_allocate(ts_ctx *ctx, ts_buffer *buf, ts_stmt *body)
 {
-	if (!buf || !body)
+	if (!ctx)
 		return NULL;
+	if (!buf)
+		return missing(ctx, "allocate", "buffer");
+	if (!body) {
+		ts_error(ctx, TS_ERR_INVALID, "allocate %s: body is NULL", buf->name);
+		return NULL;
+	}
 	ts_stmt *s = node(ctx, IR_S_ALLOCATE);
 	if (s) {
 		s->u.alloc.buf = buf;
@@ -171,8 +240,10 @@ ts_stmt *ir_allocate(ts_ctx *ctx, ts_buffer *buf, ts_stmt *body)
 
 ts_stmt *ir_if(ts_ctx *ctx, ts_expr *cond, ts_stmt *then_s, ts_stmt *else_s)
 {
-	if (!cond || !then_s)
+	if (!ctx)
 		return NULL;
+	if (!cond || !then_s)
+		return missing(ctx, "if", !cond ? "condition" : "then branch");
 	if (!ts_dtype_is_bool(cond->dtype) || cond->dtype.lanes != 1) {
 		char b[24];
 		ts_error(ctx, TS_ERR_INVALID, "if: condition must be a bool scalar, got %s",
@@ -190,6 +261,13 @@ ts_stmt *ir_if(ts_ctx *ctx, ts_expr *cond, ts_stmt *then_s, ts_stmt *else_s)
 
 ts_stmt *ir_seq(ts_ctx *ctx, int n, ts_stmt *const *in)
 {
+	if (!ctx)
+		return NULL;
+	if (n < 0 || (n > 0 && !in)) {
+		ts_error(ctx, TS_ERR_INVALID, "seq: %d statements in %s", n,
+			 in ? "a list" : "a NULL list");
+		return NULL;
+	}
 	int m = 0;
 	for (int i = 0; i < n; i++)
 		m += in[i] != NULL;
@@ -220,8 +298,10 @@ ts_stmt *ir_seq2(ts_ctx *ctx, ts_stmt *a, ts_stmt *b)
 
 ts_stmt *ir_let(ts_ctx *ctx, ts_expr *var, ts_expr *value, ts_stmt *body)
 {
-	if (!var || !value || !body)
+	if (!ctx)
 		return NULL;
+	if (!var || !value || !body)
+		return missing(ctx, "let", !var ? "variable" : !value ? "value" : "body");
 	if (var->kind != IR_VAR || !ts_dtype_eq(var->dtype, value->dtype)) {
 		ts_error(ctx, TS_ERR_INVALID, "let: variable and value disagree in dtype");
 		return NULL;
@@ -237,8 +317,10 @@ ts_stmt *ir_let(ts_ctx *ctx, ts_expr *var, ts_expr *value, ts_stmt *body)
 
 ts_stmt *ir_evaluate(ts_ctx *ctx, ts_expr *value)
 {
-	if (!value)
+	if (!ctx)
 		return NULL;
+	if (!value)
+		return missing(ctx, "evaluate", "value");
 	ts_stmt *s = node(ctx, IR_S_EVALUATE);
 	if (s)
 		s->u.eval.value = value;
@@ -247,5 +329,5 @@ ts_stmt *ir_evaluate(ts_ctx *ctx, ts_expr *value)
 
 ts_stmt *ir_barrier(ts_ctx *ctx)
 {
-	return node(ctx, IR_S_BARRIER);
+	return ctx ? node(ctx, IR_S_BARRIER) : NULL;
 }

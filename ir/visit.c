@@ -12,7 +12,7 @@
 
 void ir_expr_visit(ts_expr *e, ir_expr_visit_fn fn, void *data)
 {
-	if (!e || !fn(e, data))
+	if (!e || !fn || !fn(e, data))
 		return;
 	switch (e->kind) {
 	case IR_INT_IMM:
@@ -130,6 +130,13 @@ ts_expr *ir_expr_map_children(ts_ctx *ctx, ts_expr *e, ir_expr_fn fn, void *data
 {
 	ts_expr *k[TS_MAX_DIMS + 3];
 	int r;
+	if (!ctx)
+		return NULL;
+	if (!e || !fn) {
+		ts_error(ctx, TS_ERR_INVALID, "map_children: %s is NULL",
+			 !e ? "expression" : "function");
+		return NULL;
+	}
 	switch (e->kind) {
 	case IR_INT_IMM:
 	case IR_FLOAT_IMM:
@@ -203,6 +210,12 @@ ts_stmt *ir_stmt_map_children(ts_ctx *ctx, ts_stmt *s, ir_stmt_fn sfn,
 			      ir_expr_fn efn, void *data)
 {
 	bool ch = false, fail = false;
+	if (!ctx)
+		return NULL;
+	if (!s) {
+		ts_error(ctx, TS_ERR_INVALID, "map_children: statement is NULL");
+		return NULL;
+	}
 #define EX(x) ex(ctx, (x), efn, data, &ch, &fail)
 #define ST(x) st(ctx, (x), sfn, data, &ch, &fail)
 	switch (s->kind) {
@@ -306,10 +319,26 @@ static ts_stmt *subst_stmt(ts_ctx *ctx, ts_stmt *s, void *data)
 	return ir_stmt_map_children(ctx, s, subst_stmt, subst_expr, data);
 }
 
+/* The arguments of a substitution: n >= 0 variables and values. */
+static bool check_subst(ts_ctx *ctx, const void *node, int n, ts_expr *const *vars,
+			ts_expr *const *values)
+{
+	const char *bad = !node ? "nothing to substitute in (NULL)"
+			  : n < 0 ? "a negative count"
+			  : n > 0 && (!vars || !values) ? "a NULL variable or value list"
+							 : NULL;
+	for (int i = 0; !bad && i < n; i++)
+		if (!vars[i] || !values[i])
+			bad = "a NULL variable or value";
+	if (bad)
+		ts_error(ctx, TS_ERR_INVALID, "substitute: %s", bad);
+	return !bad;
+}
+
 ts_expr *ir_substitute(ts_ctx *ctx, ts_expr *e, int n, ts_expr *const *vars,
 		       ts_expr *const *values)
 {
-	if (!e)
+	if (!ctx || !check_subst(ctx, e, n, vars, values))
 		return NULL;
 	subst sb = {n, vars, values};
 	return subst_expr(ctx, e, &sb);
@@ -318,7 +347,7 @@ ts_expr *ir_substitute(ts_ctx *ctx, ts_expr *e, int n, ts_expr *const *vars,
 ts_stmt *ir_stmt_substitute(ts_ctx *ctx, ts_stmt *s, int n, ts_expr *const *vars,
 			    ts_expr *const *values)
 {
-	if (!s)
+	if (!ctx || !check_subst(ctx, s, n, vars, values))
 		return NULL;
 	subst sb = {n, vars, values};
 	return subst_stmt(ctx, s, &sb);

@@ -5,6 +5,7 @@
 #include "args.h"
 
 #include <stdio.h>
+#include <stdint.h>
 
 const char *ts_device_name(ts_device d)
 {
@@ -17,13 +18,13 @@ const char *ts_device_name(ts_device d)
 	return "unknown";
 }
 
-/* "[512, 256]" into buf; shapes have at most TS_MAX_DIMS extents, so 256
- * bytes always suffice. */
+/* "[512, 256]" into buf; callers pass at most TS_MAX_DIMS values (ndim is
+ * checked first), and the loop stops short of the end in any case. */
 static const char *shape_str(int ndim, const int64_t *shape, char buf[256])
 {
 	size_t len = 0;
 	buf[len++] = '[';
-	for (int i = 0; i < ndim; i++)
+	for (int i = 0; i < ndim && i < TS_MAX_DIMS && len < 200; i++)
 		len += (size_t)snprintf(buf + len, 256 - len, "%s%lld", i ? ", " : "",
 					(long long)shape[i]);
 	snprintf(buf + len, 256 - len, "]");
@@ -40,12 +41,55 @@ static bool same_shape(const ts_array *a, const ts_buffer *b)
 	return true;
 }
 
-static ts_status check_one(ts_ctx *ctx, const char *fname, int i, const ts_array *a,
-			   const ts_buffer *p, ts_device want)
+/* What a descriptor says about itself, before it is compared with the
+ * parameter: data present, ndim in range, a dtype arrays can hold. */
+static ts_status check_descriptor(ts_ctx *ctx, const char *fname, int i, const ts_array *a,
+				  const ts_buffer *p)
 {
 	if (!a)
 		return ts_error(ctx, TS_ERR_INVALID, "call %s: argument %d (%s) is NULL", fname, i,
 				p->name);
+	if (!a->data)
+		return ts_error(ctx, TS_ERR_INVALID, "call %s: argument %d (%s) has NULL data", fname,
+				i, p->name);
+	if (a->ndim < 0 || a->ndim > TS_MAX_DIMS)
+		return ts_error(ctx, TS_ERR_INVALID,
+				"call %s: argument %d (%s) has %d dimensions (0 to %d allowed)", fname,
+				i, p->name, a->ndim, TS_MAX_DIMS);
+	/* vectors (lanes > 1) are reported below as a dtype mismatch */
+	if (a->dtype.lanes < 2 && !ts_array_dtype_ok(a->dtype))
+		return ts_error(ctx, TS_ERR_INVALID,
+				"call %s: argument %d (%s) has an invalid dtype (code %d, %d bits, %d lanes)",
+				fname, i, p->name, a->dtype.code, a->dtype.bits, a->dtype.lanes);
+	return TS_OK;
+}
+
+/* Compiled code indexes every buffer as dense row-major. */
+static ts_status check_strides(ts_ctx *ctx, const char *fname, int i, const ts_array *a,
+			       const ts_buffer *p)
+{
+	int64_t want[TS_MAX_DIMS], stride = 1;
+	bool dense = true;
+	for (int d = a->ndim - 1; d >= 0; d--) {
+		want[d] = stride;
+		dense = dense && a->strides[d] == stride;
+		stride *= a->shape[d];
+	}
+	if (dense)
+		return TS_OK;
+	char got[256], exp[256];
+	return ts_error(ctx, TS_ERR_INVALID,
+			"call %s: argument %d (%s) has strides %s, expected dense row-major %s",
+			fname, i, p->name, shape_str(a->ndim, a->strides, got),
+			shape_str(a->ndim, want, exp));
+}
+
+static ts_status check_one(ts_ctx *ctx, const char *fname, int i, const ts_array *a,
+			   const ts_buffer *p, ts_device want)
+{
+	ts_status st = check_descriptor(ctx, fname, i, a, p);
+	if (st != TS_OK)
+		return st;
 	if (!ts_dtype_eq(a->dtype, p->dtype)) {
 		char got[24], exp[24];
 		return ts_error(ctx, TS_ERR_INVALID,
@@ -59,18 +103,59 @@ static ts_status check_one(ts_ctx *ctx, const char *fname, int i, const ts_array
 				p->name, shape_str(a->ndim, a->shape, got),
 				shape_str(p->ndim, p->shape, exp));
 	}
+	st = check_strides(ctx, fname, i, a, p);
+	if (st != TS_OK)
+		return st;
 	if (a->device != want)
 		return ts_error(ctx, TS_ERR_INVALID,
 				"call %s: argument %d (%s) is on the %s device, expected %s", fname,
 				i, p->name, ts_device_name(a->device), ts_device_name(want));
+	/* The LLVM backend marks every buffer parameter `align 64`. */
+	if (want == TS_DEVICE_CPU && (uintptr_t)a->data % TS_ARRAY_ALIGN != 0)
+		return ts_error(ctx, TS_ERR_INVALID,
+				"call %s: argument %d (%s) data is not %d-byte aligned (compiled code assumes it)",
+				fname, i, p->name, TS_ARRAY_ALIGN);
+	return TS_OK;
+}
+
+static bool is_output(const ts_func *f, int i)
+{
+	return f->param_tensors && f->param_tensors[i] &&
+	       f->param_tensors[i]->op == TS_OP_COMPUTE;
+}
+
+static bool overlap(const ts_array *a, const ts_array *b)
+{
+	uintptr_t a0 = (uintptr_t)a->data, b0 = (uintptr_t)b->data;
+	return a0 < b0 + ts_array_nbytes(b) && b0 < a0 + ts_array_nbytes(a);
+}
+
+/* Compiled code assumes its buffers do not overlap (LLVM `noalias`, C
+ * `restrict`): an output may share no byte with another argument, while
+ * inputs, only read, may alias each other. */
+static ts_status check_aliasing(ts_ctx *ctx, const ts_func *f, int n, ts_array *const *args)
+{
+	for (int i = 0; i < n; i++) {
+		if (!is_output(f, i))
+			continue;
+		for (int j = 0; j < n; j++)
+			if (j != i && args[j]->device == args[i]->device && overlap(args[i], args[j]))
+				return ts_error(ctx, TS_ERR_INVALID,
+						"call %s: argument %d (%s) overlaps argument %d (%s)",
+						f->name, i, f->params[i]->name, j, f->params[j]->name);
+	}
 	return TS_OK;
 }
 
 ts_status ts_check_args(ts_ctx *ctx, const ts_func *f, int n, ts_array *const *args,
 			ts_device want)
 {
+	if (!ctx)
+		return TS_ERR_INVALID;
 	if (!f)
 		return ts_error(ctx, TS_ERR_INVALID, "call: the function is NULL");
+	if (want != TS_DEVICE_CPU && want != TS_DEVICE_CUDA)
+		return ts_error(ctx, TS_ERR_INVALID, "call %s: unknown device %d", f->name, (int)want);
 	if (n != f->nparams)
 		return ts_error(ctx, TS_ERR_INVALID, "call %s: expected %d argument%s, got %d",
 				f->name, f->nparams, f->nparams == 1 ? "" : "s", n);
@@ -81,5 +166,5 @@ ts_status ts_check_args(ts_ctx *ctx, const ts_func *f, int n, ts_array *const *a
 		if (st != TS_OK)
 			return st;
 	}
-	return TS_OK;
+	return check_aliasing(ctx, f, n, args);
 }

@@ -21,8 +21,14 @@ extern "C" {
 const char *ts_device_name(ts_device d);
 
 /* Checks that args[0..n) match f->params in count, and each in presence,
- * dtype, shape (ndim and every extent) and device (`want`), in that order;
- * the first mismatch is recorded in ctx and returned as TS_ERR_INVALID. */
+ * non-NULL data, ndim (0..TS_MAX_DIMS), a valid scalar dtype equal to the
+ * parameter's, shape (ndim and every extent), dense row-major strides,
+ * device (`want`) and, on the CPU, TS_ARRAY_ALIGN-aligned data, in that
+ * order; then that no output (a parameter whose tensor is a compute)
+ * overlaps another argument in memory, because compiled code assumes
+ * buffers do not alias (inputs may alias each other):
+ *   call f: argument 2 (C) overlaps argument 0 (A)
+ * The first mismatch is recorded in ctx and returned as TS_ERR_INVALID. */
 ts_status ts_check_args(ts_ctx *ctx, const ts_func *f, int n, ts_array *const *args,
 			ts_device want);
 

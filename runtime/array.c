@@ -1,5 +1,9 @@
 /*
  * array.c - host arrays; device arrays live in cuda.c.
+ *
+ * An array either owns its data (ts_array_new: 64-byte aligned, freed with
+ * the array) or wraps the caller's (ts_array_wrap: freed by the caller).
+ * Every constructor checks dtype and shape the same way (checked_numel).
  */
 #include "array.h"
 
@@ -8,8 +12,29 @@
 
 #include "eval.h"
 
+bool ts_array_dtype_ok(ts_dtype t)
+{
+	if (t.lanes != 1)
+		return false;
+	switch (t.code) {
+	case TS_TYPE_INT:
+	case TS_TYPE_UINT:
+		return t.bits == 8 || t.bits == 16 || t.bits == 32 || t.bits == 64;
+	case TS_TYPE_FLOAT:
+		return t.bits == 16 || t.bits == 32 || t.bits == 64;
+	case TS_TYPE_BFLOAT:
+		return t.bits == 16;
+	case TS_TYPE_BOOL:
+		return t.bits == 1;
+	default:
+		return false;
+	}
+}
+
 int64_t ts_array_numel(const ts_array *a)
 {
+	if (!a || a->ndim < 0 || a->ndim > TS_MAX_DIMS)
+		return 0;
 	int64_t n = 1;
 	for (int i = 0; i < a->ndim; i++)
 		n *= a->shape[i];
@@ -18,39 +43,64 @@ int64_t ts_array_numel(const ts_array *a)
 
 size_t ts_array_nbytes(const ts_array *a)
 {
+	if (!a || !ts_array_dtype_ok(a->dtype))
+		return 0;
 	return (size_t)ts_array_numel(a) * (size_t)ts_dtype_bytes(a->dtype);
 }
 
-ts_array *ts_array_new(ts_ctx *ctx, ts_dtype t, int ndim, const int64_t *shape)
+/* Records an error when there is a context to record it in. */
+#define ARRAY_ERROR(ctx, st, ...)                                              \
+	do {                                                                   \
+		if (ctx)                                                       \
+			ts_error((ctx), (st), __VA_ARGS__);                    \
+	} while (0)
+
+static bool dtype_ok(ts_ctx *ctx, const char *what, ts_dtype t)
 {
-	if (ndim < 0 || ndim > TS_MAX_DIMS || t.lanes != 1) {
-		if (ctx)
-			ts_error(ctx, TS_ERR_INVALID, "array: %d dimensions (at most %d, scalar dtype)",
-				 ndim, TS_MAX_DIMS);
-		return NULL;
+	char buf[24];
+	if (t.lanes != 1)
+		ARRAY_ERROR(ctx, TS_ERR_INVALID, "%s: dtype %s is not a scalar dtype", what,
+			    ts_dtype_str(t, buf));
+	else if (!ts_array_dtype_ok(t))
+		ARRAY_ERROR(ctx, TS_ERR_INVALID, "%s: invalid dtype (code %d, %d bits, %d lanes)",
+			    what, t.code, t.bits, t.lanes);
+	return ts_array_dtype_ok(t);
+}
+
+/* The element count of a valid dtype and shape, or -1 after recording why.
+ * `what` names the caller in the message. */
+static int64_t checked_numel(ts_ctx *ctx, const char *what, ts_dtype t, int ndim,
+			     const int64_t *shape)
+{
+	if (!dtype_ok(ctx, what, t))
+		return -1;
+	if (ndim < 0 || ndim > TS_MAX_DIMS) {
+		ARRAY_ERROR(ctx, TS_ERR_INVALID, "%s: %d dimensions (0 to %d allowed)", what, ndim,
+			    TS_MAX_DIMS);
+		return -1;
+	}
+	if (ndim > 0 && !shape) {
+		ARRAY_ERROR(ctx, TS_ERR_INVALID, "%s: shape is NULL for %d dimensions", what, ndim);
+		return -1;
 	}
 	int64_t n = 1;
 	for (int i = 0; i < ndim; i++) {
 		if (shape[i] <= 0 || n > INT64_MAX / 16 / shape[i]) {
-			if (ctx)
-				ts_error(ctx, TS_ERR_INVALID, "array: bad extent %lld in dimension %d",
-					 (long long)shape[i], i);
-			return NULL;
+			ARRAY_ERROR(ctx, TS_ERR_INVALID, "%s: bad extent %lld in dimension %d", what,
+				    (long long)shape[i], i);
+			return -1;
 		}
 		n *= shape[i];
 	}
+	return n;
+}
+
+/* Fills in everything but the data: shape and dense row-major strides. */
+static ts_array *describe(ts_dtype t, int ndim, const int64_t *shape)
+{
 	ts_array *a = calloc(1, sizeof(*a));
-	size_t bytes = (size_t)n * (size_t)ts_dtype_bytes(t);
-	size_t rounded = (bytes + 63) & ~(size_t)63;
-	void *data = a ? aligned_alloc(64, rounded ? rounded : 64) : NULL;
-	if (!data) {
-		free(a);
-		if (ctx)
-			ts_error(ctx, TS_ERR_NOMEM, "array: out of memory (%zu bytes)", bytes);
+	if (!a)
 		return NULL;
-	}
-	memset(data, 0, rounded ? rounded : 64);
-	a->data = data;
 	a->dtype = t;
 	a->ndim = ndim;
 	int64_t stride = 1;
@@ -63,16 +113,98 @@ ts_array *ts_array_new(ts_ctx *ctx, ts_dtype t, int ndim, const int64_t *shape)
 	return a;
 }
 
+ts_array *ts_array_new(ts_ctx *ctx, ts_dtype t, int ndim, const int64_t *shape)
+{
+	int64_t n = checked_numel(ctx, "array", t, ndim, shape);
+	if (n < 0)
+		return NULL;
+	ts_array *a = describe(t, ndim, shape);
+	size_t bytes = (size_t)n * (size_t)ts_dtype_bytes(t);
+	size_t rounded = (bytes + TS_ARRAY_ALIGN - 1) & ~(size_t)(TS_ARRAY_ALIGN - 1);
+	void *data = a ? aligned_alloc(TS_ARRAY_ALIGN, rounded ? rounded : TS_ARRAY_ALIGN) : NULL;
+	if (!data) {
+		free(a);
+		ARRAY_ERROR(ctx, TS_ERR_NOMEM, "array: out of memory (%zu bytes)", bytes);
+		return NULL;
+	}
+	memset(data, 0, rounded ? rounded : TS_ARRAY_ALIGN);
+	a->data = data;
+	a->owns_data = true;
+	return a;
+}
+
 ts_array *ts_array_for(ts_ctx *ctx, const ts_tensor *t)
 {
+	if (!t) {
+		ARRAY_ERROR(ctx, TS_ERR_INVALID, "array_for: tensor is NULL");
+		return NULL;
+	}
 	return ts_array_new(ctx, t->dtype, t->ndim, t->shape);
+}
+
+ts_array *ts_array_wrap(ts_ctx *ctx, void *data, ts_dtype t, int ndim, const int64_t *shape)
+{
+	if (!data) {
+		ARRAY_ERROR(ctx, TS_ERR_INVALID, "array_wrap: data is NULL");
+		return NULL;
+	}
+	if (checked_numel(ctx, "array_wrap", t, ndim, shape) < 0)
+		return NULL;
+	int elem = ts_dtype_bytes(t);
+	if ((uintptr_t)data % (uintptr_t)elem != 0) {
+		ARRAY_ERROR(ctx, TS_ERR_INVALID,
+			    "array_wrap: data is not aligned to its %d-byte elements", elem);
+		return NULL;
+	}
+	ts_array *a = describe(t, ndim, shape);
+	if (!a) {
+		ARRAY_ERROR(ctx, TS_ERR_NOMEM, "array_wrap: out of memory");
+		return NULL;
+	}
+	a->data = data;
+	return a;
+}
+
+/* "[3, 1]" into buf (ndim is at most TS_MAX_DIMS, so 256 bytes suffice). */
+static const char *ints_str(int ndim, const int64_t *v, char buf[256])
+{
+	size_t len = 0;
+	buf[len++] = '[';
+	for (int i = 0; i < ndim && len < 200; i++)
+		len += (size_t)snprintf(buf + len, 256 - len, "%s%lld", i ? ", " : "",
+					(long long)v[i]);
+	snprintf(buf + len, 256 - len, "]");
+	return buf;
+}
+
+ts_array *ts_array_wrap_strided(ts_ctx *ctx, void *data, ts_dtype t, int ndim,
+				const int64_t *shape, const int64_t *strides)
+{
+	if (ndim > 0 && !strides) {
+		ARRAY_ERROR(ctx, TS_ERR_INVALID, "array_wrap: strides is NULL");
+		return NULL;
+	}
+	ts_array *a = ts_array_wrap(ctx, data, t, ndim, shape);
+	if (!a)
+		return NULL;
+	for (int i = 0; i < ndim; i++) {
+		if (strides[i] != a->strides[i]) {
+			char got[256], want[256];
+			ARRAY_ERROR(ctx, TS_ERR_INVALID,
+				    "array_wrap: strides %s are not dense row-major (expected %s)",
+				    ints_str(ndim, strides, got), ints_str(ndim, a->strides, want));
+			ts_array_free(a);
+			return NULL;
+		}
+	}
+	return a;
 }
 
 void ts_array_free(ts_array *a)
 {
 	if (!a)
 		return;
-	if (a->device == TS_DEVICE_CPU)
+	if (a->owns_data && a->device == TS_DEVICE_CPU)
 		free(a->data);
 	free(a);
 }
@@ -88,6 +220,8 @@ static uint64_t next(uint64_t *s)
 
 void ts_array_fill_random(ts_array *a, uint64_t seed, double lo, double hi)
 {
+	if (!a || !a->data || a->device != TS_DEVICE_CPU || !ts_array_dtype_ok(a->dtype))
+		return;
 	int64_t n = ts_array_numel(a);
 	uint64_t s = seed;
 	for (int64_t i = 0; i < n; i++) {

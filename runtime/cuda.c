@@ -202,6 +202,8 @@ static ts_status open_device(ts_ctx *ctx, ts_cuda *c)
 
 ts_cuda *ts_cuda_open(ts_ctx *ctx)
 {
+	if (!ctx)
+		return NULL;
 	ts_cuda *c = calloc(1, sizeof(*c));
 	if (!c) {
 		ts_error(ctx, TS_ERR_NOMEM, "cuda: out of memory");
@@ -227,18 +229,20 @@ void ts_cuda_close(ts_cuda *c)
 
 const char *ts_cuda_device_name(const ts_cuda *c)
 {
-	return c->name;
+	return c ? c->name : NULL;
 }
 
 const char *ts_cuda_arch(const ts_cuda *c)
 {
-	return c->arch;
+	return c ? c->arch : NULL;
 }
 
 void ts_cuda_compute_capability(const ts_cuda *c, int *major, int *minor)
 {
-	*major = c->major;
-	*minor = c->minor;
+	if (major)
+		*major = c ? c->major : 0;
+	if (minor)
+		*minor = c ? c->minor : 0;
 }
 
 /* ---- device arrays ------------------------------------------------------------- */
@@ -251,7 +255,7 @@ static cu_deviceptr dptr(const ts_array *a)
 /* The element count of a valid shape, or -1 after reporting. */
 static int64_t check_shape(ts_ctx *ctx, ts_dtype t, int ndim, const int64_t *shape)
 {
-	if (ndim < 0 || ndim > TS_MAX_DIMS || t.lanes != 1 || ts_dtype_bytes(t) <= 0) {
+	if (ndim < 0 || ndim > TS_MAX_DIMS || !ts_array_dtype_ok(t) || (ndim > 0 && !shape)) {
 		ts_error(ctx, TS_ERR_INVALID, "cuda: array: %d dimensions (at most %d, scalar dtype)",
 			 ndim, TS_MAX_DIMS);
 		return -1;
@@ -270,6 +274,8 @@ static int64_t check_shape(ts_ctx *ctx, ts_dtype t, int ndim, const int64_t *sha
 
 ts_array *ts_cuda_array_new(ts_ctx *ctx, ts_cuda *c, ts_dtype t, int ndim, const int64_t *shape)
 {
+	if (!ctx)
+		return NULL;
 	if (!c) {
 		ts_error(ctx, TS_ERR_NO_DEVICE, "cuda: array: no device (ts_cuda_open failed)");
 		return NULL;
@@ -321,8 +327,12 @@ void ts_cuda_array_free(ts_array *a)
 static ts_status check_copy(ts_ctx *ctx, const char *what, const ts_array *dev,
 			    const ts_array *host)
 {
+	if (!ctx)
+		return TS_ERR_INVALID;
 	if (!dev || !host)
 		return ts_error(ctx, TS_ERR_INVALID, "cuda: %s: NULL array", what);
+	if (!dev->data || !host->data)
+		return ts_error(ctx, TS_ERR_INVALID, "cuda: %s: an array has NULL data", what);
 	if (dev->device != TS_DEVICE_CUDA || host->device != TS_DEVICE_CPU)
 		return ts_error(ctx, TS_ERR_INVALID, "cuda: %s: needs a device array and a host array",
 				what);
@@ -368,6 +378,8 @@ ts_status ts_cuda_copy_to_host(ts_ctx *ctx, ts_array *host, const ts_array *dev)
 
 ts_cuda_module *ts_cuda_module_load(ts_ctx *ctx, ts_cuda *c, const void *image, size_t size)
 {
+	if (!ctx)
+		return NULL;
 	if (!c || !image || size == 0) {
 		ts_error(ctx, TS_ERR_INVALID, "cuda: module load: %s", c ? "empty image" : "no device");
 		return NULL;
@@ -403,6 +415,10 @@ void ts_cuda_module_unload(ts_cuda_module *m)
 ts_status ts_cuda_module_kernel(ts_ctx *ctx, ts_cuda_module *m, const char *name,
 				ts_cuda_kernel *out)
 {
+	if (!ctx)
+		return TS_ERR_INVALID;
+	if (!out)
+		return ts_error(ctx, TS_ERR_INVALID, "cuda: kernel: out is NULL");
 	memset(out, 0, sizeof(*out));
 	if (!m || !name || strlen(name) >= sizeof(out->name))
 		return ts_error(ctx, TS_ERR_INVALID, "cuda: kernel: no module or bad name");
@@ -431,8 +447,13 @@ static bool same_device(const ts_cuda *a, const ts_cuda *b)
 static ts_status check_launch(ts_ctx *ctx, const ts_cuda_kernel *k, const ts_launch *l,
 			      int nargs, ts_array *const *args)
 {
-	if (!k || !k->fn || !l)
+	if (!ctx)
+		return TS_ERR_INVALID;
+	if (!k || !k->fn || !l || !k->cuda)
 		return ts_error(ctx, TS_ERR_INVALID, "cuda: launch: no kernel or launch configuration");
+	if (nargs > 0 && !args)
+		return ts_error(ctx, TS_ERR_INVALID, "cuda: launching %s: the argument list is NULL",
+				k->name);
 	for (int i = 0; i < 3; i++)
 		if (l->grid[i] < 1 || l->grid[i] > UINT_MAX || l->block[i] < 1 || l->block[i] > UINT_MAX)
 			return ts_error(ctx, TS_ERR_INVALID, "cuda: launching %s: grid and block "
@@ -474,6 +495,8 @@ ts_status ts_cuda_launch(ts_ctx *ctx, const ts_cuda_kernel *k, const ts_launch *
 
 ts_status ts_cuda_synchronize(ts_ctx *ctx, ts_cuda *c)
 {
+	if (!ctx)
+		return TS_ERR_INVALID;
 	if (!c)
 		return ts_error(ctx, TS_ERR_NO_DEVICE, "cuda: synchronize: no device");
 	if (bind(ctx, c))
@@ -529,6 +552,8 @@ ts_status ts_cuda_time_kernel(ts_ctx *ctx, const ts_cuda_kernel *k, const ts_lau
 			      int nargs, ts_array *const *args, int warmup, int repeats,
 			      double *median_ms)
 {
+	if (!ctx)
+		return TS_ERR_INVALID;
 	if (warmup < 0 || repeats < 1 || repeats > 100000 || !median_ms)
 		return ts_error(ctx, TS_ERR_INVALID, "cuda: time kernel: need warmup >= 0 and "
 				"1 <= repeats <= 100000 (got %d, %d)", warmup, repeats);

@@ -15,6 +15,11 @@
  * Device arrays are ts_arrays whose data is a CUdeviceptr; free them with
  * ts_cuda_array_free (ts_array_free frees only host memory).  A ts_cuda
  * must outlive its arrays and modules.
+ *
+ * Every call needs a context for its errors: with a NULL ctx it returns
+ * NULL or TS_ERR_INVALID and records nothing.  The accessors
+ * (ts_cuda_device_name, ts_cuda_arch, ts_cuda_compute_capability) give
+ * NULL or 0 for a NULL handle.
  */
 #ifndef TESSERA_RUNTIME_CUDA_H
 #define TESSERA_RUNTIME_CUDA_H

@@ -293,8 +293,10 @@ static void stop_pool(pool *p)
 
 int32_t ts_parallel_for(int64_t n, ts_parallel_body body, void *closure)
 {
-	if (n <= 0 || !body)
+	if (n <= 0)
 		return 0;
+	if (!body)
+		return -1;
 	if (t_in_chunk) {
 		body(0, n, closure);
 		return 0;

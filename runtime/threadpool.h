@@ -20,8 +20,8 @@ typedef void (*ts_parallel_body)(int64_t begin, int64_t end, void *closure);
 /* Runs body over [0, n) on the global pool (created on first use with
  * TESSERA_NUM_THREADS threads, default all cores).  Returns 0.  The calling
  * thread runs chunk 0; worker i runs the i-th of min(n, threads) near-equal
- * contiguous chunks.  n <= 0 calls nothing.  Calls from two user threads
- * run one after the other. */
+ * contiguous chunks.  n <= 0 calls nothing; a NULL body with n > 0 returns
+ * -1.  Calls from two user threads run one after the other. */
 int32_t ts_parallel_for(int64_t n, ts_parallel_body body, void *closure);
 
 /* Sets the number of threads used from now on (>= 1, at most 1024); returns

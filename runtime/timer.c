@@ -34,7 +34,7 @@ static int cmp_double(const void *a, const void *b)
 
 double ts_median(const double *v, int n)
 {
-	if (n <= 0)
+	if (n <= 0 || !v)
 		return NAN;
 	double *s = malloc((size_t)n * sizeof(double));
 	if (!s)
@@ -100,6 +100,8 @@ ts_status ts_time_run(ts_ctx *ctx, int (*fn)(void *), void *arg, int warmup, int
 {
 	if (out)
 		memset(out, 0, sizeof(*out));
+	if (!ctx)
+		return TS_ERR_INVALID;
 	ts_status st = check_run_args(ctx, fn, warmup, repeat, number, out);
 	if (st != TS_OK)
 		return st;
@@ -135,6 +137,12 @@ const char *ts_phase_times_str(ts_ctx *ctx, const ts_phase_times *t)
 {
 	char buf[512] = "";
 	size_t n = 0, cap = sizeof(buf);
+	if (!ctx)
+		return NULL;
+	if (!t) {
+		ts_error(ctx, TS_ERR_INVALID, "phase_times_str: times are NULL");
+		return NULL;
+	}
 	n = put_phase(buf, cap, n, "lower", t->lower_ms, false);
 	n = put_phase(buf, cap, n, "llvm ir", t->llvm_build_ms, false);
 	n = put_phase(buf, cap, n, "opt", t->optimize_ms, false);

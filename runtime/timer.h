@@ -34,12 +34,14 @@ typedef struct ts_timing {
 /* Calls fn(arg) warmup times, then repeat times `number` calls, timing each
  * group.  fn returns 0 on success; a non-zero return stops the run with an
  * error naming the warmup call or repeat index.  warmup >= 0, repeat >= 1,
- * number >= 1.  *out is zeroed on error. */
+ * number >= 1.  *out is zeroed on error.  A NULL ctx gives TS_ERR_INVALID
+ * (nothing to record the message in). */
 ts_status ts_time_run(ts_ctx *ctx, int (*fn)(void *), void *arg, int warmup, int repeat,
 		      int number, ts_timing *out);
 
 /* The median of v[0..n) (mean of the middle two for even n), from a sorted
- * copy; v is unchanged.  NaN when n <= 0 or the copy cannot be made. */
+ * copy; v is unchanged.  NaN when n <= 0, v is NULL or the copy cannot be
+ * made. */
 double ts_median(const double *v, int n);
 
 /* Wall time of each phase of one compilation, in milliseconds; a phase a
@@ -56,7 +58,7 @@ typedef struct ts_phase_times {
 /* "lower 0.41 ms, llvm ir 0.83 ms, opt 12.1 ms, machine code 9.7 ms,
  * total 23.0 ms": zero phases are left out, total never is.  Below 1 ms two
  * decimals, else one.  The string lives in ctx's arena (NULL if out of
- * memory). */
+ * memory, for a NULL ctx, and with an error for NULL times). */
 const char *ts_phase_times_str(ts_ctx *ctx, const ts_phase_times *t);
 
 #ifdef __cplusplus

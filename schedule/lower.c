@@ -27,6 +27,9 @@ static const struct {
 	{"vectorize_legal", pass_vectorize_legal, false},
 };
 
+/* Parameters of one function; ts_module_run passes them in a fixed array. */
+#define MAX_ARGS 64
+
 static bool known_pass(const char *name)
 {
 	for (int i = 0; ts_lower_pass_names[i]; i++)
@@ -46,9 +49,18 @@ static bool in_args(const ts_tensor *t, int nargs, ts_tensor *const *args)
 static ts_status check_args(ts_schedule *s, const char *name, int nargs, ts_tensor *const *args)
 {
 	ts_ctx *ctx = s->ctx;
+	if (!name || !name[0])
+		return ts_error(ctx, TS_ERR_INVALID, "lower: the function name is NULL or empty");
+	if (nargs < 0 || nargs > MAX_ARGS || (nargs > 0 && !args))
+		return ts_error(ctx, TS_ERR_INVALID, "lower(%s): %d arguments in %s (0 to %d allowed)",
+				name, nargs, args ? "a list" : "a NULL list", MAX_ARGS);
 	for (int i = 0; i < nargs; i++) {
 		if (!args[i])
 			return ts_error(ctx, TS_ERR_INVALID, "lower(%s): argument %d is NULL", name, i);
+		if (args[i]->ctx && args[i]->ctx != ctx)
+			return ts_error(ctx, TS_ERR_INVALID,
+					"lower(%s): argument %d (%s) belongs to another context", name, i,
+					args[i]->name);
 		for (int j = 0; j < i; j++)
 			if (args[j] == args[i])
 				return ts_error(ctx, TS_ERR_INVALID, "lower(%s): tensor %s is listed twice",
@@ -141,6 +153,8 @@ ts_func *ts_lower(ts_schedule *s, const char *name, int nargs, ts_tensor *const 
 
 const char *ts_schedule_bounds_str(ts_schedule *s)
 {
+	if (!s)
+		return NULL;
 	ts_sbuf sb = {0};
 	ts_stmt *body = pass_schedule_ops(s->ctx, s, &sb);
 	const char *r = body && !sb.oom ? ts_strdup(s->ctx, ts_sb_str(&sb)) : NULL;

@@ -126,6 +126,17 @@ static ts_status need(ts_schedule *s, const void *p, const char *what)
 	return TS_OK;
 }
 
+/* Tile sizes are split factors: each must be positive. */
+static ts_status positive(ts_schedule *s, const char *what, int n, const int64_t *v,
+			  const char *const *names)
+{
+	for (int i = 0; i < n; i++)
+		if (v[i] <= 0)
+			return ts_error(s->ctx, TS_ERR_INVALID, "%s: parameter %s must be positive, got %lld",
+					what, names[i], (long long)v[i]);
+	return TS_OK;
+}
+
 /* The packing stage: each panel row is one vector store. */
 static ts_status schedule_packing(ts_schedule *s, ts_tensor *Bp, bool parallel)
 {
@@ -142,6 +153,8 @@ ts_status ts_schedule_matmul_cpu(ts_schedule *s, ts_tensor *C, const ts_matmul_c
 {
 	TRY(need(s, C, "schedule_matmul_cpu"));
 	ts_matmul_cpu_params d = p ? *p : ts_matmul_cpu_default();
+	TRY(positive(s, "schedule_matmul_cpu", 3, (int64_t[]){d.mr, d.nr, d.kunroll},
+		     (const char *[]){"mr", "nr", "kunroll"}));
 	if (C->ndim != 2 || C->ninputs != 2 || C->nreduce != 1)
 		return ts_error(s->ctx, TS_ERR_INVALID,
 				"schedule_matmul_cpu: %s is not a matmul (ts_op_matmul or ts_op_matmul_packed)",
@@ -181,6 +194,8 @@ ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_co
 {
 	TRY(need(s, Y, "schedule_conv2d_nchwc_cpu"));
 	ts_conv2d_cpu_params d = p ? *p : ts_conv2d_cpu_default();
+	TRY(positive(s, "schedule_conv2d_nchwc_cpu", 2, (int64_t[]){d.ow_block, d.oh_block + 1},
+		     (const char *[]){"ow_block", "oh_block + 1"}));
 	if (Y->ndim != 5 || Y->nreduce != 4)
 		return ts_error(s->ctx, TS_ERR_INVALID,
 				"schedule_conv2d_nchwc_cpu: %s is not an NCHW[x]c convolution", Y->name);
@@ -282,10 +297,18 @@ static ts_status schedule_gemm_like_cuda(ts_schedule *s, ts_tensor *C, int a_in,
 	return TS_OK;
 }
 
+static ts_status cuda_params(ts_schedule *s, const char *what, const ts_matmul_cuda_params *d)
+{
+	return positive(s, what, 5,
+			(int64_t[]){d->block_m, d->block_n, d->thread_m, d->thread_n, d->tile_k},
+			(const char *[]){"block_m", "block_n", "thread_m", "thread_n", "tile_k"});
+}
+
 ts_status ts_schedule_matmul_cuda(ts_schedule *s, ts_tensor *C, const ts_matmul_cuda_params *p)
 {
 	TRY(need(s, C, "schedule_matmul_cuda"));
 	ts_matmul_cuda_params d = p ? *p : ts_matmul_cuda_default();
+	TRY(cuda_params(s, "schedule_matmul_cuda", &d));
 	if (C->ninputs != 2 || C->nreduce != 1)
 		return ts_error(s->ctx, TS_ERR_INVALID, "schedule_matmul_cuda: %s is not a matmul", C->name);
 	return schedule_gemm_like_cuda(s, C, 0, 1, &d);
@@ -295,6 +318,7 @@ ts_status ts_schedule_conv2d_cuda(ts_schedule *s, ts_tensor *Y, const ts_matmul_
 {
 	TRY(need(s, Y, "schedule_conv2d_cuda"));
 	ts_matmul_cuda_params d = p ? *p : ts_matmul_cuda_default();
+	TRY(cuda_params(s, "schedule_conv2d_cuda", &d));
 	if (Y->ndim != 4 || Y->nreduce != 3)
 		return ts_error(s->ctx, TS_ERR_INVALID, "schedule_conv2d_cuda: %s is not an NCHW convolution",
 				Y->name);

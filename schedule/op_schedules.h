@@ -10,6 +10,11 @@
  * with a block of output columns x output-channel lanes as the accumulator.
  * GPU schedules tile into thread blocks with shared-memory operand tiles and
  * a per-thread register block.
+ *
+ * A NULL params pointer means the defaults (ts_matmul_cpu_default(), ...);
+ * tile sizes must be positive.  A NULL schedule gives TS_ERR_INVALID (with
+ * no context to record a message in), a NULL tensor an error naming the
+ * function.
  */
 #ifndef TESSERA_SCHEDULE_OP_SCHEDULES_H
 #define TESSERA_SCHEDULE_OP_SCHEDULES_H

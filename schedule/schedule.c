@@ -87,13 +87,26 @@ static bool check_leaf(ts_stage *st, const char *prim, const ts_axis *a)
 	return true;
 }
 
+/* A NULL stage has no context to report in: the status alone says it. */
 static bool check_stage(ts_ctx *ctx, const ts_stage *st, const char *prim)
 {
-	if (!st) {
-		ts_error(ctx, TS_ERR_INVALID, "%s: stage is NULL", prim);
-		return false;
-	}
-	return true;
+	(void)ctx, (void)prim;
+	return st != NULL;
+}
+
+static bool check_tail(ts_stage *st, const char *prim, ts_tail tail)
+{
+	if (tail == TS_TAIL_GUARD || tail == TS_TAIL_PARTITION)
+		return true;
+	char msg[64];
+	snprintf(msg, sizeof(msg), "unknown tail strategy %d", (int)tail);
+	fail(st, prim, "%s", msg);
+	return false;
+}
+
+static bool valid_scope(ts_scope scope)
+{
+	return scope == TS_SCOPE_GLOBAL || scope == TS_SCOPE_SHARED || scope == TS_SCOPE_LOCAL;
 }
 
 /* ---- creating a schedule ----------------------------------------------------- */
@@ -152,14 +165,23 @@ static ts_status add_stage(ts_schedule *s, ts_stage *st, int at)
 
 ts_schedule *ts_create_schedule(ts_ctx *ctx, int n, ts_tensor *const *outputs)
 {
-	if (n < 1) {
-		ts_error(ctx, TS_ERR_INVALID, "create_schedule: needs at least one output");
+	if (!ctx)
+		return NULL;
+	if (n < 1 || n > MAX_STAGES || !outputs) {
+		ts_error(ctx, TS_ERR_INVALID, "create_schedule: needs 1 to %d outputs (got %d%s)",
+			 MAX_STAGES, n, outputs ? "" : ", NULL list");
 		return NULL;
 	}
 	for (int i = 0; i < n; i++) {
 		if (!outputs[i] || outputs[i]->op != TS_OP_COMPUTE) {
 			ts_error(ctx, TS_ERR_INVALID, "create_schedule: output %d is %s", i,
 				 outputs[i] ? "a placeholder, not a compute" : "NULL");
+			return NULL;
+		}
+		if (outputs[i]->ctx && outputs[i]->ctx != ctx) {
+			ts_error(ctx, TS_ERR_INVALID,
+				 "create_schedule: output %d (%s) belongs to another context", i,
+				 outputs[i]->name);
 			return NULL;
 		}
 	}
@@ -196,6 +218,10 @@ ts_stage *ts_stage_of(ts_schedule *s, const ts_tensor *t)
 {
 	if (!s)
 		return NULL;
+	if (!t) {
+		ts_error(s->ctx, TS_ERR_INVALID, "stage_of: tensor is NULL");
+		return NULL;
+	}
 	for (int i = 0; i < s->nstages; i++)
 		if (s->stages[i]->tensor == t)
 			return s->stages[i];
@@ -215,7 +241,8 @@ static ts_axis *nth_root(ts_stage *st, int i, ts_iter_kind kind)
 		if (seen++ == i)
 			return st->root[r];
 	}
-	ts_error(sctx(st), TS_ERR_INVALID, "stage %s: has no %s axis %d", st->name,
+	ts_error(sctx(st), TS_ERR_INVALID, "%s(%s): stage %s has no %s axis %d",
+		 kind == TS_ITER_DATA ? "axis_of" : "reduce_axis_of", st->name, st->name,
 		 kind == TS_ITER_DATA ? "data" : "reduction", i);
 	return NULL;
 }
@@ -245,6 +272,10 @@ static ts_status split(ts_stage *st, ts_axis *parent, int64_t value, bool by_fac
 		       ts_tail tail, ts_axis **outer, ts_axis **inner)
 {
 	if (!check_stage(st ? sctx(st) : NULL, st, "split") || !check_leaf(st, "split", parent))
+		return TS_ERR_INVALID;
+	if (!outer || !inner)
+		return fail(st, "split", "%s is NULL (where the new axes go)", !outer ? "outer" : "inner");
+	if (!check_tail(st, "split", tail))
 		return TS_ERR_INVALID;
 	if (value <= 0) {
 		char msg[96];
@@ -279,10 +310,8 @@ static ts_status split(ts_stage *st, ts_axis *parent, int64_t value, bool by_fac
 	st->leaf[at] = o;
 	st->leaf[at + 1] = in;
 	st->nleaf++;
-	if (outer)
-		*outer = o;
-	if (inner)
-		*inner = in;
+	*outer = o;
+	*inner = in;
 	return TS_OK;
 }
 
@@ -308,6 +337,10 @@ ts_status ts_set_tail(ts_stage *st, ts_axis *axis, ts_tail tail)
 {
 	if (!check_stage(st ? sctx(st) : NULL, st, "set_tail"))
 		return TS_ERR_INVALID;
+	if (!axis)
+		return fail(st, "set_tail", "axis is NULL", NULL);
+	if (!check_tail(st, "set_tail", tail))
+		return TS_ERR_INVALID;
 	for (int i = 0; i < st->nrel; i++) {
 		sch_relation *r = &st->rel[i];
 		if (r->kind == SCH_REL_SPLIT && (r->outer == axis || r->inner == axis)) {
@@ -326,6 +359,9 @@ ts_status ts_tile(ts_stage *st, ts_axis *x, ts_axis *y, int64_t fx, int64_t fy,
 		return TS_ERR_INVALID;
 	if (!check_leaf(st, "tile", x) || !check_leaf(st, "tile", y))
 		return TS_ERR_INVALID;
+	if (!xo || !yo || !xi || !yi)
+		return fail(st, "tile", "%s is NULL (where the new axes go)",
+			    !xo ? "xo" : !yo ? "yo" : !xi ? "xi" : "yi");
 	if (fx <= 0 || fy <= 0) {
 		char msg[96];
 		snprintf(msg, sizeof(msg), "factor must be positive, got %lld",
@@ -350,6 +386,8 @@ ts_status ts_fuse(ts_stage *st, ts_axis *outer, ts_axis *inner, ts_axis **fused)
 	if (!check_stage(st ? sctx(st) : NULL, st, "fuse") || !check_leaf(st, "fuse", outer) ||
 	    !check_leaf(st, "fuse", inner))
 		return TS_ERR_INVALID;
+	if (!fused)
+		return fail(st, "fuse", "fused is NULL (where the new axis goes)", NULL);
 	int io = leaf_index(st, outer), ii = leaf_index(st, inner);
 	if (ii != io + 1) {
 		char msg[300];
@@ -377,8 +415,7 @@ ts_status ts_fuse(ts_stage *st, ts_axis *outer, ts_axis *inner, ts_axis **fused)
 	st->leaf[io] = f;
 	memmove(&st->leaf[ii], &st->leaf[ii + 1], (size_t)(st->nleaf - ii - 1) * sizeof(ts_axis *));
 	st->nleaf--;
-	if (fused)
-		*fused = f;
+	*fused = f;
 	return TS_OK;
 }
 
@@ -389,6 +426,8 @@ ts_status ts_reorder(ts_stage *st, int n, ts_axis *const *order)
 	int pos[MAX_AXES];
 	if (n < 1 || n > st->nleaf)
 		return fail(st, "reorder", "needs between 1 and the number of leaf axes", NULL);
+	if (!order)
+		return fail(st, "reorder", "the axis list is NULL", NULL);
 	for (int i = 0; i < n; i++) {
 		if (!check_leaf(st, "reorder", order[i]))
 			return TS_ERR_INVALID;
@@ -532,6 +571,10 @@ static bool stage_reads(const ts_stage *st, const ts_tensor *t)
 int sch_consumers(ts_schedule *s, const ts_tensor *t, ts_stage **out, int max)
 {
 	int n = 0;
+	if (!s || (max > 0 && !out))
+		return -1;
+	if (!t)
+		return 0;
 	for (int i = 0; i < s->nstages; i++)
 		if (stage_reads(s->stages[i], t)) {
 			if (n < max)
@@ -547,6 +590,8 @@ ts_status ts_compute_at(ts_stage *st, ts_stage *parent, ts_axis *axis)
 		return TS_ERR_INVALID;
 	if (!parent)
 		return fail(st, "compute_at", "target stage is NULL", NULL);
+	if (parent->sch != st->sch)
+		return fail(st, "compute_at", "stage %s belongs to another schedule", parent->name);
 	if (st->is_output)
 		return fail(st, "compute_at", "%s is an output of the schedule and must be computed at root",
 			    st->name);
@@ -602,11 +647,11 @@ ts_status ts_set_scope(ts_stage *st, ts_scope scope)
 {
 	if (!check_stage(st ? sctx(st) : NULL, st, "set_scope"))
 		return TS_ERR_INVALID;
+	if (!valid_scope(scope))
+		return fail(st, "set_scope", "unknown scope", NULL);
 	if (st->is_output && scope != TS_SCOPE_GLOBAL)
 		return fail(st, "set_scope", "%s is an output of the schedule and lives in global memory",
 			    st->name);
-	if (scope != TS_SCOPE_GLOBAL && scope != TS_SCOPE_SHARED && scope != TS_SCOPE_LOCAL)
-		return fail(st, "set_scope", "unknown scope", NULL);
 	st->scope = scope;
 	return TS_OK;
 }
@@ -658,15 +703,39 @@ static int stage_index(ts_schedule *s, const ts_stage *st)
 	return -1;
 }
 
+/* The tensor and scope of cache_read / cache_write. */
+static ts_status check_cache_args(ts_schedule *s, const char *prim, const ts_tensor *t,
+				  ts_scope scope)
+{
+	if (!t)
+		return ts_error(s->ctx, TS_ERR_INVALID, "%s: tensor is NULL", prim);
+	if (t->ctx && t->ctx != s->ctx)
+		return ts_error(s->ctx, TS_ERR_INVALID, "%s(%s): tensor belongs to another context",
+				prim, t->name);
+	if (!valid_scope(scope))
+		return ts_error(s->ctx, TS_ERR_INVALID, "%s(%s): unknown scope %d", prim, t->name,
+				(int)scope);
+	return TS_OK;
+}
+
 ts_tensor *ts_cache_read(ts_schedule *s, ts_tensor *t, ts_scope scope, int nreaders,
 			 ts_tensor *const *readers)
 {
-	if (!s || !t || nreaders < 1) {
-		if (s)
-			ts_error(s->ctx, TS_ERR_INVALID, "cache_read: needs a tensor and at least one reader");
+	if (!s || check_cache_args(s, "cache_read", t, scope) != TS_OK)
+		return NULL;
+	ts_ctx *ctx = s->ctx;
+	if (nreaders < 1 || nreaders > MAX_STAGES || !readers) {
+		ts_error(ctx, TS_ERR_INVALID, "cache_read(%s): %s", t->name,
+			 readers ? "needs 1 or more readers, at most one per stage"
+				 : "readers is NULL");
 		return NULL;
 	}
-	ts_ctx *ctx = s->ctx;
+	for (int i = 0; i < nreaders; i++) {
+		if (!readers[i]) {
+			ts_error(ctx, TS_ERR_INVALID, "cache_read(%s): reader %d is NULL", t->name, i);
+			return NULL;
+		}
+	}
 	ts_stage *rs[MAX_STAGES];
 	int first = s->nstages;
 	for (int i = 0; i < nreaders; i++) {
@@ -711,7 +780,7 @@ ts_tensor *ts_cache_read(ts_schedule *s, ts_tensor *t, ts_scope scope, int nread
 
 ts_tensor *ts_cache_write(ts_schedule *s, ts_tensor *t, ts_scope scope)
 {
-	if (!s || !t)
+	if (!s || check_cache_args(s, "cache_write", t, scope) != TS_OK)
 		return NULL;
 	ts_ctx *ctx = s->ctx;
 	ts_stage *st = ts_stage_of(s, t);
@@ -783,6 +852,8 @@ static void print_stage(ts_sbuf *sb, const ts_stage *st)
 
 const char *ts_schedule_str(ts_schedule *s)
 {
+	if (!s)
+		return NULL;
 	ts_sbuf sb = {0};
 	for (int i = 0; i < s->nstages; i++)
 		print_stage(&sb, s->stages[i]);

@@ -147,7 +147,9 @@ ts_tensor *ts_cache_write(ts_schedule *s, ts_tensor *t, ts_scope scope);
  * loop order. */
 const char *ts_schedule_str(ts_schedule *s);
 
-/* Internal: the stages that read tensor t (in stage order). */
+/* Internal: the stages that read tensor t (in stage order); writes at most
+ * max and returns how many there are (0 for a NULL t, -1 for a NULL
+ * schedule or a NULL out with max > 0). */
 int sch_consumers(ts_schedule *s, const ts_tensor *t, ts_stage **out, int max);
 
 #ifdef __cplusplus

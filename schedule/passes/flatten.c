@@ -133,6 +133,7 @@ ts_func *pass_flatten(ts_ctx *ctx, ts_stmt *body, const char *name, int nargs,
 	if (!f || !fn || !body)
 		return NULL;
 	fn->name = ts_strdup(ctx, name);
+	fn->ctx = ctx;
 	fn->nparams = nargs;
 	fn->params = ts_alloc_array(ctx, (size_t)nargs, sizeof(ts_buffer *));
 	fn->param_tensors = ts_alloc_array(ctx, (size_t)nargs, sizeof(ts_tensor *));
