@@ -264,35 +264,40 @@ static LLVMValueRef arith(emitter *em, ir_expr_kind k, ts_dtype t, LLVMValueRef 
 	return fail(em, TS_ERR_INTERNAL, "%s is not a binary operator", ir_expr_kind_name(k));
 }
 
+/* mul.a * mul.b + addend as llvm.fmuladd: ir.h allows a*b + c to be
+ * contracted, and it becomes an FMA instruction where the target has one
+ * (the C API of LLVM 14 cannot set fast-math contraction). */
+static LLVMValueRef fmuladd(emitter *em, const ts_expr *mul, LLVMValueRef addend)
+{
+	if (!addend)
+		return NULL;
+	LLVMValueRef args[3] = {ex(em, mul->u.bin.a), ex(em, mul->u.bin.b), addend};
+	if (!args[0] || !args[1])
+		return NULL;
+	LLVMTypeRef ty = LLVMTypeOf(addend);
+	return intrinsic(em, "llvm.fmuladd", &ty, 1, args, 3);
+}
+
+/* Each operand is emitted once: emitting the product of a contracted
+ * a*b + c and then its factors again would double the work at every level
+ * of a chain, exponential in its depth. */
 static LLVMValueRef ex_binary(emitter *em, const ts_expr *e)
 {
 	ts_dtype t = e->u.bin.a->dtype;
-	LLVMValueRef a = ex(em, e->u.bin.a);
-	if (!a)
-		return NULL;
+	const ts_expr *m = e->u.bin.a, *c = e->u.bin.b;
+	bool fadd = e->kind == IR_ADD && ts_dtype_is_float(t);
 	/* acc + sum(lanes) adds the lanes to acc one by one, as the serial
 	 * loop did, so a vectorized float sum gives the same bits */
-	if (e->kind == IR_ADD && ts_dtype_is_float(t) && is_lane_reduce(e->u.bin.b, TS_REDUCE_SUM))
-		return lane_reduce(em, e->u.bin.b, a);
-	/* a*b + c may be contracted into one fused multiply-add, as ir.h
-	 * allows: llvm.fmuladd becomes an FMA instruction where the target
-	 * has one (the C API of LLVM 14 cannot set fast-math contraction) */
-	const ts_expr *m = e->u.bin.a, *c = e->u.bin.b;
-	if (e->kind == IR_ADD && ts_dtype_is_float(t) && m->kind == IR_MUL) {
-		LLVMValueRef args[3] = {ex(em, m->u.bin.a), ex(em, m->u.bin.b), ex(em, c)};
-		LLVMTypeRef ty = LLVMTypeOf(a);
-		if (!args[0] || !args[1] || !args[2])
-			return NULL;
-		return intrinsic(em, "llvm.fmuladd", &ty, 1, args, 3);
+	if (fadd && is_lane_reduce(c, TS_REDUCE_SUM)) {
+		LLVMValueRef a = ex(em, m);
+		return a ? lane_reduce(em, c, a) : NULL;
 	}
-	LLVMValueRef b = ex(em, e->u.bin.b);
-	if (b && e->kind == IR_ADD && ts_dtype_is_float(t) && c->kind == IR_MUL) {
-		LLVMValueRef args[3] = {ex(em, c->u.bin.a), ex(em, c->u.bin.b), a};
-		LLVMTypeRef ty = LLVMTypeOf(a);
-		if (!args[0] || !args[1])
-			return NULL;
-		return intrinsic(em, "llvm.fmuladd", &ty, 1, args, 3);
-	}
+	if (fadd && m->kind == IR_MUL)
+		return fmuladd(em, m, ex(em, c));
+	if (fadd && c->kind == IR_MUL)
+		return fmuladd(em, c, ex(em, m));
+	LLVMValueRef a = ex(em, m);
+	LLVMValueRef b = a ? ex(em, c) : NULL;
 	return b ? arith(em, e->kind, t, a, b) : NULL;
 }
 

@@ -35,8 +35,39 @@ bool ts_dtype_is_bool(ts_dtype t)
 
 ts_dtype ts_dtype_with_lanes(ts_dtype t, int lanes)
 {
-	t.lanes = (uint16_t)lanes;
+	t.lanes = lanes >= 1 && lanes <= TS_MAX_VECTOR_LANES ? (uint16_t)lanes : 0;
 	return t;
+}
+
+bool ts_dtype_valid(ts_dtype t)
+{
+	if (t.lanes < 1 || t.lanes > TS_MAX_VECTOR_LANES)
+		return false;
+	switch ((ts_type_code)t.code) {
+	case TS_TYPE_INT:
+	case TS_TYPE_UINT:
+		return t.bits == 8 || t.bits == 16 || t.bits == 32 || t.bits == 64;
+	case TS_TYPE_FLOAT:
+		return t.bits == 16 || t.bits == 32 || t.bits == 64;
+	case TS_TYPE_BFLOAT:
+		return t.bits == 16;
+	case TS_TYPE_BOOL:
+		return t.bits == 1;
+	case TS_TYPE_HANDLE:
+		return t.bits == 64;
+	}
+	return false;
+}
+
+bool ts_dtype_check(ts_ctx *ctx, const char *what, ts_dtype t)
+{
+	if (ts_dtype_valid(t))
+		return true;
+	ts_error(ctx, TS_ERR_INVALID,
+		 "%s: invalid dtype (code %d, %d bits, %d lanes): expected int/uint 8-64, "
+		 "float 16/32/64, bfloat16, bool or handle with 1..%d lanes",
+		 what, t.code, t.bits, t.lanes, TS_MAX_VECTOR_LANES);
+	return false;
 }
 
 ts_dtype ts_dtype_element(ts_dtype t)
@@ -186,12 +217,28 @@ bool ir_is_compare(ir_expr_kind k)
 
 /* ---- constructors --------------------------------------------------------- */
 
-static ts_expr *node(ts_ctx *ctx, ir_expr_kind k, ts_dtype t)
+static int deeper(const ts_expr *a, const ts_expr *b)
 {
+	int da = a ? a->depth : 0, db = b ? b->depth : 0;
+	return da > db ? da : db;
+}
+
+/* A node one level above children at most `below` deep.  Refusing depth
+ * here, where every node is made, bounds every recursive walk. */
+static ts_expr *node(ts_ctx *ctx, ir_expr_kind k, ts_dtype t, int below)
+{
+	if (below >= TS_MAX_EXPR_DEPTH) {
+		ts_error(ctx, TS_ERR_INVALID,
+			 "%s: expression nesting deeper than %d (TS_MAX_EXPR_DEPTH; "
+			 "build long chains as balanced trees)",
+			 ir_expr_kind_name(k), TS_MAX_EXPR_DEPTH);
+		return NULL;
+	}
 	ts_expr *e = ts_alloc(ctx, sizeof(*e));
 	if (e) {
 		e->kind = k;
 		e->dtype = t;
+		e->depth = below + 1;
 	}
 	return e;
 }
@@ -200,7 +247,9 @@ ts_expr *ts_const(ts_ctx *ctx, ts_dtype t, int64_t v)
 {
 	if (ts_dtype_is_float(t))
 		return ts_fconst(ctx, t, (double)v);
-	ts_expr *e = node(ctx, IR_INT_IMM, t);
+	if (!ts_dtype_check(ctx, "const", t))
+		return NULL;
+	ts_expr *e = node(ctx, IR_INT_IMM, t, 0);
 	if (e)
 		e->u.int_imm = t.code == TS_TYPE_BOOL ? (v != 0) : v;
 	return e;
@@ -215,7 +264,9 @@ ts_expr *ts_fconst(ts_ctx *ctx, ts_dtype t, double v)
 {
 	if (!ts_dtype_is_float(t))
 		return ts_const(ctx, t, (int64_t)v);
-	ts_expr *e = node(ctx, IR_FLOAT_IMM, t);
+	if (!ts_dtype_check(ctx, "fconst", t))
+		return NULL;
+	ts_expr *e = node(ctx, IR_FLOAT_IMM, t, 0);
 	if (e)
 		e->u.float_imm = v;
 	return e;
@@ -237,7 +288,9 @@ ts_expr *ts_var_typed(ts_ctx *ctx, const char *name, ts_dtype t)
 		ts_error(ctx, TS_ERR_INVALID, "var: empty name");
 		return NULL;
 	}
-	ts_expr *e = node(ctx, IR_VAR, t);
+	if (!ts_dtype_check(ctx, "var", t))
+		return NULL;
+	ts_expr *e = node(ctx, IR_VAR, t, 0);
 	if (!e)
 		return NULL;
 	e->u.var.name = ts_strdup(ctx, name);
@@ -330,7 +383,7 @@ ts_expr *ts_binary(ts_ctx *ctx, ir_expr_kind k, ts_expr *a, ts_expr *b)
 	}
 	if (ir_is_compare(k))
 		t = ts_dtype_with_lanes(ts_bool, a->dtype.lanes);
-	ts_expr *e = node(ctx, k, t);
+	ts_expr *e = node(ctx, k, t, deeper(a, b));
 	if (e) {
 		e->u.bin.a = a;
 		e->u.bin.b = b;
@@ -374,7 +427,7 @@ ts_expr *ts_not(ts_ctx *ctx, ts_expr *a)
 			 ts_dtype_str(a->dtype, t));
 		return NULL;
 	}
-	ts_expr *e = node(ctx, IR_NOT, a->dtype);
+	ts_expr *e = node(ctx, IR_NOT, a->dtype, a->depth);
 	if (e)
 		e->u.un.a = a;
 	return e;
@@ -403,7 +456,7 @@ ts_expr *ts_select(ts_ctx *ctx, ts_expr *cond, ts_expr *t, ts_expr *f)
 			 ts_dtype_str(t->dtype, b1), ts_dtype_str(f->dtype, b2));
 		return NULL;
 	}
-	ts_expr *e = node(ctx, IR_SELECT, t->dtype);
+	ts_expr *e = node(ctx, IR_SELECT, t->dtype, deeper(cond, t->depth >= f->depth ? t : f));
 	if (e) {
 		e->u.select.cond = cond;
 		e->u.select.t = t;
@@ -416,6 +469,8 @@ ts_expr *ts_cast(ts_ctx *ctx, ts_dtype t, ts_expr *a)
 {
 	if (!a)
 		return NULL;
+	if (!ts_dtype_check(ctx, "cast", t))
+		return NULL;
 	if (ts_dtype_eq(t, a->dtype))
 		return a;
 	if (t.lanes != a->dtype.lanes || t.code == TS_TYPE_HANDLE ||
@@ -425,7 +480,7 @@ ts_expr *ts_cast(ts_ctx *ctx, ts_dtype t, ts_expr *a)
 			 ts_dtype_str(a->dtype, b1), ts_dtype_str(t, b2));
 		return NULL;
 	}
-	ts_expr *e = node(ctx, IR_CAST, t);
+	ts_expr *e = node(ctx, IR_CAST, t, a->depth);
 	if (e)
 		e->u.un.a = a;
 	return e;
@@ -465,7 +520,7 @@ ts_expr *ts_call(ts_ctx *ctx, ir_intrinsic op, int nargs, ts_expr **args)
 				 ts_dtype_str(args[0]->dtype, b1), ts_dtype_str(a1->dtype, b2));
 		return NULL;
 	}
-	ts_expr *e = node(ctx, IR_CALL, args[0]->dtype);
+	ts_expr *e = node(ctx, IR_CALL, args[0]->dtype, deeper(args[0], a1));
 	if (e) {
 		e->u.call.op = op;
 		e->u.call.nargs = nargs;
@@ -525,7 +580,10 @@ ts_expr *ts_read(ts_ctx *ctx, ts_tensor *t, int n, ts_expr *const *idx)
 	for (int i = 0; i < n; i++)
 		if (!check_index(ctx, "read", t->name, i, idx[i]))
 			return NULL;
-	ts_expr *e = node(ctx, IR_READ, t->dtype);
+	int below = 0;
+	for (int i = 0; i < n; i++)
+		below = idx[i]->depth > below ? idx[i]->depth : below;
+	ts_expr *e = node(ctx, IR_READ, t->dtype, below);
 	ts_expr **copy = ts_alloc_array(ctx, (size_t)(n ? n : 1), sizeof(*copy));
 	if (!e || !copy)
 		return NULL;
@@ -549,7 +607,8 @@ ts_expr *ts_load(ts_ctx *ctx, ts_buffer *buf, ts_expr *index)
 			 buf->name, ts_dtype_str(index->dtype, b));
 		return NULL;
 	}
-	ts_expr *e = node(ctx, IR_LOAD, ts_dtype_with_lanes(buf->dtype, index->dtype.lanes));
+	ts_expr *e = node(ctx, IR_LOAD, ts_dtype_with_lanes(buf->dtype, index->dtype.lanes),
+			  index->depth);
 	if (e) {
 		e->u.load.buf = buf;
 		e->u.load.index = index;
@@ -557,16 +616,44 @@ ts_expr *ts_load(ts_ctx *ctx, ts_buffer *buf, ts_expr *index)
 	return e;
 }
 
+/* Whether the last lane of a ramp is representable: the step to it in
+ * int64, and with a constant base the lane value itself in base's dtype. */
+static bool ramp_fits(const ts_expr *base, int64_t stride, int lanes)
+{
+	int64_t span, last;
+	if (__builtin_mul_overflow(stride, (int64_t)(lanes - 1), &span))
+		return false;
+	if (base->kind != IR_INT_IMM)
+		return true;
+	if (__builtin_add_overflow(base->u.int_imm, span, &last))
+		return false;
+	int bits = base->dtype.bits;
+	if (bits >= 64)
+		return base->dtype.code == TS_TYPE_INT || last >= 0;
+	int64_t lo = base->dtype.code == TS_TYPE_INT ? -((int64_t)1 << (bits - 1)) : 0;
+	int64_t hi = base->dtype.code == TS_TYPE_INT ? ((int64_t)1 << (bits - 1)) - 1
+						     : ((int64_t)1 << bits) - 1;
+	return last >= lo && last <= hi;
+}
+
 ts_expr *ts_ramp(ts_ctx *ctx, ts_expr *base, int64_t stride, int lanes)
 {
 	if (!base)
 		return NULL;
-	if (lanes < 2 || base->dtype.lanes != 1 || !ts_dtype_is_int(base->dtype)) {
-		ts_error(ctx, TS_ERR_INVALID, "ramp: needs an integer scalar base and lanes >= 2 (got %d)",
-			 lanes);
+	if (lanes < 2 || lanes > TS_MAX_VECTOR_LANES || base->dtype.lanes != 1 ||
+	    !ts_dtype_is_int(base->dtype)) {
+		ts_error(ctx, TS_ERR_INVALID,
+			 "ramp: needs an integer scalar base and lanes 2..%d (got %d)",
+			 TS_MAX_VECTOR_LANES, lanes);
 		return NULL;
 	}
-	ts_expr *e = node(ctx, IR_RAMP, ts_dtype_with_lanes(base->dtype, lanes));
+	if (!ramp_fits(base, stride, lanes)) {
+		ts_error(ctx, TS_ERR_INVALID,
+			 "ramp: base + stride * (lanes - 1) overflows (stride %lld, %d lanes)",
+			 (long long)stride, lanes);
+		return NULL;
+	}
+	ts_expr *e = node(ctx, IR_RAMP, ts_dtype_with_lanes(base->dtype, lanes), base->depth);
 	if (e) {
 		e->u.ramp.base = base;
 		e->u.ramp.stride = stride;
@@ -579,11 +666,12 @@ ts_expr *ts_broadcast(ts_ctx *ctx, ts_expr *value, int lanes)
 {
 	if (!value)
 		return NULL;
-	if (lanes < 2 || value->dtype.lanes != 1) {
-		ts_error(ctx, TS_ERR_INVALID, "broadcast: needs a scalar and lanes >= 2 (got %d)", lanes);
+	if (lanes < 2 || lanes > TS_MAX_VECTOR_LANES || value->dtype.lanes != 1) {
+		ts_error(ctx, TS_ERR_INVALID, "broadcast: needs a scalar and lanes 2..%d (got %d)",
+			 TS_MAX_VECTOR_LANES, lanes);
 		return NULL;
 	}
-	ts_expr *e = node(ctx, IR_BROADCAST, ts_dtype_with_lanes(value->dtype, lanes));
+	ts_expr *e = node(ctx, IR_BROADCAST, ts_dtype_with_lanes(value->dtype, lanes), value->depth);
 	if (e) {
 		e->u.bcast.value = value;
 		e->u.bcast.lanes = lanes;
@@ -628,7 +716,7 @@ ts_expr *ts_reduce(ts_ctx *ctx, ts_reduce_op op, ts_expr *source, int naxes,
 			return NULL;
 		}
 	}
-	ts_expr *e = node(ctx, IR_REDUCE, source->dtype);
+	ts_expr *e = node(ctx, IR_REDUCE, source->dtype, deeper(source, init));
 	ts_iter **copy = ts_alloc_array(ctx, (size_t)naxes, sizeof(*copy));
 	if (!e || !copy)
 		return NULL;
@@ -647,6 +735,12 @@ ts_iter *ir_iter_new(ts_ctx *ctx, const char *name, int64_t min, int64_t extent,
 	if (extent <= 0) {
 		ts_error(ctx, TS_ERR_INVALID, "axis '%s': extent must be positive, got %lld",
 			 name ? name : "?", (long long)extent);
+		return NULL;
+	}
+	int64_t end;
+	if (__builtin_add_overflow(min, extent, &end)) {
+		ts_error(ctx, TS_ERR_INVALID, "axis '%s': min %lld + extent %lld overflows int64",
+			 name ? name : "?", (long long)min, (long long)extent);
 		return NULL;
 	}
 	ts_iter *it = ts_alloc(ctx, sizeof(*it));

@@ -23,7 +23,14 @@ size_t ts_array_nbytes(const ts_array *a)
 
 ts_array *ts_array_new(ts_ctx *ctx, ts_dtype t, int ndim, const int64_t *shape)
 {
-	if (ndim < 0 || ndim > TS_MAX_DIMS || t.lanes != 1) {
+	if (!ts_dtype_valid(t) || t.code == TS_TYPE_HANDLE || t.lanes != 1) {
+		char b[24];
+		if (ctx)
+			ts_error(ctx, TS_ERR_INVALID, "array: dtype %s is not a scalar element type",
+				 ts_dtype_str(t, b));
+		return NULL;
+	}
+	if (ndim < 0 || ndim > TS_MAX_DIMS) {
 		if (ctx)
 			ts_error(ctx, TS_ERR_INVALID, "array: %d dimensions (at most %d, scalar dtype)",
 				 ndim, TS_MAX_DIMS);

@@ -27,8 +27,8 @@
 
 #include "ir.h"
 
-/* Lanes beyond which vectorize is refused, and the largest unrolled extent. */
-#define TS_MAX_VECTOR_LANES 64
+/* The largest unrolled extent (vectorize is refused beyond
+ * TS_MAX_VECTOR_LANES, ir.h). */
 #define TS_MAX_UNROLL 1024
 
 /* How a split whose factor does not divide its extent handles the tail. */
