@@ -36,7 +36,9 @@ static ts_axis *new_axis(ts_stage *st, const char *name, int64_t extent, ts_iter
 {
 	ts_ctx *ctx = sctx(st);
 	if (st->nall >= MAX_AXES) {
-		ts_error(ctx, TS_ERR_INVALID, "stage %s: more than %d axes", st->name, MAX_AXES);
+		ts_error(ctx, TS_ERR_INVALID,
+			 "stage %s: more than %d axes (each split makes two, each fuse one)",
+			 st->name, MAX_AXES);
 		return NULL;
 	}
 	ts_axis *a = ts_alloc(ctx, sizeof(*a));
@@ -243,9 +245,19 @@ static ts_status split(ts_stage *st, ts_axis *parent, int64_t value, bool by_fac
 			 by_factor ? "factor" : "nparts", (long long)value);
 		return fail(st, "split", "%s", msg);
 	}
-	int64_t e = parent->extent;
-	int64_t oe = by_factor ? (e + value - 1) / value : value;
-	int64_t ie = by_factor ? value : (e + value - 1) / value;
+	/* ceil(e / value) without e + value - 1, which overflows for a value
+	 * near INT64_MAX */
+	int64_t e = parent->extent, ceil = e / value + (e % value != 0);
+	int64_t oe = by_factor ? ceil : value;
+	int64_t ie = by_factor ? value : ceil;
+	int64_t covered;
+	if (__builtin_mul_overflow(oe, ie, &covered)) {
+		char msg[160];
+		snprintf(msg, sizeof(msg), "%s %lld of axis '%s': %lld x %lld iterations overflow int64",
+			 by_factor ? "factor" : "nparts", (long long)value, parent->name,
+			 (long long)oe, (long long)ie);
+		return fail(st, "split", "%s", msg);
+	}
 	char name[256];
 	snprintf(name, sizeof(name), "%s.outer", parent->name);
 	ts_axis *o = new_axis(st, name, oe, parent->kind, NULL);
@@ -343,9 +355,16 @@ ts_status ts_fuse(ts_stage *st, ts_axis *outer, ts_axis *inner, ts_axis **fused)
 	if (outer->kind != inner->kind)
 		return fail(st, "fuse", "cannot fuse a data-parallel axis with a reduction axis ('%s')",
 			    outer->kind == TS_ITER_REDUCE ? outer->name : inner->name);
+	int64_t extent;
+	if (__builtin_mul_overflow(outer->extent, inner->extent, &extent)) {
+		char msg[200];
+		snprintf(msg, sizeof(msg), "extent %lld x %lld of '%s' and '%s' overflows int64",
+			 (long long)outer->extent, (long long)inner->extent, outer->name, inner->name);
+		return fail(st, "fuse", "%s", msg);
+	}
 	char name[300];
 	snprintf(name, sizeof(name), "%s.%s.fused", outer->name, inner->name);
-	ts_axis *f = new_axis(st, name, outer->extent * inner->extent, outer->kind, NULL);
+	ts_axis *f = new_axis(st, name, extent, outer->kind, NULL);
 	if (!f)
 		return ts_last_status(sctx(st));
 	sch_relation *r = &st->rel[st->nrel++];
