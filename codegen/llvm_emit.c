@@ -39,6 +39,7 @@ typedef struct binding {
 typedef struct emitter {
 	ts_ctx *ctx;
 	const ts_func *f;
+	const char *symbol; /* f->name as a C identifier: the wrapper's name */
 	LLVMContextRef c;
 	LLVMModuleRef mod;
 	LLVMBuilderRef b;       /* the code */
@@ -811,8 +812,8 @@ static bool st_parallel(emitter *em, const ts_stmt *s)
 		fields[i + 1] = LLVMTypeOf(em->bind[i].value);
 	LLVMTypeRef closure = LLVMStructTypeInContext(em->c, fields, nf, 0);
 	int id = em->nparallel++;
-	char *iname = ts_sprintf(em->ctx, "%s.par%d.inner", em->f->name, id);
-	char *bname = ts_sprintf(em->ctx, "%s.par%d", em->f->name, id);
+	char *iname = ts_sprintf(em->ctx, "%s.par%d.inner", em->symbol, id);
+	char *bname = ts_sprintf(em->ctx, "%s.par%d", em->symbol, id);
 	LLVMValueRef inner = iname && bname ? parallel_inner(em, s, iname, fields, nf) : NULL;
 	LLVMValueRef body = inner ? parallel_body(em, bname, inner, closure, fields, nf) : NULL;
 	if (!body)
@@ -949,7 +950,7 @@ static LLVMValueRef emit_inner(emitter *em, ts_stmt *body)
 	const ts_func *f = em->f;
 	unsigned n = (unsigned)f->nparams;
 	LLVMTypeRef *params = ts_alloc_array(em->ctx, n ? n : 1, sizeof(*params));
-	char *name = ts_sprintf(em->ctx, "%s.inner", f->name);
+	char *name = ts_sprintf(em->ctx, "%s.inner", em->symbol);
 	if (!params || !name)
 		return fail(em, TS_ERR_NOMEM, "out of memory");
 	for (unsigned i = 0; i < n; i++) {
@@ -976,7 +977,7 @@ static void emit_wrapper(emitter *em, LLVMValueRef inner)
 {
 	const ts_func *f = em->f;
 	LLVMTypeRef argt = LLVMPointerType(em->i8p, 0);
-	LLVMValueRef fn = LLVMAddFunction(em->mod, f->name, LLVMFunctionType(em->i32, &argt, 1, 0));
+	LLVMValueRef fn = LLVMAddFunction(em->mod, em->symbol, LLVMFunctionType(em->i32, &argt, 1, 0));
 	add_attr(em, fn, LLVMAttributeFunctionIndex, "nounwind", 0);
 	LLVMSetValueName2(LLVMGetParam(fn, 0), "args", 4);
 	LLVMPositionBuilderAtEnd(em->b, LLVMAppendBasicBlockInContext(em->c, fn, "entry"));
@@ -996,9 +997,11 @@ static void emit_wrapper(emitter *em, LLVMValueRef inner)
 	LLVMBuildRet(em->b, r);
 }
 
-ts_status cg_llvm_emit(ts_ctx *ctx, const ts_func *f, ts_stmt *body, LLVMModuleRef mod)
+ts_status cg_llvm_emit(ts_ctx *ctx, const ts_func *f, const char *symbol, ts_stmt *body,
+		       LLVMModuleRef mod)
 {
-	emitter em = {.ctx = ctx, .f = f, .mod = mod, .c = LLVMGetModuleContext(mod)};
+	emitter em = {.ctx = ctx, .f = f, .symbol = symbol, .mod = mod,
+		      .c = LLVMGetModuleContext(mod)};
 	em.i1 = LLVMInt1TypeInContext(em.c);
 	em.i8 = LLVMInt8TypeInContext(em.c);
 	em.i32 = LLVMInt32TypeInContext(em.c);
