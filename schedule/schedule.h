@@ -30,6 +30,12 @@
 /* The largest unrolled extent (vectorize is refused beyond
  * TS_MAX_VECTOR_LANES, ir.h). */
 #define TS_MAX_UNROLL 1024
+/* Most loops around a stage's body, counting those of the stages it is
+ * computed at (ts_lower refuses deeper nests, naming the stage; the
+ * schedule_ops pass keeps the same bound on the nest it builds): every
+ * statement walk recurses once per loop, and long compute_at chains of
+ * many-times-split stages would otherwise reach thousands of levels. */
+#define TS_MAX_LOOP_NEST 128
 
 /* How a split whose factor does not divide its extent handles the tail. */
 typedef enum ts_tail {

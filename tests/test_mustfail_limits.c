@@ -145,6 +145,53 @@ START_TEST(test_split_thousands_of_times)
 }
 END_TEST
 
+/* Ten stages, each split into 32 loops and computed at the innermost loop
+ * of its consumer: 320 nested loops. */
+START_TEST(test_compute_at_chain_too_deep)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *T[11];
+	T[0] = ts_placeholder(ctx, "A", TS_SHAPE(4), ts_float32);
+	for (int k = 1; k <= 10; k++) {
+		ts_expr *i = ts_var(ctx, "i");
+		char name[8];
+		snprintf(name, sizeof(name), "T%d", k);
+		T[k] = ts_compute(ctx, name, TS_SHAPE(4), TS_VARS(i),
+				  ts_add(ctx, TS_READ(ctx, T[k - 1], i), ts_float(ctx, 1)));
+	}
+	ts_schedule *s = ts_create_schedule(ctx, 1, &T[10]);
+	ts_axis *inner[11];
+	for (int k = 1; k <= 10; k++) {
+		ts_stage *st = ts_stage_of(s, T[k]);
+		ts_axis *ax = ts_axis_of(st, 0), *o;
+		for (int n = 0; n < 31; n++)
+			tu_ok(ctx, ts_split(st, ax, 1, &o, &ax));
+		inner[k] = ax;
+		ck_assert_int_eq(st->nleaf, 32);
+	}
+	for (int k = 9; k >= 1; k--)
+		tu_ok(ctx, ts_compute_at(ts_stage_of(s, T[k]), ts_stage_of(s, T[k + 1]), inner[k + 1]));
+	ck_assert_ptr_null(ts_lower(s, "deep", 2, (ts_tensor *[]){T[0], T[10]}));
+	tu_assert_error(ctx, "lower(deep): stage T1 is nested 320 loops deep (at most 128, TS_MAX_LOOP_NEST)");
+	ts_clear_error(ctx);
+	/* four stages deep (128 loops) is fine */
+	ts_schedule *s8 = ts_create_schedule(ctx, 1, &T[10]);
+	for (int k = 7; k <= 10; k++) {
+		ts_stage *st = ts_stage_of(s8, T[k]);
+		ts_axis *ax = ts_axis_of(st, 0), *o;
+		for (int n = 0; n < 31; n++)
+			tu_ok(ctx, ts_split(st, ax, 1, &o, &ax));
+		inner[k] = ax;
+	}
+	for (int k = 9; k >= 7; k--)
+		tu_ok(ctx, ts_compute_at(ts_stage_of(s8, T[k]), ts_stage_of(s8, T[k + 1]), inner[k + 1]));
+	ts_func *f = ts_lower(s8, "deep4", 2, (ts_tensor *[]){T[0], T[10]});
+	tu_nonnull(ctx, f);
+	tu_check_func(ctx, f, 1e-6);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* ---- vector lanes and dtypes --------------------------------------------------- */
 
 START_TEST(test_bad_lanes)
@@ -463,6 +510,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_every_constructor_checks_depth);
 	tcase_add_test(tc, test_inline_beyond_the_limit);
 	tcase_add_test(tc, test_split_thousands_of_times);
+	tcase_add_test(tc, test_compute_at_chain_too_deep);
 	tcase_add_test(tc, test_bad_lanes);
 	tcase_add_test(tc, test_bad_dtypes);
 	tcase_add_test(tc, test_split_factor_overflow);
