@@ -118,6 +118,39 @@ START_TEST(test_inline_beyond_the_limit)
 }
 END_TEST
 
+/* sum of X[i + k] for k in [lo, hi), as a balanced tree. */
+static ts_expr *int_reads(ts_ctx *ctx, ts_tensor *X, ts_expr *i, int lo, int hi)
+{
+	if (hi - lo == 1)
+		return TS_READ(ctx, X, ts_add(ctx, i, ts_int(ctx, lo)));
+	int mid = lo + (hi - lo) / 2;
+	return ts_add(ctx, int_reads(ctx, X, i, lo, mid), int_reads(ctx, X, i, mid, hi));
+}
+
+/* A balanced sum of 3000 integer reads is 13 levels deep; simplifying may
+ * rebuild it as a chain.  Lowering either succeeds with the right result
+ * or reports the depth: never a crash, never a function with an error. */
+START_TEST(test_simplifier_deepening)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(3000 + N), ts_int32);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_expr *sum = int_reads(ctx, X, i, 0, 3000);
+	tu_nonnull(ctx, sum);
+	ck_assert_int_le(sum->depth, 16);
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(N), TS_VARS(i), sum);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_func *f = ts_lower(s, "wide", 2, (ts_tensor *[]){X, C});
+	if (f) {
+		ck_assert_int_eq(ts_last_status(ctx), TS_OK);
+		tu_check_func(ctx, f, 0);
+	} else {
+		tu_assert_error(ctx, "expression nesting deeper than 2000");
+	}
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* ---- loop nests -------------------------------------------------------------- */
 
 START_TEST(test_split_thousands_of_times)
@@ -509,6 +542,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_chain_of_100000_adds);
 	tcase_add_test(tc, test_every_constructor_checks_depth);
 	tcase_add_test(tc, test_inline_beyond_the_limit);
+	tcase_add_test(tc, test_simplifier_deepening);
 	tcase_add_test(tc, test_split_thousands_of_times);
 	tcase_add_test(tc, test_compute_at_chain_too_deep);
 	tcase_add_test(tc, test_bad_lanes);
