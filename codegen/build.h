@@ -42,7 +42,11 @@ ts_status ts_module_time(ts_module *m, int nargs, ts_array *const *args, int war
 const char *ts_module_source(ts_module *m, const char *kind);
 
 /* Ahead-of-time use (CPU modules): writes an object file and a C header
- * declaring `int32_t <name>(void **args)`; link with libtessera and libm. */
+ * declaring `int32_t <name>(void **args)`; link with libtessera and libm.
+ * <name> is the function's name as a C identifier (codegen/ident.h: "main"
+ * becomes "main_", "3d conv" "v3d_conv"), the same in the object, the
+ * header and the "c" source; the header's comment names the arguments the
+ * same way, so no name can end the comment or add code. */
 ts_status ts_module_export(ts_module *m, const char *obj_path, const char *header_path);
 
 /* Per-phase compile times of ts_build (lowering is timed by the caller). */

@@ -13,6 +13,7 @@
 
 #include "c_emit.h"
 #include "cuda_driver.h"
+#include "ident.h"
 #include "nvrtc.h"
 
 struct cg_cuda_module {
@@ -63,7 +64,7 @@ static ts_status compile(ts_ctx *ctx, const ts_func *f, cg_cuda_module *m, ts_ph
 	times->nvrtc_ms = r.compile_ms;
 	if (st == TS_OK && m->cuda) {
 		m->mod = ts_cuda_module_load(ctx, m->cuda, r.image, r.size);
-		st = m->mod ? ts_cuda_module_kernel(ctx, m->mod, f->name, &m->kernel)
+		st = m->mod ? ts_cuda_module_kernel(ctx, m->mod, cg_c_ident(ctx, f->name), &m->kernel)
 			    : ts_last_status(ctx);
 	}
 	cg_nvrtc_result_free(&r);

@@ -8,8 +8,11 @@
  *
  * Conventions of the generated text:
  *  - Every variable and buffer gets a unique C name at its definition
- *    (sanitized, suffixed `_1`, `_2`, ... on collision), because IR names
- *    need not be unique and variables are identified by pointer.
+ *    (made an identifier by cg_c_ident, which also renames keywords and
+ *    library symbols, then suffixed `_1`, `_2`, ... on collision), because
+ *    IR names need not be unique and variables are identified by pointer.
+ *    The function's name goes through cg_c_ident too, so it matches the
+ *    LLVM symbol and the exported header.
  *  - Parentheses follow C precedence; comparisons and && under || are always
  *    parenthesized so that -Wparentheses stays quiet.
  *  - Integer floordiv/floormod and min/max go through small helpers emitted
@@ -29,6 +32,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ident.h"
 #include "sbuf.h"
 
 enum { P_OR = 1, P_AND, P_EQ, P_REL, P_ADD, P_MUL, P_UNARY, P_ATOM };
@@ -130,19 +134,6 @@ static const dialect dialect_cuda = {
 	.max_stack_bytes = INT64_MAX,
 };
 
-/* Words a generated name must not take. */
-static const char *const reserved[] = {
-	"auto", "break", "case", "char", "const", "continue", "default", "do", "double",
-	"else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long",
-	"register", "restrict", "return", "short", "signed", "sizeof", "static", "struct",
-	"switch", "typedef", "union", "unsigned", "void", "volatile", "while", "bool",
-	"true", "false", "class", "new", "delete", "this", "template", "typename",
-	"namespace", "operator", "private", "public", "virtual", "friend", "using",
-	"blockIdx", "threadIdx", "blockDim", "gridDim", "warpSize", "args", "main",
-	"float2", "float4", "make_float2", "make_float4", "min", "max", "abs",
-	"free", "malloc", "NAN", "INFINITY",
-};
-
 typedef struct name_entry {
 	const void *key; /* a VAR node or a buffer */
 	const char *cname;
@@ -197,9 +188,8 @@ static void fail(emitter *em, ts_status st, const char *fmt, ...)
 
 static bool name_taken(const emitter *em, const char *n)
 {
-	for (size_t i = 0; i < TS_COUNT_OF(reserved); i++)
-		if (strcmp(reserved[i], n) == 0)
-			return true;
+	if (cg_ident_reserved(n))
+		return true;
 	if (strncmp(n, "ts_", 3) == 0 || strncmp(n, "__", 2) == 0)
 		return true;
 	for (int i = 0; i < em->nnames; i++)
@@ -209,24 +199,11 @@ static bool name_taken(const emitter *em, const char *n)
 	       (n[strlen(em->fname)] == '\0' || strcmp(n + strlen(em->fname), "_packed") == 0);
 }
 
-/* A C identifier from an IR name: other characters become '_'. */
-static char *sanitize(ts_ctx *ctx, const char *s)
+/* A C identifier from an IR name (ident.h): never a keyword or a symbol
+ * of the headers the code includes, never text that ends a comment. */
+static const char *sanitize(ts_ctx *ctx, const char *s)
 {
-	size_t n = strlen(s);
-	char *r = ts_alloc(ctx, n + 2);
-	if (!r)
-		return NULL;
-	char *p = r;
-	if (!(s[0] >= 'a' && s[0] <= 'z') && !(s[0] >= 'A' && s[0] <= 'Z') && s[0] != '_')
-		*p++ = 'v';
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			  (c >= '0' && c <= '9') || c == '_';
-		*p++ = ok ? c : '_';
-	}
-	*p = '\0';
-	return r;
+	return cg_c_ident(ctx, s);
 }
 
 /* Gives key a fresh unique C name based on `base`; later lookups of key see
@@ -235,7 +212,7 @@ static const char *define(emitter *em, const void *key, const char *base)
 {
 	if (em->failed)
 		return NULL;
-	char *s = sanitize(em->ctx, base && base[0] ? base : "v");
+	const char *s = sanitize(em->ctx, base && base[0] ? base : "v");
 	const char *n = s;
 	for (int k = 1; n && name_taken(em, n); k++)
 		n = ts_sprintf(em->ctx, "%s_%d", s, k);

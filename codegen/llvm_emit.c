@@ -43,6 +43,7 @@ typedef struct binding {
 typedef struct emitter {
 	ts_ctx *ctx;
 	const ts_func *f;
+	const char *symbol; /* f->name as a C identifier: the wrapper's name */
 	LLVMContextRef c;
 	LLVMModuleRef mod;
 	LLVMBuilderRef b;       /* the code */
@@ -319,35 +320,40 @@ static LLVMValueRef arith(emitter *em, ir_expr_kind k, ts_dtype t, LLVMValueRef 
 	return fail(em, TS_ERR_INTERNAL, "%s is not a binary operator", ir_expr_kind_name(k));
 }
 
+/* mul.a * mul.b + addend as llvm.fmuladd: ir.h allows a*b + c to be
+ * contracted, and it becomes an FMA instruction where the target has one
+ * (the C API of LLVM 14 cannot set fast-math contraction). */
+static LLVMValueRef fmuladd(emitter *em, const ts_expr *mul, LLVMValueRef addend)
+{
+	if (!addend)
+		return NULL;
+	LLVMValueRef args[3] = {ex(em, mul->u.bin.a), ex(em, mul->u.bin.b), addend};
+	if (!args[0] || !args[1])
+		return NULL;
+	LLVMTypeRef ty = LLVMTypeOf(addend);
+	return intrinsic(em, "llvm.fmuladd", &ty, 1, args, 3);
+}
+
+/* Each operand is emitted once: emitting the product of a contracted
+ * a*b + c and then its factors again would double the work at every level
+ * of a chain, exponential in its depth. */
 static LLVMValueRef ex_binary(emitter *em, const ts_expr *e)
 {
 	ts_dtype t = e->u.bin.a->dtype;
-	LLVMValueRef a = ex(em, e->u.bin.a);
-	if (!a)
-		return NULL;
+	const ts_expr *m = e->u.bin.a, *c = e->u.bin.b;
+	bool fadd = e->kind == IR_ADD && ts_dtype_is_float(t);
 	/* acc + sum(lanes) adds the lanes to acc one by one, as the serial
 	 * loop did, so a vectorized float sum gives the same bits */
-	if (e->kind == IR_ADD && ts_dtype_is_float(t) && is_lane_reduce(e->u.bin.b, TS_REDUCE_SUM))
-		return lane_reduce(em, e->u.bin.b, a);
-	/* a*b + c may be contracted into one fused multiply-add, as ir.h
-	 * allows: llvm.fmuladd becomes an FMA instruction where the target
-	 * has one (the C API of LLVM 14 cannot set fast-math contraction) */
-	const ts_expr *m = e->u.bin.a, *c = e->u.bin.b;
-	if (e->kind == IR_ADD && ts_dtype_is_float(t) && m->kind == IR_MUL) {
-		LLVMValueRef args[3] = {ex(em, m->u.bin.a), ex(em, m->u.bin.b), ex(em, c)};
-		LLVMTypeRef ty = LLVMTypeOf(a);
-		if (!args[0] || !args[1] || !args[2])
-			return NULL;
-		return intrinsic(em, "llvm.fmuladd", &ty, 1, args, 3);
+	if (fadd && is_lane_reduce(c, TS_REDUCE_SUM)) {
+		LLVMValueRef a = ex(em, m);
+		return a ? lane_reduce(em, c, a) : NULL;
 	}
-	LLVMValueRef b = ex(em, e->u.bin.b);
-	if (b && e->kind == IR_ADD && ts_dtype_is_float(t) && c->kind == IR_MUL) {
-		LLVMValueRef args[3] = {ex(em, c->u.bin.a), ex(em, c->u.bin.b), a};
-		LLVMTypeRef ty = LLVMTypeOf(a);
-		if (!args[0] || !args[1])
-			return NULL;
-		return intrinsic(em, "llvm.fmuladd", &ty, 1, args, 3);
-	}
+	if (fadd && m->kind == IR_MUL)
+		return fmuladd(em, m, ex(em, c));
+	if (fadd && c->kind == IR_MUL)
+		return fmuladd(em, c, ex(em, m));
+	LLVMValueRef a = ex(em, m);
+	LLVMValueRef b = a ? ex(em, c) : NULL;
 	if (!b)
 		return NULL;
 	if (e->kind >= IR_TRUNCDIV && e->kind <= IR_FLOORMOD && !plain_divisor(e))
@@ -869,8 +875,8 @@ static bool st_parallel(emitter *em, const ts_stmt *s)
 		fields[i + 1] = LLVMTypeOf(em->bind[i].value);
 	LLVMTypeRef closure = LLVMStructTypeInContext(em->c, fields, nf, 0);
 	int id = em->nparallel++;
-	char *iname = ts_sprintf(em->ctx, "%s.par%d.inner", em->f->name, id);
-	char *bname = ts_sprintf(em->ctx, "%s.par%d", em->f->name, id);
+	char *iname = ts_sprintf(em->ctx, "%s.par%d.inner", em->symbol, id);
+	char *bname = ts_sprintf(em->ctx, "%s.par%d", em->symbol, id);
 	LLVMValueRef inner = iname && bname ? parallel_inner(em, s, iname, fields, nf) : NULL;
 	LLVMValueRef body = inner ? parallel_body(em, bname, inner, closure, fields, nf) : NULL;
 	if (!body)
@@ -1007,7 +1013,7 @@ static LLVMValueRef emit_inner(emitter *em, ts_stmt *body)
 	const ts_func *f = em->f;
 	unsigned n = (unsigned)f->nparams;
 	LLVMTypeRef *params = ts_alloc_array(em->ctx, n ? n : 1, sizeof(*params));
-	char *name = ts_sprintf(em->ctx, "%s.inner", f->name);
+	char *name = ts_sprintf(em->ctx, "%s.inner", em->symbol);
 	if (!params || !name)
 		return fail(em, TS_ERR_NOMEM, "out of memory");
 	for (unsigned i = 0; i < n; i++) {
@@ -1034,7 +1040,7 @@ static void emit_wrapper(emitter *em, LLVMValueRef inner)
 {
 	const ts_func *f = em->f;
 	LLVMTypeRef argt = LLVMPointerType(em->i8p, 0);
-	LLVMValueRef fn = LLVMAddFunction(em->mod, f->name, LLVMFunctionType(em->i32, &argt, 1, 0));
+	LLVMValueRef fn = LLVMAddFunction(em->mod, em->symbol, LLVMFunctionType(em->i32, &argt, 1, 0));
 	add_attr(em, fn, LLVMAttributeFunctionIndex, "nounwind", 0);
 	LLVMSetValueName2(LLVMGetParam(fn, 0), "args", 4);
 	LLVMPositionBuilderAtEnd(em->b, LLVMAppendBasicBlockInContext(em->c, fn, "entry"));
@@ -1054,9 +1060,11 @@ static void emit_wrapper(emitter *em, LLVMValueRef inner)
 	LLVMBuildRet(em->b, r);
 }
 
-ts_status cg_llvm_emit(ts_ctx *ctx, const ts_func *f, ts_stmt *body, LLVMModuleRef mod)
+ts_status cg_llvm_emit(ts_ctx *ctx, const ts_func *f, const char *symbol, ts_stmt *body,
+		       LLVMModuleRef mod)
 {
-	emitter em = {.ctx = ctx, .f = f, .mod = mod, .c = LLVMGetModuleContext(mod)};
+	emitter em = {.ctx = ctx, .f = f, .symbol = symbol, .mod = mod,
+		      .c = LLVMGetModuleContext(mod)};
 	em.i1 = LLVMInt1TypeInContext(em.c);
 	em.i8 = LLVMInt8TypeInContext(em.c);
 	em.i32 = LLVMInt32TypeInContext(em.c);

@@ -38,8 +38,10 @@ LLVMTargetMachineRef cg_llvm_target_machine(const cg_llvm_target *t, LLVMRelocMo
 
 /* Builds f (already vectorized) into mod, which has t's data layout and
  * triple: an internal always-inline function over noalias buffer pointers
- * and the exported wrapper `int32_t <name>(void **args)`.  Returns TS_OK or
- * an error naming the function and the construct. */
-ts_status cg_llvm_emit(ts_ctx *ctx, const ts_func *f, ts_stmt *body, LLVMModuleRef mod);
+ * and the exported wrapper `int32_t <symbol>(void **args)`, symbol being
+ * f's name as a C identifier (ident.h).  Returns TS_OK or an error naming
+ * the function (f->name) and the construct. */
+ts_status cg_llvm_emit(ts_ctx *ctx, const ts_func *f, const char *symbol, ts_stmt *body,
+		       LLVMModuleRef mod);
 
 #endif

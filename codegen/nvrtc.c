@@ -109,8 +109,11 @@ static int arch_number(const char *arch)
 	else
 		return -1;
 	int n = 0, digits = 0;
+	/* at most 3 digits are accepted, so stop accumulating before int
+	 * overflows on "sm_99999999999" */
 	for (; *p >= '0' && *p <= '9'; p++, digits++)
-		n = n * 10 + (*p - '0');
+		if (digits < 4)
+			n = n * 10 + (*p - '0');
 	if ((*p == 'a' || *p == 'f') && p[1] == '\0')
 		p++;
 	return digits >= 2 && digits <= 3 && *p == '\0' ? n : -1;

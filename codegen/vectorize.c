@@ -18,7 +18,7 @@
 #include <string.h>
 
 /* Larger vectors are legal but only slow compilation down. */
-#define MAX_LANES 256
+#define MAX_LANES TS_MAX_VECTOR_LANES
 
 typedef struct access {
 	ts_buffer *buf;
@@ -334,10 +334,16 @@ static ts_expr *vx(vec_ctx *v, ts_expr *e)
 /* A REDUCE with no axes: the lanes of src combined with op (vectorize.h). */
 static ts_expr *lane_reduce(ts_ctx *ctx, ts_reduce_op op, ts_expr *src)
 {
+	if (src && src->depth >= TS_MAX_EXPR_DEPTH) {
+		ts_error(ctx, TS_ERR_INVALID, "vectorize: expression nesting deeper than %d",
+			 TS_MAX_EXPR_DEPTH);
+		return NULL;
+	}
 	ts_expr *e = src ? ts_alloc(ctx, sizeof(*e)) : NULL;
 	if (!e)
 		return NULL;
 	e->kind = IR_REDUCE;
+	e->depth = src->depth + 1;
 	e->dtype = ts_dtype_element(src->dtype);
 	e->u.reduce.op = op;
 	e->u.reduce.source = src;

@@ -16,14 +16,16 @@ ts_tensor *ts_op_matmul_packed(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, int64_t 
 {
 	if (!fe_check_inputs(ctx, "matmul_packed", 2, (ts_tensor *[]){A, B}))
 		return NULL;
-	if (A->ndim != 2 || B->ndim != 2 || A->shape[1] != B->shape[0] || nr <= 0) {
+	/* nr is an int32 constant in the index arithmetic */
+	if (A->ndim != 2 || B->ndim != 2 || A->shape[1] != B->shape[0] || nr <= 0 ||
+	    nr > INT32_MAX) {
 		ts_error(ctx, TS_ERR_INVALID,
-			 "matmul_packed: needs A[M, K], B[K, N] and a positive panel width (got K %lld vs %lld, nr %lld)",
+			 "matmul_packed: needs A[M, K], B[K, N] and a panel width nr in 1..2147483647 (got K %lld vs %lld, nr %lld)",
 			 (long long)A->shape[A->ndim - 1], (long long)B->shape[0], (long long)nr);
 		return NULL;
 	}
 	int64_t M = A->shape[0], K = A->shape[1], N = B->shape[1];
-	int64_t panels = (N + nr - 1) / nr;
+	int64_t panels = N / nr + (N % nr != 0);
 	ts_expr *x = ts_var(ctx, "x"), *y = ts_var(ctx, "y"), *z = ts_var(ctx, "z");
 	ts_expr *col = ts_add(ctx, ts_mul(ctx, x, ts_int(ctx, nr)), z);
 	ts_expr *safe = ts_min(ctx, col, ts_int(ctx, N - 1));

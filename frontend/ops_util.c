@@ -76,14 +76,14 @@ bool fe_window_extent(ts_ctx *ctx, const char *op, const char *dim, int64_t in, 
 			 stride, dilation, pad);
 		return false;
 	}
-	int64_t span = (int64_t)dilation * (k - 1) + 1;
-	if (span > in + 2 * (int64_t)pad) {
+	int64_t span;
+	if (__builtin_mul_overflow((int64_t)dilation, k - 1, &span) || span > in + 2 * (int64_t)pad - 1) {
 		ts_error(ctx, TS_ERR_INVALID,
 			 "%s: %s window %lld (kernel %lld, dilation %d) exceeds input %lld + 2*%d padding",
-			 op, dim, (long long)span, (long long)k, dilation, (long long)in, pad);
+			 op, dim, (long long)span + 1, (long long)k, dilation, (long long)in, pad);
 		return false;
 	}
-	*out = (in + 2 * (int64_t)pad - span) / stride + 1;
+	*out = (in + 2 * (int64_t)pad - span - 1) / stride + 1;
 	return true;
 }
 
@@ -155,6 +155,14 @@ static bool check_pads(ts_ctx *ctx, const ts_tensor *X, const int64_t *pb, const
 	for (int d = 0; d < X->ndim; d++) {
 		if (pb[d] < 0 || pa[d] < 0) {
 			ts_error(ctx, TS_ERR_INVALID, "pad: %s: padding (%lld, %lld) of dimension %d is negative",
+				 fe_shape_str(ctx, X), (long long)pb[d], (long long)pa[d], d);
+			return false;
+		}
+		int64_t ext;
+		if (__builtin_add_overflow(X->shape[d], pb[d], &ext) ||
+		    __builtin_add_overflow(ext, pa[d], &ext)) {
+			ts_error(ctx, TS_ERR_INVALID,
+				 "pad: %s: padding (%lld, %lld) of dimension %d overflows its extent",
 				 fe_shape_str(ctx, X), (long long)pb[d], (long long)pa[d], d);
 			return false;
 		}

@@ -75,9 +75,10 @@ ts_tensor *ts_placeholder(ts_ctx *ctx, const char *name, int ndim, const int64_t
 	if (!check_name(ctx, "placeholder", name) ||
 	    !check_shape(ctx, "placeholder", name, ndim, shape))
 		return NULL;
-	if (dtype.lanes != 1 || dtype.code == TS_TYPE_HANDLE || !ts_dtype_is_valid(dtype)) {
+	if (!ts_dtype_is_valid(dtype) || dtype.lanes != 1 || dtype.code == TS_TYPE_HANDLE) {
 		char b[24];
-		ts_error(ctx, TS_ERR_INVALID, "placeholder %s: dtype %s is not a scalar element type",
+		ts_error(ctx, TS_ERR_INVALID, "placeholder %s: dtype %s is not a scalar element type"
+			 " (int/uint 8-64, float 16/32/64, bfloat16 or bool)",
 			 name, ts_dtype_str(dtype, b));
 		return NULL;
 	}

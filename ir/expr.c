@@ -37,8 +37,19 @@ bool ts_dtype_is_bool(ts_dtype t)
 
 ts_dtype ts_dtype_with_lanes(ts_dtype t, int lanes)
 {
-	t.lanes = (uint16_t)lanes;
+	t.lanes = lanes >= 1 && lanes <= TS_MAX_VECTOR_LANES ? (uint16_t)lanes : 0;
 	return t;
+}
+
+bool ts_dtype_check(ts_ctx *ctx, const char *what, ts_dtype t)
+{
+	if (ts_dtype_is_valid(t))
+		return true;
+	ts_error(ctx, TS_ERR_INVALID,
+		 "%s: invalid dtype (code %d, %d bits, %d lanes): expected int/uint 8-64, "
+		 "float 16/32/64, bfloat16, bool or handle with 1..%d lanes",
+		 what, t.code, t.bits, t.lanes, TS_MAX_VECTOR_LANES);
+	return false;
 }
 
 ts_dtype ts_dtype_element(ts_dtype t)
@@ -49,7 +60,7 @@ ts_dtype ts_dtype_element(ts_dtype t)
 
 bool ts_dtype_is_valid(ts_dtype t)
 {
-	if (t.lanes < 1)
+	if (t.lanes < 1 || t.lanes > TS_MAX_VECTOR_LANES)
 		return false;
 	switch (t.code) {
 	case TS_TYPE_INT:
@@ -213,24 +224,30 @@ bool ir_is_compare(ir_expr_kind k)
 
 /* ---- constructors --------------------------------------------------------- */
 
-static ts_expr *node(ts_ctx *ctx, ir_expr_kind k, ts_dtype t)
+static int deeper(const ts_expr *a, const ts_expr *b)
 {
+	int da = a ? a->depth : 0, db = b ? b->depth : 0;
+	return da > db ? da : db;
+}
+
+/* A node one level above children at most `below` deep.  Refusing depth
+ * here, where every node is made, bounds every recursive walk. */
+static ts_expr *node(ts_ctx *ctx, ir_expr_kind k, ts_dtype t, int below)
+{
+	if (below >= TS_MAX_EXPR_DEPTH) {
+		ts_error(ctx, TS_ERR_INVALID,
+			 "%s: expression nesting deeper than %d (TS_MAX_EXPR_DEPTH; "
+			 "build long chains as balanced trees)",
+			 ir_expr_kind_name(k), TS_MAX_EXPR_DEPTH);
+		return NULL;
+	}
 	ts_expr *e = ctx ? ts_alloc(ctx, sizeof(*e)) : NULL;
 	if (e) {
 		e->kind = k;
 		e->dtype = t;
+		e->depth = below + 1;
 	}
 	return e;
-}
-
-/* Records an error for a dtype no node may have; false if so. */
-static bool check_dtype(ts_ctx *ctx, const char *what, const char *name, ts_dtype t)
-{
-	if (ts_dtype_is_valid(t))
-		return true;
-	ts_error(ctx, TS_ERR_INVALID, "%s%s%s: invalid dtype (code %d, %d bits, %d lanes)", what,
-		 name ? " " : "", name ? name : "", t.code, t.bits, t.lanes);
-	return false;
 }
 
 /* Records that operand `which` of `what` is NULL (a root cause recorded
@@ -241,9 +258,22 @@ static ts_expr *null_operand(ts_ctx *ctx, const char *what, const char *which)
 	return NULL;
 }
 
+/* A double as int64 by ir.h's cast rule: NaN is 0, the rest saturates
+ * (a plain C conversion of NaN or 1e30 is undefined). */
+static int64_t saturate_i64(double v)
+{
+	if (v != v)
+		return 0;
+	if (v >= 9223372036854775807.0)
+		return INT64_MAX;
+	if (v <= -9223372036854775808.0)
+		return INT64_MIN;
+	return (int64_t)v;
+}
+
 ts_expr *ts_const(ts_ctx *ctx, ts_dtype t, int64_t v)
 {
-	if (!ctx || !check_dtype(ctx, "const", NULL, t))
+	if (!ctx || !ts_dtype_check(ctx, "const", t))
 		return NULL;
 	if (t.code == TS_TYPE_HANDLE) {
 		ts_error(ctx, TS_ERR_INVALID, "const: a handle cannot be a constant");
@@ -251,7 +281,7 @@ ts_expr *ts_const(ts_ctx *ctx, ts_dtype t, int64_t v)
 	}
 	if (ts_dtype_is_float(t))
 		return ts_fconst(ctx, t, (double)v);
-	ts_expr *e = node(ctx, IR_INT_IMM, t);
+	ts_expr *e = node(ctx, IR_INT_IMM, t, 0);
 	if (e)
 		e->u.int_imm = t.code == TS_TYPE_BOOL ? (v != 0) : v;
 	return e;
@@ -264,11 +294,11 @@ ts_expr *ts_int(ts_ctx *ctx, int64_t v)
 
 ts_expr *ts_fconst(ts_ctx *ctx, ts_dtype t, double v)
 {
-	if (!ctx || !check_dtype(ctx, "const", NULL, t))
+	if (!ctx || !ts_dtype_check(ctx, "fconst", t))
 		return NULL;
 	if (!ts_dtype_is_float(t))
-		return ts_const(ctx, t, (int64_t)v);
-	ts_expr *e = node(ctx, IR_FLOAT_IMM, t);
+		return ts_const(ctx, t, saturate_i64(v));
+	ts_expr *e = node(ctx, IR_FLOAT_IMM, t, 0);
 	if (e)
 		e->u.float_imm = v;
 	return e;
@@ -281,7 +311,7 @@ ts_expr *ts_float(ts_ctx *ctx, double v)
 
 ts_expr *ts_make_const(ts_ctx *ctx, ts_dtype t, double v)
 {
-	return ts_dtype_is_float(t) ? ts_fconst(ctx, t, v) : ts_const(ctx, t, (int64_t)v);
+	return ts_dtype_is_float(t) ? ts_fconst(ctx, t, v) : ts_const(ctx, t, saturate_i64(v));
 }
 
 ts_expr *ts_var_typed(ts_ctx *ctx, const char *name, ts_dtype t)
@@ -292,9 +322,11 @@ ts_expr *ts_var_typed(ts_ctx *ctx, const char *name, ts_dtype t)
 		ts_error(ctx, TS_ERR_INVALID, "var: empty name");
 		return NULL;
 	}
-	if (!check_dtype(ctx, "var", name, t))
+	char what[160];
+	snprintf(what, sizeof(what), "var %s", name);
+	if (!ts_dtype_check(ctx, what, t))
 		return NULL;
-	ts_expr *e = node(ctx, IR_VAR, t);
+	ts_expr *e = node(ctx, IR_VAR, t, 0);
 	if (!e)
 		return NULL;
 	e->u.var.name = ts_strdup(ctx, name);
@@ -389,7 +421,7 @@ ts_expr *ts_binary(ts_ctx *ctx, ir_expr_kind k, ts_expr *a, ts_expr *b)
 	}
 	if (ir_is_compare(k))
 		t = ts_dtype_with_lanes(ts_bool, a->dtype.lanes);
-	ts_expr *e = node(ctx, k, t);
+	ts_expr *e = node(ctx, k, t, deeper(a, b));
 	if (e) {
 		e->u.bin.a = a;
 		e->u.bin.b = b;
@@ -437,7 +469,7 @@ ts_expr *ts_not(ts_ctx *ctx, ts_expr *a)
 			 ts_dtype_str(a->dtype, t));
 		return NULL;
 	}
-	ts_expr *e = node(ctx, IR_NOT, a->dtype);
+	ts_expr *e = node(ctx, IR_NOT, a->dtype, a->depth);
 	if (e)
 		e->u.un.a = a;
 	return e;
@@ -468,7 +500,7 @@ ts_expr *ts_select(ts_ctx *ctx, ts_expr *cond, ts_expr *t, ts_expr *f)
 			 ts_dtype_str(t->dtype, b1), ts_dtype_str(f->dtype, b2));
 		return NULL;
 	}
-	ts_expr *e = node(ctx, IR_SELECT, t->dtype);
+	ts_expr *e = node(ctx, IR_SELECT, t->dtype, deeper(cond, t->depth >= f->depth ? t : f));
 	if (e) {
 		e->u.select.cond = cond;
 		e->u.select.t = t;
@@ -483,7 +515,7 @@ ts_expr *ts_cast(ts_ctx *ctx, ts_dtype t, ts_expr *a)
 		return NULL;
 	if (!a)
 		return null_operand(ctx, "cast", "operand");
-	if (!check_dtype(ctx, "cast", NULL, t))
+	if (!ts_dtype_check(ctx, "cast", t))
 		return NULL;
 	if (ts_dtype_eq(t, a->dtype))
 		return a;
@@ -494,7 +526,7 @@ ts_expr *ts_cast(ts_ctx *ctx, ts_dtype t, ts_expr *a)
 			 ts_dtype_str(a->dtype, b1), ts_dtype_str(t, b2));
 		return NULL;
 	}
-	ts_expr *e = node(ctx, IR_CAST, t);
+	ts_expr *e = node(ctx, IR_CAST, t, a->depth);
 	if (e)
 		e->u.un.a = a;
 	return e;
@@ -543,7 +575,7 @@ ts_expr *ts_call(ts_ctx *ctx, ir_intrinsic op, int nargs, ts_expr **args)
 				 ts_dtype_str(args[0]->dtype, b1), ts_dtype_str(a1->dtype, b2));
 		return NULL;
 	}
-	ts_expr *e = node(ctx, IR_CALL, args[0]->dtype);
+	ts_expr *e = node(ctx, IR_CALL, args[0]->dtype, deeper(args[0], a1));
 	if (e) {
 		e->u.call.op = op;
 		e->u.call.nargs = nargs;
@@ -613,7 +645,10 @@ ts_expr *ts_read(ts_ctx *ctx, ts_tensor *t, int n, ts_expr *const *idx)
 	for (int i = 0; i < n; i++)
 		if (!check_index(ctx, "read", t->name, i, idx[i]))
 			return NULL;
-	ts_expr *e = node(ctx, IR_READ, t->dtype);
+	int below = 0;
+	for (int i = 0; i < n; i++)
+		below = idx[i]->depth > below ? idx[i]->depth : below;
+	ts_expr *e = node(ctx, IR_READ, t->dtype, below);
 	ts_expr **copy = ts_alloc_array(ctx, (size_t)(n ? n : 1), sizeof(*copy));
 	if (!e || !copy)
 		return NULL;
@@ -642,12 +677,33 @@ ts_expr *ts_load(ts_ctx *ctx, ts_buffer *buf, ts_expr *index)
 			 buf->name, ts_dtype_str(index->dtype, b));
 		return NULL;
 	}
-	ts_expr *e = node(ctx, IR_LOAD, ts_dtype_with_lanes(buf->dtype, index->dtype.lanes));
+	ts_expr *e = node(ctx, IR_LOAD, ts_dtype_with_lanes(buf->dtype, index->dtype.lanes),
+			  index->depth);
 	if (e) {
 		e->u.load.buf = buf;
 		e->u.load.index = index;
 	}
 	return e;
+}
+
+/* Whether the last lane of a ramp is representable: the step to it in
+ * int64, and with a constant base the lane value itself in base's dtype. */
+static bool ramp_fits(const ts_expr *base, int64_t stride, int lanes)
+{
+	int64_t span, last;
+	if (__builtin_mul_overflow(stride, (int64_t)(lanes - 1), &span))
+		return false;
+	if (base->kind != IR_INT_IMM)
+		return true;
+	if (__builtin_add_overflow(base->u.int_imm, span, &last))
+		return false;
+	int bits = base->dtype.bits;
+	if (bits >= 64)
+		return base->dtype.code == TS_TYPE_INT || last >= 0;
+	int64_t lo = base->dtype.code == TS_TYPE_INT ? -((int64_t)1 << (bits - 1)) : 0;
+	int64_t hi = base->dtype.code == TS_TYPE_INT ? ((int64_t)1 << (bits - 1)) - 1
+						     : ((int64_t)1 << bits) - 1;
+	return last >= lo && last <= hi;
 }
 
 ts_expr *ts_ramp(ts_ctx *ctx, ts_expr *base, int64_t stride, int lanes)
@@ -656,14 +712,20 @@ ts_expr *ts_ramp(ts_ctx *ctx, ts_expr *base, int64_t stride, int lanes)
 		return NULL;
 	if (!base)
 		return null_operand(ctx, "ramp", "base");
-	if (lanes < 2 || lanes > UINT16_MAX || base->dtype.lanes != 1 ||
+	if (lanes < 2 || lanes > TS_MAX_VECTOR_LANES || base->dtype.lanes != 1 ||
 	    !ts_dtype_is_int(base->dtype)) {
 		ts_error(ctx, TS_ERR_INVALID,
-			 "ramp: needs an integer scalar base and 2 to %d lanes (got %d)", UINT16_MAX,
-			 lanes);
+			 "ramp: needs an integer scalar base and lanes 2..%d (got %d)",
+			 TS_MAX_VECTOR_LANES, lanes);
 		return NULL;
 	}
-	ts_expr *e = node(ctx, IR_RAMP, ts_dtype_with_lanes(base->dtype, lanes));
+	if (!ramp_fits(base, stride, lanes)) {
+		ts_error(ctx, TS_ERR_INVALID,
+			 "ramp: base + stride * (lanes - 1) overflows (stride %lld, %d lanes)",
+			 (long long)stride, lanes);
+		return NULL;
+	}
+	ts_expr *e = node(ctx, IR_RAMP, ts_dtype_with_lanes(base->dtype, lanes), base->depth);
 	if (e) {
 		e->u.ramp.base = base;
 		e->u.ramp.stride = stride;
@@ -678,12 +740,12 @@ ts_expr *ts_broadcast(ts_ctx *ctx, ts_expr *value, int lanes)
 		return NULL;
 	if (!value)
 		return null_operand(ctx, "broadcast", "value");
-	if (lanes < 2 || lanes > UINT16_MAX || value->dtype.lanes != 1) {
-		ts_error(ctx, TS_ERR_INVALID, "broadcast: needs a scalar and 2 to %d lanes (got %d)",
-			 UINT16_MAX, lanes);
+	if (lanes < 2 || lanes > TS_MAX_VECTOR_LANES || value->dtype.lanes != 1) {
+		ts_error(ctx, TS_ERR_INVALID, "broadcast: needs a scalar and lanes 2..%d (got %d)",
+			 TS_MAX_VECTOR_LANES, lanes);
 		return NULL;
 	}
-	ts_expr *e = node(ctx, IR_BROADCAST, ts_dtype_with_lanes(value->dtype, lanes));
+	ts_expr *e = node(ctx, IR_BROADCAST, ts_dtype_with_lanes(value->dtype, lanes), value->depth);
 	if (e) {
 		e->u.bcast.value = value;
 		e->u.bcast.lanes = lanes;
@@ -738,7 +800,7 @@ ts_expr *ts_reduce(ts_ctx *ctx, ts_reduce_op op, ts_expr *source, int naxes,
 			return NULL;
 		}
 	}
-	ts_expr *e = node(ctx, IR_REDUCE, source->dtype);
+	ts_expr *e = node(ctx, IR_REDUCE, source->dtype, deeper(source, init));
 	ts_iter **copy = ts_alloc_array(ctx, (size_t)naxes, sizeof(*copy));
 	if (!e || !copy)
 		return NULL;
@@ -767,6 +829,12 @@ ts_iter *ir_iter_new(ts_ctx *ctx, const char *name, int64_t min, int64_t extent,
 	if (extent <= 0) {
 		ts_error(ctx, TS_ERR_INVALID, "axis '%s': extent must be positive, got %lld",
 			 name ? name : "?", (long long)extent);
+		return NULL;
+	}
+	int64_t end;
+	if (__builtin_add_overflow(min, extent, &end)) {
+		ts_error(ctx, TS_ERR_INVALID, "axis '%s': min %lld + extent %lld overflows int64",
+			 name ? name : "?", (long long)min, (long long)extent);
 		return NULL;
 	}
 	ts_iter *it = ts_alloc(ctx, sizeof(*it));
@@ -801,7 +869,9 @@ ts_buffer *ir_buffer_new(ts_ctx *ctx, const char *name, ts_dtype t, int ndim,
 		ts_error(ctx, TS_ERR_INVALID, "buffer %s: unknown scope %d", name, (int)scope);
 		return NULL;
 	}
-	if (!check_dtype(ctx, "buffer", name, t))
+	char what[160];
+	snprintf(what, sizeof(what), "buffer %s", name ? name : "(NULL)");
+	if (!ts_dtype_check(ctx, what, t))
 		return NULL;
 	ts_buffer *b = ts_alloc(ctx, sizeof(*b));
 	if (!b)

@@ -54,6 +54,18 @@ extern "C" {
 
 #define TS_MAX_DIMS 8
 
+/* Deepest expression a constructor builds.  Every walk over expressions
+ * (printer, simplifier, bound analysis, evaluators, interpreter, LLVM and C
+ * emitters) recurses once per level; this many levels fit with room to spare
+ * in an 8 MB stack and in a thread-pool worker's stack under
+ * AddressSanitizer (tests/test_limits.c builds one exactly this deep and
+ * takes it through every stage).  Long chains such as a sum of 100,000
+ * terms must be built as balanced trees. */
+#define TS_MAX_EXPR_DEPTH 2000
+/* Most lanes of a vector dtype (ts_ramp, ts_broadcast, ts_dtype_with_lanes)
+ * and of a vectorized loop. */
+#define TS_MAX_VECTOR_LANES 64
+
 /* ---- dtypes ------------------------------------------------------------ */
 
 typedef enum ts_type_code {
@@ -85,12 +97,17 @@ typedef struct ts_dtype {
 #define ts_handle TS_DTYPE(TS_TYPE_HANDLE, 64)
 
 bool ts_dtype_eq(ts_dtype a, ts_dtype b);
+/* A dtype tessera can compute with: a known code, bits that code allows
+ * (int/uint 8..64, float 16/32/64, bfloat 16, bool 1, handle 64) and lanes
+ * 1..TS_MAX_VECTOR_LANES (a handle has one lane). */
+bool ts_dtype_is_valid(ts_dtype t);
+/* Records "what: invalid dtype ..." and returns false unless t is valid. */
+bool ts_dtype_check(ts_ctx *ctx, const char *what, ts_dtype t);
 bool ts_dtype_is_float(ts_dtype t); /* float or bfloat */
 bool ts_dtype_is_int(ts_dtype t);   /* int or uint */
 bool ts_dtype_is_bool(ts_dtype t);
-/* A dtype a node may have: a known code with its widths (int/uint 8-64,
- * float 16/32/64, bfloat 16, bool 1, handle 64) and at least one lane. */
-bool ts_dtype_is_valid(ts_dtype t);
+/* lanes outside 1..TS_MAX_VECTOR_LANES give lanes = 0, which no check
+ * accepts (ts_dtype_is_valid is false). */
 ts_dtype ts_dtype_with_lanes(ts_dtype t, int lanes);
 ts_dtype ts_dtype_element(ts_dtype t); /* lanes = 1 */
 int ts_dtype_bytes(ts_dtype t);        /* of one element (bool: 1) */
@@ -162,6 +179,7 @@ typedef struct ts_buffer ts_buffer;
 struct ts_expr {
 	ir_expr_kind kind;
 	ts_dtype dtype;
+	int depth; /* 1 for a leaf, else 1 + the deepest child's; <= TS_MAX_EXPR_DEPTH */
 	union {
 		int64_t int_imm;
 		double float_imm;

@@ -58,7 +58,7 @@ size_t ts_array_nbytes(const ts_array *a)
 static bool dtype_ok(ts_ctx *ctx, const char *what, ts_dtype t)
 {
 	char buf[24];
-	if (t.lanes != 1)
+	if (ts_dtype_is_valid(t) && t.lanes != 1)
 		ARRAY_ERROR(ctx, TS_ERR_INVALID, "%s: dtype %s is not a scalar dtype", what,
 			    ts_dtype_str(t, buf));
 	else if (!ts_array_dtype_ok(t))

@@ -22,8 +22,9 @@
  * oversubscribe the cores, and waiting on `call_lock` would deadlock.
  *
  * Workers start lazily on the first parallel call with ts_set_num_threads'
- * count, else TESSERA_NUM_THREADS (a positive integer), else every online
- * core.  Resizing or shutting down joins them; the next call restarts them.
+ * count, else TESSERA_NUM_THREADS (a positive integer; larger than 1024
+ * is clamped, anything else falls back, each with a line on stderr), else
+ * every online core.  Resizing or shutting down joins them; the next call restarts them.
  * Failing to create a thread is not an error: the pool runs with the
  * threads it got.  A fork handler resets the child's copy to "not started",
  * since the child inherits none of the worker threads.
@@ -31,9 +32,11 @@
 #include "threadpool.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -94,26 +97,35 @@ static int clamp_threads(long n)
 	return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
 }
 
-/* TESSERA_NUM_THREADS if it is a positive integer, else the online cores. */
-static int default_threads(void)
+/* TESSERA_NUM_THREADS if it is a positive integer (at most MAX_THREADS),
+ * else the online cores.  With `report`, a value that is not used as given
+ * is said on stderr: the pool has no context to record an error in, and a
+ * silently ignored setting is worse than a line of output. */
+static int default_threads(bool report)
 {
-	const char *env = getenv("TESSERA_NUM_THREADS");
-	if (env && env[0]) {
-		char *end;
-		errno = 0;
-		long v = strtol(env, &end, 10);
-		if (errno == 0 && *end == '\0' && v > 0)
-			return clamp_threads(v);
-	}
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	return clamp_threads(cores);
+	const char *env = getenv("TESSERA_NUM_THREADS");
+	if (!env || !env[0])
+		return clamp_threads(cores);
+	char *end;
+	errno = 0;
+	long v = strtol(env, &end, 10);
+	bool number = end != env && *end == '\0' && (errno == 0 || v == LONG_MAX);
+	if (number && v > 0 && v <= MAX_THREADS)
+		return (int)v;
+	bool many = number && v > MAX_THREADS;
+	int n = many ? MAX_THREADS : clamp_threads(cores);
+	if (report)
+		fprintf(stderr, "tessera: TESSERA_NUM_THREADS='%s' is %s; using %d threads\n", env,
+			many ? "more than the maximum of 1024" : "not a positive integer", n);
+	return n;
 }
 
-static int wanted_threads(const pool *p)
+static int wanted_threads(const pool *p, bool report)
 {
 	if (p->started)
 		return p->nthreads;
-	return p->requested > 0 ? p->requested : default_threads();
+	return p->requested > 0 ? p->requested : default_threads(report);
 }
 
 /* ---- one job ------------------------------------------------------------- */
@@ -252,7 +264,7 @@ static void register_atfork(void)
 static void start_pool(pool *p)
 {
 	pthread_once(&g_atfork_once, register_atfork);
-	int want = wanted_threads(p);
+	int want = wanted_threads(p, true);
 	p->nworkers = 0;
 	p->workers = want > 1 ? calloc((size_t)want - 1, sizeof(worker)) : NULL;
 	uint64_t gen = atomic_load(&p->generation);
@@ -323,7 +335,7 @@ int ts_num_threads(void)
 		return atomic_load(&g_pool.count);
 	pool *p = &g_pool;
 	pthread_mutex_lock(&p->call_lock);
-	int n = wanted_threads(p);
+	int n = wanted_threads(p, false);
 	pthread_mutex_unlock(&p->call_lock);
 	return n;
 }
@@ -334,9 +346,9 @@ int ts_set_num_threads(int n)
 		return atomic_load(&g_pool.count);
 	pool *p = &g_pool;
 	pthread_mutex_lock(&p->call_lock);
-	int prev = wanted_threads(p);
+	int prev = wanted_threads(p, false);
 	p->requested = n > 0 ? clamp_threads(n) : 0;
-	int next = n > 0 ? p->requested : default_threads();
+	int next = n > 0 ? p->requested : default_threads(false);
 	if (p->started && next != p->nthreads)
 		stop_pool(p);
 	pthread_mutex_unlock(&p->call_lock);

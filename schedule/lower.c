@@ -87,6 +87,37 @@ static ts_status check_args(ts_schedule *s, const char *name, int nargs, ts_tens
 	return TS_OK;
 }
 
+/* Loops around st's body: its leaf axes, plus, for each stage it is
+ * computed at, the loops down to the attachment axis.  Attachments form no
+ * cycle (compute_at checks), but the walk is bounded anyway. */
+static int loop_nest(const ts_schedule *s, const ts_stage *st)
+{
+	int depth = st->nleaf;
+	for (int hops = 0; st->attach == SCH_ATTACH_AT && st->attach_stage && hops < s->nstages;
+	     hops++) {
+		const ts_stage *p = st->attach_stage;
+		int at = p->nleaf - 1;
+		while (at >= 0 && p->leaf[at] != st->attach_axis)
+			at--;
+		depth += at < 0 ? p->nleaf : at + 1;
+		st = p;
+	}
+	return depth;
+}
+
+static ts_status check_nesting(ts_schedule *s, const char *name)
+{
+	for (int i = 0; i < s->nstages; i++) {
+		int depth = loop_nest(s, s->stages[i]);
+		if (depth > TS_MAX_LOOP_NEST)
+			return ts_error(s->ctx, TS_ERR_INVALID,
+					"lower(%s): stage %s is nested %d loops deep (at most %d, "
+					"TS_MAX_LOOP_NEST): fewer splits or a shorter compute_at chain",
+					name, s->stages[i]->name, depth, TS_MAX_LOOP_NEST);
+	}
+	return TS_OK;
+}
+
 static void show(ts_ctx *ctx, const char *pass, const ts_func *f)
 {
 	if (!ts_ctx_print_passes(ctx) || !f)
@@ -121,7 +152,7 @@ ts_func *ts_lower_until(ts_schedule *s, const char *name, int nargs, ts_tensor *
 			 name, last);
 		return NULL;
 	}
-	if (sch_check_reads(ctx, s) != TS_OK)
+	if (check_nesting(s, name) != TS_OK || sch_check_reads(ctx, s) != TS_OK)
 		return NULL;
 	ts_stmt *body = pass_schedule_ops(ctx, s, NULL);
 	if (!body)

@@ -36,7 +36,9 @@ static ts_axis *new_axis(ts_stage *st, const char *name, int64_t extent, ts_iter
 {
 	ts_ctx *ctx = sctx(st);
 	if (st->nall >= MAX_AXES) {
-		ts_error(ctx, TS_ERR_INVALID, "stage %s: more than %d axes", st->name, MAX_AXES);
+		ts_error(ctx, TS_ERR_INVALID,
+			 "stage %s: more than %d axes (each split makes two, each fuse one)",
+			 st->name, MAX_AXES);
 		return NULL;
 	}
 	ts_axis *a = ts_alloc(ctx, sizeof(*a));
@@ -400,14 +402,14 @@ ts_status ts_fuse(ts_stage *st, ts_axis *outer, ts_axis *inner, ts_axis **fused)
 			    outer->kind == TS_ITER_REDUCE ? outer->name : inner->name);
 	char name[300];
 	snprintf(name, sizeof(name), "%s.%s.fused", outer->name, inner->name);
-	int64_t ext;
-	if (__builtin_mul_overflow(outer->extent, inner->extent, &ext)) {
+	int64_t extent;
+	if (__builtin_mul_overflow(outer->extent, inner->extent, &extent)) {
 		char msg[400];
 		snprintf(msg, sizeof(msg), "extent of '%s' (%lld x %lld) overflows int64", name,
 			 (long long)outer->extent, (long long)inner->extent);
 		return fail(st, "fuse", "%s", msg);
 	}
-	ts_axis *f = new_axis(st, name, ext, outer->kind, NULL);
+	ts_axis *f = new_axis(st, name, extent, outer->kind, NULL);
 	if (!f)
 		return ts_last_status(sctx(st));
 	sch_relation *r = &st->rel[st->nrel++];

@@ -31,13 +31,19 @@
 extern "C" {
 #endif
 
-/* Lanes beyond which vectorize is refused, the largest unrolled extent, and
- * the most statements one unrolled loop may expand to: nested unrolled loops
- * multiply (the product of their extents times the statements of the body),
- * so each loop's limit alone would allow 1024 x 1024 x 1024 copies. */
-#define TS_MAX_VECTOR_LANES 64
+/* The largest unrolled extent (vectorize is refused beyond
+ * TS_MAX_VECTOR_LANES, ir.h), and the most statements one unrolled loop may
+ * expand to: nested unrolled loops multiply (the product of their extents
+ * times the statements of the body), so each loop's limit alone would allow
+ * 1024 x 1024 x 1024 copies. */
 #define TS_MAX_UNROLL 1024
 #define TS_MAX_UNROLL_STMTS 65536
+/* Most loops around a stage's body, counting those of the stages it is
+ * computed at (ts_lower refuses deeper nests, naming the stage; the
+ * schedule_ops pass keeps the same bound on the nest it builds): every
+ * statement walk recurses once per loop, and long compute_at chains of
+ * many-times-split stages would otherwise reach thousands of levels. */
+#define TS_MAX_LOOP_NEST 128
 
 /* How a split whose factor does not divide its extent handles the tail. */
 typedef enum ts_tail {
