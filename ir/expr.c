@@ -9,6 +9,7 @@
  * and records nothing.
  */
 #include "ir.h"
+#include "arith.h"
 
 #include <math.h>
 #include <string.h>
@@ -258,17 +259,48 @@ static ts_expr *null_operand(ts_ctx *ctx, const char *what, const char *which)
 	return NULL;
 }
 
-/* A double as int64 by ir.h's cast rule: NaN is 0, the rest saturates
- * (a plain C conversion of NaN or 1e30 is undefined). */
-static int64_t saturate_i64(double v)
+/* A double as a value of integer dtype t by ir.h's cast rule: NaN is 0,
+ * the rest truncates toward zero and saturates at t's limits (a plain C
+ * conversion of NaN or 1e30 is undefined). */
+static int64_t saturate(ts_dtype t, double v)
 {
-	if (v != v)
-		return 0;
-	if (v >= 9223372036854775807.0)
-		return INT64_MAX;
-	if (v <= -9223372036854775808.0)
-		return INT64_MIN;
+	if (!ts_dtype_is_valid(t))
+		return 0; /* ts_const refuses t */
+	if (v != v || t.code == TS_TYPE_BOOL)
+		return v != 0 && v == v;
+	double lo = -9223372036854775808.0, hi = 9223372036854775807.0;
+	if (t.bits < 64) {
+		double half = (double)((int64_t)1 << (t.bits - 1));
+		lo = t.code == TS_TYPE_INT ? -half : 0;
+		hi = t.code == TS_TYPE_INT ? half - 1 : 2 * half - 1;
+	} else if (t.code == TS_TYPE_UINT) {
+		/* uint64 constants are held as their int64 bit pattern */
+		if (v >= 18446744073709551615.0)
+			return -1;
+		if (v >= 9223372036854775808.0)
+			return (int64_t)(uint64_t)v;
+		lo = 0;
+	}
+	if (v <= lo)
+		return (int64_t)lo;
+	if (v >= hi)
+		return t.bits < 64 ? (int64_t)hi : INT64_MAX;
 	return (int64_t)v;
+}
+
+/* Whether v is a value of integer dtype t.  A constant that does not fit
+ * would be silently wrapped by every backend (ts_int(ctx, 5000000000) is
+ * not an int32), so it is refused.  Unsigned dtypes also take the negative
+ * values of their signed twin, as the bit pattern C programmers write
+ * (-1 for 0xff...). */
+static bool const_fits(ts_dtype t, int64_t v)
+{
+	if (t.code == TS_TYPE_BOOL || t.bits >= 64)
+		return true;
+	int64_t half = (int64_t)1 << (t.bits - 1);
+	if (t.code == TS_TYPE_INT)
+		return v >= -half && v < half;
+	return v >= -half && v < 2 * half;
 }
 
 ts_expr *ts_const(ts_ctx *ctx, ts_dtype t, int64_t v)
@@ -281,9 +313,15 @@ ts_expr *ts_const(ts_ctx *ctx, ts_dtype t, int64_t v)
 	}
 	if (ts_dtype_is_float(t))
 		return ts_fconst(ctx, t, (double)v);
+	if (!const_fits(t, v)) {
+		char b[24];
+		ts_error(ctx, TS_ERR_INVALID, "const: %lld does not fit %s (use a wider dtype)",
+			 (long long)v, ts_dtype_str(t, b));
+		return NULL;
+	}
 	ts_expr *e = node(ctx, IR_INT_IMM, t, 0);
 	if (e)
-		e->u.int_imm = t.code == TS_TYPE_BOOL ? (v != 0) : v;
+		e->u.int_imm = ir_wrap_int(t, v); /* uint8 -1 is stored as 255 */
 	return e;
 }
 
@@ -297,7 +335,7 @@ ts_expr *ts_fconst(ts_ctx *ctx, ts_dtype t, double v)
 	if (!ctx || !ts_dtype_check(ctx, "fconst", t))
 		return NULL;
 	if (!ts_dtype_is_float(t))
-		return ts_const(ctx, t, saturate_i64(v));
+		return ts_const(ctx, t, saturate(t, v));
 	ts_expr *e = node(ctx, IR_FLOAT_IMM, t, 0);
 	if (e)
 		e->u.float_imm = v;
@@ -311,7 +349,7 @@ ts_expr *ts_float(ts_ctx *ctx, double v)
 
 ts_expr *ts_make_const(ts_ctx *ctx, ts_dtype t, double v)
 {
-	return ts_dtype_is_float(t) ? ts_fconst(ctx, t, v) : ts_const(ctx, t, saturate_i64(v));
+	return ts_dtype_is_float(t) ? ts_fconst(ctx, t, v) : ts_const(ctx, t, saturate(t, v));
 }
 
 ts_expr *ts_var_typed(ts_ctx *ctx, const char *name, ts_dtype t)

@@ -95,7 +95,7 @@ START_TEST(test_edges)
 	CHECK(ts_floormod(ctx, w, I(10)), 0, 9);
 	CHECK(ts_min(ctx, w, I(10)), IR_NEG_INF, 10);
 	CHECK(ts_cast(ctx, ts_int64, w), INT32_MIN, INT32_MAX);
-	CHECK(ts_const(ctx, ts_uint8, 300), 44, 44);
+	CHECK(ts_const(ctx, ts_uint8, -1), 255, 255); /* the bit pattern C writes */
 	CHECK(ts_var_typed(ctx, "x", ts_float32), IR_NEG_INF, IR_POS_INF);
 	CHECK(I(-3), -3, -3);
 	ir_interval none = ir_bound_of(NULL, 0, NULL);

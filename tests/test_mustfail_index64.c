@@ -3,6 +3,7 @@
  * never computed with a wrapping product. */
 #include "testutil.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "lower.h"
@@ -93,6 +94,36 @@ START_TEST(test_for_range_leaves_int32)
 }
 END_TEST
 
+/* A constant that does not fit its dtype would be wrapped silently by every
+ * backend (an extent passed through ts_int): it is refused instead, and
+ * float values become integer constants by the cast rule. */
+START_TEST(test_const_out_of_range)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ck_assert_ptr_null(ts_int(ctx, INT64_C(5000000000)));
+	tu_assert_error(ctx, "const: 5000000000 does not fit int32");
+	ts_clear_error(ctx);
+	ck_assert_ptr_null(ts_const(ctx, ts_int8, 128));
+	tu_assert_error(ctx, "const: 128 does not fit int8");
+	ts_clear_error(ctx);
+	ck_assert_ptr_null(ts_const(ctx, ts_uint8, 256));
+	tu_assert_error(ctx, "const: 256 does not fit uint8");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_const(ctx, ts_uint8, -1)->u.int_imm, 255);
+	ck_assert_int_eq(ts_const(ctx, ts_int64, INT64_MIN)->u.int_imm, INT64_MIN);
+	ck_assert_int_eq(ts_const(ctx, ts_int32, INT32_MIN)->u.int_imm, INT32_MIN);
+	ck_assert_int_eq(ts_make_const(ctx, ts_int32, NAN)->u.int_imm, 0);
+	ck_assert_int_eq(ts_make_const(ctx, ts_int32, 1e30)->u.int_imm, INT32_MAX);
+	ck_assert_int_eq(ts_make_const(ctx, ts_int8, -1e30)->u.int_imm, -128);
+	ck_assert_int_eq(ts_make_const(ctx, ts_uint8, -3.5)->u.int_imm, 0);
+	ck_assert_int_eq(ts_make_const(ctx, ts_int64, 1e30)->u.int_imm, INT64_MAX);
+	ck_assert_int_eq(ts_make_const(ctx, ts_int32, -3.7)->u.int_imm, -3);
+	ck_assert_int_eq(ts_fconst(ctx, ts_int16, 40000.0)->u.int_imm, 32767);
+	ck_assert_int_eq(ts_last_status(ctx), TS_OK);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("mustfail_index64");
@@ -101,6 +132,7 @@ int main(void)
 	tcase_add_test(tc, test_split_rounds_past_int64);
 	tcase_add_test(tc, test_fuse_extent_overflows);
 	tcase_add_test(tc, test_for_range_leaves_int32);
+	tcase_add_test(tc, test_const_out_of_range);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
