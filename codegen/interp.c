@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arith.h"
 #include "eval.h"
 #include "printer.h"
 
@@ -329,27 +330,6 @@ static double intrinsic(ir_intrinsic op, ts_dtype t, double a, double b)
 	return round_to(t, r);
 }
 
-/* Float to integer as ir.h states: NaN is 0, values beyond the dtype
- * saturate to its ends, the rest truncates toward zero.  The limits are
- * powers of two, exact as doubles. */
-static int64_t float_to_int(ts_dtype to, double v)
-{
-	if (isnan(v))
-		return 0;
-	v = trunc(v);
-	if (to.code == TS_TYPE_UINT) {
-		if (v <= 0)
-			return 0;
-		return v >= ldexp(1.0, to.bits) ? wrap(to, UINT64_MAX) : wrap(to, (uint64_t)v);
-	}
-	double end = ldexp(1.0, to.bits - 1); /* -min, max + 1 */
-	if (v >= end)
-		return wrap(to, UINT64_MAX >> (65 - to.bits));
-	if (v <= -end)
-		return wrap(to, UINT64_C(1) << (to.bits - 1));
-	return (int64_t)v;
-}
-
 static double int_to_float(ts_dtype from, ts_dtype to, int64_t v)
 {
 	/* straight to float, so that an int64 rounds once, not via double */
@@ -367,7 +347,7 @@ static lane convert(ts_dtype from, ts_dtype to, lane v)
 	else if (to.code == TS_TYPE_BOOL)
 		r.i = ff ? v.f != 0 : v.i != 0;
 	else
-		r.i = ff ? float_to_int(to, v.f) : wrap(to, (uint64_t)v.i);
+		r.i = ff ? ir_float_to_int(to, v.f) : wrap(to, (uint64_t)v.i);
 	return r;
 }
 

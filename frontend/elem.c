@@ -8,6 +8,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "arith.h"
+
 static float half_to_float(uint16_t h)
 {
 	uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
@@ -107,7 +109,7 @@ int64_t ts_elem_get_i64(const void *data, ts_dtype t, int64_t i)
 		return ((const uint8_t *)data)[i] != 0;
 	case TS_TYPE_FLOAT:
 	case TS_TYPE_BFLOAT:
-		return (int64_t)ts_elem_get_f64(data, t, i);
+		return ir_float_to_int(ts_int64, ts_elem_get_f64(data, t, i));
 	default:
 		return 0;
 	}
@@ -130,12 +132,8 @@ void ts_elem_set_f64(void *data, ts_dtype t, int64_t i, double v)
 		((uint16_t *)data)[i] = float_to_bf16((float)v);
 		return;
 	default:
-		/* C's conversion of out-of-range doubles is undefined: clamp */
-		if (!(v > -9.2e18))
-			v = -9.2e18;
-		if (!(v < 9.2e18))
-			v = 9.2e18;
-		ts_elem_set_i64(data, t, i, (int64_t)v);
+		/* ir.h's cast rule: NaN is 0, out-of-range values saturate */
+		ts_elem_set_i64(data, t, i, ir_float_to_int(t, v));
 		return;
 	}
 }

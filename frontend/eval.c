@@ -105,31 +105,6 @@ static bool int_lt(ts_dtype t, int64_t a, int64_t b)
 	return is_uint(t) ? (uint64_t)a < (uint64_t)b : a < b;
 }
 
-/* A float converted to integer dtype t: truncated, saturated, NaN -> 0. */
-/* Float to integer as ir.h states: NaN is 0, out-of-range values saturate,
- * the rest truncates toward zero.  The limits compared against are powers
- * of two, exact as doubles. */
-static int64_t float_to_int(ts_dtype t, double v)
-{
-	if (t.code == TS_TYPE_BOOL)
-		return v != 0;
-	if (isnan(v))
-		return 0;
-	v = trunc(v);
-	if (is_uint(t)) {
-		double end = ldexp(1.0, t.bits); /* max + 1 */
-		if (v <= 0)
-			return 0;
-		return v >= end ? wrap(t, UINT64_MAX) : wrap(t, (uint64_t)v);
-	}
-	double end = ldexp(1.0, t.bits - 1); /* -min, max + 1 */
-	if (v >= end)
-		return wrap(t, (UINT64_MAX >> (65 - t.bits)));
-	if (v <= -end)
-		return wrap(t, UINT64_C(1) << (t.bits - 1));
-	return (int64_t)v;
-}
-
 /* ---- errors and the environment ---------------------------------------- */
 
 static bool eval_error(evaluator *s, ts_status st, const char *fmt, ...)
@@ -262,7 +237,7 @@ static bool ev_cast(evaluator *s, const ts_expr *e, val *out)
 		if (ts_dtype_is_float(to))
 			out->f = round_to(to, a.f);
 		else
-			out->i = float_to_int(to, a.f);
+			out->i = ir_float_to_int(to, a.f);
 	} else if (ts_dtype_is_float(to)) {
 		double v = is_uint(from) ? (double)(uint64_t)a.i : (double)a.i;
 		out->f = round_to(to, v);

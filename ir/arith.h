@@ -76,6 +76,11 @@ ts_expr *ir_fold_const(ts_ctx *ctx, ts_expr *e);
 /* The canonical stored form of an integer immediate of dtype t: wrapped to
  * t's width (sign-extended for int, zero-extended for uint, 0/1 for bool). */
 int64_t ir_wrap_int(ts_dtype t, int64_t v);
+/* ir.h's float to integer conversion, the one every evaluator and the
+ * folder share: NaN is 0, values beyond t saturate to its ends (0 for
+ * negative values of unsigned t), the rest truncates toward zero; bool is
+ * v != 0.  Returned in ir_wrap_int's stored form; 0 for a non-integer t. */
+int64_t ir_float_to_int(ts_dtype t, double v);
 
 /* A double rounded to the precision and range of float dtype t (float16,
  * bfloat16, float32: round to nearest even, overflow to infinity). */

@@ -259,35 +259,6 @@ static ts_expr *null_operand(ts_ctx *ctx, const char *what, const char *which)
 	return NULL;
 }
 
-/* A double as a value of integer dtype t by ir.h's cast rule: NaN is 0,
- * the rest truncates toward zero and saturates at t's limits (a plain C
- * conversion of NaN or 1e30 is undefined). */
-static int64_t saturate(ts_dtype t, double v)
-{
-	if (!ts_dtype_is_valid(t))
-		return 0; /* ts_const refuses t */
-	if (v != v || t.code == TS_TYPE_BOOL)
-		return v != 0 && v == v;
-	double lo = -9223372036854775808.0, hi = 9223372036854775807.0;
-	if (t.bits < 64) {
-		double half = (double)((int64_t)1 << (t.bits - 1));
-		lo = t.code == TS_TYPE_INT ? -half : 0;
-		hi = t.code == TS_TYPE_INT ? half - 1 : 2 * half - 1;
-	} else if (t.code == TS_TYPE_UINT) {
-		/* uint64 constants are held as their int64 bit pattern */
-		if (v >= 18446744073709551615.0)
-			return -1;
-		if (v >= 9223372036854775808.0)
-			return (int64_t)(uint64_t)v;
-		lo = 0;
-	}
-	if (v <= lo)
-		return (int64_t)lo;
-	if (v >= hi)
-		return t.bits < 64 ? (int64_t)hi : INT64_MAX;
-	return (int64_t)v;
-}
-
 /* Whether v is a value of integer dtype t.  A constant that does not fit
  * would be silently wrapped by every backend (ts_int(ctx, 5000000000) is
  * not an int32), so it is refused.  Unsigned dtypes also take the negative
@@ -335,7 +306,7 @@ ts_expr *ts_fconst(ts_ctx *ctx, ts_dtype t, double v)
 	if (!ctx || !ts_dtype_check(ctx, "fconst", t))
 		return NULL;
 	if (!ts_dtype_is_float(t))
-		return ts_const(ctx, t, saturate(t, v));
+		return ts_const(ctx, t, ir_float_to_int(t, v));
 	ts_expr *e = node(ctx, IR_FLOAT_IMM, t, 0);
 	if (e)
 		e->u.float_imm = v;
@@ -349,7 +320,8 @@ ts_expr *ts_float(ts_ctx *ctx, double v)
 
 ts_expr *ts_make_const(ts_ctx *ctx, ts_dtype t, double v)
 {
-	return ts_dtype_is_float(t) ? ts_fconst(ctx, t, v) : ts_const(ctx, t, saturate(t, v));
+	return ts_dtype_is_float(t) ? ts_fconst(ctx, t, v)
+				    : ts_const(ctx, t, ir_float_to_int(t, v));
 }
 
 ts_expr *ts_var_typed(ts_ctx *ctx, const char *name, ts_dtype t)

@@ -187,11 +187,13 @@ static ts_expr *fold_binary(ts_ctx *ctx, ts_expr *e)
 	return e;
 }
 
-/* ir.h's conversion: NaN is 0, values beyond t saturate to its ends, the
- * rest truncates toward zero.  The dtype's limits lo and hi + 1 are powers
- * of two, exact as doubles. */
-static int64_t float_to_int(ts_dtype t, double v)
+int64_t ir_float_to_int(ts_dtype t, double v)
 {
+	if (!ts_dtype_is_valid(t) || ts_dtype_is_float(t) || t.code == TS_TYPE_HANDLE)
+		return 0;
+	if (t.code == TS_TYPE_BOOL)
+		return v != 0; /* NaN != 0 */
+	/* the dtype's limits lo and hi + 1 are powers of two, exact as doubles */
 	ir_ival r = ir_dtype_ival(t);
 	double w = trunc(v);
 	if (isnan(w))
@@ -222,7 +224,7 @@ static ts_expr *fold_cast(ts_ctx *ctx, ts_expr *e)
 		return ts_fconst(ctx, t, ir_round_float(t, v));
 	if (ts_dtype_is_bool(t))
 		return ts_const(ctx, t, v != 0);
-	return ts_const(ctx, t, float_to_int(t, v));
+	return ts_const(ctx, t, ir_float_to_int(t, v));
 }
 
 static ts_expr *fold_call(ts_ctx *ctx, ts_expr *e)
