@@ -14,21 +14,8 @@
 
 bool ts_array_dtype_ok(ts_dtype t)
 {
-	if (t.lanes != 1)
-		return false;
-	switch (t.code) {
-	case TS_TYPE_INT:
-	case TS_TYPE_UINT:
-		return t.bits == 8 || t.bits == 16 || t.bits == 32 || t.bits == 64;
-	case TS_TYPE_FLOAT:
-		return t.bits == 16 || t.bits == 32 || t.bits == 64;
-	case TS_TYPE_BFLOAT:
-		return t.bits == 16;
-	case TS_TYPE_BOOL:
-		return t.bits == 1;
-	default:
-		return false;
-	}
+	/* an element type: a valid scalar that is not a handle */
+	return ts_dtype_is_valid(t) && t.lanes == 1 && t.code != TS_TYPE_HANDLE;
 }
 
 int64_t ts_array_numel(const ts_array *a)
