@@ -8,19 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-60}"
 
-# Only the missing Debian 12 packages are installed (as scripts/setup.sh).
-PKGS="cmake pkg-config check libsubunit-dev llvm-dev clang-14 libclang-rt-14-dev"
-missing=""
-for p in $PKGS; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-  echo "fuzz: installing$missing"
-  SUDO=""
-  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
-fi
+scripts/install-missing.sh build-essential cmake pkg-config check libsubunit-dev llvm-dev \
+  clang-14 libclang-rt-14-dev
 
 cmake -S . -B build-fuzz -DTESSERA_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 >/dev/null
