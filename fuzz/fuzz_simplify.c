@@ -250,6 +250,17 @@ static void report(const job *j, const int64_t *vals, const char *what, int64_t 
 	abort();
 }
 
+static void check_bound(const job *j, const int64_t *vals, const char *which, int64_t v,
+			ir_interval b)
+{
+	if (v >= b.min && v <= b.max)
+		return;
+	char msg[128];
+	snprintf(msg, sizeof(msg), "the %s value lies outside ir_bound_of's [%lld, %lld]", which,
+		 (long long)b.min, (long long)b.max);
+	report(j, vals, msg, v, v);
+}
+
 static void check_point(const job *j, const int64_t *vals)
 {
 	env eo = {j->sp, vals, false}, es = eo;
@@ -259,10 +270,8 @@ static void check_point(const job *j, const int64_t *vals)
 	int64_t b = eval(j->simp, &es);
 	if (a != b)
 		report(j, vals, "simplified value differs", b, a);
-	if (a < j->bo.min || a > j->bo.max)
-		report(j, vals, "original outside ir_bound_of", a, j->bo.min);
-	if (b < j->bs.min || b > j->bs.max)
-		report(j, vals, "simplified outside ir_bound_of", b, j->bs.min);
+	check_bound(j, vals, "original", a, j->bo);
+	check_bound(j, vals, "simplified", b, j->bs);
 	if (j->cond) {
 		env ec = eo;
 		int64_t c = eval(j->cond, &ec);
