@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Builds tessera's libFuzzer targets (fuzz/, clang with ASan and UBSan) in
+# build-fuzz and runs each for SECONDS (default 60) on a corpus seeded from
+# fuzz/corpus/<target>.  Exits non-zero on any finding; the input that
+# found it is left in build-fuzz/findings/<target>/ (rerun it with
+# build-fuzz/fuzz/<target> FILE).  Usage: scripts/fuzz.sh [SECONDS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs="${1:-60}"
+
+scripts/install-missing.sh build-essential cmake pkg-config check libsubunit-dev llvm-dev \
+  clang-14 libclang-rt-14-dev
+
+cmake -S . -B build-fuzz -DTESSERA_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 >/dev/null
+targets="fuzz_simplify fuzz_schedule"
+cmake --build build-fuzz -j2 --target $targets
+
+# Per target: the largest input and the time one input may take (the
+# schedule fuzzer JIT-compiles every input with LLVM, tens of ms each).
+declare -A max_len=([fuzz_simplify]=256 [fuzz_schedule]=128)
+declare -A timeout=([fuzz_simplify]=10 [fuzz_schedule]=60)
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0"
+export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+failed=""
+for t in $targets; do
+  work="build-fuzz/corpus/$t" found="build-fuzz/findings/$t"
+  mkdir -p "$work" "$found"
+  echo "fuzz: $t for ${secs}s"
+  # New inputs go to the work corpus; fuzz/corpus/$t only seeds it.
+  if ! build-fuzz/fuzz/$t -max_total_time="$secs" -timeout="${timeout[$t]}" \
+       -max_len="${max_len[$t]}" -rss_limit_mb=4096 -print_final_stats=1 \
+       -artifact_prefix="$found/" "$work" "fuzz/corpus/$t" \
+       >"build-fuzz/$t.log" 2>&1; then
+    failed="$failed $t"
+    echo "fuzz: $t found a problem (build-fuzz/$t.log):"
+    grep -v -E '^#[0-9]+ +(NEW|REDUCE|pulse)|NEW_FUNC' "build-fuzz/$t.log" | tail -n 60
+  else
+    grep -E '^Done|stat::number_of_executed_units' "build-fuzz/$t.log" | head -n 1
+  fi
+done
+if [ -n "$failed" ]; then
+  echo "fuzz: findings in$failed; inputs under build-fuzz/findings/"
+  exit 1
+fi
+echo "fuzz: no findings"

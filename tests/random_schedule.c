@@ -1,0 +1,161 @@
+/* random_schedule.c - see random_schedule.h.  The order of the choices is
+ * part of the contract: test_schedule_random's seeds name the same
+ * schedules as before the generator moved here. */
+#include "random_schedule.h"
+
+#include <string.h>
+
+int rs_pick(rs_rng *r, int n)
+{
+	if (r->data) /* one byte per choice, so a mutated byte changes one choice */
+		return r->pos < r->size ? r->data[r->pos++] % n : 0;
+	r->s = r->s * 6364136223846793005ull + 1442695040888963407ull;
+	return (int)((uint32_t)(r->s >> 33) % (uint32_t)n);
+}
+
+/* A random leaf of the stage. */
+static ts_axis *leaf(rs_rng *r, ts_stage *st)
+{
+	return st->leaf[rs_pick(r, st->nleaf)];
+}
+
+static void random_tile(rs_rng *r, ts_stage *st, ts_axis *a)
+{
+	ts_axis *xo, *yo, *xi, *yi;
+	ts_axis *b = leaf(r, st);
+	ts_tile(st, a, b, 1 + rs_pick(r, 8), 1 + rs_pick(r, 8), &xo, &yo, &xi, &yi);
+}
+
+static void random_primitive(rs_rng *r, const rs_options *o, ts_stage *st)
+{
+	ts_axis *out, *in, *f;
+	ts_axis *a = leaf(r, st);
+	int li = 0;
+	while (st->leaf[li] != a)
+		li++;
+	switch (rs_pick(r, o->tile ? 7 : 6)) {
+	case 0:
+	case 1:
+		ts_split_tail(st, a, 1 + rs_pick(r, 7), rs_pick(r, 2) ? TS_TAIL_PARTITION : TS_TAIL_GUARD,
+			      &out, &in);
+		break;
+	case 2:
+		ts_split_nparts(st, a, 1 + rs_pick(r, 4), &out, &in);
+		break;
+	case 3:
+		if (li + 1 < st->nleaf && st->leaf[li + 1]->kind == a->kind)
+			ts_fuse(st, a, st->leaf[li + 1], &f);
+		break;
+	case 4: {
+		ts_axis *b = leaf(r, st);
+		if (b != a)
+			ts_reorder(st, TS_AXES(b, a));
+		break;
+	}
+	case 6:
+		random_tile(r, st, a);
+		break;
+	default:
+		if (a->kind == TS_ITER_REDUCE || rs_pick(r, 2))
+			ts_unroll(st, a);
+		else
+			ts_vectorize(st, a);
+		break;
+	}
+	ts_clear_error(st->sch->ctx); /* a refused primitive leaves the schedule as it was */
+}
+
+/* The outermost serial data leaf may become parallel. */
+static void maybe_parallel(rs_rng *r, ts_stage *st)
+{
+	ts_axis *a = st->leaf[0];
+	if (a->kind == TS_ITER_DATA && a->loop == TS_FOR_SERIAL && rs_pick(r, 2))
+		ts_parallel(st, a);
+}
+
+/* C from P (M x K, or M x N when elementwise) and B. */
+static ts_tensor *consumer(ts_ctx *ctx, rs_case *c, ts_tensor *P, ts_tensor *B)
+{
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	if (c->kind == RS_ELEMWISE)
+		return ts_compute(ctx, "C", TS_SHAPE(c->M, c->N), TS_VARS(i, j),
+				  ts_mul(ctx, TS_READ(ctx, P, i, j), TS_READ(ctx, B, i, j)));
+	ts_iter *k = ts_reduce_axis(ctx, "k", 0, c->K);
+	if (!k)
+		return NULL;
+	if (c->kind == RS_ROWSUM)
+		return ts_compute(ctx, "C", TS_SHAPE(c->M), TS_VARS(i),
+				  TS_SUM(ctx, TS_READ(ctx, P, i, k->var), k));
+	return ts_compute(ctx, "C", TS_SHAPE(c->M, c->N), TS_VARS(i, j),
+			  TS_SUM(ctx, ts_mul(ctx, TS_READ(ctx, P, i, k->var), TS_READ(ctx, B, k->var, j)), k));
+}
+
+static bool build_compute(ts_ctx *ctx, rs_case *c)
+{
+	int64_t pn = c->kind == RS_ELEMWISE ? c->N : c->K;
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(c->M, pn), ts_float32);
+	ts_tensor *B = c->kind == RS_ELEMWISE ? ts_placeholder(ctx, "B", TS_SHAPE(c->M, c->N), ts_float32)
+					      : ts_placeholder(ctx, "B", TS_SHAPE(c->K, c->N), ts_float32);
+	ts_expr *pi = ts_var(ctx, "pi"), *pk = ts_var(ctx, "pk");
+	ts_tensor *P = ts_compute(ctx, "P", TS_SHAPE(c->M, pn), TS_VARS(pi, pk),
+				  ts_add(ctx, TS_READ(ctx, A, pi, pk), ts_float(ctx, 1)));
+	ts_tensor *C = consumer(ctx, c, P, B);
+	if (!C)
+		return false;
+	c->P = P;
+	c->nargs = 0;
+	c->args[c->nargs++] = A;
+	if (c->kind != RS_ROWSUM)
+		c->args[c->nargs++] = B;
+	c->args[c->nargs++] = C;
+	c->s = ts_create_schedule(ctx, 1, &C);
+	return c->s != NULL;
+}
+
+static void random_schedule(rs_rng *r, const rs_options *o, rs_case *c)
+{
+	ts_schedule *s = c->s;
+	ts_tensor *C = c->args[c->nargs - 1];
+	ts_stage *cache = NULL;
+	if (rs_pick(r, 3) == 0) /* accumulate in a cache computed inside C's loops */
+		cache = ts_stage_of(s, ts_cache_write(s, C, TS_SCOPE_LOCAL));
+	ts_clear_error(s->ctx);
+	ts_stage *sc = ts_stage_of(s, C);
+	ts_stage *sp = ts_stage_of(s, c->P);
+	for (int n = rs_pick(r, 6); n > 0; n--)
+		random_primitive(r, o, sc);
+	for (int n = rs_pick(r, 3); n > 0; n--)
+		random_primitive(r, o, sp);
+	maybe_parallel(r, sc);
+	if (cache) {
+		ts_compute_at(cache, sc, leaf(r, sc));
+		for (int n = rs_pick(r, 4); n > 0; n--)
+			random_primitive(r, o, cache);
+	}
+	/* P is read by the cache stage when there is one */
+	ts_stage *reader = cache ? cache : sc;
+	switch (rs_pick(r, 3)) {
+	case 0: ts_compute_inline(sp); break;
+	case 1: ts_compute_at(sp, reader, leaf(r, reader)); break;
+	default: break;
+	}
+	ts_clear_error(s->ctx);
+}
+
+bool rs_build(ts_ctx *ctx, rs_rng *r, const rs_options *o, rs_case *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->kind = o->any_kind ? (rs_kind)rs_pick(r, 3) : RS_MATMUL;
+	c->M = 1 + rs_pick(r, o->max_mn);
+	c->N = 1 + rs_pick(r, o->max_mn);
+	c->K = 1 + rs_pick(r, o->max_k);
+	if (!build_compute(ctx, c))
+		return false;
+	random_schedule(r, o, c);
+	return true;
+}
+
+bool rs_lower_refusal_ok(const char *msg)
+{
+	return strstr(msg, "lanes") || strstr(msg, "unroll");
+}
