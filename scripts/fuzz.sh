@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Builds tessera's libFuzzer targets (fuzz/, clang with ASan and UBSan) in
+# Builds tessera's libFuzzer targets (tests/fuzz/, clang with ASan and UBSan) in
 # build-fuzz and runs each for SECONDS (default 60) on a corpus seeded from
-# fuzz/corpus/<target>.  Exits non-zero on any finding; the input that
+# tests/fuzz/corpus/<target>.  Exits non-zero on any finding; the input that
 # found it is left in build-fuzz/findings/<target>/ (rerun it with
-# build-fuzz/fuzz/<target> FILE).  Usage: scripts/fuzz.sh [SECONDS]
+# build-fuzz/tests/fuzz/<target> FILE).  Usage: scripts/fuzz.sh [SECONDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-60}"
@@ -28,10 +28,10 @@ for t in $targets; do
   work="build-fuzz/corpus/$t" found="build-fuzz/findings/$t"
   mkdir -p "$work" "$found"
   echo "fuzz: $t for ${secs}s"
-  # New inputs go to the work corpus; fuzz/corpus/$t only seeds it.
-  if ! build-fuzz/fuzz/$t -max_total_time="$secs" -timeout="${timeout[$t]}" \
+  # New inputs go to the work corpus; tests/fuzz/corpus/$t only seeds it.
+  if ! build-fuzz/tests/fuzz/$t -max_total_time="$secs" -timeout="${timeout[$t]}" \
        -max_len="${max_len[$t]}" -rss_limit_mb=4096 -print_final_stats=1 \
-       -artifact_prefix="$found/" "$work" "fuzz/corpus/$t" \
+       -artifact_prefix="$found/" "$work" "tests/fuzz/corpus/$t" \
        >"build-fuzz/$t.log" 2>&1; then
     failed="$failed $t"
     echo "fuzz: $t found a problem (build-fuzz/$t.log):"
