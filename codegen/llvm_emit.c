@@ -26,6 +26,7 @@
  * to each chunk.
  */
 #include "llvm_internal.h"
+#include "vecmath.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -54,6 +55,7 @@ typedef struct emitter {
 	int nbind, capbind;
 	int nparallel;          /* outlined loops so far, for names */
 	ts_status st;
+	char vecmath;           /* libmvec variant for vector math, or 0 */
 	LLVMTypeRef i1, i8, i32, i64, i8p, void_t;
 } emitter;
 
@@ -403,6 +405,72 @@ static LLVMValueRef libm_call(emitter *em, const char *f32, const char *f64, ts_
 	return r;
 }
 
+/* Lanes lo..lo+n-1 of vector x. */
+static LLVMValueRef lanes_of(emitter *em, LLVMValueRef x, int lo, int n)
+{
+	LLVMValueRef mask[64];
+	for (int l = 0; l < n; l++)
+		mask[l] = i32c(em, lo + l);
+	return LLVMBuildShuffleVector(em->b, x, LLVMGetUndef(LLVMTypeOf(x)),
+				      LLVMConstVector(mask, (unsigned)n), "");
+}
+
+/* The widest libmvec variant at or below the target's whose lanes divide
+ * t's ('e', then 'd', then 'b'); 0 when none does. */
+static char vecmath_pick(const emitter *em, ts_dtype t, int *width)
+{
+	static const char order[] = "edb";
+	const char *p = em->vecmath ? strchr(order, em->vecmath) : NULL;
+	for (; p && *p; p++) {
+		int w = cg_vecmath_lanes(*p, t.bits);
+		if (w && t.lanes % w == 0) {
+			*width = w;
+			return *p;
+		}
+	}
+	return 0;
+}
+
+/* op on whole vector registers through libmvec (vecmath.h), a register at
+ * a time; NULL without a recorded error when no variant fits, so that the
+ * caller falls back to LLVM's intrinsic or libm. */
+static LLVMValueRef vecmath_call(emitter *em, ir_intrinsic op, ts_dtype t, LLVMValueRef *args,
+				 int nargs)
+{
+	int w = 0;
+	char isa = t.lanes > 1 && t.code == TS_TYPE_FLOAT && cg_vecmath_has(op)
+			   ? vecmath_pick(em, t, &w) : 0;
+	char name[48];
+	if (!isa || !cg_vecmath_symbol(isa, op, t.bits, name))
+		return NULL;
+	LLVMTypeRef vt = LLVMVectorType(elem_type(em, t, false), (unsigned)w);
+	LLVMTypeRef params[2] = {vt, vt};
+	LLVMValueRef out = NULL;
+	for (int lo = 0; lo < t.lanes; lo += w) {
+		LLVMValueRef part[2];
+		for (int a = 0; a < nargs; a++)
+			part[a] = w == t.lanes ? args[a] : lanes_of(em, args[a], lo, w);
+		LLVMValueRef r = call_fn(em, name, vt, params, (unsigned)nargs, part);
+		if (w == t.lanes)
+			return r;
+		/* put the register's lanes back in place */
+		for (int l = 0; l < w; l++) {
+			LLVMValueRef v = LLVMBuildExtractElement(em->b, r, i32c(em, l), "");
+			out = LLVMBuildInsertElement(em->b, out ? out : LLVMGetUndef(LLVMTypeOf(args[0])),
+						     v, i32c(em, lo + l), "");
+		}
+	}
+	return out;
+}
+
+/* exp(x) for sigmoid: libmvec's when it fits, else LLVM's. */
+static LLVMValueRef vexp(emitter *em, ts_dtype t, LLVMValueRef x)
+{
+	LLVMValueRef r = vecmath_call(em, IR_INTRIN_EXP, t, &x, 1);
+	LLVMTypeRef ty = LLVMTypeOf(x);
+	return r ? r : intrinsic(em, "llvm.exp", &ty, 1, &x, 1);
+}
+
 static LLVMValueRef ex_call(emitter *em, const ts_expr *e)
 {
 	static const char *const llvm_name[IR_INTRIN_COUNT] = {
@@ -416,6 +484,9 @@ static LLVMValueRef ex_call(emitter *em, const ts_expr *e)
 		if (!(args[i] = ex(em, e->u.call.args[i])))
 			return NULL;
 	LLVMTypeRef ty = LLVMTypeOf(args[0]);
+	LLVMValueRef v = vecmath_call(em, e->u.call.op, e->dtype, args, e->u.call.nargs);
+	if (v)
+		return v;
 	switch (e->u.call.op) {
 	case IR_INTRIN_LIKELY: /* a hint for loop partitioning: the value is the condition */
 		return args[0];
@@ -424,9 +495,9 @@ static LLVMValueRef ex_call(emitter *em, const ts_expr *e)
 	case IR_INTRIN_ERF:
 		return libm_call(em, "erff", "erf", e->dtype, args[0]);
 	case IR_INTRIN_SIGMOID: {
-		/* 1 / (1 + exp(-x)): vectorizes with llvm.exp */
+		/* 1 / (1 + exp(-x)), with vector exp */
 		LLVMValueRef n = LLVMBuildFNeg(em->b, args[0], "");
-		LLVMValueRef x = intrinsic(em, "llvm.exp", &ty, 1, &n, 1);
+		LLVMValueRef x = vexp(em, e->dtype, n);
 		LLVMValueRef one = fconst(em, ty, 1.0);
 		return x ? LLVMBuildFDiv(em->b, one, LLVMBuildFAdd(em->b, one, x, ""), "") : NULL;
 	}
@@ -1061,10 +1132,10 @@ static void emit_wrapper(emitter *em, LLVMValueRef inner)
 }
 
 ts_status cg_llvm_emit(ts_ctx *ctx, const ts_func *f, const char *symbol, ts_stmt *body,
-		       LLVMModuleRef mod)
+		       LLVMModuleRef mod, char vecmath)
 {
 	emitter em = {.ctx = ctx, .f = f, .symbol = symbol, .mod = mod,
-		      .c = LLVMGetModuleContext(mod)};
+		      .c = LLVMGetModuleContext(mod), .vecmath = vecmath};
 	em.i1 = LLVMInt1TypeInContext(em.c);
 	em.i8 = LLVMInt8TypeInContext(em.c);
 	em.i32 = LLVMInt32TypeInContext(em.c);

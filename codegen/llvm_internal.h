@@ -20,6 +20,8 @@ typedef struct cg_llvm_target {
 	char *str;      /* printable: "llvm -mtriple=... -mcpu=... [-mattr=...]" */
 	LLVMTargetRef target;
 	bool native;    /* the host's architecture: the JIT can run it */
+	char vecmath;   /* libmvec variant for vector math (vecmath.h): 'e', 'd',
+			 * 'b', or 0 for none (not x86-64, or not the host) */
 } cg_llvm_target;
 
 /* Registers LLVM's targets once per process. */
@@ -37,11 +39,12 @@ LLVMTargetMachineRef cg_llvm_target_machine(const cg_llvm_target *t, LLVMRelocMo
 					    LLVMCodeModel cm);
 
 /* Builds f (already vectorized) into mod, which has t's data layout and
+ * triple (vecmath: the libmvec variant vector math may call, or 0),
  * triple: an internal always-inline function over noalias buffer pointers
  * and the exported wrapper `int32_t <symbol>(void **args)`, symbol being
  * f's name as a C identifier (ident.h).  Returns TS_OK or an error naming
  * the function (f->name) and the construct. */
 ts_status cg_llvm_emit(ts_ctx *ctx, const ts_func *f, const char *symbol, ts_stmt *body,
-		       LLVMModuleRef mod);
+		       LLVMModuleRef mod, char vecmath);
 
 #endif

@@ -23,6 +23,7 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include <ctype.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@
 #include "llvm_internal.h"
 #include "sbuf.h"
 #include "threadpool.h"
+#include "vecmath.h"
 #include "vectorize.h"
 
 struct cg_llvm_module {
@@ -44,6 +46,7 @@ struct cg_llvm_module {
 	char *ir_before, *ir_after; /* LLVM messages */
 	ts_sbuf header;
 	cg_llvm_times times;
+	void *mvec; /* libmvec, open while the JIT'd code may call it */
 };
 
 typedef void (*any_fn)(void);
@@ -101,7 +104,7 @@ static ts_status build(ts_ctx *ctx, cg_llvm_module *m, const ts_func *f, LLVMMod
 	*out = mod;
 	/* the symbol is the name as a C identifier, as in the header and in
 	 * the C source (ident.h) */
-	ts_status st = cg_llvm_emit(ctx, f, m->name, body, mod);
+	ts_status st = cg_llvm_emit(ctx, f, m->name, body, mod, m->target.vecmath);
 	char *msg = NULL;
 	if (!st && LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg))
 		st = ts_error(ctx, TS_ERR_INTERNAL, "llvm(%s): the generated module is invalid: %s",
@@ -133,8 +136,38 @@ static ts_status optimize(ts_ctx *ctx, cg_llvm_module *m, LLVMModuleRef mod)
 	return TS_OK;
 }
 
+/* libmvec's functions by address (vecmath.h): the process need not have
+ * loaded libmvec, and its symbols are versioned. */
+static ts_status define_vecmath(ts_ctx *ctx, cg_llvm_module *m, LLVMOrcJITDylibRef jd)
+{
+	LLVMJITCSymbolMapPair pairs[64];
+	size_t n = 0;
+	char buf[48];
+	for (int i = 0; m->mvec && n < TS_COUNT_OF(pairs) && cg_vecmath_symbol_at(i, buf); i++) {
+		void *addr = dlsym(m->mvec, buf);
+		if (!addr)
+			continue;
+		pairs[n].Name = LLVMOrcLLJITMangleAndIntern(m->jit, buf);
+		pairs[n].Sym.Address = (LLVMOrcExecutorAddress)(uintptr_t)addr;
+		pairs[n].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported |
+						  LLVMJITSymbolGenericFlagsCallable;
+		pairs[n].Sym.Flags.TargetFlags = 0;
+		n++;
+	}
+	if (!n)
+		return TS_OK;
+	LLVMOrcMaterializationUnitRef mu = LLVMOrcAbsoluteSymbols(pairs, n);
+	LLVMErrorRef err = LLVMOrcJITDylibDefine(jd, mu);
+	if (err) {
+		LLVMOrcDisposeMaterializationUnit(mu);
+		return llvm_error(ctx, m->name, "cannot define libmvec's symbols", err);
+	}
+	return TS_OK;
+}
+
 static ts_status define_runtime(ts_ctx *ctx, cg_llvm_module *m, LLVMOrcJITDylibRef jd)
 {
+	ts_status st_vecmath;
 	size_t n = TS_COUNT_OF(runtime_symbols);
 	LLVMJITCSymbolMapPair pairs[TS_COUNT_OF(runtime_symbols)];
 	for (size_t i = 0; i < n; i++) {
@@ -150,6 +183,9 @@ static ts_status define_runtime(ts_ctx *ctx, cg_llvm_module *m, LLVMOrcJITDylibR
 		LLVMOrcDisposeMaterializationUnit(mu);
 		return llvm_error(ctx, m->name, "cannot define runtime symbols", err);
 	}
+	st_vecmath = define_vecmath(ctx, m, jd);
+	if (st_vecmath)
+		return st_vecmath;
 	LLVMOrcDefinitionGeneratorRef gen;
 	err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
 		&gen, LLVMOrcLLJITGetGlobalPrefix(m->jit), NULL, NULL);
@@ -259,6 +295,9 @@ static ts_status compile(ts_ctx *ctx, cg_llvm_module *m, const ts_func *f, const
 	ts_status st = cg_llvm_target_parse(ctx, f->name, target, &m->target);
 	if (st)
 		return st;
+	/* vector math calls libmvec only where this process can open it */
+	if (m->target.vecmath && !(m->mvec = dlopen("libmvec.so.1", RTLD_NOW | RTLD_LOCAL)))
+		m->target.vecmath = 0;
 	m->tsc = LLVMOrcCreateNewThreadSafeContext();
 	double t0 = now_ms();
 	LLVMModuleRef mod = NULL;
@@ -429,6 +468,8 @@ void cg_llvm_free(cg_llvm_module *m)
 		LLVMOrcDisposeThreadSafeContext(m->tsc);
 	LLVMDisposeMessage(m->ir_before);
 	LLVMDisposeMessage(m->ir_after);
+	if (m->mvec)
+		dlclose(m->mvec);
 	ts_sb_free(&m->header);
 	cg_llvm_target_free(&m->target);
 	free(m->name);

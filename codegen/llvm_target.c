@@ -374,6 +374,27 @@ static ts_status resolve_cpu(ts_ctx *ctx, const where *w, const options *o, cg_l
 				     : ts_error(ctx, TS_ERR_NOMEM, "build %s: out of memory", w->fname);
 }
 
+/* Whether feature `name` ends up on in a "+a,-b,..." list (the last
+ * mention wins, as in LLVM). */
+static bool feature_on(const char *features, const char *name)
+{
+	bool on = false;
+	size_t n = strlen(name);
+	for (const char *p = features; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		if ((p[0] == '+' || p[0] == '-') && strncmp(p + 1, name, n) == 0 &&
+		    (p[n + 1] == ',' || p[n + 1] == '\0'))
+			on = p[0] == '+';
+	return on;
+}
+
+/* The libmvec variant the JIT can call on this host (vecmath.h). */
+static char vecmath_isa(const cg_llvm_target *t)
+{
+	if (!t->native || strncmp(t->triple, "x86_64", 6) != 0)
+		return 0;
+	return feature_on(t->features, "avx512f") ? 'e' : feature_on(t->features, "avx2") ? 'd' : 'b';
+}
+
 static ts_status resolve(ts_ctx *ctx, const where *w, const options *o, cg_llvm_target *t)
 {
 	char *def = LLVMGetDefaultTargetTriple();
@@ -409,6 +430,8 @@ ts_status cg_llvm_target_parse(ts_ctx *ctx, const char *fname, const char *spec,
 	ts_status st = parse_options(ctx, &w, &o);
 	if (!st)
 		st = resolve(ctx, &w, &o, t);
+	if (!st)
+		t->vecmath = vecmath_isa(t);
 	options_free(&o);
 	if (st)
 		cg_llvm_target_free(t);
