@@ -887,9 +887,10 @@ START_TEST(test_cuda_null)
 	ts_launch l = {{1, 1, 1}, {1, 1, 1}, 0, 0};
 	FAILS_ST(c, ts_cuda_launch(c, NULL, &l, 1, &h), "cuda: launch");
 	FAILS_ST(c, ts_cuda_synchronize(c, NULL), "cuda: synchronize");
-	double ms;
-	FAILS_ST(c, ts_cuda_time_kernel(c, NULL, &l, 1, &h, 0, 1, &ms), "cuda: launch");
-	FAILS_ST(c, ts_cuda_time_kernel(c, NULL, &l, 1, &h, 0, 1, NULL), "cuda: time kernel");
+	ts_cuda_time_opts o = {.repeats = 1};
+	ts_timing t;
+	FAILS_ST(c, ts_cuda_time_kernel(c, NULL, &l, 1, &h, &o, &t), "cuda: launch");
+	FAILS_ST(c, ts_cuda_time(c, NULL, NULL, NULL, &o, &t), "cuda: time: no device");
 	ts_array_free(h);
 	fx_free(&x);
 }
