@@ -417,6 +417,9 @@ START_TEST(test_readme_flow_fake_driver)
 	ck_assert_double_eq_tol(t.max, 9e-3, 1e-12);
 	tu_ok(ctx, ts_module_launch(m, 3, d));
 	tu_ok(ctx, ts_cuda_synchronize(ctx, gpu));
+	ck_assert_int_eq(ts_module_launch(m, 3, (ts_array *[]){d[0], h[1], d[2]}), TS_ERR_INVALID);
+	tu_assert_error(ctx, "argument 1 (B) is on the cpu device, expected cuda");
+	ts_clear_error(ctx);
 	tu_ok(ctx, ts_cuda_copy_to_host(ctx, h[2], d[2]));
 	for (int e = 0; e < 4096; e++)
 		ck_assert_float_eq(((float *)h[2]->data)[e],

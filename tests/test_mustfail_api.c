@@ -793,6 +793,9 @@ START_TEST(test_build)
 	FAILS_ST(c, ts_module_run(m, -1, arr), "call mm");
 	FAILS_ST(c, ts_module_run(m, 3, NULL), "call mm");
 	FAILS_ST(c, ts_module_run(m, 100, arr), "call mm");
+	ST_NOCTX(ts_module_launch(NULL, 3, arr));
+	FAILS_ST(c, ts_module_launch(m, -1, arr), "call mm");
+	FAILS_ST(c, ts_module_launch(m, 3, NULL), "call mm");
 	ts_timing t;
 	ST_NOCTX(ts_module_time(NULL, 3, arr, 0, 1, &t));
 	FAILS_ST(c, ts_module_time(m, 3, arr, 0, 1, NULL), "time");
