@@ -27,6 +27,7 @@
 #include <stdio.h>
 
 #include "array.h"
+#include "timer.h"
 
 /* Exit codes of tessera-bench. */
 enum {
@@ -86,6 +87,7 @@ typedef struct bench_opts {
 	const char *plot;     /* NULL: no chart */
 	unsigned impls;       /* bit per bench_impl; 0: every one that applies */
 	bool list_layers;     /* --layer list: print the layer table and stop */
+	bool flush_l2;        /* --flush-l2: cold GPU L2 before each timed call */
 } bench_opts;
 
 /* ---- cli.c ------------------------------------------------------------------ */
@@ -152,6 +154,12 @@ struct bench_kernel {
 	int (*run)(bench_kernel *k, int i);
 	/* Optional: brings set i's output back to the plain layout. */
 	int (*sync)(bench_kernel *k, int i);
+	/* GPU kernels: starts set i's work on `cuda`'s default stream without
+	 * waiting (run = enqueue + synchronize); 0 on success.  The runner
+	 * then times with CUDA events (bench_gpu_time), the same for tessera,
+	 * cuBLAS and cuDNN.  NULL for CPU kernels. */
+	int (*enqueue)(bench_kernel *k, int i);
+	struct ts_cuda *cuda;
 	void (*free)(bench_kernel *k);
 	void *state;
 };
@@ -189,6 +197,12 @@ ts_func *bench_tessera_cuda_lower(ts_ctx *ctx, const bench_problem *p);
 /* gpu.c: 1 when --target cuda can run, with the device ("NAME (sm_XY)")
  * in why; else 0 with the reason in why. */
 int bench_gpu_available(char *why, size_t n);
+/* gpu.c: times a GPU kernel (k->enqueue and k->cuda set) with
+ * ts_cuda_time: `warmup` untimed calls, then one CUDA event pair around
+ * each of `repeat` calls, rotating over the buffer sets, with the L2
+ * written between calls when flush_l2.  0, or -1 with the error in ctx. */
+int bench_gpu_time(ts_ctx *ctx, bench_kernel *k, int warmup, int repeat, bool flush_l2,
+		   ts_timing *out);
 /* gpu_libs.c: 1 when `lib` ("cublas" or "cudnn") loads and has every
  * symbol tessera-bench calls; else 0 with why naming the library or the
  * missing symbol.  Needs no GPU. */
@@ -204,6 +218,8 @@ typedef struct bench_result {
 	int threads;
 	bench_target target;
 	double median_ms;     /* NaN unless ok */
+	double min_ms, mean_ms, stddev_ms; /* of the same samples; NaN unless ok */
+	bool flush_l2;        /* timed with a cold GPU L2 (--flush-l2) */
 	double gflops;
 	double compile_ms;    /* < 0: n/a */
 	double pct_peak;

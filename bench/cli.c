@@ -98,10 +98,16 @@ void bench_usage(FILE *f)
 	      "                         and cuDNN on the GPU, by default GEMM 4096^3 and the\n"
 	      "                         ResNet-50 3x3 layers (results checked against the CPU)\n"
 	      "  --repeat N             timed samples, 1 to 2^20 (default: enough for 0.2 s,\n"
-	      "                         at least 5)\n"
+	      "                         at least 5); on the GPU each sample is one call\n"
+	      "                         between its own pair of CUDA events, after warm-up\n"
+	      "                         calls, for tessera, cuBLAS and cuDNN alike\n"
+	      "  --flush-l2             GPU only: before each timed call, overwrite a device\n"
+	      "                         buffer twice the L2 size (outside the timed events),\n"
+	      "                         so every call starts with a cold L2\n"
 	      "  --impl A,B,...         only these of: tessera,naive,openblas,onednn,cublas,cudnn\n"
 	      "                         (each at most once)\n"
-	      "  --json PATH            write the results as a JSON array of records\n"
+	      "  --json PATH            write the results as a JSON array of records (with\n"
+	      "                         median, min, mean and stddev of the samples)\n"
 	      "  --plot PATH            write a PNG bar chart of GFLOP/s (needs gnuplot; its\n"
 	      "                         data go next to it: x.png -> x.dat)\n"
 	      "  -h, --help             this text\n"
@@ -528,6 +534,12 @@ int bench_parse_args(int argc, char **argv, bench_opts *o, char *err, size_t err
 		}
 		if (strncmp(a, "--", 2) != 0)
 			return snprintf(err, errlen, "unexpected argument '%.64s'", a), -1;
+		if (!strncmp(a, "--flush-l2", 10) && (a[10] == '\0' || a[10] == '=')) {
+			if (a[10] == '=')
+				return fail(err, errlen, "--flush-l2 takes no value (got '%s')", a + 11);
+			o->flush_l2 = true;
+			continue;
+		}
 		const char *eq = strchr(a, '=');
 		size_t len = eq ? (size_t)(eq - a) : strlen(a);
 		if (!known_flag(a, len))
@@ -541,6 +553,11 @@ int bench_parse_args(int argc, char **argv, bench_opts *o, char *err, size_t err
 		if (apply_flag(o, flag, v, err, errlen))
 			return -1;
 	}
+	/* summary has a GPU part, where the flag applies */
+	if (o->flush_l2 && o->target != BENCH_CUDA && o->cmd != BENCH_CMD_SUMMARY &&
+	    o->cmd != BENCH_CMD_HELP)
+		return snprintf(err, errlen, "--flush-l2 applies to --target cuda only (it flushes "
+				"the GPU's L2)"), -1;
 	if (o->nproblems == 0)
 		return add_defaults(o, err, errlen);
 	return 0;

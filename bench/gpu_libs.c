@@ -9,9 +9,9 @@
  * Both libraries use the CUDA runtime, which adopts the context current on
  * the calling thread: ts_cuda_open leaves device 0's primary context
  * current, and tessera's own arrays live in it, so device pointers are
- * shared.  Calls go to the default stream; every timed call ends with a
- * context synchronize so the host clock measures the GPU work, as
- * ts_module_run does for tessera.
+ * shared.  Calls go to the default stream.  Each kernel's enqueue makes
+ * the library call alone; run adds a synchronize (for the correctness
+ * check), and the timing is bench_gpu_time's CUDA events, as for tessera.
  *
  * Both run in plain fp32: cuBLAS's default math mode never uses TF32 for
  * sgemm, and cuDNN is held to FMA math (CUDNN_FMA_MATH), since its default
@@ -230,7 +230,7 @@ static int cublas_bind(bench_kernel *k, char *err, size_t n)
 
 /* Row-major C = A B is column-major C^T = B^T A^T: the column-major
  * product of B (n x k, ld n) and A (k x m, ld k) into C (n x m, ld n). */
-static int cublas_run(bench_kernel *k, int i)
+static int cublas_enqueue(bench_kernel *k, int i)
 {
 	cublas_state *st = k->state;
 	const bench_gemm *g = &k->p->g;
@@ -244,7 +244,13 @@ static int cublas_run(bench_kernel *k, int i)
 		fprintf(stderr, "cublas: cublasSgemm_v2 failed: %s (%d)\n", cublas_why(&st->api, s), s);
 		return -1;
 	}
-	return gpu_dev_wait(&st->dev);
+	return 0;
+}
+
+static int cublas_run(bench_kernel *k, int i)
+{
+	cublas_state *st = k->state;
+	return cublas_enqueue(k, i) ? -1 : gpu_dev_wait(&st->dev);
 }
 
 static int cublas_sync(bench_kernel *k, int i)
@@ -294,12 +300,13 @@ int bench_make_cublas(const bench_problem *p, const bench_opts *o, bench_kernel 
 	if (!st)
 		return snprintf(err, n, "cublas: out of memory"), BENCH_ERROR;
 	*k = (bench_kernel){.impl = BENCH_IMPL_CUBLAS, .p = p, .threads = 1, .compile_ms = -1,
-			    .bind = cublas_bind, .run = cublas_run, .sync = cublas_sync,
-			    .free = cublas_free, .state = st};
+			    .bind = cublas_bind, .run = cublas_run, .enqueue = cublas_enqueue,
+			    .sync = cublas_sync, .free = cublas_free, .state = st};
 	if (cublas_setup(st, err, n)) {
 		cublas_free(k);
 		return BENCH_ERROR;
 	}
+	k->cuda = st->dev.cuda;
 	return BENCH_OK;
 }
 
@@ -395,7 +402,7 @@ static int cudnn_bind(bench_kernel *k, char *err, size_t n)
 	return gpu_dev_bind(&st->dev, k, err, n);
 }
 
-static int cudnn_run(bench_kernel *k, int i)
+static int cudnn_enqueue(bench_kernel *k, int i)
 {
 	cudnn_state *st = k->state;
 	ts_array *const *a = st->dev.arr[i];
@@ -409,7 +416,13 @@ static int cudnn_run(bench_kernel *k, int i)
 			st->api.error_string(s), s);
 		return -1;
 	}
-	return gpu_dev_wait(&st->dev);
+	return 0;
+}
+
+static int cudnn_run(bench_kernel *k, int i)
+{
+	cudnn_state *st = k->state;
+	return cudnn_enqueue(k, i) ? -1 : gpu_dev_wait(&st->dev);
 }
 
 static int cudnn_sync(bench_kernel *k, int i)
@@ -475,11 +488,12 @@ int bench_make_cudnn(const bench_problem *p, const bench_opts *o, bench_kernel *
 	if (!st)
 		return snprintf(err, n, "cudnn: out of memory"), BENCH_ERROR;
 	*k = (bench_kernel){.impl = BENCH_IMPL_CUDNN, .p = p, .threads = 1, .compile_ms = -1,
-			    .bind = cudnn_bind, .run = cudnn_run, .sync = cudnn_sync,
-			    .free = cudnn_free, .state = st};
+			    .bind = cudnn_bind, .run = cudnn_run, .enqueue = cudnn_enqueue,
+			    .sync = cudnn_sync, .free = cudnn_free, .state = st};
 	if (cudnn_setup(st, &p->c, err, n)) {
 		cudnn_free(k);
 		return BENCH_ERROR;
 	}
+	k->cuda = st->dev.cuda;
 	return BENCH_OK;
 }

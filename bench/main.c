@@ -68,7 +68,7 @@ static int run_gpu_summary(const bench_opts *o, const bench_peak *pk, bench_resu
 	}
 	if (bench_gpu_summary_opts(o, &gpu))
 		return 0;
-	printf("\nGPU: %s\n", why);
+	printf("\nGPU: %s%s\n", why, o->flush_l2 ? "; L2 flushed before each timed call" : "");
 	return run_table(&gpu, pk, r, cap);
 }
 
@@ -81,7 +81,7 @@ static int run(const bench_opts *o)
 			fprintf(stderr, "tessera-bench: %s; run with --target cpu\n", why);
 			return BENCH_EXIT_DEVICE;
 		}
-		printf("GPU: %s\n", why);
+		printf("GPU: %s%s\n", why, o->flush_l2 ? "; L2 flushed before each timed call" : "");
 	} else {
 		pk = bench_measure_peak(o->threads, 0.4);
 		print_peak(&pk);

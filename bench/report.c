@@ -130,6 +130,14 @@ static void json_record(FILE *f, const bench_result *r)
 	json_str(f, r->target == BENCH_CPU ? "cpu" : "cuda");
 	fputs(", \"median_ms\": ", f);
 	json_num(f, r->median_ms);
+	fputs(", \"min_ms\": ", f);
+	json_num(f, r->min_ms);
+	fputs(", \"mean_ms\": ", f);
+	json_num(f, r->mean_ms);
+	fputs(", \"stddev_ms\": ", f);
+	json_num(f, r->stddev_ms);
+	fprintf(f, ", \"samples\": %d, \"flush_l2\": %s", r->samples,
+		r->flush_l2 ? "true" : "false");
 	fputs(", \"gflops\": ", f);
 	json_num(f, r->gflops);
 	fputs(", \"compile_ms\": ", f);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "fake_cuda.h"
 #include "build.h"
 #include "ops.h"
 
@@ -93,6 +94,11 @@ START_TEST(test_cli_flags)
 	ck_assert_int_eq(o.problems[1].g.K, 7);
 	ck_assert_int_eq(parse(&o, err, "conv2d --layer list"), 0);
 	ck_assert(o.list_layers);
+	ck_assert(!o.flush_l2);
+	ck_assert_int_eq(parse(&o, err, "gemm --flush-l2 --target cuda"), 0);
+	ck_assert(o.flush_l2);
+	ck_assert_int_eq(parse(&o, err, "summary --flush-l2"), 0); /* for its GPU part */
+	ck_assert(o.flush_l2);
 	ck_assert_int_eq(parse(&o, err, "peak --help"), 0);
 	ck_assert_int_eq(o.cmd, BENCH_CMD_HELP);
 }
@@ -127,6 +133,9 @@ START_TEST(test_cli_errors)
 	assert_parse_error("gemm --impl naive,tessera,naive", "--impl: 'naive' is named twice");
 	assert_parse_error("gemm --impl tessera,,naive", "--impl: empty name in 'tessera,,naive'");
 	assert_parse_error("gemm --target tpu", "unknown target 'tpu'");
+	assert_parse_error("gemm --flush-l2", "--flush-l2 applies to --target cuda only");
+	assert_parse_error("conv2d --target cpu --flush-l2", "--flush-l2 applies to --target cuda");
+	assert_parse_error("gemm --target cuda --flush-l2=yes", "--flush-l2 takes no value (got 'yes')");
 	assert_parse_error("gemm --layer conv1", "--layer applies to the conv2d command only");
 	assert_parse_error("conv2d --sizes 64", "--sizes applies to the gemm command only");
 	assert_parse_error("gemm --json", "--json needs a value");
@@ -451,6 +460,65 @@ START_TEST(test_binary_errors)
 }
 END_TEST
 
+/* bench_gpu_time, the one timing path of the GPU rows (tessera, cuBLAS,
+ * cuDNN), against the stand-in driver: warm-up calls, one event pair per
+ * call rotating over the sets, statistics of the per-call times, the L2
+ * flush outside the events, nothing left alive. */
+typedef struct gpu_calls {
+	fake_gpu *g;
+	int calls[2];
+} gpu_calls;
+
+static int fake_enqueue(bench_kernel *k, int i)
+{
+	gpu_calls *c = k->state;
+	c->calls[i]++;
+	return ts_cuda_launch(c->g->ctx, &c->g->k, &c->g->launch, 3, c->g->d) == TS_OK ? 0 : -1;
+}
+
+static int failing_enqueue(bench_kernel *k, int i)
+{
+	(void)k, (void)i;
+	return -1;
+}
+
+START_TEST(test_gpu_time_shared)
+{
+	fake_gpu g;
+	if (!fake_gpu_open(&g))
+		return;
+	gpu_calls c = {.g = &g};
+	bench_kernel k = {.impl = BENCH_IMPL_CUBLAS, .nsets = 2, .enqueue = fake_enqueue,
+			  .cuda = g.cuda, .state = &c};
+	setenv("FAKE_CUDA_TICKS", "1,3,1,1,1,8", 1);
+	setenv("FAKE_CUDA_L2", "1000", 1);
+	long memsets = fake_stat(g.lib, "fake_memsets");
+	ts_timing tm;
+	ck_assert_int_eq(bench_gpu_time(g.ctx, &k, 2, 3, true, &tm), 0);
+	unsetenv("FAKE_CUDA_TICKS");
+	ck_assert_double_eq_tol(tm.min, 1e-3, 1e-12);
+	ck_assert_double_eq_tol(tm.median, 3e-3, 1e-12);
+	ck_assert_double_eq_tol(tm.mean, 4e-3, 1e-12);
+	ck_assert_double_eq_tol(tm.max, 8e-3, 1e-12);
+	ck_assert_int_eq(tm.samples, 3);
+	ck_assert_int_eq(c.calls[0], 3); /* calls 0, 2, 4 of 5 */
+	ck_assert_int_eq(c.calls[1], 2);
+	ck_assert_int_eq(fake_stat(g.lib, "fake_memsets") - memsets, 3);
+	ck_assert_int_eq(fake_stat(g.lib, "fake_last_alloc"), 2000);
+	ck_assert_int_eq(fake_stat(g.lib, "fake_flushes_timed"), 0);
+	ck_assert_int_eq(fake_stat(g.lib, "fake_live_allocs"), 3);
+	ck_assert_int_eq(fake_stat(g.lib, "fake_live_events"), 0);
+	/* a failing call fails the timing, with the library named */
+	k.enqueue = failing_enqueue;
+	ck_assert_int_eq(bench_gpu_time(g.ctx, &k, 0, 1, false, &tm), -1);
+	ck_assert_str_eq(ts_last_error(g.ctx), "cuda: time cublas: the work returned -1 in repeat 0");
+	ts_clear_error(g.ctx);
+	ck_assert_int_eq(fake_stat(g.lib, "fake_live_events"), 0);
+	unsetenv("FAKE_CUDA_L2");
+	fake_gpu_close(&g);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("bench");
@@ -467,6 +535,7 @@ int main(void)
 	tcase_add_test(tc, test_tessera_cuda_schedules);
 	tcase_add_test(tc, test_tessera_cuda_compiles);
 	tcase_add_test(tc, test_gpu_libs);
+	tcase_add_test(tc, test_gpu_time_shared);
 	tcase_add_test(tc, test_rel_err);
 	tcase_add_test(tc, test_binary_gemm_json);
 	tcase_add_test(tc, test_binary_summary_gpu_part);

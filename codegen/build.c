@@ -112,6 +112,16 @@ ts_status ts_module_run(ts_module *m, int nargs, ts_array *const *args)
 	return rc == 0 ? TS_OK : ts_error(m->ctx, TS_ERR_RUNTIME, "call %s: returned %d", m->func->name, rc);
 }
 
+ts_status ts_module_launch(ts_module *m, int nargs, ts_array *const *args)
+{
+	if (!m)
+		return TS_ERR_INVALID;
+	if (!m->cuda)
+		return ts_module_run(m, nargs, args);
+	ts_status st = ts_check_args(m->ctx, m->func, nargs, args, TS_DEVICE_CUDA);
+	return st == TS_OK ? cg_cuda_launch(m->ctx, m->gpu, nargs, args) : st;
+}
+
 typedef struct {
 	ts_module *m;
 	int nargs;

@@ -32,7 +32,15 @@ ts_module *ts_build(ts_ctx *ctx, const ts_func *f, const char *target);
  * and devices first and returns a clear error on mismatch. */
 ts_status ts_module_run(ts_module *m, int nargs, ts_array *const *args);
 
-/* Times the function (ts_time_run: warm-up, repeats, median). */
+/* Starts the function without waiting for it: on a GPU module, launches
+ * the kernel on the default stream (errors raised while it runs come from
+ * the next synchronize); on a CPU module, the same as ts_module_run. */
+ts_status ts_module_launch(ts_module *m, int nargs, ts_array *const *args);
+
+/* Times the function: on the CPU ts_time_run (warm-up, repeats, each
+ * repeat one call); on a GPU module ts_cuda_time_kernel (warm-up launches,
+ * then one CUDA event pair around each repeat).  *out has min, median,
+ * mean, max and stddev of the repeats, in seconds. */
 ts_status ts_module_time(ts_module *m, int nargs, ts_array *const *args, int warmup,
 			 int repeat, ts_timing *out);
 

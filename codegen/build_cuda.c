@@ -100,17 +100,19 @@ ts_status cg_cuda_run(ts_ctx *ctx, cg_cuda_module *m, int nargs, ts_array *const
 	return st == TS_OK ? ts_cuda_synchronize(ctx, m->cuda) : st;
 }
 
+ts_status cg_cuda_launch(ts_ctx *ctx, cg_cuda_module *m, int nargs, ts_array *const *args)
+{
+	ts_status st = runnable(ctx, m);
+	return st == TS_OK ? ts_cuda_launch(ctx, &m->kernel, &m->launch, nargs, args) : st;
+}
+
 ts_status cg_cuda_time(ts_ctx *ctx, cg_cuda_module *m, int nargs, ts_array *const *args,
 		       int warmup, int repeat, ts_timing *out)
 {
 	ts_status st = runnable(ctx, m);
-	double ms = 0;
-	if (st == TS_OK)
-		st = ts_cuda_time_kernel(ctx, &m->kernel, &m->launch, nargs, args, warmup, repeat, &ms);
-	if (st == TS_OK)
-		*out = (ts_timing){.min = ms / 1e3, .median = ms / 1e3, .mean = ms / 1e3,
-				   .max = ms / 1e3, .samples = repeat};
-	return st;
+	ts_cuda_time_opts o = {.warmup = warmup, .repeats = repeat, .what = m->name};
+	return st == TS_OK ? ts_cuda_time_kernel(ctx, &m->kernel, &m->launch, nargs, args, &o, out)
+			   : st;
 }
 
 const char *cg_cuda_source(const cg_cuda_module *m)

@@ -17,6 +17,9 @@ ts_status cg_cuda_build(ts_ctx *ctx, const ts_func *f, const char *target, cg_cu
 			ts_phase_times *times);
 /* args are device arrays (ts_cuda_array_new) in f's parameter order. */
 ts_status cg_cuda_run(ts_ctx *ctx, cg_cuda_module *m, int nargs, ts_array *const *args);
+/* Launches without waiting (ts_module_launch). */
+ts_status cg_cuda_launch(ts_ctx *ctx, cg_cuda_module *m, int nargs, ts_array *const *args);
+/* CUDA events around each repeat (ts_cuda_time_kernel). */
 ts_status cg_cuda_time(ts_ctx *ctx, cg_cuda_module *m, int nargs, ts_array *const *args,
 		       int warmup, int repeat, ts_timing *out);
 /* The CUDA C that was compiled, and the architecture it was compiled for. */

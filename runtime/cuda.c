@@ -32,6 +32,7 @@ enum {
 	CU_ERROR_NO_DEVICE = 100,
 	CU_ATTR_CC_MAJOR = 75,
 	CU_ATTR_CC_MINOR = 76,
+	CU_ATTR_L2_CACHE_SIZE = 38,
 	CU_EVENT_DEFAULT = 0,
 };
 
@@ -504,71 +505,203 @@ ts_status ts_cuda_synchronize(ts_ctx *ctx, ts_cuda *c)
 	return CHECK(ctx, c, c->api.ctx_sync(), "cuCtxSynchronize (running launched kernels)");
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
+/* ---- timing (see cuda_driver.h) ------------------------------------------------ */
 
-/* One timed launch between two recorded events. */
-static ts_status timed_launch(ts_ctx *ctx, const ts_cuda_kernel *k, const ts_launch *l,
-			      int nargs, ts_array *const *args, cu_event ev[2], double *ms)
+/* What one ts_cuda_time call holds; released by time_release whatever
+ * happened. */
+typedef struct time_run {
+	ts_ctx *ctx;
+	const ts_cuda *c;
+	ts_cuda_work_fn fn;
+	void *arg;
+	const char *what;
+	int repeats;
+	cu_event *ev;        /* 2 * repeats: start and end of each run */
+	cu_deviceptr flush;  /* 0 without flush_l2 */
+	size_t flush_bytes;
+	double *samples;     /* seconds */
+} time_run;
+
+static ts_status check_time_opts(ts_ctx *ctx, const ts_cuda *c, ts_cuda_work_fn fn,
+				 const ts_cuda_time_opts *o, const ts_timing *out)
 {
-	const ts_cuda *c = k->cuda;
-	float t = 0;
-	if (CHECK(ctx, c, c->api.event_record(ev[0], NULL), "cuEventRecord") ||
-	    launch(ctx, k, l, nargs, args) ||
-	    CHECK(ctx, c, c->api.event_record(ev[1], NULL), "cuEventRecord") ||
-	    CHECK(ctx, c, c->api.event_sync(ev[1]), "cuEventSynchronize (running %s)", k->name) ||
-	    CHECK(ctx, c, c->api.event_elapsed(&t, ev[0], ev[1]), "cuEventElapsedTime"))
-		return ts_last_status(ctx);
-	*ms = t;
+	if (!c)
+		return ts_error(ctx, TS_ERR_NO_DEVICE, "cuda: time: no device (ts_cuda_open failed)");
+	if (!fn || !o || !out)
+		return ts_error(ctx, TS_ERR_INVALID, "cuda: time: %s is NULL",
+				!fn ? "the work function" : !o ? "opts" : "out");
+	if (o->warmup < 0 || o->repeats < 1 || o->repeats > 100000)
+		return ts_error(ctx, TS_ERR_INVALID, "cuda: time %s: need warmup >= 0 and "
+				"1 <= repeats <= 100000 (got %d, %d)", o->what ? o->what : "work",
+				o->warmup, o->repeats);
 	return TS_OK;
 }
 
-static ts_status time_runs(ts_ctx *ctx, const ts_cuda_kernel *k, const ts_launch *l, int nargs,
-			   ts_array *const *args, int warmup, int repeats, double *times)
-{
-	const ts_cuda *c = k->cuda;
-	cu_event ev[2] = {NULL, NULL};
-	ts_status st = TS_OK;
-	for (int i = 0; i < warmup && st == TS_OK; i++)
-		st = launch(ctx, k, l, nargs, args);
-	if (st == TS_OK)
-		st = CHECK(ctx, c, c->api.ctx_sync(), "cuCtxSynchronize (warm-up of %s)", k->name);
-	if (st == TS_OK)
-		st = CHECK(ctx, c, c->api.event_create(&ev[0], CU_EVENT_DEFAULT), "cuEventCreate");
-	if (st == TS_OK)
-		st = CHECK(ctx, c, c->api.event_create(&ev[1], CU_EVENT_DEFAULT), "cuEventCreate");
-	for (int i = 0; i < repeats && st == TS_OK; i++)
-		st = timed_launch(ctx, k, l, nargs, args, ev, &times[i]);
-	for (int i = 0; i < 2; i++)
-		if (ev[i])
-			c->api.event_destroy(ev[i]);
-	return st;
-}
-
-ts_status ts_cuda_time_kernel(ts_ctx *ctx, const ts_cuda_kernel *k, const ts_launch *l,
-			      int nargs, ts_array *const *args, int warmup, int repeats,
-			      double *median_ms)
+ts_status ts_cuda_l2_bytes(ts_ctx *ctx, const ts_cuda *c, int64_t *bytes)
 {
 	if (!ctx)
 		return TS_ERR_INVALID;
-	if (warmup < 0 || repeats < 1 || repeats > 100000 || !median_ms)
-		return ts_error(ctx, TS_ERR_INVALID, "cuda: time kernel: need warmup >= 0 and "
-				"1 <= repeats <= 100000 (got %d, %d)", warmup, repeats);
-	ts_status st = check_launch(ctx, k, l, nargs, args);
-	if (st != TS_OK || (st = bind(ctx, k->cuda)) != TS_OK)
-		return st;
-	double *times = malloc((size_t)repeats * sizeof(*times));
-	if (!times)
-		return ts_error(ctx, TS_ERR_NOMEM, "cuda: time kernel: out of memory");
-	st = time_runs(ctx, k, l, nargs, args, warmup, repeats, times);
-	if (st == TS_OK) {
-		qsort(times, (size_t)repeats, sizeof(*times), cmp_double);
-		*median_ms = repeats % 2 ? times[repeats / 2]
-					 : (times[repeats / 2 - 1] + times[repeats / 2]) / 2;
+	if (!c || !bytes)
+		return ts_error(ctx, TS_ERR_INVALID, "cuda: L2 size: %s is NULL", c ? "bytes" : "device");
+	int v = 0;
+	*bytes = 0;
+	if (CHECK(ctx, c, c->api.device_attr(&v, CU_ATTR_L2_CACHE_SIZE, c->device),
+		  "cuDeviceGetAttribute(L2 cache size)"))
+		return ts_last_status(ctx);
+	*bytes = v > 0 ? v : 0;
+	return TS_OK;
+}
+
+/* The flush buffer: twice the L2, so that writing it evicts every line
+ * whatever the replacement policy. */
+static ts_status alloc_flush(time_run *t)
+{
+	int64_t l2 = 0;
+	if (ts_cuda_l2_bytes(t->ctx, t->c, &l2) != TS_OK)
+		return ts_last_status(t->ctx);
+	if (l2 <= 0)
+		return ts_error(t->ctx, TS_ERR_UNSUPPORTED, "cuda: time %s: L2 flush: the device "
+				"reports no L2 cache size", t->what);
+	t->flush_bytes = 2 * (size_t)l2;
+	return CHECK(t->ctx, t->c, t->c->api.mem_alloc(&t->flush, t->flush_bytes),
+		     "cuMemAlloc(%zu bytes for the L2 flush buffer of %s)", t->flush_bytes, t->what);
+}
+
+static ts_status create_events(time_run *t)
+{
+	t->ev = calloc(2 * (size_t)t->repeats, sizeof(*t->ev));
+	if (!t->ev)
+		return ts_error(t->ctx, TS_ERR_NOMEM, "cuda: time %s: out of memory for %d events",
+				t->what, 2 * t->repeats);
+	for (int i = 0; i < 2 * t->repeats; i++)
+		if (CHECK(t->ctx, t->c, t->c->api.event_create(&t->ev[i], CU_EVENT_DEFAULT),
+			  "cuEventCreate (event %d of %d for %s)", i, 2 * t->repeats, t->what))
+			return ts_last_status(t->ctx);
+	return TS_OK;
+}
+
+static ts_status warm_up(time_run *t, int warmup)
+{
+	for (int i = 0; i < warmup; i++) {
+		int rc = t->fn(t->arg);
+		if (rc != 0)
+			return ts_error(t->ctx, TS_ERR_RUNTIME, "cuda: time %s: the work returned %d in "
+					"warm-up run %d", t->what, rc, i);
 	}
-	free(times);
+	return CHECK(t->ctx, t->c, t->c->api.ctx_sync(), "cuCtxSynchronize (warm-up of %s)", t->what);
+}
+
+/* Run i between its events, the L2 flush (if any) before the first. */
+static ts_status timed_run(time_run *t, int i)
+{
+	const cu_api *a = &t->c->api;
+	if (t->flush && CHECK(t->ctx, t->c, a->memset8(t->flush, (unsigned char)i, t->flush_bytes),
+			      "cuMemsetD8 (L2 flush before repeat %d of %s)", i, t->what))
+		return ts_last_status(t->ctx);
+	if (CHECK(t->ctx, t->c, a->event_record(t->ev[2 * i], NULL),
+		  "cuEventRecord (start of repeat %d of %s)", i, t->what))
+		return ts_last_status(t->ctx);
+	int rc = t->fn(t->arg);
+	if (rc != 0)
+		return ts_error(t->ctx, TS_ERR_RUNTIME, "cuda: time %s: the work returned %d in "
+				"repeat %d", t->what, rc, i);
+	return CHECK(t->ctx, t->c, a->event_record(t->ev[2 * i + 1], NULL),
+		     "cuEventRecord (end of repeat %d of %s)", i, t->what);
+}
+
+/* Waits for the last event, then reads every pair. */
+static ts_status read_samples(time_run *t)
+{
+	const cu_api *a = &t->c->api;
+	if (CHECK(t->ctx, t->c, a->event_sync(t->ev[2 * t->repeats - 1]),
+		  "cuEventSynchronize (running %s)", t->what))
+		return ts_last_status(t->ctx);
+	for (int i = 0; i < t->repeats; i++) {
+		float ms = 0;
+		if (CHECK(t->ctx, t->c, a->event_elapsed(&ms, t->ev[2 * i], t->ev[2 * i + 1]),
+			  "cuEventElapsedTime (repeat %d of %s)", i, t->what))
+			return ts_last_status(t->ctx);
+		t->samples[i] = ms / 1e3;
+	}
+	return TS_OK;
+}
+
+/* Waits for what was enqueued (an early failure may leave runs in flight
+ * that write the flush buffer), then releases everything. */
+static void time_release(time_run *t)
+{
+	const cu_api *a = &t->c->api;
+	a->ctx_sync();
+	for (int i = 0; t->ev && i < 2 * t->repeats; i++)
+		if (t->ev[i])
+			a->event_destroy(t->ev[i]);
+	if (t->flush)
+		a->mem_free(t->flush);
+	free(t->ev);
+	free(t->samples);
+}
+
+static ts_status time_all(time_run *t, const ts_cuda_time_opts *o)
+{
+	t->samples = malloc((size_t)t->repeats * sizeof(*t->samples));
+	if (!t->samples)
+		return ts_error(t->ctx, TS_ERR_NOMEM, "cuda: time %s: out of memory", t->what);
+	ts_status st = warm_up(t, o->warmup);
+	if (st == TS_OK && o->flush_l2)
+		st = alloc_flush(t);
+	if (st == TS_OK)
+		st = create_events(t);
+	for (int i = 0; i < t->repeats && st == TS_OK; i++)
+		st = timed_run(t, i);
+	return st == TS_OK ? read_samples(t) : st;
+}
+
+ts_status ts_cuda_time(ts_ctx *ctx, ts_cuda *c, ts_cuda_work_fn fn, void *arg,
+		       const ts_cuda_time_opts *o, ts_timing *out)
+{
+	if (out)
+		memset(out, 0, sizeof(*out));
+	if (!ctx)
+		return TS_ERR_INVALID;
+	ts_status st = check_time_opts(ctx, c, fn, o, out);
+	if (st != TS_OK || (st = bind(ctx, c)) != TS_OK)
+		return st;
+	time_run t = {.ctx = ctx, .c = c, .fn = fn, .arg = arg, .repeats = o->repeats,
+		      .what = o->what ? o->what : "work"};
+	st = time_all(&t, o);
+	if (st == TS_OK)
+		ts_timing_from_samples(t.samples, t.repeats, out);
+	time_release(&t);
 	return st;
+}
+
+typedef struct kernel_work {
+	ts_ctx *ctx;
+	const ts_cuda_kernel *k;
+	const ts_launch *l;
+	int nargs;
+	ts_array *const *args;
+} kernel_work;
+
+static int launch_work(void *p)
+{
+	kernel_work *w = p;
+	return launch(w->ctx, w->k, w->l, w->nargs, w->args) == TS_OK ? 0 : 1;
+}
+
+ts_status ts_cuda_time_kernel(ts_ctx *ctx, const ts_cuda_kernel *k, const ts_launch *l,
+			      int nargs, ts_array *const *args, const ts_cuda_time_opts *opts,
+			      ts_timing *out)
+{
+	if (out)
+		memset(out, 0, sizeof(*out));
+	ts_status st = check_launch(ctx, k, l, nargs, args);
+	if (st != TS_OK)
+		return st;
+	if (!opts)
+		return ts_error(ctx, TS_ERR_INVALID, "cuda: time %s: opts is NULL", k->name);
+	ts_cuda_time_opts o = *opts;
+	o.what = o.what ? o.what : k->name;
+	kernel_work w = {ctx, k, l, nargs, args};
+	return ts_cuda_time(ctx, k->cuda, launch_work, &w, &o, out);
 }

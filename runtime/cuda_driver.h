@@ -1,6 +1,6 @@
 /*
  * cuda_driver.h - the CUDA driver API, opened at run time: devices, device arrays,
- * modules, launches and kernel timing.
+ * modules, launches and timing with CUDA events.
  *
  * libcuda.so.1 comes with the NVIDIA driver, not the toolkit, so tessera
  * opens it with dlopen (TESSERA_CUDA_LIB names another file to open) and
@@ -25,6 +25,7 @@
 #define TESSERA_RUNTIME_CUDA_H
 
 #include "array.h"
+#include "timer.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -77,11 +78,45 @@ ts_status ts_cuda_launch(ts_ctx *ctx, const ts_cuda_kernel *k, const ts_launch *
 			 int nargs, ts_array *const *args);
 /* Waits for launched work; reports errors raised while kernels ran. */
 ts_status ts_cuda_synchronize(ts_ctx *ctx, ts_cuda *cuda);
-/* Runs k `warmup` times, then times `repeats` launches with CUDA events and
- * stores the median in milliseconds. */
+/* ---- timing ------------------------------------------------------------------
+ *
+ * ts_cuda_time times GPU work with CUDA events, the one protocol behind
+ * ts_cuda_time_kernel, ts_module_time on a GPU module and tessera-bench's
+ * GPU rows (tessera, cuBLAS and cuDNN alike):
+ *   1. `warmup` untimed runs, then a synchronize;
+ *   2. `repeats` runs, each between its own pair of events recorded on the
+ *      default stream, with no host synchronization between runs;
+ *   3. with flush_l2, before each timed run, cuMemsetD8 over a device
+ *      buffer of twice the L2 size (CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE), so
+ *      every run starts with a cold L2; the write lies between the previous
+ *      run's end event and this run's start event, outside the timed
+ *      interval.  The buffer is allocated once per call and freed before
+ *      it returns;
+ *   4. one synchronize on the last event, then each pair's elapsed time is
+ *      a sample; *out gets min, median, mean, max and standard deviation of
+ *      the samples, in seconds (ts_timing_from_samples).
+ * On any failure (a bad option, a failing event call, the work returning
+ * non-zero) *out is zeroed, the error names the call, the repeat and what
+ * was timed, and every event and the flush buffer are released. */
+typedef struct ts_cuda_time_opts {
+	int warmup;    /* untimed runs first, >= 0 */
+	int repeats;   /* timed runs, 1 to 100000 */
+	bool flush_l2; /* write a buffer twice the L2 size before each timed run */
+	const char *what; /* names the work in messages (NULL: "work") */
+} ts_cuda_time_opts;
+
+/* Enqueues one run of the work on the default stream without waiting for
+ * it; 0 on success, non-zero on failure (which stops the timing). */
+typedef int (*ts_cuda_work_fn)(void *arg);
+
+ts_status ts_cuda_time(ts_ctx *ctx, ts_cuda *cuda, ts_cuda_work_fn fn, void *arg,
+		       const ts_cuda_time_opts *opts, ts_timing *out);
+/* ts_cuda_time of k launched with args (opts->what defaults to k's name). */
 ts_status ts_cuda_time_kernel(ts_ctx *ctx, const ts_cuda_kernel *k, const ts_launch *launch,
-			      int nargs, ts_array *const *args, int warmup, int repeats,
-			      double *median_ms);
+			      int nargs, ts_array *const *args, const ts_cuda_time_opts *opts,
+			      ts_timing *out);
+/* The device's L2 cache size in bytes (0 when the driver does not say). */
+ts_status ts_cuda_l2_bytes(ts_ctx *ctx, const ts_cuda *cuda, int64_t *bytes);
 
 #ifdef __cplusplus
 }

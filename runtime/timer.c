@@ -76,7 +76,7 @@ static ts_status time_sample(ts_ctx *ctx, int (*fn)(void *), void *arg, int rep,
 	return TS_OK;
 }
 
-static void summarize(const double *s, int n, ts_timing *out)
+void ts_timing_from_samples(const double *s, int n, ts_timing *out)
 {
 	double sum = 0, lo = s[0], hi = s[0];
 	for (int i = 0; i < n; i++) {
@@ -117,7 +117,7 @@ ts_status ts_time_run(ts_ctx *ctx, int (*fn)(void *), void *arg, int warmup, int
 	for (int r = 0; r < repeat && st == TS_OK; r++)
 		st = time_sample(ctx, fn, arg, r, number, &samples[r]);
 	if (st == TS_OK)
-		summarize(samples, repeat, out);
+		ts_timing_from_samples(samples, repeat, out);
 	free(samples);
 	return st;
 }

@@ -24,7 +24,7 @@ uint64_t ts_now_ns(void);
 /* Milliseconds elapsed since a ts_now_ns() reading. */
 double ts_ms_since(uint64_t start_ns);
 
-/* Summary of ts_time_run, in seconds per call. */
+/* Summary of ts_time_run and ts_cuda_time, in seconds per call. */
 typedef struct ts_timing {
 	double min, median, mean, max;
 	double stddev;  /* population standard deviation of the samples */
@@ -38,6 +38,11 @@ typedef struct ts_timing {
  * (nothing to record the message in). */
 ts_status ts_time_run(ts_ctx *ctx, int (*fn)(void *), void *arg, int warmup, int repeat,
 		      int number, ts_timing *out);
+
+/* Summarizes samples s[0..n) (n >= 1, in the unit wanted) into *out:
+ * min, median, mean, max, population standard deviation, n.  Every timer
+ * (ts_time_run, ts_cuda_time) reports through this one function. */
+void ts_timing_from_samples(const double *s, int n, ts_timing *out);
 
 /* The median of v[0..n) (mean of the middle two for even n), from a sorted
  * copy; v is unchanged.  NaN when n <= 0, v is NULL or the copy cannot be

@@ -99,6 +99,8 @@ if have "$bench"; then
 		expect "--threads: must be an integer from 1 to 1024, got '$n'" "$b" gemm --threads "$n"
 	done
 	expect "--repeat: must be an integer from 1 to" "$b" gemm --repeat 0
+	expect "--flush-l2 applies to --target cuda only" "$b" gemm --flush-l2
+	expect "--flush-l2 takes no value (got '1')" "$b" gemm --target cuda --flush-l2=1
 	many=$(awk 'BEGIN { for (i = 0; i < 1000; i++) printf "%snaive", i ? "," : "" }')
 	expect "--impl: 'naive' is named twice" "$b" gemm --impl "$many"
 	many=$(awk 'BEGIN { for (i = 0; i < 1000; i++) printf "%simpl%d", i ? "," : "", i }')

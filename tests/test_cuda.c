@@ -4,6 +4,7 @@
 #include "testutil.h"
 
 #include <dlfcn.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "cg_kernels.h"
 #include "nvrtc.h"
 #include "cuda_test.h"
+#include "fake_cuda.h"
 
 /* Compiles f's CUDA C for arch and checks the image kind. */
 static void compile_ok(ts_func *(*build)(ts_ctx *), const char *arch)
@@ -214,70 +216,6 @@ END_TEST
 
 /* ---- the runtime against a stand-in driver ------------------------------------ */
 
-/* A host-memory stand-in for libcuda: enough of the driver API to run
- * kg_vadd_cuda ("vadd") on the CPU, with the driver's error codes for out of
- * memory (2), invalid launches (1) and missing kernels (500).  Events tick a
- * fake clock by 1.5 ms per record.  FAKE_CUDA_NO_DEVICE=1 hides the device. */
-static const char *const fake_driver =
-	"#include <stdlib.h>\n#include <string.h>\n"
-	"typedef unsigned long long P;\n"
-	"static int ctx_tag;\nstatic float clock_ms;\n"
-	"int cuInit(unsigned f) { (void)f; return 0; }\n"
-	"int cuDeviceGetCount(int *n) { *n = getenv(\"FAKE_CUDA_NO_DEVICE\") ? 0 : 1; return 0; }\n"
-	"int cuDeviceGet(int *d, int i) { *d = i; return 0; }\n"
-	"int cuDeviceGetName(char *s, int n, int d) { (void)d; strncpy(s, \"Fake GPU\", n); return 0; }\n"
-	"int cuDeviceGetAttribute(int *v, int a, int d) { (void)d; *v = a == 75 ? 9 : 0; return 0; }\n"
-	"int cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = &ctx_tag; return 0; }\n"
-	"int cuDevicePrimaryCtxRelease_v2(int d) { (void)d; return 0; }\n"
-	"int cuCtxSetCurrent(void *c) { return c == &ctx_tag ? 0 : 201; }\n"
-	"int cuCtxSynchronize(void) { return 0; }\n"
-	"int cuMemAlloc_v2(P *p, size_t n) { void *m = n > (1ull << 40) ? NULL : malloc(n);\n"
-	"  if (!m) return 2;\n  *p = (P)(size_t)m; return 0; }\n"
-	"int cuMemFree_v2(P p) { free((void *)(size_t)p); return 0; }\n"
-	"int cuMemsetD8_v2(P p, unsigned char v, size_t n) { memset((void *)(size_t)p, v, n); return 0; }\n"
-	"int cuMemcpyHtoD_v2(P d, const void *s, size_t n) { memcpy((void *)(size_t)d, s, n); return 0; }\n"
-	"int cuMemcpyDtoH_v2(void *d, P s, size_t n) { memcpy(d, (void *)(size_t)s, n); return 0; }\n"
-	"int cuModuleLoadData(void **m, const void *img) { *m = (void *)img; return 0; }\n"
-	"int cuModuleUnload(void *m) { (void)m; return 0; }\n"
-	"static void vadd(unsigned n, void **a) {\n"
-	"  float *x = *(float **)a[0], *y = *(float **)a[1], *z = *(float **)a[2];\n"
-	"  for (unsigned i = 0; i < n; i++) z[i] = x[i] + y[i]; }\n"
-	"int cuModuleGetFunction(void **f, void *m, const char *name) { (void)m;\n"
-	"  if (strcmp(name, \"vadd\")) return 500;\n  *f = (void *)vadd; return 0; }\n"
-	"int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,\n"
-	"  unsigned bz, unsigned sh, void *st, void **p, void **e) { (void)sh; (void)st; (void)e;\n"
-	"  if (bx * by * bz > 1024) return 1;\n"
-	"  ((void (*)(unsigned, void **))f)(gx * gy * gz * bx * by * bz * 4, p); return 0; }\n"
-	"int cuEventCreate(void **e, unsigned f) { (void)f; *e = malloc(sizeof(float)); return 0; }\n"
-	"int cuEventRecord(void *e, void *s) { (void)s; clock_ms += 1.5f; *(float *)e = clock_ms; return 0; }\n"
-	"int cuEventSynchronize(void *e) { (void)e; return 0; }\n"
-	"int cuEventElapsedTime(float *ms, void *a, void *b) { *ms = *(float *)b - *(float *)a; return 0; }\n"
-	"int cuEventDestroy_v2(void *e) { free(e); return 0; }\n"
-	"int cuGetErrorName(int r, const char **s) { *s = r == 2 ? \"CUDA_ERROR_OUT_OF_MEMORY\" :\n"
-	"  r == 1 ? \"CUDA_ERROR_INVALID_VALUE\" : r == 500 ? \"CUDA_ERROR_NOT_FOUND\" : \"CUDA_ERROR_UNKNOWN\";\n"
-	"  return 0; }\n"
-	"int cuGetErrorString(int r, const char **s) { *s = r == 2 ? \"out of memory\" : \"fake error\"; return 0; }\n";
-
-/* Builds the stand-in as dir/libcuda.so.1; false when there is no compiler. */
-static bool build_fake_driver(char dir[64], char lib[128])
-{
-	if (system("cc --version >/dev/null 2>&1") != 0)
-		return false;
-	strcpy(dir, "/tmp/tessera_cuda_XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	char path[128], cmd[512];
-	snprintf(path, sizeof(path), "%s/fake.c", dir);
-	FILE *f = fopen(path, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs(fake_driver, f);
-	fclose(f);
-	snprintf(lib, 128, "%s/libcuda.so.1", dir);
-	snprintf(cmd, sizeof(cmd), "cc -std=c11 -Wall -Werror -fPIC -shared -o %s %s", lib, path);
-	ck_assert_int_eq(system(cmd), 0);
-	unlink(path);
-	return true;
-}
-
 static ts_array *filled(int64_t n, uint64_t seed)
 {
 	ts_array *a = ts_array_new(NULL, ts_float32, 1, &n);
@@ -304,9 +242,11 @@ static void fake_vadd(ts_ctx *ctx, ts_cuda *cuda)
 	for (int i = 0; i < 4096; i++)
 		ck_assert_float_eq(((float *)h[2]->data)[i],
 				   ((float *)h[0]->data)[i] + ((float *)h[1]->data)[i]);
-	double ms = 0;
-	ck_assert_int_eq(ts_cuda_time_kernel(ctx, &k, &l, 3, d, 2, 5, &ms), TS_OK);
-	ck_assert_double_eq(ms, 1.5); /* the stand-in's clock */
+	ts_timing t;
+	ts_cuda_time_opts o = {.warmup = 2, .repeats = 5};
+	ck_assert_int_eq(ts_cuda_time_kernel(ctx, &k, &l, 3, d, &o, &t), TS_OK);
+	ck_assert_double_eq_tol(t.median, 1.5e-3, 1e-12); /* the stand-in's clock */
+	ck_assert_int_eq(t.samples, 5);
 
 	cg_launch big = l;
 	big.block[0] = 2048;
@@ -365,6 +305,69 @@ START_TEST(test_fake_driver)
 }
 END_TEST
 
+/* Every repeat has its own event pair, after the warm-up launches, and
+ * min, median, mean, max and stddev come from the per-repeat times: ticks
+ * 1,2,1,5,1,3,1,9 make the pairs 2, 5, 3 and 9 ms apart. */
+START_TEST(test_fake_timing_stats)
+{
+	fake_gpu g;
+	if (!fake_gpu_open(&g))
+		return;
+	long launches = fake_stat(g.lib, "fake_launches"), records = fake_stat(g.lib, "fake_records");
+	setenv("FAKE_CUDA_TICKS", "1,2,1,5,1,3,1,9", 1);
+	ts_timing t;
+	ts_cuda_time_opts o = {.warmup = 3, .repeats = 4};
+	tu_ok(g.ctx, ts_cuda_time_kernel(g.ctx, &g.k, &g.launch, 3, g.d, &o, &t));
+	unsetenv("FAKE_CUDA_TICKS");
+	ck_assert_double_eq_tol(t.min, 2e-3, 1e-12);
+	ck_assert_double_eq_tol(t.median, 4e-3, 1e-12);
+	ck_assert_double_eq_tol(t.mean, 4.75e-3, 1e-12);
+	ck_assert_double_eq_tol(t.max, 9e-3, 1e-12);
+	ck_assert_double_eq_tol(t.stddev, sqrt(7.1875) * 1e-3, 1e-12);
+	ck_assert_int_eq(t.samples, 4);
+	ck_assert(t.min < t.median && t.median < t.mean);
+	ck_assert_int_eq(fake_stat(g.lib, "fake_launches") - launches, 3 + 4);
+	ck_assert_int_eq(fake_stat(g.lib, "fake_launches_at_first_record") - launches, 3);
+	ck_assert_int_eq(fake_stat(g.lib, "fake_records") - records, 2 * 4);
+	ck_assert_int_eq(fake_stat(g.lib, "fake_live_events"), 0);
+	ck_assert_int_eq(fake_stat(g.lib, "fake_memsets"), 3); /* the arrays' zeroing only */
+	fake_gpu_close(&g);
+}
+END_TEST
+
+/* With flush_l2 one buffer of twice the reported L2 size is allocated,
+ * written before each repeat outside its event pair, and freed; without,
+ * nothing is allocated or written. */
+START_TEST(test_fake_timing_flush_l2)
+{
+	fake_gpu g;
+	if (!fake_gpu_open(&g))
+		return;
+	setenv("FAKE_CUDA_L2", "3000000", 1);
+	int64_t l2 = 0;
+	tu_ok(g.ctx, ts_cuda_l2_bytes(g.ctx, g.cuda, &l2));
+	ck_assert_int_eq(l2, 3000000);
+	long allocs = fake_stat(g.lib, "fake_allocs"), memsets = fake_stat(g.lib, "fake_memsets");
+	ts_timing t;
+	ts_cuda_time_opts o = {.warmup = 1, .repeats = 5, .flush_l2 = true};
+	tu_ok(g.ctx, ts_cuda_time_kernel(g.ctx, &g.k, &g.launch, 3, g.d, &o, &t));
+	ck_assert_double_eq_tol(t.median, 1.5e-3, 1e-12); /* the flush is not timed */
+	ck_assert_int_eq(fake_stat(g.lib, "fake_allocs") - allocs, 1);
+	ck_assert_int_eq(fake_stat(g.lib, "fake_last_alloc"), 6000000);
+	ck_assert_int_eq(fake_stat(g.lib, "fake_live_allocs"), 3); /* the arrays */
+	ck_assert_int_eq(fake_stat(g.lib, "fake_memsets") - memsets, 5);
+	ck_assert_int_eq(fake_stat(g.lib, "fake_flushes_timed"), 0);
+	ck_assert_int_eq(fake_stat(g.lib, "fake_live_events"), 0);
+
+	o.flush_l2 = false;
+	tu_ok(g.ctx, ts_cuda_time_kernel(g.ctx, &g.k, &g.launch, 3, g.d, &o, &t));
+	ck_assert_int_eq(fake_stat(g.lib, "fake_allocs") - allocs, 1);
+	ck_assert_int_eq(fake_stat(g.lib, "fake_memsets") - memsets, 5);
+	unsetenv("FAKE_CUDA_L2");
+	fake_gpu_close(&g);
+}
+END_TEST
+
 /* The README's flow: the user opens the GPU and makes arrays through their
  * own handle; ts_build(ctx, f, "cuda") compiles with NVRTC and loads the
  * kernel through a handle of its own; the arrays are valid in the module
@@ -403,6 +406,20 @@ START_TEST(test_readme_flow_fake_driver)
 		tu_ok(ctx, ts_cuda_copy_to_device(ctx, d[k], h[k]));
 	}
 	tu_ok(ctx, ts_module_run(m, 3, d));
+	/* ts_module_time: CUDA events per repeat, the statistics of their times */
+	setenv("FAKE_CUDA_TICKS", "1,4,1,2,1,9", 1);
+	ts_timing t;
+	tu_ok(ctx, ts_module_time(m, 3, d, 1, 3, &t));
+	unsetenv("FAKE_CUDA_TICKS");
+	ck_assert_double_eq_tol(t.min, 2e-3, 1e-12);
+	ck_assert_double_eq_tol(t.median, 4e-3, 1e-12);
+	ck_assert_double_eq_tol(t.mean, 5e-3, 1e-12);
+	ck_assert_double_eq_tol(t.max, 9e-3, 1e-12);
+	tu_ok(ctx, ts_module_launch(m, 3, d));
+	tu_ok(ctx, ts_cuda_synchronize(ctx, gpu));
+	ck_assert_int_eq(ts_module_launch(m, 3, (ts_array *[]){d[0], h[1], d[2]}), TS_ERR_INVALID);
+	tu_assert_error(ctx, "argument 1 (B) is on the cpu device, expected cuda");
+	ts_clear_error(ctx);
 	tu_ok(ctx, ts_cuda_copy_to_host(ctx, h[2], d[2]));
 	for (int e = 0; e < 4096; e++)
 		ck_assert_float_eq(((float *)h[2]->data)[e],
@@ -434,6 +451,8 @@ int main(void)
 	tcase_add_test(tc, test_missing_nvrtc);
 	tcase_add_test(tc, test_no_driver);
 	tcase_add_test(tc, test_fake_driver);
+	tcase_add_test(tc, test_fake_timing_stats);
+	tcase_add_test(tc, test_fake_timing_flush_l2);
 	suite_add_tcase(s, tc);
 	if (nvrtc) {
 		tc = tcase_create("nvrtc");

@@ -144,10 +144,15 @@ START_TEST(test_gemm)
 
 	/* timing gives a positive median; no claim about its size */
 	ts_array *d[3] = {to_device(&g, A), to_device(&g, B), to_device(&g, C)};
-	double ms = -1;
-	ck_assert_int_eq(ts_cuda_time_kernel(g.ctx, &g.k, &g.launch, 3, d, 2, 5, &ms), TS_OK);
-	ck_assert(ms > 0);
-	ck_assert_int_eq(ts_cuda_time_kernel(g.ctx, &g.k, &g.launch, 3, d, 2, 0, &ms), TS_ERR_INVALID);
+	ts_timing t;
+	ts_cuda_time_opts o = {.warmup = 2, .repeats = 5};
+	ck_assert_int_eq(ts_cuda_time_kernel(g.ctx, &g.k, &g.launch, 3, d, &o, &t), TS_OK);
+	ck_assert(t.min > 0 && t.min <= t.median && t.median <= t.max && t.samples == 5);
+	o.flush_l2 = true;
+	ck_assert_int_eq(ts_cuda_time_kernel(g.ctx, &g.k, &g.launch, 3, d, &o, &t), TS_OK);
+	ck_assert(t.min > 0 && t.min <= t.mean && t.mean <= t.max);
+	o.repeats = 0;
+	ck_assert_int_eq(ts_cuda_time_kernel(g.ctx, &g.k, &g.launch, 3, d, &o, &t), TS_ERR_INVALID);
 	for (int i = 0; i < 3; i++)
 		ts_cuda_array_free(d[i]);
 	ts_array_free(A), ts_array_free(B), ts_array_free(C), ts_array_free(want), ts_array_free(got);

@@ -793,6 +793,9 @@ START_TEST(test_build)
 	FAILS_ST(c, ts_module_run(m, -1, arr), "call mm");
 	FAILS_ST(c, ts_module_run(m, 3, NULL), "call mm");
 	FAILS_ST(c, ts_module_run(m, 100, arr), "call mm");
+	ST_NOCTX(ts_module_launch(NULL, 3, arr));
+	FAILS_ST(c, ts_module_launch(m, -1, arr), "call mm");
+	FAILS_ST(c, ts_module_launch(m, 3, NULL), "call mm");
 	ts_timing t;
 	ST_NOCTX(ts_module_time(NULL, 3, arr, 0, 1, &t));
 	FAILS_ST(c, ts_module_time(m, 3, arr, 0, 1, NULL), "time");
@@ -887,9 +890,10 @@ START_TEST(test_cuda_null)
 	ts_launch l = {{1, 1, 1}, {1, 1, 1}, 0, 0};
 	FAILS_ST(c, ts_cuda_launch(c, NULL, &l, 1, &h), "cuda: launch");
 	FAILS_ST(c, ts_cuda_synchronize(c, NULL), "cuda: synchronize");
-	double ms;
-	FAILS_ST(c, ts_cuda_time_kernel(c, NULL, &l, 1, &h, 0, 1, &ms), "cuda: launch");
-	FAILS_ST(c, ts_cuda_time_kernel(c, NULL, &l, 1, &h, 0, 1, NULL), "cuda: time kernel");
+	ts_cuda_time_opts o = {.repeats = 1};
+	ts_timing t;
+	FAILS_ST(c, ts_cuda_time_kernel(c, NULL, &l, 1, &h, &o, &t), "cuda: launch");
+	FAILS_ST(c, ts_cuda_time(c, NULL, NULL, NULL, &o, &t), "cuda: time: no device");
 	ts_array_free(h);
 	fx_free(&x);
 }
