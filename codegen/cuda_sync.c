@@ -11,9 +11,13 @@
  * conflict with the accesses its next iteration makes before its first
  * barrier gets a BARRIER at the end of its body.
  *
- * Accesses are summarised per statement (everything a loop or branch might
- * touch), so the pass may add a barrier that a finer analysis would avoid,
- * never omit one.  Only shared buffers are tracked.  Vectorized loops are
+ * A statement that holds barriers at its top level (a sequence, seen
+ * through the ALLOCATEs around it) only conflicts through what it touches
+ * before its first one, and leaves pending only what it touches after its
+ * last one: the fetch of a second tile, allocated around the loop that
+ * reads both, needs no barrier after the first fetch.  Loops and branches
+ * are summarised whole (everything they might touch), so the pass may add
+ * a barrier that a finer analysis would avoid, never omit one.  Only shared buffers are tracked.  Vectorized loops are
  * left alone: a barrier cannot sit between lanes.
  */
 #include "c_emit.h"
@@ -107,9 +111,12 @@ static accesses summary(ts_stmt *s)
 
 static ts_stmt *sync(ts_ctx *ctx, ts_stmt *s, void *data);
 
-/* The statements of s as a list (one entry unless s is a SEQ). */
+/* The statements s runs in order: the items of a SEQ, seen through the
+ * ALLOCATEs around it (they only name a buffer), else s alone. */
 static int as_list(ts_stmt *s, ts_stmt *const **items, ts_stmt **one)
 {
+	while (s->kind == IR_S_ALLOCATE)
+		s = s->u.alloc.body;
 	if (s->kind == IR_S_SEQ) {
 		*items = s->u.seq.s;
 		return s->u.seq.n;
@@ -119,9 +126,10 @@ static int as_list(ts_stmt *s, ts_stmt *const **items, ts_stmt **one)
 	return 1;
 }
 
-/* Accesses since the last top-level barrier of s (tail) and before its
- * first one (head). */
-static void head_tail(ts_stmt *s, accesses *head, accesses *tail)
+/* Accesses of s before its first barrier (head) and after its last one
+ * (tail), looking into nested sequences; whether it has a barrier there.
+ * Without one, head and tail are everything s touches. */
+static bool head_tail(ts_stmt *s, accesses *head, accesses *tail)
 {
 	ts_stmt *const *items, *one;
 	int n = as_list(s, &items, &one);
@@ -129,18 +137,32 @@ static void head_tail(ts_stmt *s, accesses *head, accesses *tail)
 	memset(head, 0, sizeof(*head));
 	memset(tail, 0, sizeof(*tail));
 	for (int i = 0; i < n; i++) {
+		accesses h, t;
+		bool inner = false;
 		if (items[i]->kind == IR_S_BARRIER) {
-			seen_barrier = true;
-			memset(tail, 0, sizeof(*tail));
-			continue;
+			inner = true;
+			memset(&h, 0, sizeof(h));
+			memset(&t, 0, sizeof(t));
+		} else if (n > 1 || items[i] != s) {
+			inner = head_tail(items[i], &h, &t);
+		} else {
+			h = t = summary(items[i]);
 		}
-		accesses a = summary(items[i]);
-		acc_union(tail, &a);
 		if (!seen_barrier)
-			acc_union(head, &a);
+			acc_union(head, &h);
+		if (inner)
+			*tail = t;
+		else
+			acc_union(tail, &t);
+		seen_barrier |= inner;
 	}
+	return seen_barrier;
 }
 
+/* A statement needs a barrier before it when what it touches before its own
+ * first barrier conflicts with what is pending; after it, what it touches
+ * after its last barrier is pending (all of it, if it has none).  Two
+ * writes to different buffers, like the fetches of two tiles, need none. */
 static ts_stmt *sync_seq(ts_ctx *ctx, ts_stmt *s)
 {
 	int n = s->u.seq.n;
@@ -161,14 +183,18 @@ static ts_stmt *sync_seq(ts_ctx *ctx, ts_stmt *s)
 			out[m++] = c;
 			continue;
 		}
-		accesses a = summary(c);
-		if (conflicts(&pending, &a)) {
+		accesses head, tail;
+		bool inner = head_tail(c, &head, &tail);
+		if (conflicts(&pending, &head)) {
 			if (!(out[m++] = ir_barrier(ctx)))
 				return NULL;
 			memset(&pending, 0, sizeof(pending));
 			changed = true;
 		}
-		acc_union(&pending, &a);
+		if (inner)
+			pending = tail;
+		else
+			acc_union(&pending, &tail);
 		out[m++] = c;
 	}
 	return changed ? ir_seq(ctx, m, out) : s;

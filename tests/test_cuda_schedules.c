@@ -212,6 +212,14 @@ START_TEST(test_shared_tiles_at_block_loop)
 	}
 	ts_func *f = ts_lower(s, "f", 3, (ts_tensor *[]){A, B, C});
 	compiles_and_matches(ctx, f);
+	ts_module *m = ts_build(ctx, f, "cuda -arch=sm_90");
+	tu_nonnull(ctx, m);
+	const char *src = ts_module_source(m, "cuda");
+	/* one barrier: the two fetches write different tiles */
+	const char *b = strstr(src, "__syncthreads()");
+	ck_assert_ptr_nonnull(b);
+	ck_assert_ptr_null(strstr(b + 1, "__syncthreads()"));
+	ts_module_free(m);
 	ts_ctx_free(ctx);
 }
 END_TEST
