@@ -224,6 +224,47 @@ START_TEST(test_shared_tiles_at_block_loop)
 }
 END_TEST
 
+/* C's threads cover 32 of the block's 64 (the A tile is fetched by 64);
+ * the B tile is fetched inside C's thread loop.  That loop is split at the
+ * barrier, so every thread of the block reaches it:
+ *   if (threadIdx.x < 32) { fetch B }  __syncthreads();  if (...) { C } */
+START_TEST(test_barrier_hoisted_out_of_thread_guard)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_expr *i = ts_var(ctx, "i");
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(256), ts_float32);
+	ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(256), ts_float32);
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(256), TS_VARS(i),
+				  ts_add(ctx, TS_READ(ctx, A, i), TS_READ(ctx, B, i)));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_tensor *AS = ts_cache_read(s, A, TS_SCOPE_SHARED, 1, &C);
+	ts_tensor *BS = ts_cache_read(s, B, TS_SCOPE_SHARED, 1, &C);
+	tu_nonnull(ctx, BS);
+	ts_stage *sc = ts_stage_of(s, C), *sa = ts_stage_of(s, AS), *sb = ts_stage_of(s, BS);
+	ts_axis *bx, *in, *io, *tx;
+	tu_ok(ctx, ts_split(sc, ts_axis_of(sc, 0), 64, &bx, &in));
+	tu_ok(ctx, ts_split(sc, in, 32, &io, &tx));
+	tu_ok(ctx, ts_bind(sc, bx, TS_BLOCK_X));
+	tu_ok(ctx, ts_bind(sc, tx, TS_THREAD_X));
+	tu_ok(ctx, ts_compute_at(sa, sc, bx));
+	tu_ok(ctx, ts_bind(sa, ts_axis_of(sa, 0), TS_THREAD_X));
+	tu_ok(ctx, ts_compute_at(sb, sc, tx));
+	ts_func *f = ts_lower(s, "f", 3, (ts_tensor *[]){A, B, C});
+	compiles_and_matches(ctx, f);
+	ts_module *m = ts_build(ctx, f, "cuda -arch=sm_90");
+	tu_nonnull(ctx, m);
+	const char *src = ts_module_source(m, "cuda");
+	const char *fetch = strstr(src, "B_shared[");
+	ck_assert_ptr_nonnull(fetch);
+	const char *sync = strstr(fetch, "__syncthreads();");
+	ck_assert_ptr_nonnull(sync);
+	/* the barrier is at the depth of the io loop's body, outside the guard */
+	ck_assert_ptr_nonnull(strstr(src, "    }\n    __syncthreads();\n    int i_inner_inner_1 = threadIdx.x;"));
+	ts_module_free(m);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_gemm_golden)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -275,6 +316,7 @@ int main(void)
 	tcase_add_test(tc, test_unbound_root_producer);
 	tcase_add_test(tc, test_producer_at_consumer);
 	tcase_add_test(tc, test_shared_tiles_at_block_loop);
+	tcase_add_test(tc, test_barrier_hoisted_out_of_thread_guard);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
