@@ -15,7 +15,7 @@
  *
  * A __syncthreads() must be reached by every thread of the block.  It is
  * allowed only under conditions that are the same for all threads of a
- * block: blockIdx loops, sequential loops with uniform bounds, threadIdx
+ * block: blockIdx loops, sequential loops with a uniform trip count, threadIdx
  * loops that span the whole block dimension, and guards over uniform
  * variables.  threadIdx loop variables are not uniform, nor is anything
  * computed from them, nor a loaded value.
@@ -269,8 +269,8 @@ static const char *loop_divergence(uniform *u, const ts_stmt *s)
 				  loop_name(s), ts_thread_tag_name(s->u.for_.thread), (long long)ext,
 				  (long long)u->block[d]);
 	}
-	if (varies(u, s->u.for_.min) || varies(u, s->u.for_.extent))
-		return ts_sprintf(u->ctx, "loop '%s', whose bounds differ between threads",
+	if (varies(u, s->u.for_.extent))
+		return ts_sprintf(u->ctx, "loop '%s', whose trip count differs between threads",
 				  loop_name(s));
 	return NULL;
 }
@@ -312,7 +312,7 @@ static ts_status uniform_loop(uniform *u, const ts_stmt *s)
 	if (why)
 		enter(u, s, why);
 	bool thread = s->u.for_.kind == TS_FOR_THREAD && s->u.for_.thread >= TS_THREAD_X;
-	if ((thread || why) && u->nvarying < MAX_NEST)
+	if ((thread || why || varies(u, s->u.for_.min)) && u->nvarying < MAX_NEST)
 		u->varying[u->nvarying++] = s->u.for_.var;
 	ts_status st = check_uniform(u, s->u.for_.body);
 	u->diverge = saved;

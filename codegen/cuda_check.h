@@ -17,8 +17,8 @@
  * threads never wrote into this copy. */
 ts_status cg_cuda_check(ts_ctx *ctx, const ts_func *f);
 /* Refuses a BARRIER that some threads of a block may not reach: one under a
- * threadIdx loop narrower than the block, or under a condition or loop
- * bounds that depend on threadIdx or on loaded values. */
+ * threadIdx loop narrower than the block, or under a condition or a loop
+ * trip count that depends on threadIdx or on loaded values. */
 ts_status cg_cuda_check_barriers(ts_ctx *ctx, const ts_func *f);
 
 #endif

@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "build.h"
+#include "cg_kernels.h"
+#include "cuda_check.h"
 #include "lower.h"
 #include "schedule.h"
 
@@ -153,6 +155,85 @@ START_TEST(test_barrier_under_thread_guard)
 }
 END_TEST
 
+/* Barriers under conditions, in hand-built kernels: bx is bound to
+ * blockIdx.x, t to threadIdx.x over the whole block of 64. */
+static ts_func *guarded_barrier(ts_ctx *ctx, ts_stmt *(*wrap)(ts_ctx *, ts_expr *, ts_expr *,
+							      ts_buffer *, ts_stmt *))
+{
+	ts_buffer *G = kg_buf(ctx, "G", ts_float32, 64, 0, TS_SCOPE_GLOBAL);
+	ts_buffer *S = kg_buf(ctx, "S", ts_float32, 64, 0, TS_SCOPE_SHARED);
+	ts_expr *bx = ts_var(ctx, "bx"), *t = ts_var(ctx, "t");
+	ts_stmt *body = ir_seq(ctx, 3, (ts_stmt *[]){
+		ir_store(ctx, S, t, ts_load(ctx, G, t)), ir_barrier(ctx),
+		ir_store(ctx, G, t, ts_load(ctx, S, ts_sub(ctx, KI(63), t)))});
+	body = wrap(ctx, bx, t, G, body);
+	body = ir_allocate(ctx, S, kg_bind(ctx, t, 64, TS_THREAD_X, body));
+	return kg_func(ctx, "k", 1, (ts_buffer *[]){G}, kg_bind(ctx, bx, 4, TS_BLOCK_X, body));
+}
+
+static ts_stmt *if_thread(ts_ctx *ctx, ts_expr *bx, ts_expr *t, ts_buffer *G, ts_stmt *s)
+{
+	(void)bx, (void)G;
+	return ir_if(ctx, ts_lt(ctx, t, KI(32)), s, NULL);
+}
+
+static ts_stmt *if_block(ts_ctx *ctx, ts_expr *bx, ts_expr *t, ts_buffer *G, ts_stmt *s)
+{
+	(void)t, (void)G;
+	return ir_if(ctx, ts_lt(ctx, bx, KI(3)), s, NULL);
+}
+
+static ts_stmt *if_derived(ts_ctx *ctx, ts_expr *bx, ts_expr *t, ts_buffer *G, ts_stmt *s)
+{
+	(void)bx, (void)G;
+	ts_expr *v = ts_var(ctx, "v");
+	return ir_let(ctx, v, ts_mul(ctx, t, KI(2)), ir_if(ctx, ts_lt(ctx, v, KI(10)), s, NULL));
+}
+
+static ts_stmt *if_loaded(ts_ctx *ctx, ts_expr *bx, ts_expr *t, ts_buffer *G, ts_stmt *s)
+{
+	(void)bx, (void)t;
+	return ir_if(ctx, ts_gt(ctx, ts_load(ctx, G, KI(0)), ts_float(ctx, 0)), s, NULL);
+}
+
+static ts_stmt *loop_from_thread(ts_ctx *ctx, ts_expr *bx, ts_expr *t, ts_buffer *G, ts_stmt *s)
+{
+	(void)bx, (void)G;
+	return ir_for(ctx, ts_var(ctx, "r"), KI(0), ts_add(ctx, t, KI(1)), TS_FOR_SERIAL,
+		      TS_THREAD_NONE, s);
+}
+
+/* Starts differ, trip counts do not: each thread reaches the barrier twice. */
+static ts_stmt *loop_shifted(ts_ctx *ctx, ts_expr *bx, ts_expr *t, ts_buffer *G, ts_stmt *s)
+{
+	(void)bx, (void)G;
+	return ir_for(ctx, ts_var(ctx, "r"), t, KI(2), TS_FOR_SERIAL, TS_THREAD_NONE, s);
+}
+
+START_TEST(test_barrier_under_divergent_guard)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ck_assert_int_eq(cg_cuda_check_barriers(ctx, guarded_barrier(ctx, if_thread)), TS_ERR_INVALID);
+	tu_assert_error(ctx, "build k: a __syncthreads() for S would be inside the guard 't < 32', "
+			     "which differs between threads");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(cg_cuda_check_barriers(ctx, guarded_barrier(ctx, if_derived)), TS_ERR_INVALID);
+	tu_assert_error(ctx, "the guard 'v < 10', which differs between threads");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(cg_cuda_check_barriers(ctx, guarded_barrier(ctx, if_loaded)), TS_ERR_INVALID);
+	tu_assert_error(ctx, "the guard 'G[0] > 0.0f', which differs between threads");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(cg_cuda_check_barriers(ctx, guarded_barrier(ctx, loop_from_thread)),
+			 TS_ERR_INVALID);
+	tu_assert_error(ctx, "inside loop 'r', whose trip count differs between threads");
+	ts_clear_error(ctx);
+	/* the same for every thread of a block: allowed */
+	tu_ok(ctx, cg_cuda_check_barriers(ctx, guarded_barrier(ctx, if_block)));
+	tu_ok(ctx, cg_cuda_check_barriers(ctx, guarded_barrier(ctx, loop_shifted)));
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("mustfail_cuda");
@@ -162,6 +243,7 @@ int main(void)
 	tcase_add_test(tc, test_attached_producer_with_own_bindings);
 	tcase_add_test(tc, test_no_binding);
 	tcase_add_test(tc, test_barrier_under_thread_guard);
+	tcase_add_test(tc, test_barrier_under_divergent_guard);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
