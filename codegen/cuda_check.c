@@ -11,7 +11,8 @@
  * copies, i.e. nothing.  Such reads are refused; they would need a second
  * kernel launch (or a grid-wide sync), which tessera does not emit.  A
  * producer with no bindings of its own is computed whole by every thread
- * into its private copy: slow but correct, so it is allowed.
+ * into its private copy: slow but correct, so it is allowed while the copy
+ * fits CUDA's local memory per thread.
  *
  * A __syncthreads() must be reached by every thread of the block.  It is
  * allowed only under conditions that are the same for all threads of a
@@ -145,6 +146,17 @@ static ts_status refuse_xread(ts_ctx *ctx, const ts_func *f, const xread *x, int
 			f->name, p, c, c, p, c);
 }
 
+/* A buffer that is not shared is a local array in every thread. */
+static ts_status check_local_size(ts_ctx *ctx, const ts_func *f, const ts_buffer *b)
+{
+	int64_t bytes = b->size * ts_dtype_bytes(b->dtype);
+	if (b->scope == TS_SCOPE_SHARED || bytes <= CG_CUDA_MAX_LOCAL)
+		return TS_OK;
+	return ts_error(ctx, TS_ERR_INVALID,
+			"build %s: stage %s needs %lld bytes of local memory in every thread, the limit is %d (every thread holds its own copy: compute it at its consumer's thread loops with compute_at, or inline it)",
+			f->name, b->name, (long long)bytes, CG_CUDA_MAX_LOCAL);
+}
+
 /* depth: the number of bound loops around s. */
 static ts_status check_allocs(ts_ctx *ctx, const ts_func *f, const ts_stmt *s, int depth)
 {
@@ -154,6 +166,8 @@ static ts_status check_allocs(ts_ctx *ctx, const ts_func *f, const ts_stmt *s, i
 	case IR_S_FOR:
 		return check_allocs(ctx, f, s->u.for_.body, depth + (s->u.for_.kind == TS_FOR_THREAD));
 	case IR_S_ALLOCATE: {
+		if (check_local_size(ctx, f, s->u.alloc.buf) != TS_OK)
+			return ts_last_status(ctx);
 		xread x = {.buf = s->u.alloc.buf, .shared = s->u.alloc.buf->scope == TS_SCOPE_SHARED};
 		scan(&x, s->u.alloc.body, false);
 		if (x.bound)

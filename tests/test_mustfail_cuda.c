@@ -104,6 +104,28 @@ START_TEST(test_attached_producer_with_own_bindings)
 }
 END_TEST
 
+/* A root producer with no bindings is computed whole by every thread into
+ * its own copy (test_cuda_schedules.c checks that it is right); a copy past
+ * CUDA's 512 KiB of local memory per thread would fail only at launch. */
+START_TEST(test_unbound_root_producer_too_big)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(200000), ts_float32);
+	ts_tensor *P = ts_compute(ctx, "P", TS_SHAPE(200000), TS_VARS(i),
+				  ts_mul(ctx, TS_READ(ctx, A, i), ts_float(ctx, 2.0)));
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(200000), TS_VARS(j),
+				  ts_add(ctx, TS_READ(ctx, P, j), ts_float(ctx, 1.0)));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	bind_1d(ts_stage_of(s, C), 256);
+	ts_func *f = ts_lower(s, "f", 2, (ts_tensor *[]){A, C});
+	assert_build_refused(ctx, f,
+			     "build f: stage P needs 800000 bytes of local memory in every thread, "
+			     "the limit is 524288");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_no_binding)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -241,6 +263,7 @@ int main(void)
 	tcase_add_test(tc, test_root_producer_with_own_bindings);
 	tcase_add_test(tc, test_root_producer_bound_to_blocks_in_shared);
 	tcase_add_test(tc, test_attached_producer_with_own_bindings);
+	tcase_add_test(tc, test_unbound_root_producer_too_big);
 	tcase_add_test(tc, test_no_binding);
 	tcase_add_test(tc, test_barrier_under_thread_guard);
 	tcase_add_test(tc, test_barrier_under_divergent_guard);
