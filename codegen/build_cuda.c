@@ -3,8 +3,11 @@
  *
  * The architecture comes from the target string when it names one, else
  * from the device; with neither, building fails with a message that says
- * how to compile without a GPU.  Barriers are inserted before emission so
- * shared-memory tiles are never read while other threads still write them.
+ * how to compile without a GPU.  Functions that would not run as one
+ * kernel the way the reference evaluator computes them are refused first
+ * (cuda_check.h).  Barriers are inserted before emission so shared-memory
+ * tiles are never read while other threads still write them, and each must
+ * be reached by every thread of the block.
  */
 #include "build_cuda.h"
 
@@ -12,6 +15,7 @@
 #include <string.h>
 
 #include "c_emit.h"
+#include "cuda_check.h"
 #include "cuda_driver.h"
 #include "ident.h"
 #include "nvrtc.h"
@@ -54,7 +58,11 @@ static ts_status compile(ts_ctx *ctx, const ts_func *f, cg_cuda_module *m, ts_ph
 {
 	ts_func synced = *f;
 	uint64_t t0 = ts_now_ns();
+	if (cg_cuda_check(ctx, f) != TS_OK)
+		return ts_last_status(ctx);
 	synced.body = cg_cuda_insert_sync(ctx, f->body);
+	if (synced.body && cg_cuda_check_barriers(ctx, &synced) != TS_OK)
+		return ts_last_status(ctx);
 	m->source = synced.body ? cg_emit_cuda(ctx, &synced, &m->launch) : NULL;
 	times->llvm_build_ms = ts_ms_since(t0); /* source emission */
 	if (!m->source)

@@ -52,8 +52,10 @@ const char *cg_emit_cuda(ts_ctx *ctx, const ts_func *f, cg_launch *launch);
  * between a statement that writes a shared buffer and a later one that reads
  * it (or overwrites what others still read), and at the end of a sequential
  * loop body whose next iteration would overwrite or read such a buffer.
- * Conservative: accesses are summarised per statement.  Returns s itself
- * when no barrier is needed (codegen/cuda_sync.c). */
+ * Conservative: accesses are summarised per statement.  A threadIdx loop
+ * narrower than the block with barriers at the top level of its body is
+ * split at them, so that every thread of the block reaches each one.
+ * Returns s itself when no barrier is needed (codegen/cuda_sync.c). */
 ts_stmt *cg_cuda_insert_sync(ts_ctx *ctx, ts_stmt *s);
 
 #endif

@@ -11,9 +11,16 @@
  * conflict with the accesses its next iteration makes before its first
  * barrier gets a BARRIER at the end of its body.
  *
- * Accesses are summarised per statement (everything a loop or branch might
- * touch), so the pass may add a barrier that a finer analysis would avoid,
- * never omit one.  Only shared buffers are tracked.  Vectorized loops are
+ * A statement that holds barriers at its top level (a sequence, seen
+ * through the ALLOCATEs around it) only conflicts through what it touches
+ * before its first one, and leaves pending only what it touches after its
+ * last one: the fetch of a second tile, allocated around the loop that
+ * reads both, needs no barrier after the first fetch.  Loops and branches
+ * are summarised whole (everything they might touch), so the pass may add
+ * a barrier that a finer analysis would avoid, never omit one.  Last, a
+ * barrier at the top level of a threadIdx loop narrower than the block is
+ * moved out of it by splitting the loop (see hoist below); cuda_check.c
+ * refuses any barrier still under a condition threads may take apart.  Only shared buffers are tracked.  Vectorized loops are
  * left alone: a barrier cannot sit between lanes.
  */
 #include "c_emit.h"
@@ -107,9 +114,12 @@ static accesses summary(ts_stmt *s)
 
 static ts_stmt *sync(ts_ctx *ctx, ts_stmt *s, void *data);
 
-/* The statements of s as a list (one entry unless s is a SEQ). */
+/* The statements s runs in order: the items of a SEQ, seen through the
+ * ALLOCATEs around it (they only name a buffer), else s alone. */
 static int as_list(ts_stmt *s, ts_stmt *const **items, ts_stmt **one)
 {
+	while (s->kind == IR_S_ALLOCATE)
+		s = s->u.alloc.body;
 	if (s->kind == IR_S_SEQ) {
 		*items = s->u.seq.s;
 		return s->u.seq.n;
@@ -119,9 +129,10 @@ static int as_list(ts_stmt *s, ts_stmt *const **items, ts_stmt **one)
 	return 1;
 }
 
-/* Accesses since the last top-level barrier of s (tail) and before its
- * first one (head). */
-static void head_tail(ts_stmt *s, accesses *head, accesses *tail)
+/* Accesses of s before its first barrier (head) and after its last one
+ * (tail), looking into nested sequences; whether it has a barrier there.
+ * Without one, head and tail are everything s touches. */
+static bool head_tail(ts_stmt *s, accesses *head, accesses *tail)
 {
 	ts_stmt *const *items, *one;
 	int n = as_list(s, &items, &one);
@@ -129,18 +140,32 @@ static void head_tail(ts_stmt *s, accesses *head, accesses *tail)
 	memset(head, 0, sizeof(*head));
 	memset(tail, 0, sizeof(*tail));
 	for (int i = 0; i < n; i++) {
+		accesses h, t;
+		bool inner = false;
 		if (items[i]->kind == IR_S_BARRIER) {
-			seen_barrier = true;
-			memset(tail, 0, sizeof(*tail));
-			continue;
+			inner = true;
+			memset(&h, 0, sizeof(h));
+			memset(&t, 0, sizeof(t));
+		} else if (n > 1 || items[i] != s) {
+			inner = head_tail(items[i], &h, &t);
+		} else {
+			h = t = summary(items[i]);
 		}
-		accesses a = summary(items[i]);
-		acc_union(tail, &a);
 		if (!seen_barrier)
-			acc_union(head, &a);
+			acc_union(head, &h);
+		if (inner)
+			*tail = t;
+		else
+			acc_union(tail, &t);
+		seen_barrier |= inner;
 	}
+	return seen_barrier;
 }
 
+/* A statement needs a barrier before it when what it touches before its own
+ * first barrier conflicts with what is pending; after it, what it touches
+ * after its last barrier is pending (all of it, if it has none).  Two
+ * writes to different buffers, like the fetches of two tiles, need none. */
 static ts_stmt *sync_seq(ts_ctx *ctx, ts_stmt *s)
 {
 	int n = s->u.seq.n;
@@ -161,14 +186,18 @@ static ts_stmt *sync_seq(ts_ctx *ctx, ts_stmt *s)
 			out[m++] = c;
 			continue;
 		}
-		accesses a = summary(c);
-		if (conflicts(&pending, &a)) {
+		accesses head, tail;
+		bool inner = head_tail(c, &head, &tail);
+		if (conflicts(&pending, &head)) {
 			if (!(out[m++] = ir_barrier(ctx)))
 				return NULL;
 			memset(&pending, 0, sizeof(pending));
 			changed = true;
 		}
-		acc_union(&pending, &a);
+		if (inner)
+			pending = tail;
+		else
+			acc_union(&pending, &tail);
 		out[m++] = c;
 	}
 	return changed ? ir_seq(ctx, m, out) : s;
@@ -203,6 +232,99 @@ static ts_stmt *sync(ts_ctx *ctx, ts_stmt *s, void *data)
 	return ir_stmt_map_children(ctx, s, sync, NULL, NULL);
 }
 
+/* ---- barriers out of narrow thread loops ----------------------------------- */
+
+/* A threadIdx loop narrower than the block is `if (threadIdx.x < extent)`:
+ * a barrier inside would not be reached by the threads outside it.  When
+ * the barriers sit at the top level of the loop's body (seen through the
+ * shared allocations around it, which live at kernel scope anyway), the
+ * loop is split at each barrier, so the guard moves inside and the barrier
+ * outside: for t { a; sync; b } becomes for t { a }; sync; for t { b }.
+ * Each thread runs the same iterations of each part, in the same order;
+ * per-thread state cannot cross a part (a local allocation or a LET around
+ * the sequence keeps the loop whole, and cuda_check.c refuses it). */
+typedef struct hoist {
+	int64_t block[3];
+} hoist;
+
+static bool note_block(ts_stmt *s, void *data)
+{
+	hoist *h = data;
+	int64_t ext;
+	if (s->kind == IR_S_FOR && s->u.for_.kind == TS_FOR_THREAD &&
+	    s->u.for_.thread >= TS_THREAD_X && ir_is_const_int(s->u.for_.extent, &ext)) {
+		int64_t *d = &h->block[s->u.for_.thread - TS_THREAD_X];
+		*d = ext > *d ? ext : *d;
+	}
+	return true;
+}
+
+static bool narrow_thread_loop(const hoist *h, const ts_stmt *s)
+{
+	int64_t ext;
+	return s->kind == IR_S_FOR && s->u.for_.kind == TS_FOR_THREAD &&
+	       s->u.for_.thread >= TS_THREAD_X && ir_is_const_int(s->u.for_.extent, &ext) &&
+	       ext < h->block[s->u.for_.thread - TS_THREAD_X];
+}
+
+/* One part of the loop s: its var renamed after the first part (every
+ * loop defines its own variable). */
+static ts_stmt *part(ts_ctx *ctx, const ts_stmt *s, ts_stmt *const *items, int n, bool first)
+{
+	ts_expr *v = s->u.for_.var;
+	ts_stmt *body = n == 1 ? items[0] : ir_seq(ctx, n, items);
+	if (!first) {
+		ts_expr *w = ts_var_typed(ctx, v->u.var.name, v->dtype);
+		body = w && body ? ir_stmt_substitute(ctx, body, 1, &v, &w) : NULL;
+		v = w;
+	}
+	return body ? ir_for(ctx, v, s->u.for_.min, s->u.for_.extent, s->u.for_.kind,
+			     s->u.for_.thread, body) : NULL;
+}
+
+static ts_stmt *split_loop(ts_ctx *ctx, ts_stmt *s)
+{
+	ts_buffer *shared[64];
+	int nshared = 0;
+	ts_stmt *body = s->u.for_.body;
+	while (body->kind == IR_S_ALLOCATE && body->u.alloc.buf->scope == TS_SCOPE_SHARED &&
+	       nshared < (int)TS_COUNT_OF(shared)) {
+		shared[nshared++] = body->u.alloc.buf;
+		body = body->u.alloc.body;
+	}
+	if (body->kind != IR_S_SEQ)
+		return s;
+	int n = body->u.seq.n, m = 0, start = 0;
+	ts_stmt *const *items = body->u.seq.s;
+	ts_stmt **out = ts_alloc_array(ctx, (size_t)n * 2 + 1, sizeof(*out));
+	if (!out)
+		return NULL;
+	for (int i = 0; i <= n; i++) {
+		if (i < n && items[i]->kind != IR_S_BARRIER)
+			continue;
+		bool first = m == 0;
+		if (i > start && !(out[m++] = part(ctx, s, items + start, i - start, first)))
+			return NULL;
+		if (i < n)
+			out[m++] = items[i];
+		start = i + 1;
+	}
+	if (m == 1)
+		return s; /* no barrier at the top level: nothing to split */
+	ts_stmt *r = ir_seq(ctx, m, out);
+	for (int i = nshared - 1; r && i >= 0; i--)
+		r = ir_allocate(ctx, shared[i], r);
+	return r;
+}
+
+static ts_stmt *hoist_barriers(ts_ctx *ctx, ts_stmt *s, void *data)
+{
+	ts_stmt *m = ir_stmt_map_children(ctx, s, hoist_barriers, NULL, data);
+	if (!m || !narrow_thread_loop(data, m))
+		return m;
+	return split_loop(ctx, m);
+}
+
 ts_stmt *cg_cuda_insert_sync(ts_ctx *ctx, ts_stmt *s)
 {
 	if (!ctx)
@@ -211,5 +333,8 @@ ts_stmt *cg_cuda_insert_sync(ts_ctx *ctx, ts_stmt *s)
 		ts_error(ctx, TS_ERR_INVALID, "insert_sync: statement is NULL");
 		return NULL;
 	}
-	return sync(ctx, s, NULL);
+	ts_stmt *synced = sync(ctx, s, NULL);
+	hoist h = {{1, 1, 1}};
+	ir_stmt_visit(synced, note_block, NULL, &h);
+	return synced ? hoist_barriers(ctx, synced, &h) : NULL;
 }

@@ -568,6 +568,34 @@ START_TEST(test_sync_cases)
 }
 END_TEST
 
+/* Two tiles fetched one after the other, the second allocated around the
+ * loop that reads both: one barrier, after the second fetch, orders both;
+ * none between the fetches.  Without a barrier inside, the whole allocation
+ * counts and the read of the first tile still gets one. */
+START_TEST(test_sync_two_tiles)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_buffer *G = kg_buf(ctx, "G", ts_float32, 64, 0, TS_SCOPE_GLOBAL);
+	ts_buffer *S = kg_buf(ctx, "S", ts_float32, 64, 0, TS_SCOPE_SHARED);
+	ts_buffer *T = kg_buf(ctx, "T", ts_float32, 64, 0, TS_SCOPE_SHARED);
+	ts_expr *t = ts_var(ctx, "t");
+	ts_stmt *ws = ir_store(ctx, S, t, ts_load(ctx, G, t));
+	ts_stmt *wt = ir_store(ctx, T, t, ts_load(ctx, G, t));
+	ts_stmt *rd = ir_store(ctx, G, t, ts_add(ctx, ts_load(ctx, S, ts_sub(ctx, KI(63), t)),
+						 ts_load(ctx, T, ts_sub(ctx, KI(63), t))));
+	ts_stmt *two = ir_seq2(ctx, ws, ir_allocate(ctx, T, ir_seq2(ctx, wt, rd)));
+	ck_assert_str_eq(ir_stmt_str(ctx, cg_cuda_insert_sync(ctx, two)),
+			 "S[t] = G[t]\nallocate T[float32 * 64] in shared {\n  T[t] = G[t]\n  barrier()\n"
+			 "  G[t] = S[63 - t] + T[63 - t]\n}\n");
+	ts_stmt *rs = ir_store(ctx, G, t, ts_load(ctx, S, t));
+	ts_stmt *late = ir_seq2(ctx, ws, ir_allocate(ctx, T, ir_seq2(ctx, rs, wt)));
+	ck_assert_str_eq(ir_stmt_str(ctx, cg_cuda_insert_sync(ctx, late)),
+			 "S[t] = G[t]\nbarrier()\nallocate T[float32 * 64] in shared {\n  G[t] = S[t]\n"
+			 "  T[t] = G[t]\n}\n");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("c_emit");
@@ -587,6 +615,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_cuda_rejects);
 	tcase_add_test(tc, test_uniform_lanes_and_serial_threads);
 	tcase_add_test(tc, test_sync_cases);
+	tcase_add_test(tc, test_sync_two_tiles);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -43,7 +43,6 @@ extern "C" __global__ void __launch_bounds__(256) gemm(float *__restrict__ A, fl
       int ax0_ax1_fused_outer_inner_inner = threadIdx.x;
       *(float4 *)&A_shared[ax0_ax1_fused_outer_inner_outer*64 + ax0_ax1_fused_outer_inner_inner*4] = *(const float4 *)&A[i_outer*4096 + ax0_ax1_fused_outer_inner_outer*512 + ts_floordiv_i32(ax0_ax1_fused_outer_inner_inner, 2)*64 + k_outer*8 + ts_floormod_i32(ax0_ax1_fused_outer_inner_inner, 2)*4];
     }
-    __syncthreads();
     int ax0_ax1_fused_outer_inner_outer_1 = threadIdx.y;
     if (threadIdx.y < 8) {
       int ax0_ax1_fused_outer_inner_inner_1 = threadIdx.x;
