@@ -94,7 +94,8 @@ int ts_ctx_print_passes(const ts_ctx *ctx);
  * nest as it now stands (TS_PRINT_STEPS_NEST), or a line diff against the
  * previous step's nest (TS_PRINT_STEPS_DIFF).  The environment variable
  * TESSERA_PRINT_STEPS=1 (or =diff) sets it when the context is made.  Any
- * other non-zero mode means TS_PRINT_STEPS_NEST. */
+ * other non-zero mode means TS_PRINT_STEPS_NEST.  The lowering behind each
+ * step prints no passes, even with print_passes on. */
 enum { TS_PRINT_STEPS_OFF = 0, TS_PRINT_STEPS_NEST = 1, TS_PRINT_STEPS_DIFF = 2 };
 void ts_ctx_set_print_steps(ts_ctx *ctx, int mode);
 int ts_ctx_print_steps(const ts_ctx *ctx);

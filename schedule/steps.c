@@ -61,7 +61,11 @@ const char *ts_schedule_step_str(ts_schedule *s)
 	char saved[1024];
 	snprintf(saved, sizeof(saved), "%s", ts_last_error(ctx));
 	ts_clear_error(ctx);
+	/* one nest per step, not one IR per pass of each step's lowering */
+	int passes = ts_ctx_print_passes(ctx);
+	ts_ctx_set_print_passes(ctx, 0);
 	const char *text = lower_now(s);
+	ts_ctx_set_print_passes(ctx, passes);
 	ts_clear_error(ctx);
 	if (pending != TS_OK)
 		ts_error(ctx, pending, "%s", saved);

@@ -158,6 +158,25 @@ START_TEST(tile_is_one_step)
 }
 END_TEST
 
+/* With TESSERA_PRINT_PASSES on as well, a step prints its nest only, not
+ * the IR after each pass of the lowering behind it. */
+START_TEST(steps_without_passes)
+{
+	bias_add b = make(TS_PRINT_STEPS_OFF);
+	ts_ctx_set_print_passes(b.ctx, 1);
+	ts_ctx_set_print_steps(b.ctx, TS_PRINT_STEPS_NEST);
+	tu_capture cap;
+	tu_capture_begin(&cap);
+	schedule_it(&b);
+	char *text = tu_capture_end(&cap);
+	ck_assert_ptr_nonnull(strstr(text, "== vectorize(C, j.inner) =="));
+	ck_assert_msg(strstr(text, "// ---- after") == NULL, "a step printed passes:\n%s", text);
+	ck_assert_int_eq(ts_ctx_print_passes(b.ctx), 1);
+	free(text);
+	ts_ctx_free(b.ctx);
+}
+END_TEST
+
 /* TESSERA_PRINT_STEPS is read when the context is made. */
 START_TEST(environment)
 {
@@ -189,6 +208,7 @@ int main(void)
 	tcase_add_test(tc, pending_error_kept);
 	tcase_add_test(tc, failed_lowering_is_text);
 	tcase_add_test(tc, tile_is_one_step);
+	tcase_add_test(tc, steps_without_passes);
 	tcase_add_test(tc, environment);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
