@@ -24,9 +24,21 @@
  * every function keeps its allocas in its entry block, so an ALLOCATE inside
  * a loop does not grow the stack, and one inside a parallel body is private
  * to each chunk.
+ *
+ * A function whose schedule vectorizes no loop is emitted with
+ * `llvm.loop.vectorize.enable false` on every loop's back edge, so LLVM's
+ * loop vectorizer leaves it scalar: an unscheduled or only tiled kernel runs
+ * as scalar code, as its schedule says, and the vectorize step of a
+ * schedule is where vector code appears.  (The pass builder's
+ * loop-vectorization option alone does not stop it in LLVM 14.)  Where the
+ * schedule vectorizes some loop, the loops it left serial are not marked
+ * and LLVM may still vectorize the innermost ones (conv2d's padding loop
+ * when its channel block is 1, say): tessera's schedules count on that.
  */
 #include "llvm_internal.h"
 #include "vecmath.h"
+
+#include <llvm-c/DebugInfo.h>
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -47,6 +59,7 @@ typedef struct emitter {
 	const char *symbol; /* f->name as a C identifier: the wrapper's name */
 	LLVMContextRef c;
 	LLVMModuleRef mod;
+	bool scalar_loops;      /* f vectorizes nothing: keep every loop scalar */
 	LLVMBuilderRef b;       /* the code */
 	LLVMBuilderRef ab;      /* allocas, at the end of the entry block */
 	LLVMValueRef fn;        /* the function being built ... */
@@ -741,6 +754,31 @@ static bool st_store(emitter *em, const ts_stmt *s)
 	return true;
 }
 
+static bool count_vectorized(ts_stmt *s, void *data)
+{
+	if (s->kind == IR_S_FOR && s->u.for_.kind == TS_FOR_VECTORIZED)
+		++*(int *)data;
+	return true;
+}
+
+/* Marks the loop whose back edge is br as not to be vectorized by LLVM:
+ * !llvm.loop !0, !0 = distinct !{!0, !{"llvm.loop.vectorize.enable", i1 0}}.
+ * The self-reference makes each loop's ID its own. */
+static void keep_scalar(emitter *em, LLVMValueRef br)
+{
+	static const char key[] = "llvm.loop.vectorize.enable";
+	LLVMMetadataRef off[2] = {
+		LLVMMDStringInContext2(em->c, key, sizeof(key) - 1),
+		LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(em->c), 0, 0)),
+	};
+	LLVMMetadataRef self = LLVMTemporaryMDNode(em->c, NULL, 0);
+	LLVMMetadataRef ops[2] = {self, LLVMMDNodeInContext2(em->c, off, 2)};
+	LLVMMetadataRef id = LLVMMDNodeInContext2(em->c, ops, 2);
+	LLVMMetadataReplaceAllUsesWith(self, id);
+	LLVMSetMetadata(br, LLVMGetMDKindIDInContext(em->c, "llvm.loop", 9),
+			LLVMMetadataAsValue(em->c, id));
+}
+
 /* for (var = lo; var < lo + n; var++) body */
 static bool loop(emitter *em, const ts_expr *var, LLVMValueRef lo, LLVMValueRef n,
 		 const ts_stmt *body)
@@ -766,7 +804,9 @@ static bool loop(emitter *em, const ts_expr *var, LLVMValueRef lo, LLVMValueRef 
 	LLVMValueRef next = sg ? LLVMBuildNSWAdd(B, v, LLVMConstInt(ty, 1, 0), "")
 			       : LLVMBuildNUWAdd(B, v, LLVMConstInt(ty, 1, 0), "");
 	LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
-	LLVMBuildBr(B, head);
+	LLVMValueRef back = LLVMBuildBr(B, head);
+	if (em->scalar_loops)
+		keep_scalar(em, back);
 	LLVMAddIncoming(v, (LLVMValueRef[]){lo, next}, (LLVMBasicBlockRef[]){pre, latch}, 2);
 	LLVMPositionBuilderAtEnd(B, exit);
 	return true;
@@ -1144,6 +1184,12 @@ ts_status cg_llvm_emit(ts_ctx *ctx, const ts_func *f, const char *symbol, ts_stm
 	em.void_t = LLVMVoidTypeInContext(em.c);
 	em.b = LLVMCreateBuilderInContext(em.c);
 	em.ab = LLVMCreateBuilderInContext(em.c);
+	/* f's loops before cg_vectorize, which leaves serial those it cannot
+	 * turn into vector code */
+	int nvec = 0;
+	if (f->body)
+		ir_stmt_visit(f->body, count_vectorized, NULL, &nvec);
+	em.scalar_loops = nvec == 0;
 	LLVMValueRef inner = emit_inner(&em, body);
 	if (inner)
 		emit_wrapper(&em, inner);

@@ -122,7 +122,9 @@ static ts_status optimize(ts_ctx *ctx, cg_llvm_module *m, LLVMModuleRef mod)
 	LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
 	/* tessera vectorized and unrolled what the schedule asked for; LLVM's
 	 * own loop vectorizer and unroller would only second-guess the
-	 * schedule, and cost much of the compile time */
+	 * schedule, and cost much of the compile time.  LLVM 14 runs its loop
+	 * and SLP vectorizers despite these options, so llvm_emit.c also
+	 * marks the loops of a function that vectorizes nothing as scalar. */
 	LLVMPassBuilderOptionsSetLoopVectorization(opts, 0);
 	LLVMPassBuilderOptionsSetSLPVectorization(opts, 0);
 	LLVMPassBuilderOptionsSetLoopUnrolling(opts, 0);

@@ -46,6 +46,7 @@ struct ts_ctx {
 	atomic_int next_id;
 	atomic_int refs;
 	atomic_int print_passes;
+	atomic_int print_steps; /* TS_PRINT_STEPS_* */
 };
 
 /* What a NULL context reports: every call on one is an error, not a crash. */
@@ -63,6 +64,10 @@ ts_ctx *ts_ctx_new(void)
 	atomic_init(&ctx->refs, 1);
 	const char *env = getenv("TESSERA_PRINT_PASSES");
 	atomic_init(&ctx->print_passes, env && env[0] && strcmp(env, "0") != 0);
+	env = getenv("TESSERA_PRINT_STEPS");
+	atomic_init(&ctx->print_steps, !env || !env[0] || strcmp(env, "0") == 0 ? TS_PRINT_STEPS_OFF
+				       : strcmp(env, "diff") == 0       ? TS_PRINT_STEPS_DIFF
+									: TS_PRINT_STEPS_NEST);
 	return ctx;
 }
 
@@ -317,4 +322,16 @@ void ts_ctx_set_print_passes(ts_ctx *ctx, int on)
 int ts_ctx_print_passes(const ts_ctx *ctx)
 {
 	return ctx ? atomic_load(&((ts_ctx *)ctx)->print_passes) : 0;
+}
+
+void ts_ctx_set_print_steps(ts_ctx *ctx, int mode)
+{
+	if (ctx)
+		atomic_store(&ctx->print_steps, mode == TS_PRINT_STEPS_DIFF ? TS_PRINT_STEPS_DIFF
+						: mode ? TS_PRINT_STEPS_NEST : TS_PRINT_STEPS_OFF);
+}
+
+int ts_ctx_print_steps(const ts_ctx *ctx)
+{
+	return ctx ? atomic_load(&((ts_ctx *)ctx)->print_steps) : TS_PRINT_STEPS_OFF;
 }

@@ -89,6 +89,17 @@ int ts_ctx_next_id(ts_ctx *ctx);
 void ts_ctx_set_print_passes(ts_ctx *ctx, int on);
 int ts_ctx_print_passes(const ts_ctx *ctx);
 
+/* Debug switch: after every successful schedule primitive, print to stderr
+ * a header naming the call ("== split(C, i, factor=32) ==") and the loop
+ * nest as it now stands (TS_PRINT_STEPS_NEST), or a line diff against the
+ * previous step's nest (TS_PRINT_STEPS_DIFF).  The environment variable
+ * TESSERA_PRINT_STEPS=1 (or =diff) sets it when the context is made.  Any
+ * other non-zero mode means TS_PRINT_STEPS_NEST.  The lowering behind each
+ * step prints no passes, even with print_passes on. */
+enum { TS_PRINT_STEPS_OFF = 0, TS_PRINT_STEPS_NEST = 1, TS_PRINT_STEPS_DIFF = 2 };
+void ts_ctx_set_print_steps(ts_ctx *ctx, int mode);
+int ts_ctx_print_steps(const ts_ctx *ctx);
+
 /* Internal invariant: on failure records TS_ERR_INTERNAL with file and line.
  * Usable in any statement position; evaluates to nothing. */
 #define TS_ASSERT(ctx, cond)                                                   \

@@ -8,7 +8,9 @@
  * (check_reads.h): a read that certainly leaves it is refused, naming the
  * reading stage, the read and its range.  The passes (passes.h) run as one flat
  * list; with ts_ctx_set_print_passes(ctx, 1) or TESSERA_PRINT_PASSES=1 the
- * IR after each pass is printed to stderr.
+ * IR after each pass is printed to stderr.  (To watch the schedule's
+ * primitives instead, one nest per primitive, see ts_ctx_set_print_steps
+ * in ctx.h and ts_schedule_step_str in schedule.h.)
  */
 #ifndef TESSERA_SCHEDULE_LOWER_H
 #define TESSERA_SCHEDULE_LOWER_H

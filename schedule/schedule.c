@@ -213,6 +213,8 @@ ts_schedule *ts_create_schedule(ts_ctx *ctx, int n, ts_tensor *const *outputs)
 		for (int j = 0; j < n; j++)
 			st->is_output |= outputs[j] == order[i];
 	}
+	/* the starting nest, so that the first primitive has one to differ from */
+	sch_step(s, "create_schedule(%s%s)", outputs[0]->name, n > 1 ? ", ..." : "");
 	return s;
 }
 
@@ -257,6 +259,18 @@ ts_axis *ts_axis_of(ts_stage *st, int i)
 ts_axis *ts_reduce_axis_of(ts_stage *st, int i)
 {
 	return nth_root(st, i, TS_ITER_REDUCE);
+}
+
+/* The step header of a primitive that takes a list of axes. */
+static void step_axes(ts_stage *st, const char *prim, int n, ts_axis *const *axes)
+{
+	if (ts_ctx_print_steps(sctx(st)) == TS_PRINT_STEPS_OFF)
+		return;
+	char list[400] = "";
+	size_t len = 0;
+	for (int i = 0; i < n && len < sizeof(list); i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, ", %s", axes[i]->name);
+	sch_step(st->sch, "%s(%s%s)", prim, st->name, list);
 }
 
 /* ---- split, tile, fuse, reorder ------------------------------------------------ */
@@ -314,6 +328,9 @@ static ts_status split(ts_stage *st, ts_axis *parent, int64_t value, bool by_fac
 	st->nleaf++;
 	*outer = o;
 	*inner = in;
+	sch_step(st->sch, "split(%s, %s, %s=%lld%s)", st->name, parent->name,
+		 by_factor ? "factor" : "nparts", (long long)value,
+		 tail == TS_TAIL_PARTITION ? ", tail=partition" : "");
 	return TS_OK;
 }
 
@@ -347,6 +364,8 @@ ts_status ts_set_tail(ts_stage *st, ts_axis *axis, ts_tail tail)
 		sch_relation *r = &st->rel[i];
 		if (r->kind == SCH_REL_SPLIT && (r->outer == axis || r->inner == axis)) {
 			r->tail = tail;
+			sch_step(st->sch, "set_tail(%s, %s, %s)", st->name, axis->name,
+				 tail == TS_TAIL_PARTITION ? "partition" : "guard");
 			return TS_OK;
 		}
 	}
@@ -372,14 +391,18 @@ ts_status ts_tile(ts_stage *st, ts_axis *x, ts_axis *y, int64_t fx, int64_t fy,
 	}
 	if (x == y)
 		return fail(st, "tile", "axis '%s' given twice", x->name);
+	st->sch->step_quiet++; /* one step for the whole tile */
 	ts_status r = ts_split(st, x, fx, &a, &c);
 	if (r == TS_OK)
 		r = ts_split(st, y, fy, &b, &d);
 	if (r == TS_OK)
 		r = ts_reorder(st, 4, (ts_axis *[]){a, b, c, d});
+	st->sch->step_quiet--;
 	if (r != TS_OK)
 		return r;
 	*xo = a, *yo = b, *xi = c, *yi = d;
+	sch_step(st->sch, "tile(%s, %s, %s, %lld, %lld)", st->name, x->name, y->name, (long long)fx,
+		 (long long)fy);
 	return TS_OK;
 }
 
@@ -418,6 +441,7 @@ ts_status ts_fuse(ts_stage *st, ts_axis *outer, ts_axis *inner, ts_axis **fused)
 	memmove(&st->leaf[ii], &st->leaf[ii + 1], (size_t)(st->nleaf - ii - 1) * sizeof(ts_axis *));
 	st->nleaf--;
 	*fused = f;
+	sch_step(st->sch, "fuse(%s, %s, %s)", st->name, outer->name, inner->name);
 	return TS_OK;
 }
 
@@ -447,6 +471,7 @@ ts_status ts_reorder(ts_stage *st, int n, ts_axis *const *order)
 		}
 	for (int i = 0; i < n; i++)
 		st->leaf[pos[i]] = order[i];
+	step_axes(st, "reorder", n, order);
 	return TS_OK;
 }
 
@@ -459,6 +484,8 @@ static ts_status set_loop(ts_stage *st, const char *prim, ts_axis *a, ts_for_kin
 	if (a->loop != TS_FOR_SERIAL && a->loop != k)
 		return fail(st, prim, "axis '%s' is already marked with another loop kind", a->name);
 	a->loop = k;
+	if (k != TS_FOR_THREAD) /* bind prints its tag */
+		sch_step(st->sch, "%s(%s, %s)", prim, st->name, a->name);
 	return TS_OK;
 }
 
@@ -543,8 +570,10 @@ ts_status ts_bind(ts_stage *st, ts_axis *a, ts_thread_tag tag)
 		}
 	}
 	ts_status r = set_loop(st, "bind", a, TS_FOR_THREAD);
-	if (r == TS_OK)
+	if (r == TS_OK) {
 		a->thread = tag;
+		sch_step(st->sch, "bind(%s, %s, %s)", st->name, a->name, ts_thread_tag_name(tag));
+	}
 	return r;
 }
 
@@ -617,6 +646,7 @@ ts_status ts_compute_at(ts_stage *st, ts_stage *parent, ts_axis *axis)
 	st->attach = SCH_ATTACH_AT;
 	st->attach_stage = parent;
 	st->attach_axis = axis;
+	sch_step(st->sch, "compute_at(%s, %s, %s)", st->name, parent->name, axis->name);
 	return TS_OK;
 }
 
@@ -632,6 +662,7 @@ ts_status ts_compute_inline(ts_stage *st)
 	st->attach = SCH_ATTACH_INLINE;
 	st->attach_stage = NULL;
 	st->attach_axis = NULL;
+	sch_step(st->sch, "compute_inline(%s)", st->name);
 	return TS_OK;
 }
 
@@ -642,6 +673,7 @@ ts_status ts_compute_root(ts_stage *st)
 	st->attach = SCH_ATTACH_ROOT;
 	st->attach_stage = NULL;
 	st->attach_axis = NULL;
+	sch_step(st->sch, "compute_root(%s)", st->name);
 	return TS_OK;
 }
 
@@ -655,6 +687,7 @@ ts_status ts_set_scope(ts_stage *st, ts_scope scope)
 		return fail(st, "set_scope", "%s is an output of the schedule and lives in global memory",
 			    st->name);
 	st->scope = scope;
+	sch_step(st->sch, "set_scope(%s, %s)", st->name, ts_scope_name(scope));
 	return TS_OK;
 }
 
@@ -777,6 +810,7 @@ ts_tensor *ts_cache_read(ts_schedule *s, ts_tensor *t, ts_scope scope, int nread
 			return NULL;
 		rs[i]->body = b;
 	}
+	sch_step(s, "cache_read(%s, %s) -> %s", t->name, ts_scope_name(scope), c->name);
 	return c;
 }
 
@@ -812,6 +846,7 @@ ts_tensor *ts_cache_write(ts_schedule *s, ts_tensor *t, ts_scope scope)
 	if (!st->body)
 		return NULL;
 	st->nall = st->nleaf = st->nroot = t->ndim;
+	sch_step(s, "cache_write(%s, %s) -> %s", t->name, ts_scope_name(scope), c->name);
 	return c;
 }
 

@@ -109,6 +109,11 @@ struct ts_schedule {
 	int nstages;
 	ts_stage **stages;    /* producers before consumers */
 	int capstages;
+	/* Step printing (ts_ctx_set_print_steps): the nest after the last
+	 * step, for the diff, and how deep primitives are nested (a tile's own
+	 * splits print nothing). */
+	const char *step_prev;
+	int step_quiet;
 };
 
 /* A schedule for outputs: one stage per compute tensor they depend on. */
@@ -152,6 +157,18 @@ ts_tensor *ts_cache_write(ts_schedule *s, ts_tensor *t, ts_scope scope);
 /* The schedule as text: each stage with its attachment, relations and leaf
  * loop order. */
 const char *ts_schedule_str(ts_schedule *s);
+
+/* The loop nest as it now stands: the schedule lowered through schedule_ops,
+ * flatten and simplify, with the outputs and the placeholders they read as
+ * arguments (an arena string; NULL only for a NULL schedule or no memory).
+ * Where the schedule cannot be lowered yet, the text says why.  Neither the
+ * schedule nor the calling thread's error state changes.  This is what
+ * ts_ctx_set_print_steps prints after each primitive. */
+const char *ts_schedule_step_str(ts_schedule *s);
+
+/* Internal: called by each primitive after it succeeded; prints the step
+ * (header from fmt) when the context asks for it. */
+void sch_step(ts_schedule *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Internal: the stages that read tensor t (in stage order); writes at most
  * max and returns how many there are (0 for a NULL t, -1 for a NULL

@@ -87,39 +87,54 @@ static void register_block_parallel(gemm *g)
 	register_block(g);
 }
 
+/* Each step's code as the tutorial shows it: C statements that compile
+ * with ctx, A, B, C, s (the schedule), sc (C's stage) and sp (Bp's stage)
+ * in scope (test_docs_snippets compiles them from docs/TUTORIAL.md). */
 const gemm_step gemm_steps[] = {
 	{"baseline", "The default schedule: the loop nest of the compute, i, j, then k.",
 	 "/* no schedule calls */", false, baseline},
 	{"blocking", "Tiles C into 32x32 blocks and splits k, so a block of C and of B stays in cache.",
-	 "ts_tile(C, i, j, 32, 32, &mo, &no, &mi, &ni);\n"
-	 "ts_split(C, k, 4, &ko, &ki);\n"
-	 "ts_reorder(C, TS_AXES(mo, no, ko, ki, mi, ni));",
+	 "ts_axis *mo, *no, *mi, *ni, *ko, *ki;\n"
+	 "ts_tile(sc, ts_axis_of(sc, 0), ts_axis_of(sc, 1), 32, 32, &mo, &no, &mi, &ni);\n"
+	 "ts_split(sc, ts_reduce_axis_of(sc, 0), 4, &ko, &ki);\n"
+	 "ts_reorder(sc, TS_AXES(mo, no, ko, ki, mi, ni));",
 	 false, blocking},
 	{"vectorize", "Vectorizes the innermost loop over 32 columns of C.",
-	 "... blocking ...\nts_vectorize(C, ni);", false, vectorize},
+	 "/* the blocking calls, then */\nts_vectorize(sc, ni);", false, vectorize},
 	{"loop permutation", "Moves ki inside mi so the innermost loops walk rows of B and C contiguously.",
-	 "ts_reorder(C, TS_AXES(mo, no, ko, mi, ki, ni));\nts_vectorize(C, ni);", false, permute},
+	 "/* the blocking calls, with ki inside mi */\n"
+	 "ts_reorder(sc, TS_AXES(mo, no, ko, mi, ki, ni));\nts_vectorize(sc, ni);",
+	 false, permute},
 	{"array packing", "Packs B into panels of 32 columns (Bp[n/32, k, n%32]) so the inner loop reads it sequentially.",
-	 "C = ts_op_matmul_packed(ctx, A, B, 32);\n... loop permutation ...\n"
-	 "ts_vectorize(Bp, z);",
+	 "C = ts_op_matmul_packed(ctx, A, B, 32);  /* before ts_create_schedule */\n"
+	 "/* the loop permutation calls, then */\n"
+	 "ts_stage *sp = ts_stage_of(s, C->inputs[1]);  /* Bp */\n"
+	 "ts_vectorize(sp, ts_axis_of(sp, 2));",
 	 true, packing},
 	{"write cache", "Accumulates a 32x32 block in a local buffer computed at C's tile, then copies it out.",
-	 "CC = ts_cache_write(s, C, TS_SCOPE_LOCAL);\n"
-	 "ts_tile(C, i, j, 32, 32, &mo, &no, &mi, &ni);\n"
-	 "ts_compute_at(CC, C, no);\n"
-	 "ts_split(CC, k, 4, &ko, &ki);\n"
-	 "ts_reorder(CC, TS_AXES(ko, mc, ki, nc));\n"
-	 "ts_unroll(CC, ki); ts_vectorize(CC, nc); ts_vectorize(C, ni);",
+	 "ts_tensor *CC = ts_cache_write(s, C, TS_SCOPE_LOCAL);\n"
+	 "ts_stage *cc = ts_stage_of(s, CC);\n"
+	 "ts_tile(sc, ts_axis_of(sc, 0), ts_axis_of(sc, 1), 32, 32, &mo, &no, &mi, &ni);\n"
+	 "ts_compute_at(cc, sc, no);\n"
+	 "ts_axis *mc = ts_axis_of(cc, 0), *nc = ts_axis_of(cc, 1);\n"
+	 "ts_split(cc, ts_reduce_axis_of(cc, 0), 4, &ko, &ki);\n"
+	 "ts_reorder(cc, TS_AXES(ko, mc, ki, nc));\n"
+	 "ts_unroll(cc, ki); ts_vectorize(cc, nc); ts_vectorize(sc, ni);\n"
+	 "/* and Bp vectorized as in array packing */",
 	 true, write_cache},
-	{"parallel", "Runs the outer row blocks on all cores.", "... write cache ...\nts_parallel(C, mo); ts_parallel(Bp, x);",
+	{"parallel", "Runs the outer row blocks on all cores.",
+	 "/* the write cache calls, then */\n"
+	 "ts_parallel(sc, mo); ts_parallel(sp, ts_axis_of(sp, 0));",
 	 true, parallel},
 	{"register blocking (tessera)",
 	 "A 6x32 (AVX-512) block of C held in registers over the whole k, panels of B outside, "
 	 "rows inside, so a panel stays in L2: ts_schedule_matmul_cpu.",
-	 "p = ts_matmul_cpu_default(); p.parallel = false;\nts_schedule_matmul_cpu(s, C, &p);", true,
-	 register_block},
+	 "ts_matmul_cpu_params p = ts_matmul_cpu_default();\np.parallel = false;\n"
+	 "ts_schedule_matmul_cpu(s, C, &p);",
+	 true, register_block},
 	{"register blocking, parallel (tessera)", "The same, the fused panel x row loop on all cores.",
-	 "p = ts_matmul_cpu_default();\nts_schedule_matmul_cpu(s, C, &p);", true, register_block_parallel},
+	 "ts_matmul_cpu_params p = ts_matmul_cpu_default();\nts_schedule_matmul_cpu(s, C, &p);", true,
+	 register_block_parallel},
 };
 
 const int gemm_nsteps = (int)TS_COUNT_OF(gemm_steps);
