@@ -14,11 +14,16 @@
  * `index < extent`, wrapped in likely() when the split asked for a
  * partitioned tail, so that loop_partition can remove it from the main part.
  *
+ * Loop variables: every emitted nest gets fresh ones, named after its axes,
+ * so computes may share ts_var objects (as TVM users reuse `i`): the
+ * stage's root variables are substituted away, and a nest attached inside
+ * another never rebinds the enclosing loops' variables.
+ *
  * Index width: one index dtype per function, int32 unless some tensor's
  * element count, loop extent, split span (ceil(n/f)*f) or reduction range
- * needs more (as TVM and Halide choose).  With int64, every stage's loops get
- * fresh int64 variables, constants are built in int64 and the body is
- * substituted with ir_substitute_wide, so indices and guards never wrap.
+ * needs more (as TVM and Halide choose).  With int64, the loop variables
+ * are int64, constants are built in int64 and the body is substituted with
+ * ir_substitute_wide, so indices and guards never wrap.
  */
 #include <math.h>
 #include <string.h>
@@ -204,9 +209,10 @@ static ts_status derive_values(ops *o, stage_nest *n)
 	ts_stage *st = n->st;
 	for (int i = 0; i < st->nleaf; i++) {
 		ts_axis *a = st->leaf[i];
-		/* int64: a fresh variable of the same name per emitted nest */
-		n->var[axis_pos(st, a)] = ts_dtype_eq(o->it, a->var->dtype)
-			? a->var : ts_var_typed(ctx, a->var->u.var.name, o->it);
+		/* a fresh variable per emitted nest: stages may share index
+		 * variables (one ts_var in two computes), and a nest inside
+		 * another must not rebind its loop variables */
+		n->var[axis_pos(st, a)] = ts_var_typed(ctx, a->var->u.var.name, o->it);
 		n->val[axis_pos(st, a)] = n->var[axis_pos(st, a)];
 	}
 	for (int i = st->nrel - 1; i >= 0; i--) {

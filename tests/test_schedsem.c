@@ -1,0 +1,109 @@
+/*
+ * test_schedsem.c - schedule semantics as TVM and Halide users expect them:
+ * one index variable shared by several computes.  Each schedule is checked
+ * against the reference evaluator on shapes the split factors do not divide.
+ */
+#include "testutil.h"
+
+#include <string.h>
+
+#include "lower.h"
+#include "schedule.h"
+
+/* B(i, j) = X(i, j) * 2 and C(j, i) = B(i, j) + X(i, j), both over the same
+ * ts_var objects i and j. */
+typedef struct shared {
+	ts_ctx *ctx;
+	ts_tensor *X, *B, *C;
+	ts_schedule *s;
+	ts_stage *sb, *sc;
+} shared;
+
+static shared shared_vars(int64_t M, int64_t N)
+{
+	shared g = {.ctx = ts_ctx_new()};
+	ts_ctx *ctx = g.ctx;
+	g.X = ts_placeholder(ctx, "X", TS_SHAPE(M, N), ts_float32);
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	g.B = ts_compute(ctx, "B", TS_SHAPE(M, N), TS_VARS(i, j),
+			 ts_mul(ctx, TS_READ(ctx, g.X, i, j), ts_float(ctx, 2)));
+	/* C's first index is j and its second i: a variable that indexes one
+	 * dimension of B indexes another of C */
+	g.C = ts_compute(ctx, "C", TS_SHAPE(N, M), TS_VARS(j, i),
+			 ts_add(ctx, TS_READ(ctx, g.B, i, j), TS_READ(ctx, g.X, i, j)));
+	tu_nonnull(ctx, g.C);
+	g.s = ts_create_schedule(ctx, 1, &g.C);
+	tu_nonnull(ctx, g.s);
+	g.sb = ts_stage_of(g.s, g.B);
+	g.sc = ts_stage_of(g.s, g.C);
+	return g;
+}
+
+static ts_func *lower_shared(shared *g)
+{
+	return ts_lower(g->s, "shared", 2, (ts_tensor *[]){g->X, g->C});
+}
+
+START_TEST(test_shared_vars_root)
+{
+	shared g = shared_vars(7, 5);
+	tu_check_func(g.ctx, lower_shared(&g), 1e-5);
+	ts_ctx_free(g.ctx);
+}
+END_TEST
+
+START_TEST(test_shared_vars_compute_at)
+{
+	{
+		/* B's loops i, j inside C's loops j, i: the same variables */
+		shared g = shared_vars(7, 5);
+		tu_ok(g.ctx, ts_compute_at(g.sb, g.sc, ts_axis_of(g.sc, 1)));
+		tu_check_func(g.ctx, lower_shared(&g), 1e-5);
+		ts_ctx_free(g.ctx);
+	}
+	for (int at = 0; at < 2; at++) {
+		shared g = shared_vars(7, 5);
+		ts_axis *o, *in, *bo, *bi;
+		tu_ok(g.ctx, ts_split(g.sc, ts_axis_of(g.sc, 1 - at), 3, &o, &in));
+		tu_ok(g.ctx, ts_split(g.sb, ts_axis_of(g.sb, 1), 2, &bo, &bi));
+		tu_ok(g.ctx, ts_compute_at(g.sb, g.sc, at ? in : ts_axis_of(g.sc, 0)));
+		tu_check_func(g.ctx, lower_shared(&g), 1e-5);
+		ts_ctx_free(g.ctx);
+	}
+}
+END_TEST
+
+/* One reduction axis shared by two sums, one nested inside the other. */
+START_TEST(test_shared_reduce_axis)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(6, 9), ts_float32);
+	ts_iter *k = ts_reduce_axis(ctx, "k", 0, 9);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_tensor *S = ts_compute(ctx, "S", TS_SHAPE(6), TS_VARS(i), TS_SUM(ctx, TS_READ(ctx, X, i, k->var), k));
+	ts_tensor *T = ts_compute(ctx, "T", TS_SHAPE(6), TS_VARS(i),
+				  TS_SUM(ctx, ts_mul(ctx, TS_READ(ctx, X, i, k->var), TS_READ(ctx, S, i)), k));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &T);
+	ts_stage *st = ts_stage_of(s, T);
+	tu_ok(ctx, ts_compute_at(ts_stage_of(s, S), st, ts_axis_of(st, 0)));
+	tu_check_func(ctx, ts_lower(s, "shared_k", 2, (ts_tensor *[]){X, T}), 1e-5);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("schedsem");
+	TCase *tc = tcase_create("core");
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_shared_vars_root);
+	tcase_add_test(tc, test_shared_vars_compute_at);
+	tcase_add_test(tc, test_shared_reduce_axis);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return tu_run_suite(suite());
+}
