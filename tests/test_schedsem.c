@@ -1,13 +1,15 @@
 /*
  * test_schedsem.c - schedule semantics as TVM and Halide users expect them:
- * one index variable shared by several computes.  Each schedule is checked
- * against the reference evaluator on shapes the split factors do not divide.
+ * one index variable shared by several computes, and distinct loops printed
+ * distinctly.  Each schedule is checked against the reference evaluator on
+ * shapes the split factors do not divide.
  */
 #include "testutil.h"
 
 #include <string.h>
 
 #include "lower.h"
+#include "printer.h"
 #include "schedule.h"
 
 /* B(i, j) = X(i, j) * 2 and C(j, i) = B(i, j) + X(i, j), both over the same
@@ -91,6 +93,52 @@ START_TEST(test_shared_reduce_axis)
 }
 END_TEST
 
+static int count(const char *text, const char *part)
+{
+	int n = 0;
+	for (const char *p = strstr(text, part); p; p = strstr(p + 1, part))
+		n++;
+	return n;
+}
+
+/* Two stages split alike: their loops print as i.outer and i.outer_1, in
+ * program order, whether the nests follow each other or nest. */
+START_TEST(test_distinct_loop_names)
+{
+	for (int nested = 0; nested < 2; nested++) {
+		shared g = shared_vars(7, 5);
+		ts_axis *o, *in, *o2, *in2;
+		tu_ok(g.ctx, ts_split(g.sb, ts_axis_of(g.sb, 0), 2, &o, &in));
+		tu_ok(g.ctx, ts_split(g.sc, ts_axis_of(g.sc, 1), 4, &o2, &in2));
+		if (nested)
+			tu_ok(g.ctx, ts_compute_at(g.sb, g.sc, o2));
+		ts_func *f = lower_shared(&g);
+		tu_nonnull(g.ctx, f);
+		const char *text = ir_func_str(g.ctx, f);
+		ck_assert_msg(count(text, "(i.outer,") == 1 && count(text, "(i.outer_1,") == 1,
+			      "nested %d:\n%s", nested, text);
+		ck_assert_msg(strstr(text, "(i.outer,") < strstr(text, "(i.outer_1,"), "%s", text);
+		tu_check_func(g.ctx, f, 1e-5);
+		ts_ctx_free(g.ctx);
+	}
+}
+END_TEST
+
+/* cache_write copies the stage's axis names; the copy's loops are numbered. */
+START_TEST(test_cache_write_names)
+{
+	shared g = shared_vars(6, 4);
+	ts_tensor *cw = ts_cache_write(g.s, g.C, TS_SCOPE_LOCAL);
+	tu_nonnull(g.ctx, cw);
+	ts_func *f = lower_shared(&g);
+	tu_nonnull(g.ctx, f);
+	const char *text = ir_func_str(g.ctx, f);
+	ck_assert_msg(strstr(text, "(j_1,") && !strstr(text, "(j_3,"), "%s", text);
+	tu_check_func(g.ctx, f, 1e-5);
+	ts_ctx_free(g.ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("schedsem");
@@ -99,6 +147,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_shared_vars_root);
 	tcase_add_test(tc, test_shared_vars_compute_at);
 	tcase_add_test(tc, test_shared_reduce_axis);
+	tcase_add_test(tc, test_distinct_loop_names);
+	tcase_add_test(tc, test_cache_write_names);
 	suite_add_tcase(s, tc);
 	return s;
 }

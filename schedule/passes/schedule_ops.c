@@ -17,7 +17,9 @@
  * Loop variables: every emitted nest gets fresh ones, named after its axes,
  * so computes may share ts_var objects (as TVM users reuse `i`): the
  * stage's root variables are substituted away, and a nest attached inside
- * another never rebinds the enclosing loops' variables.
+ * another never rebinds the enclosing loops' variables.  Once the function
+ * is built, loops are named in program order: the first keeps its axis's
+ * name, later loops of the same name become x.outer_1, x.outer_2, ...
  *
  * Index width: one index dtype per function, int32 unless some tensor's
  * element count, loop extent, split span (ceil(n/f)*f) or reduction range
@@ -211,7 +213,8 @@ static ts_status derive_values(ops *o, stage_nest *n)
 		ts_axis *a = st->leaf[i];
 		/* a fresh variable per emitted nest: stages may share index
 		 * variables (one ts_var in two computes), and a nest inside
-		 * another must not rebind its loop variables */
+		 * another must not rebind its loop variables; name_loops makes
+		 * the names unique once the whole function is built */
 		n->var[axis_pos(st, a)] = ts_var_typed(ctx, a->var->u.var.name, o->it);
 		n->val[axis_pos(st, a)] = n->var[axis_pos(st, a)];
 	}
@@ -544,6 +547,68 @@ static ts_status check_attachments(ops *o)
 	return TS_OK;
 }
 
+/* ---- loop names ----------------------------------------------------------------- */
+
+/* Loop variables seen so far, in program order, and the names given. */
+typedef struct namer {
+	ts_ctx *ctx;
+	int n, cap;
+	ts_expr **var;
+	bool ok;
+} namer;
+
+static bool name_taken(const namer *nm, const char *name)
+{
+	for (int i = 0; i < nm->n; i++)
+		if (strcmp(nm->var[i]->u.var.name, name) == 0)
+			return true;
+	return false;
+}
+
+static bool seen_var(const namer *nm, const ts_expr *v)
+{
+	for (int i = 0; i < nm->n; i++)
+		if (nm->var[i] == v)
+			return true;
+	return false;
+}
+
+/* The first loop of a name keeps it, later ones get _1, _2, ...  The
+ * variables were made by this pass (derive_values) and nothing else holds
+ * them yet, so they are renamed in place. */
+static bool name_fn(ts_stmt *s, void *data)
+{
+	namer *nm = data;
+	if (!nm->ok || s->kind != IR_S_FOR || seen_var(nm, s->u.for_.var))
+		return nm->ok;
+	ts_expr *v = s->u.for_.var;
+	if (name_taken(nm, v->u.var.name)) {
+		const char *name = NULL;
+		for (int k = 1; !name || name_taken(nm, name); k++)
+			name = ts_sprintf(nm->ctx, "%s_%d", v->u.var.name, k);
+		v->u.var.name = name;
+	}
+	if (nm->n == nm->cap) {
+		int cap = nm->cap ? 2 * nm->cap : 64;
+		ts_expr **grown = ts_alloc_array(nm->ctx, (size_t)cap, sizeof(ts_expr *));
+		if (!grown)
+			return nm->ok = false;
+		if (nm->n)
+			memcpy(grown, nm->var, (size_t)nm->n * sizeof(ts_expr *));
+		nm->var = grown, nm->cap = cap;
+	}
+	nm->var[nm->n++] = v;
+	return true;
+}
+
+/* Distinct loops print distinctly: "x.outer" and "x.outer_1". */
+static ts_status name_loops(ts_ctx *ctx, ts_stmt *body)
+{
+	namer nm = {.ctx = ctx, .ok = true};
+	ir_stmt_visit(body, name_fn, NULL, &nm);
+	return nm.ok ? TS_OK : ts_last_status(ctx);
+}
+
 ts_stmt *pass_schedule_ops(ts_ctx *ctx, ts_schedule *s, ts_sbuf *log)
 {
 	ops *o = ts_alloc(ctx, sizeof(*o));
@@ -581,5 +646,5 @@ ts_stmt *pass_schedule_ops(ts_ctx *ctx, ts_schedule *s, ts_sbuf *log)
 			ts_error(ctx, TS_ERR_INVALID, "lower: stage %s is never computed", s->stages[i]->name);
 			return NULL;
 		}
-	return body;
+	return name_loops(ctx, body) == TS_OK ? body : NULL;
 }
