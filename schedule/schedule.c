@@ -570,6 +570,24 @@ static bool stage_reads(const ts_stage *st, const ts_tensor *t)
 	return r.found;
 }
 
+/* Does st read t, directly or through the stages it reads?  seen[] marks
+ * the stages already walked (the schedule is a DAG, so each once). */
+static bool depends_on(const ts_stage *st, const ts_tensor *t, bool *seen)
+{
+	ts_schedule *s = st->sch;
+	if (stage_reads(st, t))
+		return true;
+	for (int i = 0; i < s->nstages; i++) {
+		ts_stage *p = s->stages[i];
+		if (p == st || seen[i] || !stage_reads(st, p->tensor))
+			continue;
+		seen[i] = true;
+		if (depends_on(p, t, seen))
+			return true;
+	}
+	return false;
+}
+
 int sch_consumers(ts_schedule *s, const ts_tensor *t, ts_stage **out, int max)
 {
 	int n = 0;
@@ -599,9 +617,14 @@ ts_status ts_compute_at(ts_stage *st, ts_stage *parent, ts_axis *axis)
 			    st->name);
 	if (parent == st)
 		return fail(st, "compute_at", "a stage cannot be computed inside itself", NULL);
-	if (!stage_reads(parent, st->tensor)) {
+	/* any consumer of st, direct or not (TVM and Halide allow attaching
+	 * into a consumer's consumer); that its loop encloses every reader is
+	 * checked at lowering, when all attachments are known */
+	bool seen[MAX_STAGES] = {0};
+	if (!depends_on(parent, st->tensor, seen)) {
 		char msg[300];
-		snprintf(msg, sizeof(msg), "stage %s does not read %s", parent->name, st->name);
+		snprintf(msg, sizeof(msg), "stage %s does not read %s, directly or through other stages",
+			 parent->name, st->name);
 		return fail(st, "compute_at", "%s", msg);
 	}
 	for (ts_stage *p = parent; p; p = p->attach == SCH_ATTACH_AT ? p->attach_stage : NULL) {

@@ -138,6 +138,12 @@ ts_status ts_vectorize(ts_stage *st, ts_axis *axis);
 ts_status ts_parallel(ts_stage *st, ts_axis *axis);
 ts_status ts_unroll(ts_stage *st, ts_axis *axis);
 ts_status ts_bind(ts_stage *st, ts_axis *axis, ts_thread_tag tag);
+/* Computes st inside parent's loop `axis`, the region one iteration needs.
+ * parent must read st's tensor, directly or through other stages (TVM and
+ * Halide allow a consumer's consumer); lowering then checks that the loop
+ * encloses every reader of st (each is parent or attached at or below
+ * axis, directly or through other attached stages), naming a reader that
+ * is outside, and infers the union of the regions all readers need. */
 ts_status ts_compute_at(ts_stage *st, ts_stage *parent, ts_axis *axis);
 ts_status ts_compute_inline(ts_stage *st);
 ts_status ts_compute_root(ts_stage *st);

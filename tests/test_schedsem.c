@@ -1,8 +1,9 @@
 /*
  * test_schedsem.c - schedule semantics as TVM and Halide users expect them:
- * one index variable shared by several computes, and distinct loops printed
- * distinctly.  Each schedule is checked against the reference evaluator on
- * shapes the split factors do not divide.
+ * one index variable shared by several computes, distinct loops printed
+ * distinctly, and compute_at into any stage whose loops enclose every
+ * reader of the producer.  Each schedule is checked against the reference
+ * evaluator on shapes the split factors do not divide.
  */
 #include "testutil.h"
 
@@ -139,6 +140,108 @@ START_TEST(test_cache_write_names)
 }
 END_TEST
 
+/* softmax over rows: MX = max_k X, E = exp(X - MX), S = sum_k E, O = E / S. */
+typedef struct softmax {
+	ts_ctx *ctx;
+	ts_tensor *X, *MX, *E, *S, *O;
+	ts_schedule *s;
+	ts_stage *smx, *se, *ss, *so;
+} softmax;
+
+static softmax softmax_graph(int64_t N, int64_t M)
+{
+	softmax g = {.ctx = ts_ctx_new()};
+	ts_ctx *ctx = g.ctx;
+	g.X = ts_placeholder(ctx, "X", TS_SHAPE(N, M), ts_float32);
+	ts_iter *k = ts_reduce_axis(ctx, "k", 0, M), *k2 = ts_reduce_axis(ctx, "k", 0, M);
+	ts_expr *n = ts_var(ctx, "n"), *m = ts_var(ctx, "m");
+	g.MX = ts_compute(ctx, "MX", TS_SHAPE(N), TS_VARS(n), TS_MAX(ctx, TS_READ(ctx, g.X, n, k->var), k));
+	g.E = ts_compute(ctx, "E", TS_SHAPE(N, M), TS_VARS(n, m),
+			 ts_exp(ctx, ts_sub(ctx, TS_READ(ctx, g.X, n, m), TS_READ(ctx, g.MX, n))));
+	g.S = ts_compute(ctx, "S", TS_SHAPE(N), TS_VARS(n), TS_SUM(ctx, TS_READ(ctx, g.E, n, k2->var), k2));
+	g.O = ts_compute(ctx, "O", TS_SHAPE(N, M), TS_VARS(n, m),
+			 ts_div(ctx, TS_READ(ctx, g.E, n, m), TS_READ(ctx, g.S, n)));
+	tu_nonnull(ctx, g.O);
+	g.s = ts_create_schedule(ctx, 1, &g.O);
+	g.smx = ts_stage_of(g.s, g.MX);
+	g.se = ts_stage_of(g.s, g.E);
+	g.ss = ts_stage_of(g.s, g.S);
+	g.so = ts_stage_of(g.s, g.O);
+	return g;
+}
+
+static ts_func *lower_softmax(softmax *g)
+{
+	return ts_lower(g->s, "softmax", 2, (ts_tensor *[]){g->X, g->O});
+}
+
+/* MX's only reader E, and E's readers S and O, all inside O's row loop:
+ * MX goes into its consumer's consumer. */
+START_TEST(test_softmax_into_output_row)
+{
+	for (int split = 0; split < 2; split++) {
+		softmax g = softmax_graph(7, 10);
+		ts_axis *row = ts_axis_of(g.so, 0), *o, *in;
+		if (split) {
+			tu_ok(g.ctx, ts_split(g.so, row, 3, &row, &in));
+			tu_ok(g.ctx, ts_split(g.so, ts_axis_of(g.so, 1), 4, &o, &in));
+		}
+		/* attached before their readers are: the rule is checked at lowering */
+		tu_ok(g.ctx, ts_compute_at(g.smx, g.so, row));
+		tu_ok(g.ctx, ts_compute_at(g.ss, g.so, row));
+		tu_ok(g.ctx, ts_compute_at(g.se, g.so, row));
+		tu_check_func(g.ctx, lower_softmax(&g), 1e-5);
+		ts_ctx_free(g.ctx);
+	}
+}
+END_TEST
+
+/* E inlined: MX is read by S and O, S is attached inside O's row loop. */
+START_TEST(test_softmax_inlined_exp)
+{
+	softmax g = softmax_graph(9, 6);
+	ts_axis *o, *in;
+	tu_ok(g.ctx, ts_split(g.so, ts_axis_of(g.so, 0), 2, &o, &in));
+	tu_ok(g.ctx, ts_compute_inline(g.se));
+	tu_ok(g.ctx, ts_compute_at(g.smx, g.so, o));
+	tu_ok(g.ctx, ts_compute_at(g.ss, g.so, in));
+	tu_check_func(g.ctx, lower_softmax(&g), 1e-5);
+	ts_ctx_free(g.ctx);
+}
+END_TEST
+
+/* P read by R1 (P[i], P[i+1]) and R2 (P[i+2]), both attached in Out's loops:
+ * P's region is the union of what both need. */
+START_TEST(test_two_readers_one_nest)
+{
+	for (int deep = 0; deep < 3; deep++) {
+		ts_ctx *ctx = ts_ctx_new();
+		const int64_t N = 23;
+		ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(N), ts_float32);
+		ts_expr *i = ts_var(ctx, "i");
+		ts_tensor *P = ts_compute(ctx, "P", TS_SHAPE(N), TS_VARS(i),
+					  ts_mul(ctx, TS_READ(ctx, X, i), ts_float(ctx, 2)));
+		ts_tensor *R1 = ts_compute(ctx, "R1", TS_SHAPE(N - 1), TS_VARS(i),
+					   ts_add(ctx, TS_READ(ctx, P, i),
+						  TS_READ(ctx, P, ts_add(ctx, i, ts_int(ctx, 1)))));
+		ts_tensor *R2 = ts_compute(ctx, "R2", TS_SHAPE(N - 2), TS_VARS(i),
+					   ts_mul(ctx, TS_READ(ctx, P, ts_add(ctx, i, ts_int(ctx, 2))),
+						  ts_float(ctx, 3)));
+		ts_tensor *Out = ts_compute(ctx, "Out", TS_SHAPE(N - 2), TS_VARS(i),
+					    ts_sub(ctx, TS_READ(ctx, R1, i), TS_READ(ctx, R2, i)));
+		ts_schedule *s = ts_create_schedule(ctx, 1, &Out);
+		ts_stage *so = ts_stage_of(s, Out);
+		ts_axis *o, *in;
+		tu_ok(ctx, ts_split(so, ts_axis_of(so, 0), 4, &o, &in));
+		tu_ok(ctx, ts_compute_at(ts_stage_of(s, R1), so, deep == 1 ? in : o));
+		tu_ok(ctx, ts_compute_at(ts_stage_of(s, R2), so, deep == 2 ? in : o));
+		tu_ok(ctx, ts_compute_at(ts_stage_of(s, P), so, o));
+		tu_check_func(ctx, ts_lower(s, "two_readers", 2, (ts_tensor *[]){X, Out}), 1e-5);
+		ts_ctx_free(ctx);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("schedsem");
@@ -149,6 +252,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_shared_reduce_axis);
 	tcase_add_test(tc, test_distinct_loop_names);
 	tcase_add_test(tc, test_cache_write_names);
+	tcase_add_test(tc, test_softmax_into_output_row);
+	tcase_add_test(tc, test_softmax_inlined_exp);
+	tcase_add_test(tc, test_two_readers_one_nest);
 	suite_add_tcase(s, tc);
 	return s;
 }
