@@ -156,7 +156,13 @@ ts_tensor *ts_cache_read(ts_schedule *s, ts_tensor *t, ts_scope scope, int nread
 ts_tensor *ts_cache_write(ts_schedule *s, ts_tensor *t, ts_scope scope);
 
 /* The schedule as text: each stage with its attachment, relations and leaf
- * loop order. */
+ * loop order (extents over the stage's whole domain), and a warning line
+ * under a vectorized leaf that has loops or attached stages inside it
+ * (lowering runs such a loop serially; ts_lower_warnings says for sure).
+ * When some stage is computed at another, an "after bound inference:"
+ * section follows: each stage's region and an attached stage's loops with
+ * the extents its region gives them (ts_schedule_bounds_str), or why
+ * lowering refuses the schedule. */
 const char *ts_schedule_str(ts_schedule *s);
 
 /* Internal: the stages that read tensor t (in stage order); writes at most

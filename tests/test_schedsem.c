@@ -7,7 +7,9 @@
  */
 #include "testutil.h"
 
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lower.h"
 #include "printer.h"
@@ -242,6 +244,151 @@ START_TEST(test_two_readers_one_nest)
 }
 END_TEST
 
+/* P(i, j) = X(i, j) + 1, C(i, j) = P(i, j) * P(i, j) over 8 x 6. */
+typedef struct two {
+	ts_ctx *ctx;
+	ts_tensor *X, *P, *C;
+	ts_schedule *s;
+	ts_stage *sp, *sc;
+} two;
+
+static two two_stage(void)
+{
+	two g = {.ctx = ts_ctx_new()};
+	ts_ctx *ctx = g.ctx;
+	g.X = ts_placeholder(ctx, "X", TS_SHAPE(8, 6), ts_float32);
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	g.P = ts_compute(ctx, "P", TS_SHAPE(8, 6), TS_VARS(i, j),
+			 ts_add(ctx, TS_READ(ctx, g.X, i, j), ts_float(ctx, 1)));
+	g.C = ts_compute(ctx, "C", TS_SHAPE(8, 6), TS_VARS(i, j),
+			 ts_mul(ctx, TS_READ(ctx, g.P, i, j), TS_READ(ctx, g.P, i, j)));
+	g.s = ts_create_schedule(ctx, 1, &g.C);
+	g.sp = ts_stage_of(g.s, g.P);
+	g.sc = ts_stage_of(g.s, g.C);
+	return g;
+}
+
+static ts_func *lower_two(two *g)
+{
+	return ts_lower(g->s, "two", 2, (ts_tensor *[]){g->X, g->C});
+}
+
+/* An attached stage: where, and its loops' extents after bound inference. */
+START_TEST(test_schedule_str_attached)
+{
+	two g = two_stage();
+	ts_axis *o, *in;
+	tu_ok(g.ctx, ts_split(g.sc, ts_axis_of(g.sc, 0), 3, &o, &in));
+	tu_ok(g.ctx, ts_compute_at(g.sp, g.sc, o));
+	const char *text = ts_schedule_str(g.s);
+	tu_nonnull(g.ctx, text);
+	ck_assert_msg(strstr(text, "stage P: compute_at C.i.outer\n  loops: i[8] j[6]\n"), "%s", text);
+	ck_assert_msg(strstr(text, "after bound inference:\n"), "%s", text);
+	ck_assert_msg(strstr(text, "P: compute_at C.i.outer: [min(i.outer*3, 5), 3] x [0, 6]\n  loops: i[3] j[6]\n"),
+		      "%s", text);
+	ck_assert_int_eq(ts_last_status(g.ctx), TS_OK);
+	tu_check_func(g.ctx, lower_two(&g), 1e-5);
+	ts_ctx_free(g.ctx);
+}
+END_TEST
+
+/* A schedule lowering refuses prints why, and leaves no error behind. */
+START_TEST(test_schedule_str_refused)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(5), ts_float32);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_tensor *B = ts_compute(ctx, "B", TS_SHAPE(5), TS_VARS(i), ts_exp(ctx, TS_READ(ctx, X, i)));
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(5), TS_VARS(i), ts_exp(ctx, TS_READ(ctx, B, i)));
+	ts_tensor *D = ts_compute(ctx, "D", TS_SHAPE(5), TS_VARS(i),
+				  ts_add(ctx, TS_READ(ctx, C, i), TS_READ(ctx, B, i)));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &D);
+	ts_stage *sc = ts_stage_of(s, C);
+	tu_ok(ctx, ts_compute_at(ts_stage_of(s, B), sc, ts_axis_of(sc, 0)));
+	const char *text = ts_schedule_str(s);
+	tu_nonnull(ctx, text);
+	ck_assert_msg(strstr(text, "(lowering fails: compute_at(B): stage D reads B but is not computed inside C's loop 'i'"),
+		      "%s", text);
+	ck_assert_int_eq(ts_last_status(ctx), TS_OK);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Runs ts_lower with the passes printed; returns what went to stderr. */
+static const char *lower_printing(two *g, ts_func **f)
+{
+	static char buf[1 << 16];
+	FILE *tmp = tmpfile();
+	ck_assert_ptr_nonnull(tmp);
+	int saved = dup(fileno(stderr));
+	fflush(stderr);
+	dup2(fileno(tmp), fileno(stderr));
+	ts_ctx_set_print_passes(g->ctx, 1);
+	*f = lower_two(g);
+	ts_ctx_set_print_passes(g->ctx, 0);
+	fflush(stderr);
+	dup2(saved, fileno(stderr));
+	close(saved);
+	rewind(tmp);
+	size_t n = fread(buf, 1, sizeof(buf) - 1, tmp);
+	buf[n] = 0;
+	fclose(tmp);
+	return buf;
+}
+
+/* vectorize on a loop with a loop inside: warned in the schedule text,
+ * recorded by lowering, printed once with the passes; the result is right. */
+START_TEST(test_vectorize_demoted)
+{
+	two g = two_stage();
+	tu_ok(g.ctx, ts_compute_inline(g.sp));
+	tu_ok(g.ctx, ts_vectorize(g.sc, ts_axis_of(g.sc, 0)));
+	const char *text = ts_schedule_str(g.s);
+	ck_assert_msg(strstr(text, "  warning: vectorize(C): 'i' encloses loop 'j'; lowering makes it serial"),
+		      "%s", text);
+	ts_func *f;
+	const char *err = lower_printing(&g, &f);
+	tu_nonnull(g.ctx, f);
+	ck_assert_str_eq(ts_lower_warnings(f), "vectorize: loop 'i' runs serially: its body has an inner loop\n");
+	const char *w = strstr(err, "// ---- warnings\nvectorize: loop 'i' runs serially");
+	ck_assert_msg(w && !strstr(w + 1, "// ---- warnings"), "%s", err);
+	tu_check_func(g.ctx, f, 1e-5);
+	ts_ctx_free(g.ctx);
+}
+END_TEST
+
+/* A stage attached inside the vectorized loop: warned and recorded. */
+START_TEST(test_vectorize_demoted_by_attach)
+{
+	two g = two_stage();
+	tu_ok(g.ctx, ts_vectorize(g.sc, ts_axis_of(g.sc, 1)));
+	tu_ok(g.ctx, ts_compute_at(g.sp, g.sc, ts_axis_of(g.sc, 1)));
+	const char *text = ts_schedule_str(g.s);
+	ck_assert_msg(strstr(text, "  warning: vectorize(C): 'j' encloses stage P;"), "%s", text);
+	ts_func *f = lower_two(&g);
+	tu_nonnull(g.ctx, f);
+	ck_assert_msg(strstr(ts_lower_warnings(f), "vectorize: loop 'j' runs serially: its body has an "),
+		      "%s", ts_lower_warnings(f));
+	tu_check_func(g.ctx, f, 1e-5);
+	ts_ctx_free(g.ctx);
+}
+END_TEST
+
+/* An honoured vectorize: no warning anywhere. */
+START_TEST(test_vectorize_kept)
+{
+	two g = two_stage();
+	tu_ok(g.ctx, ts_vectorize(g.sc, ts_axis_of(g.sc, 1)));
+	ck_assert_ptr_null(strstr(ts_schedule_str(g.s), "warning"));
+	ts_func *f = lower_two(&g);
+	tu_nonnull(g.ctx, f);
+	ck_assert_str_eq(ts_lower_warnings(f), "");
+	ck_assert_ptr_null(ts_lower_warnings(NULL));
+	tu_check_func(g.ctx, f, 1e-5);
+	ts_ctx_free(g.ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("schedsem");
@@ -255,6 +402,11 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_softmax_into_output_row);
 	tcase_add_test(tc, test_softmax_inlined_exp);
 	tcase_add_test(tc, test_two_readers_one_nest);
+	tcase_add_test(tc, test_schedule_str_attached);
+	tcase_add_test(tc, test_schedule_str_refused);
+	tcase_add_test(tc, test_vectorize_demoted);
+	tcase_add_test(tc, test_vectorize_demoted_by_attach);
+	tcase_add_test(tc, test_vectorize_kept);
 	suite_add_tcase(s, tc);
 	return s;
 }

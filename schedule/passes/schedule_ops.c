@@ -563,6 +563,19 @@ static ts_stmt *attach(ops *o, stage_nest *n, int leafpos, nest_fn inner, int ne
 	return body;
 }
 
+/* The loops of an attached stage with the extents its region gives them. */
+static void log_loops(ops *o, const stage_nest *n)
+{
+	if (!o->log || n->st->attach != SCH_ATTACH_AT)
+		return;
+	ts_sb_puts(o->log, "  loops:");
+	for (int i = 0; i < n->st->nleaf; i++) {
+		const ts_axis *a = n->st->leaf[i];
+		ts_sb_printf(o->log, " %s[%lld]", a->name, (long long)n->ext[axis_pos(n->st, a)]);
+	}
+	ts_sb_putc(o->log, '\n');
+}
+
 static ts_stmt *build_stage(ops *o, ts_stage *st, ts_expr *const *rmin, const int64_t *rext)
 {
 	int si = stage_pos(o->s, st);
@@ -578,6 +591,7 @@ static ts_stmt *build_stage(ops *o, ts_stage *st, ts_expr *const *rmin, const in
 	if (derive_extents(o->ctx, n, rext) != TS_OK || derive_values(o, n) != TS_OK ||
 	    derive_body(o, n, o->body[si], rmin) != TS_OK)
 		return NULL;
+	log_loops(o, n);
 	if (n->value->kind == IR_REDUCE)
 		return prefix(o, n, 0, first_reduce_leaf(st), NEST_ALL);
 	return loops(o, n, 0, st->nleaf, NEST_ALL);
