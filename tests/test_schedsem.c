@@ -96,6 +96,34 @@ START_TEST(test_shared_reduce_axis)
 }
 END_TEST
 
+/* A reduction axis's variable is also the index of another compute, and a
+ * stage inlined with its variables swapped: the same objects everywhere. */
+START_TEST(test_shared_vars_inline_and_reduce)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(5, 7), ts_float32);
+	ts_iter *k = ts_reduce_axis(ctx, "k", 0, 7);
+	ts_expr *i = ts_var(ctx, "i"), *kv = k->var;
+	ts_tensor *T = ts_compute(ctx, "T", TS_SHAPE(7, 5), TS_VARS(kv, i),
+				  ts_sub(ctx, TS_READ(ctx, X, i, kv), ts_float(ctx, 0.5)));
+	ts_tensor *U = ts_compute(ctx, "U", TS_SHAPE(5, 7), TS_VARS(i, kv),
+				  ts_mul(ctx, TS_READ(ctx, T, kv, i), TS_READ(ctx, X, i, kv)));
+	ts_tensor *S = ts_compute(ctx, "S", TS_SHAPE(5), TS_VARS(i), TS_SUM(ctx, TS_READ(ctx, U, i, kv), k));
+	tu_nonnull(ctx, S);
+	for (int inl = 0; inl < 2; inl++) {
+		ts_schedule *s = ts_create_schedule(ctx, 1, &S);
+		ts_stage *ss = ts_stage_of(s, S);
+		if (inl)
+			tu_ok(ctx, ts_compute_inline(ts_stage_of(s, T)));
+		else
+			tu_ok(ctx, ts_compute_at(ts_stage_of(s, T), ss, ts_reduce_axis_of(ss, 0)));
+		tu_ok(ctx, ts_compute_at(ts_stage_of(s, U), ss, ts_reduce_axis_of(ss, 0)));
+		tu_check_func(ctx, ts_lower(s, "reduce_var", 2, (ts_tensor *[]){X, S}), 1e-5);
+	}
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 static int count(const char *text, const char *part)
 {
 	int n = 0;
@@ -397,6 +425,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_shared_vars_root);
 	tcase_add_test(tc, test_shared_vars_compute_at);
 	tcase_add_test(tc, test_shared_reduce_axis);
+	tcase_add_test(tc, test_shared_vars_inline_and_reduce);
 	tcase_add_test(tc, test_distinct_loop_names);
 	tcase_add_test(tc, test_cache_write_names);
 	tcase_add_test(tc, test_softmax_into_output_row);
