@@ -374,6 +374,8 @@ typedef struct ts_func {
 	ts_tensor **param_tensors; /* the tensor each parameter holds */
 	ts_stmt *body;
 	ts_ctx *ctx;               /* the context whose arena holds it (NULL: unknown) */
+	const char *warnings;      /* what lowering could not honour, one line each
+				    * (NULL: nothing); see ts_lower_warnings */
 } ts_func;
 
 /* ---- names -------------------------------------------------------------- */

@@ -216,14 +216,11 @@ static bool may_overhang(const sch_producer *p, int d, int64_t hi)
 	return o.safe;
 }
 
-ts_status sch_infer_region(ts_ctx *ctx, const sch_producer *p, ts_expr *body, int nrelax,
-			   const sch_loop *relax, int nouter, const sch_loop *outer,
-			   ts_expr **min, int64_t *extent)
+static ts_status region_of(ts_ctx *ctx, const sch_producer *p, const region_acc *accp,
+			   int nouter, const sch_loop *outer, ts_expr **min, int64_t *extent)
 {
 	const ts_tensor *t = p->tensor;
-	bctx b = {ctx, nrelax, relax};
-	region_acc acc = {.b = &b, .t = t};
-	ir_expr_visit(body, collect, &acc);
+	region_acc acc = *accp;
 	ir_range *r = ranges_of(ctx, nouter, outer);
 	if (!r)
 		return ts_last_status(ctx);
@@ -254,4 +251,24 @@ ts_status sch_infer_region(ts_ctx *ctx, const sch_producer *p, ts_expr *body, in
 			return ts_last_status(ctx);
 	}
 	return TS_OK;
+}
+
+ts_status sch_infer_region(ts_ctx *ctx, const sch_producer *p, ts_expr *body, int nrelax,
+			   const sch_loop *relax, int nouter, const sch_loop *outer,
+			   ts_expr **min, int64_t *extent)
+{
+	bctx b = {ctx, nrelax, relax};
+	region_acc acc = {.b = &b, .t = p->tensor};
+	ir_expr_visit(body, collect, &acc);
+	return region_of(ctx, p, &acc, nouter, outer, min, extent);
+}
+
+ts_status sch_infer_region_stmt(ts_ctx *ctx, const sch_producer *p, ts_stmt *body, int nrelax,
+				const sch_loop *relax, int nouter, const sch_loop *outer,
+				ts_expr **min, int64_t *extent)
+{
+	bctx b = {ctx, nrelax, relax};
+	region_acc acc = {.b = &b, .t = p->tensor};
+	ir_stmt_visit(body, NULL, collect, &acc);
+	return region_of(ctx, p, &acc, nouter, outer, min, extent);
 }

@@ -1,9 +1,9 @@
 /*
  * bound.h - bound inference: the region of a producer that a consumer needs.
  *
- * Regions are computed where a producer is attached: the consumer's loops
- * inside the attachment point are relaxed over their whole extent, the loops
- * outside stay symbolic.  A region is a start expression (over the outer
+ * Regions are computed where a producer is attached: the loops inside the
+ * attachment point (the target's, and those of stages attached deeper) are
+ * relaxed over their whole extent, the loops outside stay symbolic.  A region is a start expression (over the outer
  * loop variables) and a constant extent per dimension, tight when splits
  * divide and a safe over-approximation otherwise, always clamped inside the
  * tensor's shape.
@@ -42,5 +42,11 @@ typedef struct sch_producer {
 ts_status sch_infer_region(ts_ctx *ctx, const sch_producer *p, ts_expr *body, int nrelax,
 			   const sch_loop *relax, int nouter, const sch_loop *outer,
 			   ts_expr **min, int64_t *extent);
+/* The same over every read of p->tensor in a statement: the union of the
+ * regions its readers need (the consumer's own reads and those of stages
+ * attached inside its loops). */
+ts_status sch_infer_region_stmt(ts_ctx *ctx, const sch_producer *p, ts_stmt *body, int nrelax,
+				const sch_loop *relax, int nouter, const sch_loop *outer,
+				ts_expr **min, int64_t *extent);
 
 #endif

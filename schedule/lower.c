@@ -118,6 +118,74 @@ static ts_status check_nesting(ts_schedule *s, const char *name)
 	return TS_OK;
 }
 
+/* ---- vectorize demotions ----------------------------------------------------------- */
+
+/* The vectorized loops of a body, by variable, and a reason each may not
+ * stay vectorized (what vectorize_legal looks for). */
+typedef struct vec_loops {
+	ts_expr *var[256];
+	const char *why[256];
+	int n;
+	const char *inner; /* scratch: what the loop being looked at holds */
+} vec_loops;
+
+static bool inner_fn(ts_stmt *s, void *data)
+{
+	vec_loops *v = data;
+	if (v->inner)
+		return false;
+	if (s->kind == IR_S_FOR)
+		v->inner = "an inner loop";
+	else if (s->kind == IR_S_ALLOCATE)
+		v->inner = "an allocation";
+	else if (s->kind == IR_S_BARRIER)
+		v->inner = "a barrier";
+	return !v->inner;
+}
+
+static bool vec_fn(ts_stmt *s, void *data)
+{
+	vec_loops *v = data;
+	if (s->kind != IR_S_FOR || s->u.for_.kind != TS_FOR_VECTORIZED || v->n >= 256)
+		return true;
+	v->inner = NULL;
+	ir_stmt_visit(s->u.for_.body, inner_fn, NULL, v);
+	v->why[v->n] = v->inner ? v->inner : "its extent is 1";
+	v->var[v->n++] = s->u.for_.var;
+	return true;
+}
+
+static bool still_vectorized(const vec_loops *after, const ts_expr *var)
+{
+	for (int i = 0; i < after->n; i++)
+		if (after->var[i] == var)
+			return true;
+	return false;
+}
+
+/* f->warnings: one line per vectorized loop of `before` that the
+ * vectorize_legal pass made serial in f's body; printed to stderr once
+ * when the context prints passes. */
+static void note_demotions(ts_ctx *ctx, ts_func *f, ts_stmt *before)
+{
+	vec_loops *b = ts_alloc(ctx, sizeof(*b)), *a = ts_alloc(ctx, sizeof(*a));
+	if (!b || !a)
+		return;
+	ir_stmt_visit(before, vec_fn, NULL, b);
+	ir_stmt_visit(f->body, vec_fn, NULL, a);
+	ts_sbuf sb = {0};
+	for (int i = 0; i < b->n; i++)
+		if (!still_vectorized(a, b->var[i]))
+			ts_sb_printf(&sb, "vectorize: loop '%s' runs serially: its body has %s\n",
+				     b->var[i]->u.var.name, b->why[i]);
+	if (sb.len && !sb.oom) {
+		f->warnings = ts_strdup(ctx, ts_sb_str(&sb));
+		if (ts_ctx_print_passes(ctx))
+			fprintf(stderr, "// ---- warnings\n%s", ts_sb_str(&sb));
+	}
+	ts_sb_free(&sb);
+}
+
 static void show(ts_ctx *ctx, const char *pass, const ts_func *f)
 {
 	if (!ts_ctx_print_passes(ctx) || !f)
@@ -168,7 +236,10 @@ ts_func *ts_lower_until(ts_schedule *s, const char *name, int nargs, ts_tensor *
 	if (!f || step(ctx, "flatten", f, last))
 		return f && f->body ? f : NULL;
 	for (size_t i = 0; i < TS_COUNT_OF(pipeline); i++) {
+		ts_stmt *before = f->body;
 		f->body = pipeline[i].pass(ctx, f->body);
+		if (f->body && pipeline[i].pass == pass_vectorize_legal)
+			note_demotions(ctx, f, before);
 		if (f->body && pipeline[i].then_simplify)
 			f->body = pass_simplify(ctx, f->body);
 		if (!f->body || step(ctx, pipeline[i].name, f, last))
@@ -180,6 +251,11 @@ ts_func *ts_lower_until(ts_schedule *s, const char *name, int nargs, ts_tensor *
 ts_func *ts_lower(ts_schedule *s, const char *name, int nargs, ts_tensor *const *args)
 {
 	return ts_lower_until(s, name, nargs, args, NULL);
+}
+
+const char *ts_lower_warnings(const ts_func *f)
+{
+	return !f ? NULL : f->warnings ? f->warnings : "";
 }
 
 const char *ts_schedule_bounds_str(ts_schedule *s)

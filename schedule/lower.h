@@ -30,7 +30,19 @@ ts_func *ts_lower(ts_schedule *s, const char *name, int nargs, ts_tensor *const 
 ts_func *ts_lower_until(ts_schedule *s, const char *name, int nargs, ts_tensor *const *args,
 			const char *last_pass);
 
-/* The region bound inference gives each stage, one line per stage. */
+/* What lowering could not honour, one line each ("" when nothing, NULL for
+ * a NULL f): today a vectorized loop that vectorize_legal runs serially
+ * because its body has an inner loop, an allocation or a barrier, or its
+ * extent is 1:
+ *   "vectorize: loop 'i' runs serially: its body has an inner loop"
+ * With ts_ctx_set_print_passes (TESSERA_PRINT_PASSES=1) the lines are
+ * also printed to stderr, once per lowering.  ts_schedule_str warns ahead
+ * of lowering about vectorized leaves with loops inside. */
+const char *ts_lower_warnings(const ts_func *f);
+
+/* The region bound inference gives each stage, one line per stage, and for
+ * a stage computed at another, a line with its loops and the extents that
+ * region gives them. */
 const char *ts_schedule_bounds_str(ts_schedule *s);
 
 /* The names of the passes in pipeline order, NULL-terminated. */

@@ -20,7 +20,8 @@
  *  unroll          replaces UNROLLED loops by copies of their body
  *  vectorize_legal checks VECTORIZED loops: constant extent within the lane
  *                  limit; loops whose body cannot be vectorized (inner
- *                  loops, allocations) become serial
+ *                  loops, allocations) become serial, and ts_lower lists
+ *                  each in ts_lower_warnings
  */
 #ifndef TESSERA_SCHEDULE_PASSES_H
 #define TESSERA_SCHEDULE_PASSES_H

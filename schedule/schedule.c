@@ -11,6 +11,7 @@
 
 #include <string.h>
 
+#include "passes.h"
 #include "printer.h"
 #include "sbuf.h"
 
@@ -599,6 +600,24 @@ static bool stage_reads(const ts_stage *st, const ts_tensor *t)
 	return r.found;
 }
 
+/* Does st read t, directly or through the stages it reads?  seen[] marks
+ * the stages already walked (the schedule is a DAG, so each once). */
+static bool depends_on(const ts_stage *st, const ts_tensor *t, bool *seen)
+{
+	ts_schedule *s = st->sch;
+	if (stage_reads(st, t))
+		return true;
+	for (int i = 0; i < s->nstages; i++) {
+		ts_stage *p = s->stages[i];
+		if (p == st || seen[i] || !stage_reads(st, p->tensor))
+			continue;
+		seen[i] = true;
+		if (depends_on(p, t, seen))
+			return true;
+	}
+	return false;
+}
+
 int sch_consumers(ts_schedule *s, const ts_tensor *t, ts_stage **out, int max)
 {
 	int n = 0;
@@ -628,9 +647,14 @@ ts_status ts_compute_at(ts_stage *st, ts_stage *parent, ts_axis *axis)
 			    st->name);
 	if (parent == st)
 		return fail(st, "compute_at", "a stage cannot be computed inside itself", NULL);
-	if (!stage_reads(parent, st->tensor)) {
+	/* any consumer of st, direct or not (TVM and Halide allow attaching
+	 * into a consumer's consumer); that its loop encloses every reader is
+	 * checked at lowering, when all attachments are known */
+	bool seen[MAX_STAGES] = {0};
+	if (!depends_on(parent, st->tensor, seen)) {
 		char msg[300];
-		snprintf(msg, sizeof(msg), "stage %s does not read %s", parent->name, st->name);
+		snprintf(msg, sizeof(msg), "stage %s does not read %s, directly or through other stages",
+			 parent->name, st->name);
 		return fail(st, "compute_at", "%s", msg);
 	}
 	for (ts_stage *p = parent; p; p = p->attach == SCH_ATTACH_AT ? p->attach_stage : NULL) {
@@ -887,13 +911,70 @@ static void print_stage(ts_sbuf *sb, const ts_stage *st)
 	ts_sb_puts(sb, "\n");
 }
 
+/* The first stage computed at leaf pos of st or deeper (NULL if none). */
+static const ts_stage *attached_within(const ts_stage *st, int pos)
+{
+	for (int i = 0; i < st->sch->nstages; i++) {
+		const ts_stage *x = st->sch->stages[i];
+		if (x->attach == SCH_ATTACH_AT && x->attach_stage == st &&
+		    leaf_index(st, x->attach_axis) >= pos)
+			return x;
+	}
+	return NULL;
+}
+
+/* A vectorized leaf with loops inside it: vectorize_legal will run it
+ * serially (ts_lower_warnings says so for certain), unless the inner loops
+ * disappear first (extent 1, or unrolled). */
+static void print_vector_warnings(ts_sbuf *sb, const ts_stage *st)
+{
+	for (int i = 0; i < st->nleaf; i++) {
+		const ts_axis *a = st->leaf[i];
+		if (a->loop != TS_FOR_VECTORIZED)
+			continue;
+		const ts_stage *x = attached_within(st, i);
+		if (i + 1 < st->nleaf)
+			ts_sb_printf(sb, "  warning: vectorize(%s): '%s' encloses loop '%s'", st->name,
+				     a->name, st->leaf[i + 1]->name);
+		else if (x)
+			ts_sb_printf(sb, "  warning: vectorize(%s): '%s' encloses stage %s", st->name,
+				     a->name, x->name);
+		else
+			continue;
+		ts_sb_puts(sb, "; lowering makes it serial unless the inner loops have extent 1 or are unrolled\n");
+	}
+}
+
+/* For schedules with attachments: the regions bound inference gives and
+ * the loops of attached stages, or why lowering fails.  A pending error
+ * is left alone (and the section left out). */
+static void print_bounds(ts_sbuf *sb, ts_schedule *s)
+{
+	bool attached = false;
+	for (int i = 0; i < s->nstages; i++)
+		attached |= s->stages[i]->attach == SCH_ATTACH_AT;
+	if (!attached || ts_last_status(s->ctx) != TS_OK)
+		return;
+	ts_sbuf log = {0};
+	ts_sb_puts(sb, "after bound inference:\n");
+	if (pass_schedule_ops(s->ctx, s, &log) && !log.oom)
+		ts_sb_puts(sb, ts_sb_str(&log));
+	else
+		ts_sb_printf(sb, "  (lowering fails: %s)\n", ts_last_error(s->ctx));
+	ts_clear_error(s->ctx);
+	ts_sb_free(&log);
+}
+
 const char *ts_schedule_str(ts_schedule *s)
 {
 	if (!s)
 		return NULL;
 	ts_sbuf sb = {0};
-	for (int i = 0; i < s->nstages; i++)
+	for (int i = 0; i < s->nstages; i++) {
 		print_stage(&sb, s->stages[i]);
+		print_vector_warnings(&sb, s->stages[i]);
+	}
+	print_bounds(&sb, s);
 	const char *r = sb.oom ? NULL : ts_strdup(s->ctx, ts_sb_str(&sb));
 	ts_sb_free(&sb);
 	return r;

@@ -143,6 +143,12 @@ ts_status ts_vectorize(ts_stage *st, ts_axis *axis);
 ts_status ts_parallel(ts_stage *st, ts_axis *axis);
 ts_status ts_unroll(ts_stage *st, ts_axis *axis);
 ts_status ts_bind(ts_stage *st, ts_axis *axis, ts_thread_tag tag);
+/* Computes st inside parent's loop `axis`, the region one iteration needs.
+ * parent must read st's tensor, directly or through other stages (TVM and
+ * Halide allow a consumer's consumer); lowering then checks that the loop
+ * encloses every reader of st (each is parent or attached at or below
+ * axis, directly or through other attached stages), naming a reader that
+ * is outside, and infers the union of the regions all readers need. */
 ts_status ts_compute_at(ts_stage *st, ts_stage *parent, ts_axis *axis);
 ts_status ts_compute_inline(ts_stage *st);
 ts_status ts_compute_root(ts_stage *st);
@@ -155,7 +161,13 @@ ts_tensor *ts_cache_read(ts_schedule *s, ts_tensor *t, ts_scope scope, int nread
 ts_tensor *ts_cache_write(ts_schedule *s, ts_tensor *t, ts_scope scope);
 
 /* The schedule as text: each stage with its attachment, relations and leaf
- * loop order. */
+ * loop order (extents over the stage's whole domain), and a warning line
+ * under a vectorized leaf that has loops or attached stages inside it
+ * (lowering runs such a loop serially; ts_lower_warnings says for sure).
+ * When some stage is computed at another, an "after bound inference:"
+ * section follows: each stage's region and an attached stage's loops with
+ * the extents its region gives them (ts_schedule_bounds_str), or why
+ * lowering refuses the schedule. */
 const char *ts_schedule_str(ts_schedule *s);
 
 /* The loop nest as it now stands: the schedule lowered through schedule_ops,

@@ -174,7 +174,10 @@ START_TEST(test_primitives_page)
 	DOC(&out, "compute_inline", "Substitutes P's expression into its consumer.", two_stage,
 	    ts_compute_inline(e.sp));
 	DOC(&out, "compute_at", "Computes the region of P that one iteration of C's axis needs, "
-		"inside that loop.", two_stage,
+		"inside that loop.  The target may be any stage that reads P, directly or through "
+		"other stages, provided its loop encloses every reader of P (each reader is that "
+		"stage or attached at or below that loop, as softmax's max computed in the output's "
+		"row loop); the region is the union of what all readers need.", two_stage,
 	    ts_split(e.sc, e.i, 4, &o, &in); ts_compute_at(e.sp, e.sc, o));
 	DOC(&out, "compute_root", "Computes P over its whole shape before its consumer (undoes "
 		"compute_at and compute_inline).", two_stage,

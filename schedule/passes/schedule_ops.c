@@ -7,18 +7,27 @@
  * from its leaf axes (0-based, constant extents derived from the stage's
  * region through the split/fuse relations); the root index of every axis is
  * rebuilt from the leaf variables by running the relations backwards.  A
- * stage attached with compute_at is emitted inside its consumer's loop, in
- * a REALIZE of the region bound inference gives there.  A reduction emits an
+ * stage attached with compute_at is emitted inside the target's loop, in a
+ * REALIZE of the region bound inference gives there: the union of the
+ * reads of every reader inside that loop (the target may be a consumer's
+ * consumer, as long as its loop encloses every reader).  A reduction emits an
  * init nest (over its data-parallel leaves) before its first reduction loop,
  * then the update nest.  Splits that do not divide guard the body with
  * `index < extent`, wrapped in likely() when the split asked for a
  * partitioned tail, so that loop_partition can remove it from the main part.
  *
+ * Loop variables: every emitted nest gets fresh ones, named after its axes,
+ * so computes may share ts_var objects (as TVM users reuse `i`): the
+ * stage's root variables are substituted away, and a nest attached inside
+ * another never rebinds the enclosing loops' variables.  Once the function
+ * is built, loops are named in program order: the first keeps its axis's
+ * name, later loops of the same name become x.outer_1, x.outer_2, ...
+ *
  * Index width: one index dtype per function, int32 unless some tensor's
  * element count, loop extent, split span (ceil(n/f)*f) or reduction range
- * needs more (as TVM and Halide choose).  With int64, every stage's loops get
- * fresh int64 variables, constants are built in int64 and the body is
- * substituted with ir_substitute_wide, so indices and guards never wrap.
+ * needs more (as TVM and Halide choose).  With int64, the loop variables
+ * are int64, constants are built in int64 and the body is substituted with
+ * ir_substitute_wide, so indices and guards never wrap.
  */
 #include <math.h>
 #include <string.h>
@@ -204,9 +213,11 @@ static ts_status derive_values(ops *o, stage_nest *n)
 	ts_stage *st = n->st;
 	for (int i = 0; i < st->nleaf; i++) {
 		ts_axis *a = st->leaf[i];
-		/* int64: a fresh variable of the same name per emitted nest */
-		n->var[axis_pos(st, a)] = ts_dtype_eq(o->it, a->var->dtype)
-			? a->var : ts_var_typed(ctx, a->var->u.var.name, o->it);
+		/* a fresh variable per emitted nest: stages may share index
+		 * variables (one ts_var in two computes), and a nest inside
+		 * another must not rebind its loop variables; name_loops makes
+		 * the names unique once the whole function is built */
+		n->var[axis_pos(st, a)] = ts_var_typed(ctx, a->var->u.var.name, o->it);
 		n->val[axis_pos(st, a)] = n->var[axis_pos(st, a)];
 	}
 	for (int i = st->nrel - 1; i >= 0; i--) {
@@ -388,17 +399,41 @@ static bool reads_tensor(ts_expr *body, const ts_tensor *t)
 	return f.found;
 }
 
-/* compute_at is valid at lowering only if st is the sole reader of x. */
-static ts_status check_sole_reader(ops *o, ts_stage *x, ts_stage *st)
+/* Is stage c computed inside p's loop at leaf position pos or deeper: p
+ * itself, or attached there directly or through a chain of attachments? */
+static bool inside(const ts_schedule *s, const ts_stage *c, const ts_stage *p, int pos)
 {
+	for (int hops = 0; hops <= s->nstages; hops++) {
+		if (c == p)
+			return true;
+		if (c->attach != SCH_ATTACH_AT)
+			return false;
+		if (c->attach_stage == p) {
+			int at = p->nleaf - 1;
+			while (at >= 0 && p->leaf[at] != c->attach_axis)
+				at--;
+			return at >= pos;
+		}
+		c = c->attach_stage;
+	}
+	return false;
+}
+
+/* compute_at(x, p, axis) is valid at lowering when p's loop encloses every
+ * stage that reads x (after inlining), as in TVM and Halide: x is computed
+ * once per iteration of that loop, before any of its readers. */
+static ts_status check_readers_inside(ops *o, ts_stage *x, int pos)
+{
+	ts_stage *p = x->attach_stage;
 	for (int i = 0; i < o->s->nstages; i++) {
 		ts_stage *c = o->s->stages[i];
-		if (c == st || c == x || c->attach == SCH_ATTACH_INLINE)
+		if (c == x || c->attach == SCH_ATTACH_INLINE || !reads_tensor(o->body[i], x->tensor))
 			continue;
-		if (reads_tensor(o->body[i], x->tensor))
+		if (!inside(o->s, c, p, pos))
 			return ts_error(o->ctx, TS_ERR_INVALID,
-					"compute_at(%s): %s is also read by stage %s, which is outside %s's loops",
-					x->name, x->name, c->name, st->name);
+					"compute_at(%s): stage %s reads %s but is not computed inside %s's loop '%s' "
+					"(every reader must be %s itself or attached at or below that loop)",
+					x->name, c->name, x->name, p->name, x->attach_axis->name, p->name);
 	}
 	return TS_OK;
 }
@@ -420,21 +455,49 @@ static void log_region(ops *o, ts_stage *x, ts_expr *const *min, const int64_t *
 	ts_sb_putc(o->log, '\n');
 }
 
-/* Loops of st after the attachment point (relaxed), plus the enclosing
- * threadIdx loops when x lives in shared memory (all threads fill it). */
-static int relaxed_loops(ops *o, stage_nest *n, int leafpos, const ts_stage *x, sch_loop *out)
+/* Every loop of the statement a producer is realized around (the consumer's
+ * loops after the attachment point and the loops of the stages attached
+ * inside them): relaxed over their extent.  Plus the enclosing threadIdx
+ * loops when x lives in shared memory (all threads fill it). */
+typedef struct loop_list {
+	ts_ctx *ctx;
+	int n, cap;
+	sch_loop *l;
+} loop_list;
+
+static bool push_loop(loop_list *ll, sch_loop l)
 {
-	int m = 0;
-	for (int i = leafpos + 1; i < n->st->nleaf; i++) {
-		ts_axis *a = n->st->leaf[i];
-		out[m++] = (sch_loop){n->var[axis_pos(n->st, a)], n->ext[axis_pos(n->st, a)], a->loop,
-				      a->thread};
+	if (ll->n == ll->cap) {
+		int cap = ll->cap ? 2 * ll->cap : 64;
+		sch_loop *grown = ts_alloc_array(ll->ctx, (size_t)cap, sizeof(sch_loop));
+		if (!grown)
+			return false;
+		if (ll->n)
+			memcpy(grown, ll->l, (size_t)ll->n * sizeof(sch_loop));
+		ll->l = grown, ll->cap = cap;
 	}
+	ll->l[ll->n++] = l;
+	return true;
+}
+
+static bool loop_fn(ts_stmt *s, void *data)
+{
+	loop_list *ll = data;
+	int64_t e;
+	if (s->kind == IR_S_FOR && ir_is_const_int(s->u.for_.extent, &e))
+		return push_loop(ll, (sch_loop){s->u.for_.var, e, s->u.for_.kind, s->u.for_.thread});
+	return true;
+}
+
+static ts_status relaxed_loops(ops *o, ts_stmt *inner, const ts_stage *x, loop_list *ll)
+{
+	*ll = (loop_list){.ctx = o->ctx};
+	ir_stmt_visit(inner, loop_fn, NULL, ll);
 	if (x->scope == TS_SCOPE_SHARED)
 		for (int i = 0; i < o->depth; i++)
 			if (o->stack[i].kind == TS_FOR_THREAD && o->stack[i].thread >= TS_THREAD_X)
-				out[m++] = o->stack[i];
-	return m;
+				push_loop(ll, o->stack[i]);
+	return ts_last_status(o->ctx);
 }
 
 static int outer_loops(ops *o, const sch_loop *relax, int nrelax, sch_loop *out)
@@ -450,14 +513,17 @@ static int outer_loops(ops *o, const sch_loop *relax, int nrelax, sch_loop *out)
 	return m;
 }
 
-static ts_stmt *attach_one(ops *o, stage_nest *n, int leafpos, ts_stage *x, ts_stmt *inner)
+/* x realized around inner, its region the union of what every read of x in
+ * inner needs: the consumer's own reads and those of readers attached
+ * deeper in its loops. */
+static ts_stmt *attach_one(ops *o, ts_stage *x, ts_stmt *inner)
 {
 	ts_ctx *ctx = o->ctx;
-	if (check_sole_reader(o, x, n->st) != TS_OK)
+	loop_list relax;
+	sch_loop outer[MAX_DEPTH];
+	if (relaxed_loops(o, inner, x, &relax) != TS_OK)
 		return NULL;
-	sch_loop relax[MAX_DEPTH + 64], outer[MAX_DEPTH];
-	int nr = relaxed_loops(o, n, leafpos, x, relax);
-	int no = outer_loops(o, relax, nr, outer);
+	int no = outer_loops(o, relax.l, relax.n, outer);
 	ts_expr *min[TS_MAX_DIMS];
 	int64_t ext[TS_MAX_DIMS];
 	ts_expr *vars[64];
@@ -469,7 +535,7 @@ static ts_stmt *attach_one(ops *o, stage_nest *n, int leafpos, ts_stage *x, ts_s
 		vext[i] = a->kind == TS_ITER_DATA ? x->tensor->shape[i] : a->extent;
 	}
 	sch_producer prod = {x->tensor, o->body[stage_pos(o->s, x)], x->nroot, vars, vmin, vext};
-	if (sch_infer_region(ctx, &prod, n->value, nr, relax, no, outer, min, ext) != TS_OK)
+	if (sch_infer_region_stmt(ctx, &prod, inner, relax.n, relax.l, no, outer, min, ext) != TS_OK)
 		return NULL;
 	log_region(o, x, min, ext);
 	ts_stmt *nest = build_stage(o, x, min, ext);
@@ -493,8 +559,21 @@ static ts_stmt *attach(ops *o, stage_nest *n, int leafpos, nest_fn inner, int ne
 	ts_stmt *body = inner(o, n, next, end, f);
 	/* innermost attachment last in stage order: producers realize outside */
 	for (int i = nx - 1; body && i >= 0; i--)
-		body = attach_one(o, n, leafpos, xs[i], body);
+		body = attach_one(o, xs[i], body);
 	return body;
+}
+
+/* The loops of an attached stage with the extents its region gives them. */
+static void log_loops(ops *o, const stage_nest *n)
+{
+	if (!o->log || n->st->attach != SCH_ATTACH_AT)
+		return;
+	ts_sb_puts(o->log, "  loops:");
+	for (int i = 0; i < n->st->nleaf; i++) {
+		const ts_axis *a = n->st->leaf[i];
+		ts_sb_printf(o->log, " %s[%lld]", a->name, (long long)n->ext[axis_pos(n->st, a)]);
+	}
+	ts_sb_putc(o->log, '\n');
 }
 
 static ts_stmt *build_stage(ops *o, ts_stage *st, ts_expr *const *rmin, const int64_t *rext)
@@ -512,6 +591,7 @@ static ts_stmt *build_stage(ops *o, ts_stage *st, ts_expr *const *rmin, const in
 	if (derive_extents(o->ctx, n, rext) != TS_OK || derive_values(o, n) != TS_OK ||
 	    derive_body(o, n, o->body[si], rmin) != TS_OK)
 		return NULL;
+	log_loops(o, n);
 	if (n->value->kind == IR_REDUCE)
 		return prefix(o, n, 0, first_reduce_leaf(st), NEST_ALL);
 	return loops(o, n, 0, st->nleaf, NEST_ALL);
@@ -527,15 +607,79 @@ static ts_status check_attachments(ops *o)
 		if (p->attach == SCH_ATTACH_INLINE)
 			return ts_error(o->ctx, TS_ERR_INVALID,
 					"compute_at(%s): target stage %s is inlined", x->name, p->name);
-		bool leaf = false;
+		int pos = -1;
 		for (int k = 0; k < p->nleaf; k++)
-			leaf |= p->leaf[k] == x->attach_axis;
-		if (!leaf)
+			pos = p->leaf[k] == x->attach_axis ? k : pos;
+		if (pos < 0)
 			return ts_error(o->ctx, TS_ERR_INVALID,
 					"compute_at(%s): axis '%s' is no longer a leaf of %s (split or fused after compute_at)",
 					x->name, x->attach_axis->name, p->name);
+		if (check_readers_inside(o, x, pos) != TS_OK)
+			return TS_ERR_INVALID;
 	}
 	return TS_OK;
+}
+
+/* ---- loop names ----------------------------------------------------------------- */
+
+/* Loop variables seen so far, in program order, and the names given. */
+typedef struct namer {
+	ts_ctx *ctx;
+	int n, cap;
+	ts_expr **var;
+	bool ok;
+} namer;
+
+static bool name_taken(const namer *nm, const char *name)
+{
+	for (int i = 0; i < nm->n; i++)
+		if (strcmp(nm->var[i]->u.var.name, name) == 0)
+			return true;
+	return false;
+}
+
+static bool seen_var(const namer *nm, const ts_expr *v)
+{
+	for (int i = 0; i < nm->n; i++)
+		if (nm->var[i] == v)
+			return true;
+	return false;
+}
+
+/* The first loop of a name keeps it, later ones get _1, _2, ...  The
+ * variables were made by this pass (derive_values) and nothing else holds
+ * them yet, so they are renamed in place. */
+static bool name_fn(ts_stmt *s, void *data)
+{
+	namer *nm = data;
+	if (!nm->ok || s->kind != IR_S_FOR || seen_var(nm, s->u.for_.var))
+		return nm->ok;
+	ts_expr *v = s->u.for_.var;
+	if (name_taken(nm, v->u.var.name)) {
+		const char *name = NULL;
+		for (int k = 1; !name || name_taken(nm, name); k++)
+			name = ts_sprintf(nm->ctx, "%s_%d", v->u.var.name, k);
+		v->u.var.name = name;
+	}
+	if (nm->n == nm->cap) {
+		int cap = nm->cap ? 2 * nm->cap : 64;
+		ts_expr **grown = ts_alloc_array(nm->ctx, (size_t)cap, sizeof(ts_expr *));
+		if (!grown)
+			return nm->ok = false;
+		if (nm->n)
+			memcpy(grown, nm->var, (size_t)nm->n * sizeof(ts_expr *));
+		nm->var = grown, nm->cap = cap;
+	}
+	nm->var[nm->n++] = v;
+	return true;
+}
+
+/* Distinct loops print distinctly: "x.outer" and "x.outer_1". */
+static ts_status name_loops(ts_ctx *ctx, ts_stmt *body)
+{
+	namer nm = {.ctx = ctx, .ok = true};
+	ir_stmt_visit(body, name_fn, NULL, &nm);
+	return nm.ok ? TS_OK : ts_last_status(ctx);
 }
 
 ts_stmt *pass_schedule_ops(ts_ctx *ctx, ts_schedule *s, ts_sbuf *log)
@@ -575,5 +719,5 @@ ts_stmt *pass_schedule_ops(ts_ctx *ctx, ts_schedule *s, ts_sbuf *log)
 			ts_error(ctx, TS_ERR_INVALID, "lower: stage %s is never computed", s->stages[i]->name);
 			return NULL;
 		}
-	return body;
+	return name_loops(ctx, body) == TS_OK ? body : NULL;
 }

@@ -6,7 +6,9 @@
  * straight-line code: stores, lets, ifs (codegen masks or scalarizes them).
  * A body with an inner loop or an allocation cannot become one vector
  * instruction stream, so such a loop is demoted to serial, which keeps the
- * meaning and is visible in the printed IR.
+ * meaning and is visible in the printed IR; ts_lower compares the loops
+ * before and after this pass and reports each demotion as a warning
+ * (ts_lower_warnings, and on stderr when the passes are printed).
  */
 #include "passes.h"
 #include "schedule.h"

@@ -1,0 +1,100 @@
+/*
+ * test_mustfail_schedsem.c - attachments lowering must refuse: a producer
+ * computed at a loop that does not enclose all of its readers.  Each
+ * message names the reader that is outside the loop.
+ */
+#include "testutil.h"
+
+#include <string.h>
+
+#include "lower.h"
+#include "schedule.h"
+
+typedef struct chain {
+	ts_ctx *ctx;
+	ts_tensor *X, *B, *C, *D;
+	ts_schedule *s;
+	ts_stage *sb, *sc, *sd;
+} chain;
+
+/* B = X + 1, C = B * 3 (reads B), D = C + B (reads both). */
+static chain make_chain(void)
+{
+	chain g = {.ctx = ts_ctx_new()};
+	ts_ctx *ctx = g.ctx;
+	g.X = ts_placeholder(ctx, "X", TS_SHAPE(9, 5), ts_float32);
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	g.B = ts_compute(ctx, "B", TS_SHAPE(9, 5), TS_VARS(i, j),
+			 ts_add(ctx, TS_READ(ctx, g.X, i, j), ts_float(ctx, 1)));
+	g.C = ts_compute(ctx, "C", TS_SHAPE(9, 5), TS_VARS(i, j),
+			 ts_mul(ctx, TS_READ(ctx, g.B, i, j), ts_float(ctx, 3)));
+	g.D = ts_compute(ctx, "D", TS_SHAPE(9, 5), TS_VARS(i, j),
+			 ts_add(ctx, TS_READ(ctx, g.C, i, j), TS_READ(ctx, g.B, i, j)));
+	g.s = ts_create_schedule(ctx, 1, &g.D);
+	g.sb = ts_stage_of(g.s, g.B);
+	g.sc = ts_stage_of(g.s, g.C);
+	g.sd = ts_stage_of(g.s, g.D);
+	return g;
+}
+
+static ts_func *lower_chain(chain *g)
+{
+	return ts_lower(g->s, "chain", 2, (ts_tensor *[]){g->X, g->D});
+}
+
+/* B at C's loop, but D reads B too and is outside C's loops. */
+START_TEST(test_reader_outside_consumer)
+{
+	chain g = make_chain();
+	tu_ok(g.ctx, ts_compute_at(g.sb, g.sc, ts_axis_of(g.sc, 0)));
+	ck_assert_ptr_null(lower_chain(&g));
+	tu_assert_error(g.ctx, "compute_at(B): stage D reads B but is not computed inside C's loop 'i'");
+	ts_ctx_free(g.ctx);
+}
+END_TEST
+
+/* B into D (its consumer's consumer) while C, also reading B, is at root. */
+START_TEST(test_reader_at_root)
+{
+	chain g = make_chain();
+	tu_ok(g.ctx, ts_compute_at(g.sb, g.sd, ts_axis_of(g.sd, 1)));
+	ck_assert_ptr_null(lower_chain(&g));
+	tu_assert_error(g.ctx, "compute_at(B): stage C reads B but is not computed inside D's loop 'j'");
+	ts_clear_error(g.ctx);
+	/* C attached at an outer loop of D than B: still outside B's loop */
+	tu_ok(g.ctx, ts_compute_at(g.sc, g.sd, ts_axis_of(g.sd, 0)));
+	ck_assert_ptr_null(lower_chain(&g));
+	tu_assert_error(g.ctx, "compute_at(B): stage C reads B but is not computed inside D's loop 'j'");
+	ts_clear_error(g.ctx);
+	/* both at D's j (or C deeper): legal, and correct */
+	tu_ok(g.ctx, ts_compute_at(g.sb, g.sd, ts_axis_of(g.sd, 0)));
+	tu_check_func(g.ctx, lower_chain(&g), 1e-5);
+	ts_ctx_free(g.ctx);
+}
+END_TEST
+
+/* A target that does not depend on the producer at all. */
+START_TEST(test_not_a_consumer)
+{
+	chain g = make_chain();
+	ck_assert_int_ne(ts_compute_at(g.sc, g.sb, ts_axis_of(g.sb, 0)), TS_OK);
+	tu_assert_error(g.ctx, "compute_at(C): stage B does not read C, directly or through other stages");
+	ts_ctx_free(g.ctx);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("mustfail_schedsem");
+	TCase *tc = tcase_create("core");
+	tcase_add_test(tc, test_reader_outside_consumer);
+	tcase_add_test(tc, test_reader_at_root);
+	tcase_add_test(tc, test_not_a_consumer);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return tu_run_suite(suite());
+}
