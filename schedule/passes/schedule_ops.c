@@ -293,7 +293,8 @@ static ts_stmt *guarded(ops *o, stage_nest *n, ts_stmt *s, bool with_reduce)
 
 typedef enum { NEST_ALL, NEST_DATA_ONLY } nest_filter;
 
-static ts_stmt *build_stage(ops *o, ts_stage *st, ts_expr *const *rmin, const int64_t *rext);
+static ts_stmt *build_stage(ops *o, ts_stage *st, ts_expr *const *rmin, const int64_t *rext,
+			    const bool *edge);
 
 /* Stages attached at axis a of st: each realized around `inner`, built with
  * the loops of st up to a on the stack. */
@@ -450,6 +451,27 @@ static int outer_loops(ops *o, const sch_loop *relax, int nrelax, sch_loop *out)
 	return m;
 }
 
+/* Inside a thread loop, regions keep their natural start and guard the
+ * shape's end (see sch_producer): tiles stay tile-sized and aligned. */
+static bool in_gpu_threads(const ops *o)
+{
+	for (int i = 0; i < o->depth; i++)
+		if (o->stack[i].kind == TS_FOR_THREAD)
+			return true;
+	return false;
+}
+
+/* The tensors of the stages attached inside x: realized over the region x
+ * reads, so x never reads them out of bounds. */
+static int staged_in(const ops *o, const ts_stage *x, const ts_tensor **out)
+{
+	int m = 0;
+	for (int i = 0; i < o->s->nstages && m < 64; i++)
+		if (o->s->stages[i]->attach == SCH_ATTACH_AT && o->s->stages[i]->attach_stage == x)
+			out[m++] = o->s->stages[i]->tensor;
+	return m;
+}
+
 static ts_stmt *attach_one(ops *o, stage_nest *n, int leafpos, ts_stage *x, ts_stmt *inner)
 {
 	ts_ctx *ctx = o->ctx;
@@ -468,11 +490,16 @@ static ts_stmt *attach_one(ops *o, stage_nest *n, int leafpos, ts_stage *x, ts_s
 		vmin[i] = a->kind == TS_ITER_DATA ? 0 : a->root->min;
 		vext[i] = a->kind == TS_ITER_DATA ? x->tensor->shape[i] : a->extent;
 	}
-	sch_producer prod = {x->tensor, o->body[stage_pos(o->s, x)], x->nroot, vars, vmin, vext};
-	if (sch_infer_region(ctx, &prod, n->value, nr, relax, no, outer, min, ext) != TS_OK)
+	sch_producer prod = {x->tensor, o->body[stage_pos(o->s, x)], x->nroot, vars, vmin, vext,
+			     in_gpu_threads(o), 0, NULL};
+	const ts_tensor *staged[64];
+	prod.nstaged = staged_in(o, x, staged);
+	prod.staged = staged;
+	bool edge[TS_MAX_DIMS];
+	if (sch_infer_region(ctx, &prod, n->value, nr, relax, no, outer, min, ext, edge) != TS_OK)
 		return NULL;
 	log_region(o, x, min, ext);
-	ts_stmt *nest = build_stage(o, x, min, ext);
+	ts_stmt *nest = build_stage(o, x, min, ext, edge);
 	if (!nest)
 		return NULL;
 	return ir_realize(ctx, x->tensor, x->tensor->ndim, min, ext, x->scope,
@@ -497,7 +524,20 @@ static ts_stmt *attach(ops *o, stage_nest *n, int leafpos, nest_fn inner, int ne
 	return body;
 }
 
-static ts_stmt *build_stage(ops *o, ts_stage *st, ts_expr *const *rmin, const int64_t *rext)
+/* Regions that pass the shape's end on a GPU (see sch_producer): the
+ * stage computes only the elements inside it. */
+static void guard_edges(ops *o, stage_nest *n, const bool *edge)
+{
+	for (int d = 0; edge && d < n->st->tensor->ndim && n->nguard < 64; d++) {
+		if (!edge[d])
+			continue;
+		n->guard_reduce[n->nguard] = false;
+		n->guard[n->nguard++] = ts_lt(o->ctx, n->idx[d], iconst(o, n->st->tensor->shape[d]));
+	}
+}
+
+static ts_stmt *build_stage(ops *o, ts_stage *st, ts_expr *const *rmin, const int64_t *rext,
+			    const bool *edge)
 {
 	int si = stage_pos(o->s, st);
 	if (o->built[si]) {
@@ -512,6 +552,7 @@ static ts_stmt *build_stage(ops *o, ts_stage *st, ts_expr *const *rmin, const in
 	if (derive_extents(o->ctx, n, rext) != TS_OK || derive_values(o, n) != TS_OK ||
 	    derive_body(o, n, o->body[si], rmin) != TS_OK)
 		return NULL;
+	guard_edges(o, n, edge);
 	if (n->value->kind == IR_REDUCE)
 		return prefix(o, n, 0, first_reduce_leaf(st), NEST_ALL);
 	return loops(o, n, 0, st->nleaf, NEST_ALL);
@@ -560,7 +601,7 @@ ts_stmt *pass_schedule_ops(ts_ctx *ctx, ts_schedule *s, ts_sbuf *log)
 		for (int d = 0; d < st->tensor->ndim; d++)
 			min[d] = iconst(o, 0);
 		log_region(o, st, min, st->tensor->shape);
-		ts_stmt *nest = build_stage(o, st, min, st->tensor->shape);
+		ts_stmt *nest = build_stage(o, st, min, st->tensor->shape, NULL);
 		if (!nest)
 			return NULL;
 		body = body ? ir_seq2(ctx, nest, body) : nest;
