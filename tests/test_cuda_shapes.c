@@ -89,6 +89,7 @@ static const shape gemm_shapes[] = {
 	{1, 1, 1, true},	   {1, 4096, 4096, false},    {4096, 1, 4096, false},
 	{17, 33, 65, true},	   {64, 64, 64, true},	      {63, 65, 127, true},
 	{2048, 31, 512, false},	   {1, 300, 40, true},	      {70, 3, 20, true},
+	{68, 72, 24, true}, /* vector loads inside, guarded ones at the edges */
 };
 
 START_TEST(test_gemm_shapes)
@@ -105,6 +106,22 @@ START_TEST(test_gemm_shapes)
 		tu_check_func_interp(ctx, f, 1e-4);
 		tu_set_context(NULL);
 	}
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Tiles the shape does not divide keep 16-byte loads inside and guard
+ * only at the edges, where they fall back to guarded scalar loads. */
+START_TEST(test_gemm_edge_vectors)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_func *f = gemm(ctx, 1000, 1000, 1000);
+	const char *src = cg_emit_cuda(ctx, f, NULL);
+	tu_nonnull(ctx, src);
+	ck_assert_ptr_nonnull(strstr(src, "*(const float4 *)&A["));
+	ck_assert_ptr_nonnull(strstr(src, "*(const float4 *)&B["));
+	ck_assert_ptr_nonnull(strstr(src, "j_outer*64 + ax0_ax1_fused_outer_inner_inner_1*4 + 3 < 1000"));
+	ck_assert_ptr_nonnull(strstr(src, "} else {"));
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -160,6 +177,7 @@ int main(void)
 	TCase *tc = tcase_create("nvrtc");
 	tcase_set_timeout(tc, 600);
 	tcase_add_loop_test(tc, test_gemm_shapes, 0, (int)TS_COUNT_OF(gemm_shapes));
+	tcase_add_test(tc, test_gemm_edge_vectors);
 	tcase_add_loop_test(tc, test_conv_resnet, 0, (int)TS_COUNT_OF(resnet));
 	tcase_add_loop_test(tc, test_conv_small, 0, (int)TS_COUNT_OF(small_convs));
 	suite_add_tcase(s, tc);
