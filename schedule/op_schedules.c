@@ -343,6 +343,22 @@ static ts_status schedule_gemm_like_cuda(ts_schedule *s, ts_tensor *C, int a_in,
 	return TS_OK;
 }
 
+/* A block of more than 1024 threads cannot launch, and shared tiles over
+ * 48 KB cannot be declared statically: refused here, naming the tiles,
+ * rather than by the CUDA compiler. */
+static ts_status fits_block(ts_schedule *s, const char *what, int64_t threads, int64_t shared)
+{
+	if (threads > 1024)
+		return ts_error(s->ctx, TS_ERR_INVALID,
+				"%s: %lld threads per block, more than 1024 (fewer, larger thread blocks: raise thread_m/thread_n or lower block_m/block_n)",
+				what, (long long)threads);
+	if (shared > 49152)
+		return ts_error(s->ctx, TS_ERR_INVALID,
+				"%s: shared tiles (block_m + block_n) x tile_k take %lld bytes, more than the 48 KB of static shared memory",
+				what, (long long)shared);
+	return TS_OK;
+}
+
 static ts_status cuda_params(ts_schedule *s, const char *what, const ts_matmul_cuda_params *d)
 {
 	return positive(s, what, 5,
@@ -358,6 +374,12 @@ ts_status ts_schedule_matmul_cuda(ts_schedule *s, ts_tensor *C, const ts_matmul_
 	if (C->ninputs != 2 || C->nreduce != 1 || C->ndim < 2)
 		return ts_error(s->ctx, TS_ERR_INVALID, "schedule_matmul_cuda: %s is not a matmul", C->name);
 	d = fit_tiles(d, C->shape[C->ndim - 2], C->shape[C->ndim - 1], C->reduce_axis[0]->extent, !p);
+	/* each factor is at most 2^16 where the tiles fit: no overflow */
+	bool huge = d.block_m > 65536 || d.block_n > 65536 || d.tile_k > 65536;
+	int64_t bytes = huge ? INT64_MAX : (int64_t)(C->dtype.bits / 8) * (d.block_m + d.block_n) * d.tile_k;
+	int64_t tm = ceil_div64(d.block_m, d.thread_m), tn = ceil_div64(d.block_n, d.thread_n);
+	int64_t threads = tm > 1024 || tn > 1024 ? (tm > tn ? tm : tn) : tm * tn; /* no overflow */
+	TRY(fits_block(s, "schedule_matmul_cuda", threads, bytes));
 	return schedule_gemm_like_cuda(s, C, 0, 1, &d);
 }
 
@@ -369,6 +391,10 @@ ts_status ts_schedule_conv2d_cuda(ts_schedule *s, ts_tensor *Y, const ts_matmul_
 	if (Y->ndim != 4 || Y->nreduce != 3)
 		return ts_error(s->ctx, TS_ERR_INVALID, "schedule_conv2d_cuda: %s is not an NCHW convolution",
 				Y->name);
+	/* thread_n * 4 channels x block_n pixels per block, each clamped to the
+	 * layer's extent (as split does), so that small layers launch */
+	int64_t ch = d.thread_n >= Y->shape[1] ? Y->shape[1] : min64(d.thread_n * 4, Y->shape[1]);
+	TRY(fits_block(s, "schedule_conv2d_cuda", ch * min64(d.block_n, Y->shape[2] * Y->shape[3]), 0));
 	/* one thread per output element of a (channel, column) tile, padding inlined */
 	for (int i = 0; i < Y->ninputs; i++)
 		if (Y->inputs[i]->op == TS_OP_COMPUTE)
