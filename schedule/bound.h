@@ -30,6 +30,16 @@ typedef struct sch_producer {
 	int nroot;
 	ts_expr *const *vars;
 	const int64_t *min, *extent; /* per root variable */
+	/* On a GPU, inside thread loops: a region never moves back inside the
+	 * shape (a shared tile stays one tile, a register tile keeps constant
+	 * indices); where it may pass the end, sch_infer_region sets edge[d]
+	 * and the producer guards its stores there.  Reads of the `nstaged`
+	 * tensors in `staged` (buffers realized inside this producer, whose
+	 * guarded regions follow its reads) then never count as out of
+	 * bounds. */
+	bool guard_edges;
+	int nstaged;
+	const ts_tensor *const *staged;
 } sch_producer;
 
 /* The region of p->tensor read by `body`: relax[] are loops whose variables
@@ -38,15 +48,19 @@ typedef struct sch_producer {
  * A region that would reach past the shape is moved back inside it, unless
  * every read of the producer stays in bounds over the longer range: then it
  * keeps its natural start, which keeps tiles aligned (the extra elements
- * are computed and never read). */
+ * are computed and never read).  With p->guard_edges, edge[d] (when edge
+ * is not NULL) says that the producer must guard index d below the shape.
+ * The extent is also bounded by the width of each index over the relaxed
+ * loops (min(x, c) spans no more than x), so a clamped index does not grow
+ * a tile to the whole dimension. */
 ts_status sch_infer_region(ts_ctx *ctx, const sch_producer *p, ts_expr *body, int nrelax,
 			   const sch_loop *relax, int nouter, const sch_loop *outer,
-			   ts_expr **min, int64_t *extent);
+			   ts_expr **min, int64_t *extent, bool *edge);
 /* The same over every read of p->tensor in a statement: the union of the
  * regions its readers need (the consumer's own reads and those of stages
  * attached inside its loops). */
 ts_status sch_infer_region_stmt(ts_ctx *ctx, const sch_producer *p, ts_stmt *body, int nrelax,
 				const sch_loop *relax, int nouter, const sch_loop *outer,
-				ts_expr **min, int64_t *extent);
+				ts_expr **min, int64_t *extent, bool *edge);
 
 #endif

@@ -247,6 +247,48 @@ ts_matmul_cuda_params ts_matmul_cuda_default(void)
 				       .tile_k = 8};
 }
 
+static int64_t min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+static int64_t ceil_div64(int64_t a, int64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+/* Tile sizes from the shape (m, n: C's rows and columns, k: the reduction).
+ * A block tile never exceeds the dimension it covers, nor a thread's
+ * register block its block tile, nor the k step k: a split larger than its
+ * axis would leave threads bound past the loops of the other stages
+ * (a GEMV's block would be 16 threads over one row).  With the default
+ * tiles (`widen`), the threads a skinny dimension leaves idle go to the
+ * other one, doubling its block tile up to 256 threads per block; with
+ * 4 x 4 register blocks and an 8-deep k step, shared memory stays at
+ * (block_m + block_n) * 8 * 4 bytes, at most 33 KB, under the 48 KB of
+ * static shared memory.  Shapes the tiles do not divide keep these tiles:
+ * bound inference sizes the shared tiles by the tile and guards the
+ * cooperative loads and the final stores at the edges. */
+static ts_matmul_cuda_params fit_tiles(ts_matmul_cuda_params d, int64_t m, int64_t n, int64_t k,
+				       bool widen)
+{
+	d.block_m = min64(d.block_m, m);
+	d.block_n = min64(d.block_n, n);
+	d.thread_m = min64(d.thread_m, d.block_m);
+	d.thread_n = min64(d.thread_n, d.block_n);
+	d.tile_k = min64(d.tile_k, k);
+	int64_t tm = ceil_div64(d.block_m, d.thread_m), tn = ceil_div64(d.block_n, d.thread_n);
+	while (widen && tm * tn * 2 <= 256 && d.block_n * 2 <= ceil_div64(n, d.thread_n) * d.thread_n) {
+		d.block_n *= 2;
+		tn *= 2;
+	}
+	while (widen && tm * tn * 2 <= 256 && d.block_m * 2 <= ceil_div64(m, d.thread_m) * d.thread_m) {
+		d.block_m *= 2;
+		tm *= 2;
+	}
+	return d;
+}
+
 /* C tiled into blocks of block_m x block_n, each thread accumulating a
  * thread_m x thread_n block in registers; the A and B tiles of each k step
  * are staged in shared memory by all threads of the block. */
@@ -261,7 +303,7 @@ static ts_status schedule_gemm_like_cuda(ts_schedule *s, ts_tensor *C, int a_in,
 	if (!CL)
 		return ts_last_status(ctx);
 	ts_stage *sc = ts_stage_of(s, C), *sl = ts_stage_of(s, CL);
-	int64_t tm = d->block_m / d->thread_m, tn = d->block_n / d->thread_n;
+	int64_t tm = ceil_div64(d->block_m, d->thread_m), tn = ceil_div64(d->block_n, d->thread_n);
 	ts_axis *by, *bx, *yi, *xi, *ty, *tx, *yr, *xr;
 	TRY(ts_tile(sc, ts_axis_of(sc, C->ndim - 2), ts_axis_of(sc, C->ndim - 1), d->block_m,
 		    d->block_n, &by, &bx, &yi, &xi));
@@ -272,6 +314,10 @@ static ts_status schedule_gemm_like_cuda(ts_schedule *s, ts_tensor *C, int a_in,
 	TRY(ts_bind(sc, bx, TS_BLOCK_X));
 	TRY(ts_bind(sc, ty, TS_THREAD_Y));
 	TRY(ts_bind(sc, tx, TS_THREAD_X));
+	/* unrolled, the register block is indexed by constants: a loop would
+	 * index it dynamically and put it in local memory */
+	TRY(ts_unroll(sc, yr));
+	TRY(ts_unroll(sc, xr));
 	TRY(ts_compute_at(sl, sc, tx));
 	ts_axis *ko, *ki;
 	ts_axis *ly = ts_axis_of(sl, C->ndim - 2), *lx = ts_axis_of(sl, C->ndim - 1);
@@ -297,6 +343,22 @@ static ts_status schedule_gemm_like_cuda(ts_schedule *s, ts_tensor *C, int a_in,
 	return TS_OK;
 }
 
+/* A block of more than 1024 threads cannot launch, and shared tiles over
+ * 48 KB cannot be declared statically: refused here, naming the tiles,
+ * rather than by the CUDA compiler. */
+static ts_status fits_block(ts_schedule *s, const char *what, int64_t threads, int64_t shared)
+{
+	if (threads > 1024)
+		return ts_error(s->ctx, TS_ERR_INVALID,
+				"%s: %lld threads per block, more than 1024 (fewer, larger thread blocks: raise thread_m/thread_n or lower block_m/block_n)",
+				what, (long long)threads);
+	if (shared > 49152)
+		return ts_error(s->ctx, TS_ERR_INVALID,
+				"%s: shared tiles (block_m + block_n) x tile_k take %lld bytes, more than the 48 KB of static shared memory",
+				what, (long long)shared);
+	return TS_OK;
+}
+
 static ts_status cuda_params(ts_schedule *s, const char *what, const ts_matmul_cuda_params *d)
 {
 	return positive(s, what, 5,
@@ -309,8 +371,15 @@ ts_status ts_schedule_matmul_cuda(ts_schedule *s, ts_tensor *C, const ts_matmul_
 	TRY(need(s, C, "schedule_matmul_cuda"));
 	ts_matmul_cuda_params d = p ? *p : ts_matmul_cuda_default();
 	TRY(cuda_params(s, "schedule_matmul_cuda", &d));
-	if (C->ninputs != 2 || C->nreduce != 1)
+	if (C->ninputs != 2 || C->nreduce != 1 || C->ndim < 2)
 		return ts_error(s->ctx, TS_ERR_INVALID, "schedule_matmul_cuda: %s is not a matmul", C->name);
+	d = fit_tiles(d, C->shape[C->ndim - 2], C->shape[C->ndim - 1], C->reduce_axis[0]->extent, !p);
+	/* each factor is at most 2^16 where the tiles fit: no overflow */
+	bool huge = d.block_m > 65536 || d.block_n > 65536 || d.tile_k > 65536;
+	int64_t bytes = huge ? INT64_MAX : (int64_t)(C->dtype.bits / 8) * (d.block_m + d.block_n) * d.tile_k;
+	int64_t tm = ceil_div64(d.block_m, d.thread_m), tn = ceil_div64(d.block_n, d.thread_n);
+	int64_t threads = tm > 1024 || tn > 1024 ? (tm > tn ? tm : tn) : tm * tn; /* no overflow */
+	TRY(fits_block(s, "schedule_matmul_cuda", threads, bytes));
 	return schedule_gemm_like_cuda(s, C, 0, 1, &d);
 }
 
@@ -322,6 +391,10 @@ ts_status ts_schedule_conv2d_cuda(ts_schedule *s, ts_tensor *Y, const ts_matmul_
 	if (Y->ndim != 4 || Y->nreduce != 3)
 		return ts_error(s->ctx, TS_ERR_INVALID, "schedule_conv2d_cuda: %s is not an NCHW convolution",
 				Y->name);
+	/* thread_n * 4 channels x block_n pixels per block, each clamped to the
+	 * layer's extent (as split does), so that small layers launch */
+	int64_t ch = d.thread_n >= Y->shape[1] ? Y->shape[1] : min64(d.thread_n * 4, Y->shape[1]);
+	TRY(fits_block(s, "schedule_conv2d_cuda", ch * min64(d.block_n, Y->shape[2] * Y->shape[3]), 0));
 	/* one thread per output element of a (channel, column) tile, padding inlined */
 	for (int i = 0; i < Y->ninputs; i++)
 		if (Y->inputs[i]->op == TS_OP_COMPUTE)

@@ -69,7 +69,11 @@ typedef struct ts_matmul_cuda_params {
 } ts_matmul_cuda_params;
 
 ts_matmul_cuda_params ts_matmul_cuda_default(void);
-/* Schedules C = ts_op_matmul(A, B) for a GPU. */
+/* Schedules C = ts_op_matmul(A, B) for a GPU, any M, N, K: the tiles are
+ * clamped to the shape (and, for the defaults, widened along the larger
+ * dimension of a skinny shape); see fit_tiles in op_schedules.c.  Tiles of
+ * more than 1024 threads per block, or shared tiles over 48 KB, are
+ * refused (TS_ERR_INVALID). */
 ts_status ts_schedule_matmul_cuda(ts_schedule *s, ts_tensor *C, const ts_matmul_cuda_params *p);
 /* Schedules Y = ts_op_conv2d_nchw(...) for a GPU (padding inlined). */
 ts_status ts_schedule_conv2d_cuda(ts_schedule *s, ts_tensor *Y, const ts_matmul_cuda_params *p);

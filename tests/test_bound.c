@@ -1,11 +1,13 @@
 /* test_bound.c - interval analysis: exact intervals of simple expressions,
  * wrapping and saturation at the dtype's edges, and a randomized check that
- * every evaluated value of every subexpression lies inside its interval. */
+ * every evaluated value of every subexpression lies inside its interval;
+ * then region inference (schedule/bound.h) for tiles at a shape's end. */
 #include "testutil.h"
 
 #include <string.h>
 
 #include "ir/arith.h"
+#include "schedule/bound.h"
 
 #define I(v) ts_int(ctx, (v))
 #define ADD(a, b) ts_add(ctx, (a), (b))
@@ -233,6 +235,67 @@ START_TEST(test_random_containment)
 }
 END_TEST
 
+/* P[i] = A[i] over 1000 elements, read in tiles of 64 at b*64 + t. */
+typedef struct tile_case {
+	ts_ctx *ctx;
+	ts_tensor *A, *P;
+	ts_expr *b, *t;
+	sch_loop relax, outer;
+	ts_expr *pvar;
+	int64_t pmin, pext;
+} tile_case;
+
+static tile_case tiles(ts_ctx *ctx)
+{
+	tile_case c = {.ctx = ctx};
+	c.A = ts_placeholder(ctx, "A", TS_SHAPE(1000), ts_float32);
+	c.P = ts_placeholder(ctx, "P", TS_SHAPE(1000), ts_float32);
+	c.b = ts_var(ctx, "b");
+	c.t = ts_var(ctx, "t");
+	c.pvar = ts_var(ctx, "i");
+	c.relax = (sch_loop){c.t, 64, TS_FOR_SERIAL, TS_THREAD_NONE};
+	c.outer = (sch_loop){c.b, 16, TS_FOR_THREAD, TS_BLOCK_X};
+	c.pmin = 0;
+	c.pext = 1000;
+	return c;
+}
+
+static ts_expr *region_of(tile_case *c, ts_expr *idx, bool gpu, int64_t *ext, bool *edge)
+{
+	ts_ctx *ctx = c->ctx;
+	ts_expr *pbody = TS_READ(ctx, c->A, c->pvar);
+	sch_producer p = {c->P, pbody, 1, &c->pvar, &c->pmin, &c->pext, gpu, 0, NULL};
+	ts_expr *min = NULL;
+	ts_status st = sch_infer_region(ctx, &p, TS_READ(ctx, c->P, idx), 1, &c->relax, 1,
+					&c->outer, &min, ext, edge);
+	ck_assert_msg(st == TS_OK, "%s", ts_last_error(ctx));
+	return min;
+}
+
+/* A tile clamped inside the tensor (min(b*64 + t, 999)) spans 64 elements,
+ * not the whole dimension; on a GPU a tile at the end keeps its start and
+ * the producer is told to guard past the shape. */
+START_TEST(test_region_tiles)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	tile_case c = tiles(ctx);
+	ts_expr *i = ADD(MUL(c.b, I(64)), c.t);
+	int64_t ext;
+	bool edge;
+	region_of(&c, ts_min(ctx, i, I(999)), false, &ext, &edge);
+	ck_assert_int_eq(ext, 64);
+	ck_assert(!edge);
+	ts_expr *min = region_of(&c, i, false, &ext, &edge);
+	ck_assert_int_eq(ext, 64);
+	ck_assert_ptr_nonnull(strstr(ir_expr_str(ctx, min), "936")); /* moved back inside */
+	min = region_of(&c, i, true, &ext, &edge);
+	ck_assert_int_eq(ext, 64);
+	ck_assert(edge);
+	ck_assert_str_eq(ir_expr_str(ctx, min), "b*64");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("bound");
@@ -240,6 +303,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_exact);
 	tcase_add_test(tc, test_edges);
 	tcase_add_test(tc, test_random_containment);
+	tcase_add_test(tc, test_region_tiles);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -304,7 +304,8 @@ static ts_stmt *guarded(ops *o, stage_nest *n, ts_stmt *s, bool with_reduce)
 
 typedef enum { NEST_ALL, NEST_DATA_ONLY } nest_filter;
 
-static ts_stmt *build_stage(ops *o, ts_stage *st, ts_expr *const *rmin, const int64_t *rext);
+static ts_stmt *build_stage(ops *o, ts_stage *st, ts_expr *const *rmin, const int64_t *rext,
+			    const bool *edge);
 
 /* Stages attached at axis a of st: each realized around `inner`, built with
  * the loops of st up to a on the stack. */
@@ -513,6 +514,27 @@ static int outer_loops(ops *o, const sch_loop *relax, int nrelax, sch_loop *out)
 	return m;
 }
 
+/* Inside a thread loop, regions keep their natural start and guard the
+ * shape's end (see sch_producer): tiles stay tile-sized and aligned. */
+static bool in_gpu_threads(const ops *o)
+{
+	for (int i = 0; i < o->depth; i++)
+		if (o->stack[i].kind == TS_FOR_THREAD)
+			return true;
+	return false;
+}
+
+/* The tensors of the stages attached inside x: realized over the region x
+ * reads, so x never reads them out of bounds. */
+static int staged_in(const ops *o, const ts_stage *x, const ts_tensor **out)
+{
+	int m = 0;
+	for (int i = 0; i < o->s->nstages && m < 64; i++)
+		if (o->s->stages[i]->attach == SCH_ATTACH_AT && o->s->stages[i]->attach_stage == x)
+			out[m++] = o->s->stages[i]->tensor;
+	return m;
+}
+
 /* x realized around inner, its region the union of what every read of x in
  * inner needs: the consumer's own reads and those of readers attached
  * deeper in its loops. */
@@ -534,11 +556,17 @@ static ts_stmt *attach_one(ops *o, ts_stage *x, ts_stmt *inner)
 		vmin[i] = a->kind == TS_ITER_DATA ? 0 : a->root->min;
 		vext[i] = a->kind == TS_ITER_DATA ? x->tensor->shape[i] : a->extent;
 	}
-	sch_producer prod = {x->tensor, o->body[stage_pos(o->s, x)], x->nroot, vars, vmin, vext};
-	if (sch_infer_region_stmt(ctx, &prod, inner, relax.n, relax.l, no, outer, min, ext) != TS_OK)
+	sch_producer prod = {x->tensor, o->body[stage_pos(o->s, x)], x->nroot, vars, vmin, vext,
+			     in_gpu_threads(o), 0, NULL};
+	const ts_tensor *staged[64];
+	prod.nstaged = staged_in(o, x, staged);
+	prod.staged = staged;
+	bool edge[TS_MAX_DIMS];
+	if (sch_infer_region_stmt(ctx, &prod, inner, relax.n, relax.l, no, outer, min, ext,
+				  edge) != TS_OK)
 		return NULL;
 	log_region(o, x, min, ext);
-	ts_stmt *nest = build_stage(o, x, min, ext);
+	ts_stmt *nest = build_stage(o, x, min, ext, edge);
 	if (!nest)
 		return NULL;
 	return ir_realize(ctx, x->tensor, x->tensor->ndim, min, ext, x->scope,
@@ -576,7 +604,20 @@ static void log_loops(ops *o, const stage_nest *n)
 	ts_sb_putc(o->log, '\n');
 }
 
-static ts_stmt *build_stage(ops *o, ts_stage *st, ts_expr *const *rmin, const int64_t *rext)
+/* Regions that pass the shape's end on a GPU (see sch_producer): the
+ * stage computes only the elements inside it. */
+static void guard_edges(ops *o, stage_nest *n, const bool *edge)
+{
+	for (int d = 0; edge && d < n->st->tensor->ndim && n->nguard < 64; d++) {
+		if (!edge[d])
+			continue;
+		n->guard_reduce[n->nguard] = false;
+		n->guard[n->nguard++] = ts_lt(o->ctx, n->idx[d], iconst(o, n->st->tensor->shape[d]));
+	}
+}
+
+static ts_stmt *build_stage(ops *o, ts_stage *st, ts_expr *const *rmin, const int64_t *rext,
+			    const bool *edge)
 {
 	int si = stage_pos(o->s, st);
 	if (o->built[si]) {
@@ -592,6 +633,7 @@ static ts_stmt *build_stage(ops *o, ts_stage *st, ts_expr *const *rmin, const in
 	    derive_body(o, n, o->body[si], rmin) != TS_OK)
 		return NULL;
 	log_loops(o, n);
+	guard_edges(o, n, edge);
 	if (n->value->kind == IR_REDUCE)
 		return prefix(o, n, 0, first_reduce_leaf(st), NEST_ALL);
 	return loops(o, n, 0, st->nleaf, NEST_ALL);
@@ -704,7 +746,7 @@ ts_stmt *pass_schedule_ops(ts_ctx *ctx, ts_schedule *s, ts_sbuf *log)
 		for (int d = 0; d < st->tensor->ndim; d++)
 			min[d] = iconst(o, 0);
 		log_region(o, st, min, st->tensor->shape);
-		ts_stmt *nest = build_stage(o, st, min, st->tensor->shape);
+		ts_stmt *nest = build_stage(o, st, min, st->tensor->shape, NULL);
 		if (!nest)
 			return NULL;
 		body = body ? ir_seq2(ctx, nest, body) : nest;
