@@ -78,6 +78,12 @@ static ts_status time_sample(ts_ctx *ctx, int (*fn)(void *), void *arg, int rep,
 
 void ts_timing_from_samples(const double *s, int n, ts_timing *out)
 {
+	if (!out)
+		return;
+	if (!s || n <= 0) { /* no samples: NaN statistics, 0 samples */
+		*out = (ts_timing){NAN, NAN, NAN, NAN, NAN, 0};
+		return;
+	}
 	double sum = 0, lo = s[0], hi = s[0];
 	for (int i = 0; i < n; i++) {
 		sum += s[i];

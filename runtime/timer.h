@@ -39,9 +39,10 @@ typedef struct ts_timing {
 ts_status ts_time_run(ts_ctx *ctx, int (*fn)(void *), void *arg, int warmup, int repeat,
 		      int number, ts_timing *out);
 
-/* Summarizes samples s[0..n) (n >= 1, in the unit wanted) into *out:
- * min, median, mean, max, population standard deviation, n.  Every timer
- * (ts_time_run, ts_cuda_time) reports through this one function. */
+/* Summarizes samples s[0..n) (in the unit wanted) into *out: min, median,
+ * mean, max, population standard deviation, n.  Every timer (ts_time_run,
+ * ts_cuda_time) reports through this one function.  No samples (s NULL or
+ * n < 1) give NaN statistics and 0 samples; a NULL out is ignored. */
 void ts_timing_from_samples(const double *s, int n, ts_timing *out);
 
 /* The median of v[0..n) (mean of the middle two for even n), from a sorted

@@ -10,6 +10,8 @@
  */
 #include "testutil.h"
 
+#include <math.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -935,6 +937,34 @@ START_TEST(test_runtime_misc)
 }
 END_TEST
 
+/* Calls added with the step printer, lowering warnings, module launches
+ * and the shared timing summary take NULL like every other call. */
+START_TEST(test_newer_calls)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ck_assert_ptr_null(ts_lower_warnings(NULL));
+	ck_assert_ptr_null(ts_schedule_step_str(NULL));
+	ts_ctx_set_print_steps(NULL, 1);
+	ck_assert_int_eq(ts_module_launch(NULL, 0, NULL), TS_ERR_INVALID);
+	ck_assert_int_ne(ts_cuda_l2_bytes(ctx, NULL, NULL), TS_OK);
+	ts_clear_error(ctx);
+	ck_assert_int_ne(ts_cuda_time(ctx, NULL, NULL, NULL, NULL, NULL), TS_OK);
+	ts_clear_error(ctx);
+	ts_timing t;
+	double v[2] = {3, 1};
+	ts_timing_from_samples(NULL, 2, &t);
+	ck_assert_int_eq(t.samples, 0);
+	ck_assert(isnan(t.median));
+	ts_timing_from_samples(v, -1, &t);
+	ck_assert_int_eq(t.samples, 0);
+	ts_timing_from_samples(v, 2, NULL);
+	ts_timing_from_samples(v, 2, &t);
+	ck_assert_int_eq(t.samples, 2);
+	ck_assert_double_eq(t.median, 2);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("mustfail_api");
@@ -967,6 +997,7 @@ static Suite *suite(void)
 	tcase_add_test(cg, test_interp_and_emit);
 	tcase_add_test(cg, test_cuda_null);
 	tcase_add_test(cg, test_runtime_misc);
+	tcase_add_test(cg, test_newer_calls);
 	suite_add_tcase(s, cg);
 	return s;
 }
