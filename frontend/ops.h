@@ -119,7 +119,8 @@ ts_tensor *ts_op_softmax(ts_ctx *ctx, ts_tensor *X);
  *   ts_stage *sum = ts_stage_of(s, ts_op_stage(Y, "softmax_sum"));
  * The nearest to out wins when several share the name.  NULL with an error
  * in out's context listing the stages that exist when none matches (or
- * when out or name is NULL). */
+ * naming the call when name is NULL); NULL out gives NULL with no context
+ * to record a message in. */
 ts_tensor *ts_op_stage(const ts_tensor *out, const char *name);
 
 /* ---- packed GEMM (ops_gemm.c) --------------------------------------------------- */
