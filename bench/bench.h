@@ -13,6 +13,7 @@
  *   gpu_libs.c  cuBLAS and cuDNN (opened with dlopen)
  *   runner.c    buffers, correctness check, timing protocol
  *   report.c    table, JSON and gnuplot chart
+ *   softmax.c   `softmax`: the softmax schedule against unscheduled and naive C
  *
  * Every kernel computes one problem on a "buffer set" (inputs and output as
  * tessera host arrays); when a problem fits in cache the runner rotates over
@@ -43,7 +44,8 @@ enum { BENCH_OK = 0, BENCH_ERROR = -1, BENCH_SKIP = 1 };
 typedef enum bench_op { BENCH_GEMM, BENCH_CONV2D } bench_op;
 typedef enum bench_target { BENCH_CPU, BENCH_CUDA } bench_target;
 typedef enum bench_cmd {
-	BENCH_CMD_GEMM, BENCH_CMD_CONV2D, BENCH_CMD_SUMMARY, BENCH_CMD_PEAK, BENCH_CMD_HELP
+	BENCH_CMD_GEMM, BENCH_CMD_CONV2D, BENCH_CMD_SUMMARY, BENCH_CMD_PEAK, BENCH_CMD_SOFTMAX,
+	BENCH_CMD_HELP
 } bench_cmd;
 
 /* Implementation names, in table order. */
@@ -90,6 +92,11 @@ typedef struct bench_opts {
 	bool flush_l2;        /* --flush-l2: cold GPU L2 before each timed call */
 } bench_opts;
 
+/* ---- softmax.c ------------------------------------------------------------------ */
+
+/* Runs `tessera-bench softmax` (its own table); a BENCH_EXIT_ code. */
+int bench_softmax(const bench_opts *o);
+
 /* ---- cli.c ------------------------------------------------------------------ */
 
 /* Parses argv into *o (defaults filled in).  Returns 0, or -1 with a
@@ -117,6 +124,8 @@ int bench_gpu_summary_opts(const bench_opts *o, bench_opts *gpu);
 void bench_naive_gemm(int64_t M, int64_t N, int64_t K, const float *A, const float *B,
 		      float *C);
 void bench_naive_conv(const bench_conv *c, const float *X, const float *W, float *Y);
+/* Y = softmax of each row of X[rows, cols] (max, exp, sum, times 1/sum). */
+void bench_naive_softmax(int64_t rows, int64_t cols, const float *X, float *Y);
 /* Unfolds X[n] into cols[C*R*S, OH*OW] so that a GEMM W[K, CRS] x cols
  * gives Y[n] (the classic im2col convolution). */
 void bench_im2col(const bench_conv *c, const float *Xn, float *cols);

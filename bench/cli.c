@@ -85,6 +85,10 @@ void bench_usage(FILE *f)
 	      "  summary   a few GEMMs and conv2d layers (a few minutes on two cores), then\n"
 	      "            the --target cuda summary when a GPU is present\n"
 	      "  peak      measure the fp32 FMA peak only\n"
+	      "  softmax   softmax over rows (BERT attention 1536x128, 1000x1000, 64x4096):\n"
+	      "            ts_schedule_softmax_cpu vs the unscheduled function, the generic\n"
+	      "            default schedule and naive C, median us and speedups (CPU only;\n"
+	      "            takes --threads and --repeat)\n"
 	      "  help      this text\n"
 	      "\n"
 	      "options:\n"
@@ -499,7 +503,7 @@ static int parse_command(bench_opts *o, const char *c, char *err, size_t n)
 {
 	static const struct { const char *name; bench_cmd cmd; } cmds[] = {
 		{"gemm", BENCH_CMD_GEMM}, {"conv2d", BENCH_CMD_CONV2D},
-		{"summary", BENCH_CMD_SUMMARY}, {"peak", BENCH_CMD_PEAK},
+		{"summary", BENCH_CMD_SUMMARY}, {"peak", BENCH_CMD_PEAK}, {"softmax", BENCH_CMD_SOFTMAX},
 		{"help", BENCH_CMD_HELP}, {"-h", BENCH_CMD_HELP}, {"--help", BENCH_CMD_HELP},
 	};
 	for (size_t i = 0; i < TS_COUNT_OF(cmds); i++) {
@@ -508,7 +512,7 @@ static int parse_command(bench_opts *o, const char *c, char *err, size_t n)
 			return 0;
 		}
 	}
-	return snprintf(err, n, "unknown command '%.64s' (gemm, conv2d, summary, peak or help)", c), -1;
+	return snprintf(err, n, "unknown command '%.64s' (gemm, conv2d, summary, peak, softmax or help)", c), -1;
 }
 
 static void set_defaults(bench_opts *o)
@@ -523,7 +527,7 @@ int bench_parse_args(int argc, char **argv, bench_opts *o, char *err, size_t err
 {
 	set_defaults(o);
 	if (argc < 2)
-		return fail(err, errlen, "%s", "missing command (gemm, conv2d, summary, peak or help)");
+		return fail(err, errlen, "%s", "missing command (gemm, conv2d, summary, peak, softmax or help)");
 	if (parse_command(o, argv[1], err, errlen))
 		return -1;
 	for (int i = 2; i < argc; i++) {
@@ -558,6 +562,9 @@ int bench_parse_args(int argc, char **argv, bench_opts *o, char *err, size_t err
 	    o->cmd != BENCH_CMD_HELP)
 		return snprintf(err, errlen, "--flush-l2 applies to --target cuda only (it flushes "
 				"the GPU's L2)"), -1;
+	if (o->cmd == BENCH_CMD_SOFTMAX && (o->target != BENCH_CPU || o->impls || o->json || o->plot))
+		return snprintf(err, errlen, "softmax takes only --threads and --repeat (it runs on "
+				"the CPU and prints its own table)"), -1;
 	if (o->nproblems == 0)
 		return add_defaults(o, err, errlen);
 	return 0;

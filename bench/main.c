@@ -120,6 +120,10 @@ int main(int argc, char **argv)
 		bench_usage(stdout);
 		return BENCH_EXIT_OK;
 	}
+	if (o.cmd == BENCH_CMD_SOFTMAX) {
+		setvbuf(stdout, NULL, _IOLBF, 0);
+		return bench_softmax(&o);
+	}
 	if (o.list_layers) {
 		bench_print_layers(stdout);
 		return BENCH_EXIT_OK;

@@ -8,6 +8,7 @@
  * would write them, so the compiler can vectorize the inner loop.  They are
  * also the fallback reference when a library baseline is unavailable.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,4 +130,21 @@ int bench_make_naive(const bench_problem *p, const bench_opts *o, bench_kernel *
 	*k = (bench_kernel){.impl = BENCH_IMPL_NAIVE, .p = p, .threads = 1, .compile_ms = -1,
 			    .run = naive_run, .free = naive_free};
 	return BENCH_OK;
+}
+
+void bench_naive_softmax(int64_t rows, int64_t cols, const float *X, float *Y)
+{
+	for (int64_t r = 0; r < rows; r++) {
+		const float *x = X + r * cols;
+		float *y = Y + r * cols, m = -INFINITY, s = 0;
+		for (int64_t k = 0; k < cols; k++)
+			m = x[k] > m ? x[k] : m;
+		for (int64_t k = 0; k < cols; k++) {
+			y[k] = expf(x[k] - m);
+			s += y[k];
+		}
+		float inv = 1.0f / s;
+		for (int64_t k = 0; k < cols; k++)
+			y[k] *= inv;
+	}
 }

@@ -191,6 +191,41 @@ START_TEST(test_naive_gemm)
 }
 END_TEST
 
+START_TEST(test_naive_softmax)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	int64_t R = 5, N = 37;
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(R, N), ts_float32);
+	ts_tensor *Y = ts_op_softmax(ctx, X);
+	tu_nonnull(ctx, Y);
+	ts_array *x = ts_array_for(ctx, X), *want = ts_array_for(ctx, Y), *got = ts_array_for(ctx, Y);
+	fill(x, 5);
+	tu_ok(ctx, ts_eval(ctx, 2, (ts_tensor *[]){X, Y}, (void *[]){x->data, want->data}));
+	bench_naive_softmax(R, N, x->data, got->data);
+	tu_assert_close(got, want, 1e-5, 1e-6);
+	ts_array_free(x), ts_array_free(want), ts_array_free(got);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* `softmax` takes --threads and --repeat; it has its own table, so the
+ * options of the GEMM/conv2d table are refused. */
+START_TEST(test_cli_softmax)
+{
+	bench_opts o;
+	char err[256];
+	ck_assert_int_eq(parse(&o, err, "softmax --threads 1 --repeat 3"), 0);
+	ck_assert_int_eq(o.cmd, BENCH_CMD_SOFTMAX);
+	ck_assert_int_eq(o.threads, 1);
+	ck_assert_int_eq(o.repeat, 3);
+	ck_assert_int_eq(o.nproblems, 0);
+	assert_parse_error("softmax --json x.json", "softmax takes only --threads and --repeat");
+	assert_parse_error("softmax --target cuda", "softmax takes only --threads and --repeat");
+	assert_parse_error("softmax --impl naive", "softmax takes only --threads and --repeat");
+	assert_parse_error("softmax --size 8", "--size applies to the gemm command only");
+}
+END_TEST
+
 /* Naive direct conv and im2col + naive gemm against the evaluator. */
 static void check_naive_conv(bench_conv c)
 {
@@ -530,6 +565,8 @@ int main(void)
 	tcase_add_test(tc, test_cli_output_paths);
 	tcase_add_test(tc, test_naive_gemm);
 	tcase_add_test(tc, test_naive_conv);
+	tcase_add_test(tc, test_naive_softmax);
+	tcase_add_test(tc, test_cli_softmax);
 	tcase_add_test(tc, test_tessera_schedules);
 	tcase_add_test(tc, test_cli_gpu_defaults);
 	tcase_add_test(tc, test_tessera_cuda_schedules);

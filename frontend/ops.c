@@ -9,6 +9,7 @@
 #include "ops_util.h"
 
 #include <math.h>
+#include <string.h>
 
 /* ---- matmul ------------------------------------------------------------------ */
 
@@ -338,4 +339,71 @@ ts_tensor *ts_op_softmax(ts_ctx *ctx, ts_tensor *X)
 	ts_tensor *E = M ? fe_map(ctx, "softmax_exp", X, exp_fn, &(row_arg){M, X->ndim}) : NULL;
 	ts_tensor *S = E ? reduce_last(ctx, "softmax_sum", E, TS_REDUCE_SUM) : NULL;
 	return S ? fe_map(ctx, "softmax", E, div_fn, &(row_arg){S, X->ndim}) : NULL;
+}
+
+/* ---- inner stages ------------------------------------------------------------------ */
+
+/* Every tensor out depends on (out included), each once, producers after
+ * their consumers; NULL on allocation failure. */
+static ts_tensor **graph_tensors(ts_ctx *ctx, ts_tensor *out, int *n)
+{
+	int cap = 16, len = 0;
+	ts_tensor **seen = ts_alloc_array(ctx, (size_t)cap, sizeof *seen);
+	if (!seen)
+		return NULL;
+	seen[len++] = out;
+	for (int i = 0; i < len; i++) {
+		for (int j = 0; j < seen[i]->ninputs; j++) {
+			ts_tensor *t = seen[i]->inputs[j];
+			bool dup = false;
+			for (int k = 0; k < len && !dup; k++)
+				dup = seen[k] == t;
+			if (dup)
+				continue;
+			if (len == cap) { /* arena memory is not freed: copy into a larger block */
+				ts_tensor **grown = ts_alloc_array(ctx, (size_t)cap * 2, sizeof *seen);
+				if (!grown)
+					return NULL;
+				memcpy(grown, seen, (size_t)len * sizeof *seen);
+				seen = grown;
+				cap *= 2;
+			}
+			seen[len++] = t;
+		}
+	}
+	*n = len;
+	return seen;
+}
+
+/* "softmax, softmax_sum, ..." for the error message. */
+static const char *stage_names(ts_ctx *ctx, ts_tensor *const *t, int n)
+{
+	const char *list = "";
+	for (int i = 0; i < n; i++)
+		if (t[i]->op == TS_OP_COMPUTE)
+			list = ts_sprintf(ctx, "%s%s%s", list, *list ? ", " : "", t[i]->name);
+	return list;
+}
+
+ts_tensor *ts_op_stage(const ts_tensor *out, const char *name)
+{
+	if (!out || !out->ctx) {
+		ts_error(NULL, TS_ERR_INVALID, "op_stage: output tensor is NULL");
+		return NULL;
+	}
+	ts_ctx *ctx = out->ctx;
+	if (!name) {
+		ts_error(ctx, TS_ERR_INVALID, "op_stage(%s): stage name is NULL", out->name);
+		return NULL;
+	}
+	int n = 0;
+	ts_tensor **all = graph_tensors(ctx, (ts_tensor *)out, &n);
+	if (!all)
+		return NULL;
+	for (int i = 0; i < n; i++)
+		if (all[i]->op == TS_OP_COMPUTE && !strcmp(all[i]->name, name))
+			return all[i];
+	ts_error(ctx, TS_ERR_INVALID, "op_stage(%s): no compute stage named '%s' among those %s depends on (%s)",
+		 out->name, name, out->name, stage_names(ctx, all, n));
+	return NULL;
 }

@@ -111,6 +111,18 @@ ts_tensor *ts_op_avg_pool2d(ts_ctx *ctx, ts_tensor *X, int kernel_h, int kernel_
  * m = max x, e = exp(x - m), s = sum e, y = e / s. */
 ts_tensor *ts_op_softmax(ts_ctx *ctx, ts_tensor *X);
 
+/* ---- inner stages ------------------------------------------------------------- */
+
+/* The compute tensor named `name` among those `out` depends on (out
+ * included), so that a multi-stage operator's inner stages can be scheduled:
+ *   ts_tensor *Y = ts_op_softmax(ctx, X);
+ *   ts_stage *sum = ts_stage_of(s, ts_op_stage(Y, "softmax_sum"));
+ * The nearest to out wins when several share the name.  NULL with an error
+ * in out's context listing the stages that exist when none matches (or
+ * naming the call when name is NULL); NULL out gives NULL with no context
+ * to record a message in. */
+ts_tensor *ts_op_stage(const ts_tensor *out, const char *name);
+
 /* ---- packed GEMM (ops_gemm.c) --------------------------------------------------- */
 
 /* C[M, N] = A[M, K] x B[K, N] computed from Bp[ceil(N / nr), K, nr], a

@@ -7,6 +7,8 @@
  */
 #include "op_schedules.h"
 
+#include "ops.h"
+
 #define TRY(call)                                                              \
 	do {                                                                   \
 		ts_status st_ = (call);                                        \
@@ -414,4 +416,61 @@ ts_status ts_schedule_conv2d_cuda(ts_schedule *s, ts_tensor *Y, const ts_matmul_
 	TRY(ts_bind(sy, fi, TS_THREAD_X));
 	TRY(ts_compute_at(sl, sy, fi));
 	return TS_OK;
+}
+
+/* The row axis (the fused leading axes, parallel) of a softmax-shaped
+ * stage, NULL for 1-D; the last axis vectorized by lanes, its tail
+ * partitioned off so the main loop runs whole vectors unguarded. */
+static ts_status softmax_rows(ts_stage *st, int lanes, bool parallel, ts_axis **row)
+{
+	int nd = st->tensor->ndim;
+	ts_axis *inner = ts_axis_of(st, nd - 1), *io, *ii;
+	*row = nd > 1 ? ts_axis_of(st, 0) : NULL;
+	for (int i = 1; i < nd - 1; i++)
+		TRY(ts_fuse(st, *row, ts_axis_of(st, i), row));
+	if (*row && parallel)
+		TRY(ts_parallel(st, *row));
+	if (inner->extent < lanes)
+		return TS_OK;
+	TRY(ts_split_tail(st, inner, lanes, TS_TAIL_PARTITION, &io, &ii));
+	return ts_vectorize(st, ii);
+}
+
+/* One of softmax's inner stages, found by name (ops.h). */
+static ts_stage *softmax_stage(ts_schedule *s, ts_tensor *Y, const char *name)
+{
+	ts_tensor *t = ts_op_stage(Y, name);
+	if (!t) {
+		ts_clear_error(s->ctx);
+		ts_error(s->ctx, TS_ERR_INVALID,
+			 "schedule_softmax_cpu: %s is not a softmax (ts_op_softmax): it has no stage %s",
+			 Y->name, name);
+		return NULL;
+	}
+	return ts_stage_of(s, t);
+}
+
+ts_status ts_schedule_softmax_cpu(ts_schedule *s, ts_tensor *Y, int lanes)
+{
+	TRY(need(s, Y, "schedule_softmax_cpu"));
+	if (lanes < 1 || lanes > TS_MAX_VECTOR_LANES)
+		return ts_error(s->ctx, TS_ERR_INVALID, "schedule_softmax_cpu: lanes must be 1..%d, got %d",
+				TS_MAX_VECTOR_LANES, lanes);
+	ts_stage *sy = ts_stage_of(s, Y);
+	if (!sy)
+		return ts_last_status(s->ctx);
+	ts_stage *sm = softmax_stage(s, Y, "softmax_max"), *se = sm ? softmax_stage(s, Y, "softmax_exp") : NULL;
+	ts_stage *ss = se ? softmax_stage(s, Y, "softmax_sum") : NULL;
+	if (!ss)
+		return ts_last_status(s->ctx);
+	ts_axis *row, *erow;
+	TRY(softmax_rows(sy, lanes, true, &row));
+	TRY(softmax_rows(se, lanes, false, &erow));
+	if (!row) /* 1-D: one row, every stage at root */
+		return TS_OK;
+	/* max, exp and sum per row of the output: the row's exponentials stay
+	 * in cache between the sum and the division */
+	TRY(ts_compute_at(sm, sy, row));
+	TRY(ts_compute_at(se, sy, row));
+	return ts_compute_at(ss, sy, row);
 }

@@ -38,6 +38,15 @@ ts_status ts_schedule_default_cpu(ts_schedule *s, int lanes);
  * threads per block (reductions run serially in their thread). */
 ts_status ts_schedule_default_cuda(ts_schedule *s, int threads);
 
+/* Softmax (Y = ts_op_softmax(X)) over rows: the leading axes fused into one
+ * parallel row loop of Y; the max, the exponentials and the sum of a row
+ * computed at that loop (compute_at), so a row stays in cache from its
+ * exponentials to the division; the last axis of the exponentials and of
+ * the division vectorized by `lanes` (1..TS_MAX_VECTOR_LANES), the tail
+ * partitioned off.  The inner stages are found with ts_op_stage; a Y
+ * without them is refused.  1-D: one row, every stage at root. */
+ts_status ts_schedule_softmax_cpu(ts_schedule *s, ts_tensor *Y, int lanes);
+
 typedef struct ts_matmul_cpu_params {
 	int64_t mr;      /* rows of the register block */
 	int64_t nr;      /* columns of the register block = the packing panel */
