@@ -212,6 +212,25 @@ ts_status ts_schedule_matmul_cpu(ts_schedule *s, ts_tensor *C, const ts_matmul_c
 	return schedule_accumulator(ts_stage_of(s, CC), sc, f, &d);
 }
 
+typedef struct same_element {
+	const ts_tensor *T, *src;
+	bool ok;
+} same_element;
+
+/* Whether a read of src in T's body is at T's own element (i, j). */
+static bool check_read(ts_expr *e, void *data)
+{
+	same_element *w = data;
+	if (e->kind != IR_READ || e->u.read.tensor != w->src)
+		return true;
+	for (int d = 0; d < e->u.read.n; d++) {
+		const ts_expr *x = e->u.read.idx[d], *v = w->T->axis[d]->var;
+		if (x != v && !(x->kind == IR_VAR && x->u.var.id == v->u.var.id))
+			w->ok = false;
+	}
+	return true;
+}
+
 /* One epilogue stage T of Y (T is not the matmul): elementwise, Y's shape,
  * and reading exactly one computed tensor, returned in *next. */
 static ts_status epilogue_step(ts_schedule *s, const ts_tensor *Y, ts_tensor *T, ts_tensor **next)
@@ -240,6 +259,15 @@ static ts_status epilogue_step(ts_schedule *s, const ts_tensor *Y, ts_tensor *T,
 		return ts_error(s->ctx, TS_ERR_INVALID,
 				"%s(%s): epilogue stage %s reads %d computed tensors; it must read the matmul's chain once, its other operands (bias, residual) being inputs",
 				what, Y->name, T->name, ncomp);
+	/* C's tile is computed for Y's tile: a read elsewhere (a transpose)
+	 * would need another tile */
+	same_element w = {.T = T, .src = *next, .ok = true};
+	ir_expr_visit(T->body, check_read, &w);
+	if (!w.ok)
+		return ts_error(s->ctx, TS_ERR_INVALID,
+				"%s(%s): epilogue stage %s reads %s at other indices than its own element (%s, %s); an epilogue must be elementwise",
+				what, Y->name, T->name, (*next)->name, T->axis[0]->var->u.var.name,
+				T->axis[1]->var->u.var.name);
 	return TS_OK;
 }
 

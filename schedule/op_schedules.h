@@ -60,7 +60,8 @@ ts_status ts_schedule_matmul_cpu(ts_schedule *s, ts_tensor *C, const ts_matmul_c
  * in ts_schedule_matmul_cpu and C becomes Y's local accumulator tile,
  * computed at Y's tile loop, so the epilogue is applied to the register
  * tile before the one store: C never goes to memory.  A stage that reduces
- * (other than the matmul), changes the shape or reads two computed tensors
+ * (other than the matmul), changes the shape, reads the chain at indices
+ * other than its own element (a transpose) or reads two computed tensors
  * is refused (TS_ERR_INVALID).  With no epilogue (Y is the matmul) this is
  * ts_schedule_matmul_cpu. */
 ts_status ts_schedule_dense_cpu(ts_schedule *s, ts_tensor *Y, const ts_matmul_cpu_params *p);

@@ -1,7 +1,8 @@
 /*
  * test_mustfail_epilogue.c - ts_schedule_dense_cpu refuses what is not a
  * matmul followed by an elementwise chain: a reduction after the matmul,
- * a stage that changes the shape, a stage reading two computed tensors,
+ * a stage that changes the shape, a read at other indices (a transpose),
+ * a stage reading two computed tensors,
  * no matmul at all, bad parameters and NULLs; and ts_op_gelu refuses
  * integer tensors.
  */
@@ -71,7 +72,33 @@ START_TEST(shape_changing_stage)
 	ts_ctx *ctx = m.ctx;
 	ts_tensor *P = ts_op_pad(ctx, m.C, (int64_t[]){1, 1}, (int64_t[]){1, 1}, 0);
 	tu_nonnull(ctx, P);
-	expect_refused(ctx, ts_op_relu(ctx, P), "schedule_dense_cpu(relu): epilogue stage pad changes the shape of matmul matmul [8, 12]; an epilogue must be elementwise");
+	expect_refused(ctx, ts_op_relu(ctx, P), "schedule_dense_cpu(relu): epilogue stage pad reads matmul at other indices than its own element (ax0, ax1)");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Y[i, j] = C[i, j] + 1 over the top-left 4 x 6 corner of C */
+START_TEST(cropping_stage)
+{
+	mm m = matmul(8, 12, 5);
+	ts_ctx *ctx = m.ctx;
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	ts_tensor *Y = ts_compute(ctx, "crop", TS_SHAPE(4, 6), TS_VARS(i, j),
+				  ts_add(ctx, TS_READ(ctx, m.C, i, j), ts_make_const(ctx, ts_float32, 1)));
+	expect_refused(ctx, Y, "schedule_dense_cpu(crop): epilogue stage crop changes the shape of matmul matmul [8, 12]; an epilogue must be elementwise");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Y[i, j] = C[j, i] + 1: same shape, but not elementwise */
+START_TEST(transposed_read)
+{
+	mm m = matmul(12, 12, 5);
+	ts_ctx *ctx = m.ctx;
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	ts_tensor *Y = ts_compute(ctx, "Y", TS_SHAPE(12, 12), TS_VARS(i, j),
+				  ts_add(ctx, TS_READ(ctx, m.C, j, i), ts_make_const(ctx, ts_float32, 1)));
+	expect_refused(ctx, Y, "schedule_dense_cpu(Y): epilogue stage Y reads matmul at other indices than its own element (i, j); an epilogue must be elementwise");
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -129,6 +156,8 @@ int main(void)
 	tcase_add_test(tc, reduction_after_matmul);
 	tcase_add_test(tc, max_reduction_in_chain);
 	tcase_add_test(tc, shape_changing_stage);
+	tcase_add_test(tc, cropping_stage);
+	tcase_add_test(tc, transposed_read);
 	tcase_add_test(tc, two_computed_operands);
 	tcase_add_test(tc, no_matmul);
 	tcase_add_test(tc, bad_params_and_nulls);
