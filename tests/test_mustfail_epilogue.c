@@ -113,6 +113,24 @@ START_TEST(two_computed_operands)
 }
 END_TEST
 
+/* the matmul or an epilogue stage also an output: it needs a global buffer,
+ * and the primitive that would take it away says so */
+START_TEST(chain_stage_is_output)
+{
+	mm m = matmul(8, 12, 5);
+	ts_ctx *ctx = m.ctx;
+	ts_tensor *T = ts_op_relu(ctx, m.C), *Y = ts_op_relu(ctx, T);
+	ts_schedule *s = ts_create_schedule(ctx, 2, (ts_tensor *[]){Y, m.C});
+	ck_assert_int_eq(ts_schedule_dense_cpu(s, Y, NULL), TS_ERR_INVALID);
+	tu_assert_error(ctx, "set_scope(matmul): matmul is an output of the schedule");
+	ts_clear_error(ctx);
+	s = ts_create_schedule(ctx, 2, (ts_tensor *[]){Y, T});
+	ck_assert_int_eq(ts_schedule_dense_cpu(s, Y, NULL), TS_ERR_INVALID);
+	tu_assert_error(ctx, "compute_inline(relu): relu is an output of the schedule");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(no_matmul)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -159,6 +177,7 @@ int main(void)
 	tcase_add_test(tc, cropping_stage);
 	tcase_add_test(tc, transposed_read);
 	tcase_add_test(tc, two_computed_operands);
+	tcase_add_test(tc, chain_stage_is_output);
 	tcase_add_test(tc, no_matmul);
 	tcase_add_test(tc, bad_params_and_nulls);
 	tcase_add_test(tc, gelu_of_integers);
