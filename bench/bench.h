@@ -12,6 +12,7 @@
  *   gpu.c       the CUDA side: is there a GPU, device buffers, tessera on it
  *   gpu_libs.c  cuBLAS and cuDNN (opened with dlopen)
  *   runner.c    buffers, correctness check, timing protocol
+ *   dense.c     the `dense` command: fused dense layer vs separate kernels
  *   report.c    table, JSON and gnuplot chart
  *   softmax.c   `softmax`: the softmax schedule against unscheduled and naive C
  *
@@ -44,7 +45,8 @@ enum { BENCH_OK = 0, BENCH_ERROR = -1, BENCH_SKIP = 1 };
 typedef enum bench_op { BENCH_GEMM, BENCH_CONV2D } bench_op;
 typedef enum bench_target { BENCH_CPU, BENCH_CUDA } bench_target;
 typedef enum bench_cmd {
-	BENCH_CMD_GEMM, BENCH_CMD_CONV2D, BENCH_CMD_SUMMARY, BENCH_CMD_PEAK, BENCH_CMD_SOFTMAX,
+	BENCH_CMD_GEMM, BENCH_CMD_CONV2D, BENCH_CMD_DENSE, BENCH_CMD_SUMMARY, BENCH_CMD_PEAK,
+	BENCH_CMD_SOFTMAX,
 	BENCH_CMD_HELP
 } bench_cmd;
 
@@ -246,6 +248,13 @@ typedef struct bench_result {
 int bench_run_all(const bench_opts *o, const bench_peak *peak, bench_result *res, int cap);
 /* max |got - want| / max |want| (0/0 counts as 0). */
 double bench_rel_err(const float *got, const float *want, int64_t n);
+
+/* ---- dense.c ---------------------------------------------------------------------------- */
+
+/* `dense`: times relu(A B + bias) fused, as three kernels and as sgemm + a
+ * C loop for every problem of o (GEMMs), printing one row each with the
+ * ratios; returns the number of problems that failed. */
+int bench_dense(const bench_opts *o);
 
 /* ---- report.c ----------------------------------------------------------------------------- */
 

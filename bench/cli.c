@@ -60,6 +60,7 @@ static const named_conv resnet_layers[] = {
 	{"res5_1x1b", 512, 7, 2048, 1, 1, 0},
 };
 
+static const char *const dense_gemms[] = {"bert.qkv", "bert.ffn1", "bert.ffn2"};
 static const char *const summary_gemms[] = {"sq512", "sq1024", "resnet50.fc", "bert.ffn1"};
 static const char *const summary_convs[] = {"conv1", "res2_3x3", "res4_3x3", "res5_1x1b"};
 
@@ -84,6 +85,10 @@ void bench_usage(FILE *f)
 	      "  conv2d    NCHW conv2d; default: the ResNet-50 layers at batch 1\n"
 	      "  summary   a few GEMMs and conv2d layers (a few minutes on two cores), then\n"
 	      "            the --target cuda summary when a GPU is present\n"
+	      "  dense     a dense layer relu(A B + bias): the fused tessera kernel\n"
+	      "            (ts_schedule_dense_cpu) vs the tessera GEMM then separate bias and\n"
+	      "            relu kernels vs OpenBLAS sgemm + a C loop, with the time ratios;\n"
+	      "            default: the BERT-base GEMMs (also --size, --shape)\n"
 	      "  peak      measure the fp32 FMA peak only\n"
 	      "  softmax   softmax over rows (BERT attention 1536x128, 1000x1000, 64x4096):\n"
 	      "            ts_schedule_softmax_cpu vs the unscheduled function, the generic\n"
@@ -291,6 +296,9 @@ static int add_defaults(bench_opts *o, char *err, size_t n)
 			rc = add_square(o, default_squares[i], err, n);
 		for (size_t i = 0; i < TS_COUNT_OF(model_gemms) && !rc; i++)
 			rc = add_model_gemm(o, model_gemms[i].name, err, n);
+	} else if (o->cmd == BENCH_CMD_DENSE) {
+		for (size_t i = 0; i < TS_COUNT_OF(dense_gemms) && !rc; i++)
+			rc = add_model_gemm(o, dense_gemms[i], err, n);
 	} else if (o->cmd == BENCH_CMD_CONV2D) {
 		for (size_t i = 0; i < TS_COUNT_OF(resnet_layers) && !rc; i++)
 			rc = add_layer(o, resnet_layers[i].name, err, n);
@@ -453,12 +461,13 @@ static int parse_target(bench_opts *o, const char *v, char *err, size_t n)
 /* The option flags that take a value, applied in command-line order. */
 static int apply_flag(bench_opts *o, const char *flag, const char *v, char *err, size_t n)
 {
-	bool conv_cmd = o->cmd == BENCH_CMD_CONV2D, gemm_cmd = o->cmd == BENCH_CMD_GEMM;
+	bool conv_cmd = o->cmd == BENCH_CMD_CONV2D;
+	bool gemm_cmd = o->cmd == BENCH_CMD_GEMM || o->cmd == BENCH_CMD_DENSE;
 	bool sizes = !strcmp(flag, "--sizes"), shape = !strcmp(flag, "--shape");
 	bool size = !strcmp(flag, "--size");
 	bool layer = !strcmp(flag, "--layer"), conv = !strcmp(flag, "--conv");
 	if ((sizes || shape || size) && !gemm_cmd)
-		return fail(err, n, "%s applies to the gemm command only", flag);
+		return fail(err, n, "%s applies to the gemm and dense commands only", flag);
 	if ((layer || conv) && !conv_cmd)
 		return fail(err, n, "%s applies to the conv2d command only", flag);
 	if (size)
@@ -503,7 +512,8 @@ static int parse_command(bench_opts *o, const char *c, char *err, size_t n)
 {
 	static const struct { const char *name; bench_cmd cmd; } cmds[] = {
 		{"gemm", BENCH_CMD_GEMM}, {"conv2d", BENCH_CMD_CONV2D},
-		{"summary", BENCH_CMD_SUMMARY}, {"peak", BENCH_CMD_PEAK}, {"softmax", BENCH_CMD_SOFTMAX},
+		{"summary", BENCH_CMD_SUMMARY}, {"peak", BENCH_CMD_PEAK}, {"dense", BENCH_CMD_DENSE},
+		{"softmax", BENCH_CMD_SOFTMAX},
 		{"help", BENCH_CMD_HELP}, {"-h", BENCH_CMD_HELP}, {"--help", BENCH_CMD_HELP},
 	};
 	for (size_t i = 0; i < TS_COUNT_OF(cmds); i++) {
@@ -512,7 +522,8 @@ static int parse_command(bench_opts *o, const char *c, char *err, size_t n)
 			return 0;
 		}
 	}
-	return snprintf(err, n, "unknown command '%.64s' (gemm, conv2d, summary, peak, softmax or help)", c), -1;
+	return snprintf(err, n, "unknown command '%.64s' (gemm, conv2d, dense, summary, peak, "
+			"softmax or help)", c), -1;
 }
 
 static void set_defaults(bench_opts *o)
@@ -523,11 +534,23 @@ static void set_defaults(bench_opts *o)
 	o->target = BENCH_CPU;
 }
 
+/* dense prints its own table of three fixed kernels on the CPU. */
+static int dense_refuses(const bench_opts *o, char *err, size_t n)
+{
+	const char *flag = o->target == BENCH_CUDA ? "--target cuda" : o->impls ? "--impl"
+			   : o->json ? "--json" : o->plot ? "--plot" : NULL;
+	if (flag)
+		return fail(err, n, "dense: %s does not apply (dense times three fixed CPU kernels "
+			    "and prints one table)", flag);
+	return 0;
+}
+
 int bench_parse_args(int argc, char **argv, bench_opts *o, char *err, size_t errlen)
 {
 	set_defaults(o);
 	if (argc < 2)
-		return fail(err, errlen, "%s", "missing command (gemm, conv2d, summary, peak, softmax or help)");
+		return fail(err, errlen, "%s",
+			    "missing command (gemm, conv2d, dense, summary, peak, softmax or help)");
 	if (parse_command(o, argv[1], err, errlen))
 		return -1;
 	for (int i = 2; i < argc; i++) {
@@ -565,6 +588,8 @@ int bench_parse_args(int argc, char **argv, bench_opts *o, char *err, size_t err
 	if (o->cmd == BENCH_CMD_SOFTMAX && (o->target != BENCH_CPU || o->impls || o->json || o->plot))
 		return snprintf(err, errlen, "softmax takes only --threads and --repeat (it runs on "
 				"the CPU and prints its own table)"), -1;
+	if (o->cmd == BENCH_CMD_DENSE && dense_refuses(o, err, errlen))
+		return -1;
 	if (o->nproblems == 0)
 		return add_defaults(o, err, errlen);
 	return 0;

@@ -14,20 +14,41 @@ const char *bench_openblas_core(void)
 	return core ? core : "unknown";
 }
 
+/* The vector ISA a core's kernels use: 3 AVX-512, 2 AVX2, 1 anything
+ * older (Prescott, Nehalem, Sandybridge, ...). */
+static int core_level(const char *core)
+{
+	static const char *const avx512[] = {"skylakex", "cooperlake", "sapphirerapids"};
+	static const char *const avx2[] = {"haswell", "zen"};
+	for (size_t i = 0; i < sizeof(avx512) / sizeof(*avx512); i++)
+		if (strcasecmp(core, avx512[i]) == 0)
+			return 3;
+	for (size_t i = 0; i < sizeof(avx2) / sizeof(*avx2); i++)
+		if (strcasecmp(core, avx2[i]) == 0)
+			return 2;
+	return 1;
+}
+
 void bench_fair_openblas(char **argv)
 {
 	const char *core = openblas_get_corename();
-	if (getenv("OPENBLAS_CORETYPE") || !core || strcasecmp(core, "prescott") != 0)
+	if (!core)
 		return;
 #if defined(__x86_64__)
-	const char *want = __builtin_cpu_supports("avx512f") ? "SkylakeX"
-			   : __builtin_cpu_supports("avx2")   ? "Haswell"
-							      : NULL;
+	int level = __builtin_cpu_supports("avx512f") ? 3 : __builtin_cpu_supports("avx2") ? 2 : 1;
 #else
-	const char *want = NULL;
+	int level = 1;
 #endif
-	if (!want)
+	/* restart only when OpenBLAS picked kernels below what the CPU runs */
+	if (level <= core_level(core))
 		return;
+	if (getenv("OPENBLAS_CORETYPE")) { /* the user's choice, but say what it costs */
+		fprintf(stderr, "warning: OPENBLAS_CORETYPE=%s runs OpenBLAS kernels below this CPU's "
+			"vector ISA: the OpenBLAS baseline is slower than it could be (unset it for a "
+			"fair comparison)\n", getenv("OPENBLAS_CORETYPE"));
+		return;
+	}
+	const char *want = level == 3 ? "SkylakeX" : "Haswell";
 	fprintf(stderr, "OpenBLAS took this CPU for a %s; restarting with OPENBLAS_CORETYPE=%s\n",
 		core, want);
 	setenv("OPENBLAS_CORETYPE", want, 1);

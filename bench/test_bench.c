@@ -127,7 +127,7 @@ START_TEST(test_cli_errors)
 	assert_parse_error("gemm --size 8x8", "--size: '8x8' is not N or MxNxK");
 	assert_parse_error("gemm --size 0x8x8", "must be >= 1");
 	assert_parse_error("gemm --size 65536x65536x1", "below 2^31 elements");
-	assert_parse_error("conv2d --size 8", "--size applies to the gemm command only");
+	assert_parse_error("conv2d --size 8", "--size applies to the gemm and dense commands only");
 	assert_parse_error("gemm --size", "--size needs a value");
 	assert_parse_error("gemm --bogus", "unknown option '--bogus'");
 	assert_parse_error("gemm --impl naive,tessera,naive", "--impl: 'naive' is named twice");
@@ -137,9 +137,13 @@ START_TEST(test_cli_errors)
 	assert_parse_error("conv2d --target cpu --flush-l2", "--flush-l2 applies to --target cuda");
 	assert_parse_error("gemm --target cuda --flush-l2=yes", "--flush-l2 takes no value (got 'yes')");
 	assert_parse_error("gemm --layer conv1", "--layer applies to the conv2d command only");
-	assert_parse_error("conv2d --sizes 64", "--sizes applies to the gemm command only");
+	assert_parse_error("conv2d --sizes 64", "--sizes applies to the gemm and dense commands only");
 	assert_parse_error("gemm --json", "--json needs a value");
 	assert_parse_error("gemm stray", "unexpected argument 'stray'");
+	assert_parse_error("dense --target cuda", "dense: --target cuda does not apply");
+	assert_parse_error("dense --impl tessera", "dense: --impl does not apply");
+	assert_parse_error("dense --json out.json", "dense: --json does not apply");
+	assert_parse_error("dense --layer conv1", "--layer applies to the conv2d command only");
 }
 END_TEST
 
@@ -222,7 +226,7 @@ START_TEST(test_cli_softmax)
 	assert_parse_error("softmax --json x.json", "softmax takes only --threads and --repeat");
 	assert_parse_error("softmax --target cuda", "softmax takes only --threads and --repeat");
 	assert_parse_error("softmax --impl naive", "softmax takes only --threads and --repeat");
-	assert_parse_error("softmax --size 8", "--size applies to the gemm command only");
+	assert_parse_error("softmax --size 8", "--size applies to the gemm and dense commands only");
 }
 END_TEST
 
@@ -308,6 +312,15 @@ START_TEST(test_cli_gpu_defaults)
 	ck_assert_str_eq(g.problems[3].name, "res2_3x3");
 	ck_assert_int_eq(o.target, BENCH_CPU);
 	ck_assert_str_eq(o.problems[0].name, "sq512");
+	/* dense: the BERT-base GEMMs, or the shapes given */
+	ck_assert_int_eq(parse(&o, err, "dense"), 0);
+	ck_assert_int_eq(o.cmd, BENCH_CMD_DENSE);
+	ck_assert_int_eq(o.nproblems, 3);
+	ck_assert_str_eq(o.problems[1].name, "bert.ffn1");
+	ck_assert_int_eq(o.problems[2].g.K, 3072);
+	ck_assert_int_eq(parse(&o, err, "dense --size 37x50x29"), 0);
+	ck_assert_int_eq(o.nproblems, 1);
+	ck_assert_int_eq(o.problems[0].g.N, 50);
 }
 END_TEST
 

@@ -167,6 +167,36 @@ ts_tensor *ts_op_bias_add(ts_ctx *ctx, ts_tensor *X, ts_tensor *bias, int axis)
 	return bias_add(ctx, "bias_add", "bias_add", X, bias, axis);
 }
 
+/* erf form: x/2 (1 + erf(x / sqrt 2)); tanh form (approximate, as in BERT's
+ * reference code): x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
+static ts_expr *gelu_fn(ts_ctx *ctx, ts_expr *x, ts_expr *const *v, const void *k)
+{
+	(void)v;
+	if (!x)
+		return NULL;
+	ts_dtype t = x->dtype;
+	ts_expr *arg;
+	ir_intrinsic op;
+	if (*(const bool *)k) {
+		ts_expr *x3 = ts_mul(ctx, ts_mul(ctx, x, x), x);
+		ts_expr *in = ts_add(ctx, x, ts_mul(ctx, ts_make_const(ctx, t, 0.044715), x3));
+		arg = ts_mul(ctx, ts_make_const(ctx, t, 0.7978845608028654), in);
+		op = IR_INTRIN_TANH;
+	} else {
+		arg = ts_mul(ctx, x, ts_make_const(ctx, t, 0.7071067811865476));
+		op = IR_INTRIN_ERF;
+	}
+	ts_expr *g = ts_add(ctx, ts_make_const(ctx, t, 1), ts_call(ctx, op, 1, &arg));
+	return ts_mul(ctx, ts_mul(ctx, ts_make_const(ctx, t, 0.5), x), g);
+}
+
+ts_tensor *ts_op_gelu(ts_ctx *ctx, ts_tensor *X, bool approximate)
+{
+	if (!fe_check_inputs(ctx, "gelu", 1, &X) || !fe_check_float(ctx, "gelu", X))
+		return NULL;
+	return fe_map(ctx, "gelu", X, gelu_fn, &approximate);
+}
+
 static ts_expr *clip_fn(ts_ctx *ctx, ts_expr *x, ts_expr *const *v, const void *k)
 {
 	const double *lohi = k;

@@ -59,6 +59,9 @@ ts_tensor *ts_op_add(ts_ctx *ctx, ts_tensor *A, ts_tensor *B);    /* same shape 
 /* X + bias[index along axis]; bias is 1-D with X's extent on that axis;
  * axis may be negative (counted from the end). */
 ts_tensor *ts_op_bias_add(ts_ctx *ctx, ts_tensor *X, ts_tensor *bias, int axis);
+/* Float only: x * Phi(x) with the erf form of the normal CDF, or, when
+ * approximate, the tanh approximation (BERT's). */
+ts_tensor *ts_op_gelu(ts_ctx *ctx, ts_tensor *X, bool approximate);
 ts_tensor *ts_op_clip(ts_ctx *ctx, ts_tensor *X, double lo, double hi); /* lo <= hi */
 
 /* Pads every dimension d of X with pad_before[d] and pad_after[d] elements

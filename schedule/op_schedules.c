@@ -151,40 +151,181 @@ static ts_status schedule_packing(ts_schedule *s, ts_tensor *Bp, bool parallel)
 	return TS_OK;
 }
 
+static bool is_matmul(const ts_tensor *C)
+{
+	return C->op == TS_OP_COMPUTE && C->ndim == 2 && C->ninputs == 2 && C->nreduce == 1;
+}
+
+/* The output stage O: mr x nr tiles, column panels outside (one panel of Bp
+ * stays in L2 across the rows), the outer loops fused into *f. */
+static ts_status tile_output(ts_stage *so, const ts_matmul_cpu_params *d, ts_axis **f)
+{
+	ts_axis *mo, *no, *mi, *ni;
+	TRY(ts_tile(so, ts_axis_of(so, 0), ts_axis_of(so, 1), d->mr, d->nr, &mo, &no, &mi, &ni));
+	TRY(ts_reorder(so, TS_AXES(no, mo)));
+	TRY(ts_fuse(so, no, mo, f));
+	TRY(ts_vectorize(so, ni));
+	return d->parallel ? ts_parallel(so, *f) : TS_OK;
+}
+
+/* The local accumulator, one tile of O computed at O's tile loop f: k
+ * outermost, the mr rows unrolled and the nr columns one vector each. */
+static ts_status schedule_accumulator(ts_stage *scc, ts_stage *so, ts_axis *f,
+				      const ts_matmul_cpu_params *d)
+{
+	ts_axis *ko, *ki;
+	TRY(ts_compute_at(scc, so, f));
+	ts_axis *mc = ts_axis_of(scc, 0), *nc = ts_axis_of(scc, 1);
+	TRY(ts_split(scc, ts_reduce_axis_of(scc, 0), d->kunroll, &ko, &ki));
+	TRY(ts_reorder(scc, TS_AXES(ko, ki, mc, nc)));
+	TRY(ts_unroll(scc, ki));
+	TRY(ts_unroll(scc, mc));
+	return ts_vectorize(scc, nc);
+}
+
+/* Checks the parameters and the matmul C; schedules C's packing stage. */
+static ts_status matmul_prologue(ts_schedule *s, const char *what, ts_tensor *C,
+				 ts_matmul_cpu_params *d)
+{
+	TRY(positive(s, what, 3, (int64_t[]){d->mr, d->nr, d->kunroll},
+		     (const char *[]){"mr", "nr", "kunroll"}));
+	if (!is_matmul(C))
+		return ts_error(s->ctx, TS_ERR_INVALID,
+				"%s: %s is not a matmul (ts_op_matmul or ts_op_matmul_packed)", what,
+				C->name);
+	if (C->inputs[1]->op == TS_OP_COMPUTE)
+		TRY(schedule_packing(s, C->inputs[1], d->parallel));
+	if (d->mr > C->shape[0]) /* few rows (a dense layer): no idle accumulators */
+		d->mr = C->shape[0];
+	return TS_OK;
+}
+
 ts_status ts_schedule_matmul_cpu(ts_schedule *s, ts_tensor *C, const ts_matmul_cpu_params *p)
 {
 	TRY(need(s, C, "schedule_matmul_cpu"));
 	ts_matmul_cpu_params d = p ? *p : ts_matmul_cpu_default();
-	TRY(positive(s, "schedule_matmul_cpu", 3, (int64_t[]){d.mr, d.nr, d.kunroll},
-		     (const char *[]){"mr", "nr", "kunroll"}));
-	if (C->ndim != 2 || C->ninputs != 2 || C->nreduce != 1)
-		return ts_error(s->ctx, TS_ERR_INVALID,
-				"schedule_matmul_cpu: %s is not a matmul (ts_op_matmul or ts_op_matmul_packed)",
-				C->name);
-	if (C->inputs[1]->op == TS_OP_COMPUTE)
-		TRY(schedule_packing(s, C->inputs[1], d.parallel));
-	if (d.mr > C->shape[0]) /* few rows (a dense layer): no idle accumulators */
-		d.mr = C->shape[0];
+	TRY(matmul_prologue(s, "schedule_matmul_cpu", C, &d));
 	ts_tensor *CC = ts_cache_write(s, C, TS_SCOPE_LOCAL);
 	if (!CC)
 		return ts_last_status(s->ctx);
-	ts_stage *sc = ts_stage_of(s, C), *scc = ts_stage_of(s, CC);
-	ts_axis *mo, *no, *mi, *ni, *ko, *ki, *f;
-	TRY(ts_tile(sc, ts_axis_of(sc, 0), ts_axis_of(sc, 1), d.mr, d.nr, &mo, &no, &mi, &ni));
-	/* column panels outside: one panel of Bp stays in L2 across the rows */
-	TRY(ts_reorder(sc, TS_AXES(no, mo)));
-	TRY(ts_fuse(sc, no, mo, &f));
-	TRY(ts_vectorize(sc, ni));
-	if (d.parallel)
-		TRY(ts_parallel(sc, f));
-	TRY(ts_compute_at(scc, sc, f));
-	ts_axis *mc = ts_axis_of(scc, 0), *nc = ts_axis_of(scc, 1);
-	TRY(ts_split(scc, ts_reduce_axis_of(scc, 0), d.kunroll, &ko, &ki));
-	TRY(ts_reorder(scc, TS_AXES(ko, ki, mc, nc)));
-	TRY(ts_unroll(scc, ki));
-	TRY(ts_unroll(scc, mc));
-	TRY(ts_vectorize(scc, nc));
+	ts_stage *sc = ts_stage_of(s, C);
+	ts_axis *f;
+	TRY(tile_output(sc, &d, &f));
+	return schedule_accumulator(ts_stage_of(s, CC), sc, f, &d);
+}
+
+typedef struct same_element {
+	const ts_tensor *T, *src;
+	bool ok;
+} same_element;
+
+/* Whether a read of src in T's body is at T's own element (i, j). */
+static bool check_read(ts_expr *e, void *data)
+{
+	same_element *w = data;
+	if (e->kind != IR_READ || e->u.read.tensor != w->src)
+		return true;
+	for (int d = 0; d < e->u.read.n; d++) {
+		const ts_expr *x = e->u.read.idx[d], *v = w->T->axis[d]->var;
+		if (x != v && !(x->kind == IR_VAR && x->u.var.id == v->u.var.id))
+			w->ok = false;
+	}
+	return true;
+}
+
+/* One epilogue stage T of Y (T is not the matmul): elementwise, Y's shape,
+ * and reading exactly one computed tensor, returned in *next. */
+static ts_status epilogue_step(ts_schedule *s, const ts_tensor *Y, ts_tensor *T, ts_tensor **next)
+{
+	const char *what = "schedule_dense_cpu";
+	if (T->op != TS_OP_COMPUTE)
+		return ts_error(s->ctx, TS_ERR_INVALID, "%s(%s): %s is an input; %s is not computed from a matmul",
+				what, Y->name, T->name, Y->name);
+	if (T->body->kind == IR_REDUCE)
+		return ts_error(s->ctx, TS_ERR_INVALID,
+				"%s(%s): stage %s reduces (it is not a matmul); an epilogue must be elementwise",
+				what, Y->name, T->name);
+	if (T->ndim != 2 || T->shape[0] != Y->shape[0] || T->shape[1] != Y->shape[1])
+		return ts_error(s->ctx, TS_ERR_INVALID,
+				"%s(%s): epilogue stage %s has a shape other than %s's [%lld, %lld]; an epilogue must be elementwise",
+				what, Y->name, T->name, Y->name, (long long)Y->shape[0], (long long)Y->shape[1]);
+	int ncomp = 0;
+	for (int i = 0; i < T->ninputs; i++)
+		if (T->inputs[i]->op == TS_OP_COMPUTE)
+			*next = T->inputs[i], ncomp++;
+	if (ncomp == 0)
+		return ts_error(s->ctx, TS_ERR_INVALID,
+				"%s(%s): %s is not computed from a matmul (stage %s reads only inputs)",
+				what, Y->name, Y->name, T->name);
+	if (ncomp != 1)
+		return ts_error(s->ctx, TS_ERR_INVALID,
+				"%s(%s): epilogue stage %s reads %d computed tensors; it must read the matmul's chain once, its other operands (bias, residual) being inputs",
+				what, Y->name, T->name, ncomp);
+	/* C's tile is computed for Y's tile: a read elsewhere (a transpose)
+	 * would need another tile */
+	same_element w = {.T = T, .src = *next, .ok = true};
+	ir_expr_visit(T->body, check_read, &w);
+	if (!w.ok)
+		return ts_error(s->ctx, TS_ERR_INVALID,
+				"%s(%s): epilogue stage %s reads %s at other indices than its own element (%s, %s); an epilogue must be elementwise",
+				what, Y->name, T->name, (*next)->name, T->axis[0]->var->u.var.name,
+				T->axis[1]->var->u.var.name);
 	return TS_OK;
+}
+
+/* The matmul C feeds stage T of Y's epilogue: Y's tiles must be C's. */
+static bool same_shape(ts_schedule *s, const ts_tensor *Y, const ts_tensor *C, const ts_tensor *T)
+{
+	if (C->shape[0] == Y->shape[0] && C->shape[1] == Y->shape[1])
+		return true;
+	ts_error(s->ctx, TS_ERR_INVALID,
+		 "schedule_dense_cpu(%s): epilogue stage %s changes the shape of matmul %s [%lld, %lld]; an epilogue must be elementwise",
+		 Y->name, T->name, C->name, (long long)C->shape[0], (long long)C->shape[1]);
+	return false;
+}
+
+/* Walks from Y down the elementwise chain to the matmul; chain[0..*n) are
+ * the epilogue stages, Y first. */
+static ts_tensor *find_matmul(ts_schedule *s, ts_tensor *Y, ts_tensor **chain, int *n)
+{
+	*n = 0;
+	for (ts_tensor *T = Y;;) {
+		if (T->op == TS_OP_COMPUTE && T->body->kind == IR_REDUCE && is_matmul(T))
+			return same_shape(s, Y, T, *n ? chain[*n - 1] : Y) ? T : NULL;
+		if (*n == TS_MAX_EPILOGUE) {
+			ts_error(s->ctx, TS_ERR_INVALID, "schedule_dense_cpu(%s): more than %d epilogue stages",
+				 Y->name, TS_MAX_EPILOGUE);
+			return NULL;
+		}
+		ts_tensor *next = NULL;
+		if (epilogue_step(s, Y, T, &next) != TS_OK)
+			return NULL;
+		chain[(*n)++] = T;
+		T = next;
+	}
+}
+
+ts_status ts_schedule_dense_cpu(ts_schedule *s, ts_tensor *Y, const ts_matmul_cpu_params *p)
+{
+	TRY(need(s, Y, "schedule_dense_cpu"));
+	ts_tensor *chain[TS_MAX_EPILOGUE];
+	int n;
+	ts_tensor *C = find_matmul(s, Y, chain, &n);
+	if (!C)
+		return ts_last_status(s->ctx);
+	if (n == 0)
+		return ts_schedule_matmul_cpu(s, Y, p);
+	ts_matmul_cpu_params d = p ? *p : ts_matmul_cpu_default();
+	TRY(matmul_prologue(s, "schedule_dense_cpu", C, &d));
+	/* the epilogue runs on Y's tile, reading the accumulator in registers:
+	 * C is never stored to memory */
+	for (int i = 1; i < n; i++)
+		TRY(ts_compute_inline(ts_stage_of(s, chain[i])));
+	ts_stage *sy = ts_stage_of(s, Y), *sc = ts_stage_of(s, C);
+	ts_axis *f;
+	TRY(tile_output(sy, &d, &f));
+	TRY(ts_set_scope(sc, TS_SCOPE_LOCAL));
+	return schedule_accumulator(sc, sy, f, &d);
 }
 
 ts_conv2d_cpu_params ts_conv2d_cpu_default(void)

@@ -60,6 +60,21 @@ ts_matmul_cpu_params ts_matmul_cpu_default(void);
  * or a plain ts_op_matmul(A, B) without transposes, which suits few rows. */
 ts_status ts_schedule_matmul_cpu(ts_schedule *s, ts_tensor *C, const ts_matmul_cpu_params *p);
 
+/* The longest elementwise epilogue ts_schedule_dense_cpu accepts. */
+#define TS_MAX_EPILOGUE 16
+/* Schedules Y = epilogue(C), C a matmul as above and the epilogue a chain of
+ * elementwise stages of C's shape (ts_op_bias_add, ts_op_relu, ts_op_gelu,
+ * ts_op_add of a residual, ...), each reading the chain once, its other
+ * operands being inputs.  The chain is inlined into Y; Y is tiled like C
+ * in ts_schedule_matmul_cpu and C becomes Y's local accumulator tile,
+ * computed at Y's tile loop, so the epilogue is applied to the register
+ * tile before the one store: C never goes to memory.  A stage that reduces
+ * (other than the matmul), changes the shape, reads the chain at indices
+ * other than its own element (a transpose) or reads two computed tensors
+ * is refused (TS_ERR_INVALID).  With no epilogue (Y is the matmul) this is
+ * ts_schedule_matmul_cpu. */
+ts_status ts_schedule_dense_cpu(ts_schedule *s, ts_tensor *Y, const ts_matmul_cpu_params *p);
+
 typedef struct ts_conv2d_cpu_params {
 	int64_t ow_block; /* output columns per register block */
 	int64_t oh_block; /* output rows per register block; 0: enough rows to

@@ -14,6 +14,10 @@ build="${BUILD_DIR:-build}"
 # Timings from a sanitizer build would be meaningless: build without them.
 scripts/setup.sh "$build" -DTESSERA_SANITIZE=OFF
 
+# OpenBLAS picks the kernels for this CPU itself; a core type inherited
+# from the environment (some machines set OPENBLAS_CORETYPE=Haswell) would
+# make the baseline slower than it is on an AVX-512 CPU.
+unset OPENBLAS_CORETYPE
 mkdir -p out
 status=0
 "$build/bench/tessera-bench" summary --json out/bench.json --plot out/bench.png "$@" || status=$?

@@ -92,7 +92,7 @@ if have "$bench"; then
 	expect "--size needs a value" "$b" gemm --size
 	expect "--sizes: '-5' is not a list" "$b" gemm --sizes -5
 	expect "--sizes: '99999999999' is not a list" "$b" gemm --sizes 99999999999
-	expect "--size applies to the gemm command only" "$b" conv2d --size 8
+	expect "--size applies to the gemm and dense commands only" "$b" conv2d --size 8
 	expect "unknown option '--bogus'" "$b" gemm --bogus
 	expect "unknown option '--bogus'" "$b" gemm --bogus=3
 	for n in 0 -1 abc 100000 99999999999 4x; do

@@ -1,0 +1,186 @@
+/*
+ * test_mustfail_epilogue.c - ts_schedule_dense_cpu refuses what is not a
+ * matmul followed by an elementwise chain: a reduction after the matmul,
+ * a stage that changes the shape, a read at other indices (a transpose),
+ * a stage reading two computed tensors,
+ * no matmul at all, bad parameters and NULLs; and ts_op_gelu refuses
+ * integer tensors.
+ */
+#include "testutil.h"
+
+#include <string.h>
+
+#include "op_schedules.h"
+
+typedef struct mm {
+	ts_ctx *ctx;
+	ts_tensor *A, *B, *C;
+} mm;
+
+static mm matmul(int64_t M, int64_t N, int64_t K)
+{
+	mm m = {.ctx = ts_ctx_new()};
+	m.A = ts_placeholder(m.ctx, "A", TS_SHAPE(M, K), ts_float32);
+	m.B = ts_placeholder(m.ctx, "B", TS_SHAPE(K, N), ts_float32);
+	m.C = ts_op_matmul(m.ctx, m.A, m.B, false, false);
+	tu_nonnull(m.ctx, m.C);
+	return m;
+}
+
+static void expect_refused(ts_ctx *ctx, ts_tensor *Y, const char *part)
+{
+	tu_nonnull(ctx, Y);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+	tu_nonnull(ctx, s);
+	ck_assert_int_eq(ts_schedule_dense_cpu(s, Y, NULL), TS_ERR_INVALID);
+	tu_assert_error(ctx, part);
+}
+
+/* Y[i] = sum_j relu(C[i, j]): a reduction after the matmul */
+START_TEST(reduction_after_matmul)
+{
+	mm m = matmul(8, 12, 5);
+	ts_ctx *ctx = m.ctx;
+	ts_tensor *R = ts_op_relu(ctx, m.C);
+	ts_iter *j = ts_reduce_axis(ctx, "j", 0, 12);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_tensor *Y = ts_compute(ctx, "rowsum", TS_SHAPE(8), TS_VARS(i),
+				  TS_SUM(ctx, TS_READ(ctx, R, i, j->var), j));
+	expect_refused(ctx, Y, "schedule_dense_cpu(rowsum): stage rowsum reduces (it is not a matmul); an epilogue must be elementwise");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* relu of a column max of C: a reduction inside the chain, below Y */
+START_TEST(max_reduction_in_chain)
+{
+	mm m = matmul(8, 12, 5);
+	ts_ctx *ctx = m.ctx;
+	ts_iter *r = ts_reduce_axis(ctx, "r", 0, 8);
+	ts_expr *i = ts_var(ctx, "i"), *jj = ts_var(ctx, "j");
+	ts_tensor *M = ts_compute(ctx, "colmax", TS_SHAPE(1, 12), TS_VARS(i, jj),
+				  TS_MAX(ctx, TS_READ(ctx, m.C, r->var, jj), r));
+	tu_nonnull(ctx, M);
+	expect_refused(ctx, ts_op_relu(ctx, M), "stage colmax reduces (it is not a matmul)");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(shape_changing_stage)
+{
+	mm m = matmul(8, 12, 5);
+	ts_ctx *ctx = m.ctx;
+	ts_tensor *P = ts_op_pad(ctx, m.C, (int64_t[]){1, 1}, (int64_t[]){1, 1}, 0);
+	tu_nonnull(ctx, P);
+	expect_refused(ctx, ts_op_relu(ctx, P), "schedule_dense_cpu(relu): epilogue stage pad reads matmul at other indices than its own element (ax0, ax1)");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Y[i, j] = C[i, j] + 1 over the top-left 4 x 6 corner of C */
+START_TEST(cropping_stage)
+{
+	mm m = matmul(8, 12, 5);
+	ts_ctx *ctx = m.ctx;
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	ts_tensor *Y = ts_compute(ctx, "crop", TS_SHAPE(4, 6), TS_VARS(i, j),
+				  ts_add(ctx, TS_READ(ctx, m.C, i, j), ts_make_const(ctx, ts_float32, 1)));
+	expect_refused(ctx, Y, "schedule_dense_cpu(crop): epilogue stage crop changes the shape of matmul matmul [8, 12]; an epilogue must be elementwise");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Y[i, j] = C[j, i] + 1: same shape, but not elementwise */
+START_TEST(transposed_read)
+{
+	mm m = matmul(12, 12, 5);
+	ts_ctx *ctx = m.ctx;
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	ts_tensor *Y = ts_compute(ctx, "Y", TS_SHAPE(12, 12), TS_VARS(i, j),
+				  ts_add(ctx, TS_READ(ctx, m.C, j, i), ts_make_const(ctx, ts_float32, 1)));
+	expect_refused(ctx, Y, "schedule_dense_cpu(Y): epilogue stage Y reads matmul at other indices than its own element (i, j); an epilogue must be elementwise");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(two_computed_operands)
+{
+	mm m = matmul(8, 12, 5);
+	ts_ctx *ctx = m.ctx;
+	ts_tensor *Y = ts_op_add(ctx, ts_op_relu(ctx, m.C), m.C);
+	expect_refused(ctx, Y, "epilogue stage add reads 2 computed tensors");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* the matmul or an epilogue stage also an output: it needs a global buffer,
+ * and the primitive that would take it away says so */
+START_TEST(chain_stage_is_output)
+{
+	mm m = matmul(8, 12, 5);
+	ts_ctx *ctx = m.ctx;
+	ts_tensor *T = ts_op_relu(ctx, m.C), *Y = ts_op_relu(ctx, T);
+	ts_schedule *s = ts_create_schedule(ctx, 2, (ts_tensor *[]){Y, m.C});
+	ck_assert_int_eq(ts_schedule_dense_cpu(s, Y, NULL), TS_ERR_INVALID);
+	tu_assert_error(ctx, "set_scope(matmul): matmul is an output of the schedule");
+	ts_clear_error(ctx);
+	s = ts_create_schedule(ctx, 2, (ts_tensor *[]){Y, T});
+	ck_assert_int_eq(ts_schedule_dense_cpu(s, Y, NULL), TS_ERR_INVALID);
+	tu_assert_error(ctx, "compute_inline(relu): relu is an output of the schedule");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(no_matmul)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(4, 4), ts_float32);
+	expect_refused(ctx, ts_op_relu(ctx, X), "schedule_dense_cpu(relu): relu is not computed from a matmul (stage relu reads only inputs)");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(bad_params_and_nulls)
+{
+	mm m = matmul(8, 12, 5);
+	ts_ctx *ctx = m.ctx;
+	ts_tensor *Y = ts_op_relu(ctx, m.C);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+	ts_matmul_cpu_params p = {.mr = 4, .nr = 0, .kunroll = 2};
+	ck_assert_int_eq(ts_schedule_dense_cpu(s, Y, &p), TS_ERR_INVALID);
+	tu_assert_error(ctx, "schedule_dense_cpu: parameter nr must be positive, got 0");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_schedule_dense_cpu(s, NULL, NULL), TS_ERR_INVALID);
+	tu_assert_error(ctx, "schedule_dense_cpu: tensor is NULL");
+	ck_assert_int_eq(ts_schedule_dense_cpu(NULL, Y, NULL), TS_ERR_INVALID);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(gelu_of_integers)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(4), ts_int32);
+	ck_assert_ptr_null(ts_op_gelu(ctx, X, false));
+	tu_assert_error(ctx, "gelu");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("mustfail_epilogue");
+	TCase *tc = tcase_create("mustfail_epilogue");
+	tcase_add_test(tc, reduction_after_matmul);
+	tcase_add_test(tc, max_reduction_in_chain);
+	tcase_add_test(tc, shape_changing_stage);
+	tcase_add_test(tc, cropping_stage);
+	tcase_add_test(tc, transposed_read);
+	tcase_add_test(tc, two_computed_operands);
+	tcase_add_test(tc, chain_stage_is_output);
+	tcase_add_test(tc, no_matmul);
+	tcase_add_test(tc, bad_params_and_nulls);
+	tcase_add_test(tc, gelu_of_integers);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}
