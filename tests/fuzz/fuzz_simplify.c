@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "tessera.h"
+#include "int_eval.h"
 #include "ir/arith.h"
 
 #define NVARS 3
@@ -142,89 +143,12 @@ static void gen_space(ts_ctx *ctx, src *s, space *sp)
 	}
 }
 
-/* ---- evaluation (ir.h semantics, int32) ------------------------------------------ */
-
-typedef struct env {
-	const space *sp;
-	const int64_t *vals;
-	bool div0; /* a division by zero was evaluated */
-} env;
-
-static int64_t w32(int64_t v)
-{
-	return (int32_t)(uint32_t)(uint64_t)v;
-}
-
-static int64_t eval(const ts_expr *e, env *v);
-
-static int64_t eval_div(ir_expr_kind k, int64_t a, int64_t b, env *v)
-{
-	if (b == 0) {
-		v->div0 = true;
-		return 0;
-	}
-	int64_t q = a / b, r = a % b; /* int32 operands: no int64 overflow */
-	bool adj = r != 0 && ((r < 0) != (b < 0));
-	switch (k) {
-	case IR_TRUNCDIV: return w32(q);
-	case IR_TRUNCMOD: return r;
-	case IR_FLOORDIV: return w32(adj ? q - 1 : q);
-	default: return adj ? r + b : r;
-	}
-}
+/* ---- evaluation: tests/int_eval.c (ir.h semantics, int32) ------------------------- */
 
 static void unexpected(const ts_expr *e)
 {
 	fprintf(stderr, "fuzz_simplify: the evaluator does not know %s\n", ir_expr_kind_name(e->kind));
 	abort();
-}
-
-static int64_t eval_bin(const ts_expr *e, env *v)
-{
-	int64_t a = eval(e->u.bin.a, v), b = eval(e->u.bin.b, v);
-	switch (e->kind) {
-	case IR_ADD: return w32(a + b);
-	case IR_SUB: return w32(a - b);
-	case IR_MUL: return w32(a * b);
-	case IR_TRUNCDIV: case IR_TRUNCMOD: case IR_FLOORDIV: case IR_FLOORMOD:
-		return eval_div(e->kind, a, b, v);
-	case IR_MIN: return a < b ? a : b;
-	case IR_MAX: return a > b ? a : b;
-	case IR_EQ: return a == b;
-	case IR_NE: return a != b;
-	case IR_LT: return a < b;
-	case IR_LE: return a <= b;
-	case IR_GT: return a > b;
-	case IR_GE: return a >= b;
-	case IR_AND: return a && b;
-	case IR_OR: return a || b;
-	default: unexpected(e);
-	}
-	return 0;
-}
-
-static int64_t eval(const ts_expr *e, env *v)
-{
-	switch (e->kind) {
-	case IR_INT_IMM: return e->u.int_imm;
-	case IR_VAR:
-		for (int i = 0; i < v->sp->nv; i++)
-			if (v->sp->vars[i] == e)
-				return v->vals[i];
-		unexpected(e);
-		return 0;
-	case IR_NOT: return !eval(e->u.un.a, v);
-	case IR_CAST: {
-		int64_t a = eval(e->u.un.a, v);
-		return e->dtype.code == TS_TYPE_BOOL ? a != 0 : w32(a);
-	}
-	case IR_SELECT: {
-		int64_t c = eval(e->u.select.cond, v);
-		int64_t t = eval(e->u.select.t, v), f = eval(e->u.select.f, v);
-		return c ? t : f;
-	}
-	default: return eval_bin(e, v);
-	}
 }
 
 /* ---- checking ------------------------------------------------------------------- */
@@ -263,18 +187,22 @@ static void check_bound(const job *j, const int64_t *vals, const char *which, in
 
 static void check_point(const job *j, const int64_t *vals)
 {
-	env eo = {j->sp, vals, false}, es = eo;
-	int64_t a = eval(j->orig, &eo);
+	ie_env eo = {j->sp->nv, j->sp->vars, vals, false, NULL}, es = eo;
+	int64_t a = ie_eval(j->orig, &eo);
 	if (eo.div0)
 		return;
-	int64_t b = eval(j->simp, &es);
+	int64_t b = ie_eval(j->simp, &es);
+	if (eo.unknown || es.unknown)
+		unexpected(eo.unknown ? eo.unknown : es.unknown);
 	if (a != b)
 		report(j, vals, "simplified value differs", b, a);
 	check_bound(j, vals, "original", a, j->bo);
 	check_bound(j, vals, "simplified", b, j->bs);
 	if (j->cond) {
-		env ec = eo;
-		int64_t c = eval(j->cond, &ec);
+		ie_env ec = eo;
+		int64_t c = ie_eval(j->cond, &ec);
+		if (ec.unknown)
+			unexpected(ec.unknown);
 		if (!ec.div0 && !c)
 			report(j, vals, "ir_can_prove proved a false condition", c, 1);
 	}
