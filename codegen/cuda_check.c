@@ -48,29 +48,9 @@ static bool is_copy_loop(const xread *x, const ts_stmt *s)
 	return !x->shared || s->u.for_.thread <= TS_BLOCK_Z;
 }
 
-typedef struct load_probe {
-	const ts_buffer *buf;
-	bool found;
-} load_probe;
-
-static bool probe_load(ts_expr *e, void *data)
-{
-	load_probe *p = data;
-	if (e->kind == IR_LOAD && e->u.load.buf == p->buf)
-		p->found = true;
-	return !p->found;
-}
-
-static bool reads_buf(ts_expr *e, const ts_buffer *b)
-{
-	load_probe p = {b, false};
-	ir_expr_visit(e, probe_load, &p);
-	return p.found;
-}
-
 static void note_read(xread *x, ts_expr *e, const ts_buffer *consumer)
 {
-	if (x->stray || !e || !reads_buf(e, x->buf) || (x->bound && x->key == x->wkey))
+	if (x->stray || !e || !ir_expr_loads(e, x->buf) || (x->bound && x->key == x->wkey))
 		return;
 	x->stray = x->bound;
 	x->consumer = consumer;
@@ -234,26 +214,21 @@ static bool find_block_dims(ts_stmt *s, void *data)
 	return true;
 }
 
-typedef struct vary_probe {
-	const uniform *u;
-	bool found;
-} vary_probe;
-
-static bool probe_vary(ts_expr *e, void *data)
+/* A load, or a variable that differs between the threads of a block. */
+static bool varying_node(const ts_expr *e, const void *data)
 {
-	vary_probe *p = data;
+	const uniform *u = data;
 	if (e->kind == IR_LOAD)
-		p->found = true;
-	for (int i = 0; e->kind == IR_VAR && i < p->u->nvarying; i++)
-		p->found |= e == p->u->varying[i];
-	return !p->found;
+		return true;
+	for (int i = 0; e->kind == IR_VAR && i < u->nvarying; i++)
+		if (e == u->varying[i])
+			return true;
+	return false;
 }
 
 static bool varies(const uniform *u, ts_expr *e)
 {
-	vary_probe p = {u, false};
-	ir_expr_visit(e, probe_vary, &p);
-	return p.found;
+	return ir_expr_any(e, varying_node, u);
 }
 
 static void enter(uniform *u, const ts_stmt *s, const char *why)

@@ -507,6 +507,13 @@ ts_expr *ir_substitute_wide(ts_ctx *ctx, ts_expr *e, int n, ts_expr *const *vars
  * other expression is cast. */
 ts_expr *ir_index_cast(ts_ctx *ctx, ts_expr *e, ts_dtype t);
 bool ir_expr_uses_var(ts_expr *e, const ts_expr *var);
+/* Whether any node under e (pre-order, as ir_expr_visit) satisfies pred;
+ * the walk stops at the first. */
+typedef bool (*ir_expr_pred)(const ts_expr *e, const void *data);
+bool ir_expr_any(ts_expr *e, ir_expr_pred pred, const void *data);
+/* Whether e reads tensor t (a READ of it), or loads from buffer b. */
+bool ir_expr_reads(ts_expr *e, const ts_tensor *t);
+bool ir_expr_loads(ts_expr *e, const ts_buffer *b);
 bool ir_expr_equal(const ts_expr *a, const ts_expr *b); /* structural */
 bool ir_is_const_int(const ts_expr *e, int64_t *out);
 

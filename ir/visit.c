@@ -354,23 +354,54 @@ ts_stmt *ir_stmt_substitute(ts_ctx *ctx, ts_stmt *s, int n, ts_expr *const *vars
 }
 
 typedef struct {
-	const ts_expr *var;
+	ir_expr_pred pred;
+	const void *data;
 	bool found;
-} uses;
+} any_probe;
 
-static bool uses_fn(ts_expr *e, void *data)
+static bool any_fn(ts_expr *e, void *data)
 {
-	uses *u = data;
-	if (e == u->var)
-		u->found = true;
-	return !u->found;
+	any_probe *p = data;
+	p->found = p->found || p->pred(e, p->data);
+	return !p->found;
+}
+
+bool ir_expr_any(ts_expr *e, ir_expr_pred pred, const void *data)
+{
+	any_probe p = {pred, data, false};
+	if (e && pred)
+		ir_expr_visit(e, any_fn, &p);
+	return p.found;
+}
+
+static bool is_var(const ts_expr *e, const void *var)
+{
+	return e == var;
+}
+
+static bool reads_tensor(const ts_expr *e, const void *t)
+{
+	return e->kind == IR_READ && e->u.read.tensor == t;
+}
+
+static bool loads_buffer(const ts_expr *e, const void *b)
+{
+	return e->kind == IR_LOAD && e->u.load.buf == b;
 }
 
 bool ir_expr_uses_var(ts_expr *e, const ts_expr *var)
 {
-	uses u = {var, false};
-	ir_expr_visit(e, uses_fn, &u);
-	return u.found;
+	return ir_expr_any(e, is_var, var);
+}
+
+bool ir_expr_reads(ts_expr *e, const ts_tensor *t)
+{
+	return ir_expr_any(e, reads_tensor, t);
+}
+
+bool ir_expr_loads(ts_expr *e, const ts_buffer *b)
+{
+	return ir_expr_any(e, loads_buffer, b);
 }
 
 bool ir_is_const_int(const ts_expr *e, int64_t *out)

@@ -580,24 +580,9 @@ ts_status ts_bind(ts_stage *st, ts_axis *a, ts_thread_tag tag)
 
 /* ---- attachment -------------------------------------------------------------------- */
 
-typedef struct {
-	const ts_tensor *t;
-	bool found;
-} reads_ctx;
-
-static bool reads_fn(ts_expr *e, void *data)
-{
-	reads_ctx *r = data;
-	if (e->kind == IR_READ && e->u.read.tensor == r->t)
-		r->found = true;
-	return !r->found;
-}
-
 static bool stage_reads(const ts_stage *st, const ts_tensor *t)
 {
-	reads_ctx r = {t, false};
-	ir_expr_visit(st->body, reads_fn, &r);
-	return r.found;
+	return ir_expr_reads(st->body, t);
 }
 
 /* Does st read t, directly or through the stages it reads?  seen[] marks

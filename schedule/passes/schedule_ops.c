@@ -380,26 +380,6 @@ static ts_stmt *prefix(ops *o, stage_nest *n, int pos, int end, nest_filter f)
 	return emit_loop(o, n, pos, end, f, prefix);
 }
 
-typedef struct {
-	const ts_tensor *t;
-	bool found;
-} find_read;
-
-static bool find_read_fn(ts_expr *e, void *data)
-{
-	find_read *f = data;
-	if (e->kind == IR_READ && e->u.read.tensor == f->t)
-		f->found = true;
-	return !f->found;
-}
-
-static bool reads_tensor(ts_expr *body, const ts_tensor *t)
-{
-	find_read f = {t, false};
-	ir_expr_visit(body, find_read_fn, &f);
-	return f.found;
-}
-
 /* Is stage c computed inside p's loop at leaf position pos or deeper: p
  * itself, or attached there directly or through a chain of attachments? */
 static bool inside(const ts_schedule *s, const ts_stage *c, const ts_stage *p, int pos)
@@ -428,7 +408,7 @@ static ts_status check_readers_inside(ops *o, ts_stage *x, int pos)
 	ts_stage *p = x->attach_stage;
 	for (int i = 0; i < o->s->nstages; i++) {
 		ts_stage *c = o->s->stages[i];
-		if (c == x || c->attach == SCH_ATTACH_INLINE || !reads_tensor(o->body[i], x->tensor))
+		if (c == x || c->attach == SCH_ATTACH_INLINE || !ir_expr_reads(o->body[i], x->tensor))
 			continue;
 		if (!inside(o->s, c, p, pos))
 			return ts_error(o->ctx, TS_ERR_INVALID,
