@@ -35,22 +35,15 @@ size_t ts_array_nbytes(const ts_array *a)
 	return (size_t)ts_array_numel(a) * (size_t)ts_dtype_bytes(a->dtype);
 }
 
-/* Records an error when there is a context to record it in. */
-#define ARRAY_ERROR(ctx, st, ...)                                              \
-	do {                                                                   \
-		if (ctx)                                                       \
-			ts_error((ctx), (st), __VA_ARGS__);                    \
-	} while (0)
-
 static bool dtype_ok(ts_ctx *ctx, const char *what, ts_dtype t)
 {
 	char buf[24];
 	if (ts_dtype_is_valid(t) && t.lanes != 1)
-		ARRAY_ERROR(ctx, TS_ERR_INVALID, "%s: dtype %s is not a scalar dtype", what,
-			    ts_dtype_str(t, buf));
+		ts_error(ctx, TS_ERR_INVALID, "%s: dtype %s is not a scalar dtype", what,
+			 ts_dtype_str(t, buf));
 	else if (!ts_array_dtype_ok(t))
-		ARRAY_ERROR(ctx, TS_ERR_INVALID, "%s: invalid dtype (code %d, %d bits, %d lanes)",
-			    what, t.code, t.bits, t.lanes);
+		ts_error(ctx, TS_ERR_INVALID, "%s: invalid dtype (code %d, %d bits, %d lanes)",
+			 what, t.code, t.bits, t.lanes);
 	return ts_array_dtype_ok(t);
 }
 
@@ -62,18 +55,18 @@ static int64_t checked_numel(ts_ctx *ctx, const char *what, ts_dtype t, int ndim
 	if (!dtype_ok(ctx, what, t))
 		return -1;
 	if (ndim < 0 || ndim > TS_MAX_DIMS) {
-		ARRAY_ERROR(ctx, TS_ERR_INVALID, "%s: %d dimensions (0 to %d allowed)", what, ndim,
-			    TS_MAX_DIMS);
+		ts_error(ctx, TS_ERR_INVALID, "%s: %d dimensions (0 to %d allowed)", what, ndim,
+			 TS_MAX_DIMS);
 		return -1;
 	}
 	if (ndim > 0 && !shape) {
-		ARRAY_ERROR(ctx, TS_ERR_INVALID, "%s: shape is NULL for %d dimensions", what, ndim);
+		ts_error(ctx, TS_ERR_INVALID, "%s: shape is NULL for %d dimensions", what, ndim);
 		return -1;
 	}
 	int64_t n = 1;
 	for (int i = 0; i < ndim; i++) {
 		if (shape[i] <= 0 || n > INT64_MAX / 16 / shape[i]) {
-			ARRAY_ERROR(ctx, TS_ERR_INVALID, "%s: bad extent %lld in dimension %d", what,
+			ts_error(ctx, TS_ERR_INVALID, "%s: bad extent %lld in dimension %d", what,
 				    (long long)shape[i], i);
 			return -1;
 		}
@@ -111,7 +104,7 @@ ts_array *ts_array_new(ts_ctx *ctx, ts_dtype t, int ndim, const int64_t *shape)
 	void *data = a ? aligned_alloc(TS_ARRAY_ALIGN, rounded ? rounded : TS_ARRAY_ALIGN) : NULL;
 	if (!data) {
 		free(a);
-		ARRAY_ERROR(ctx, TS_ERR_NOMEM, "array: out of memory (%zu bytes)", bytes);
+		ts_error(ctx, TS_ERR_NOMEM, "array: out of memory (%zu bytes)", bytes);
 		return NULL;
 	}
 	memset(data, 0, rounded ? rounded : TS_ARRAY_ALIGN);
@@ -123,7 +116,7 @@ ts_array *ts_array_new(ts_ctx *ctx, ts_dtype t, int ndim, const int64_t *shape)
 ts_array *ts_array_for(ts_ctx *ctx, const ts_tensor *t)
 {
 	if (!t) {
-		ARRAY_ERROR(ctx, TS_ERR_INVALID, "array_for: tensor is NULL");
+		ts_error(ctx, TS_ERR_INVALID, "array_for: tensor is NULL");
 		return NULL;
 	}
 	return ts_array_new(ctx, t->dtype, t->ndim, t->shape);
@@ -132,20 +125,20 @@ ts_array *ts_array_for(ts_ctx *ctx, const ts_tensor *t)
 ts_array *ts_array_wrap(ts_ctx *ctx, void *data, ts_dtype t, int ndim, const int64_t *shape)
 {
 	if (!data) {
-		ARRAY_ERROR(ctx, TS_ERR_INVALID, "array_wrap: data is NULL");
+		ts_error(ctx, TS_ERR_INVALID, "array_wrap: data is NULL");
 		return NULL;
 	}
 	if (checked_numel(ctx, "array_wrap", t, ndim, shape) < 0)
 		return NULL;
 	int elem = ts_dtype_bytes(t);
 	if ((uintptr_t)data % (uintptr_t)elem != 0) {
-		ARRAY_ERROR(ctx, TS_ERR_INVALID,
-			    "array_wrap: data is not aligned to its %d-byte elements", elem);
+		ts_error(ctx, TS_ERR_INVALID,
+			 "array_wrap: data is not aligned to its %d-byte elements", elem);
 		return NULL;
 	}
 	ts_array *a = describe(t, ndim, shape);
 	if (!a) {
-		ARRAY_ERROR(ctx, TS_ERR_NOMEM, "array_wrap: out of memory");
+		ts_error(ctx, TS_ERR_NOMEM, "array_wrap: out of memory");
 		return NULL;
 	}
 	a->data = data;
@@ -168,7 +161,7 @@ ts_array *ts_array_wrap_strided(ts_ctx *ctx, void *data, ts_dtype t, int ndim,
 				const int64_t *shape, const int64_t *strides)
 {
 	if (ndim > 0 && !strides) {
-		ARRAY_ERROR(ctx, TS_ERR_INVALID, "array_wrap: strides is NULL");
+		ts_error(ctx, TS_ERR_INVALID, "array_wrap: strides is NULL");
 		return NULL;
 	}
 	ts_array *a = ts_array_wrap(ctx, data, t, ndim, shape);
@@ -177,7 +170,7 @@ ts_array *ts_array_wrap_strided(ts_ctx *ctx, void *data, ts_dtype t, int ndim,
 	for (int i = 0; i < ndim; i++) {
 		if (strides[i] != a->strides[i]) {
 			char got[256], want[256];
-			ARRAY_ERROR(ctx, TS_ERR_INVALID,
+			ts_error(ctx, TS_ERR_INVALID,
 				    "array_wrap: strides %s are not dense row-major (expected %s)",
 				    ints_str(ndim, strides, got), ints_str(ndim, a->strides, want));
 			ts_array_free(a);
