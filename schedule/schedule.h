@@ -32,12 +32,14 @@ extern "C" {
 #endif
 
 /* The largest unrolled extent (vectorize is refused beyond
- * TS_MAX_VECTOR_LANES, ir.h), and the most statements one unrolled loop may
- * expand to: nested unrolled loops multiply (the product of their extents
- * times the statements of the body), so each loop's limit alone would allow
- * 1024 x 1024 x 1024 copies. */
+ * TS_MAX_VECTOR_LANES, ir.h), and the most statements the unrolled loops of
+ * one function may expand to: nested unrolled loops multiply (the product
+ * of their extents times the statements of the body), so each loop's limit
+ * alone would allow 1024 x 1024 x 1024 copies.  LLVM's optimizer is worse
+ * than linear in straight-line code: 4096 unrolled multiply-adds compile in
+ * about a second, 32768 in half a minute. */
 #define TS_MAX_UNROLL 1024
-#define TS_MAX_UNROLL_STMTS 65536
+#define TS_MAX_UNROLL_STMTS 4096
 /* Most loops around a stage's body, counting those of the stages it is
  * computed at (ts_lower refuses deeper nests, naming the stage; the
  * schedule_ops pass keeps the same bound on the nest it builds): every

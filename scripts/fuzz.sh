@@ -3,10 +3,17 @@
 # build-fuzz and runs each for SECONDS (default 60) on a corpus seeded from
 # tests/fuzz/corpus/<target>.  Exits non-zero on any finding; the input that
 # found it is left in build-fuzz/findings/<target>/ (rerun it with
-# build-fuzz/tests/fuzz/<target> FILE).  Usage: scripts/fuzz.sh [SECONDS]
+# build-fuzz/tests/fuzz/<target> FILE; its bytes are also printed, so a
+# finding in a log can be rebuilt with xxd -r -p).
+#
+# The run is seeded with FUZZ_SEED (default 1), so two runs of the same
+# tree from the same corpus try the same inputs in the same order and a
+# finding in CI is found again here; FUZZ_SEED=0 picks a fresh seed each
+# run, for longer searches by hand.  Usage: scripts/fuzz.sh [SECONDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-60}"
+seed="${FUZZ_SEED:-1}"
 
 scripts/install-missing.sh build-essential cmake pkg-config check libsubunit-dev llvm-dev \
   clang-14 libclang-rt-14-dev
@@ -27,15 +34,21 @@ failed=""
 for t in $targets; do
   work="build-fuzz/corpus/$t" found="build-fuzz/findings/$t"
   mkdir -p "$work" "$found"
-  echo "fuzz: $t for ${secs}s"
+  echo "fuzz: $t for ${secs}s, seed $seed"
   # New inputs go to the work corpus; tests/fuzz/corpus/$t only seeds it.
-  if ! build-fuzz/tests/fuzz/$t -max_total_time="$secs" -timeout="${timeout[$t]}" \
+  if ! build-fuzz/tests/fuzz/$t -max_total_time="$secs" -seed="$seed" -timeout="${timeout[$t]}" \
        -max_len="${max_len[$t]}" -rss_limit_mb=4096 -print_final_stats=1 \
        -artifact_prefix="$found/" "$work" "tests/fuzz/corpus/$t" \
        >"build-fuzz/$t.log" 2>&1; then
     failed="$failed $t"
     echo "fuzz: $t found a problem (build-fuzz/$t.log):"
     grep -v -E '^#[0-9]+ +(NEW|REDUCE|pulse)|NEW_FUNC' "build-fuzz/$t.log" | tail -n 60
+    for f in "$found"/*; do
+      [ -f "$f" ] || continue
+      echo "fuzz: input $f, in hex (rebuild it with xxd -r -p):"
+      od -An -v -tx1 "$f" | tr -d ' \n'
+      echo
+    done
   else
     grep -E '^Done|stat::number_of_executed_units' "build-fuzz/$t.log" | head -n 1
   fi

@@ -166,7 +166,8 @@ START_TEST(test_primitives_page)
 	DOC(&out, "parallel", "Runs an axis's iterations on the thread pool.", elementwise,
 	    ts_parallel(e.sc, e.i));
 	DOC(&out, "unroll", "Replaces the loop by copies of its body (at most 1024; nested unrolled "
-		"loops multiply, so one nest may expand to at most 65536 statements).", elementwise,
+		"loops multiply, and a function's unrolled loops may expand to at most 4096 "
+		"statements in all).", elementwise,
 	    ts_split(e.sc, e.j, 2, &o, &in); ts_unroll(e.sc, in));
 	DOC(&out, "split of a reduction axis", "The init of the reduction stays before the first "
 		"reduction loop.", matmul,

@@ -267,7 +267,7 @@ START_TEST(test_unroll_product_refused_by_schedule)
 	tu_ok(ctx, ts_unroll(sc, ts_axis_of(sc, 1)));
 	ck_assert_int_eq(ts_unroll(sc, ts_axis_of(sc, 0)), TS_ERR_INVALID);
 	tu_assert_error(ctx, "unroll(C): unrolling 'i' with 'j' would make 1048576 copies of the "
-			     "body (limit 65536)");
+			     "body (limit 4096)");
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -293,7 +293,7 @@ START_TEST(test_unroll_product_refused_by_lowering)
 	tu_ok(ctx, ts_unroll(sb, ts_axis_of(sb, 1)));
 	assert_refused(ctx, ts_lower(s, "f", 2, (ts_tensor *[]){A, C}),
 		       "unroll: unrolling bj inside bi would make 131072 copies of the body "
-		       "(limit 65536)");
+		       "(limit 4096)");
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -314,7 +314,7 @@ START_TEST(test_unroll_body_size_refused)
 	ck_assert_ptr_null(pass_unroll(ctx, loop));
 	ck_assert_int_eq(ts_last_status(ctx), TS_ERR_INVALID);
 	tu_assert_error(ctx, "unroll: unrolling i would make 1024 copies of a body of 100 "
-			     "statements (102400 statements, limit 65536)");
+			     "statements (102400 statements, limit 4096)");
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -331,6 +331,26 @@ START_TEST(test_unroll_nested_within_limit)
 	tu_ok(ctx, ts_unroll(sc, ts_axis_of(sc, 0)));
 	tu_ok(ctx, ts_unroll(sc, in));
 	tu_check_func(ctx, ts_lower(s, "f", 2, args), 1e-6);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Each nest fits, but loop partitioning copies the unrolled body for the
+ * tail, and the function as a whole would pass the limit: 64 x 60 unrolled
+ * statements in the main part and 36 x 60 in the tail. */
+START_TEST(test_unroll_total_refused)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_stage *sc;
+	ts_tensor *args[2];
+	ts_schedule *s = grid(ctx, 100, 60, &sc, args);
+	ts_axis *o, *in;
+	tu_ok(ctx, ts_split_tail(sc, ts_axis_of(sc, 0), 64, TS_TAIL_PARTITION, &o, &in));
+	tu_ok(ctx, ts_unroll(sc, in));
+	tu_ok(ctx, ts_unroll(sc, ts_axis_of(sc, 1)));
+	assert_refused(ctx, ts_lower(s, "f", 2, args),
+		       "unroll: the 2 unrolled loop nests of the function would expand to 6000 "
+		       "statements in all (limit 4096)");
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -359,6 +379,7 @@ static Suite *suite(void)
 	tcase_add_test(tu, test_unroll_product_refused_by_lowering);
 	tcase_add_test(tu, test_unroll_body_size_refused);
 	tcase_add_test(tu, test_unroll_nested_within_limit);
+	tcase_add_test(tu, test_unroll_total_refused);
 	suite_add_tcase(s, tu);
 	return s;
 }

@@ -8,6 +8,8 @@
  * unrolled loops around it, times the statements of its body once the
  * unrolled loops inside are expanded) and refuses more than
  * TS_MAX_UNROLL_STMTS, blaming the innermost loop that crosses the limit.
+ * The expansions of all the outermost unrolled loops of the function, which
+ * loop partitioning may have copied, must fit in the same limit together.
  * Then inner loops are unrolled first; each copy has the loop variable
  * replaced by its constant value, and simplify folds the indices.
  */
@@ -159,9 +161,35 @@ static ts_stmt *unroll(ts_ctx *ctx, ts_stmt *s, void *data)
 	return ir_seq(ctx, (int)ext, copies);
 }
 
+/* Adds up what the outermost unrolled loops expand to (visited in
+ * pre-order, so their inner loops are skipped: size_of counts them). */
+typedef struct total {
+	int64_t stmts;
+	int nests;
+} total;
+
+static bool add_nest(ts_stmt *s, void *data)
+{
+	total *t = data;
+	int64_t ext;
+	if (!unrolled(s, &ext))
+		return true;
+	t->stmts = add_sat(t->stmts, size_of(s));
+	t->nests++;
+	return false;
+}
+
 ts_stmt *pass_unroll(ts_ctx *ctx, ts_stmt *s)
 {
 	if (!s || check(ctx, s, NULL) != TS_OK)
 		return NULL;
+	total t = {0, 0};
+	ir_stmt_visit(s, add_nest, NULL, &t);
+	if (t.stmts > TS_MAX_UNROLL_STMTS) {
+		ts_error(ctx, TS_ERR_INVALID,
+			 "unroll: the %d unrolled loop nests of the function would expand to %lld statements in all (limit %d)",
+			 t.nests, (long long)t.stmts, TS_MAX_UNROLL_STMTS);
+		return NULL;
+	}
 	return unroll(ctx, s, NULL);
 }
