@@ -285,9 +285,9 @@ ts_tensor *ts_op_max_pool2d(ts_ctx *ctx, ts_tensor *X, int kernel_h, int kernel_
  * min(start + k, n) - max(start, 0). */
 static ts_expr *window_count(ts_ctx *ctx, ts_expr *out, int stride, int pad, int k, int64_t n)
 {
-	ts_expr *start = ts_sub(ctx, fe_scale(ctx, out, stride), ts_int(ctx, pad));
-	return ts_sub(ctx, ts_min(ctx, ts_add(ctx, start, ts_int(ctx, k)), ts_int(ctx, n)),
-		      ts_max(ctx, start, ts_int(ctx, 0)));
+	ts_expr *start = ts_sub(ctx, fe_scale(ctx, out, stride), fe_index(ctx, pad));
+	return ts_sub(ctx, ts_min(ctx, ts_add(ctx, start, fe_index(ctx, k)), fe_index(ctx, n)),
+		      ts_max(ctx, start, fe_index(ctx, 0)));
 }
 
 static ts_tensor *avg_divide(ts_ctx *ctx, ts_tensor *S, const ts_tensor *X, const pool *p,
@@ -340,7 +340,7 @@ static ts_tensor *reduce_last(ts_ctx *ctx, const char *name, ts_tensor *E, ts_re
 /* R[leading indices of v], the per-row value of a reduce_last result. */
 static ts_expr *row_value(ts_ctx *ctx, ts_tensor *R, int nd, ts_expr *const *v)
 {
-	return nd > 1 ? fe_read(ctx, R, v) : TS_READ(ctx, R, ts_int(ctx, 0));
+	return nd > 1 ? fe_read(ctx, R, v) : TS_READ(ctx, R, fe_index(ctx, 0));
 }
 
 /* A per-row tensor (from reduce_last) of an nd-dimensional input. */

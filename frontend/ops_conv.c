@@ -65,7 +65,7 @@ static ts_expr *group_channel(ts_ctx *ctx, ts_expr *o, ts_expr *rc, int64_t o_pe
 {
 	if (groups == 1)
 		return rc;
-	ts_expr *g = ts_floordiv(ctx, o, ts_int(ctx, o_per_group));
+	ts_expr *g = ts_floordiv(ctx, o, fe_index(ctx, o_per_group));
 	return ts_add(ctx, fe_scale(ctx, g, c_per_group), rc);
 }
 
@@ -148,8 +148,8 @@ ts_tensor *ts_op_depthwise_conv2d_nchw(ts_ctx *ctx, ts_tensor *X, ts_tensor *W,
 	ts_tensor *P = fe_pad_spatial(ctx, X, 2, pad_h, pad_w, 0);
 	if (!P || !conv_axes(ctx, 0, W->shape + 2, r) || !fe_vars(ctx, 4, names, v))
 		return NULL;
-	ts_expr *c = mult == 1 ? v[1] : ts_floordiv(ctx, v[1], ts_int(ctx, mult));
-	ts_expr *m = mult == 1 ? ts_int(ctx, 0) : ts_floormod(ctx, v[1], ts_int(ctx, mult));
+	ts_expr *c = mult == 1 ? v[1] : ts_floordiv(ctx, v[1], fe_index(ctx, mult));
+	ts_expr *m = mult == 1 ? fe_index(ctx, 0) : ts_floormod(ctx, v[1], fe_index(ctx, mult));
 	ts_expr *in = TS_READ(ctx, P, v[0], c, fe_window(ctx, v[2], g.stride[0], r[1]->var, g.dil[0]),
 			      fe_window(ctx, v[3], g.stride[1], r[2]->var, g.dil[1]));
 	ts_expr *w = TS_READ(ctx, W, c, m, r[1]->var, r[2]->var);
@@ -200,7 +200,7 @@ ts_tensor *ts_op_layout_nchwc_to_nchw(ts_ctx *ctx, ts_tensor *Xc)
 	ts_expr *v[4];
 	if (!fe_vars(ctx, 4, names, v))
 		return NULL;
-	ts_expr *block = ts_int(ctx, Xc->shape[4]);
+	ts_expr *block = fe_index(ctx, Xc->shape[4]);
 	ts_expr *body = TS_READ(ctx, Xc, v[0], ts_floordiv(ctx, v[1], block), v[2], v[3],
 				ts_floormod(ctx, v[1], block));
 	return ts_compute(ctx, "nchwc_to_nchw",

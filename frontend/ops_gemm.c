@@ -27,15 +27,15 @@ ts_tensor *ts_op_matmul_packed(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, int64_t 
 	int64_t M = A->shape[0], K = A->shape[1], N = B->shape[1];
 	int64_t panels = N / nr + (N % nr != 0);
 	ts_expr *x = ts_var(ctx, "x"), *y = ts_var(ctx, "y"), *z = ts_var(ctx, "z");
-	ts_expr *col = ts_add(ctx, ts_mul(ctx, x, ts_int(ctx, nr)), z);
-	ts_expr *safe = ts_min(ctx, col, ts_int(ctx, N - 1));
-	ts_expr *val = ts_select(ctx, ts_lt(ctx, col, ts_int(ctx, N)), TS_READ(ctx, B, y, safe),
+	ts_expr *col = ts_add(ctx, ts_mul(ctx, x, fe_index(ctx, nr)), z);
+	ts_expr *safe = ts_min(ctx, col, fe_index(ctx, N - 1));
+	ts_expr *val = ts_select(ctx, ts_lt(ctx, col, fe_index(ctx, N)), TS_READ(ctx, B, y, safe),
 				 ts_make_const(ctx, B->dtype, 0));
 	ts_tensor *Bp = ts_compute(ctx, "Bp", TS_SHAPE(panels, K, nr), TS_VARS(x, y, z), val);
 	ts_iter *k = ts_reduce_axis(ctx, "k", 0, K);
 	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
-	ts_expr *b = TS_READ(ctx, Bp, ts_floordiv(ctx, j, ts_int(ctx, nr)), k ? k->var : NULL,
-			     ts_floormod(ctx, j, ts_int(ctx, nr)));
+	ts_expr *b = TS_READ(ctx, Bp, ts_floordiv(ctx, j, fe_index(ctx, nr)), k ? k->var : NULL,
+			     ts_floormod(ctx, j, fe_index(ctx, nr)));
 	ts_expr *prod = ts_mul(ctx, TS_READ(ctx, A, i, k ? k->var : NULL), b);
 	return ts_compute(ctx, "C", TS_SHAPE(M, N), TS_VARS(i, j), TS_SUM(ctx, prod, k));
 }

@@ -103,9 +103,14 @@ ts_expr *fe_read(ts_ctx *ctx, ts_tensor *t, ts_expr *const *idx)
 	return ts_read(ctx, t, t->ndim, idx);
 }
 
+ts_expr *fe_index(ts_ctx *ctx, int64_t v)
+{
+	return ts_const(ctx, v >= INT32_MIN && v <= INT32_MAX ? ts_int32 : ts_int64, v);
+}
+
 ts_expr *fe_scale(ts_ctx *ctx, ts_expr *x, int64_t c)
 {
-	return c == 1 ? x : ts_mul(ctx, x, ts_int(ctx, c));
+	return c == 1 ? x : ts_mul(ctx, x, fe_index(ctx, c));
 }
 
 ts_expr *fe_window(ts_ctx *ctx, ts_expr *out, int64_t stride, ts_expr *r, int64_t dilation)
@@ -134,14 +139,14 @@ static ts_expr *and_cond(ts_ctx *ctx, ts_expr *acc, ts_expr *c)
 static ts_expr *pad_index(ts_ctx *ctx, ts_expr *v, int64_t pb, int64_t pa, int64_t n,
 			  ts_expr **cond)
 {
-	ts_expr *ix = pb ? ts_sub(ctx, v, ts_int(ctx, pb)) : v;
+	ts_expr *ix = pb ? ts_sub(ctx, v, fe_index(ctx, pb)) : v;
 	if (pb) {
-		*cond = and_cond(ctx, *cond, ts_ge(ctx, v, ts_int(ctx, pb)));
-		ix = ts_max(ctx, ix, ts_int(ctx, 0));
+		*cond = and_cond(ctx, *cond, ts_ge(ctx, v, fe_index(ctx, pb)));
+		ix = ts_max(ctx, ix, fe_index(ctx, 0));
 	}
 	if (pa) {
-		*cond = and_cond(ctx, *cond, ts_lt(ctx, v, ts_int(ctx, pb + n)));
-		ix = ts_min(ctx, ix, ts_int(ctx, n - 1));
+		*cond = and_cond(ctx, *cond, ts_lt(ctx, v, fe_index(ctx, pb + n)));
+		ix = ts_min(ctx, ix, fe_index(ctx, n - 1));
 	}
 	return ix;
 }

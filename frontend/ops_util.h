@@ -27,6 +27,10 @@ bool fe_vars(ts_ctx *ctx, int n, const char *const *names, ts_expr **out);
 ts_expr *fe_read(ts_ctx *ctx, ts_tensor *t, ts_expr *const *idx);
 /* out*stride + r*dilation, without multiplications by 1. */
 ts_expr *fe_window(ts_ctx *ctx, ts_expr *out, int64_t stride, ts_expr *r, int64_t dilation);
+/* The index constant v: int32 where it fits, else int64 (an int32 index
+ * variable combined with it widens), so operators over dimensions of 2^31
+ * or more build instead of refusing the constant. */
+ts_expr *fe_index(ts_ctx *ctx, int64_t v);
 /* x*c without a multiplication by 1. */
 ts_expr *fe_scale(ts_ctx *ctx, ts_expr *x, int64_t c);
 /* A compute over t's shape whose body is fn(t[vars], k) (elementwise). */

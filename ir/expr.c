@@ -363,11 +363,16 @@ static const char *op_name(ir_expr_kind k)
 }
 
 /* An immediate adopts the dtype of the other operand, as in TVM, so that
- * `A[i] * 2` and `i + 1` need no casts. */
+ * `A[i] * 2` and `i + 1` need no casts.  An integer immediate adopts an
+ * integer dtype only when its value fits (exactly, not through a double);
+ * one that does not fit stays as it is, for promote_index or the mismatch
+ * error: saturating it would silently change the program. */
 static ts_expr *adapt_imm(ts_ctx *ctx, ts_expr *imm, ts_dtype t)
 {
 	if (ts_dtype_eq(imm->dtype, t) || t.lanes != 1)
 		return imm;
+	if (imm->kind == IR_INT_IMM && ts_dtype_is_int(t))
+		return const_fits(t, imm->u.int_imm) ? ts_const(ctx, t, imm->u.int_imm) : imm;
 	if (imm->kind == IR_INT_IMM)
 		return ts_make_const(ctx, t, (double)imm->u.int_imm);
 	if (imm->kind == IR_FLOAT_IMM && ts_dtype_is_float(t))
@@ -378,6 +383,29 @@ static ts_expr *adapt_imm(ts_ctx *ctx, ts_expr *imm, ts_dtype t)
 static bool is_imm(const ts_expr *e)
 {
 	return e->kind == IR_INT_IMM || e->kind == IR_FLOAT_IMM;
+}
+
+/* After adapt_imm, for operands that still differ: an int64 immediate
+ * beside an int32 index expression widens it (an operator over a dimension
+ * of 2^31 or more compares its int32 variables with int64 extents); any
+ * other integer immediate that does not fit the other operand is refused,
+ * naming both.  Returns false after recording an error. */
+static bool promote_index(ts_ctx *ctx, ir_expr_kind k, ts_expr **a, ts_expr **b)
+{
+	ts_expr **imm = (*b)->kind == IR_INT_IMM ? b : (*a)->kind == IR_INT_IMM ? a : NULL;
+	ts_expr **other = imm == b ? a : b;
+	if (!imm || !ts_dtype_is_int((*imm)->dtype) || !ts_dtype_is_int((*other)->dtype) ||
+	    (*other)->dtype.lanes != 1)
+		return true; /* the mismatch error names the dtypes */
+	if (ts_dtype_eq((*imm)->dtype, ts_int64) && ts_dtype_eq((*other)->dtype, ts_int32)) {
+		*other = ts_cast(ctx, ts_int64, *other);
+		return *other != NULL;
+	}
+	char t[24];
+	ts_error(ctx, TS_ERR_INVALID,
+		 "%s: the constant %lld does not fit %s, the dtype of the other operand (cast one of them)",
+		 op_name(k), (long long)(*imm)->u.int_imm, ts_dtype_str((*other)->dtype, t));
+	return false;
 }
 
 ts_expr *ts_binary(ts_ctx *ctx, ir_expr_kind k, ts_expr *a, ts_expr *b)
@@ -396,7 +424,7 @@ ts_expr *ts_binary(ts_ctx *ctx, ir_expr_kind k, ts_expr *a, ts_expr *b)
 			b = adapt_imm(ctx, b, a->dtype);
 		else if (is_imm(a))
 			a = adapt_imm(ctx, a, b->dtype);
-		if (!a || !b)
+		if (!a || !b || (!ts_dtype_eq(a->dtype, b->dtype) && !promote_index(ctx, k, &a, &b)))
 			return NULL;
 	}
 	char ta[24], tb[24];

@@ -9,8 +9,8 @@
  * follows the reference evaluator, which binds axis variables to exact
  * integers and wraps the result of every int32 + - * / % to int32:
  *  - in an index (a READ's indices, and the arithmetic, comparisons and
- *    selects inside them) the arithmetic stays int64, so it cannot wrap:
- *    that is the point of int64 indices;
+ *    selects and widening integer casts inside them) the arithmetic stays
+ *    int64, so it cannot wrap: that is the point of int64 indices;
  *  - elsewhere (a value: cast(float32, i * j)) an int32 + - * / % computed
  *    in int64 is cast back to int32, so it wraps as the evaluator's does,
  *    while a variable on its own (cast(int64, k)) keeps its exact value.
@@ -93,9 +93,15 @@ static ts_expr *wide_select(ts_ctx *ctx, ts_expr *e, const widen *w, bool index)
 	return t && f ? ts_select(ctx, c, t, f) : NULL;
 }
 
-static ts_expr *wide_cast(ts_ctx *ctx, ts_expr *e, const widen *w)
+/* A widening integer cast inside an index (int64(i - 2), which an int64
+ * extent beside an int32 variable makes) is part of the index arithmetic:
+ * what it casts stays int64 too.  Any other cast takes a value. */
+static ts_expr *wide_cast(ts_ctx *ctx, ts_expr *e, const widen *w, bool index)
 {
-	ts_expr *a = wide(ctx, e->u.un.a, w, false);
+	const ts_expr *from = e->u.un.a;
+	bool widening = ts_dtype_is_int(e->dtype) && ts_dtype_is_int(from->dtype) &&
+			e->dtype.bits >= from->dtype.bits;
+	ts_expr *a = wide(ctx, e->u.un.a, w, index && widening);
 	if (!a || a == e->u.un.a)
 		return a ? e : NULL;
 	return ts_dtype_eq(a->dtype, e->dtype) ? a : ts_cast(ctx, e->dtype, a);
@@ -141,7 +147,7 @@ static ts_expr *wide(ts_ctx *ctx, ts_expr *e, const widen *w, bool index)
 	if (e->kind == IR_SELECT)
 		return wide_select(ctx, e, w, index);
 	if (e->kind == IR_CAST)
-		return wide_cast(ctx, e, w);
+		return wide_cast(ctx, e, w, index);
 	if (e->kind == IR_READ)
 		return wide_read(ctx, e, w);
 	if (e->kind == IR_REDUCE)

@@ -197,6 +197,50 @@ START_TEST(test_tail_guard_near_2p31)
 }
 END_TEST
 
+/* The operator library over a dimension of 2^31 + 13: ts_op_pad's index
+ * constants (the clamp at n - 1, the test v < pb + n) do not fit int32 and
+ * must widen instead of refusing the constant. */
+START_TEST(test_pad_over_2p31)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(BIG_N), ts_uint8);
+	ts_tensor *P = ts_op_pad(ctx, A, (int64_t[]){2}, (int64_t[]){1}, 9.0);
+	tu_nonnull(ctx, P);
+	ck_assert_int_eq(P->shape[0], BIG_N + 3);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &P);
+	ts_stage *st = ts_stage_of(s, P);
+	ts_axis *io, *ii;
+	tu_ok(ctx, ts_split(st, ts_axis_of(st, 0), 64, &io, &ii));
+	tu_ok(ctx, ts_parallel(st, io));
+	ts_func *f = ts_lower(s, "big_pad", 2, (ts_tensor *[]){A, P});
+	tu_nonnull(ctx, f);
+	cg_llvm_module *m = cg_llvm_compile(ctx, f, NULL);
+	ck_assert_msg(m != NULL, "compile failed: %s", ts_last_error(ctx));
+	int64_t n = BIG_N + 3;
+	uint8_t *a = calloc((size_t)BIG_N, 1), *b = malloc((size_t)n + CANARY);
+	if (a && b) {
+		a[0] = 5;
+		a[BIG_N - 1] = 7;
+		memset(b + n, 0xA5, CANARY);
+		ck_assert_int_eq(cg_llvm_entry(m)((void *[]){a, b}), 0);
+		ck_assert_int_eq(b[0], 9);
+		ck_assert_int_eq(b[1], 9);
+		ck_assert_int_eq(b[2], 5);
+		ck_assert_int_eq(b[n - 2], 7);
+		ck_assert_int_eq(b[n - 1], 9);
+		for (int x = 0; x < CANARY; x++)
+			ck_assert_msg(b[n + x] == 0xA5, "canary byte %d overwritten", x);
+	} else {
+		printf("test_pad_over_2p31: run skipped, cannot allocate 2 x %lld bytes\n",
+		       (long long)BIG_N);
+	}
+	free(a);
+	free(b);
+	cg_llvm_free(m);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* Everything at once in a function that needs int64 indices (R's reduction
  * starts near INT32_MAX) on small data: a producer computed at a consumer's
  * loop, a gather through an int32 tensor, axis variables used as values, a
@@ -375,6 +419,7 @@ int main(void)
 	tcase_add_test(tc, test_verifier_loop_bound_dtype);
 	tcase_add_test(tc, test_tail_guard_near_2p31);
 	tcase_add_test(tc, test_partitioned_tail_near_2p31);
+	tcase_add_test(tc, test_pad_over_2p31);
 	tcase_add_test(tc, test_cuda_int64_indices);
 	tcase_add_test(tc, test_mixed_int64_unrolled);
 	tcase_add_test(tc, test_mixed_int64_vectorized);

@@ -124,6 +124,39 @@ START_TEST(test_const_out_of_range)
 }
 END_TEST
 
+/* A constant beside an operand of another integer dtype adopts that dtype
+ * only when its value fits: saturating it (uint8 + 300 as uint8 + 255)
+ * would change the program without a word.  An int64 constant beside an
+ * int32 index widens the index instead. */
+START_TEST(test_imm_that_does_not_fit_the_operand)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(4), ts_uint8);
+	ts_tensor *H = ts_placeholder(ctx, "H", TS_SHAPE(4), ts_int16);
+	ts_expr *i = ts_var(ctx, "i");
+	ck_assert_ptr_null(ts_add(ctx, TS_READ(ctx, A, i), ts_int(ctx, 300)));
+	tu_assert_error(ctx, "add: the constant 300 does not fit uint8, the dtype of the other operand");
+	ts_clear_error(ctx);
+	ck_assert_ptr_null(ts_mul(ctx, ts_const(ctx, ts_int64, INT64_C(1) << 40), TS_READ(ctx, H, i)));
+	tu_assert_error(ctx, "mul: the constant 1099511627776 does not fit int16");
+	ts_clear_error(ctx);
+	/* fits: adopts the operand's dtype, exactly (no trip through a double) */
+	ts_expr *e = ts_add(ctx, ts_cast(ctx, ts_int64, i), ts_const(ctx, ts_int32, 7));
+	tu_nonnull(ctx, e);
+	ck_assert(ts_dtype_eq(e->dtype, ts_int64));
+	e = ts_sub(ctx, ts_var_typed(ctx, "w", TS_DTYPE(TS_TYPE_UINT, 64)), ts_const(ctx, ts_int64, (INT64_C(1) << 60) + 1));
+	tu_nonnull(ctx, e);
+	ck_assert_int_eq(e->u.bin.b->u.int_imm, (INT64_C(1) << 60) + 1);
+	ck_assert_int_eq(ts_add(ctx, TS_READ(ctx, A, i), ts_int(ctx, -1))->u.bin.b->u.int_imm, 255);
+	/* an int64 constant widens an int32 index */
+	e = ts_lt(ctx, i, ts_const(ctx, ts_int64, INT64_C(5000000000)));
+	tu_nonnull(ctx, e);
+	ck_assert(ts_dtype_eq(e->u.bin.a->dtype, ts_int64));
+	ck_assert_int_eq(e->u.bin.b->u.int_imm, INT64_C(5000000000));
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("mustfail_index64");
@@ -133,6 +166,7 @@ int main(void)
 	tcase_add_test(tc, test_fuse_extent_overflows);
 	tcase_add_test(tc, test_for_range_leaves_int32);
 	tcase_add_test(tc, test_const_out_of_range);
+	tcase_add_test(tc, test_imm_that_does_not_fit_the_operand);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
