@@ -44,14 +44,17 @@ static const char *const type_suffix[T_COUNT] = {
 };
 
 /* Helpers emitted on demand, per type.  The _z divisions accept any
- * divisor; the casts convert from float32 / float64 to the helper's type. */
+ * divisor; the casts convert from float32 / float64 to the helper's type;
+ * the _wrap operations compute in the unsigned twin, so that a signed
+ * overflow wraps as ir.h says instead of being undefined in C. */
 enum {
 	H_FLOORDIV, H_FLOORMOD, H_MIN, H_MAX, H_SIGMOID, H_TRUNCDIV_Z, H_TRUNCMOD_Z,
-	H_FLOORDIV_Z, H_FLOORMOD_Z, H_CAST_F32, H_CAST_F64, H_COUNT
+	H_FLOORDIV_Z, H_FLOORMOD_Z, H_CAST_F32, H_CAST_F64, H_ADD_WRAP, H_SUB_WRAP,
+	H_MUL_WRAP, H_COUNT
 };
 static const char *const helper_name[H_COUNT] = {
 	"floordiv", "floormod", "min", "max", "sigmoid", "truncdiv_z", "truncmod_z",
-	"floordiv_z", "floormod_z", "cast_f32", "cast_f64",
+	"floordiv_z", "floormod_z", "cast_f32", "cast_f64", "add_wrap", "sub_wrap", "mul_wrap",
 };
 
 typedef struct dialect {
@@ -156,6 +159,10 @@ typedef struct emitter {
 	const ts_expr *vec_loads[4]; /* float4 mode: loads read as a temporary */
 	const char *vec_names[4];
 	int nvec;
+	/* inside a stored value, outside the indices of its loads: signed
+	 * + - * there may overflow and go through the _wrap helpers (index
+	 * arithmetic never does: lowering picks int64 where it would) */
+	bool in_value;
 	/* allocation state */
 	int parallel_depth;
 	const char *heap[16]; /* heap temporaries in scope, innermost last */
@@ -314,9 +321,21 @@ static int vec_load_slot(const emitter *em, const ts_expr *e)
 	return -1;
 }
 
+/* Whether e is a signed + - * of 32 or 64 bits in a stored value, which
+ * the emitter writes as a _wrap helper call (narrower types compute in
+ * int, where they cannot overflow, and convert back modulo 2^n). */
+static bool wrapping(const emitter *em, const ts_expr *e)
+{
+	ts_dtype t = ts_dtype_element(e->dtype);
+	return em->in_value && (e->kind == IR_ADD || e->kind == IR_SUB || e->kind == IR_MUL) &&
+	       is_signed_int(t) && t.bits >= 32;
+}
+
 /* The precedence of e as this emitter prints it. */
 static int prec(const emitter *em, const ts_expr *e)
 {
+	if (wrapping(em, e))
+		return P_ATOM;
 	switch (e->kind) {
 	case IR_INT_IMM: return e->u.int_imm < 0 && ts_dtype_eq(e->dtype, ts_int32) ? P_UNARY : P_ATOM;
 	case IR_FLOAT_IMM: return signbit(e->u.float_imm) ? P_UNARY : P_ATOM;
@@ -430,6 +449,10 @@ static void binary(emitter *em, const ts_expr *e)
 {
 	const ts_expr *a = e->u.bin.a, *b = e->u.bin.b;
 	ts_dtype t = ts_dtype_element(a->dtype);
+	if (wrapping(em, e)) {
+		call2(em, helper(em, H_ADD_WRAP + (int)(e->kind - IR_ADD), t), a, b);
+		return;
+	}
 	switch (e->kind) {
 	case IR_TRUNCDIV: case IR_TRUNCMOD: case IR_FLOORDIV: case IR_FLOORMOD:
 		if (!plain_divisor(e)) {
@@ -514,7 +537,10 @@ static void load(emitter *em, const ts_expr *e)
 		return;
 	}
 	ts_sb_printf(&em->out, "%s[", n);
+	bool in_value = em->in_value;
+	em->in_value = false;
 	sub(em, e->u.load.index, 0);
+	em->in_value = in_value;
 	put(em, "]");
 }
 
@@ -925,6 +951,13 @@ static void for_loop(emitter *em, const ts_stmt *s)
 	}
 }
 
+static void stored_value(emitter *em, const ts_expr *v)
+{
+	em->in_value = true;
+	sub(em, v, 0);
+	em->in_value = false;
+}
+
 /* A store of a vector: one assignment per lane, in a lane loop. */
 static void vector_store(emitter *em, const ts_stmt *s)
 {
@@ -941,7 +974,7 @@ static void vector_store(emitter *em, const ts_stmt *s)
 	ts_sb_printf(&em->out, "%s[", lookup(em, s->u.store.buf));
 	sub(em, s->u.store.index, 0);
 	put(em, "] = ");
-	sub(em, s->u.store.value, 0);
+	stored_value(em, s->u.store.value);
 	put(em, ";\n");
 	em->lane = NULL;
 	em->indent--;
@@ -963,7 +996,7 @@ static void store(emitter *em, const ts_stmt *s)
 	ts_sb_printf(&em->out, "%s[", lookup(em, s->u.store.buf));
 	sub(em, s->u.store.index, 0);
 	put(em, "] = ");
-	sub(em, s->u.store.value, 0);
+	stored_value(em, s->u.store.value);
 	put(em, ";\n");
 }
 
@@ -1292,6 +1325,12 @@ static void emit_helper(emitter *em, ts_sbuf *sb, int h, int ti)
 	case H_CAST_F32: case H_CAST_F64:
 		emit_cast(em, sb, h, ti);
 		break;
+	case H_ADD_WRAP: case H_SUB_WRAP: case H_MUL_WRAP: {
+		const char *u = em->d->type[ti - T_I8 + T_U8];
+		ts_sb_printf(sb, "  return (%s)((%s)a %c (%s)b);\n", em->d->type[ti], u,
+			     "+-*"[h - H_ADD_WRAP], u);
+		break;
+	}
 	}
 	ts_sb_puts(sb, "}\n");
 }

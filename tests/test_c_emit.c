@@ -218,6 +218,60 @@ START_TEST(test_c_misc)
 }
 END_TEST
 
+/* ir.h: signed arithmetic wraps.  In C a signed overflow is undefined, so
+ * the emitter computes stored int32/int64 values through unsigned helpers;
+ * the generated function runs under UBSan's signed-overflow check, inside
+ * a program that compares with the wrapped answer computed unsigned. */
+START_TEST(test_c_signed_overflow_wraps)
+{
+	if (!have_cc())
+		return;
+	ts_ctx *ctx = ts_ctx_new();
+	ts_buffer *I = kg_buf(ctx, "I", ts_int32, 64, 0, TS_SCOPE_GLOBAL);
+	ts_buffer *J = kg_buf(ctx, "J", TS_DTYPE(TS_TYPE_INT, 64), 64, 0, TS_SCOPE_GLOBAL);
+	ts_buffer *K = kg_buf(ctx, "K", ts_int32, 64, 0, TS_SCOPE_GLOBAL);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_expr *v = ts_load(ctx, I, i);
+	ts_expr *j = ts_sub(ctx, ts_mul(ctx, ts_cast(ctx, TS_DTYPE(TS_TYPE_INT, 64), v),
+				       ts_const(ctx, TS_DTYPE(TS_TYPE_INT, 64), INT64_C(1) << 40)),
+			    ts_const(ctx, TS_DTYPE(TS_TYPE_INT, 64), INT64_MAX));
+	ts_expr *k = ts_add(ctx, ts_mul(ctx, v, KI(65537)), KI(2147483000));
+	ts_stmt *body = ir_seq(ctx, 2, (ts_stmt *[]){ir_store(ctx, J, i, j), ir_store(ctx, K, i, k)});
+	const char *src = cg_emit_c(ctx, kg_func(ctx, "wrap", 3, (ts_buffer *[]){I, J, K},
+					      kg_loop(ctx, i, 64, TS_FOR_SERIAL, body)));
+	ck_assert_msg(src != NULL, "%s", ts_last_error(ctx));
+	const char *main_src =
+		"#include <stdio.h>\n"
+		"int main(void)\n{\n"
+		"  int32_t in[64], k[64];\n  int64_t j[64];\n"
+		"  for (int x = 0; x < 64; x++)\n"
+		"    in[x] = (int32_t)(x * 98765431u - 2000000000u);\n"
+		"  wrap(in, j, k);\n"
+		"  for (int x = 0; x < 64; x++) {\n"
+		"    int32_t wk = (int32_t)((uint32_t)in[x] * 65537u + 2147483000u);\n"
+		"    int64_t wj = (int64_t)((uint64_t)(int64_t)in[x] * (1ull << 40) - (uint64_t)INT64_MAX);\n"
+		"    if (k[x] != wk || j[x] != wj) {\n"
+		"      printf(\"element %d: %d %lld\\n\", x, k[x], (long long)j[x]);\n"
+		"      return 1;\n    }\n  }\n  return 0;\n}\n";
+	built b = {.lib = NULL};
+	strcpy(b.dir, "/tmp/tessera_c_XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(b.dir));
+	write_source(b.dir, ts_sprintf(ctx, "%s%s", src, main_src));
+	/* an executable, named k.so so that unbuild removes it */
+	cc(b.dir, "-O2 -fsanitize=signed-integer-overflow -fno-sanitize-recover=all k.c -o k.so");
+	char cmd[200];
+	snprintf(cmd, sizeof(cmd), "%s/k.so > %s/cc.log 2>&1", b.dir, b.dir);
+	int rc = system(cmd);
+	if (rc != 0) {
+		snprintf(cmd, sizeof(cmd), "cat %s/cc.log", b.dir);
+		ck_assert_int_eq(system(cmd), 0);
+	}
+	ck_assert_msg(rc == 0, "the generated code overflowed or computed wrong values");
+	unbuild(&b);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* C = A * B (37x29 * 29x45): a parallel row loop with a thread-private
  * accumulator row and vectorized inner loops. */
 static ts_func *build_matmul(ts_ctx *ctx)
@@ -602,6 +656,7 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("c");
 	tcase_add_test(tc, test_c_vadd);
 	tcase_add_test(tc, test_c_misc);
+	tcase_add_test(tc, test_c_signed_overflow_wraps);
 	tcase_add_test(tc, test_c_matmul);
 	tcase_add_test(tc, test_c_heap_temporary);
 	tcase_add_test(tc, test_c_rejects);
