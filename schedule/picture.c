@@ -216,11 +216,16 @@ static void attached_lines(pic *p, const ts_stage *st, int i, int depth)
 static void body_line(pic *p, const ts_stage *st, int depth)
 {
 	const ts_tensor *t = st->tensor;
-	bool reduce = st->nroot > t->ndim;
+	const ts_expr *b = st->body;
 	ts_sb_printf(p->sb, "%*s%s[", 2 * depth, "", st->name);
 	for (int d = 0; d < t->ndim; d++)
 		ts_sb_printf(p->sb, "%s%s", d ? ", " : "", st->root[d]->name);
-	ts_sb_printf(p->sb, "] %s ...", reduce ? "+=" : "=");
+	if (b && b->kind == IR_REDUCE && b->u.reduce.op == TS_REDUCE_SUM)
+		ts_sb_puts(p->sb, "] += ...");
+	else if (b && b->kind == IR_REDUCE)
+		ts_sb_printf(p->sb, "] = %s(itself, ...)", ts_reduce_op_name(b->u.reduce.op));
+	else
+		ts_sb_puts(p->sb, "] = ...");
 	const char *sep = "  where ";
 	for (int r = 0; r < st->nroot; r++) {
 		if (!used_by(st, st->root[r]))
@@ -251,6 +256,7 @@ typedef struct grid {
 	int64_t *order, *tile, *run;
 	int64_t left;        /* elements not yet written */
 	int ntile;           /* the leading tile loops */
+	int width;           /* characters per number in the text grid */
 	bool truncated;      /* stopped at MAX_STEPS */
 } grid;
 
@@ -383,17 +389,27 @@ static void grid_legend(ts_sbuf *sb, const ts_stage *st, const grid *g)
 	ts_sb_puts(sb, ")\n");
 }
 
+/* Wide enough for the largest number, with a space before it. */
+static void grid_width(grid *g)
+{
+	int64_t most = 0;
+	for (int64_t k = 0; k < g->rows * g->cols; k++)
+		most = g->order[k] > most ? g->order[k] : most;
+	g->width = 2;
+	for (; most >= 10; most /= 10)
+		g->width++;
+	g->width = g->width < 4 ? 4 : g->width;
+}
+
 static void grid_row(ts_sbuf *sb, const grid *g, int64_t i)
 {
 	ts_sb_puts(sb, "  ");
 	for (int64_t j = 0; j < g->cols; j++) {
 		int64_t o = g->order[i * g->cols + j];
 		if (o < 0)
-			ts_sb_puts(sb, "   ?");
-		else if (o > 9999)
-			ts_sb_puts(sb, "  >>");
+			ts_sb_printf(sb, "%*s", g->width, "?");
 		else
-			ts_sb_printf(sb, "%4lld", (long long)o);
+			ts_sb_printf(sb, "%*lld", g->width, (long long)o);
 		bool edge = j + 1 < g->cols && g->tile[i * g->cols + j] != g->tile[i * g->cols + j + 1];
 		ts_sb_putc(sb, edge ? '|' : ' ');
 	}
@@ -409,9 +425,11 @@ static void grid_rule(ts_sbuf *sb, const grid *g, int64_t i)
 	if (!any)
 		return;
 	ts_sb_puts(sb, "  ");
-	for (int64_t j = 0; j < g->cols; j++)
-		ts_sb_puts(sb, g->tile[i * g->cols + j] != g->tile[(i + 1) * g->cols + j] ? "-----"
-										       : "     ");
+	for (int64_t j = 0; j < g->cols; j++) {
+		char c = g->tile[i * g->cols + j] != g->tile[(i + 1) * g->cols + j] ? '-' : ' ';
+		for (int k = 0; k <= g->width; k++)
+			ts_sb_putc(sb, c);
+	}
 	ts_sb_putc(sb, '\n');
 }
 
@@ -423,6 +441,7 @@ static void text_grid(ts_ctx *ctx, ts_sbuf *sb, const ts_stage *st)
 		       cols < TS_PICTURE_WINDOW ? cols : TS_PICTURE_WINDOW))
 		return;
 	run_nest(st, &g);
+	grid_width(&g);
 	ts_sb_putc(sb, '\n');
 	grid_legend(sb, st, &g);
 	for (int64_t i = 0; i < g.rows; i++) {

@@ -157,6 +157,30 @@ START_TEST(picture_unscheduled)
 }
 END_TEST
 
+/* A max reduction computed at a row loop says which reduction it is, and
+ * element orders past 9999 get wider cells (a row of 1024 elements). */
+START_TEST(picture_max_reduction_wide_grid)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(16, 1024), ts_float32);
+	ts_iter *k = ts_reduce_axis(ctx, "k", 0, 1024);
+	ts_expr *i = ts_var(ctx, "i"), *r = ts_var(ctx, "r"), *c = ts_var(ctx, "c");
+	ts_tensor *M = ts_compute(ctx, "M", TS_SHAPE(16), TS_VARS(i),
+				  ts_reduce_max(ctx, TS_READ(ctx, X, i, k->var), 1, &k));
+	ts_tensor *W = ts_compute(ctx, "W", TS_SHAPE(16, 1024), TS_VARS(r, c),
+				  ts_sub(ctx, TS_READ(ctx, X, r, c), TS_READ(ctx, M, r)));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &W);
+	tu_nonnull(ctx, s);
+	ts_stage *sw = ts_stage_of(s, W);
+	tu_ok(ctx, ts_compute_at(ts_stage_of(s, M), sw, ts_axis_of(sw, 0)));
+	const char *p = ts_schedule_picture(s, W);
+	tu_nonnull(ctx, p);
+	ck_assert_msg(strstr(p, "M[i] = max(itself, ...)") != NULL, "%s", p);
+	ck_assert_msg(strstr(p, "   15360  15361") != NULL, "%s", p);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("picture");
@@ -167,6 +191,7 @@ int main(void)
 	tcase_add_test(tc, picture_compute_at);
 	tcase_add_test(tc, svg_tiled_gemm);
 	tcase_add_test(tc, picture_unscheduled);
+	tcase_add_test(tc, picture_max_reduction_wide_grid);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
