@@ -249,16 +249,30 @@ static void stage_lines(pic *p, const ts_stage *st, int depth)
 /* ---- running the data loops -------------------------------------------------- */
 
 /* Per output element (row-major over the window or plane): the order it is
- * first written in, its tile, and the innermost-loop run it is in (-1:
- * never written). */
+ * first written in, its tile (numbered in the order the tiles first write
+ * an element), the innermost-loop run it is in, and the value of the
+ * outermost parallel tile loop there (-1 in order and tile: never
+ * written; -1 in par: no parallel tile loop). */
 typedef struct grid {
 	int64_t rows, cols;  /* the part of the output recorded */
-	int64_t *order, *tile, *run;
+	int64_t *order, *tile, *run, *par;
 	int64_t left;        /* elements not yet written */
 	int ntile;           /* the leading tile loops */
 	int width;           /* characters per number in the text grid */
 	bool truncated;      /* stopped at MAX_STEPS */
+	/* while running: elements written, tiles begun, the tile loops'
+	 * values of the last write */
+	int64_t seq, tiles;
+	uint64_t last_tile;
 } grid;
+
+/* Where the odometer stands: the tile loops' values (as one number,
+ * wrapping harmlessly: it is only compared), the other loops' values but
+ * the innermost (the run), and the outermost parallel tile loop's value. */
+typedef struct point {
+	uint64_t tile, run;
+	int64_t par;
+} point;
 
 /* Is a made by the outer part of a split, or a fuse of two such? */
 static bool is_outer(const ts_stage *st, const ts_axis *a)
@@ -308,19 +322,37 @@ static void rebuild_roots(const ts_stage *st, int64_t *val)
 }
 
 /* Records one iteration: the element it writes, if inside the grid. */
-static void visit(const ts_stage *st, grid *g, const int64_t *val, int64_t tile, int64_t run,
-		  int64_t *seq)
+static void visit(const ts_stage *st, grid *g, const int64_t *val, const point *pt)
 {
 	int64_t i = val[axis_index(st, st->root[0])], j = val[axis_index(st, st->root[1])];
 	if (i >= st->tensor->shape[0] || j >= st->tensor->shape[1])
 		return; /* a tail the split's guard skips */
-	int64_t order = (*seq)++;
-	if (i >= g->rows || j >= g->cols || g->order[i * g->cols + j] >= 0)
+	if (g->seq == 0 || pt->tile != g->last_tile)
+		g->tiles++;
+	g->last_tile = pt->tile;
+	int64_t order = g->seq++, k = i * g->cols + j;
+	if (i >= g->rows || j >= g->cols || g->order[k] >= 0)
 		return;
-	g->order[i * g->cols + j] = order;
-	g->tile[i * g->cols + j] = tile;
-	g->run[i * g->cols + j] = run;
+	g->order[k] = order;
+	g->tile[k] = g->tiles - 1;
+	g->run[k] = (int64_t)(pt->run & INT64_MAX);
+	g->par[k] = pt->par;
 	g->left--;
+}
+
+/* The odometer's point for the loop values idx[] of the data leaves d[]. */
+static point point_of(const grid *g, const ts_axis *const *d, int nd, const int64_t *idx)
+{
+	point pt = {.par = -1};
+	for (int k = 0; k < nd; k++) {
+		if (k < g->ntile)
+			pt.tile = pt.tile * (uint64_t)d[k]->extent + (uint64_t)idx[k];
+		if (k < nd - 1)
+			pt.run = pt.run * (uint64_t)d[k]->extent + (uint64_t)idx[k];
+		if (k < g->ntile && pt.par < 0 && d[k]->loop == TS_FOR_PARALLEL)
+			pt.par = idx[k];
+	}
+	return pt;
 }
 
 /* Runs the data leaves of a 2-D stage until every element of the grid is
@@ -329,22 +361,17 @@ static void run_nest(const ts_stage *st, grid *g)
 {
 	const ts_axis *d[MAX_AXES];
 	int nd = data_leaves(st, d, &g->ntile);
-	int64_t val[MAX_AXES] = {0}, idx[MAX_AXES] = {0}, seq = 0;
+	int64_t val[MAX_AXES] = {0}, idx[MAX_AXES] = {0};
 	for (int64_t step = 0; g->left > 0; step++) {
 		if (step >= MAX_STEPS) {
 			g->truncated = true;
 			return;
 		}
-		int64_t tile = 0, run = 0;
-		for (int k = 0; k < nd; k++) {
+		for (int k = 0; k < nd; k++)
 			val[axis_index(st, d[k])] = idx[k];
-			if (k < g->ntile)
-				tile = tile * d[k]->extent + idx[k];
-			if (k < nd - 1)
-				run = run * d[k]->extent + idx[k];
-		}
+		point pt = point_of(g, d, nd, idx);
 		rebuild_roots(st, val);
-		visit(st, g, val, tile, run, &seq);
+		visit(st, g, val, &pt);
 		int k = nd - 1;
 		while (k >= 0 && ++idx[k] == d[k]->extent)
 			idx[k--] = 0;
@@ -360,10 +387,11 @@ static bool grid_init(ts_ctx *ctx, grid *g, int64_t rows, int64_t cols)
 	g->order = ts_alloc_array(ctx, n, sizeof(int64_t));
 	g->tile = ts_alloc_array(ctx, n, sizeof(int64_t));
 	g->run = ts_alloc_array(ctx, n, sizeof(int64_t));
-	if (!g->order || !g->tile || !g->run)
+	g->par = ts_alloc_array(ctx, n, sizeof(int64_t));
+	if (!g->order || !g->tile || !g->run || !g->par)
 		return false;
 	for (size_t k = 0; k < n; k++)
-		g->order[k] = -1;
+		g->order[k] = g->tile[k] = -1;
 	return true;
 }
 
@@ -401,6 +429,13 @@ static void grid_width(grid *g)
 	g->width = g->width < 4 ? 4 : g->width;
 }
 
+/* Do elements a and b lie in different tiles?  (Not known when either
+ * was never written.) */
+static bool tile_edge(const grid *g, int64_t a, int64_t b)
+{
+	return g->tile[a] >= 0 && g->tile[b] >= 0 && g->tile[a] != g->tile[b];
+}
+
 static void grid_row(ts_sbuf *sb, const grid *g, int64_t i)
 {
 	ts_sb_puts(sb, "  ");
@@ -410,7 +445,7 @@ static void grid_row(ts_sbuf *sb, const grid *g, int64_t i)
 			ts_sb_printf(sb, "%*s", g->width, "?");
 		else
 			ts_sb_printf(sb, "%*lld", g->width, (long long)o);
-		bool edge = j + 1 < g->cols && g->tile[i * g->cols + j] != g->tile[i * g->cols + j + 1];
+		bool edge = j + 1 < g->cols && tile_edge(g, i * g->cols + j, i * g->cols + j + 1);
 		ts_sb_putc(sb, edge ? '|' : ' ');
 	}
 	ts_sb_putc(sb, '\n');
@@ -421,12 +456,12 @@ static void grid_rule(ts_sbuf *sb, const grid *g, int64_t i)
 {
 	bool any = false;
 	for (int64_t j = 0; j < g->cols; j++)
-		any |= g->tile[i * g->cols + j] != g->tile[(i + 1) * g->cols + j];
+		any |= tile_edge(g, i * g->cols + j, (i + 1) * g->cols + j);
 	if (!any)
 		return;
 	ts_sb_puts(sb, "  ");
 	for (int64_t j = 0; j < g->cols; j++) {
-		char c = g->tile[i * g->cols + j] != g->tile[(i + 1) * g->cols + j] ? '-' : ' ';
+		char c = tile_edge(g, i * g->cols + j, (i + 1) * g->cols + j) ? '-' : ' ';
 		for (int k = 0; k <= g->width; k++)
 			ts_sb_putc(sb, c);
 	}
@@ -532,40 +567,26 @@ const char *ts_schedule_picture(ts_schedule *s, const ts_tensor *t)
 #define SVG_PLANE 400.0 /* pixels per side of the output plane */
 #define SVG_TILE 360.0  /* pixels per side of the enlarged tile */
 
-/* The value of the outermost parallel tile loop for tile number `tile`
- * (-1 when no tile loop is parallel). */
-static int64_t parallel_value(const ts_stage *st, int64_t tile)
-{
-	const ts_axis *d[MAX_AXES];
-	int ntile;
-	data_leaves(st, d, &ntile);
-	for (int k = ntile - 1; k >= 0; k--) {
-		int64_t v = tile % d[k]->extent;
-		tile /= d[k]->extent;
-		bool outer_parallel = false;
-		for (int m = 0; m < k; m++)
-			outer_parallel |= d[m]->loop == TS_FOR_PARALLEL;
-		if (d[k]->loop == TS_FOR_PARALLEL && !outer_parallel)
-			return v;
-	}
-	return -1;
-}
-
 static const char *const palette[] = {"#9ecae1", "#a1d99b", "#fdae6b", "#bcbddc",
 				       "#fc9272", "#c7e9c0", "#fdd0a2", "#dadaeb"};
 
-/* Bounding boxes of the tiles: lo/hi row and column per tile number. */
+/* Per tile: its bounding box (lo/hi row and column) and the value of its
+ * parallel tile loop, 5 numbers each. */
 static void tile_boxes(const grid *g, int64_t ntiles, int64_t *box)
 {
-	for (int64_t t = 0; t < ntiles; t++)
-		box[4 * t] = box[4 * t + 1] = INT64_MAX, box[4 * t + 2] = box[4 * t + 3] = -1;
+	for (int64_t t = 0; t < ntiles; t++) {
+		int64_t *b = &box[5 * t];
+		b[0] = b[1] = INT64_MAX, b[2] = b[3] = b[4] = -1;
+	}
 	for (int64_t i = 0; i < g->rows; i++)
 		for (int64_t j = 0; j < g->cols; j++) {
-			int64_t t = g->tile[i * g->cols + j], *b = &box[4 * t];
+			int64_t t = g->tile[i * g->cols + j];
 			if (t < 0)
 				continue;
+			int64_t *b = &box[5 * t];
 			b[0] = i < b[0] ? i : b[0], b[1] = j < b[1] ? j : b[1];
 			b[2] = i > b[2] ? i : b[2], b[3] = j > b[3] ? j : b[3];
+			b[4] = g->par[i * g->cols + j];
 		}
 }
 
@@ -574,7 +595,7 @@ static void svg_plane(ts_ctx *ctx, ts_sbuf *sb, const ts_stage *st, const grid *
 	int64_t ntiles = 0;
 	for (int64_t k = 0; k < g->rows * g->cols; k++)
 		ntiles = g->tile[k] + 1 > ntiles ? g->tile[k] + 1 : ntiles;
-	int64_t *box = ts_alloc_array(ctx, (size_t)ntiles * 4, sizeof(int64_t));
+	int64_t *box = ts_alloc_array(ctx, (size_t)ntiles * 5, sizeof(int64_t));
 	if (!box)
 		return;
 	tile_boxes(g, ntiles, box);
@@ -583,13 +604,13 @@ static void svg_plane(ts_ctx *ctx, ts_sbuf *sb, const ts_stage *st, const grid *
 		     st->name, (long long)g->rows, (long long)g->cols, (long long)ntiles,
 		     ntiles == 1 ? "" : "s");
 	ts_sb_printf(sb, "<text x=\"20\" y=\"42\">%s</text>\n",
-		     parallel_value(st, 0) >= 0 ? "colour: the value of the parallel loop (one thread each)"
+		     g->par[0] >= 0 ? "colour: the value of the parallel loop (one thread each)"
 						: "no parallel tile loop");
 	for (int64_t t = 0; t < ntiles; t++) {
-		const int64_t *b = &box[4 * t];
+		const int64_t *b = &box[5 * t];
 		if (b[2] < 0)
 			continue;
-		int64_t pv = parallel_value(st, t);
+		int64_t pv = b[4];
 		const char *fill = pv >= 0 ? palette[pv % 8] : (t % 2 ? "#e0e0e0" : "#f4f4f4");
 		double x = 20 + (double)b[1] * cell, y = 60 + (double)b[0] * cell;
 		double w = (double)(b[3] - b[1] + 1) * cell, h = (double)(b[2] - b[0] + 1) * cell;

@@ -181,6 +181,34 @@ START_TEST(picture_max_reduction_wide_grid)
 }
 END_TEST
 
+/* A huge output (nothing is allocated for it) with splits whose parts
+ * exceed the extent: the grid shows the window without overflowing. */
+START_TEST(picture_huge_shape)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	int64_t n = (int64_t)1 << 31;
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(n, n), ts_float32);
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(n, n), TS_VARS(i, j), TS_READ(ctx, A, i, j));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	tu_nonnull(ctx, s);
+	ts_stage *sc = ts_stage_of(s, C);
+	ts_axis *io, *ii, *jo, *ji;
+	tu_ok(ctx, ts_split_nparts(sc, ts_axis_of(sc, 0), n / 2, &io, &ii));
+	tu_ok(ctx, ts_split(sc, ts_axis_of(sc, 1), n / 4, &jo, &ji));
+	tu_ok(ctx, ts_reorder(sc, TS_AXES(io, jo, ii, ji)));
+	tu_ok(ctx, ts_parallel(sc, io));
+	const char *p = ts_schedule_picture(s, C);
+	tu_nonnull(ctx, p);
+	ck_assert_msg(strstr(p, "C[0..15, 0..15] (of 2147483648 x 2147483648)") != NULL, "%s", p);
+	/* row 1 is not reached in the iterations drawn: no tile line above it */
+	ck_assert_msg(strstr(p, "----") == NULL, "%s", p);
+	ck_assert_ptr_null(ts_schedule_svg(s, C));
+	tu_assert_error(ctx, "more than 1048576 to draw");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("picture");
@@ -192,6 +220,7 @@ int main(void)
 	tcase_add_test(tc, svg_tiled_gemm);
 	tcase_add_test(tc, picture_unscheduled);
 	tcase_add_test(tc, picture_max_reduction_wide_grid);
+	tcase_add_test(tc, picture_huge_shape);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
