@@ -30,8 +30,9 @@ extern "C" {
 
 /* The loop nest of t's stage as an indented tree, one line per loop:
  *
- *   for i.outer [2]  parallel    i.outer = i / 32   (i: 50 = 2 x 32, last 18, guarded)
- *     for j.outer [2]  serial    j.outer = j / 32
+ *   for i.outer [2]      parallel    i.outer = i / 32   (i: 50 = 2 x 32 does not
+ *                                    divide: the last i.inner runs 18 of 32, guarded)
+ *     for j.outer [2]    serial      j.outer = j / 32
  *       ...
  *           C[i, j] += ...  where i = i.outer*32 + i.inner, j = ...
  *
