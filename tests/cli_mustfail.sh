@@ -4,7 +4,7 @@
 # names the mistake, no sanitizer report, and nothing run.  Only error paths
 # are exercised, so no benchmark or tutorial step ever starts.
 #
-#   cli_mustfail.sh MATMUL [TUTORIAL [BENCH]]
+#   cli_mustfail.sh MATMUL [TUTORIAL [BENCH [EXERCISE]]]
 #
 # A program whose path is empty or missing is skipped (tessera-tutorial and
 # tessera-bench are built only when OpenBLAS and oneDNN are found).
@@ -13,6 +13,7 @@ set -u
 matmul=${1:-}
 tutorial=${2:-}
 bench=${3:-}
+exercise=${4:-}
 failures=0
 cases=0
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tessera_cli.XXXXXX") || exit 1
@@ -127,6 +128,27 @@ if have "$bench"; then
 	if ls "$tmp" | grep -q json; then
 		failures=$((failures + 1))
 		echo "FAIL: a refused --json path was created"
+	fi
+fi
+
+if have "$exercise"; then
+	e=$exercise
+	expect "missing command (list or check)" "$e"
+	expect "unknown command 'run' (list or check)" "$e" run 1
+	expect "unexpected argument 'extra'" "$e" list extra
+	expect "check needs an exercise number (1 to 5, or all)" "$e" check
+	for n in 0 6 -1 abc 1x "" " 1" 99999999999999999999 +1; do
+		expect "'$n' is not an exercise; the exercises are 1 to 5 (or all)" "$e" check "$n"
+	done
+	expect "unknown option '--bogus'" "$e" check 1 --bogus
+	expect "unknown option '--solution=1'" "$e" check 1 --solution=1
+	expect "unexpected argument '2'" "$e" check 1 2
+	expect "--svg needs a file name" "$e" check 1 --svg
+	expect "--svg needs a file name" "$e" check 1 --svg ""
+	expect "--svg draws one exercise, not all" "$e" check all --svg "$tmp/x.svg"
+	if [ -e "$tmp/x.svg" ]; then
+		failures=$((failures + 1))
+		echo "FAIL: a refused --svg path was created"
 	fi
 fi
 
