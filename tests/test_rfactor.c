@@ -245,7 +245,15 @@ START_TEST(test_two_axes_fused)
 	ts_tensor *rf = ts_rfactor(s, C, qi, 0);
 	tu_nonnull(ctx, rf);
 	tu_check_func(ctx, lower2(ctx, s, A, C), 1e-4);
-	/* and the fused axis factored instead */
+	/* and the fused axis factored instead, in a schedule of its own */
+	s = ts_create_schedule(ctx, 1, &C);
+	sc = ts_stage_of(s, C);
+	tu_ok(ctx, ts_split(sc, ts_reduce_axis_of(sc, 1), 4, &qo, &qi));
+	tu_ok(ctx, ts_fuse(sc, ts_reduce_axis_of(sc, 0), qo, &f));
+	rf = ts_rfactor(s, C, f, 1);
+	tu_nonnull(ctx, rf);
+	ck_assert_int_eq(rf->shape[1], 21); /* 7 x ceil(10 / 4) */
+	tu_check_func(ctx, lower2(ctx, s, A, C), 1e-4);
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -305,6 +313,31 @@ START_TEST(test_rf_compute_at)
 	ts_tensor *rf = ts_rfactor(s, C, ki, 1);
 	tu_ok(ctx, ts_compute_at(ts_stage_of(s, rf), sc, ts_axis_of(sc, 0)));
 	tu_check_func(ctx, lower2(ctx, s, A, C), 1e-4);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* C computed at its consumer's row loop before rfactor: C stays there,
+ * C.rf is computed at root. */
+START_TEST(test_after_compute_at)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A, *C = row_reduce(ctx, TS_REDUCE_SUM, 6, 23, &A);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_tensor *D = ts_compute(ctx, "D", TS_SHAPE(6), TS_VARS(i),
+				  ts_mul(ctx, TS_READ(ctx, C, i), ts_float(ctx, 2)));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &D);
+	ts_stage *sc = ts_stage_of(s, C), *sd = ts_stage_of(s, D);
+	ts_axis *ko, *ki;
+	tu_ok(ctx, ts_compute_at(sc, sd, ts_axis_of(sd, 0)));
+	tu_ok(ctx, ts_split(sc, ts_reduce_axis_of(sc, 0), 4, &ko, &ki));
+	ts_tensor *rf = ts_rfactor(s, C, ki, 1);
+	tu_nonnull(ctx, rf);
+	ck_assert_int_eq(ts_stage_of(s, rf)->attach, SCH_ATTACH_ROOT);
+	ck_assert_int_eq(sc->attach, SCH_ATTACH_AT);
+	ts_func *f = ts_lower(s, "f", 2, (ts_tensor *[]){A, D});
+	tu_nonnull(ctx, f);
+	tu_check_func(ctx, f, 1e-4);
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -400,6 +433,7 @@ int main(void)
 	tcase_add_test(tc, test_keeps_data_schedule);
 	tcase_add_test(tc, test_twice);
 	tcase_add_test(tc, test_rf_compute_at);
+	tcase_add_test(tc, test_after_compute_at);
 	tcase_add_test(tc, test_init_once);
 	tcase_add_test(tc, test_c_emit);
 	tcase_add_test(tc, test_step);
