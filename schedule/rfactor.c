@@ -178,9 +178,12 @@ static ts_status plan_leaves(rf_plan *p)
 		ts_axis *a = st->leaf[i];
 		if (a->kind != TS_ITER_REDUCE || a == p->kf)
 			continue;
-		if (p->nrest == TS_MAX_DIMS)
-			return fail(p->ctx, st, "more than %s reduction leaves would remain in the new stage",
-				    "8", NULL);
+		if (p->nrest == TS_MAX_DIMS) {
+			char msg[96];
+			snprintf(msg, sizeof(msg), "more than %d reduction leaves would remain in the new stage",
+				 TS_MAX_DIMS);
+			return fail(p->ctx, st, "%s", msg, NULL);
+		}
 		ts_iter *it = ir_iter_new(p->ctx, a->name, 0, a->extent, TS_ITER_REDUCE);
 		if (!it)
 			return ts_last_status(p->ctx);

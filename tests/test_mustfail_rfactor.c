@@ -5,7 +5,10 @@
  */
 #include "testutil.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "stderr_capture.h"
 
 /* P[i, k] = A[i, k] + 1; C[i] = sum_k P[i, k] over 6 x 10. */
 typedef struct fx {
@@ -229,6 +232,31 @@ START_TEST(too_many_leaves)
 }
 END_TEST
 
+/* With step printing on, a refused rfactor prints nothing; one that
+ * succeeds prints its step. */
+START_TEST(steps_print_only_success)
+{
+	fx f = make();
+	ts_ctx_set_print_steps(f.ctx, TS_PRINT_STEPS_NEST);
+	tu_capture cap;
+	tu_capture_begin(&cap);
+	ts_tensor *bad = ts_rfactor(f.s, f.C, ts_axis_of(f.sc, 0), 0);
+	char *text = tu_capture_end(&cap);
+	ck_assert_ptr_null(bad);
+	tu_assert_error(f.ctx, "rfactor(C): axis 'i' is a data-parallel axis");
+	ck_assert_msg(text[0] == '\0', "a refused rfactor printed '%s'", text);
+	free(text);
+	ts_clear_error(f.ctx);
+	tu_capture_begin(&cap);
+	ts_tensor *rf = ts_rfactor(f.s, f.C, f.ki, 1);
+	text = tu_capture_end(&cap);
+	tu_nonnull(f.ctx, rf);
+	ck_assert_msg(strstr(text, "rfactor(C, k.inner, 1) -> C.rf") != NULL, "%s", text);
+	free(text);
+	ts_ctx_free(f.ctx);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("mustfail_rfactor");
@@ -247,6 +275,7 @@ int main(void)
 	tcase_add_test(tc, producer_at_data_axis);
 	tcase_add_test(tc, too_many_dims);
 	tcase_add_test(tc, too_many_leaves);
+	tcase_add_test(tc, steps_print_only_success);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

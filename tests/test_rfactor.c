@@ -342,6 +342,49 @@ START_TEST(test_after_compute_at)
 }
 END_TEST
 
+/* A reduction axis that starts at 3, split so the tail passes its end:
+ * the clamp keeps the read inside A (lowering would refuse it). */
+START_TEST(test_axis_with_min)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(4, 32), ts_float32);
+	ts_iter *k = ts_reduce_axis(ctx, "k", 3, 29);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(4), TS_VARS(i),
+				  TS_SUM(ctx, TS_READ(ctx, A, i, k->var), k));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_stage *sc = ts_stage_of(s, C);
+	ts_axis *ko, *ki;
+	tu_ok(ctx, ts_split(sc, ts_reduce_axis_of(sc, 0), 8, &ko, &ki));
+	tu_nonnull(ctx, ts_rfactor(s, C, ko, 0));
+	tu_check_func(ctx, lower2(ctx, s, A, C), 1e-4);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* An inlined producer: C.rf reads it, so it is inlined there. */
+START_TEST(test_inlined_producer)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(5, 33), ts_float32);
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	ts_tensor *P = ts_compute(ctx, "P", TS_SHAPE(5, 33), TS_VARS(i, j),
+				  ts_mul(ctx, TS_READ(ctx, A, i, j), TS_READ(ctx, A, i, j)));
+	ts_iter *k = ts_reduce_axis(ctx, "k", 0, 33);
+	ts_expr *i2 = ts_var(ctx, "i");
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(5), TS_VARS(i2),
+				  TS_SUM(ctx, TS_READ(ctx, P, i2, k->var), k));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_stage *sc = ts_stage_of(s, C);
+	ts_axis *ko, *ki;
+	tu_ok(ctx, ts_compute_inline(ts_stage_of(s, P)));
+	tu_ok(ctx, ts_split(sc, ts_reduce_axis_of(sc, 0), 8, &ko, &ki));
+	tu_nonnull(ctx, ts_rfactor(s, C, ki, 1));
+	tu_check_func(ctx, lower2(ctx, s, A, C), 1e-4);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* A reduction with an init: it is added once, by the final stage. */
 START_TEST(test_init_once)
 {
@@ -434,6 +477,8 @@ int main(void)
 	tcase_add_test(tc, test_twice);
 	tcase_add_test(tc, test_rf_compute_at);
 	tcase_add_test(tc, test_after_compute_at);
+	tcase_add_test(tc, test_axis_with_min);
+	tcase_add_test(tc, test_inlined_producer);
 	tcase_add_test(tc, test_init_once);
 	tcase_add_test(tc, test_c_emit);
 	tcase_add_test(tc, test_step);
