@@ -100,6 +100,14 @@ static ts_stage *find_stage(ts_schedule *s, const ts_tensor *t)
 	return NULL;
 }
 
+static bool find_stage_named(const ts_schedule *s, const char *name)
+{
+	for (int i = 0; i < s->nstages; i++)
+		if (strcmp(s->stages[i]->name, name) == 0)
+			return true;
+	return false;
+}
+
 /* kf: a leaf reduction axis of st not factored before. */
 static ts_status check_axis(ts_ctx *ctx, const ts_stage *st, const ts_axis *kf)
 {
@@ -255,6 +263,16 @@ static ts_expr *plan_source(rf_plan *p)
 	return src;
 }
 
+/* "C.rf", or "C.rf2", "C.rf3", ... when C was factored before: stage
+ * names print in schedules and steps, so they should tell stages apart. */
+static const char *rf_name(rf_plan *p)
+{
+	const char *base = p->st->tensor->name, *name = ts_sprintf(p->ctx, "%s.rf", base);
+	for (int n = 2; name && find_stage_named(p->st->sch, name); n++)
+		name = ts_sprintf(p->ctx, "%s.rf%d", base, n);
+	return name;
+}
+
 /* The tensor C.rf and C's new body, reading it. */
 static ts_status plan_tensors(rf_plan *p)
 {
@@ -270,7 +288,7 @@ static ts_status plan_tensors(rf_plan *p)
 	for (int d = 0; d < t->ndim; d++)
 		shape[d < p->fa ? d : d + 1] = t->shape[d];
 	shape[p->fa] = p->kf->extent;
-	const char *name = ts_sprintf(ctx, "%s.rf", t->name);
+	const char *name = rf_name(p);
 	p->rf = body && name ? ts_compute(ctx, name, t->ndim + 1, shape, p->vars, body) : NULL;
 	p->kv = ir_iter_new(ctx, ts_sprintf(ctx, "%s.v", p->kf->name), 0, p->kf->extent,
 			    TS_ITER_REDUCE);

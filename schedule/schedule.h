@@ -169,7 +169,8 @@ ts_tensor *ts_cache_read(ts_schedule *s, ts_tensor *t, ts_scope scope, int nread
 ts_tensor *ts_cache_write(ts_schedule *s, ts_tensor *t, ts_scope scope);
 /* TVM's s.rfactor(t, kf, factor_axis), Halide's Func::rfactor: factors the
  * reduction of t over its leaf reduction axis kf (a part of a split
- * reduction axis, usually) into a new stage "<t>.rf", returned.  t.rf has
+ * reduction axis, usually) into a new stage "<t>.rf" ("<t>.rf2", ... when
+ * t was factored before), returned.  t.rf has
  * t's data axes with kf inserted as a data axis at position factor_axis
  * (0 = outermost, t->ndim = innermost) and reduces over t's other leaf
  * reduction axes, so its kf axis can be parallelized or vectorized; t's

@@ -295,7 +295,9 @@ START_TEST(test_twice)
 	tu_ok(ctx, ts_split(sc, ts_reduce_axis_of(sc, 0), 12, &ko, &ki));
 	tu_nonnull(ctx, ts_rfactor(s, C, ki, 1));
 	tu_ok(ctx, ts_split(sc, ts_reduce_axis_of(sc, 0), 5, &vo, &vi));
-	tu_nonnull(ctx, ts_rfactor(s, C, vo, 0));
+	ts_tensor *rf2 = ts_rfactor(s, C, vo, 0);
+	tu_nonnull(ctx, rf2);
+	ck_assert_str_eq(rf2->name, "C.rf2");
 	tu_check_func(ctx, lower2(ctx, s, A, C), 1e-4);
 	ts_ctx_free(ctx);
 }
