@@ -6,8 +6,10 @@
  * then its reduction axes).  Primitives never build loops: split and fuse
  * append a relation and edit the stage's ordered list of leaf axes; vectorize,
  * parallel, unroll and bind set a leaf's loop kind; compute_at/inline/root set
- * where the stage is computed.  Loops appear only at lowering (lower.h), by
- * propagating the root domains through the relations.
+ * where the stage is computed; cache_read, cache_write and rfactor add a
+ * stage and rewrite the bodies of the stages they touch.  Loops appear only
+ * at lowering (lower.h), by propagating the root domains through the
+ * relations.
  *
  * The calls read like TVM's:
  *
