@@ -15,6 +15,8 @@
  *   dense.c     the `dense` command: fused dense layer vs separate kernels
  *   report.c    table, JSON and gnuplot chart
  *   softmax.c   `softmax`: the softmax schedule against unscheduled and naive C
+ *   reduce.c    `reduce`: float sums, rfactor + vectorize + parallel against
+ *               unscheduled and naive C
  *
  * Every kernel computes one problem on a "buffer set" (inputs and output as
  * tessera host arrays); when a problem fits in cache the runner rotates over
@@ -29,6 +31,7 @@
 #include <stdio.h>
 
 #include "array.h"
+#include "schedule.h"
 #include "timer.h"
 
 /* Exit codes of tessera-bench. */
@@ -46,7 +49,7 @@ typedef enum bench_op { BENCH_GEMM, BENCH_CONV2D } bench_op;
 typedef enum bench_target { BENCH_CPU, BENCH_CUDA } bench_target;
 typedef enum bench_cmd {
 	BENCH_CMD_GEMM, BENCH_CMD_CONV2D, BENCH_CMD_DENSE, BENCH_CMD_SUMMARY, BENCH_CMD_PEAK,
-	BENCH_CMD_SOFTMAX,
+	BENCH_CMD_SOFTMAX, BENCH_CMD_REDUCE,
 	BENCH_CMD_HELP
 } bench_cmd;
 
@@ -99,6 +102,18 @@ typedef struct bench_opts {
 /* Runs `tessera-bench softmax` (its own table); a BENCH_EXIT_ code. */
 int bench_softmax(const bench_opts *o);
 
+/* ---- reduce.c ------------------------------------------------------------------- */
+
+/* Runs `tessera-bench reduce` (its own table); a BENCH_EXIT_ code. */
+int bench_reduce(const bench_opts *o);
+/* C[i] = sum_k A[i, k] for a 2-D A. */
+ts_tensor *bench_reduce_graph(ts_ctx *ctx, ts_tensor *A);
+/* reduce's schedule of that graph: k split by 16, the 16 lanes factored
+ * out with rfactor and vectorized, rows in parallel; with fewer than 4
+ * rows per thread the rest of k is factored again into 64 parallel
+ * chunks. */
+ts_status bench_schedule_reduce(ts_schedule *s, ts_tensor *C, int threads);
+
 /* ---- cli.c ------------------------------------------------------------------ */
 
 /* Parses argv into *o (defaults filled in).  Returns 0, or -1 with a
@@ -128,6 +143,8 @@ void bench_naive_gemm(int64_t M, int64_t N, int64_t K, const float *A, const flo
 void bench_naive_conv(const bench_conv *c, const float *X, const float *W, float *Y);
 /* Y = softmax of each row of X[rows, cols] (max, exp, sum, times 1/sum). */
 void bench_naive_softmax(int64_t rows, int64_t cols, const float *X, float *Y);
+/* Y[r] = sum_k X[r, k], one float accumulator per row. */
+void bench_naive_row_sum(int64_t rows, int64_t cols, const float *X, float *Y);
 /* Unfolds X[n] into cols[C*R*S, OH*OW] so that a GEMM W[K, CRS] x cols
  * gives Y[n] (the classic im2col convolution). */
 void bench_im2col(const bench_conv *c, const float *Xn, float *cols);

@@ -94,6 +94,10 @@ void bench_usage(FILE *f)
 	      "            ts_schedule_softmax_cpu vs the unscheduled function, the generic\n"
 	      "            default schedule and naive C, median us and speedups (CPU only;\n"
 	      "            takes --threads and --repeat)\n"
+	      "  reduce    float sums (2^24 elements, row sums of 4096x4096): rfactor +\n"
+	      "            vectorize + parallel vs the unscheduled function and naive C,\n"
+	      "            median us, GB/s and speedups (CPU only; takes --threads and\n"
+	      "            --repeat)\n"
 	      "  help      this text\n"
 	      "\n"
 	      "options:\n"
@@ -513,7 +517,7 @@ static int parse_command(bench_opts *o, const char *c, char *err, size_t n)
 	static const struct { const char *name; bench_cmd cmd; } cmds[] = {
 		{"gemm", BENCH_CMD_GEMM}, {"conv2d", BENCH_CMD_CONV2D},
 		{"summary", BENCH_CMD_SUMMARY}, {"peak", BENCH_CMD_PEAK}, {"dense", BENCH_CMD_DENSE},
-		{"softmax", BENCH_CMD_SOFTMAX},
+		{"softmax", BENCH_CMD_SOFTMAX}, {"reduce", BENCH_CMD_REDUCE},
 		{"help", BENCH_CMD_HELP}, {"-h", BENCH_CMD_HELP}, {"--help", BENCH_CMD_HELP},
 	};
 	for (size_t i = 0; i < TS_COUNT_OF(cmds); i++) {
@@ -523,7 +527,7 @@ static int parse_command(bench_opts *o, const char *c, char *err, size_t n)
 		}
 	}
 	return snprintf(err, n, "unknown command '%.64s' (gemm, conv2d, dense, summary, peak, "
-			"softmax or help)", c), -1;
+			"softmax, reduce or help)", c), -1;
 }
 
 static void set_defaults(bench_opts *o)
@@ -550,7 +554,7 @@ int bench_parse_args(int argc, char **argv, bench_opts *o, char *err, size_t err
 	set_defaults(o);
 	if (argc < 2)
 		return fail(err, errlen, "%s",
-			    "missing command (gemm, conv2d, dense, summary, peak, softmax or help)");
+			    "missing command (gemm, conv2d, dense, summary, peak, softmax, reduce or help)");
 	if (parse_command(o, argv[1], err, errlen))
 		return -1;
 	for (int i = 2; i < argc; i++) {
@@ -585,9 +589,11 @@ int bench_parse_args(int argc, char **argv, bench_opts *o, char *err, size_t err
 	    o->cmd != BENCH_CMD_HELP)
 		return snprintf(err, errlen, "--flush-l2 applies to --target cuda only (it flushes "
 				"the GPU's L2)"), -1;
-	if (o->cmd == BENCH_CMD_SOFTMAX && (o->target != BENCH_CPU || o->impls || o->json || o->plot))
-		return snprintf(err, errlen, "softmax takes only --threads and --repeat (it runs on "
-				"the CPU and prints its own table)"), -1;
+	if ((o->cmd == BENCH_CMD_SOFTMAX || o->cmd == BENCH_CMD_REDUCE) &&
+	    (o->target != BENCH_CPU || o->impls || o->json || o->plot))
+		return snprintf(err, errlen, "%s takes only --threads and --repeat (it runs on "
+				"the CPU and prints its own table)",
+				o->cmd == BENCH_CMD_SOFTMAX ? "softmax" : "reduce"), -1;
 	if (o->cmd == BENCH_CMD_DENSE && dense_refuses(o, err, errlen))
 		return -1;
 	if (o->nproblems == 0)

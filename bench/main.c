@@ -126,6 +126,10 @@ int main(int argc, char **argv)
 		setvbuf(stdout, NULL, _IOLBF, 0);
 		return bench_softmax(&o);
 	}
+	if (o.cmd == BENCH_CMD_REDUCE) {
+		setvbuf(stdout, NULL, _IOLBF, 0);
+		return bench_reduce(&o);
+	}
 	if (o.list_layers) {
 		bench_print_layers(stdout);
 		return BENCH_EXIT_OK;

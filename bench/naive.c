@@ -148,3 +148,13 @@ void bench_naive_softmax(int64_t rows, int64_t cols, const float *X, float *Y)
 			y[k] *= inv;
 	}
 }
+
+void bench_naive_row_sum(int64_t rows, int64_t cols, const float *X, float *Y)
+{
+	for (int64_t r = 0; r < rows; r++) {
+		float s = 0;
+		for (int64_t k = 0; k < cols; k++)
+			s += X[r * cols + k];
+		Y[r] = s;
+	}
+}

@@ -230,6 +230,54 @@ START_TEST(test_cli_softmax)
 }
 END_TEST
 
+/* `reduce` takes --threads and --repeat, like softmax. */
+START_TEST(test_cli_reduce)
+{
+	bench_opts o;
+	char err[256];
+	ck_assert_int_eq(parse(&o, err, "reduce --threads 2 --repeat 4"), 0);
+	ck_assert_int_eq(o.cmd, BENCH_CMD_REDUCE);
+	ck_assert_int_eq(o.threads, 2);
+	ck_assert_int_eq(o.repeat, 4);
+	ck_assert_int_eq(o.nproblems, 0);
+	assert_parse_error("reduce --json x.json", "reduce takes only --threads and --repeat");
+	assert_parse_error("reduce --target cuda", "reduce takes only --threads and --repeat");
+	assert_parse_error("reduce --size 8", "--size applies to the gemm and dense commands only");
+}
+END_TEST
+
+/* reduce's schedule (both forms: parallel rows, and parallel chunks of
+ * few rows) and its naive C against the evaluator, on extents 16 and 64
+ * do not divide. */
+static void check_reduce(int64_t rows, int64_t cols, int threads)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(rows, cols), ts_float32);
+	ts_tensor *C = bench_reduce_graph(ctx, A);
+	tu_nonnull(ctx, C);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	tu_ok(ctx, bench_schedule_reduce(s, C, threads));
+	ts_func *f = ts_lower(s, "reduce", 2, (ts_tensor *[]){A, C});
+	tu_nonnull(ctx, f);
+	ck_assert_str_eq(ts_lower_warnings(f), "");
+	tu_check_func(ctx, f, 1e-4);
+	ts_array *a = ts_array_for(ctx, A), *want = ts_array_for(ctx, C), *got = ts_array_for(ctx, C);
+	fill(a, 9);
+	tu_ok(ctx, ts_eval(ctx, 2, (ts_tensor *[]){A, C}, (void *[]){a->data, want->data}));
+	bench_naive_row_sum(rows, cols, a->data, got->data);
+	tu_assert_close(got, want, 1e-4, 1e-4);
+	ts_array_free(a), ts_array_free(want), ts_array_free(got);
+	ts_ctx_free(ctx);
+}
+
+START_TEST(test_reduce_schedule)
+{
+	check_reduce(1, 5000, 2);
+	check_reduce(3, 100, 1);
+	check_reduce(9, 77, 2);
+}
+END_TEST
+
 /* Naive direct conv and im2col + naive gemm against the evaluator. */
 static void check_naive_conv(bench_conv c)
 {
@@ -580,6 +628,8 @@ int main(void)
 	tcase_add_test(tc, test_naive_conv);
 	tcase_add_test(tc, test_naive_softmax);
 	tcase_add_test(tc, test_cli_softmax);
+	tcase_add_test(tc, test_cli_reduce);
+	tcase_add_test(tc, test_reduce_schedule);
 	tcase_add_test(tc, test_tessera_schedules);
 	tcase_add_test(tc, test_cli_gpu_defaults);
 	tcase_add_test(tc, test_tessera_cuda_schedules);

@@ -166,6 +166,18 @@ static ts_status add_stage(ts_schedule *s, ts_stage *st, int at)
 	return TS_OK;
 }
 
+ts_stage *sch_stage_new(ts_schedule *s, ts_tensor *t, int at)
+{
+	ts_stage *st = new_stage(s, t, t->body);
+	return st && add_stage(s, st, at) == TS_OK ? st : NULL;
+}
+
+ts_axis *sch_axis_new(ts_stage *st, const char *name, int64_t extent, ts_iter_kind kind,
+		      ts_expr *var)
+{
+	return new_axis(st, name, extent, kind, var);
+}
+
 ts_schedule *ts_create_schedule(ts_ctx *ctx, int n, ts_tensor *const *outputs)
 {
 	if (!ctx)
@@ -873,6 +885,9 @@ static void print_stage(ts_sbuf *sb, const ts_stage *st)
 	if (st->scope != TS_SCOPE_GLOBAL)
 		ts_sb_printf(sb, ", scope %s", ts_scope_name(st->scope));
 	ts_sb_puts(sb, "\n");
+	if (st->rf_of)
+		ts_sb_printf(sb, "  rfactor of %s over %s (factor_axis %d)\n", st->rf_of->name,
+			     st->rf_axis->name, st->rf_factor_axis);
 	for (int i = 0; i < st->nrel; i++) {
 		const sch_relation *r = &st->rel[i];
 		if (r->kind == SCH_REL_SPLIT)

@@ -6,8 +6,10 @@
  * then its reduction axes).  Primitives never build loops: split and fuse
  * append a relation and edit the stage's ordered list of leaf axes; vectorize,
  * parallel, unroll and bind set a leaf's loop kind; compute_at/inline/root set
- * where the stage is computed.  Loops appear only at lowering (lower.h), by
- * propagating the root domains through the relations.
+ * where the stage is computed; cache_read, cache_write and rfactor add a
+ * stage and rewrite the bodies of the stages they touch.  Loops appear only
+ * at lowering (lower.h), by propagating the root domains through the
+ * relations.
  *
  * The calls read like TVM's:
  *
@@ -102,6 +104,12 @@ struct ts_stage {
 	ts_axis *attach_axis;
 	ts_scope scope;       /* where an intermediate result is realized */
 	bool is_output;
+	/* A stage made by rfactor: the stage it was factored out of, the leaf
+	 * reduction axis it factored (now its data axis rf_factor_axis), NULL
+	 * otherwise. */
+	ts_stage *rf_of;
+	ts_axis *rf_axis;
+	int rf_factor_axis;
 };
 
 struct ts_schedule {
@@ -161,6 +169,23 @@ ts_tensor *ts_cache_read(ts_schedule *s, ts_tensor *t, ts_scope scope, int nread
 			 ts_tensor *const *readers);
 /* A stage that computes t's value in `scope`; t's stage becomes a copy of it. */
 ts_tensor *ts_cache_write(ts_schedule *s, ts_tensor *t, ts_scope scope);
+/* TVM's s.rfactor(t, kf, factor_axis), Halide's Func::rfactor: factors the
+ * reduction of t over its leaf reduction axis kf (a part of a split
+ * reduction axis, usually) into a new stage "<t>.rf" ("<t>.rf2", ... when
+ * t was factored before), returned.  t.rf has
+ * t's data axes with kf inserted as a data axis at position factor_axis
+ * (0 = outermost, t->ndim = innermost) and reduces over t's other leaf
+ * reduction axes, so its kf axis can be parallelized or vectorized; t's
+ * stage then reduces t.rf over kf's domain (a new reduction axis "<kf>.v").
+ * t keeps its data axes, their splits and loop kinds; its reduction leaves
+ * and their relations are replaced.  Where a split of the reduction does
+ * not divide, t.rf adds the reducer's identity for the indices past the end
+ * (a select over a clamped read, so no read leaves the source's shape).
+ * Refused: a stage that is not a reduction or is inlined, kf not a leaf
+ * reduction axis of t's stage (or already factored), factor_axis outside
+ * 0..t->ndim, and stages computed at t's loops that the reduction reads
+ * (call rfactor first, then compute_at them into t.rf). */
+ts_tensor *ts_rfactor(ts_schedule *s, ts_tensor *t, ts_axis *kf, int factor_axis);
 
 /* The schedule as text: each stage with its attachment, relations and leaf
  * loop order (extents over the stage's whole domain), and a warning line
@@ -183,6 +208,14 @@ const char *ts_schedule_step_str(ts_schedule *s);
 /* Internal: called by each primitive after it succeeded; prints the step
  * (header from fmt) when the context asks for it. */
 void sch_step(ts_schedule *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Internal, for primitives that make stages (rfactor.c): a stage for
+ * compute t inserted at position at of the stage list, an axis of st, and
+ * the identity of a reduction (the init of a reduction with none). */
+ts_stage *sch_stage_new(ts_schedule *s, ts_tensor *t, int at);
+ts_axis *sch_axis_new(ts_stage *st, const char *name, int64_t extent, ts_iter_kind kind,
+		      ts_expr *var);
+ts_expr *sch_reduce_identity(ts_ctx *ctx, ts_reduce_op op, ts_dtype t);
 
 /* Internal: the stages that read tensor t (in stage order); writes at most
  * max and returns how many there are (0 for a NULL t, -1 for a NULL

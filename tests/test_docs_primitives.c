@@ -89,6 +89,25 @@ static ex two_stage(void)
 	return e;
 }
 
+/* C[i] = sum_k A[i, k] over 4 x 10 */
+static ex rowsum(void)
+{
+	ex e = {.ctx = ts_ctx_new()};
+	ts_ctx *ctx = e.ctx;
+	e.A = ts_placeholder(ctx, "A", TS_SHAPE(4, 10), ts_float32);
+	ts_iter *k = ts_reduce_axis(ctx, "k", 0, 10);
+	ts_expr *i = ts_var(ctx, "i");
+	e.C = ts_compute(ctx, "C", TS_SHAPE(4), TS_VARS(i), TS_SUM(ctx, TS_READ(ctx, e.A, i, k->var), k));
+	e.s = ts_create_schedule(ctx, 1, &e.C);
+	e.sc = ts_stage_of(e.s, e.C);
+	e.i = ts_axis_of(e.sc, 0);
+	e.k = ts_reduce_axis_of(e.sc, 0);
+	e.nargs = 2;
+	e.args[0] = e.A;
+	e.args[1] = e.C;
+	return e;
+}
+
 static void lowered(ts_sbuf *out, ex *e)
 {
 	ts_func *f = ts_lower(e->s, "f", e->nargs, e->args);
@@ -172,6 +191,16 @@ START_TEST(test_primitives_page)
 	DOC(&out, "split of a reduction axis", "The init of the reduction stays before the first "
 		"reduction loop.", matmul,
 	    ts_split(e.sc, e.k, 4, &o, &in); ts_reorder(e.sc, TS_AXES(o, e.i, in, e.j)));
+	DOC(&out, "rfactor", "Factors a reduction over one of its leaf reduction axes: a new stage "
+		"C.rf computes partial results with that axis as a data axis (here innermost, "
+		"factor_axis 1), which can be vectorized or parallelized, and C reduces C.rf over it.  "
+		"10 is not divisible by 4, so C.rf adds 0 past the end through a select over a "
+		"clamped read.", rowsum,
+	    ts_split(e.sc, e.k, 4, &o, &in);
+	    ts_tensor *rf = ts_rfactor(e.s, e.C, in, 1);
+	    ts_stage *srf = ts_stage_of(e.s, rf);
+	    ts_reorder(srf, TS_AXES(ts_reduce_axis_of(srf, 0), ts_axis_of(srf, 1)));
+	    ts_vectorize(srf, ts_axis_of(srf, 1)));
 	DOC(&out, "compute_inline", "Substitutes P's expression into its consumer.", two_stage,
 	    ts_compute_inline(e.sp));
 	DOC(&out, "compute_at", "Computes the region of P that one iteration of C's axis needs, "

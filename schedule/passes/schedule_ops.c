@@ -265,21 +265,6 @@ static ts_status derive_body(ops *o, stage_nest *n, ts_expr *body, ts_expr *cons
 
 /* ---- statements ---------------------------------------------------------------- */
 
-static ts_expr *identity(ts_ctx *ctx, ts_reduce_op op, ts_dtype t)
-{
-	bool fl = ts_dtype_is_float(t);
-	int64_t imax = t.code == TS_TYPE_UINT ? (t.bits >= 64 ? -1 : (int64_t)((1ull << t.bits) - 1))
-					      : (int64_t)((1ull << (t.bits - 1)) - 1);
-	int64_t imin = t.code == TS_TYPE_UINT ? 0 : -imax - 1;
-	switch (op) {
-	case TS_REDUCE_SUM: return ts_make_const(ctx, t, 0);
-	case TS_REDUCE_PROD: return ts_make_const(ctx, t, 1);
-	case TS_REDUCE_MAX: return fl ? ts_fconst(ctx, t, -INFINITY) : ts_const(ctx, t, imin);
-	case TS_REDUCE_MIN: return fl ? ts_fconst(ctx, t, INFINITY) : ts_const(ctx, t, imax);
-	}
-	return NULL;
-}
-
 static ts_expr *combine(ts_ctx *ctx, ts_reduce_op op, ts_expr *acc, ts_expr *v)
 {
 	switch (op) {
@@ -324,7 +309,7 @@ static ts_stmt *innermost(ops *o, stage_nest *n, nest_filter f)
 		return guarded(o, n, ir_provide(ctx, t, t->ndim, n->idx, v), true);
 	if (f == NEST_DATA_ONLY) {
 		ts_expr *init = v->u.reduce.init ? v->u.reduce.init
-						 : identity(ctx, v->u.reduce.op, v->dtype);
+						 : sch_reduce_identity(ctx, v->u.reduce.op, v->dtype);
 		return guarded(o, n, ir_provide(ctx, t, t->ndim, n->idx, init), false);
 	}
 	ts_expr *acc = ts_read(ctx, t, t->ndim, n->idx);

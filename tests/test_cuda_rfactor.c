@@ -1,0 +1,102 @@
+/*
+ * test_cuda_rfactor.c - rfactor schedules for the GPU, compiled by NVRTC
+ * to CUBIN for sm_80 and sm_90 (no GPU needed) and run one thread at a
+ * time by the loop-IR interpreter against the reference evaluator, on
+ * extents the splits do not divide.  Exits 77 (skip) when libnvrtc is
+ * missing.
+ */
+#include "testutil.h"
+
+#include <string.h>
+
+#include "build.h"
+#include "cuda_test.h"
+#include "lower.h"
+
+/* C[i] = sum_k A[i, k] over 100 x 203. */
+static ts_tensor *row_sum(ts_ctx *ctx, ts_tensor **A)
+{
+	*A = ts_placeholder(ctx, "A", TS_SHAPE(100, 203), ts_float32);
+	ts_iter *k = ts_reduce_axis(ctx, "k", 0, 203);
+	ts_expr *i = ts_var(ctx, "i");
+	return ts_compute(ctx, "C", TS_SHAPE(100), TS_VARS(i),
+			  TS_SUM(ctx, TS_READ(ctx, *A, i, k->var), k));
+}
+
+static const char *compiles_and_matches(ts_ctx *ctx, ts_func *f)
+{
+	tu_nonnull(ctx, f);
+	const char *arch[2] = {"cuda -arch=sm_80", "cuda -arch=sm_90"}, *src = NULL;
+	for (int i = 0; i < 2; i++) {
+		ts_module *m = ts_build(ctx, f, arch[i]);
+		ck_assert_msg(m != NULL, "%s for %s: %s", f->name, arch[i], ts_last_error(ctx));
+		src = ts_strdup(ctx, ts_module_source(m, "cuda"));
+		ts_module_free(m);
+	}
+	tu_check_func_interp(ctx, f, 1e-4);
+	return src;
+}
+
+/* The partial sums in shared memory at C's block loop: one thread per
+ * (row, k.inner) sums its slice of k, then C's threads add the 16 partial
+ * sums of their row. */
+START_TEST(test_shared_partial_sums)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A, *C = row_sum(ctx, &A);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_stage *sc = ts_stage_of(s, C);
+	ts_axis *ko, *ki, *bx, *tx;
+	tu_ok(ctx, ts_split(sc, ts_reduce_axis_of(sc, 0), 16, &ko, &ki));
+	ts_tensor *rf = ts_rfactor(s, C, ki, 1);
+	tu_nonnull(ctx, rf);
+	tu_ok(ctx, ts_split(sc, ts_axis_of(sc, 0), 8, &bx, &tx));
+	tu_ok(ctx, ts_bind(sc, bx, TS_BLOCK_X));
+	tu_ok(ctx, ts_bind(sc, tx, TS_THREAD_Y));
+	ts_stage *sr = ts_stage_of(s, rf);
+	tu_ok(ctx, ts_set_scope(sr, TS_SCOPE_SHARED));
+	tu_ok(ctx, ts_compute_at(sr, sc, bx));
+	tu_ok(ctx, ts_bind(sr, ts_axis_of(sr, 0), TS_THREAD_Y));
+	tu_ok(ctx, ts_bind(sr, ts_axis_of(sr, 1), TS_THREAD_X));
+	const char *src = compiles_and_matches(ctx, ts_lower(s, "rowsum", 2, (ts_tensor *[]){A, C}));
+	ck_assert_msg(strstr(src, "__shared__") && strstr(src, "__syncthreads()"), "%s", src);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* The partial sums in each thread's registers, at C's thread loop: 16
+ * independent accumulators per row, unrolled. */
+START_TEST(test_local_partial_sums)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A, *C = row_sum(ctx, &A);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_stage *sc = ts_stage_of(s, C);
+	ts_axis *ko, *ki, *bx, *tx;
+	tu_ok(ctx, ts_split(sc, ts_reduce_axis_of(sc, 0), 16, &ko, &ki));
+	ts_tensor *rf = ts_rfactor(s, C, ki, 1);
+	tu_ok(ctx, ts_split(sc, ts_axis_of(sc, 0), 32, &bx, &tx));
+	tu_ok(ctx, ts_bind(sc, bx, TS_BLOCK_X));
+	tu_ok(ctx, ts_bind(sc, tx, TS_THREAD_X));
+	ts_stage *sr = ts_stage_of(s, rf);
+	tu_ok(ctx, ts_set_scope(sr, TS_SCOPE_LOCAL));
+	tu_ok(ctx, ts_compute_at(sr, sc, tx));
+	tu_ok(ctx, ts_reorder(sr, TS_AXES(ts_reduce_axis_of(sr, 0), ts_axis_of(sr, 1))));
+	tu_ok(ctx, ts_unroll(sr, ts_axis_of(sr, 1)));
+	compiles_and_matches(ctx, ts_lower(s, "rowsum", 2, (ts_tensor *[]){A, C}));
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+int main(void)
+{
+	if (!have_nvrtc())
+		return 77;
+	Suite *s = suite_create("cuda_rfactor");
+	TCase *tc = tcase_create("nvrtc");
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_shared_partial_sums);
+	tcase_add_test(tc, test_local_partial_sums);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}
