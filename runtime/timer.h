@@ -42,7 +42,8 @@ double ts_ms_since(uint64_t start_ns);
 enum {
 	/* fewer than TS_TIMING_MIN_SAMPLES samples: nothing else is judged */
 	TS_TIMING_FEW = 1u << 0,
-	/* (p90 - p10) / median > TS_TIMING_NOISY_SPREAD */
+	/* (p90 - p10) / median > TS_TIMING_NOISY_SPREAD (not set when the
+	 * samples are bimodal: the two clusters are the spread) */
 	TS_TIMING_NOISY = 1u << 1,
 	/* more than TS_TIMING_OUTLIER_FRACTION of the samples lie farther than
 	 * TS_TIMING_OUTLIER_DIST x median from the median (not set when the

@@ -125,11 +125,11 @@ static void judge_quantized(const double *s, int n, ts_timing *t)
 /* The flags of sorted s[0..n) with n >= TS_TIMING_MIN_SAMPLES. */
 static void judge(const double *s, int n, ts_timing *t)
 {
-	if (t->p90 - t->p10 > TS_TIMING_NOISY_SPREAD * t->median)
-		t->flags |= TS_TIMING_NOISY;
 	if (find_bimodal(s, n, t)) {
-		t->flags |= TS_TIMING_BIMODAL;
+		t->flags |= TS_TIMING_BIMODAL; /* which explains the spread */
 	} else {
+		if (t->p90 - t->p10 > TS_TIMING_NOISY_SPREAD * t->median)
+			t->flags |= TS_TIMING_NOISY;
 		int far = count_outliers(s, n, t->median);
 		if (far > TS_TIMING_OUTLIER_FRACTION * n) {
 			t->flags |= TS_TIMING_OUTLIERS;
