@@ -238,6 +238,10 @@ typedef struct bench_result {
 	int samples;
 	bench_status status;
 	char note[160];       /* why failed or skipped */
+	double p10_ms, p90_ms; /* of the same samples; NaN unless ok */
+	int warmups;          /* warm-up calls before the samples */
+	unsigned flags;       /* TS_TIMING_ bits of the samples; 0: clean */
+	char verdict[200];    /* ts_timing_verdict when flagged, else "" */
 } bench_result;
 
 /* Relative tolerance of the correctness check (fp32). */
@@ -248,6 +252,11 @@ typedef struct bench_result {
 int bench_run_all(const bench_opts *o, const bench_peak *peak, bench_result *res, int cap);
 /* max |got - want| / max |want| (0/0 counts as 0). */
 double bench_rel_err(const float *got, const float *want, int64_t n);
+/* The timing options of a CPU row: `repeat` > 0 (--repeat) gives exactly
+ * that many samples; 0 adapts to a sample of sample_s seconds (>= 0.1 s
+ * and >= 5 samples, <= 1 s of them, median stable to 1%).  `warmup`
+ * caps the warm-up groups (0: none, else at least 2 so two can agree). */
+ts_time_opts bench_time_opts(int repeat, double sample_s, int warmup);
 
 /* ---- dense.c ---------------------------------------------------------------------------- */
 
@@ -258,6 +267,10 @@ int bench_dense(const bench_opts *o);
 
 /* ---- report.c ----------------------------------------------------------------------------- */
 
+/* The table, then one warning line per flagged row (impl, op, problem,
+ * verdict), then per baseline the geometric mean of tessera's ratios over
+ * the problems where neither side is flagged, saying how many were left
+ * out.  A ratio with a flagged side is printed with a '!'. */
 void bench_print_table(FILE *f, const bench_result *r, int n);
 /* 0 on success; -1 with a message on stderr. */
 int bench_write_json(const char *path, const bench_result *r, int n);
