@@ -272,6 +272,15 @@ int bench_dense(const bench_opts *o);
  * the problems where neither side is flagged, saying how many were left
  * out.  A ratio with a flagged side is printed with a '!'. */
 void bench_print_table(FILE *f, const bench_result *r, int n);
+/* " 12.345!" or " 12.345 ": v in fmt (which takes the width, e.g.
+ * "%*.3f" or "%*.2fx"), then '!' when mark; "-" in the same room for a
+ * NaN or negative v.  The tables mark flagged timings and their ratios so. */
+void bench_print_marked(FILE *f, int width, const char *fmt, double v, bool mark);
+/* "warning: IMPL OP PROBLEM: VERDICT: ratio not reliable" when tm is
+ * flagged; nothing otherwise.  dense and softmax print these under their
+ * tables. */
+void bench_warn_timing(FILE *f, const char *impl, const char *op, const char *problem,
+		       const ts_timing *tm);
 /* 0 on success; -1 with a message on stderr. */
 int bench_write_json(const char *path, const bench_result *r, int n);
 /* The same, and 1 (with a note on stderr) when gnuplot is not installed. */

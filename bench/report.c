@@ -75,7 +75,7 @@ static void print_num(FILE *f, int width, const char *fmt, double v)
 }
 
 /* " 12.345!" / " 12.345 ": a number then a mark, or "-" aligned with it. */
-static void print_marked(FILE *f, int width, const char *fmt, double v, bool mark)
+void bench_print_marked(FILE *f, int width, const char *fmt, double v, bool mark)
 {
 	char num[64];
 	if (isnan(v) || v < 0) {
@@ -101,7 +101,7 @@ static void print_row(FILE *f, const bench_result *all, int n, const bench_resul
 	char shape[64];
 	fprintf(f, "%-26s %-28s %-9s %3d", r->p->name, bench_shape_str(r->p, shape, sizeof shape),
 		bench_impl_names[r->impl], r->threads);
-	print_marked(f, 9, "%*.3f", r->median_ms, flagged(r));
+	bench_print_marked(f, 9, "%*.3f", r->median_ms, flagged(r));
 	print_num(f, 9, " %*.3f", r->min_ms);
 	double sd = 100 * r->stddev_ms / r->median_ms;
 	print_num(f, 5, sd < 99.95 ? " %*.1f" : " %*.0f", sd);
@@ -110,11 +110,20 @@ static void print_row(FILE *f, const bench_result *all, int n, const bench_resul
 	for (int b = 0; b < nb; b++) {
 		const bench_result *base_row = row_of(all, n, r->p, base[b]);
 		double ratio = base_row ? r->gflops / base_row->gflops : NAN;
-		print_marked(f, 8, "%*.2fx", ratio, flagged(r) || flagged(base_row));
+		bench_print_marked(f, 8, "%*.2fx", ratio, flagged(r) || flagged(base_row));
 	}
 	print_num(f, 10, " %*.1f", r->compile_ms);
 	fprintf(f, "  %s%s%s\n", status_name(r->status), r->status == BENCH_ROW_OK ? "" : ": ",
 		r->status == BENCH_ROW_OK ? "" : r->note);
+}
+
+void bench_warn_timing(FILE *f, const char *impl, const char *op, const char *problem,
+		       const ts_timing *tm)
+{
+	char why[256];
+	if (tm->flags)
+		fprintf(f, "warning: %s %s %s: %s: ratio not reliable\n", impl, op, problem,
+			ts_timing_verdict(tm, why, sizeof why));
 }
 
 /* One line per flagged row: what, where and why. */

@@ -501,6 +501,33 @@ START_TEST(test_table_flagged_row)
 }
 END_TEST
 
+/* The pieces the dense and softmax tables use: a marked number keeps the
+ * column's width, a warning names what, where and why. */
+START_TEST(test_marked_and_warning)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	bench_print_marked(f, 8, "%*.2fx", 3.5, true);
+	bench_print_marked(f, 8, "%*.2fx", 1.25, false);
+	bench_print_marked(f, 8, "%*.2fx", NAN, true);
+	bench_print_marked(f, 9, "%*.3f", 8.0, true);
+	double s[6] = {8e-3, 8e-3, 8e-3, 8e-3, 7.7e-3, 8.3e-3};
+	ts_timing tm;
+	ts_timing_from_samples(s, 6, &tm);
+	fputc('\n', f);
+	bench_warn_timing(f, "openblas", "dense", "bert.qkv", &tm);
+	tm.flags = 0;
+	bench_warn_timing(f, "fused", "dense", "bert.qkv", &tm);
+	fclose(f);
+	ck_assert_str_eq(text, "     3.50x!     1.25x          -      8.000!\n"
+			       "warning: openblas dense bert.qkv: quantized timings (4 of 6 samples "
+			       "on whole milliseconds, median 8.000 ms): sleep or scheduler-tick "
+			       "artefact: ratio not reliable\n");
+	free(text);
+}
+END_TEST
+
 /* The runner's timing options: exact with --repeat, adaptive without. */
 START_TEST(test_time_opts)
 {
@@ -713,6 +740,7 @@ int main(void)
 	tcase_add_test(tc, test_rel_err);
 	tcase_add_test(tc, test_table_flagged_row);
 	tcase_add_test(tc, test_time_opts);
+	tcase_add_test(tc, test_marked_and_warning);
 	tcase_add_test(tc, test_binary_gemm_json);
 	tcase_add_test(tc, test_binary_summary_gpu_part);
 	tcase_add_test(tc, test_binary_errors);
