@@ -700,6 +700,7 @@ START_TEST(test_gpu_time_shared)
 	ck_assert_double_eq_tol(tm.mean, 4e-3, 1e-12);
 	ck_assert_double_eq_tol(tm.max, 8e-3, 1e-12);
 	ck_assert_int_eq(tm.samples, 3);
+	ck_assert_uint_eq(tm.flags, TS_TIMING_FEW); /* judged like every timing */
 	ck_assert_int_eq(c.calls[0], 3); /* calls 0, 2, 4 of 5 */
 	ck_assert_int_eq(c.calls[1], 2);
 	ck_assert_int_eq(fake_stat(g.lib, "fake_memsets") - memsets, 3);
