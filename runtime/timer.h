@@ -134,12 +134,13 @@ ts_time_opts ts_time_opts_default(void);
 ts_status ts_time_run_stable(ts_ctx *ctx, int (*fn)(void *), void *arg, const ts_time_opts *o,
 			     ts_timing *out);
 
-/* Summarizes samples s[0..n) (in the unit wanted) into *out: min, median,
- * mean, max, population standard deviation, n, percentiles, MAD and the
- * quality flags.  Every timer (ts_time_run, ts_time_run_stable,
- * ts_cuda_time) reports through this one function.  No samples (s NULL or
- * n < 1) give NaN statistics, 0 samples and TS_TIMING_FEW; a NULL out is
- * ignored. */
+/* Summarizes samples s[0..n), in seconds (the millisecond grid of
+ * TS_TIMING_QUANTIZED assumes it), into *out: min, median, mean, max,
+ * population standard deviation, n, percentiles, MAD and the quality
+ * flags.  Every timer (ts_time_run, ts_time_run_stable, ts_cuda_time)
+ * reports through this one function.  No samples (s NULL or n < 1), or no
+ * memory for a sorted copy, give NaN statistics, 0 samples and
+ * TS_TIMING_FEW; a NULL out is ignored. */
 void ts_timing_from_samples(const double *s, int n, ts_timing *out);
 
 /* Writes into buf (size n) why t's samples are flagged, or "steady" when
