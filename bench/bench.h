@@ -255,6 +255,10 @@ typedef struct bench_result {
 	int samples;
 	bench_status status;
 	char note[160];       /* why failed or skipped */
+	double p10_ms, p90_ms; /* of the same samples; NaN unless ok */
+	int warmups;          /* warm-up calls before the samples */
+	unsigned flags;       /* TS_TIMING_ bits of the samples; 0: clean */
+	char verdict[200];    /* ts_timing_verdict when flagged, else "" */
 } bench_result;
 
 /* Relative tolerance of the correctness check (fp32). */
@@ -265,6 +269,11 @@ typedef struct bench_result {
 int bench_run_all(const bench_opts *o, const bench_peak *peak, bench_result *res, int cap);
 /* max |got - want| / max |want| (0/0 counts as 0). */
 double bench_rel_err(const float *got, const float *want, int64_t n);
+/* The timing options of a CPU row: `repeat` > 0 (--repeat) gives exactly
+ * that many samples; 0 adapts to a sample of sample_s seconds (>= 0.1 s
+ * and >= 5 samples, <= 1 s of them, median stable to 1%).  `warmup`
+ * caps the warm-up groups (0: none, else at least 2 so two can agree). */
+ts_time_opts bench_time_opts(int repeat, double sample_s, int warmup);
 
 /* ---- dense.c ---------------------------------------------------------------------------- */
 
@@ -275,7 +284,20 @@ int bench_dense(const bench_opts *o);
 
 /* ---- report.c ----------------------------------------------------------------------------- */
 
+/* The table, then one warning line per flagged row (impl, op, problem,
+ * verdict), then per baseline the geometric mean of tessera's ratios over
+ * the problems where neither side is flagged, saying how many were left
+ * out.  A ratio with a flagged side is printed with a '!'. */
 void bench_print_table(FILE *f, const bench_result *r, int n);
+/* " 12.345!" or " 12.345 ": v in fmt (which takes the width, e.g.
+ * "%*.3f" or "%*.2fx"), then '!' when mark; "-" in the same room for a
+ * NaN or negative v.  The tables mark flagged timings and their ratios so. */
+void bench_print_marked(FILE *f, int width, const char *fmt, double v, bool mark);
+/* "warning: IMPL OP PROBLEM: VERDICT: ratio not reliable" when tm is
+ * flagged; nothing otherwise.  dense and softmax print these under their
+ * tables. */
+void bench_warn_timing(FILE *f, const char *impl, const char *op, const char *problem,
+		       const ts_timing *tm);
 /* 0 on success; -1 with a message on stderr. */
 int bench_write_json(const char *path, const bench_result *r, int n);
 /* The same, and 1 (with a note on stderr) when gnuplot is not installed. */

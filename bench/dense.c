@@ -9,8 +9,10 @@
  *   openblas  cblas_sgemm followed by a C loop for bias and relu
  * Both tessera results are checked against the OpenBLAS one (max |err| /
  * max |ref| <= 1e-3) before anything is timed; the table gives each time
- * (median of ts_time_run samples) and the ratios separate / fused and
- * openblas / fused (above 1: fused is faster).  One buffer set: the
+ * (median of ts_time_run_stable samples, with the main table's options)
+ * and the ratios separate / fused and openblas / fused (above 1: fused is
+ * faster); a flagged time and its ratios are marked '!' and explained
+ * under the table.  One buffer set: the
  * operands of BERT-base's GEMMs stay in L2/L3 between calls, as they do
  * between the layers of one forward pass at sequence length 128.
  */
@@ -147,18 +149,34 @@ static void free_run(dense_run *r)
 	ts_ctx_free(r->ctx);
 }
 
-/* Median ms per call of fn(r); NaN on failure. */
-static double time_ms(dense_run *r, int (*fn)(void *), const bench_opts *o)
+/* Times fn(r) into *tm as the main table does; NaN median on failure. */
+static void time_fn(dense_run *r, int (*fn)(void *), const bench_opts *o, ts_timing *tm)
 {
-	ts_timing tm;
-	int repeat = o->repeat ? o->repeat : 30;
-	if (ts_time_run(r->ctx, fn, r, 3, repeat, 1, &tm) != TS_OK)
-		return NAN;
-	return tm.median * 1e3;
+	uint64_t t0 = ts_now_ns();
+	ts_time_opts to = bench_time_opts(o->repeat, fn(r) ? 1 : ts_ms_since(t0) / 1e3, 3);
+	if (ts_time_run_stable(r->ctx, fn, r, &to, tm) != TS_OK)
+		tm->median = NAN;
+}
+
+/* The row: times in ms, ratios to fused; '!' where a timing is flagged,
+ * whose warning goes to `warn`. */
+static void print_dense_row(const bench_problem *p, const char *shape, const ts_timing tm[3],
+			    FILE *warn)
+{
+	static const char *const names[3] = {"fused", "separate", "openblas"};
+	printf("%-18s %-14s", p->name, shape);
+	for (int i = 0; i < 3; i++)
+		bench_print_marked(stdout, 9, "%*.3f", tm[i].median * 1e3, tm[i].flags != 0);
+	for (int i = 1; i < 3; i++)
+		bench_print_marked(stdout, 8, "%*.2fx", tm[i].median / tm[0].median,
+				   tm[i].flags || tm[0].flags);
+	printf("\n");
+	for (int i = 0; i < 3; i++)
+		bench_warn_timing(warn, names[i], "dense", p->name, &tm[i]);
 }
 
 /* Builds, checks and times one shape; prints its row.  0, or -1. */
-static int dense_problem(const bench_problem *p, const bench_opts *o)
+static int dense_problem(const bench_problem *p, const bench_opts *o, FILE *warn)
 {
 	dense_run r = {.ctx = ts_ctx_new(), .g = &p->g};
 	const char *fail = NULL;
@@ -181,13 +199,14 @@ static int dense_problem(const bench_problem *p, const bench_opts *o)
 		free_run(&r);
 		return -1;
 	}
-	double tf = time_ms(&r, run_fused, o), ts = time_ms(&r, run_separate, o);
-	double tb = time_ms(&r, run_blas, o);
+	ts_timing tm[3];
+	time_fn(&r, run_fused, o, &tm[0]);
+	time_fn(&r, run_separate, o, &tm[1]);
+	time_fn(&r, run_blas, o, &tm[2]);
 	nanosleep(&(struct timespec){.tv_nsec = 250 * 1000 * 1000}, NULL); /* OpenBLAS spin */
-	printf("%-18s %-14s %10.3f %10.3f %10.3f %9.2fx %9.2fx\n", p->name, shape, tf, ts, tb,
-	       ts / tf, tb / tf);
+	print_dense_row(p, shape, tm, warn);
 	free_run(&r);
-	return isnan(tf) || isnan(ts) || isnan(tb) ? -1 : 0;
+	return isnan(tm[0].median) || isnan(tm[1].median) || isnan(tm[2].median) ? -1 : 0;
 }
 
 int bench_dense(const bench_opts *o)
@@ -198,8 +217,14 @@ int bench_dense(const bench_opts *o)
 	       o->threads > 1 ? "s" : "");
 	printf("%-18s %-14s %10s %10s %10s %10s %10s\n", "problem", "MxNxK", "fused", "separate",
 	       "openblas", "sep/fused", "blas/fused");
+	char *warnings = NULL;
+	size_t len = 0;
+	FILE *warn = open_memstream(&warnings, &len);
 	int failed = 0;
 	for (int i = 0; i < o->nproblems; i++)
-		failed += dense_problem(&o->problems[i], o) != 0;
+		failed += dense_problem(&o->problems[i], o, warn ? warn : stdout) != 0;
+	if (warn && fclose(warn) == 0 && len)
+		printf("%s(!: timings flagged, see the warnings)\n", warnings);
+	free(warnings);
 	return failed;
 }

@@ -6,6 +6,13 @@
  * GFLOP/s(row) / GFLOP/s(baseline): above 1 the row is faster.  The chart
  * is drawn by the gnuplot program (through a pipe) from a data file written
  * next to the PNG, so the numbers behind a chart can always be re-plotted.
+ *
+ * A ratio is only as good as its two timings.  A row whose samples were
+ * flagged (ts_timing_verdict: noisy, outliers, bimodal, quantized, too
+ * few, not stable) has its median marked with '!', every ratio it takes
+ * part in is marked with '!', a warning under the table says why, and the
+ * geometric means of the headline leave those problems out and say how
+ * many.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -22,13 +29,26 @@ static const char *status_name(bench_status s)
 	return s == BENCH_ROW_OK ? "ok" : s == BENCH_ROW_FAILED ? "FAILED" : "skipped";
 }
 
-/* The GFLOP/s of impl on problem p in r, or NaN. */
-static double gflops_of(const bench_result *r, int n, const bench_problem *p, bench_impl impl)
+/* The timed row of impl on problem p in r, or NULL. */
+static const bench_result *row_of(const bench_result *r, int n, const bench_problem *p,
+				  bench_impl impl)
 {
 	for (int i = 0; i < n; i++)
 		if (r[i].p == p && r[i].impl == impl && r[i].status == BENCH_ROW_OK)
-			return r[i].gflops;
-	return NAN;
+			return &r[i];
+	return NULL;
+}
+
+/* The GFLOP/s of impl on problem p in r, or NaN. */
+static double gflops_of(const bench_result *r, int n, const bench_problem *p, bench_impl impl)
+{
+	const bench_result *row = row_of(r, n, p, impl);
+	return row ? row->gflops : NAN;
+}
+
+static bool flagged(const bench_result *r)
+{
+	return r && r->status == BENCH_ROW_OK && r->flags != 0;
 }
 
 /* Which baselines have at least one timed row (the table's ratio columns). */
@@ -54,10 +74,22 @@ static void print_num(FILE *f, int width, const char *fmt, double v)
 		fprintf(f, fmt, width, v);
 }
 
+/* " 12.345!" / " 12.345 ": a number then a mark, or "-" aligned with it. */
+void bench_print_marked(FILE *f, int width, const char *fmt, double v, bool mark)
+{
+	char num[64];
+	if (isnan(v) || v < 0) {
+		fprintf(f, " %*s ", width + (fmt[strlen(fmt) - 1] == 'x'), "-");
+		return;
+	}
+	snprintf(num, sizeof num, fmt, width, v);
+	fprintf(f, " %s%c", num, mark ? '!' : ' ');
+}
+
 static void print_header(FILE *f, const bench_impl *base, int nb)
 {
-	fprintf(f, "%-26s %-28s %-9s %3s %10s %9s %6s", "problem", "shape", "impl", "thr",
-		"median ms", "GFLOP/s", "%peak");
+	fprintf(f, "%-26s %-28s %-9s %3s %10s %9s %5s %9s %6s", "problem", "shape", "impl", "thr",
+		"median ms", "min ms", "sd%", "GFLOP/s", "%peak");
 	for (int b = 0; b < nb; b++)
 		fprintf(f, " %10s", bench_impl_names[base[b]]);
 	fprintf(f, " %10s  %s\n", "compile ms", "status");
@@ -69,14 +101,82 @@ static void print_row(FILE *f, const bench_result *all, int n, const bench_resul
 	char shape[64];
 	fprintf(f, "%-26s %-28s %-9s %3d", r->p->name, bench_shape_str(r->p, shape, sizeof shape),
 		bench_impl_names[r->impl], r->threads);
-	print_num(f, 10, " %*.3f", r->median_ms);
+	bench_print_marked(f, 9, "%*.3f", r->median_ms, flagged(r));
+	print_num(f, 9, " %*.3f", r->min_ms);
+	double sd = 100 * r->stddev_ms / r->median_ms;
+	print_num(f, 5, sd < 99.95 ? " %*.1f" : " %*.0f", sd);
 	print_num(f, 9, " %*.1f", r->gflops);
 	print_num(f, 6, " %*.1f", r->pct_peak);
-	for (int b = 0; b < nb; b++)
-		print_num(f, 9, " %*.2fx", r->gflops / gflops_of(all, n, r->p, base[b]));
+	for (int b = 0; b < nb; b++) {
+		const bench_result *base_row = row_of(all, n, r->p, base[b]);
+		double ratio = base_row ? r->gflops / base_row->gflops : NAN;
+		bench_print_marked(f, 8, "%*.2fx", ratio, flagged(r) || flagged(base_row));
+	}
 	print_num(f, 10, " %*.1f", r->compile_ms);
 	fprintf(f, "  %s%s%s\n", status_name(r->status), r->status == BENCH_ROW_OK ? "" : ": ",
 		r->status == BENCH_ROW_OK ? "" : r->note);
+}
+
+void bench_warn_timing(FILE *f, const char *impl, const char *op, const char *problem,
+		       const ts_timing *tm)
+{
+	char why[256];
+	if (tm->flags)
+		fprintf(f, "warning: %s %s %s: %s: ratio not reliable\n", impl, op, problem,
+			ts_timing_verdict(tm, why, sizeof why));
+}
+
+/* One line per flagged row: what, where and why. */
+static int print_warnings(FILE *f, const bench_result *r, int n, int nb)
+{
+	int k = 0;
+	for (int i = 0; i < n; i++) {
+		if (!flagged(&r[i]))
+			continue;
+		fprintf(f, "warning: %s %s %s: %s: %s\n", bench_impl_names[r[i].impl],
+			bench_op_name(r[i].p->op), r[i].p->name, r[i].verdict,
+			nb ? "ratio not reliable" : "time not reliable");
+		k++;
+	}
+	return k;
+}
+
+static const char *plural(int k, const char *one, const char *many)
+{
+	return k == 1 ? one : many;
+}
+
+/* The headline of one baseline: the geometric mean of tessera / baseline
+ * over the problems where both ran and neither is flagged. */
+static void print_geomean(FILE *f, const bench_result *r, int n, bench_impl base)
+{
+	double logs = 0;
+	int used = 0, left = 0;
+	for (int i = 0; i < n; i++) {
+		if (r[i].impl != BENCH_IMPL_TESSERA || r[i].status != BENCH_ROW_OK)
+			continue;
+		const bench_result *b = row_of(r, n, r[i].p, base);
+		if (!b)
+			continue;
+		if (flagged(&r[i]) || flagged(b)) {
+			left++;
+			continue;
+		}
+		logs += log(r[i].gflops / b->gflops);
+		used++;
+	}
+	if (used + left == 0)
+		return;
+	fprintf(f, "geomean tessera / %s: ", bench_impl_names[base]);
+	if (used)
+		fprintf(f, "%.2fx over %d %s", exp(logs / used), used,
+			plural(used, "problem", "problems"));
+	else
+		fprintf(f, "not reliable");
+	if (left)
+		fprintf(f, " (%d flagged %s left out)\n", left, plural(left, "problem", "problems"));
+	else
+		fprintf(f, " (none flagged)\n");
 }
 
 void bench_print_table(FILE *f, const bench_result *r, int n)
@@ -88,6 +188,10 @@ void bench_print_table(FILE *f, const bench_result *r, int n)
 		print_row(f, r, n, &r[i], base, nb);
 	if (nb)
 		fprintf(f, "(baseline columns: GFLOP/s of the row / GFLOP/s of that library)\n");
+	if (print_warnings(f, r, n, nb))
+		fprintf(f, "(!: timings flagged, see the warnings; sd%%: stddev / median)\n");
+	for (int b = 0; b < nb; b++)
+		print_geomean(f, r, n, base[b]);
 }
 
 /* ---- JSON ------------------------------------------------------------------------ */
@@ -113,6 +217,27 @@ static void json_num(FILE *f, double v)
 		fprintf(f, "%.6g", v);
 	else
 		fputs("null", f);
+}
+
+/* The samples' quality: percentiles, warm-up, the flags by name, the
+ * verdict, and whether the row's ratios can be trusted. */
+static void json_quality(FILE *f, const bench_result *r)
+{
+	static const struct { unsigned bit; const char *name; } names[] = {
+		{TS_TIMING_FEW, "few"}, {TS_TIMING_NOISY, "noisy"},
+		{TS_TIMING_OUTLIERS, "outliers"}, {TS_TIMING_BIMODAL, "bimodal"},
+		{TS_TIMING_QUANTIZED, "quantized"}, {TS_TIMING_UNSTABLE, "unstable"}};
+	fputs(", \"p10_ms\": ", f);
+	json_num(f, r->p10_ms);
+	fputs(", \"p90_ms\": ", f);
+	json_num(f, r->p90_ms);
+	fprintf(f, ", \"warmups\": %d, \"flags\": [", r->warmups);
+	for (size_t i = 0, k = 0; i < TS_COUNT_OF(names); i++)
+		if (r->flags & names[i].bit)
+			fprintf(f, "%s\"%s\"", k++ ? ", " : "", names[i].name);
+	fputs("], \"verdict\": ", f);
+	json_str(f, r->verdict);
+	fprintf(f, ", \"reliable\": %s", r->status == BENCH_ROW_OK && !r->flags ? "true" : "false");
 }
 
 static void json_record(FILE *f, const bench_result *r)
@@ -150,6 +275,7 @@ static void json_record(FILE *f, const bench_result *r)
 	json_str(f, status_name(r->status));
 	fputs(", \"note\": ", f);
 	json_str(f, r->note);
+	json_quality(f, r);
 	fputc('}', f);
 }
 

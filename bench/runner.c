@@ -9,8 +9,12 @@
  * |got - ref| / max |ref| <= 1e-3, normwise so that outputs near zero after
  * cancellation do not count as errors); only a correct kernel is timed.
  *
- * Timing: warm-up calls, then `repeat` samples (default: enough for 0.2 s,
- * at least 5) of ts_time_run; the median is reported.  A sample groups
+ * Timing: ts_time_run_stable, the same protocol for tessera and every
+ * library (bench_time_opts): warm-up until two consecutive calls agree,
+ * then samples until the median is stable to 1% (at least 0.1 s of them
+ * and 5, within a budget), or exactly --repeat samples when given.  The
+ * median is reported with the samples' verdict (flags), so that a result
+ * disturbed by the machine is marked in the table.  A sample groups
  * enough calls to last >= 20 us so the clock's resolution does not matter.
  * When a problem's buffers total < 8 MiB, several buffer sets (up to 16,
  * ~32 MiB in all) are allocated and calls rotate among them, so each call
@@ -204,6 +208,24 @@ static double estimate_call(rotor *r)
 	return ts_ms_since(t0) / 1e3 / calls;
 }
 
+ts_time_opts bench_time_opts(int repeat, double sample_s, int warmup)
+{
+	ts_time_opts to = ts_time_opts_default();
+	double s = fmax(sample_s, 1e-9);
+	to.max_warmup = warmup < 2 && warmup > 0 ? 2 : warmup;
+	if (repeat > 0) { /* --repeat: exactly that many samples */
+		to.min_repeats = to.max_repeats = repeat;
+		to.target_rel = 0;
+		to.budget_s = 1e9;
+		return to;
+	}
+	to.min_repeats = (int)fmin(fmax(ceil(0.1 / s), 5), 5000);
+	to.max_repeats = (int)fmin(fmax(ceil(1.0 / s), to.min_repeats), 20000);
+	to.target_rel = 0.01;
+	to.budget_s = fmax(1.0, 1.5 * (to.min_repeats + to.max_warmup) * s);
+	return to;
+}
+
 static void put_timing(const ts_timing *tm, bench_result *res)
 {
 	res->median_ms = tm->median * 1e3;
@@ -211,6 +233,12 @@ static void put_timing(const ts_timing *tm, bench_result *res)
 	res->mean_ms = tm->mean * 1e3;
 	res->stddev_ms = tm->stddev * 1e3;
 	res->samples = tm->samples;
+	res->p10_ms = tm->p10 * 1e3;
+	res->p90_ms = tm->p90 * 1e3;
+	res->warmups = tm->warmups;
+	res->flags = tm->flags;
+	if (tm->flags)
+		ts_timing_verdict(tm, res->verdict, sizeof res->verdict);
 }
 
 /* One CUDA event pair per call, so no grouping; the repeat count is
@@ -240,14 +268,10 @@ static int time_kernel(ts_ctx *ctx, bench_kernel *k, const bench_opts *o, bench_
 	if (k->enqueue)
 		return time_gpu_kernel(ctx, k, o, t, res);
 	int number = t < 20e-6 ? (int)ceil(20e-6 / fmax(t, 1e-9)) : 1;
-	int repeat = o->repeat;
-	if (repeat == 0) {
-		double want = ceil(0.2 / (t * number));
-		repeat = want < 5 ? 5 : want > 10000 ? 10000 : (int)want;
-	}
-	int warmup = t > 0.1 ? 0 : k->nsets;
+	ts_time_opts to = bench_time_opts(o->repeat, t * number, t > 0.1 ? 0 : k->nsets);
+	to.number = number;
 	ts_timing tm;
-	if (ts_time_run(ctx, rotor_call, &r, warmup, repeat, number, &tm) != TS_OK)
+	if (ts_time_run_stable(ctx, rotor_call, &r, &to, &tm) != TS_OK)
 		return -1;
 	put_timing(&tm, res);
 	return 0;
@@ -304,7 +328,8 @@ static bench_result new_result(const bench_problem *p, bench_impl impl, const be
 	return (bench_result){.p = p, .impl = impl, .threads = o->threads, .target = o->target,
 			      .median_ms = NAN, .min_ms = NAN, .mean_ms = NAN, .stddev_ms = NAN,
 			      .gflops = NAN, .compile_ms = -1, .pct_peak = NAN,
-			      .max_rel_err = NAN, .status = BENCH_ROW_OK};
+			      .max_rel_err = NAN, .status = BENCH_ROW_OK, .p10_ms = NAN,
+			      .p90_ms = NAN};
 }
 
 /* One implementation on one problem; returns 1 if a row was produced. */

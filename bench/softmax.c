@@ -7,10 +7,11 @@
  * Shapes are BERT-base's attention rows (12 heads x 128 queries, 128 keys),
  * 1000 x 1000 and 64 x 4096.  Every result is checked against naive C
  * (max |err| / max |ref| <= 1e-3) before it is timed.  Timing follows the
- * runner's protocol: warm-up calls, then `repeat` samples of ts_time_run
- * (each sample enough calls for >= 20 us), the median reported, and the
- * ratios taken between medians of the same run, so a busy shared machine
- * shifts every column alike.  One buffer set: each shape fits in L2 or L3,
+ * runner's protocol: ts_time_run_stable with bench_time_opts (each sample
+ * enough calls for >= 20 us), the median reported, and the ratios taken
+ * between medians of the same run, so a busy shared machine shifts every
+ * column alike; a flagged time and its ratios are marked '!' and
+ * explained under the table.  One buffer set: each shape fits in L2 or L3,
  * as a softmax after the attention GEMM does.
  */
 #include <math.h>
@@ -63,26 +64,27 @@ static ts_module *sm_build(ts_ctx *ctx, ts_tensor *X, int impl)
 	return f ? ts_build(ctx, f, "llvm") : NULL;
 }
 
-/* Seconds per call (median), or NAN after printing why. */
-static double sm_time(ts_ctx *ctx, sm_call *c, const bench_opts *o)
+/* Times c into *t (seconds per call); a NaN median after printing why. */
+static void sm_time(ts_ctx *ctx, sm_call *c, const bench_opts *o, ts_timing *t)
 {
 	uint64_t t0 = ts_now_ns();
+	memset(t, 0, sizeof *t);
+	t->median = NAN;
 	if (sm_run(c))
-		return NAN;
+		return;
 	double one = (double)(ts_now_ns() - t0) * 1e-9;
 	int number = one >= 20e-6 ? 1 : (int)(20e-6 / (one > 1e-9 ? one : 1e-9)) + 1;
-	int repeat = o->repeat ? o->repeat : (int)fmin(fmax(0.2 / (one * number), 5), 1000);
-	ts_timing t;
-	if (ts_time_run(ctx, sm_run, c, 3, repeat, number, &t) != TS_OK) {
+	ts_time_opts to = bench_time_opts(o->repeat, one * number, 3);
+	to.number = number;
+	if (ts_time_run_stable(ctx, sm_run, c, &to, t) != TS_OK) {
 		fprintf(stderr, "softmax: %s\n", ts_last_error(ctx));
-		return NAN;
+		t->median = NAN;
 	}
-	return t.median;
 }
 
-/* Times every implementation on one shape into sec[]; -1 when one failed
+/* Times every implementation on one shape into tm[]; -1 when one failed
  * or gave a wrong result. */
-static int sm_shape_run(const sm_shape *sh, const bench_opts *o, double sec[SM_NIMPL])
+static int sm_shape_run(const sm_shape *sh, const bench_opts *o, ts_timing tm[SM_NIMPL])
 {
 	ts_ctx *ctx = ts_ctx_new();
 	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(sh->rows, sh->cols), ts_float32);
@@ -103,8 +105,10 @@ static int sm_shape_run(const sm_shape *sh, const bench_opts *o, double sec[SM_N
 		}
 		memset(y->data, 0, (size_t)n * sizeof(float));
 		double err = sm_run(&c) ? INFINITY : bench_rel_err(y->data, ref->data, n);
-		sec[impl] = err <= 1e-3 ? sm_time(ctx, &c, o) : NAN;
-		if (!(err <= 1e-3) || isnan(sec[impl])) {
+		tm[impl].median = NAN;
+		if (err <= 1e-3)
+			sm_time(ctx, &c, o, &tm[impl]);
+		if (!(err <= 1e-3) || isnan(tm[impl].median)) {
 			fprintf(stderr, "softmax %s: %s FAILED (relative error %.3g)\n", sh->name,
 				sm_names[impl], err);
 			rc = -1;
@@ -119,6 +123,26 @@ static int sm_shape_run(const sm_shape *sh, const bench_opts *o, double sec[SM_N
 	return rc;
 }
 
+/* Speedups of softmax_cpu against the other three, in the header's
+ * order; '!' where either time is flagged. */
+static void sm_print_row(const sm_shape *sh, const char *dims, const ts_timing tm[SM_NIMPL],
+			 FILE *warn)
+{
+	static const int vs[3] = {SM_UNSCHEDULED, SM_GENERIC, SM_NAIVE};
+	static const int width[3] = {33, 10, 6};
+	printf("%-10s %-11s", sh->name, dims);
+	for (int k = 0; k < SM_NIMPL; k++)
+		bench_print_marked(stdout, 11, "%*.1f", tm[k].median * 1e6, tm[k].flags != 0);
+	printf("  ");
+	for (int j = 0; j < 3; j++)
+		bench_print_marked(stdout, width[j], "%*.2fx",
+				   tm[vs[j]].median / tm[SM_DEFAULT].median,
+				   tm[vs[j]].flags || tm[SM_DEFAULT].flags);
+	printf("\n");
+	for (int k = 0; k < SM_NIMPL; k++)
+		bench_warn_timing(warn, sm_names[k], "softmax", sh->name, &tm[k]);
+}
+
 int bench_softmax(const bench_opts *o)
 {
 	ts_set_num_threads(o->threads);
@@ -129,22 +153,24 @@ int bench_softmax(const bench_opts *o)
 	for (int i = 0; i < SM_NIMPL; i++)
 		printf(" %12s", sm_names[i]);
 	printf("   softmax_cpu speedup vs: unscheduled  default_cpu  naive C\n");
+	char *warnings = NULL;
+	size_t len = 0;
+	FILE *warn = open_memstream(&warnings, &len);
 	int failed = 0;
 	for (size_t i = 0; i < TS_COUNT_OF(sm_shapes); i++) {
 		const sm_shape *sh = &sm_shapes[i];
-		double sec[SM_NIMPL];
+		ts_timing tm[SM_NIMPL];
 		char dims[32];
 		snprintf(dims, sizeof dims, "%lldx%lld", (long long)sh->rows, (long long)sh->cols);
-		if (sm_shape_run(sh, o, sec)) {
+		if (sm_shape_run(sh, o, tm)) {
 			failed++;
 			continue;
 		}
-		printf("%-10s %-11s", sh->name, dims);
-		for (int k = 0; k < SM_NIMPL; k++)
-			printf(" %12.1f", sec[k] * 1e6);
-		printf("   %34.2fx %11.2fx %7.2fx\n", sec[SM_UNSCHEDULED] / sec[SM_DEFAULT],
-		       sec[SM_GENERIC] / sec[SM_DEFAULT], sec[SM_NAIVE] / sec[SM_DEFAULT]);
+		sm_print_row(sh, dims, tm, warn ? warn : stdout);
 	}
+	if (warn && fclose(warn) == 0 && len)
+		printf("%s(!: timings flagged, see the warnings)\n", warnings);
+	free(warnings);
 	if (failed)
 		fprintf(stderr, "tessera-bench: %d softmax shape%s FAILED\n", failed, failed > 1 ? "s" : "");
 	return failed ? BENCH_EXIT_FAILED : BENCH_EXIT_OK;

@@ -453,6 +453,150 @@ START_TEST(test_rel_err)
 }
 END_TEST
 
+/* ---- flagged timings in the table ---------------------------------------------- */
+
+static bench_result table_row(const bench_problem *p, bench_impl impl, double gflops,
+			      const double *ms, int n)
+{
+	double s[16];
+	for (int i = 0; i < n; i++)
+		s[i] = ms[i] * 1e-3;
+	ts_timing tm;
+	ts_timing_from_samples(s, n, &tm);
+	bench_result r = {.p = p, .impl = impl, .threads = 2, .status = BENCH_ROW_OK,
+			  .median_ms = tm.median * 1e3, .min_ms = tm.min * 1e3,
+			  .stddev_ms = tm.stddev * 1e3, .gflops = gflops, .compile_ms = -1,
+			  .pct_peak = 50, .samples = n, .flags = tm.flags};
+	if (tm.flags)
+		ts_timing_verdict(&tm, r.verdict, sizeof r.verdict);
+	return r;
+}
+
+static char *print_table_str(const bench_result *r, int n)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	ck_assert_ptr_nonnull(f);
+	bench_print_table(f, r, n);
+	fclose(f);
+	return text;
+}
+
+/* The line of the table that starts with `problem` and has `impl`. */
+static const char *table_line(const char *text, const char *problem, const char *impl,
+			      char *buf, size_t n)
+{
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		size_t len = strcspn(l, "\n");
+		snprintf(buf, n, "%.*s", (int)len, l);
+		if (strncmp(buf, problem, strlen(problem)) == 0 && strstr(buf, impl))
+			return buf;
+	}
+	ck_abort_msg("no line for %s %s in:\n%s", problem, impl, text);
+	return NULL;
+}
+
+/* oneDNN's timings on res2_3x3 are bimodal (a busy machine): its median,
+ * every ratio it is part of, a warning line and the headline say so; the
+ * clean problem's ratios do not. */
+START_TEST(test_table_flagged_row)
+{
+	bench_problem p2 = {.op = BENCH_CONV2D, .name = "res2_3x3",
+			    .c = {1, 64, 56, 56, 64, 3, 3, 1, 1}};
+	bench_problem p3 = {.op = BENCH_CONV2D, .name = "res3_3x3",
+			    .c = {1, 128, 28, 28, 128, 3, 3, 1, 1}};
+	double steady[8] = {2.213, 2.217, 2.209, 2.221, 2.215, 2.211, 2.219, 2.214};
+	double bimodal[15] = {2.081, 7.960, 2.088, 7.971, 2.095, 7.982, 2.102, 7.993,
+			      2.109, 8.004, 2.116, 8.015, 8.026, 8.037, 8.048};
+	bench_result r[4] = {
+		table_row(&p2, BENCH_IMPL_TESSERA, 100, steady, 8),
+		table_row(&p2, BENCH_IMPL_ONEDNN, 30, bimodal, 15),
+		table_row(&p3, BENCH_IMPL_TESSERA, 120, steady, 8),
+		table_row(&p3, BENCH_IMPL_ONEDNN, 100, steady, 8),
+	};
+	ck_assert_uint_eq(r[1].flags, TS_TIMING_BIMODAL);
+	char *text = print_table_str(r, 4), line[512];
+	ck_assert(strstr(table_line(text, "res2_3x3", "tessera", line, sizeof line), "3.33x!"));
+	ck_assert(strstr(table_line(text, "res2_3x3", "onednn", line, sizeof line), "7.971!"));
+	ck_assert(strstr(table_line(text, "res2_3x3", "onednn", line, sizeof line), "1.00x!"));
+	table_line(text, "res3_3x3", "tessera", line, sizeof line);
+	ck_assert_msg(strstr(line, "1.20x ") && !strchr(line, '!'), "%s", line);
+	const char *warn = "\nwarning: onednn conv2d res2_3x3: bimodal timings (6 samples near "
+			   "2.1 ms, 9 near 8.0 ms): ratio not reliable\n";
+	ck_assert_msg(strstr(text, warn), "no '%s' in:\n%s", warn, text);
+	ck_assert_msg(!strstr(text, "warning: tessera"), "%s", text);
+	ck_assert_msg(strstr(text, "\ngeomean tessera / onednn: 1.20x over 1 problem "
+				   "(1 flagged problem left out)\n"), "%s", text);
+	free(text);
+	/* every problem flagged: no number in the headline */
+	r[2].flags = TS_TIMING_OUTLIERS;
+	snprintf(r[2].verdict, sizeof r[2].verdict, "outliers (3 of 20 samples)");
+	text = print_table_str(r, 4);
+	ck_assert_msg(strstr(text, "\nwarning: tessera conv2d res3_3x3: outliers (3 of 20 "
+				   "samples): ratio not reliable\n"), "%s", text);
+	ck_assert_msg(strstr(text, "\ngeomean tessera / onednn: not reliable (2 flagged "
+				   "problems left out)\n"), "%s", text);
+	free(text);
+	/* nothing flagged: no warning, the headline says so */
+	r[1] = table_row(&p2, BENCH_IMPL_ONEDNN, 30, steady, 8);
+	r[2].flags = 0;
+	text = print_table_str(r, 4);
+	ck_assert_msg(!strstr(text, "warning") && !strchr(text, '!'), "%s", text);
+	ck_assert_msg(strstr(text, "geomean tessera / onednn: 2.00x over 2 problems (none "
+				   "flagged)\n"), "%s", text);
+	free(text);
+}
+END_TEST
+
+/* The pieces the dense and softmax tables use: a marked number keeps the
+ * column's width, a warning names what, where and why. */
+START_TEST(test_marked_and_warning)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	bench_print_marked(f, 8, "%*.2fx", 3.5, true);
+	bench_print_marked(f, 8, "%*.2fx", 1.25, false);
+	bench_print_marked(f, 8, "%*.2fx", NAN, true);
+	bench_print_marked(f, 9, "%*.3f", 8.0, true);
+	double s[6] = {8e-3, 8e-3, 8e-3, 8e-3, 7.7e-3, 8.3e-3};
+	ts_timing tm;
+	ts_timing_from_samples(s, 6, &tm);
+	fputc('\n', f);
+	bench_warn_timing(f, "openblas", "dense", "bert.qkv", &tm);
+	tm.flags = 0;
+	bench_warn_timing(f, "fused", "dense", "bert.qkv", &tm);
+	fclose(f);
+	ck_assert_str_eq(text, "     3.50x!     1.25x          -      8.000!\n"
+			       "warning: openblas dense bert.qkv: quantized timings (4 of 6 samples "
+			       "on whole milliseconds, median 8.000 ms): sleep or scheduler-tick "
+			       "artefact: ratio not reliable\n");
+	free(text);
+}
+END_TEST
+
+/* The runner's timing options: exact with --repeat, adaptive without. */
+START_TEST(test_time_opts)
+{
+	ts_time_opts o = bench_time_opts(3, 1e-3, 4);
+	ck_assert_int_eq(o.min_repeats, 3);
+	ck_assert_int_eq(o.max_repeats, 3);
+	ck_assert(o.target_rel == 0);
+	ck_assert_int_eq(o.max_warmup, 4);
+	o = bench_time_opts(0, 20e-6, 1);
+	ck_assert_int_eq(o.min_repeats, 5000);
+	ck_assert_int_eq(o.max_repeats, 20000);
+	ck_assert_int_eq(o.max_warmup, 2);
+	ck_assert(o.target_rel > 0 && o.budget_s >= 1);
+	o = bench_time_opts(0, 0.5, 0);
+	ck_assert_int_eq(o.min_repeats, 5);
+	ck_assert_int_eq(o.max_repeats, 5);
+	ck_assert_int_eq(o.max_warmup, 0);
+	ck_assert(o.budget_s >= 5 * 0.5);
+}
+END_TEST
+
 static char *slurp(const char *path)
 {
 	FILE *f = fopen(path, "r");
@@ -489,7 +633,9 @@ static void assert_json_records(const char *s, int want_records)
 	ck_assert_int_eq(records, want_records);
 	const char *keys[] = {"\"op\": \"gemm\"", "\"shape\": \"33x17x29\"", "\"impl\": ",
 			      "\"threads\": ", "\"target\": \"cpu\"", "\"median_ms\": ",
-			      "\"gflops\": ", "\"compile_ms\": ", "\"pct_peak\": "};
+			      "\"gflops\": ", "\"compile_ms\": ", "\"pct_peak\": ",
+			      "\"min_ms\": ", "\"stddev_ms\": ", "\"p10_ms\": ", "\"p90_ms\": ",
+			      "\"warmups\": ", "\"flags\": [", "\"verdict\": ", "\"reliable\": "};
 	for (size_t i = 0; i < TS_COUNT_OF(keys); i++)
 		ck_assert_msg(strstr(s, keys[i]), "JSON lacks %s:\n%s", keys[i], s);
 }
@@ -514,6 +660,11 @@ START_TEST(test_binary_gemm_json)
 	assert_json_records(s, 4);
 	ck_assert_msg(!strstr(s, "FAILED"), "a row failed:\n%s", s);
 	ck_assert(strstr(s, "\"impl\": \"tessera\""));
+	/* two samples are too few to judge: every row says so */
+	ck_assert(strstr(s, "\"flags\": [\"few\"], \"verdict\": \"too few samples (2 < 5)\", "
+			    "\"reliable\": false"));
+	ck_assert(strstr(slurp("bench_stdout.txt"), "warning: tessera gemm 33x17x29: too few "
+				    "samples (2 < 5): ratio not reliable\n"));
 	remove("bench_test.json");
 }
 END_TEST
@@ -597,6 +748,7 @@ START_TEST(test_gpu_time_shared)
 	ck_assert_double_eq_tol(tm.mean, 4e-3, 1e-12);
 	ck_assert_double_eq_tol(tm.max, 8e-3, 1e-12);
 	ck_assert_int_eq(tm.samples, 3);
+	ck_assert_uint_eq(tm.flags, TS_TIMING_FEW); /* judged like every timing */
 	ck_assert_int_eq(c.calls[0], 3); /* calls 0, 2, 4 of 5 */
 	ck_assert_int_eq(c.calls[1], 2);
 	ck_assert_int_eq(fake_stat(g.lib, "fake_memsets") - memsets, 3);
@@ -637,6 +789,9 @@ int main(void)
 	tcase_add_test(tc, test_gpu_libs);
 	tcase_add_test(tc, test_gpu_time_shared);
 	tcase_add_test(tc, test_rel_err);
+	tcase_add_test(tc, test_table_flagged_row);
+	tcase_add_test(tc, test_time_opts);
+	tcase_add_test(tc, test_marked_and_warning);
 	tcase_add_test(tc, test_binary_gemm_json);
 	tcase_add_test(tc, test_binary_summary_gpu_part);
 	tcase_add_test(tc, test_binary_errors);

@@ -94,7 +94,8 @@ ts_status ts_cuda_synchronize(ts_ctx *ctx, ts_cuda *cuda);
  *      it returns;
  *   4. one synchronize on the last event, then each pair's elapsed time is
  *      a sample; *out gets min, median, mean, max and standard deviation of
- *      the samples, in seconds (ts_timing_from_samples).
+ *      the samples, in seconds, with their quality flags
+ *      (ts_timing_from_samples).
  * On any failure (a bad option, a failing event call, the work returning
  * non-zero) *out is zeroed, the error names the call, the repeat and what
  * was timed, and every event and the flush buffer are released. */

@@ -331,6 +331,21 @@ START_TEST(test_fake_timing_stats)
 	ck_assert_int_eq(fake_stat(g.lib, "fake_records") - records, 2 * 4);
 	ck_assert_int_eq(fake_stat(g.lib, "fake_live_events"), 0);
 	ck_assert_int_eq(fake_stat(g.lib, "fake_memsets"), 3); /* the arrays' zeroing only */
+	/* the CUDA timer's samples are judged like the CPU timers': four are
+	 * too few; eight, all on whole milliseconds, are quantized */
+	ck_assert_uint_eq(t.flags, TS_TIMING_FEW);
+	ck_assert_double_eq_tol(t.p10, 2e-3, 1e-12);
+	ck_assert_double_eq_tol(t.p90, 9e-3, 1e-12);
+	setenv("FAKE_CUDA_TICKS", "1,2,1,5,1,3,1,9", 1);
+	o.repeats = 8;
+	tu_ok(g.ctx, ts_cuda_time_kernel(g.ctx, &g.k, &g.launch, 3, g.d, &o, &t));
+	unsetenv("FAKE_CUDA_TICKS");
+	ck_assert_int_eq(t.samples, 8);
+	ck_assert(t.flags & TS_TIMING_QUANTIZED);
+	ck_assert(!(t.flags & TS_TIMING_FEW));
+	char why[256];
+	ck_assert_msg(strstr(ts_timing_verdict(&t, why, sizeof why), "8 of 8 samples on whole "
+			     "milliseconds"), "%s", why);
 	fake_gpu_close(&g);
 }
 END_TEST
