@@ -112,6 +112,36 @@ static bool build_compute(ts_ctx *ctx, rs_case *c)
 	return c->s != NULL;
 }
 
+/* C's reduction factored over one of its reduction leaves (C.rf scheduled
+ * at random, and sometimes computed at a loop of C); the choices are made
+ * only with o->rfactor, so seeds without it keep their schedules.  Returns
+ * C.rf's stage, which then reads P instead of C, or NULL. */
+static ts_stage *maybe_rfactor(rs_rng *r, const rs_options *o, rs_case *c, ts_stage *sc)
+{
+	ts_axis *red[TS_MAX_LOOP_NEST];
+	int n = 0;
+	if (!o->rfactor || rs_pick(r, 3) != 0)
+		return NULL;
+	for (int i = 0; i < sc->nleaf && n < (int)TS_COUNT_OF(red); i++)
+		if (sc->leaf[i]->kind == TS_ITER_REDUCE)
+			red[n++] = sc->leaf[i];
+	if (n == 0)
+		return NULL;
+	ts_tensor *C = c->args[c->nargs - 1];
+	ts_axis *kf = red[rs_pick(r, n)];
+	ts_tensor *rf = ts_rfactor(c->s, C, kf, rs_pick(r, C->ndim + 1));
+	ts_stage *srf = rf ? ts_stage_of(c->s, rf) : NULL;
+	if (srf) {
+		for (int k = rs_pick(r, 4); k > 0; k--)
+			random_primitive(r, o, srf);
+		maybe_parallel(r, srf);
+		if (rs_pick(r, 2))
+			ts_compute_at(srf, sc, leaf(r, sc));
+	}
+	ts_clear_error(c->s->ctx);
+	return srf;
+}
+
 static void random_schedule(rs_rng *r, const rs_options *o, rs_case *c)
 {
 	ts_schedule *s = c->s;
@@ -126,14 +156,15 @@ static void random_schedule(rs_rng *r, const rs_options *o, rs_case *c)
 		random_primitive(r, o, sc);
 	for (int n = rs_pick(r, 3); n > 0; n--)
 		random_primitive(r, o, sp);
+	ts_stage *rf = cache ? NULL : maybe_rfactor(r, o, c, sc);
 	maybe_parallel(r, sc);
 	if (cache) {
 		ts_compute_at(cache, sc, leaf(r, sc));
 		for (int n = rs_pick(r, 4); n > 0; n--)
 			random_primitive(r, o, cache);
 	}
-	/* P is read by the cache stage when there is one */
-	ts_stage *reader = cache ? cache : sc;
+	/* P is read by the cache stage or C.rf when there is one */
+	ts_stage *reader = cache ? cache : rf ? rf : sc;
 	switch (rs_pick(r, 3)) {
 	case 0: ts_compute_inline(sp); break;
 	case 1: ts_compute_at(sp, reader, leaf(r, reader)); break;

@@ -9,7 +9,9 @@
  * is a random sequence of splits (either tail strategy, factors that often do
  * not divide), tiles (with `tile`), fuses, reorders, vectorize/unroll/
  * parallel, sometimes a cache_write of C computed at a random loop of C, and
- * P inlined, computed at a random loop of its reader, or left at root.
+ * P inlined, computed at a random loop of its reader, or left at root;
+ * with `rfactor`, sometimes C's reduction factored over a random reduction
+ * leaf at a random factor axis, and the new stage scheduled at random too.
  * Primitives that refuse leave the schedule as it was and are skipped.
  */
 #ifndef TESSERA_TESTS_RANDOM_SCHEDULE_H
@@ -39,6 +41,7 @@ typedef struct rs_options {
 	int max_mn, max_k; /* M, N in [1, max_mn], K in [1, max_k] */
 	bool any_kind;     /* pick the kind of C; otherwise RS_MATMUL */
 	bool tile;         /* tile is among the primitives */
+	bool rfactor;      /* sometimes rfactor C's reduction (then schedule C.rf) */
 } rs_options;
 
 typedef struct rs_case {

@@ -9,7 +9,8 @@
  * cache_write of C computed at a random loop of C, and P inlined, computed
  * at a random loop of its reader, or at root.  Every lowered function runs
  * in the interpreter (every access bounds-checked) and every fourth through
- * the LLVM JIT.  A failing trial prints its seed and schedule.
+ * the LLVM JIT.  A second run adds the other kinds of C, tiles and rfactor.
+ * A failing trial prints its seed and schedule.
  * fuzz/fuzz_schedule explores the same space from fuzzer input.
  */
 #include "testutil.h"
@@ -19,10 +20,10 @@
 #include "lower.h"
 #include "random_schedule.h"
 
-static void trial(uint64_t seed, bool jit)
+static void trial(uint64_t seed, bool jit, bool rfactor)
 {
 	rs_rng r = {seed, NULL, 0, 0};
-	rs_options o = {13, 9, false, false};
+	rs_options o = {13, 9, rfactor, false, rfactor};
 	rs_case c;
 	ts_ctx *ctx = ts_ctx_new();
 	ck_assert_msg(rs_build(ctx, &r, &o, &c), "seed %llu: %s", (unsigned long long)seed,
@@ -51,7 +52,16 @@ static void trial(uint64_t seed, bool jit)
 START_TEST(test_random_schedules)
 {
 	for (uint64_t seed = 1; seed <= 300; seed++)
-		trial(seed, seed % 4 == 0);
+		trial(seed, seed % 4 == 0, false);
+}
+END_TEST
+
+/* Any kind of C, tiles, and rfactor of C's reduction with C.rf scheduled
+ * at random as well (seeds 1000 and up, so the first test's stay). */
+START_TEST(test_random_schedules_rfactor)
+{
+	for (uint64_t seed = 1000; seed < 1300; seed++)
+		trial(seed, seed % 4 == 0, true);
 }
 END_TEST
 
@@ -61,6 +71,7 @@ int main(void)
 	TCase *tc = tcase_create("random");
 	tcase_set_timeout(tc, 900);
 	tcase_add_test(tc, test_random_schedules);
+	tcase_add_test(tc, test_random_schedules_rfactor);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
