@@ -7,6 +7,7 @@
 #define TESSERA_EXAMPLES_GEMM_STEPS_H
 
 #include "tessera.h"
+#include "op_schedules.h"
 #include "schedule.h"
 
 typedef struct gemm {
@@ -16,6 +17,9 @@ typedef struct gemm {
 	ts_schedule *s;
 	ts_stage *sc;
 	bool parallel;
+	/* the register blocking steps' parameters: ts_matmul_cpu_default(),
+	 * or fixed ones where the output must not depend on the host */
+	ts_matmul_cpu_params mp;
 } gemm;
 
 typedef struct gemm_step {
