@@ -79,6 +79,9 @@ if have "$tutorial"; then
 	expect "--threads: 100000 is out of range (1 to 1024)" "$t" gemm --threads 100000
 	expect "--lines: -1 is out of range (0 to" "$t" gemm --lines -1
 	expect "unknown option '--golden=1'" "$t" gemm --golden=1
+	expect "--step: 5 is not a step of blur; the steps are 0 to 4" "$t" blur --step 5
+	expect "--size: 0 is out of range (1 to" "$t" blur --size 0
+	expect "--size: 99999999 is out of range (1 to" "$t" blur --size 99999999
 	expect "--plot needs a value" "$t" gemm --plot
 	expect "--plot: '$tmp/x.png' does not end in .svg" "$t" gemm --plot "$tmp/x.png"
 	expect "--plot: '.svg' does not end in .svg" "$t" gemm --plot .svg

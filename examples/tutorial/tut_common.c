@@ -204,7 +204,8 @@ int tut_run_cpu(const tut_cpu *t, const tut_opts *o, tut_report *rep)
 	printf("tessera-tutorial %s: ", t->name);
 	t->describe(&g);
 	if (!o->golden)
-		printf("%d threads available, vectors of %d float32 lanes\n", o->threads, g.lanes);
+		printf(", %d threads available, vectors of %d float32 lanes", o->threads, g.lanes);
+	printf("\n");
 	ts_ctx_free(g.ctx);
 	int rc = 0;
 	for (int i = 0; i < t->nsteps; i++)

@@ -88,8 +88,9 @@ typedef struct tut_cpu {
 	/* Builds step i's computation in g (ctx, n, lanes set) and its
 	 * schedule; false with the error in g->ctx. */
 	bool (*make)(tut_graph *g, int step);
-	/* The header line (after "tessera-tutorial NAME: "), the work of one
-	 * call (floating-point operations or bytes) and its unit. */
+	/* The header line (after "tessera-tutorial NAME: ", without the
+	 * newline), the work of one call (floating-point operations or bytes)
+	 * and its unit. */
 	void (*describe)(const tut_graph *g);
 	double (*work)(const tut_graph *g);
 	const char *unit;
