@@ -160,6 +160,12 @@ START_TEST(tutorial_blur)
 }
 END_TEST
 
+START_TEST(tutorial_softmax)
+{
+	ck_assert_int_ge(check_page("docs/TUTORIAL_SOFTMAX.md", "TUTORIAL_SOFTMAX.inc"), 4);
+}
+END_TEST
+
 /* The harness itself: a block that passes a tensor where a stage belongs
  * (what the tutorial once showed) must not compile. */
 START_TEST(wrong_block_is_caught)
@@ -185,6 +191,7 @@ int main(void)
 	tcase_add_test(tc, primitives);
 	tcase_add_test(tc, tutorial);
 	tcase_add_test(tc, tutorial_blur);
+	tcase_add_test(tc, tutorial_softmax);
 	tcase_add_test(tc, wrong_block_is_caught);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
