@@ -84,6 +84,8 @@ if have "$tutorial"; then
 	expect "--size: 99999999 is out of range (1 to" "$t" blur --size 99999999
 	expect "--step: 4 is not a step of softmax; the steps are 0 to 3" "$t" softmax --step 4
 	expect "--threads: 0 is out of range (1 to 1024)" "$t" softmax --threads 0
+	expect "--step: 5 is not a step of conv; the steps are 0 to 4" "$t" conv --step 5
+	expect "--size: 1025 is out of range (1 to 1024)" "$t" conv --size 1025
 	expect "--plot needs a value" "$t" gemm --plot
 	expect "--plot: '$tmp/x.png' does not end in .svg" "$t" gemm --plot "$tmp/x.png"
 	expect "--plot: '.svg' does not end in .svg" "$t" gemm --plot .svg

@@ -166,6 +166,12 @@ START_TEST(tutorial_softmax)
 }
 END_TEST
 
+START_TEST(tutorial_conv)
+{
+	ck_assert_int_ge(check_page("docs/TUTORIAL_CONV.md", "TUTORIAL_CONV.inc"), 5);
+}
+END_TEST
+
 /* The harness itself: a block that passes a tensor where a stage belongs
  * (what the tutorial once showed) must not compile. */
 START_TEST(wrong_block_is_caught)
@@ -192,6 +198,7 @@ int main(void)
 	tcase_add_test(tc, tutorial);
 	tcase_add_test(tc, tutorial_blur);
 	tcase_add_test(tc, tutorial_softmax);
+	tcase_add_test(tc, tutorial_conv);
 	tcase_add_test(tc, wrong_block_is_caught);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
