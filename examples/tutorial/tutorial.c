@@ -20,7 +20,8 @@
 
 #define MAX_THREADS 1024
 
-static const tutorial *const tutorials[] = {&tut_gemm, &tut_blur, &tut_softmax, &tut_conv};
+static const tutorial *const tutorials[] = {&tut_gemm, &tut_blur, &tut_softmax, &tut_conv,
+					    &tut_gpu};
 #define NTUTORIALS ((int)TS_COUNT_OF(tutorials))
 
 static const tutorial *find_tutorial(const char *name)
