@@ -196,14 +196,16 @@ static int write_plot_files(const char *name, const tut_report *rep, const char 
 	if (!(f = fopen(path, "w")))
 		return fprintf(stderr, "tessera-tutorial: --plot: cannot write '%s'\n", path), 1;
 	fprintf(f,
-		"set terminal svg size 900,480 dynamic font 'sans,11'\n"
+		"set terminal svg size %d,480 dynamic font 'sans,11'\n"
 		"set output '%s'\n"
 		"set title 'tessera-tutorial %s: %s per step (higher is faster)'\n"
 		"set ylabel '%s'\nset style fill solid 0.8\nset boxwidth 0.6\nset grid ytics\n"
-		"set yrange [0:*]\nset xtics rotate by -25 nomirror\nset bmargin 7\n"
+		"set yrange [0:*]\nset xtics nomirror font ',9'\n"
 		"plot '%s.dat' using 0:4:xtic(2) with boxes notitle, \\\n"
 		"     '' using 0:4:(sprintf('%%.2f', $4)) with labels offset 0,0.8 notitle\n",
-		svg, name, rep->unit, rep->unit, base);
+		/* labels stay horizontal (some SVG renderers misplace rotated
+		 * text), so each bar gets room for its name */
+		rep->n * 230 > 900 ? rep->n * 230 : 900, svg, name, rep->unit, rep->unit, base);
 	fclose(f);
 	return 0;
 }
@@ -216,6 +218,7 @@ static int plot(const char *name, const tut_report *rep, const char *svg)
 	if (write_plot_files(name, rep, svg, base))
 		return 1;
 	if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
+		remove(svg); /* the empty file that proved it writable */
 		fprintf(stderr,
 			"tessera-tutorial: gnuplot is not installed; wrote %s.dat and %s.gp: "
 			"draw %s with `gnuplot '%s.gp'`\n",
@@ -243,6 +246,8 @@ int main(int argc, char **argv)
 	int rc = t->run(&o, &rep);
 	if (rc == 0 && o.plot)
 		rc = plot(t->name, &rep, o.plot);
+	else if (o.plot)
+		remove(o.plot); /* nothing to draw: no empty chart left behind */
 	ts_threadpool_shutdown();
 	return rc;
 }
