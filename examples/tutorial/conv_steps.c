@@ -152,9 +152,9 @@ static const tut_step steps[] = {
 	 "ts_vectorize(sc, ts_axis_of(sc, 4));\nts_parallel(sc, ts_axis_of(sc, 1));",
 	 nchwc_vector},
 	{"NCHWc, register blocked",
-	 "The library schedule, ts_schedule_conv2d_nchwc_cpu: a block of 14 output columns x `lanes` channels accumulated in "
-	 "registers (cache_write) over the whole reduction, its loops unrolled, the padded input "
-	 "computed once, vectorized and parallel.",
+	 "The library schedule, ts_schedule_conv2d_nchwc_cpu: a block of 14 output columns x "
+	 "`lanes` channels accumulated in registers (cache_write) over the whole reduction, its "
+	 "loops unrolled, the padded input computed once, vectorized and parallel.",
 	 "ts_conv2d_cpu_params p = ts_conv2d_cpu_default();\n"
 	 "ts_schedule_conv2d_nchwc_cpu(s, Y, &p);  /* Y = conv2d_nchwc(Xc, Wc) */",
 	 nchwc_library},

@@ -145,8 +145,9 @@ static const tut_step steps[] = {
 	 "ts_parallel(ss, ts_axis_of(ss, 0));  /* and sy, se */",
 	 parallel_rows},
 	{"compute_at the row",
-	 "max, exp and sum computed inside the output's parallel row loop (ts_schedule_softmax_cpu): one row at a time goes "
-	 "through all four stages while it is in L1, and the intermediates shrink to a row.",
+	 "max, exp and sum computed inside the output's parallel row loop "
+	 "(ts_schedule_softmax_cpu): one row at a time goes through all four stages while it "
+	 "is in L1, and the intermediates shrink to a row.",
 	 "ts_stage *se = ts_stage_of(s, ts_op_stage(Y, \"softmax_exp\"));\n"
 	 "ts_stage *sm = ts_stage_of(s, ts_op_stage(Y, \"softmax_max\"));\n"
 	 "ts_stage *ss = ts_stage_of(s, ts_op_stage(Y, \"softmax_sum\"));\n"

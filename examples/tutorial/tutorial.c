@@ -43,8 +43,9 @@ static void usage(FILE *f, const char *prog)
 	fprintf(f,
 		"usage: %s TUTORIAL [--size N] [--threads T] [--lines L]\n"
 		"       [--step K] [--golden] [--plot FILE.svg]\n"
-		"  TUTORIAL is one of those below.  Each step prints its schedule calls, its lowered loop IR (first L lines,\n"
-		"  default 30) and its measured speed; every result is checked first.\n"
+		"  TUTORIAL is one of those below.  Each step prints its schedule calls, its\n"
+		"  lowered loop IR (first L lines, default 30) and its measured speed; every\n"
+		"  result is checked first.\n"
 		"  T is 1 to %d, L 0 or more, K one of the tutorial's steps.\n"
 		"  --golden prints nothing measured and fixes the vector widths, so the\n"
 		"  output is the same on every x86-64 machine.  --plot draws a bar per\n"
@@ -214,6 +215,11 @@ static int write_plot_files(const char *name, const tut_report *rep, const char 
 static int plot(const char *name, const tut_report *rep, const char *svg)
 {
 	char base[PATH_MAX], cmd[2 * PATH_MAX];
+	if (rep->n == 0) { /* gpu without a GPU: compile-only */
+		remove(svg);
+		fprintf(stderr, "tessera-tutorial: --plot: no step was timed, so there is no chart\n");
+		return 0;
+	}
 	plot_base(svg, base, sizeof(base));
 	if (write_plot_files(name, rep, svg, base))
 		return 1;
