@@ -102,8 +102,6 @@ static ts_status at_row(tut_graph *g)
 /* Prints the nest as it stands after one call of the tile step. */
 static void show(tut_graph *g, const char *call)
 {
-	if (!g->narrate)
-		return;
 	printf("\nafter %s\n```\n", call);
 	tut_print_head(ts_schedule_step_str(g->s), g->lines);
 	printf("```\n");
@@ -122,9 +120,8 @@ static ts_status at_tile(tut_graph *g)
 	ts_stage *sx = SX(g), *sy = SY(g);
 	ts_axis *yo, *xo, *yi, *xi, *xio, *xii, *t;
 	g->parallel = true;
-	if (g->narrate)
-		printf("\nthe nest after each call (ts_schedule_step_str; TESSERA_PRINT_STEPS=1 prints "
-		       "the same to stderr):\n");
+	printf("\nthe nest after each call (ts_schedule_step_str; TESSERA_PRINT_STEPS=1 prints "
+	       "the same to stderr):\n");
 	STEP(g, ts_tile(sy, ts_axis_of(sy, 0), ts_axis_of(sy, 1), TILE_ROWS, TILE_VECTORS * g->lanes, &yo,
 			&xo, &yi, &xi), "ts_tile(sy, ...)");
 	STEP(g, ts_split(sy, xi, g->lanes, &xio, &xii), "ts_split(sy, xi, ...)");

@@ -170,7 +170,6 @@ static int run_step(const tut_cpu *t, const tut_opts *o, tut_report *rep, int i)
 	if (!g.ctx)
 		return fprintf(stderr, "step %s: out of memory\n", st->name), 1;
 	tut_print_step(i, st->name, st->why, st->code);
-	g.narrate = true;
 	int rc = 0;
 	if (!t->make(&g, i) || st->apply(&g) != TS_OK) {
 		rc = fail(&g, st->name);

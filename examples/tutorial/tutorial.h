@@ -68,9 +68,8 @@ typedef struct tut_graph {
 	ts_tensor *args[TUT_MAX_ARGS];
 	int64_t n;     /* the size */
 	int lanes;     /* the vector lanes of the steps */
-	int lines;     /* as in tut_opts, for steps that print nests */
+	int lines;     /* as in tut_opts, for the steps that print nests */
 	bool parallel; /* set by a step that runs on the thread pool */
-	bool narrate;  /* the step prints the nest after each primitive */
 } tut_graph;
 
 typedef struct tut_step {
