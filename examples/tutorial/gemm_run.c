@@ -56,7 +56,7 @@ static int run_step(const tut_opts *o, int idx, ts_array *const *arr, ts_array *
 	int64_t n = o->size;
 	gemm g = gemm_make(n, st->packed);
 	if (o->golden)
-		g.mp = (ts_matmul_cpu_params){.mr = 6, .nr = 32, .kunroll = 4, .parallel = true};
+		g.mp = gemm_golden_params();
 	st->apply(&g);
 	uint64_t t0 = ts_now_ns();
 	ts_func *f = ts_lower(g.s, "gemm", 3, (ts_tensor *[]){g.A, g.B, g.C});

@@ -151,3 +151,8 @@ gemm gemm_make(int64_t n, bool packed)
 	return g;
 }
 
+
+ts_matmul_cpu_params gemm_golden_params(void)
+{
+	return (ts_matmul_cpu_params){.mr = 6, .nr = 32, .kunroll = 4, .parallel = true};
+}

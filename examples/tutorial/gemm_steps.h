@@ -33,6 +33,10 @@ typedef struct gemm_step {
 extern const gemm_step gemm_steps[];
 extern const int gemm_nsteps;
 
+/* The register block the golden outputs use, whatever the host: 6x32
+ * (what ts_matmul_cpu_default gives with AVX-512). */
+ts_matmul_cpu_params gemm_golden_params(void);
+
 /* A fresh context with C[n, n] = A x B (packed B when asked) and its
  * schedule; free with ts_ctx_free(g.ctx). */
 gemm gemm_make(int64_t n, bool packed);
