@@ -62,9 +62,10 @@ fi
 if have "$tutorial"; then
 	t=$tutorial
 	expect "usage:" "$t"
-	expect "unknown tutorial 'conv' (available: gemm)" "$t" conv
-	expect "--step: 99 is not a step; the steps are 0 to" "$t" gemm --step 99
-	expect "--step: -5 is not a step; the steps are 0 to" "$t" gemm --step -5
+	expect "unknown tutorial 'matmul' (available: gemm" "$t" matmul
+	expect "unknown tutorial '--golden' (available: gemm" "$t" --golden gemm
+	expect "--step: 99 is not a step of gemm; the steps are 0 to" "$t" gemm --step 99
+	expect "--step: -5 is not a step of gemm; the steps are 0 to" "$t" gemm --step -5
 	expect "--step: 'abc' is not an integer" "$t" gemm --step abc
 	expect "--step: '3x' is not an integer" "$t" gemm --step 3x
 	expect "unknown option '--bogus'" "$t" gemm --bogus
@@ -78,6 +79,25 @@ if have "$tutorial"; then
 	expect "--threads: 0 is out of range (1 to 1024)" "$t" gemm --threads 0
 	expect "--threads: 100000 is out of range (1 to 1024)" "$t" gemm --threads 100000
 	expect "--lines: -1 is out of range (0 to" "$t" gemm --lines -1
+	expect "unknown option '--golden=1'" "$t" gemm --golden=1
+	expect "--step: 5 is not a step of blur; the steps are 0 to 4" "$t" blur --step 5
+	expect "--size: 0 is out of range (1 to" "$t" blur --size 0
+	expect "--size: 99999999 is out of range (1 to" "$t" blur --size 99999999
+	expect "--step: 4 is not a step of softmax; the steps are 0 to 3" "$t" softmax --step 4
+	expect "--threads: 0 is out of range (1 to 1024)" "$t" softmax --threads 0
+	expect "--step: 5 is not a step of conv; the steps are 0 to 4" "$t" conv --step 5
+	expect "--size: 1025 is out of range (1 to 1024)" "$t" conv --size 1025
+	expect "--step: 3 is not a step of gpu; the steps are 0 to 2" "$t" gpu --step 3
+	expect "--size: -3 is out of range (1 to" "$t" gpu --size -3
+	expect "--plot: cannot write '/nonexistent/gpu.svg'" "$t" gpu --plot /nonexistent/gpu.svg
+	expect "--plot needs a value" "$t" gemm --plot
+	expect "--plot: '$tmp/x.png' does not end in .svg" "$t" gemm --plot "$tmp/x.png"
+	expect "--plot: '.svg' does not end in .svg" "$t" gemm --plot .svg
+	expect "--plot: cannot write '/nonexistent/x.svg'" "$t" gemm --plot /nonexistent/x.svg
+	mkdir "$tmp/dir.svg"
+	expect "--plot: cannot write '$tmp/dir.svg'" "$t" gemm --plot "$tmp/dir.svg"
+	expect "has a quote or a backslash" "$t" gemm --plot "$tmp/it's.svg"
+	expect "--plot draws measured speeds and --golden measures nothing" "$t" gemm --golden --plot "$tmp/x.svg"
 fi
 
 if have "$bench"; then

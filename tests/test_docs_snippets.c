@@ -154,6 +154,30 @@ START_TEST(tutorial)
 }
 END_TEST
 
+START_TEST(tutorial_blur)
+{
+	ck_assert_int_ge(check_page("docs/TUTORIAL_BLUR.md", "TUTORIAL_BLUR.inc"), 5);
+}
+END_TEST
+
+START_TEST(tutorial_softmax)
+{
+	ck_assert_int_ge(check_page("docs/TUTORIAL_SOFTMAX.md", "TUTORIAL_SOFTMAX.inc"), 4);
+}
+END_TEST
+
+START_TEST(tutorial_conv)
+{
+	ck_assert_int_ge(check_page("docs/TUTORIAL_CONV.md", "TUTORIAL_CONV.inc"), 5);
+}
+END_TEST
+
+START_TEST(tutorial_gpu)
+{
+	ck_assert_int_ge(check_page("docs/TUTORIAL_GPU.md", "TUTORIAL_GPU.inc"), 3);
+}
+END_TEST
+
 /* The harness itself: a block that passes a tensor where a stage belongs
  * (what the tutorial once showed) must not compile. */
 START_TEST(wrong_block_is_caught)
@@ -178,6 +202,10 @@ int main(void)
 	tcase_add_test(tc, readme);
 	tcase_add_test(tc, primitives);
 	tcase_add_test(tc, tutorial);
+	tcase_add_test(tc, tutorial_blur);
+	tcase_add_test(tc, tutorial_softmax);
+	tcase_add_test(tc, tutorial_conv);
+	tcase_add_test(tc, tutorial_gpu);
 	tcase_add_test(tc, wrong_block_is_caught);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);

@@ -76,7 +76,7 @@ static void parallel(gemm *g)
 
 static void register_block(gemm *g)
 {
-	ts_matmul_cpu_params p = ts_matmul_cpu_default();
+	ts_matmul_cpu_params p = g->mp;
 	p.parallel = g->parallel;
 	ts_schedule_matmul_cpu(g->s, g->C, &p);
 }
@@ -141,7 +141,7 @@ const int gemm_nsteps = (int)TS_COUNT_OF(gemm_steps);
 
 gemm gemm_make(int64_t n, bool packed)
 {
-	gemm g = {.ctx = ts_ctx_new(), .n = n};
+	gemm g = {.ctx = ts_ctx_new(), .n = n, .mp = ts_matmul_cpu_default()};
 	ts_ctx *ctx = g.ctx;
 	g.A = ts_placeholder(ctx, "A", TS_SHAPE(n, n), ts_float32);
 	g.B = ts_placeholder(ctx, "B", TS_SHAPE(n, n), ts_float32);
@@ -151,3 +151,8 @@ gemm gemm_make(int64_t n, bool packed)
 	return g;
 }
 
+
+ts_matmul_cpu_params gemm_golden_params(void)
+{
+	return (ts_matmul_cpu_params){.mr = 6, .nr = 32, .kunroll = 4, .parallel = true};
+}

@@ -1,138 +1,63 @@
 /*
- * tessera-tutorial gemm - the steps of TVM's "How to optimize GEMM on CPU",
- * then tessera's own, each printed as its schedule calls, the lowered loop
- * IR and the measured speed against OpenBLAS in the same run.
+ * tessera-tutorial - step-by-step optimization tutorials that run:
  *
- * Every step is checked against OpenBLAS before it is timed.  Serial steps
- * are compared with single-threaded OpenBLAS, parallel ones with OpenBLAS on
- * the same number of threads.
+ *   tessera-tutorial <gemm|blur|softmax|conv|gpu> [--size N] [--threads T]
+ *                    [--lines L] [--step K] [--golden] [--plot FILE.svg]
+ *
+ * Each step prints its name, why it is faster, the schedule calls it adds,
+ * its lowered loop IR and its measured speed (tutorial.h).  This file only
+ * reads the command line, strictly (a bad value exits 2 before anything
+ * runs), calls the tutorial and draws the chart.
  */
-#include <cblas.h>
 #include <limits.h>
-#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "build.h"
 #include "fair_blas.h"
-#include "gemm_steps.h"
-#include "lower.h"
-#include "op_schedules.h"
-#include "tessera.h"
+#include "tutorial.h"
 
-void openblas_set_num_threads(int n);
-/* Prints at most max_lines of text, then how many were left out. */
-static void print_head(const char *text, int max_lines)
-{
-	int line = 0;
-	const char *p = text;
-	for (; *p && line < max_lines; p++) {
-		putchar(*p);
-		line += *p == '\n';
-	}
-	int rest = 0;
-	for (; *p; p++)
-		rest += *p == '\n';
-	if (rest)
-		printf("  ... (%d more lines)\n", rest);
-}
-
-/* Largest difference relative to the largest magnitude of the reference. */
-static double max_rel_err(const float *a, const float *b, int64_t n)
-{
-	double worst = 0, scale = 1e-30;
-	for (int64_t i = 0; i < n; i++) {
-		double d = fabs((double)a[i] - b[i]), m = fabs((double)b[i]);
-		worst = d > worst ? d : worst;
-		scale = m > scale ? m : scale;
-	}
-	return worst / scale;
-}
-
-static double openblas_gflops(ts_array *A, ts_array *B, ts_array *C, int64_t n, int threads)
-{
-	openblas_set_num_threads(threads);
-	double best[5];
-	for (int r = 0; r < 5; r++) {
-		uint64_t t0 = ts_now_ns();
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0f,
-			    A->data, (int)n, B->data, (int)n, 0.0f, C->data, (int)n);
-		best[r] = ts_ms_since(t0);
-	}
-	return 2.0 * n * n * n / (ts_median(best, 5) * 1e6);
-}
-
-static int run_step(const gemm_step *st, int idx, int64_t n, int lines, ts_array *const *arr,
-		    ts_array *ref, int threads)
-{
-	gemm g = gemm_make(n, st->packed);
-	st->apply(&g);
-	uint64_t t0 = ts_now_ns();
-	ts_func *f = ts_lower(g.s, "gemm", 3, (ts_tensor *[]){g.A, g.B, g.C});
-	double lower_ms = ts_ms_since(t0);
-	ts_module *m = f ? ts_build(g.ctx, f, "llvm") : NULL;
-	if (!m) {
-		fprintf(stderr, "step %s: %s\n", st->name, ts_last_error(g.ctx));
-		ts_ctx_free(g.ctx);
-		return 1;
-	}
-	printf("\n== step %d: %s ==\n%s\n\n```c\n%s\n```\n\nlowered loop IR:\n```\n", idx, st->name,
-	       st->why, st->code);
-	print_head(ir_stmt_str(g.ctx, f->body), lines);
-	printf("```\n");
-	int rc = 0;
-	if (ts_module_run(m, 3, arr) != TS_OK ||
-	    max_rel_err(arr[2]->data, ref->data, n * n) > 1e-3) {
-		fprintf(stderr, "step %s: result differs from OpenBLAS: %s\n", st->name, ts_last_error(g.ctx));
-		rc = 1;
-	}
-	bool par = g.parallel;
-	ts_set_num_threads(par ? threads : 1);
-	ts_timing t;
-	double est = 2.0 * n * n * n / 1e9; /* seconds at 1 GFLOP/s */
-	int repeat = est > 1 ? 1 : 5;
-	if (rc == 0 && ts_module_time(m, 3, arr, 1, repeat, &t) == TS_OK) {
-		double gf = 2.0 * n * n * n / (t.median * 1e9);
-		double blas = openblas_gflops(arr[0], arr[1], ref, n, par ? threads : 1);
-		ts_phase_times pt = ts_module_times(m);
-		printf("%-38s %8.2f ms  %7.1f GFLOP/s  %5.2fx OpenBLAS (%d thread%s)  compile %.1f ms\n",
-		       st->name, t.median * 1e3, gf, gf / blas, par ? threads : 1,
-		       par && threads > 1 ? "s" : "", lower_ms + pt.total_ms);
-	}
-	ts_module_free(m);
-	ts_ctx_free(g.ctx);
-	return rc;
-}
-
-/* Sizes above this take minutes per step and more memory than a laptop
- * has; cblas_sgemm also takes int dimensions. */
-#define MAX_SIZE 8192
 #define MAX_THREADS 1024
 
-typedef struct tutorial_opts {
-	int64_t n;
-	int threads, lines, only; /* only: the one step to run, -1 for all */
-} tutorial_opts;
+static const tutorial *const tutorials[] = {&tut_gemm, &tut_blur, &tut_softmax, &tut_conv,
+					    &tut_gpu};
+#define NTUTORIALS ((int)TS_COUNT_OF(tutorials))
 
-static void print_steps(FILE *f)
+static const tutorial *find_tutorial(const char *name)
 {
-	for (int i = 0; i < gemm_nsteps; i++)
-		fprintf(f, "    %2d  %s\n", i, gemm_steps[i].name);
+	for (int i = 0; i < NTUTORIALS; i++)
+		if (!strcmp(tutorials[i]->name, name))
+			return tutorials[i];
+	return NULL;
+}
+
+static void print_steps(FILE *f, const tutorial *t)
+{
+	for (int i = 0; i < *t->nsteps; i++)
+		fprintf(f, "      %2d  %s\n", i, t->step_name(i));
 }
 
 static void usage(FILE *f, const char *prog)
 {
 	fprintf(f,
-		"usage: %s gemm [--size N] [--threads T] [--lines L] [--step K]\n"
-		"  Reproduces TVM's 'How to optimize GEMM on CPU' steps and tessera's own,\n"
-		"  printing each schedule, its lowered loop IR (first L lines, default 30)\n"
-		"  and its speed against OpenBLAS.  N defaults to 1024.\n"
-		"  N is 1 to %d, T 1 to %d, L 0 or more, K one of the steps:\n",
-		prog, MAX_SIZE, MAX_THREADS);
-	print_steps(f);
-	fprintf(f, "  A bad command line exits with status 2.\n");
+		"usage: %s TUTORIAL [--size N] [--threads T] [--lines L]\n"
+		"       [--step K] [--golden] [--plot FILE.svg]\n"
+		"  TUTORIAL is one of those below.  Each step prints its schedule calls, its\n"
+		"  lowered loop IR (first L lines, default 30) and its measured speed; every\n"
+		"  result is checked first.\n"
+		"  T is 1 to %d, L 0 or more, K one of the tutorial's steps.\n"
+		"  --golden prints nothing measured and fixes the vector widths, so the\n"
+		"  output is the same on every x86-64 machine.  --plot draws a bar per\n"
+		"  step with gnuplot (or writes FILE.dat and FILE.gp to draw later).\n",
+		prog, MAX_THREADS);
+	for (int i = 0; i < NTUTORIALS; i++) {
+		const tutorial *t = tutorials[i];
+		fprintf(f, "\n  %s: %s\n  N is 1 to %lld; steps:\n", t->name, t->about,
+			(long long)t->max_size);
+		print_steps(f, t);
+	}
+	fprintf(f, "\n  A bad command line exits with status 2.\n");
 }
 
 /* A strict decimal integer: an optional '-', digits, nothing else (an
@@ -158,102 +83,177 @@ static int int_flag(const char *flag, const char *v, long long lo, long long hi,
 	return 0;
 }
 
-static int step_flag(const char *v, int *only)
+static int step_flag(const tutorial *t, const char *v, int *only)
 {
 	long long x;
 	if (parse_int("--step", v, &x))
 		return -1;
-	if (x < 0 || x >= gemm_nsteps) {
-		fprintf(stderr, "tessera-tutorial: --step: %s is not a step; the steps are 0 to %d:\n",
-			v, gemm_nsteps - 1);
-		print_steps(stderr);
+	if (x < 0 || x >= *t->nsteps) {
+		fprintf(stderr, "tessera-tutorial: --step: %s is not a step of %s; the steps are 0 to %d:\n",
+			v, t->name, *t->nsteps - 1);
+		print_steps(stderr, t);
 		return -1;
 	}
 	*only = (int)x;
 	return 0;
 }
 
+/* The chart's path: FILE.svg, writable now (so that a long run does not
+ * end in a path it cannot write), with no character that would need
+ * quoting in the gnuplot script. */
+static int plot_flag(const char *v, const char **plot)
+{
+	size_t len = strlen(v);
+	if (len < 5 || strcmp(v + len - 4, ".svg") != 0)
+		return fprintf(stderr, "tessera-tutorial: --plot: '%s' does not end in .svg\n", v), -1;
+	if (strpbrk(v, "'\"\\\n"))
+		return fprintf(stderr, "tessera-tutorial: --plot: '%s' has a quote or a backslash\n", v),
+		       -1;
+	FILE *f = fopen(v, "w");
+	if (!f)
+		return fprintf(stderr, "tessera-tutorial: --plot: cannot write '%s'\n", v), -1;
+	fclose(f);
+	*plot = v;
+	return 0;
+}
+
 /* Applies one "--flag value" pair. */
-static int apply_flag(tutorial_opts *o, const char *flag, const char *v)
+static int apply_flag(const tutorial *t, tut_opts *o, const char *flag, const char *v)
 {
 	long long x;
 	if (!strcmp(flag, "--size"))
-		return int_flag(flag, v, 1, MAX_SIZE, &x) ? -1 : (o->n = x, 0);
+		return int_flag(flag, v, 1, t->max_size, &x) ? -1 : (o->size = x, 0);
 	if (!strcmp(flag, "--threads"))
 		return int_flag(flag, v, 1, MAX_THREADS, &x) ? -1 : (o->threads = (int)x, 0);
 	if (!strcmp(flag, "--lines"))
 		return int_flag(flag, v, 0, INT_MAX, &x) ? -1 : (o->lines = (int)x, 0);
 	if (!strcmp(flag, "--step"))
-		return step_flag(v, &o->only);
+		return step_flag(t, v, &o->only);
+	if (!strcmp(flag, "--plot"))
+		return plot_flag(v, &o->plot);
+	if (!strcmp(flag, "--golden"))
+		return o->golden = true, 0;
 	return fprintf(stderr, "tessera-tutorial: unknown option '%s' (see --help)\n", flag), -1;
 }
 
-static bool is_flag(const char *a)
+static bool takes_value(const char *a)
 {
 	return !strcmp(a, "--size") || !strcmp(a, "--threads") || !strcmp(a, "--lines") ||
-	       !strcmp(a, "--step");
+	       !strcmp(a, "--step") || !strcmp(a, "--plot");
 }
 
 /* Fills o from argv; returns -1 to go on, else the exit status (after
  * printing the help or what is wrong). */
-static int parse_args(int argc, char **argv, tutorial_opts *o)
+static int parse_args(int argc, char **argv, const tutorial **t, tut_opts *o)
 {
-	*o = (tutorial_opts){1024, ts_num_threads(), 30, -1};
+	*o = (tut_opts){0, ts_num_threads(), 30, -1, false, NULL};
 	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))
 		return usage(stdout, argv[0]), 0;
 	if (argc < 2)
 		return usage(stderr, argv[0]), 2;
-	if (strcmp(argv[1], "gemm") != 0)
-		return fprintf(stderr, "tessera-tutorial: unknown tutorial '%s' (available: gemm)\n",
-			       argv[1]), 2;
+	if (!(*t = find_tutorial(argv[1]))) {
+		fprintf(stderr, "tessera-tutorial: unknown tutorial '%s' (available:", argv[1]);
+		for (int i = 0; i < NTUTORIALS; i++)
+			fprintf(stderr, "%s %s", i ? "," : "", tutorials[i]->name);
+		return fprintf(stderr, ")\n"), 2;
+	}
+	o->size = (*t)->default_size;
 	for (int i = 2; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "-h") || !strcmp(a, "--help"))
 			return usage(stdout, argv[0]), 0;
 		if (strncmp(a, "-", 1) != 0)
 			return fprintf(stderr, "tessera-tutorial: unexpected argument '%s'\n", a), 2;
-		if (is_flag(a) && i + 1 >= argc)
+		if (takes_value(a) && i + 1 >= argc)
 			return fprintf(stderr, "tessera-tutorial: %s needs a value\n", a), 2;
-		if (apply_flag(o, a, is_flag(a) ? argv[++i] : NULL))
+		if (apply_flag(*t, o, a, takes_value(a) ? argv[++i] : NULL))
 			return 2;
 	}
+	if (o->plot && o->golden)
+		return fprintf(stderr, "tessera-tutorial: --plot draws measured speeds and --golden "
+				       "measures nothing; give one of them\n"), 2;
 	return -1;
+}
+
+/* FILE.svg's FILE. */
+static void plot_base(const char *svg, char *base, size_t cap)
+{
+	snprintf(base, cap, "%.*s", (int)(strlen(svg) - 4), svg);
+}
+
+static int write_plot_files(const char *name, const tut_report *rep, const char *svg,
+			    const char *base)
+{
+	char path[PATH_MAX + 8];
+	snprintf(path, sizeof(path), "%s.dat", base);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return fprintf(stderr, "tessera-tutorial: --plot: cannot write '%s'\n", path), 1;
+	fprintf(f, "# step  name  median_ms  %s\n", rep->unit);
+	for (int i = 0; i < rep->n; i++)
+		fprintf(f, "%d \"%s\" %.6f %.6f\n", i, rep->name[i], rep->ms[i], rep->rate[i]);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s.gp", base);
+	if (!(f = fopen(path, "w")))
+		return fprintf(stderr, "tessera-tutorial: --plot: cannot write '%s'\n", path), 1;
+	fprintf(f,
+		"set terminal svg size %d,480 dynamic font 'sans,11'\n"
+		"set output '%s'\n"
+		"set title 'tessera-tutorial %s: %s per step (higher is faster)'\n"
+		"set ylabel '%s'\nset style fill solid 0.8\nset boxwidth 0.6\nset grid ytics\n"
+		"set yrange [0:*]\nset xtics nomirror font ',9'\n"
+		"plot '%s.dat' using 0:4:xtic(2) with boxes notitle, \\\n"
+		"     '' using 0:4:(sprintf('%%.2f', $4)) with labels offset 0,0.8 notitle\n",
+		/* labels stay horizontal (some SVG renderers misplace rotated
+		 * text), so each bar gets room for its name */
+		rep->n * 230 > 900 ? rep->n * 230 : 900, svg, name, rep->unit, rep->unit, base);
+	fclose(f);
+	return 0;
+}
+
+/* Draws the chart with gnuplot, or says how to once it is installed. */
+static int plot(const char *name, const tut_report *rep, const char *svg)
+{
+	char base[PATH_MAX], cmd[2 * PATH_MAX];
+	if (rep->n == 0) { /* gpu without a GPU: compile-only */
+		remove(svg);
+		fprintf(stderr, "tessera-tutorial: --plot: no step was timed, so there is no chart\n");
+		return 0;
+	}
+	plot_base(svg, base, sizeof(base));
+	if (write_plot_files(name, rep, svg, base))
+		return 1;
+	if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
+		remove(svg); /* the empty file that proved it writable */
+		fprintf(stderr,
+			"tessera-tutorial: gnuplot is not installed; wrote %s.dat and %s.gp: "
+			"draw %s with `gnuplot '%s.gp'`\n",
+			base, base, svg, base);
+		return 0;
+	}
+	snprintf(cmd, sizeof(cmd), "gnuplot '%s.gp'", base);
+	if (system(cmd) != 0)
+		return fprintf(stderr, "tessera-tutorial: gnuplot '%s.gp' failed\n", base), 1;
+	fprintf(stderr, "tessera-tutorial: drew %s (data in %s.dat)\n", svg, base);
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	tutorial_opts o;
-	int status = parse_args(argc, argv, &o);
+	const tutorial *t = NULL;
+	tut_opts o;
+	int status = parse_args(argc, argv, &t, &o);
 	if (status >= 0)
 		return status;
 	/* after parsing: it may restart the process, which would parse again */
-	bench_fair_openblas(argv);
-	int64_t n = o.n;
-	int threads = o.threads, lines = o.lines, only = o.only;
-	ts_ctx *ctx = ts_ctx_new();
-	int64_t shape[2] = {n, n};
-	ts_array *arr[3], *ref = ts_array_new(ctx, ts_float32, 2, shape);
-	for (int i = 0; i < 3; i++)
-		arr[i] = ts_array_new(ctx, ts_float32, 2, shape);
-	if (!ref || !arr[0] || !arr[1] || !arr[2]) {
-		fprintf(stderr, "tessera-tutorial: %s\n", ts_last_error(ctx));
-		return 1;
-	}
-	ts_array_fill_random(arr[0], 1, -1, 1);
-	ts_array_fill_random(arr[1], 2, -1, 1);
-	openblas_set_num_threads(threads);
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0f,
-		    arr[0]->data, (int)n, arr[1]->data, (int)n, 0.0f, ref->data, (int)n);
-	printf("tessera-tutorial gemm: C[%lld, %lld] = A x B, float32, %d threads available, OpenBLAS core %s\n",
-	       (long long)n, (long long)n, threads, bench_openblas_core());
-	int rc = 0;
-	for (int i = 0; i < gemm_nsteps; i++)
-		if (only < 0 || only == i)
-			rc |= run_step(&gemm_steps[i], i, n, lines, arr, ref, threads);
-	for (int i = 0; i < 3; i++)
-		ts_array_free(arr[i]);
-	ts_array_free(ref);
-	ts_ctx_free(ctx);
+	if (t == &tut_gemm)
+		bench_fair_openblas(argv);
+	tut_report rep = {0};
+	int rc = t->run(&o, &rep);
+	if (rc == 0 && o.plot)
+		rc = plot(t->name, &rep, o.plot);
+	else if (o.plot)
+		remove(o.plot); /* nothing to draw: no empty chart left behind */
 	ts_threadpool_shutdown();
 	return rc;
 }
