@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "fair_blas.h"
 #include "tutorial.h"
@@ -98,9 +100,28 @@ static int step_flag(const tutorial *t, const char *v, int *only)
 	return 0;
 }
 
+/* Whether path could be written, without creating or truncating it: an
+ * existing file must be writable, a new one needs a writable folder. */
+static bool writable(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) == 0)
+		return !S_ISDIR(st.st_mode) && access(path, W_OK) == 0;
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	size_t n = slash ? (size_t)(slash - path) : 1;
+	if (n >= sizeof(dir))
+		return false;
+	memcpy(dir, slash ? path : ".", n);
+	dir[n ? n : 1] = 0;
+	if (slash == path)
+		dir[0] = '/';
+	return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && access(dir, W_OK | X_OK) == 0;
+}
+
 /* The chart's path: FILE.svg, writable now (so that a long run does not
- * end in a path it cannot write), with no character that would need
- * quoting in the gnuplot script. */
+ * end in a path it cannot write; nothing is created before the run), with
+ * no character that would need quoting in the gnuplot script. */
 static int plot_flag(const char *v, const char **plot)
 {
 	size_t len = strlen(v);
@@ -109,10 +130,8 @@ static int plot_flag(const char *v, const char **plot)
 	if (strpbrk(v, "'\"\\\n"))
 		return fprintf(stderr, "tessera-tutorial: --plot: '%s' has a quote or a backslash\n", v),
 		       -1;
-	FILE *f = fopen(v, "w");
-	if (!f)
+	if (!writable(v))
 		return fprintf(stderr, "tessera-tutorial: --plot: cannot write '%s'\n", v), -1;
-	fclose(f);
 	*plot = v;
 	return 0;
 }
