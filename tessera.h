@@ -30,6 +30,7 @@
 #include "schedule.h"
 #include "lower.h"
 #include "op_schedules.h"
+#include "tune.h"
 /* codegen/ */
 #include "build.h"
 #include "interp.h"

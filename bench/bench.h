@@ -109,6 +109,8 @@ int bench_parse_args(int argc, char **argv, bench_opts *o, char *err, size_t err
 int bench_check_outputs(const bench_opts *o, char *err, size_t errlen);
 void bench_usage(FILE *f);
 void bench_print_layers(FILE *f);
+/* The ResNet-50 layer `name` (batch 1) into *c: 0, or -1 if unknown. */
+int bench_find_layer(const char *name, bench_conv *c);
 /* Output extent of a convolution. */
 int64_t bench_conv_out(int64_t in, int64_t k, int64_t stride, int64_t pad);
 /* 2 M N K, or 2 N K OH OW C R S. */

@@ -247,15 +247,23 @@ static int add_square(bench_opts *o, int64_t s, char *err, size_t n)
 	return add_gemm(o, name, s, s, s, err, n);
 }
 
-static int add_layer(bench_opts *o, const char *name, char *err, size_t n)
+int bench_find_layer(const char *name, bench_conv *c)
 {
 	for (size_t i = 0; i < TS_COUNT_OF(resnet_layers); i++) {
 		const named_conv *l = &resnet_layers[i];
 		if (strcmp(l->name, name) == 0) {
-			bench_conv c = {1, l->C, l->H, l->H, l->K, l->R, l->R, l->stride, l->pad};
-			return add_conv(o, name, &c, err, n);
+			*c = (bench_conv){1, l->C, l->H, l->H, l->K, l->R, l->R, l->stride, l->pad};
+			return 0;
 		}
 	}
+	return -1;
+}
+
+static int add_layer(bench_opts *o, const char *name, char *err, size_t n)
+{
+	bench_conv c;
+	if (bench_find_layer(name, &c) == 0)
+		return add_conv(o, name, &c, err, n);
 	return fail(err, n, "--layer: unknown layer '%s' (try --layer list)", name);
 }
 
