@@ -92,6 +92,7 @@ typedef struct bench_opts {
 	unsigned impls;       /* bit per bench_impl; 0: every one that applies */
 	bool list_layers;     /* --layer list: print the layer table and stop */
 	bool flush_l2;        /* --flush-l2: cold GPU L2 before each timed call */
+	const char *tuned;    /* --tuned LOG: tessera's CPU kernels from a tuning log */
 } bench_opts;
 
 /* ---- softmax.c ------------------------------------------------------------------ */
@@ -104,8 +105,9 @@ int bench_softmax(const bench_opts *o);
 /* Parses argv into *o (defaults filled in).  Returns 0, or -1 with a
  * one-line message in err naming the argument and the rule broken. */
 int bench_parse_args(int argc, char **argv, bench_opts *o, char *err, size_t errlen);
-/* Refuses --json and --plot paths that cannot be written (0, or -1 with
- * err set), so that a long run does not end in an unwritable file. */
+/* Refuses --json and --plot paths that cannot be written, and a --tuned
+ * log that cannot be read or is malformed (0, or -1 with err set), so
+ * that a long run does not end in an unwritable file. */
 int bench_check_outputs(const bench_opts *o, char *err, size_t errlen);
 void bench_usage(FILE *f);
 void bench_print_layers(FILE *f);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "tune.h"
 
 #define BENCH_IMPL_NAME(id, name) name,
 const char *const bench_impl_names[BENCH_NIMPL] = {BENCH_IMPLS(BENCH_IMPL_NAME)};
@@ -119,6 +120,9 @@ void bench_usage(FILE *f)
 	      "                         median, min, mean and stddev of the samples)\n"
 	      "  --plot PATH            write a PNG bar chart of GFLOP/s (needs gnuplot; its\n"
 	      "                         data go next to it: x.png -> x.dat)\n"
+	      "  --tuned LOG            tessera's CPU GEMM and conv2d kernels from the records\n"
+	      "                         of a tessera-tune log where it has one for the problem\n"
+	      "                         (the default schedules elsewhere; never tunes)\n"
 	      "  -h, --help             this text\n"
 	      "\n"
 	      "Sizes are decimal integers (no sign); every matrix and tensor must have fewer\n"
@@ -434,6 +438,18 @@ static int check_writable(const char *flag, const char *path, char *err, size_t 
 	return 0;
 }
 
+/* The --tuned log parses (its records are checked against this machine
+ * when a kernel looks its task up). */
+static int check_tuned(const char *path, char *err, size_t n)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	int rc = ctx && ts_tune_log_load(ctx, path) ? 0 : -1;
+	if (rc)
+		snprintf(err, n, "--tuned: %.400s", ctx ? ts_last_error(ctx) : "out of memory");
+	ts_ctx_free(ctx);
+	return rc;
+}
+
 int bench_check_outputs(const bench_opts *o, char *err, size_t n)
 {
 	if (o->cmd == BENCH_CMD_HELP || o->list_layers)
@@ -442,7 +458,7 @@ int bench_check_outputs(const bench_opts *o, char *err, size_t n)
 		return -1;
 	if (o->plot && check_writable("--plot", o->plot, err, n))
 		return -1;
-	return 0;
+	return o->tuned ? check_tuned(o->tuned, err, n) : 0;
 }
 
 void bench_print_layers(FILE *f)
@@ -496,6 +512,12 @@ static int apply_flag(bench_opts *o, const char *flag, const char *v, char *err,
 		return parse_target(o, v, err, n);
 	if (!strcmp(flag, "--impl"))
 		return parse_impls(o, v, err, n);
+	if (!strcmp(flag, "--tuned")) {
+		if (!*v)
+			return fail(err, n, "%s: empty path", flag);
+		o->tuned = v;
+		return 0;
+	}
 	if (!strcmp(flag, "--json") || !strcmp(flag, "--plot")) {
 		if (!*v)
 			return fail(err, n, "%s: empty path", flag);
@@ -509,7 +531,7 @@ static bool known_flag(const char *a, size_t len)
 {
 	static const char *const flags[] = {"--sizes", "--size",   "--shape", "--layer",
 					    "--conv",  "--threads", "--target", "--repeat",
-					    "--impl",  "--json",   "--plot"};
+					    "--impl",  "--json",   "--plot",  "--tuned"};
 	for (size_t i = 0; i < TS_COUNT_OF(flags); i++)
 		if (strlen(flags[i]) == len && !strncmp(a, flags[i], len))
 			return true;
@@ -596,6 +618,9 @@ int bench_parse_args(int argc, char **argv, bench_opts *o, char *err, size_t err
 	if (o->cmd == BENCH_CMD_SOFTMAX && (o->target != BENCH_CPU || o->impls || o->json || o->plot))
 		return snprintf(err, errlen, "softmax takes only --threads and --repeat (it runs on "
 				"the CPU and prints its own table)"), -1;
+	if (o->tuned && (o->target != BENCH_CPU || o->cmd == BENCH_CMD_DENSE || o->cmd == BENCH_CMD_SOFTMAX))
+		return snprintf(err, errlen, "--tuned applies to the CPU gemm, conv2d and summary "
+				"commands (the tuning log holds CPU schedules)"), -1;
 	if (o->cmd == BENCH_CMD_DENSE && dense_refuses(o, err, errlen))
 		return -1;
 	if (o->nproblems == 0)

@@ -126,6 +126,12 @@ if have "$bench"; then
 	expect "--plot: cannot write '/proc/x.png'" "$b" gemm --plot /proc/x.png
 	expect "--json: empty path" "$b" gemm --json=
 	expect "unknown target 'tpu'" "$b" gemm --target tpu
+	expect "--tuned: tune log /nonexistent/t.jsonl: cannot read" "$b" gemm --tuned /nonexistent/t.jsonl
+	expect "--tuned: empty path" "$b" gemm --tuned=
+	expect "--tuned applies to the CPU gemm, conv2d and summary commands" "$b" dense --tuned x
+	expect "--tuned applies to the CPU gemm, conv2d and summary commands" "$b" gemm --target cuda --tuned x
+	printf 'garbage\n' >"$tmp/bad_tune.log"
+	expect "--tuned: $tmp/bad_tune.log:1: expected '{'" "$b" gemm --tuned "$tmp/bad_tune.log"
 	if ls "$tmp" | grep -q json; then
 		failures=$((failures + 1))
 		echo "FAIL: a refused --json path was created"
