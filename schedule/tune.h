@@ -105,8 +105,9 @@ ts_func *ts_tune_lower(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c
 
 /* The generic space of out, a single-output compute: parameter "sketch"
  * (0: ts_schedule_default_cpu, the default; 1: tiles with the reductions
- * outside the inner tile; 2: reductions inside it), "tile_<axis>" per data
- * axis (1: not split), "rsplit_<axis>" per reduction axis, "vec"
+ * outside the inner tile; 2: reductions inside it), "tile<d>" per data
+ * axis d (1: not split), "otile<d>" for the two innermost (inner tiles per
+ * outer tile: a second level), "rsplit<r>" per reduction axis, "vec"
  * (vectorize the innermost tile), "parallel" (the fused outer tile loops),
  * "unroll" (the inner reduction part), "cache" (cache_write into a local
  * accumulator computed at the tile) and "producers" (0: elementwise

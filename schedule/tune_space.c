@@ -453,6 +453,12 @@ ts_status ts_tune_space_generic(ts_ctx *ctx, const ts_tensor *out, int lanes, ts
 		snprintf(name, sizeof name, "tile%d", d);
 		add_factor(sp, name, def, ext, 64);
 	}
+	/* a second level on the two innermost axes: tiles of tiles, so that
+	 * the inner tiles of one outer tile share their operands in cache */
+	for (int d = nd - 2 < 0 ? 0 : nd - 2; d < nd; d++) {
+		snprintf(name, sizeof name, "otile%d", d);
+		add_param(sp, name, 4, (int64_t[]){1, 2, 4, 8});
+	}
 	int nr = out->nreduce < GEN_MAX_RED ? out->nreduce : GEN_MAX_RED;
 	for (int r = 0; r < nr; r++) {
 		snprintf(name, sizeof name, "rsplit%d", r);
@@ -467,11 +473,12 @@ ts_status ts_tune_space_generic(ts_ctx *ctx, const ts_tensor *out, int lanes, ts
 	return TS_OK;
 }
 
-/* The axes of the generic sketch: per data axis its outer and inner part
- * (inner NULL when not split), per reduction axis likewise. */
+/* The axes of the generic sketch: per data axis its outer, middle and
+ * inner part (middle and inner NULL when not split), per reduction axis
+ * its outer and inner part. */
 typedef struct gen_axes {
 	int nd, nr;
-	ts_axis *o[TS_MAX_DIMS], *i[TS_MAX_DIMS];
+	ts_axis *o[TS_MAX_DIMS], *m[TS_MAX_DIMS], *i[TS_MAX_DIMS];
 	ts_axis *ro[TS_MAX_DIMS], *ri[TS_MAX_DIMS];
 } gen_axes;
 
@@ -490,6 +497,8 @@ static ts_status gen_split(ts_stage *so, ts_stage *sc, const ts_tune_space *sp,
 	for (int d = 0; d < g->nd; d++) {
 		snprintf(name, sizeof name, "tile%d", d);
 		TRY(split_opt(so, ts_axis_of(so, d), tune_param(sp, c, name, 1), &g->o[d], &g->i[d]));
+		snprintf(name, sizeof name, "otile%d", d);
+		TRY(split_opt(so, g->o[d], tune_param(sp, c, name, 1), &g->o[d], &g->m[d]));
 	}
 	for (int r = 0; r < g->nr; r++) {
 		snprintf(name, sizeof name, "rsplit%d", r);
@@ -521,6 +530,8 @@ static ts_status gen_order(ts_stage *so, const gen_axes *g, int sketch, bool cac
 	int n = 0;
 	for (int d = 0; d < g->nd; d++)
 		push(order, &n, g->o[d]);
+	for (int d = 0; d < g->nd; d++)
+		push(order, &n, g->m[d]);
 	if (sketch == 1 && !cache)
 		push_red(order, &n, g);
 	for (int d = 0; d < g->nd; d++)
@@ -609,6 +620,9 @@ ts_status ts_tune_apply_generic(ts_schedule *s, ts_tensor *out, int lanes,
 		TRY(gen_fuse(so, &g, &at));
 		TRY(ts_parallel(so, at));
 	}
+	for (int d = 0; d < g.nd; d++) /* the tile loop: the innermost outer one */
+		if (g.m[d])
+			at = g.m[d];
 	if (vec && g.i[g.nd - 1])
 		TRY(ts_vectorize(so, g.i[g.nd - 1]));
 	if (cache)
