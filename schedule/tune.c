@@ -83,6 +83,14 @@ static double cost_matmul(const ts_tune_task *t, const ts_tune_cand *c)
 	return spill(vecs) * ku * pack / (vec * reuse * par);
 }
 
+/* blocked 0 is the default schedule: one vector, a parallel loop. */
+static double cost_batch_matmul(const ts_tune_task *t, const ts_tune_cand *c)
+{
+	if (!tune_param(&t->space, c, "blocked", 0))
+		return 2.0 / (double)t->lanes;
+	return cost_matmul(t, c);
+}
+
 static double cost_conv2d(const ts_tune_task *t, const ts_tune_cand *c)
 {
 	const ts_tune_space *sp = &t->space;
@@ -130,6 +138,8 @@ double ts_tune_cost(const ts_tune_task *t, const ts_tune_cand *c)
 		return cost_matmul(t, c);
 	if (!strcmp(k, "conv2d"))
 		return cost_conv2d(t, c);
+	if (!strcmp(k, "batch_matmul"))
+		return cost_batch_matmul(t, c);
 	if (!strcmp(k, "softmax")) {
 		double l = (double)tune_param(&t->space, c, "lanes", t->lanes);
 		return 1 + fabs(log2(l / t->lanes)) * 0.3;
@@ -253,11 +263,13 @@ static double elapsed_s(const tune_run *R)
 	return ts_ms_since(R->start_ns) / 1e3;
 }
 
-/* The default's value for parameters the sketch ignores, so that equal
- * schedules are one candidate. */
+/* The default's value for parameters the sketch ignores (sketch or
+ * blocked 0 is the default schedule), so that equal schedules are one
+ * candidate. */
 static ts_tune_cand canonical(const ts_tune_task *t, ts_tune_cand c)
 {
-	if (!strcmp(t->space.kind, "generic") && c.v[0] == 0)
+	const char *first = t->space.name[0];
+	if ((!strcmp(first, "sketch") || !strcmp(first, "blocked")) && c.v[0] == 0)
 		for (int i = 1; i < t->space.nparams; i++)
 			c.v[i] = t->space.choice[i][0];
 	return c;

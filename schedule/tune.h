@@ -30,9 +30,11 @@
  *   "conv2d"   conv2d (NCHW[x]c): ts_conv2d_cpu_params (ow_block,
  *              oh_block, parallel) and the channel blocks ic_block and
  *              oc_block, the layout conversions being part of the function.
+ *   "batch_matmul"  the default schedule (blocked 0) or each batch's
+ *              matmul register-blocked with mr, nr, kunroll, parallel.
  *   "softmax"  softmax: the vector lanes of ts_schedule_softmax_cpu.
  *   "generic"  any single-output compute (ts_tune_space_generic): pooling,
- *              depthwise convolution, batch matmul, elementwise chains.
+ *              depthwise convolution, elementwise chains.
  * A candidate that a primitive refuses is skipped, not an error.
  */
 #ifndef TESSERA_SCHEDULE_TUNE_H
@@ -55,7 +57,7 @@ extern "C" {
 #define TS_TUNE_VERSION "0.1"
 
 typedef struct ts_tune_space {
-	const char *kind;  /* "matmul", "conv2d", "softmax", "generic" */
+	const char *kind;  /* "matmul", "batch_matmul", "conv2d", "softmax", "generic" */
 	int nparams;
 	char name[TS_TUNE_MAX_PARAMS][TS_TUNE_NAME];
 	int nchoice[TS_TUNE_MAX_PARAMS];

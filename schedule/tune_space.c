@@ -114,6 +114,21 @@ static void space_matmul(ts_tune_task *t)
 	add_param(sp, "pack", 2, (int64_t[]){M >= 32, M < 32});
 }
 
+/* Batch matmul: the default schedule (blocked 0), or each batch's matmul
+ * register-blocked as ts_schedule_matmul_cpu blocks a matmul (blocked 1):
+ * mr x nr tiles of C accumulated in a local tile over the whole K. */
+static void space_batch_matmul(ts_tune_task *t)
+{
+	ts_tune_space *sp = &t->space;
+	ts_matmul_cpu_params d = ts_matmul_cpu_default();
+	sp->kind = "batch_matmul";
+	add_param(sp, "blocked", 2, (int64_t[]){0, 1});
+	add_param(sp, "mr", 7, (int64_t[]){d.mr, 1, 2, 3, 4, 6, 8});
+	add_param(sp, "nr", 6, (int64_t[]){d.nr, 8, 16, 32, 48, 64});
+	add_param(sp, "kunroll", 5, (int64_t[]){d.kunroll, 1, 2, 8, 16});
+	add_param(sp, "parallel", 2, (int64_t[]){d.parallel, !d.parallel});
+}
+
 static void space_conv2d(ts_tune_task *t)
 {
 	ts_tune_space *sp = &t->space;
@@ -146,6 +161,10 @@ static ts_status space_of(ts_ctx *ctx, ts_tune_task *t)
 	}
 	if (!strcmp(op, "conv2d")) {
 		space_conv2d(t);
+		return TS_OK;
+	}
+	if (!strcmp(op, "batch_matmul")) {
+		space_batch_matmul(t);
 		return TS_OK;
 	}
 	if (!strcmp(op, "softmax")) {
@@ -381,6 +400,36 @@ static ts_status schedule_conv2d(ts_schedule *s, const ts_tune_task *t, const ts
 	return TS_OK;
 }
 
+/* C[b, m, n]: the batch and the mr x nr tiles fused into one loop, the
+ * accumulator tile computed there with k outermost, its rows unrolled and
+ * its nr columns one vector. */
+static ts_status schedule_batch_matmul(ts_schedule *s, const ts_tune_task *t,
+				       const ts_tune_cand *c, ts_tensor *C)
+{
+	const ts_tune_space *sp = &t->space;
+	if (!tune_param(sp, c, "blocked", 0))
+		return ts_schedule_default_cpu(s, t->lanes);
+	ts_tensor *CC = ts_cache_write(s, C, TS_SCOPE_LOCAL);
+	if (!CC)
+		return ts_last_status(s->ctx);
+	ts_stage *so = ts_stage_of(s, C), *sc = ts_stage_of(s, CC);
+	ts_axis *mo, *no, *mi, *ni, *f, *ko, *ki;
+	int64_t mr = tune_param(sp, c, "mr", 4), nr = tune_param(sp, c, "nr", 16);
+	TRY(ts_tile(so, ts_axis_of(so, 1), ts_axis_of(so, 2), mr, nr, &mo, &no, &mi, &ni));
+	TRY(ts_fuse(so, ts_axis_of(so, 0), mo, &f));
+	TRY(ts_fuse(so, f, no, &f));
+	TRY(ts_vectorize(so, ni));
+	if (tune_param(sp, c, "parallel", 1))
+		TRY(ts_parallel(so, f));
+	TRY(ts_compute_at(sc, so, f));
+	ts_axis *mc = ts_axis_of(sc, 1), *nc = ts_axis_of(sc, 2);
+	TRY(ts_split(sc, ts_reduce_axis_of(sc, 0), tune_param(sp, c, "kunroll", 4), &ko, &ki));
+	TRY(ts_reorder(sc, TS_AXES(ts_axis_of(sc, 0), ko, ki, mc, nc)));
+	TRY(ts_unroll(sc, ki));
+	TRY(ts_unroll(sc, mc));
+	return ts_vectorize(sc, nc);
+}
+
 static ts_status schedule_task(ts_schedule *s, const ts_tune_task *t, const ts_tune_cand *c,
 			       ts_tensor *out)
 {
@@ -393,6 +442,8 @@ static ts_status schedule_task(ts_schedule *s, const ts_tune_task *t, const ts_t
 	}
 	if (!strcmp(sp->kind, "conv2d"))
 		return schedule_conv2d(s, t, c, out);
+	if (!strcmp(sp->kind, "batch_matmul"))
+		return schedule_batch_matmul(s, t, c, out);
 	if (!strcmp(sp->kind, "softmax"))
 		return ts_schedule_softmax_cpu(s, out, (int)tune_param(sp, c, "lanes", t->lanes));
 	return ts_tune_apply_generic(s, out, t->lanes, sp, c);

@@ -121,6 +121,7 @@ START_TEST(test_space_matmul)
 {
 	check_space("matmul", TS_SHAPE(13, 37, 11), 10);
 	check_space("dense", TS_SHAPE(9, 21, 13), 8);
+	check_space("batch_matmul", TS_SHAPE(2, 7, 19, 5), 12);
 }
 END_TEST
 
@@ -132,7 +133,6 @@ END_TEST
 
 START_TEST(test_space_generic)
 {
-	check_space("batch_matmul", TS_SHAPE(2, 7, 19, 5), 12);
 	check_space("pool", TS_SHAPE(1, 3, 11, 9, 3, 2, 1), 12);
 	check_space("depthwise", TS_SHAPE(1, 5, 10, 7, 3, 1, 1), 12);
 	check_space("elementwise", TS_SHAPE(7, 45), 12);
