@@ -213,6 +213,26 @@ static ts_status check_extents(ts_ctx *ctx, const ts_tune_task *t, bool last_may
 	return TS_OK;
 }
 
+/* Every argument of the task's function below 2^31 elements, as arrays
+ * and the generated code's int32 indices need. */
+static ts_status check_sizes(ts_ctx *ctx, const ts_tune_task *t)
+{
+	ts_tensor *args[4], *plain;
+	ts_tune_cand def = ts_tune_default(t);
+	int n = tune_graph(ctx, t, &def, args, &plain);
+	if (!n)
+		return ts_last_status(ctx);
+	for (int i = 0; i < n; i++) {
+		double numel = 1;
+		for (int d = 0; d < args[i]->ndim; d++)
+			numel *= (double)args[i]->shape[d];
+		if (numel >= 2147483648.0)
+			return ts_error(ctx, TS_ERR_INVALID, "tune %s: tensor %s has %.4g elements; at most 2^31 - 1",
+					t->op, args[i]->name, numel);
+	}
+	return TS_OK;
+}
+
 ts_status ts_tune_task_init(ts_ctx *ctx, ts_tune_task *t, const char *op, int nshape,
 			    const int64_t *shape)
 {
@@ -238,7 +258,8 @@ ts_status ts_tune_task_init(ts_ctx *ctx, ts_tune_task *t, const char *op, int ns
 	bool padded = !strcmp(op, "conv2d") || !strcmp(op, "depthwise") || !strcmp(op, "pool");
 	TRY(check_extents(ctx, t, padded));
 	TRY(check_shape(ctx, t));
-	return space_of(ctx, t);
+	TRY(space_of(ctx, t));
+	return check_sizes(ctx, t);
 }
 
 ts_tune_cand ts_tune_default(const ts_tune_task *t)

@@ -26,6 +26,9 @@ START_TEST(test_task_init)
 	ck_assert_int_eq(ts_tune_task_init(ctx, &t, "matmul", TS_SHAPE(4, 1 << 25, 4)), TS_ERR_INVALID);
 	tu_assert_error(ctx, "tune matmul: extent 1 is 33554432");
 	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_tune_task_init(ctx, &t, "matmul", TS_SHAPE(1 << 20, 1 << 20, 4)), TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune matmul: tensor C has 1.1e+12 elements; at most 2^31 - 1");
+	ts_clear_error(ctx);
 	ck_assert_int_eq(ts_tune_task_init(ctx, &t, "pool", TS_SHAPE(1, 2, 8, 8, 3, 1, 3)), TS_ERR_INVALID);
 	tu_assert_error(ctx, "tune pool: padding 3 must be below the kernel 3");
 	ts_clear_error(ctx);
