@@ -311,6 +311,24 @@ START_TEST(test_log_malformed)
 		snprintf(text, sizeof text, "%.*s\n", (int)n, good);
 		check_malformed(text, n ? ":1: " : "empty tune log");
 	}
+	/* random bytes (NUL excepted) after a good record: refused at line 2 */
+	uint64_t seed = 99;
+	for (int k = 0; k < 40; k++) {
+		size_t len = strlen(good), n = 1 + rng(&seed) % 200;
+		memcpy(text, good, len);
+		for (size_t i = 0; i < n; i++)
+			text[len + i] = (char)(1 + rng(&seed) % 255);
+		text[len + n] = '\n';
+		text[len + n + 1] = 0;
+		if (!strchr(text + len, '\n') || strchr(text + len, '\n') == text + len + n)
+			if (strspn(text + len, " \t\r\n") < n + 1)
+				check_malformed(text, ":2: ");
+	}
+	char *huge = malloc(70000);
+	memset(huge, ' ', 69998);
+	huge[0] = '{', huge[69998] = '\n', huge[69999] = 0;
+	check_malformed(huge, ":1: line longer than 64 KB");
+	free(huge);
 	ts_ctx *ctx = ts_ctx_new();
 	ck_assert_ptr_null(ts_tune_log_load(ctx, "/nonexistent/tune.jsonl"));
 	tu_assert_error(ctx, "tune log /nonexistent/tune.jsonl: cannot read: No such file");
