@@ -109,16 +109,19 @@ static double cost_generic(const ts_tune_task *t, const ts_tune_cand *c)
 {
 	const ts_tune_space *sp = &t->space;
 	int64_t sketch = tune_param(sp, c, "sketch", 0);
-	double inner = 1, last = (double)t->lanes;
+	double inner = 1, tile[TS_TUNE_MAX_PARAMS] = {0};
 	char name[TS_TUNE_NAME];
-	for (int d = 0; d < TS_TUNE_MAX_PARAMS; d++) {
-		snprintf(name, sizeof name, "tile%d", d);
+	int nd = 0;
+	for (; nd < TS_TUNE_MAX_PARAMS; nd++) {
+		snprintf(name, sizeof name, "tile%d", nd);
 		int64_t f = tune_param(sp, c, name, -1);
 		if (f < 0)
 			break;
 		inner *= (double)f;
-		last = (double)f;
+		tile[nd] = (double)f;
 	}
+	int vd = nd - 1 - (nd > 1 && tune_param(sp, c, "vaxis", 0) == 1);
+	double last = vd >= 0 ? tile[vd] : 1; /* the vectorized tile */
 	if (sketch == 0)
 		return 1.0 / ((double)t->lanes * 2); /* a vector and a parallel loop */
 	bool vec = tune_param(sp, c, "vec", 0), inside = sketch == 2 && !tune_param(sp, c, "cache", 0);

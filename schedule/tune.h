@@ -110,7 +110,8 @@ ts_func *ts_tune_lower(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c
  * outside the inner tile; 2: reductions inside it), "tile<d>" per data
  * axis d (1: not split), "otile<d>" for the two innermost (inner tiles per
  * outer tile: a second level), "rsplit<r>" per reduction axis, "vec"
- * (vectorize the innermost tile), "parallel" (the fused outer tile loops),
+ * (vectorize the innermost tile), "vaxis" (0: of the innermost data axis,
+ * 1: of the one before, moved innermost), "parallel" (the fused outer tile loops),
  * "unroll" (the inner reduction part), "cache" (cache_write into a local
  * accumulator computed at the tile) and "producers" (0: elementwise
  * producers inlined, 1: computed at the tile, 2: at root).  At most 6

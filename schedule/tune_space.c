@@ -537,6 +537,8 @@ ts_status ts_tune_space_generic(ts_ctx *ctx, const ts_tensor *out, int lanes, ts
 		add_factor(sp, name, 1, out->reduce_axis[r]->extent, 16);
 	}
 	add_param(sp, "vec", 2, (int64_t[]){1, 0});
+	if (out->ndim > 1) /* 0: the innermost data axis is vectorized; 1: the one before */
+		add_param(sp, "vaxis", 2, (int64_t[]){0, 1});
 	add_param(sp, "parallel", 2, (int64_t[]){1, 0});
 	add_param(sp, "unroll", 2, (int64_t[]){0, 1});
 	if (out->body->kind == IR_REDUCE)
@@ -550,6 +552,7 @@ ts_status ts_tune_space_generic(ts_ctx *ctx, const ts_tensor *out, int lanes, ts
  * its outer and inner part. */
 typedef struct gen_axes {
 	int nd, nr;
+	int vd;      /* the data axis whose inner part is innermost (vectorized) */
 	ts_axis *o[TS_MAX_DIMS], *m[TS_MAX_DIMS], *i[TS_MAX_DIMS];
 	ts_axis *ro[TS_MAX_DIMS], *ri[TS_MAX_DIMS];
 } gen_axes;
@@ -566,6 +569,7 @@ static ts_status gen_split(ts_stage *so, ts_stage *sc, const ts_tune_space *sp,
 	char name[TS_TUNE_NAME];
 	g->nd = so->tensor->ndim;
 	g->nr = sc->nroot - sc->tensor->ndim;
+	g->vd = g->nd - 1 - (g->nd > 1 && tune_param(sp, c, "vaxis", 0) == 1);
 	for (int d = 0; d < g->nd; d++) {
 		snprintf(name, sizeof name, "tile%d", d);
 		TRY(split_opt(so, ts_axis_of(so, d), tune_param(sp, c, name, 1), &g->o[d], &g->i[d]));
@@ -593,6 +597,15 @@ static void push_red(ts_axis **order, int *n, const gen_axes *g)
 		push(order, n, g->ri[r]);
 }
 
+/* Data axes d of `a` in order, axis g->vd last (it is vectorized). */
+static void push_data(ts_axis **order, int *n, const gen_axes *g, ts_axis *const *a)
+{
+	for (int d = 0; d < g->nd; d++)
+		if (d != g->vd)
+			push(order, n, a[d]);
+	push(order, n, a[g->vd]);
+}
+
 /* The output stage's order: outer tiles, then (sketch 1) the reductions
  * and the inner tile or (sketch 2) the inner tile and the reductions;
  * with a cache stage the reductions are its own. */
@@ -606,8 +619,7 @@ static ts_status gen_order(ts_stage *so, const gen_axes *g, int sketch, bool cac
 		push(order, &n, g->m[d]);
 	if (sketch == 1 && !cache)
 		push_red(order, &n, g);
-	for (int d = 0; d < g->nd; d++)
-		push(order, &n, g->i[d]);
+	push_data(order, &n, g, g->i);
 	if (sketch == 2 && !cache)
 		push_red(order, &n, g);
 	return ts_reorder(so, n, order);
@@ -619,18 +631,18 @@ static ts_status gen_order(ts_stage *so, const gen_axes *g, int sketch, bool cac
 static ts_status gen_cache(ts_stage *sc, ts_stage *so, ts_axis *at, const gen_axes *g, int sketch,
 			   bool vec)
 {
-	ts_axis *order[4 * TS_MAX_DIMS];
+	ts_axis *order[4 * TS_MAX_DIMS], *data[TS_MAX_DIMS];
 	int n = 0;
 	TRY(ts_compute_at(sc, so, at));
+	for (int d = 0; d < g->nd; d++)
+		data[d] = ts_axis_of(sc, d);
 	if (sketch == 2)
-		for (int d = 0; d < g->nd; d++)
-			push(order, &n, ts_axis_of(sc, d));
+		push_data(order, &n, g, data);
 	push_red(order, &n, g);
 	if (sketch == 1)
-		for (int d = 0; d < g->nd; d++)
-			push(order, &n, ts_axis_of(sc, d));
+		push_data(order, &n, g, data);
 	TRY(ts_reorder(sc, n, order));
-	return vec && sketch == 1 ? ts_vectorize(sc, ts_axis_of(sc, g->nd - 1)) : TS_OK;
+	return vec && sketch == 1 ? ts_vectorize(sc, data[g->vd]) : TS_OK;
 }
 
 /* Fuses the outer tile loops into one; returns it in *at. */
@@ -695,8 +707,8 @@ ts_status ts_tune_apply_generic(ts_schedule *s, ts_tensor *out, int lanes,
 	for (int d = 0; d < g.nd; d++) /* the tile loop: the innermost outer one */
 		if (g.m[d])
 			at = g.m[d];
-	if (vec && g.i[g.nd - 1])
-		TRY(ts_vectorize(so, g.i[g.nd - 1]));
+	if (vec && g.i[g.vd])
+		TRY(ts_vectorize(so, g.i[g.vd]));
 	if (cache)
 		TRY(gen_cache(sc, so, at, &g, sketch, vec));
 	ts_stage *red = cache ? sc : so;
