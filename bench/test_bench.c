@@ -545,6 +545,32 @@ START_TEST(test_binary_tuned)
 }
 END_TEST
 
+/* tessera-tune end to end: a short run appends a record, a second run
+ * resumes from it; without a terminal no progress line is printed. */
+START_TEST(test_binary_tune)
+{
+	char cmd[1024];
+	remove("bench_tune.jsonl");
+	snprintf(cmd, sizeof cmd, "'%s' matmul 19 23 7 --budget 1 --threads 2 --seed 3 --log bench_tune.jsonl "
+		 ">bench_stdout.txt 2>bench_stderr.txt </dev/null", TESSERA_TUNE_EXE);
+	for (int run = 0; run < 2; run++) {
+		int rc = system(cmd);
+		ck_assert_msg(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "tessera-tune failed: %s",
+			      slurp("bench_stderr.txt"));
+		const char *out = slurp("bench_stdout.txt");
+		ck_assert_msg(strstr(out, "  default  ") && strstr(out, "  tuned  ") &&
+			      strstr(out, "log: appended to bench_tune.jsonl"), "%s", out);
+		ck_assert_msg(!strchr(out, '\r'), "a progress line without a terminal:\n%s", out);
+		ck_assert_msg(!run == !strstr(out, "resuming from bench_tune.jsonl:1"), "%s", out);
+	}
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tune_log *log = ts_tune_log_load(ctx, "bench_tune.jsonl");
+	ck_assert_msg(log && log->n == 2, "%s", ts_last_error(ctx));
+	ts_ctx_free(ctx);
+	remove("bench_tune.jsonl");
+}
+END_TEST
+
 START_TEST(test_binary_errors)
 {
 	ck_assert_int_eq(run_bench("gemm --impl blas"), BENCH_EXIT_USAGE);
@@ -647,6 +673,7 @@ int main(void)
 	tcase_add_test(tc, test_binary_summary_gpu_part);
 	tcase_add_test(tc, test_binary_errors);
 	tcase_add_test(tc, test_binary_tuned);
+	tcase_add_test(tc, test_binary_tune);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
