@@ -31,6 +31,7 @@
 #include "lower.h"
 #include "op_schedules.h"
 #include "picture.h"
+#include "tune.h"
 /* codegen/ */
 #include "build.h"
 #include "interp.h"

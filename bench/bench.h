@@ -95,6 +95,7 @@ typedef struct bench_opts {
 	unsigned impls;       /* bit per bench_impl; 0: every one that applies */
 	bool list_layers;     /* --layer list: print the layer table and stop */
 	bool flush_l2;        /* --flush-l2: cold GPU L2 before each timed call */
+	const char *tuned;    /* --tuned LOG: tessera's CPU kernels from a tuning log */
 } bench_opts;
 
 /* ---- softmax.c ------------------------------------------------------------------ */
@@ -119,11 +120,14 @@ ts_status bench_schedule_reduce(ts_schedule *s, ts_tensor *C, int threads);
 /* Parses argv into *o (defaults filled in).  Returns 0, or -1 with a
  * one-line message in err naming the argument and the rule broken. */
 int bench_parse_args(int argc, char **argv, bench_opts *o, char *err, size_t errlen);
-/* Refuses --json and --plot paths that cannot be written (0, or -1 with
- * err set), so that a long run does not end in an unwritable file. */
+/* Refuses --json and --plot paths that cannot be written, and a --tuned
+ * log that cannot be read or is malformed (0, or -1 with err set), so
+ * that a long run does not end in an unwritable file. */
 int bench_check_outputs(const bench_opts *o, char *err, size_t errlen);
 void bench_usage(FILE *f);
 void bench_print_layers(FILE *f);
+/* The ResNet-50 layer `name` (batch 1) into *c: 0, or -1 if unknown. */
+int bench_find_layer(const char *name, bench_conv *c);
 /* Output extent of a convolution. */
 int64_t bench_conv_out(int64_t in, int64_t k, int64_t stride, int64_t pad);
 /* 2 M N K, or 2 N K OH OW C R S. */

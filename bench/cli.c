@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "tune.h"
 
 #define BENCH_IMPL_NAME(id, name) name,
 const char *const bench_impl_names[BENCH_NIMPL] = {BENCH_IMPLS(BENCH_IMPL_NAME)};
@@ -123,6 +124,9 @@ void bench_usage(FILE *f)
 	      "                         median, min, mean and stddev of the samples)\n"
 	      "  --plot PATH            write a PNG bar chart of GFLOP/s (needs gnuplot; its\n"
 	      "                         data go next to it: x.png -> x.dat)\n"
+	      "  --tuned LOG            tessera's CPU GEMM and conv2d kernels from the records\n"
+	      "                         of a tessera-tune log where it has one for the problem\n"
+	      "                         (the default schedules elsewhere; never tunes)\n"
 	      "  -h, --help             this text\n"
 	      "\n"
 	      "Sizes are decimal integers (no sign); every matrix and tensor must have fewer\n"
@@ -251,15 +255,23 @@ static int add_square(bench_opts *o, int64_t s, char *err, size_t n)
 	return add_gemm(o, name, s, s, s, err, n);
 }
 
-static int add_layer(bench_opts *o, const char *name, char *err, size_t n)
+int bench_find_layer(const char *name, bench_conv *c)
 {
 	for (size_t i = 0; i < TS_COUNT_OF(resnet_layers); i++) {
 		const named_conv *l = &resnet_layers[i];
 		if (strcmp(l->name, name) == 0) {
-			bench_conv c = {1, l->C, l->H, l->H, l->K, l->R, l->R, l->stride, l->pad};
-			return add_conv(o, name, &c, err, n);
+			*c = (bench_conv){1, l->C, l->H, l->H, l->K, l->R, l->R, l->stride, l->pad};
+			return 0;
 		}
 	}
+	return -1;
+}
+
+static int add_layer(bench_opts *o, const char *name, char *err, size_t n)
+{
+	bench_conv c;
+	if (bench_find_layer(name, &c) == 0)
+		return add_conv(o, name, &c, err, n);
 	return fail(err, n, "--layer: unknown layer '%s' (try --layer list)", name);
 }
 
@@ -430,6 +442,18 @@ static int check_writable(const char *flag, const char *path, char *err, size_t 
 	return 0;
 }
 
+/* The --tuned log parses (its records are checked against this machine
+ * when a kernel looks its task up). */
+static int check_tuned(const char *path, char *err, size_t n)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	int rc = ctx && ts_tune_log_load(ctx, path) ? 0 : -1;
+	if (rc)
+		snprintf(err, n, "--tuned: %.400s", ctx ? ts_last_error(ctx) : "out of memory");
+	ts_ctx_free(ctx);
+	return rc;
+}
+
 int bench_check_outputs(const bench_opts *o, char *err, size_t n)
 {
 	if (o->cmd == BENCH_CMD_HELP || o->list_layers)
@@ -438,7 +462,7 @@ int bench_check_outputs(const bench_opts *o, char *err, size_t n)
 		return -1;
 	if (o->plot && check_writable("--plot", o->plot, err, n))
 		return -1;
-	return 0;
+	return o->tuned ? check_tuned(o->tuned, err, n) : 0;
 }
 
 void bench_print_layers(FILE *f)
@@ -492,6 +516,12 @@ static int apply_flag(bench_opts *o, const char *flag, const char *v, char *err,
 		return parse_target(o, v, err, n);
 	if (!strcmp(flag, "--impl"))
 		return parse_impls(o, v, err, n);
+	if (!strcmp(flag, "--tuned")) {
+		if (!*v)
+			return fail(err, n, "%s: empty path", flag);
+		o->tuned = v;
+		return 0;
+	}
 	if (!strcmp(flag, "--json") || !strcmp(flag, "--plot")) {
 		if (!*v)
 			return fail(err, n, "%s: empty path", flag);
@@ -505,7 +535,7 @@ static bool known_flag(const char *a, size_t len)
 {
 	static const char *const flags[] = {"--sizes", "--size",   "--shape", "--layer",
 					    "--conv",  "--threads", "--target", "--repeat",
-					    "--impl",  "--json",   "--plot"};
+					    "--impl",  "--json",   "--plot",  "--tuned"};
 	for (size_t i = 0; i < TS_COUNT_OF(flags); i++)
 		if (strlen(flags[i]) == len && !strncmp(a, flags[i], len))
 			return true;
@@ -594,6 +624,10 @@ int bench_parse_args(int argc, char **argv, bench_opts *o, char *err, size_t err
 		return snprintf(err, errlen, "%s takes only --threads and --repeat (it runs on "
 				"the CPU and prints its own table)",
 				o->cmd == BENCH_CMD_SOFTMAX ? "softmax" : "reduce"), -1;
+	if (o->tuned && (o->target != BENCH_CPU || o->cmd == BENCH_CMD_DENSE || o->cmd == BENCH_CMD_SOFTMAX ||
+			 o->cmd == BENCH_CMD_REDUCE))
+		return snprintf(err, errlen, "--tuned applies to the CPU gemm, conv2d and summary "
+				"commands (the tuning log holds CPU schedules)"), -1;
 	if (o->cmd == BENCH_CMD_DENSE && dense_refuses(o, err, errlen))
 		return -1;
 	if (o->nproblems == 0)

@@ -11,6 +11,12 @@
  * bind/sync, outside the timed region.  Blocks: y output channels (the
  * vector width, or the largest power of two dividing K) and x input
  * channels (the largest power of two <= 16 dividing C).
+ *
+ * With --tuned LOG, a kernel whose problem has a record in the tuning log
+ * (tessera-tune matmul M N K, or conv2d with the layer's shape) takes the
+ * record's parameters (register blocks, packing, channel blocks) instead
+ * of the defaults, and says so on stdout; a record tuned on another
+ * machine or tessera version fails the kernel with the log's message.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +27,7 @@
 #include "op_schedules.h"
 #include "ops.h"
 #include "threadpool.h"
+#include "tune.h"
 
 #define TSR_MAX_SETS 64
 
@@ -29,6 +36,9 @@ typedef struct tsr_state {
 	ts_module *mod;
 	ts_tensor *args[3];
 	int64_t xb, yb;              /* conv2d channel blocks (input, output) */
+	ts_matmul_cpu_params mp;     /* GEMM */
+	bool pack;
+	ts_conv2d_cpu_params cp;     /* conv2d */
 	ts_array *blk[TSR_MAX_SETS][3]; /* conv2d: Xc, Wc, Yc per buffer set */
 } tsr_state;
 
@@ -49,22 +59,73 @@ static void conv_blocks(const bench_conv *c, int64_t *xb, int64_t *yb)
 	*xb = pow2_block(c->C, 16);
 }
 
+/* The default parameters of p's schedule. */
+static void default_params(tsr_state *st, const bench_problem *p)
+{
+	st->mp = ts_matmul_cpu_default();
+	st->pack = p->op == BENCH_GEMM && p->g.M >= 32; /* many rows reuse each panel */
+	st->cp = ts_conv2d_cpu_default();
+	if (p->op == BENCH_CONV2D)
+		conv_blocks(&p->c, &st->xb, &st->yb);
+}
+
+/* The tuning log's task for p. */
+static ts_status tuned_task(ts_ctx *ctx, const bench_problem *p, ts_tune_task *t)
+{
+	const bench_conv *c = &p->c;
+	if (p->op == BENCH_GEMM)
+		return ts_tune_task_init(ctx, t, "matmul", TS_SHAPE(p->g.M, p->g.N, p->g.K));
+	return ts_tune_task_init(ctx, t, "conv2d",
+				 TS_SHAPE(c->N, c->C, c->H, c->W, c->K, c->R, c->S, c->stride, c->pad));
+}
+
+/* p's record of the log at path, if any, replaces the defaults; prints
+ * which schedule the kernel uses.  BENCH_OK, or BENCH_ERROR with the
+ * error in st->ctx (a refused record). */
+static int apply_tuned(tsr_state *st, const bench_problem *p, const char *path)
+{
+	ts_tune_task t;
+	ts_tune_cand c;
+	const ts_tune_record *rec = NULL;
+	ts_tune_log *log = ts_tune_log_load(st->ctx, path);
+	if (!log || tuned_task(st->ctx, p, &t) || ts_tune_log_lookup(st->ctx, log, &t, &c, &rec))
+		return BENCH_ERROR;
+	printf("tessera %s: %s\n", p->name, rec ? ts_sprintf(st->ctx, "tuned schedule (%s:%d)", path, rec->line)
+					       : "default schedule (no record in the tuning log)");
+	if (!rec)
+		return BENCH_OK;
+	ts_tune_space *sp = &t.space;
+	for (int i = 0; i < sp->nparams; i++) {
+		const char *n = sp->name[i];
+		int64_t v = c.v[i];
+		int64_t *slot = !strcmp(n, "mr") ? &st->mp.mr : !strcmp(n, "nr") ? &st->mp.nr
+				: !strcmp(n, "kunroll") ? &st->mp.kunroll : !strcmp(n, "ow_block") ? &st->cp.ow_block
+				: !strcmp(n, "oh_block") ? &st->cp.oh_block : !strcmp(n, "ic_block") ? &st->xb
+				: !strcmp(n, "oc_block") ? &st->yb : NULL;
+		if (slot)
+			*slot = v;
+		else if (!strcmp(n, "pack"))
+			st->pack = v != 0;
+		else if (!strcmp(n, "parallel"))
+			st->mp.parallel = st->cp.parallel = v != 0;
+	}
+	return BENCH_OK;
+}
+
 /* Builds the operator into st->args (inputs, then the output) and
- * schedules it; NULL with the error in st->ctx. */
+ * schedules it with st's parameters; NULL with the error in st->ctx. */
 static ts_schedule *build_op(tsr_state *st, const bench_problem *p)
 {
 	ts_ctx *ctx = st->ctx;
 	ts_tensor **a = st->args;
 	if (p->op == BENCH_GEMM) {
 		const bench_gemm *g = &p->g;
-		ts_matmul_cpu_params mp = ts_matmul_cpu_default();
 		a[0] = ts_placeholder(ctx, "A", TS_SHAPE(g->M, g->K), ts_float32);
 		a[1] = ts_placeholder(ctx, "B", TS_SHAPE(g->K, g->N), ts_float32);
-		/* packing B pays off only when many rows reuse each panel */
-		a[2] = g->M >= 32 ? ts_op_matmul_packed(ctx, a[0], a[1], mp.nr)
-				  : ts_op_matmul(ctx, a[0], a[1], false, false);
+		a[2] = st->pack ? ts_op_matmul_packed(ctx, a[0], a[1], st->mp.nr)
+				: ts_op_matmul(ctx, a[0], a[1], false, false);
 		ts_schedule *s = a[2] ? ts_create_schedule(ctx, 1, &a[2]) : NULL;
-		return s && ts_schedule_matmul_cpu(s, a[2], &mp) == TS_OK ? s : NULL;
+		return s && ts_schedule_matmul_cpu(s, a[2], &st->mp) == TS_OK ? s : NULL;
 	}
 	const bench_conv *c = &p->c;
 	int s1 = (int)c->stride, pd = (int)c->pad;
@@ -74,15 +135,13 @@ static ts_schedule *build_op(tsr_state *st, const bench_problem *p)
 			      ts_float32);
 	a[2] = ts_op_conv2d_nchwc(ctx, a[0], a[1], s1, s1, pd, pd, 1, 1);
 	ts_schedule *s = a[2] ? ts_create_schedule(ctx, 1, &a[2]) : NULL;
-	ts_conv2d_cpu_params cp = ts_conv2d_cpu_default();
-	return s && ts_schedule_conv2d_nchwc_cpu(s, a[2], &cp) == TS_OK ? s : NULL;
+	return s && ts_schedule_conv2d_nchwc_cpu(s, a[2], &st->cp) == TS_OK ? s : NULL;
 }
 
 ts_func *bench_tessera_lower(ts_ctx *ctx, const bench_problem *p)
 {
 	tsr_state st = {.ctx = ctx};
-	if (p->op == BENCH_CONV2D)
-		conv_blocks(&p->c, &st.xb, &st.yb);
+	default_params(&st, p);
 	ts_schedule *s = build_op(&st, p);
 	return s ? ts_lower(s, bench_op_name(p->op), 3, st.args) : NULL;
 }
@@ -198,9 +257,10 @@ int bench_make_tessera(const bench_problem *p, const bench_opts *o, bench_kernel
 			    .bind = tsr_bind, .run = tsr_run, .sync = tsr_sync, .free = tsr_free,
 			    .state = st};
 	ts_set_num_threads(o->threads);
-	if (p->op == BENCH_CONV2D)
-		conv_blocks(&p->c, &st->xb, &st->yb);
+	default_params(st, p);
 	st->ctx = ts_ctx_new();
+	if (st->ctx && o->tuned && apply_tuned(st, p, o->tuned) != BENCH_OK)
+		return tsr_fail(k, "--tuned", err, n);
 	ts_schedule *s = st->ctx ? build_op(st, p) : NULL;
 	if (!s)
 		return tsr_fail(k, "schedule", err, n);

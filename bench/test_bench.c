@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "tune.h"
 #include "fake_cuda.h"
 #include "build.h"
 #include "ops.h"
@@ -688,6 +689,87 @@ START_TEST(test_binary_summary_gpu_part)
 }
 END_TEST
 
+/* --tuned: records of a tuning log (here with non-default parameters)
+ * build the kernels, which the runner checks against the baseline; a
+ * problem without a record keeps the default; a foreign record fails. */
+static void append_tuned(ts_ctx *ctx, const char *op, int n, const int64_t *shape,
+			 const char *const *names, const int64_t *values, int nv)
+{
+	ts_tune_task t;
+	ck_assert_int_eq(ts_tune_task_init(ctx, &t, op, n, shape), TS_OK);
+	ts_tune_result r = {.best = ts_tune_default(&t), .def = ts_tune_default(&t), .best_ms = 1,
+			    .default_ms = 2, .trials = 1};
+	for (int i = 0; i < t.space.nparams; i++)
+		for (int k = 0; k < nv; k++)
+			if (!strcmp(t.space.name[i], names[k]))
+				r.best.v[i] = values[k];
+	ck_assert_int_eq(ts_tune_log_append(ctx, "bench_tuned.jsonl", &t, &r), TS_OK);
+}
+
+START_TEST(test_binary_tuned)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	remove("bench_tuned.jsonl");
+	append_tuned(ctx, "matmul", TS_SHAPE(33, 17, 29), (const char *[]){"mr", "nr", "kunroll", "pack"},
+		     (int64_t[]){3, 8, 2, 0}, 4);
+	append_tuned(ctx, "conv2d", TS_SHAPE(1, 8, 9, 9, 16, 3, 3, 1, 1),
+		     (const char *[]){"ow_block", "ic_block", "oc_block"}, (int64_t[]){4, 2, 8}, 3);
+	int rc = run_bench("gemm --shape 33,17,29 --shape 8,8,8 --repeat 2 --threads 2 --impl tessera,naive "
+			   "--tuned bench_tuned.jsonl");
+	ck_assert_msg(rc == 0, "tessera-bench exited %d: %s", rc, slurp("bench_stderr.txt"));
+	const char *out = slurp("bench_stdout.txt");
+	ck_assert_msg(strstr(out, "tessera 33x17x29: tuned schedule (bench_tuned.jsonl:1)"), "%s", out);
+	ck_assert_msg(strstr(out, "tessera 8x8x8: default schedule (no record"), "%s", out);
+	rc = run_bench("conv2d --conv 1,8,9,9,16,3,3,1,1 --repeat 2 --threads 2 --impl tessera,naive "
+		       "--tuned bench_tuned.jsonl");
+	ck_assert_msg(rc == 0, "tessera-bench exited %d: %s", rc, slurp("bench_stderr.txt"));
+	ck_assert(strstr(slurp("bench_stdout.txt"), "tuned schedule (bench_tuned.jsonl:2)"));
+	FILE *f = fopen("bench_tuned.jsonl", "a");
+	fputs("{\"tessera\": \"0.1\", \"op\": \"matmul\", \"shape\": [8, 8, 8], \"dtype\": \"float32\", "
+	      "\"target\": \"llvm\", \"cpu\": \"not-this-cpu\", \"features\": \"x\", \"threads\": 1, "
+	      "\"params\": {}, \"median_ms\": 1, \"default_ms\": 1, \"trials\": 1}\n", f);
+	fclose(f);
+	rc = run_bench("gemm --shape 8,8,8 --repeat 2 --impl tessera --tuned bench_tuned.jsonl");
+	ck_assert_int_eq(rc, BENCH_EXIT_FAILED);
+	ck_assert(strstr(slurp("bench_stdout.txt"), "field cpu is 'not-this-cpu'"));
+	ck_assert_int_eq(run_bench("dense --tuned bench_tuned.jsonl"), BENCH_EXIT_USAGE);
+	ck_assert(strstr(slurp("bench_stderr.txt"), "--tuned applies to the CPU gemm, conv2d and summary"));
+	f = fopen("bench_tuned.jsonl", "a");
+	fputs("{\"tessera\"\n", f);
+	fclose(f);
+	ck_assert_int_eq(run_bench("gemm --tuned bench_tuned.jsonl"), BENCH_EXIT_USAGE);
+	ck_assert(strstr(slurp("bench_stderr.txt"), "--tuned: bench_tuned.jsonl:4: "));
+	remove("bench_tuned.jsonl");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* tessera-tune end to end: a short run appends a record, a second run
+ * resumes from it; without a terminal no progress line is printed. */
+START_TEST(test_binary_tune)
+{
+	char cmd[1024];
+	remove("bench_tune.jsonl");
+	snprintf(cmd, sizeof cmd, "'%s' matmul 19 23 7 --budget 1 --threads 2 --seed 3 --log bench_tune.jsonl "
+		 ">bench_stdout.txt 2>bench_stderr.txt </dev/null", TESSERA_TUNE_EXE);
+	for (int run = 0; run < 2; run++) {
+		int rc = system(cmd);
+		ck_assert_msg(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "tessera-tune failed: %s",
+			      slurp("bench_stderr.txt"));
+		const char *out = slurp("bench_stdout.txt");
+		ck_assert_msg(strstr(out, "  default  ") && strstr(out, "  tuned  ") &&
+			      strstr(out, "log: appended to bench_tune.jsonl"), "%s", out);
+		ck_assert_msg(!strchr(out, '\r'), "a progress line without a terminal:\n%s", out);
+		ck_assert_msg(!run == !strstr(out, "resuming from bench_tune.jsonl:1"), "%s", out);
+	}
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tune_log *log = ts_tune_log_load(ctx, "bench_tune.jsonl");
+	ck_assert_msg(log && log->n == 2, "%s", ts_last_error(ctx));
+	ts_ctx_free(ctx);
+	remove("bench_tune.jsonl");
+}
+END_TEST
+
 START_TEST(test_binary_errors)
 {
 	ck_assert_int_eq(run_bench("gemm --impl blas"), BENCH_EXIT_USAGE);
@@ -795,6 +877,8 @@ int main(void)
 	tcase_add_test(tc, test_binary_gemm_json);
 	tcase_add_test(tc, test_binary_summary_gpu_part);
 	tcase_add_test(tc, test_binary_errors);
+	tcase_add_test(tc, test_binary_tuned);
+	tcase_add_test(tc, test_binary_tune);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -4,16 +4,18 @@
 # names the mistake, no sanitizer report, and nothing run.  Only error paths
 # are exercised, so no benchmark or tutorial step ever starts.
 #
-#   cli_mustfail.sh MATMUL [TUTORIAL [BENCH [EXERCISE]]]
+#   cli_mustfail.sh MATMUL [TUTORIAL [BENCH [EXERCISE [TUNE]]]]
 #
 # A program whose path is empty or missing is skipped (tessera-tutorial and
-# tessera-bench are built only when OpenBLAS and oneDNN are found).
+# tessera-bench and tessera-tune are built only when OpenBLAS and oneDNN are
+# found).
 set -u
 
 matmul=${1:-}
 tutorial=${2:-}
 bench=${3:-}
 exercise=${4:-}
+tune=${5:-}
 failures=0
 cases=0
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tessera_cli.XXXXXX") || exit 1
@@ -145,6 +147,12 @@ if have "$bench"; then
 	expect "--plot: cannot write '/proc/x.png'" "$b" gemm --plot /proc/x.png
 	expect "--json: empty path" "$b" gemm --json=
 	expect "unknown target 'tpu'" "$b" gemm --target tpu
+	expect "--tuned: tune log /nonexistent/t.jsonl: cannot read" "$b" gemm --tuned /nonexistent/t.jsonl
+	expect "--tuned: empty path" "$b" gemm --tuned=
+	expect "--tuned applies to the CPU gemm, conv2d and summary commands" "$b" dense --tuned x
+	expect "--tuned applies to the CPU gemm, conv2d and summary commands" "$b" gemm --target cuda --tuned x
+	printf 'garbage\n' >"$tmp/bad_tune.log"
+	expect "--tuned: $tmp/bad_tune.log:1: expected '{'" "$b" gemm --tuned "$tmp/bad_tune.log"
 	if ls "$tmp" | grep -q json; then
 		failures=$((failures + 1))
 		echo "FAIL: a refused --json path was created"
@@ -170,6 +178,38 @@ if have "$exercise"; then
 		failures=$((failures + 1))
 		echo "FAIL: a refused --svg path was created"
 	fi
+fi
+if have "$tune"; then
+	u=$tune
+	log="$tmp/tune.jsonl"
+	expect "missing operator" "$u"
+	expect "missing operator before '--log'" "$u" --log "$log"
+	expect "unknown operator 'frobnicate'" "$u" frobnicate 1 2 --log "$log"
+	expect "tune matmul: 2 extents given, the shape is matmul M N K" "$u" matmul 8 8 --log "$log"
+	expect "tune matmul: extent 1 is 0" "$u" matmul 8 0 8 --log "$log"
+	expect "extent 'abc' is not an integer" "$u" matmul 8 abc 8 --log "$log"
+	expect "extent '-3' is not an integer" "$u" matmul 8 8 8 -3 --log "$log"
+	expect "extent '99999999999' is not an integer" "$u" matmul 8 99999999999 8 --log "$log"
+	expect "missing --log FILE" "$u" matmul 8 8 8
+	expect "--log needs a value" "$u" matmul 8 8 8 --log
+	expect "--log: empty path" "$u" matmul 8 8 8 --log ""
+	expect "--log: cannot write '/nonexistent/t.jsonl'" "$u" matmul 8 8 8 --log /nonexistent/t.jsonl
+	expect "--log: cannot write '$tmp': it is a directory" "$u" matmul 8 8 8 --log "$tmp"
+	for b in 0 -1 abc 1e9 nan ""; do
+		expect "--budget: must be a number of seconds above 0" "$u" matmul 8 8 8 --log "$log" --budget "$b"
+	done
+	for n in 0 abc 2000 -2; do
+		expect "--threads: must be an integer from 1 to 1024, got '$n'" "$u" matmul 8 8 8 --log "$log" --threads "$n"
+	done
+	expect "--seed: must be an integer from 0 to 2^63-1, got '-1'" "$u" matmul 8 8 8 --log "$log" --seed -1
+	expect "unknown option '--bogus'" "$u" matmul 8 8 8 --log "$log" --bogus 1
+	expect "conv2d: unknown layer 'res9'" "$u" conv2d res9 --log "$log"
+	expect "unexpected argument '3' after the layer name" "$u" conv2d res2_3x3 3 --log "$log"
+	expect "tune pool: padding 3 must be below the kernel 3" "$u" pool 1 4 8 8 3 1 3 --log "$log"
+	printf '{"tessera": "0.1", "op": \n' >"$log"
+	expect "$log:1: truncated record" "$u" matmul 8 8 8 --log "$log"
+	printf '{"tessera": "0.0", "op": "matmul", "shape": [8, 8, 8], "dtype": "float32", "target": "llvm", "cpu": "x", "features": "y", "threads": 1, "params": {}, "median_ms": 1, "default_ms": 1, "trials": 1}\n' >"$log"
+	expect "$log:1: the record for matmul [8, 8, 8] float32 llvm is refused: field tessera is '0.0'" "$u" matmul 8 8 8 --log "$log"
 fi
 
 echo "cli_mustfail: $cases cases, $failures failed"

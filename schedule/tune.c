@@ -1,0 +1,492 @@
+/*
+ * tune.c - the tuner's search (tune.h): measure the default, then mutate
+ * the best few candidates one parameter at a time, rank the mutants with
+ * an analytic cost model and measure only the most promising.
+ *
+ * Every candidate is compiled in a context of its own, so a refused or
+ * wrong candidate leaves nothing in the caller's context and the arena
+ * does not grow with the number of trials.  The inputs are random (never
+ * zeros) and made once per task; the reference output is ts_eval's when
+ * the task is small enough for the naive evaluator, else the default
+ * schedule's (which is then trusted: the tests check it against ts_eval).
+ * Only the mutations drawn depend on the seed; timings never repeat
+ * exactly, so the selection is by the medians measured in this run.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "build.h"
+#include "eval.h"
+#include "te.h"
+#include "threadpool.h"
+#include "tune_internal.h"
+
+/* Tasks up to this many floating-point operations get ts_eval's result as
+ * the reference (about a second of the naive evaluator). */
+#define TUNE_EVAL_MAX_FLOPS 2e7
+#define TUNE_RTOL 1e-3
+#define TUNE_MAX_BEAM 16
+
+typedef struct scored {
+	ts_tune_cand c;
+	double ms;
+} scored;
+
+typedef struct tune_run {
+	ts_ctx *ctx;
+	const ts_tune_task *t;
+	const ts_tune_opts *o;
+	ts_tune_result *r;
+	int nin;
+	ts_array *in[4];
+	float *ref;          /* the plain output */
+	int64_t nref;
+	uint64_t start_ns, rng;
+	int nseen, capseen;
+	ts_tune_cand *seen;
+	int nbeam;
+	scored beam[TUNE_MAX_BEAM];
+} tune_run;
+
+ts_tune_opts ts_tune_opts_default(void)
+{
+	return (ts_tune_opts){.budget_s = 10, .seed = 1, .patience = 8, .beam = 4, .measure_top = 6,
+			      .warmup = 2, .repeat = 7};
+}
+
+static uint64_t next_rand(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* ---- the cost model ------------------------------------------------------------ */
+
+static double spill(double vectors)
+{
+	return vectors > 28 ? vectors / 28 : 1; /* 32 vector registers, a few for operands */
+}
+
+static double cost_matmul(const ts_tune_task *t, const ts_tune_cand *c)
+{
+	const ts_tune_space *sp = &t->space;
+	double mr = (double)tune_param(sp, c, "mr", 4), nr = (double)tune_param(sp, c, "nr", 16);
+	double lanes = t->lanes, vecs = ceil(nr / lanes) * mr;
+	double vec = fmod(nr, lanes) == 0 ? 1 : 0.6;
+	double reuse = mr * nr / (mr + nr); /* FMAs per loaded element */
+	double par = tune_param(sp, c, "parallel", 1) ? 2 : 1;
+	double ku = tune_param(sp, c, "kunroll", 4) == 1 ? 1.15 : 1;
+	double pack = !tune_param(sp, c, "pack", 1) && t->shape[0] >= 64 ? 1.3 : 1;
+	return spill(vecs) * ku * pack / (vec * reuse * par);
+}
+
+/* blocked 0 is the default schedule: one vector, a parallel loop. */
+static double cost_batch_matmul(const ts_tune_task *t, const ts_tune_cand *c)
+{
+	if (!tune_param(&t->space, c, "blocked", 0))
+		return 2.0 / (double)t->lanes;
+	return cost_matmul(t, c);
+}
+
+static double cost_conv2d(const ts_tune_task *t, const ts_tune_cand *c)
+{
+	const ts_tune_space *sp = &t->space;
+	double ow = (double)tune_param(sp, c, "ow_block", 14), oc = (double)tune_param(sp, c, "oc_block", 16);
+	double lanes = t->lanes, vecs = ow * ceil(oc / lanes);
+	double vec = oc >= lanes ? 1 : oc / lanes;
+	double reuse = ow * ceil(oc / lanes) / (ow + ceil(oc / lanes));
+	double par = tune_param(sp, c, "parallel", 1) ? 2 : 1;
+	return spill(vecs) / (vec * reuse * par);
+}
+
+/* The generic sketch: vector use of the inner tile, the parallel outer
+ * loop, the loop overhead of small tiles and the inner working set
+ * against a 32 KB L1. */
+static double cost_generic(const ts_tune_task *t, const ts_tune_cand *c)
+{
+	const ts_tune_space *sp = &t->space;
+	int64_t sketch = tune_param(sp, c, "sketch", 0);
+	double inner = 1, tile[TS_TUNE_MAX_PARAMS] = {0};
+	char name[TS_TUNE_NAME];
+	int nd = 0;
+	for (; nd < TS_TUNE_MAX_PARAMS; nd++) {
+		snprintf(name, sizeof name, "tile%d", nd);
+		int64_t f = tune_param(sp, c, name, -1);
+		if (f < 0)
+			break;
+		inner *= (double)f;
+		tile[nd] = (double)f;
+	}
+	int vd = nd - 1 - (nd > 1 && tune_param(sp, c, "vaxis", 0) == 1);
+	double last = vd >= 0 ? tile[vd] : 1; /* the vectorized tile */
+	if (sketch == 0)
+		return 1.0 / ((double)t->lanes * 2); /* a vector and a parallel loop */
+	bool vec = tune_param(sp, c, "vec", 0), inside = sketch == 2 && !tune_param(sp, c, "cache", 0);
+	double v = vec && !inside ? (fmod(last, t->lanes) == 0 ? t->lanes : 1.5) : 1;
+	double par = tune_param(sp, c, "parallel", 0) ? 2 : 1;
+	double ws = inner * 4 * 3, mem = ws > 32768 ? 1 + ws / 32768 * 0.1 : 1;
+	double overhead = 1 + 4.0 / inner + (tune_param(sp, c, "unroll", 0) ? 0 : 0.1);
+	return mem * overhead / (v * par);
+}
+
+double ts_tune_cost(const ts_tune_task *t, const ts_tune_cand *c)
+{
+	if (!t || !c)
+		return INFINITY;
+	const char *k = t->space.kind;
+	if (!strcmp(k, "matmul"))
+		return cost_matmul(t, c);
+	if (!strcmp(k, "conv2d"))
+		return cost_conv2d(t, c);
+	if (!strcmp(k, "batch_matmul"))
+		return cost_batch_matmul(t, c);
+	if (!strcmp(k, "softmax")) {
+		double l = (double)tune_param(&t->space, c, "lanes", t->lanes);
+		return 1 + fabs(log2(l / t->lanes)) * 0.3;
+	}
+	return cost_generic(t, c);
+}
+
+/* ---- measuring one candidate ------------------------------------------------------ */
+
+/* The candidate's output in the plain layout (conv2d's is blocked by
+ * `y` output channels: Yc[N, K/y, OH, OW, y]). */
+static float plain_at(const ts_array *a, int64_t y, int64_t i)
+{
+	const float *p = a->data;
+	if (!y)
+		return p[i];
+	int64_t OW = a->shape[3], OH = a->shape[2], K = a->shape[1] * y;
+	int64_t w = i % OW, h = i / OW % OH, k = i / (OW * OH) % K, n = i / (OW * OH * K);
+	return p[(((n * a->shape[1] + k / y) * OH + h) * OW + w) * y + k % y];
+}
+
+static bool close_enough(const tune_run *R, const ts_array *got, int64_t y)
+{
+	double maxref = 0, maxerr = 0;
+	for (int64_t i = 0; i < R->nref; i++) {
+		double g = plain_at(got, y, i), w = R->ref[i];
+		if (!(fabs(g - w) <= maxerr)) /* NaN counts */
+			maxerr = isnan(g) ? INFINITY : fabs(g - w);
+		maxref = fmax(maxref, fabs(w));
+	}
+	return maxerr <= TUNE_RTOL * (maxref > 0 ? maxref : 1);
+}
+
+typedef enum { M_OK, M_INVALID, M_WRONG } m_status;
+
+/* Builds, runs, checks and times c in ctx; *ms the median. */
+static m_status measure_in(tune_run *R, ts_ctx *ctx, const ts_tune_cand *c, ts_array **out,
+			   ts_module **m, double *ms)
+{
+	ts_func *f = ts_tune_lower(ctx, R->t, c);
+	*m = f ? ts_build(ctx, f, "llvm") : NULL;
+	*out = *m ? ts_array_for(ctx, f->param_tensors[f->nparams - 1]) : NULL;
+	if (!*out)
+		return M_INVALID;
+	ts_array *args[5];
+	for (int i = 0; i < R->nin; i++)
+		args[i] = R->in[i];
+	args[R->nin] = *out;
+	if (ts_module_run(*m, R->nin + 1, args) != TS_OK)
+		return M_INVALID;
+	if (R->ref && !close_enough(R, *out, tune_out_block(R->t, c)))
+		return M_WRONG;
+	ts_timing tm;
+	if (ts_module_time(*m, R->nin + 1, args, R->o->warmup, R->o->repeat, &tm) != TS_OK)
+		return M_INVALID;
+	*ms = tm.median * 1e3;
+	return M_OK;
+}
+
+/* Measures c; with keep_ref, its output becomes the reference. */
+static m_status measure(tune_run *R, const ts_tune_cand *c, double *ms, bool keep_ref)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	if (!ctx)
+		return M_INVALID;
+	ts_array *out = NULL;
+	ts_module *m = NULL;
+	m_status st = measure_in(R, ctx, c, &out, &m, ms);
+	if (st == M_OK && keep_ref && !R->ref) {
+		R->nref = ts_array_numel(out);
+		R->ref = malloc((size_t)R->nref * sizeof *R->ref);
+		for (int64_t i = 0; R->ref && i < R->nref; i++)
+			R->ref[i] = plain_at(out, tune_out_block(R->t, c), i);
+	}
+	if (st != M_OK && keep_ref)
+		ts_error(R->ctx, TS_ERR_INTERNAL, "tune %s: the default schedule %s: %s", R->t->op,
+			 st == M_WRONG ? "computes a wrong result" : "fails", ts_last_error(ctx));
+	ts_array_free(out);
+	ts_module_free(m);
+	ts_ctx_free(ctx);
+	return st;
+}
+
+/* ---- inputs and the reference ------------------------------------------------------ */
+
+static ts_status make_inputs(tune_run *R)
+{
+	ts_tensor *args[4], *plain;
+	ts_tune_cand def = ts_tune_default(R->t);
+	int n = tune_graph(R->ctx, R->t, &def, args, &plain);
+	if (!n)
+		return ts_last_status(R->ctx);
+	R->nin = n - 1;
+	for (int i = 0; i < R->nin; i++) {
+		R->in[i] = ts_array_for(R->ctx, args[i]);
+		if (!R->in[i])
+			return ts_last_status(R->ctx);
+		ts_array_fill_random(R->in[i], 1234 + (uint64_t)i, -1, 1);
+	}
+	if (ts_tune_task_flops(R->t) > TUNE_EVAL_MAX_FLOPS) {
+		R->r->reference = "the default schedule";
+		return TS_OK;
+	}
+	R->r->reference = "ts_eval";
+	R->nref = ts_tensor_numel(plain);
+	R->ref = calloc((size_t)R->nref, sizeof *R->ref);
+	if (!R->ref)
+		return ts_error(R->ctx, TS_ERR_NOMEM, "tune %s: out of memory", R->t->op);
+	ts_tensor *bind[5];
+	void *data[5];
+	for (int i = 0; i < R->nin; i++)
+		bind[i] = args[i], data[i] = R->in[i]->data;
+	bind[R->nin] = plain, data[R->nin] = R->ref;
+	return ts_eval(R->ctx, R->nin + 1, bind, data);
+}
+
+/* ---- the search ------------------------------------------------------------------- */
+
+static double elapsed_s(const tune_run *R)
+{
+	return ts_ms_since(R->start_ns) / 1e3;
+}
+
+/* The default's value for parameters the sketch ignores (sketch or
+ * blocked 0 is the default schedule), so that equal schedules are one
+ * candidate. */
+static ts_tune_cand canonical(const ts_tune_task *t, ts_tune_cand c)
+{
+	const char *first = t->space.name[0];
+	if ((!strcmp(first, "sketch") || !strcmp(first, "blocked")) && c.v[0] == 0)
+		for (int i = 1; i < t->space.nparams; i++)
+			c.v[i] = t->space.choice[i][0];
+	return c;
+}
+
+static bool seen(const tune_run *R, const ts_tune_cand *c)
+{
+	for (int i = 0; i < R->nseen; i++)
+		if (!memcmp(&R->seen[i], c, sizeof *c))
+			return true;
+	return false;
+}
+
+static void mark_seen(tune_run *R, const ts_tune_cand *c)
+{
+	if (R->nseen == R->capseen) {
+		int cap = R->capseen ? 2 * R->capseen : 64;
+		ts_tune_cand *p = realloc(R->seen, (size_t)cap * sizeof *p);
+		if (!p)
+			return; /* may measure a candidate twice; harmless */
+		R->seen = p, R->capseen = cap;
+	}
+	R->seen[R->nseen++] = *c;
+}
+
+static void keep(tune_run *R, const ts_tune_cand *c, double ms)
+{
+	int cap = R->o->beam < 1 ? 1 : R->o->beam > TUNE_MAX_BEAM ? TUNE_MAX_BEAM : R->o->beam;
+	int i;
+	if (R->nbeam < cap)
+		i = R->nbeam++;
+	else if (ms < R->beam[cap - 1].ms)
+		i = cap - 1;
+	else
+		return;
+	while (i > 0 && R->beam[i - 1].ms > ms) {
+		R->beam[i] = R->beam[i - 1];
+		i--;
+	}
+	R->beam[i] = (scored){*c, ms};
+}
+
+static void report(tune_run *R)
+{
+	if (!R->o->progress)
+		return;
+	double gf = ts_tune_task_flops(R->t) / (R->r->best_ms * 1e6);
+	ts_tune_progress p = {R->r->trials, R->r->invalid, R->r->best_ms, gf, elapsed_s(R)};
+	R->o->progress(&p, R->o->user);
+}
+
+/* Measures one candidate of the search; true when it is the new best. */
+static bool trial(tune_run *R, const ts_tune_cand *c)
+{
+	double ms;
+	mark_seen(R, c);
+	m_status st = measure(R, c, &ms, false);
+	R->r->invalid += st == M_INVALID;
+	R->r->wrong += st == M_WRONG;
+	if (st != M_OK)
+		return false;
+	R->r->trials++;
+	keep(R, c, ms);
+	bool better = ms < R->r->best_ms;
+	if (better)
+		R->r->best = *c, R->r->best_ms = ms;
+	report(R);
+	return better;
+}
+
+static bool out_of_budget(const tune_run *R)
+{
+	return elapsed_s(R) >= R->o->budget_s ||
+	       (R->o->max_trials > 0 && R->r->trials + R->r->invalid + R->r->wrong >= R->o->max_trials);
+}
+
+/* One parameter of c set to another of its values. */
+static ts_tune_cand mutate(tune_run *R, ts_tune_cand c, int p)
+{
+	const ts_tune_space *sp = &R->t->space;
+	int n = sp->nchoice[p];
+	int k = (int)(next_rand(&R->rng) % (uint64_t)n);
+	if (sp->choice[p][k] == c.v[p])
+		k = (k + 1) % n;
+	c.v[p] = sp->choice[p][k];
+	return canonical(R->t, c);
+}
+
+typedef struct mutant {
+	ts_tune_cand c;
+	double cost;
+} mutant;
+
+static int by_cost(const void *a, const void *b)
+{
+	double x = ((const mutant *)a)->cost, y = ((const mutant *)b)->cost;
+	return x < y ? -1 : x > y;
+}
+
+static void add_mutant(tune_run *R, mutant *m, int *n, int cap, ts_tune_cand c)
+{
+	if (*n == cap || seen(R, &c))
+		return;
+	for (int i = 0; i < *n; i++)
+		if (!memcmp(&m[i].c, &c, sizeof c))
+			return;
+	m[(*n)++] = (mutant){c, ts_tune_cost(R->t, &c)};
+}
+
+/* One round: the parents' mutants ranked by the cost model, the best few
+ * measured.  Returns whether one was faster than the best so far, and -1
+ * when there was nothing left to try. */
+static int round_once(tune_run *R)
+{
+	enum { CAP = TUNE_MAX_BEAM * (TS_TUNE_MAX_PARAMS + 4) };
+	mutant m[CAP];
+	int n = 0, np = R->t->space.nparams;
+	for (int b = 0; b < R->nbeam; b++) {
+		for (int p = 0; p < np; p++)
+			if (R->t->space.nchoice[p] > 1)
+				add_mutant(R, m, &n, CAP, mutate(R, R->beam[b].c, p));
+		for (int k = 0; k < 3 && np > 1; k++) {
+			int p = (int)(next_rand(&R->rng) % (uint64_t)np), q = (int)(next_rand(&R->rng) % (uint64_t)np);
+			if (R->t->space.nchoice[p] > 1 && R->t->space.nchoice[q] > 1)
+				add_mutant(R, m, &n, CAP, mutate(R, mutate(R, R->beam[b].c, p), q));
+		}
+	}
+	if (n == 0)
+		return -1;
+	qsort(m, (size_t)n, sizeof *m, by_cost);
+	int top = R->o->measure_top < 1 ? 1 : R->o->measure_top, better = 0;
+	for (int i = 0; i < n && i < top && !out_of_budget(R); i++)
+		better |= trial(R, &m[i].c);
+	return better;
+}
+
+static ts_status check_opts(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_opts *o)
+{
+	if (!t || !o)
+		return ts_error(ctx, TS_ERR_INVALID, "tune: NULL %s", !t ? "task" : "options");
+	if (!(o->budget_s > 0) || o->budget_s > 1e6)
+		return ts_error(ctx, TS_ERR_INVALID, "tune %s: budget_s must be above 0 (and at most 10^6 s), got %g",
+				t->op, o->budget_s);
+	if (o->warmup < 0 || o->repeat < 1 || o->patience < 1 || o->max_trials < 0)
+		return ts_error(ctx, TS_ERR_INVALID,
+				"tune %s: warmup >= 0, repeat >= 1, patience >= 1 and max_trials >= 0 (got %d, %d, %d, %d)",
+				t->op, o->warmup, o->repeat, o->patience, o->max_trials);
+	return TS_OK;
+}
+
+/* The default, then the start candidate (a log's record) if any. */
+static ts_status seed_search(tune_run *R)
+{
+	ts_tune_cand def = ts_tune_default(R->t);
+	double ms;
+	R->r->def = R->r->best = def;
+	mark_seen(R, &def);
+	if (measure(R, &def, &ms, true) != M_OK)
+		return ts_last_status(R->ctx);
+	R->r->trials = 1;
+	R->r->default_ms = R->r->best_ms = ms;
+	keep(R, &def, ms);
+	report(R);
+	if (R->o->start) {
+		ts_tune_cand s = canonical(R->t, *R->o->start);
+		if (!seen(R, &s))
+			trial(R, &s);
+	}
+	return TS_OK;
+}
+
+/* The search kept the candidate with the smallest median, which on a
+ * shared, noisy machine may have been timed in a quiet moment: the
+ * default and the winner are timed again, alternately, and the winner
+ * stays only if it is still faster.  Both results are this run's
+ * measurements, so the winner is never recorded slower than the default. */
+static void confirm(tune_run *R)
+{
+	ts_tune_result *r = R->r;
+	if (!memcmp(&r->best, &r->def, sizeof r->best))
+		return;
+	double d[3], b[3];
+	for (int i = 0; i < 3; i++)
+		if (measure(R, &r->def, &d[i], false) != M_OK || measure(R, &r->best, &b[i], false) != M_OK)
+			return;
+	r->default_ms = fmin(r->default_ms, ts_median(d, 3));
+	r->best_ms = ts_median(b, 3);
+	if (r->best_ms >= r->default_ms)
+		r->best = r->def, r->best_ms = r->default_ms;
+}
+
+ts_status ts_tune(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_opts *o, ts_tune_result *r)
+{
+	if (!r)
+		return ts_error(ctx, TS_ERR_INVALID, "tune: NULL result");
+	memset(r, 0, sizeof *r);
+	if (check_opts(ctx, t, o) != TS_OK)
+		return ts_last_status(ctx);
+	tune_run R = {.ctx = ctx, .t = t, .o = o, .r = r, .start_ns = ts_now_ns(), .rng = o->seed};
+	ts_status st = make_inputs(&R);
+	if (st == TS_OK)
+		st = seed_search(&R);
+	for (int stale = 0; st == TS_OK && stale < o->patience && !out_of_budget(&R); r->rounds++) {
+		int b = round_once(&R);
+		if (b < 0)
+			break;
+		stale = b ? 0 : stale + 1;
+	}
+	if (st == TS_OK)
+		confirm(&R);
+	r->elapsed_s = elapsed_s(&R);
+	for (int i = 0; i < R.nin; i++)
+		ts_array_free(R.in[i]);
+	free(R.ref);
+	free(R.seen);
+	return st;
+}

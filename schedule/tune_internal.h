@@ -1,0 +1,20 @@
+/*
+ * tune_internal.h - what the tuner's files share (not installed).
+ */
+#ifndef TESSERA_SCHEDULE_TUNE_INTERNAL_H
+#define TESSERA_SCHEDULE_TUNE_INTERNAL_H
+
+#include "tune.h"
+
+/* The task's graph for candidate c: args[0..n-1] its inputs then its
+ * output; *plain the output in the plain layout computed from the same
+ * inputs (the output itself but for conv2d, whose output is blocked).
+ * Returns n, or 0 with the error in ctx. */
+int tune_graph(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c, ts_tensor **args,
+	       ts_tensor **plain);
+/* conv2d: the output-channel block of candidate c; 0 for the other ops. */
+int64_t tune_out_block(const ts_tune_task *t, const ts_tune_cand *c);
+/* The value of parameter `name` in c, or `def` when the space has none. */
+int64_t tune_param(const ts_tune_space *sp, const ts_tune_cand *c, const char *name, int64_t def);
+
+#endif

@@ -1,0 +1,720 @@
+/*
+ * tune_space.c - the tuner's tasks and search spaces (tune.h).
+ *
+ * A task names an operator of the library and its shape; this file builds
+ * the operator's graph for a candidate, schedules it and lowers it.  The
+ * specialised spaces are the parameters of the hand-written schedules
+ * (op_schedules.h) with their defaults first; the generic space builds a
+ * schedule for any single-output compute from the public primitives only.
+ * Whatever a primitive refuses makes the candidate invalid: the error is
+ * left in the context for the caller to clear.
+ */
+#include <string.h>
+
+#include "lower.h"
+#include "op_schedules.h"
+#include "ops.h"
+#include "tune_internal.h"
+
+#define TRY(call)                                                              \
+	do {                                                                   \
+		ts_status st_ = (call);                                        \
+		if (st_ != TS_OK)                                              \
+			return st_;                                            \
+	} while (0)
+
+typedef struct op_info {
+	const char *name;
+	int nshape;
+	const char *usage;
+} op_info;
+
+static const op_info ops[] = {
+	{"matmul", 3, "matmul M N K"},
+	{"dense", 3, "dense M N K"},
+	{"batch_matmul", 4, "batch_matmul B M N K"},
+	{"conv2d", 9, "conv2d N C H W K R S STRIDE PAD"},
+	{"depthwise", 7, "depthwise N C H W R STRIDE PAD"},
+	{"pool", 7, "pool N C H W R STRIDE PAD"},
+	{"softmax", 2, "softmax ROWS COLS"},
+	{"elementwise", 2, "elementwise ROWS COLS"},
+};
+
+const char *ts_tune_ops_usage(void)
+{
+	return "matmul M N K | dense M N K | batch_matmul B M N K |\n"
+	       "conv2d N C H W K R S STRIDE PAD | depthwise N C H W R STRIDE PAD |\n"
+	       "pool N C H W R STRIDE PAD | softmax ROWS COLS | elementwise ROWS COLS";
+}
+
+static bool host_avx512(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	return __builtin_cpu_supports("avx512f");
+#else
+	return false;
+#endif
+}
+
+int64_t tune_param(const ts_tune_space *sp, const ts_tune_cand *c, const char *name, int64_t def)
+{
+	for (int i = 0; i < sp->nparams; i++)
+		if (!strcmp(sp->name[i], name))
+			return c->v[i];
+	return def;
+}
+
+/* Adds a parameter whose first value is the default; later values equal
+ * to an earlier one are dropped. */
+static void add_param(ts_tune_space *sp, const char *name, int n, const int64_t *v)
+{
+	int p = sp->nparams++;
+	snprintf(sp->name[p], TS_TUNE_NAME, "%s", name);
+	sp->nchoice[p] = 0;
+	for (int i = 0; i < n && sp->nchoice[p] < TS_TUNE_MAX_CHOICES; i++) {
+		bool seen = false;
+		for (int j = 0; j < sp->nchoice[p]; j++)
+			seen |= sp->choice[p][j] == v[i];
+		if (!seen)
+			sp->choice[p][sp->nchoice[p]++] = v[i];
+	}
+}
+
+/* A split factor parameter: def first, then powers of two up to max that
+ * do not exceed the extent (1 always allowed). */
+static void add_factor(ts_tune_space *sp, const char *name, int64_t def, int64_t extent, int64_t max)
+{
+	int64_t v[TS_TUNE_MAX_CHOICES];
+	int n = 0;
+	v[n++] = def;
+	for (int64_t f = 1; f <= max && f <= extent && n < TS_TUNE_MAX_CHOICES; f *= 2)
+		v[n++] = f;
+	add_param(sp, name, n, v);
+}
+
+static int64_t pow2_block(int64_t channels, int64_t max)
+{
+	int64_t b = max;
+	while (b > 1 && channels % b)
+		b /= 2;
+	return b;
+}
+
+static void space_matmul(ts_tune_task *t)
+{
+	ts_tune_space *sp = &t->space;
+	ts_matmul_cpu_params d = ts_matmul_cpu_default();
+	int64_t M = t->shape[t->nshape - 3];
+	sp->kind = "matmul";
+	add_param(sp, "mr", 7, (int64_t[]){d.mr, 1, 2, 3, 4, 6, 8});
+	add_param(sp, "nr", 6, (int64_t[]){d.nr, 8, 16, 32, 48, 64});
+	add_param(sp, "kunroll", 5, (int64_t[]){d.kunroll, 1, 2, 8, 16});
+	add_param(sp, "parallel", 2, (int64_t[]){d.parallel, !d.parallel});
+	/* packing B pays off only when many rows reuse each panel */
+	add_param(sp, "pack", 2, (int64_t[]){M >= 32, M < 32});
+}
+
+/* Batch matmul: the default schedule (blocked 0), or each batch's matmul
+ * register-blocked as ts_schedule_matmul_cpu blocks a matmul (blocked 1):
+ * mr x nr tiles of C accumulated in a local tile over the whole K. */
+static void space_batch_matmul(ts_tune_task *t)
+{
+	ts_tune_space *sp = &t->space;
+	ts_matmul_cpu_params d = ts_matmul_cpu_default();
+	sp->kind = "batch_matmul";
+	add_param(sp, "blocked", 2, (int64_t[]){0, 1});
+	add_param(sp, "mr", 7, (int64_t[]){d.mr, 1, 2, 3, 4, 6, 8});
+	add_param(sp, "nr", 6, (int64_t[]){d.nr, 8, 16, 32, 48, 64});
+	add_param(sp, "kunroll", 5, (int64_t[]){d.kunroll, 1, 2, 8, 16});
+	add_param(sp, "parallel", 2, (int64_t[]){d.parallel, !d.parallel});
+}
+
+static void space_conv2d(ts_tune_task *t)
+{
+	ts_tune_space *sp = &t->space;
+	ts_conv2d_cpu_params d = ts_conv2d_cpu_default();
+	int64_t C = t->shape[1], K = t->shape[4];
+	sp->kind = "conv2d";
+	add_param(sp, "ow_block", 7, (int64_t[]){d.ow_block, 4, 7, 8, 16, 28, 2});
+	add_param(sp, "oh_block", 4, (int64_t[]){d.oh_block, 1, 2, 4});
+	add_param(sp, "parallel", 2, (int64_t[]){d.parallel, !d.parallel});
+	/* the blocks tessera-bench uses: two vectors of output channels, up
+	 * to 16 input channels, each dividing its channel count */
+	int64_t ic[7] = {pow2_block(C, 16)}, oc[7] = {pow2_block(K, 2 * t->lanes)};
+	int nic = 1, noc = 1;
+	for (int64_t b = 1; b <= 64; b *= 2) {
+		if (C % b == 0)
+			ic[nic++] = b;
+		if (K % b == 0)
+			oc[noc++] = b;
+	}
+	add_param(sp, "ic_block", nic, ic);
+	add_param(sp, "oc_block", noc, oc);
+}
+
+static ts_status space_of(ts_ctx *ctx, ts_tune_task *t)
+{
+	const char *op = t->op;
+	if (!strcmp(op, "matmul") || !strcmp(op, "dense")) {
+		space_matmul(t);
+		return TS_OK;
+	}
+	if (!strcmp(op, "conv2d")) {
+		space_conv2d(t);
+		return TS_OK;
+	}
+	if (!strcmp(op, "batch_matmul")) {
+		space_batch_matmul(t);
+		return TS_OK;
+	}
+	if (!strcmp(op, "softmax")) {
+		t->space.kind = "softmax";
+		add_param(&t->space, "lanes", 6, (int64_t[]){t->lanes, 4, 8, 16, 32, 1});
+		return TS_OK;
+	}
+	/* the long tail: the generic space of the operator's graph */
+	ts_tensor *args[4], *plain;
+	ts_tune_cand none = {{0}};
+	int n = tune_graph(ctx, t, &none, args, &plain);
+	return n ? ts_tune_space_generic(ctx, args[n - 1], t->lanes, &t->space) : ts_last_status(ctx);
+}
+
+/* Shape rules of each operator, beyond positive extents. */
+static ts_status check_shape(ts_ctx *ctx, const ts_tune_task *t)
+{
+	const int64_t *s = t->shape;
+	bool conv = !strcmp(t->op, "conv2d"), win = !strcmp(t->op, "depthwise") || !strcmp(t->op, "pool");
+	if (conv || win) {
+		int64_t R = s[conv ? 5 : 4], pad = s[conv ? 8 : 6], H = s[2], W = s[3];
+		if (conv && s[5] != s[6])
+			return ts_error(ctx, TS_ERR_INVALID, "tune conv2d: the kernel must be square (R = S), got %lldx%lld",
+					(long long)s[5], (long long)s[6]);
+		if (R > H + 2 * pad || R > W + 2 * pad)
+			return ts_error(ctx, TS_ERR_INVALID, "tune %s: the kernel (%lld) is larger than the padded image",
+					t->op, (long long)R);
+		if (!strcmp(t->op, "pool") && pad >= R)
+			return ts_error(ctx, TS_ERR_INVALID, "tune pool: padding %lld must be below the kernel %lld",
+					(long long)pad, (long long)R);
+	}
+	return TS_OK;
+}
+
+/* Every extent >= 1 (the padding of conv2d, depthwise and pool >= 0) and
+ * below 2^31, so every tensor of the task stays under 2^31 elements in
+ * all but pathological cases, which the operators themselves refuse. */
+static ts_status check_extents(ts_ctx *ctx, const ts_tune_task *t, bool last_may_be_zero)
+{
+	for (int i = 0; i < t->nshape; i++) {
+		int64_t lo = last_may_be_zero && i == t->nshape - 1 ? 0 : 1;
+		if (t->shape[i] < lo || t->shape[i] > (int64_t)1 << 24)
+			return ts_error(ctx, TS_ERR_INVALID, "tune %s: extent %d is %lld; it must be from %lld to 2^24",
+					t->op, i, (long long)t->shape[i], (long long)lo);
+	}
+	return TS_OK;
+}
+
+/* Every argument of the task's function below 2^31 elements, as arrays
+ * and the generated code's int32 indices need. */
+static ts_status check_sizes(ts_ctx *ctx, const ts_tune_task *t)
+{
+	ts_tensor *args[4], *plain;
+	ts_tune_cand def = ts_tune_default(t);
+	int n = tune_graph(ctx, t, &def, args, &plain);
+	if (!n)
+		return ts_last_status(ctx);
+	for (int i = 0; i < n; i++) {
+		double numel = 1;
+		for (int d = 0; d < args[i]->ndim; d++)
+			numel *= (double)args[i]->shape[d];
+		if (numel >= 2147483648.0)
+			return ts_error(ctx, TS_ERR_INVALID, "tune %s: tensor %s has %.4g elements; at most 2^31 - 1",
+					t->op, args[i]->name, numel);
+	}
+	return TS_OK;
+}
+
+ts_status ts_tune_task_init(ts_ctx *ctx, ts_tune_task *t, const char *op, int nshape,
+			    const int64_t *shape)
+{
+	if (!t || !op || (nshape > 0 && !shape))
+		return ts_error(ctx, TS_ERR_INVALID, "tune_task_init: NULL %s", !t ? "task" : !op ? "op" : "shape");
+	memset(t, 0, sizeof *t);
+	const op_info *info = NULL;
+	for (size_t i = 0; i < TS_COUNT_OF(ops); i++)
+		if (!strcmp(ops[i].name, op))
+			info = &ops[i];
+	if (!info)
+		return ts_error(ctx, TS_ERR_INVALID, "tune: unknown operator '%.40s' (%s)", op,
+				"matmul, dense, batch_matmul, conv2d, depthwise, pool, softmax, elementwise");
+	if (nshape != info->nshape)
+		return ts_error(ctx, TS_ERR_INVALID, "tune %s: %d extents given, the shape is %s", op,
+				nshape, info->usage);
+	snprintf(t->op, sizeof t->op, "%s", op);
+	t->nshape = nshape;
+	memcpy(t->shape, shape, (size_t)nshape * sizeof *shape);
+	t->dtype = ts_float32;
+	snprintf(t->target, sizeof t->target, "llvm");
+	t->lanes = host_avx512() ? 16 : 8;
+	bool padded = !strcmp(op, "conv2d") || !strcmp(op, "depthwise") || !strcmp(op, "pool");
+	TRY(check_extents(ctx, t, padded));
+	TRY(check_shape(ctx, t));
+	TRY(space_of(ctx, t));
+	return check_sizes(ctx, t);
+}
+
+ts_tune_cand ts_tune_default(const ts_tune_task *t)
+{
+	ts_tune_cand c = {{0}};
+	for (int i = 0; i < t->space.nparams; i++)
+		c.v[i] = t->space.choice[i][0];
+	return c;
+}
+
+static int64_t conv_out(int64_t in, int64_t k, int64_t stride, int64_t pad)
+{
+	return (in + 2 * pad - k) / stride + 1;
+}
+
+double ts_tune_task_flops(const ts_tune_task *t)
+{
+	const int64_t *s = t->shape;
+	double out = 1;
+	if (!strcmp(t->op, "matmul") || !strcmp(t->op, "dense"))
+		return 2.0 * (double)s[0] * (double)s[1] * (double)s[2];
+	if (!strcmp(t->op, "batch_matmul"))
+		return 2.0 * (double)s[0] * (double)s[1] * (double)s[2] * (double)s[3];
+	if (!strcmp(t->op, "conv2d"))
+		return 2.0 * (double)s[0] * (double)s[4] * (double)s[1] * (double)(s[5] * s[6]) *
+		       (double)conv_out(s[2], s[5], s[7], s[8]) * (double)conv_out(s[3], s[6], s[7], s[8]);
+	if (!strcmp(t->op, "depthwise") || !strcmp(t->op, "pool"))
+		return (!strcmp(t->op, "pool") ? 1.0 : 2.0) * (double)s[0] * (double)s[1] *
+		       (double)(s[4] * s[4]) * (double)conv_out(s[2], s[4], s[5], s[6]) *
+		       (double)conv_out(s[3], s[4], s[5], s[6]);
+	for (int i = 0; i < t->nshape; i++)
+		out *= (double)s[i];
+	return !strcmp(t->op, "softmax") ? 5.0 * out : 3.0 * out;
+}
+
+int64_t tune_out_block(const ts_tune_task *t, const ts_tune_cand *c)
+{
+	return !strcmp(t->op, "conv2d") ? tune_param(&t->space, c, "oc_block", 1) : 0;
+}
+
+/* ---- graphs ------------------------------------------------------------------ */
+
+static ts_tensor *ph(ts_ctx *ctx, const char *name, int nd, const int64_t *shape)
+{
+	return ts_placeholder(ctx, name, nd, shape, ts_float32);
+}
+
+static int graph_gemm(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c, ts_tensor **a)
+{
+	const int64_t *s = t->shape;
+	bool dense = !strcmp(t->op, "dense");
+	a[0] = ph(ctx, "A", TS_SHAPE(s[0], s[2]));
+	a[1] = ph(ctx, "B", TS_SHAPE(s[2], s[1]));
+	int64_t nr = tune_param(&t->space, c, "nr", 16);
+	ts_tensor *C = tune_param(&t->space, c, "pack", 0) ? ts_op_matmul_packed(ctx, a[0], a[1], nr)
+							   : ts_op_matmul(ctx, a[0], a[1], false, false);
+	if (!dense)
+		return (a[2] = C) ? 3 : 0;
+	a[2] = ph(ctx, "bias", TS_SHAPE(s[1]));
+	a[3] = ts_op_relu(ctx, ts_op_bias_add(ctx, C, a[2], 1));
+	return a[3] ? 4 : 0;
+}
+
+static int graph_conv2d(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c, ts_tensor **a,
+			ts_tensor **plain)
+{
+	const int64_t *s = t->shape;
+	int st = (int)s[7], pd = (int)s[8];
+	int ib = (int)tune_param(&t->space, c, "ic_block", 1), ob = (int)tune_out_block(t, c);
+	a[0] = ph(ctx, "X", TS_SHAPE(s[0], s[1], s[2], s[3]));
+	a[1] = ph(ctx, "W", TS_SHAPE(s[4], s[1], s[5], s[6]));
+	ts_tensor *Xc = ts_op_layout_nchw_to_nchwc(ctx, a[0], ib);
+	ts_tensor *Wc = ts_op_weight_oihw_to_blocked(ctx, a[1], ib, ob);
+	a[2] = ts_op_conv2d_nchwc(ctx, Xc, Wc, st, st, pd, pd, 1, 1);
+	*plain = ts_op_conv2d_nchw(ctx, a[0], a[1], st, st, pd, pd, 1, 1, 1);
+	return a[2] && *plain ? 3 : 0;
+}
+
+/* relu(A + B) + A: an elementwise chain of three stages. */
+static int graph_elementwise(ts_ctx *ctx, const ts_tune_task *t, ts_tensor **a)
+{
+	a[0] = ph(ctx, "A", TS_SHAPE(t->shape[0], t->shape[1]));
+	a[1] = ph(ctx, "B", TS_SHAPE(t->shape[0], t->shape[1]));
+	a[2] = ts_op_add(ctx, ts_op_relu(ctx, ts_op_add(ctx, a[0], a[1])), a[0]);
+	return a[2] ? 3 : 0;
+}
+
+static int graph_window(ts_ctx *ctx, const ts_tune_task *t, ts_tensor **a)
+{
+	const int64_t *s = t->shape;
+	int R = (int)s[4], st = (int)s[5], pd = (int)s[6];
+	a[0] = ph(ctx, "X", TS_SHAPE(s[0], s[1], s[2], s[3]));
+	if (!strcmp(t->op, "pool"))
+		return (a[1] = ts_op_max_pool2d(ctx, a[0], R, R, st, st, pd, pd)) ? 2 : 0;
+	a[1] = ph(ctx, "W", TS_SHAPE(s[1], 1, R, R));
+	a[2] = ts_op_depthwise_conv2d_nchw(ctx, a[0], a[1], st, st, pd, pd, 1, 1);
+	return a[2] ? 3 : 0;
+}
+
+int tune_graph(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c, ts_tensor **a,
+	       ts_tensor **plain)
+{
+	const int64_t *s = t->shape;
+	int n = 0;
+	*plain = NULL;
+	if (!strcmp(t->op, "matmul") || !strcmp(t->op, "dense"))
+		n = graph_gemm(ctx, t, c, a);
+	else if (!strcmp(t->op, "conv2d"))
+		return graph_conv2d(ctx, t, c, a, plain);
+	else if (!strcmp(t->op, "batch_matmul")) {
+		a[0] = ph(ctx, "A", TS_SHAPE(s[0], s[1], s[3]));
+		a[1] = ph(ctx, "B", TS_SHAPE(s[0], s[3], s[2]));
+		n = (a[2] = ts_op_batch_matmul(ctx, a[0], a[1], false, false)) ? 3 : 0;
+	} else if (!strcmp(t->op, "softmax")) {
+		a[0] = ph(ctx, "X", TS_SHAPE(s[0], s[1]));
+		n = (a[1] = ts_op_softmax(ctx, a[0])) ? 2 : 0;
+	} else if (!strcmp(t->op, "elementwise"))
+		n = graph_elementwise(ctx, t, a);
+	else
+		n = graph_window(ctx, t, a);
+	if (n)
+		*plain = a[n - 1];
+	return n;
+}
+
+/* ---- scheduling a candidate ---------------------------------------------------------- */
+
+/* A stage no primitive touched yet (the layout conversions of conv2d):
+ * its outermost loop parallel. */
+static ts_status parallel_if_untouched(ts_schedule *s, ts_tensor *T)
+{
+	ts_stage *st = ts_stage_of(s, T);
+	if (!st)
+		return ts_last_status(s->ctx);
+	if (st->nrel || st->attach != SCH_ATTACH_ROOT)
+		return TS_OK;
+	for (int i = 0; i < st->nleaf; i++)
+		if (st->leaf[i]->loop != TS_FOR_SERIAL)
+			return TS_OK;
+	return ts_parallel(st, ts_axis_of(st, 0));
+}
+
+static ts_status schedule_conv2d(ts_schedule *s, const ts_tune_task *t, const ts_tune_cand *c,
+				 ts_tensor *Y)
+{
+	const ts_tune_space *sp = &t->space;
+	ts_conv2d_cpu_params p = {.ow_block = tune_param(sp, c, "ow_block", 14),
+				  .oh_block = tune_param(sp, c, "oh_block", 0),
+				  .parallel = tune_param(sp, c, "parallel", 1) != 0};
+	TRY(ts_schedule_conv2d_nchwc_cpu(s, Y, &p));
+	/* Y reads the padded Xc (or Xc) and Wc; Wc and Xc are layout stages */
+	for (int i = 0; i < Y->ninputs; i++) {
+		ts_tensor *T = Y->inputs[i];
+		if (T->op == TS_OP_COMPUTE && T->ndim == 5 && T->ninputs == 1 && T->inputs[0]->op == TS_OP_COMPUTE)
+			TRY(parallel_if_untouched(s, T->inputs[0]));
+		if (T->op == TS_OP_COMPUTE)
+			TRY(parallel_if_untouched(s, T));
+	}
+	return TS_OK;
+}
+
+/* C[b, m, n]: the batch and the mr x nr tiles fused into one loop, the
+ * accumulator tile computed there with k outermost, its rows unrolled and
+ * its nr columns one vector. */
+static ts_status schedule_batch_matmul(ts_schedule *s, const ts_tune_task *t,
+				       const ts_tune_cand *c, ts_tensor *C)
+{
+	const ts_tune_space *sp = &t->space;
+	if (!tune_param(sp, c, "blocked", 0))
+		return ts_schedule_default_cpu(s, t->lanes);
+	ts_tensor *CC = ts_cache_write(s, C, TS_SCOPE_LOCAL);
+	if (!CC)
+		return ts_last_status(s->ctx);
+	ts_stage *so = ts_stage_of(s, C), *sc = ts_stage_of(s, CC);
+	ts_axis *mo, *no, *mi, *ni, *f, *ko, *ki;
+	int64_t mr = tune_param(sp, c, "mr", 4), nr = tune_param(sp, c, "nr", 16);
+	TRY(ts_tile(so, ts_axis_of(so, 1), ts_axis_of(so, 2), mr, nr, &mo, &no, &mi, &ni));
+	TRY(ts_fuse(so, ts_axis_of(so, 0), mo, &f));
+	TRY(ts_fuse(so, f, no, &f));
+	TRY(ts_vectorize(so, ni));
+	if (tune_param(sp, c, "parallel", 1))
+		TRY(ts_parallel(so, f));
+	TRY(ts_compute_at(sc, so, f));
+	ts_axis *mc = ts_axis_of(sc, 1), *nc = ts_axis_of(sc, 2);
+	TRY(ts_split(sc, ts_reduce_axis_of(sc, 0), tune_param(sp, c, "kunroll", 4), &ko, &ki));
+	TRY(ts_reorder(sc, TS_AXES(ts_axis_of(sc, 0), ko, ki, mc, nc)));
+	TRY(ts_unroll(sc, ki));
+	TRY(ts_unroll(sc, mc));
+	return ts_vectorize(sc, nc);
+}
+
+static ts_status schedule_task(ts_schedule *s, const ts_tune_task *t, const ts_tune_cand *c,
+			       ts_tensor *out)
+{
+	const ts_tune_space *sp = &t->space;
+	if (!strcmp(sp->kind, "matmul")) {
+		ts_matmul_cpu_params p = {.mr = tune_param(sp, c, "mr", 4), .nr = tune_param(sp, c, "nr", 16),
+					  .kunroll = tune_param(sp, c, "kunroll", 4),
+					  .parallel = tune_param(sp, c, "parallel", 1) != 0};
+		return ts_schedule_dense_cpu(s, out, &p);
+	}
+	if (!strcmp(sp->kind, "conv2d"))
+		return schedule_conv2d(s, t, c, out);
+	if (!strcmp(sp->kind, "batch_matmul"))
+		return schedule_batch_matmul(s, t, c, out);
+	if (!strcmp(sp->kind, "softmax"))
+		return ts_schedule_softmax_cpu(s, out, (int)tune_param(sp, c, "lanes", t->lanes));
+	return ts_tune_apply_generic(s, out, t->lanes, sp, c);
+}
+
+/* Parameters a candidate may take: those of the space, each within the
+ * range a schedule accepts (a log's values are checked the same way). */
+static ts_status check_cand(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c)
+{
+	for (int i = 0; i < t->space.nparams; i++)
+		if (c->v[i] < 0 || c->v[i] > 4096)
+			return ts_error(ctx, TS_ERR_INVALID, "tune %s: parameter %s is %lld; it must be from 0 to 4096",
+					t->op, t->space.name[i], (long long)c->v[i]);
+	return TS_OK;
+}
+
+ts_func *ts_tune_lower(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c)
+{
+	if (!t || !c) {
+		ts_error(ctx, TS_ERR_INVALID, "tune_lower: NULL %s", !t ? "task" : "candidate");
+		return NULL;
+	}
+	if (check_cand(ctx, t, c) != TS_OK)
+		return NULL;
+	ts_tensor *args[4], *plain;
+	int n = tune_graph(ctx, t, c, args, &plain);
+	ts_schedule *s = n ? ts_create_schedule(ctx, 1, &args[n - 1]) : NULL;
+	if (!s || schedule_task(s, t, c, args[n - 1]) != TS_OK)
+		return NULL;
+	return ts_lower(s, t->op, n, args);
+}
+
+/* ---- the generic space -------------------------------------------------------------- */
+
+#define GEN_MAX_DATA 6
+#define GEN_MAX_RED 4
+
+ts_status ts_tune_space_generic(ts_ctx *ctx, const ts_tensor *out, int lanes, ts_tune_space *sp)
+{
+	if (!out || !sp)
+		return ts_error(ctx, TS_ERR_INVALID, "tune_space_generic: NULL %s", !out ? "tensor" : "space");
+	if (out->op != TS_OP_COMPUTE)
+		return ts_error(ctx, TS_ERR_INVALID, "tune_space_generic: %s is a placeholder, not a compute",
+				out->name);
+	if (lanes < 1 || lanes > TS_MAX_VECTOR_LANES)
+		return ts_error(ctx, TS_ERR_INVALID, "tune_space_generic(%s): lanes must be 1..%d, got %d",
+				out->name, TS_MAX_VECTOR_LANES, lanes);
+	memset(sp, 0, sizeof *sp);
+	sp->kind = "generic";
+	add_param(sp, "sketch", 3, (int64_t[]){0, 1, 2});
+	char name[TS_TUNE_NAME];
+	int nd = out->ndim < GEN_MAX_DATA ? out->ndim : GEN_MAX_DATA;
+	for (int d = 0; d < nd; d++) {
+		int64_t ext = out->shape[d];
+		bool last = d == out->ndim - 1;
+		/* a vector of the innermost axis; the others start whole */
+		int64_t def = last ? (ext >= lanes ? lanes : 1) : 1;
+		snprintf(name, sizeof name, "tile%d", d);
+		add_factor(sp, name, def, ext, 64);
+	}
+	/* a second level on the two innermost axes: tiles of tiles, so that
+	 * the inner tiles of one outer tile share their operands in cache */
+	for (int d = nd - 2 < 0 ? 0 : nd - 2; d < nd; d++) {
+		snprintf(name, sizeof name, "otile%d", d);
+		add_param(sp, name, 4, (int64_t[]){1, 2, 4, 8});
+	}
+	int nr = out->nreduce < GEN_MAX_RED ? out->nreduce : GEN_MAX_RED;
+	for (int r = 0; r < nr; r++) {
+		snprintf(name, sizeof name, "rsplit%d", r);
+		add_factor(sp, name, 1, out->reduce_axis[r]->extent, 16);
+	}
+	add_param(sp, "vec", 2, (int64_t[]){1, 0});
+	if (out->ndim > 1) /* 0: the innermost data axis is vectorized; 1: the one before */
+		add_param(sp, "vaxis", 2, (int64_t[]){0, 1});
+	add_param(sp, "parallel", 2, (int64_t[]){1, 0});
+	add_param(sp, "unroll", 2, (int64_t[]){0, 1});
+	if (out->body->kind == IR_REDUCE)
+		add_param(sp, "cache", 2, (int64_t[]){0, 1});
+	add_param(sp, "producers", 3, (int64_t[]){0, 1, 2});
+	return TS_OK;
+}
+
+/* The axes of the generic sketch: per data axis its outer, middle and
+ * inner part (middle and inner NULL when not split), per reduction axis
+ * its outer and inner part. */
+typedef struct gen_axes {
+	int nd, nr;
+	int vd;      /* the data axis whose inner part is innermost (vectorized) */
+	ts_axis *o[TS_MAX_DIMS], *m[TS_MAX_DIMS], *i[TS_MAX_DIMS];
+	ts_axis *ro[TS_MAX_DIMS], *ri[TS_MAX_DIMS];
+} gen_axes;
+
+static ts_status split_opt(ts_stage *st, ts_axis *a, int64_t f, ts_axis **o, ts_axis **i)
+{
+	*o = a, *i = NULL;
+	return f > 1 ? ts_split(st, a, f, o, i) : TS_OK;
+}
+
+static ts_status gen_split(ts_stage *so, ts_stage *sc, const ts_tune_space *sp,
+			   const ts_tune_cand *c, gen_axes *g)
+{
+	char name[TS_TUNE_NAME];
+	g->nd = so->tensor->ndim;
+	g->nr = sc->nroot - sc->tensor->ndim;
+	g->vd = g->nd - 1 - (g->nd > 1 && tune_param(sp, c, "vaxis", 0) == 1);
+	for (int d = 0; d < g->nd; d++) {
+		snprintf(name, sizeof name, "tile%d", d);
+		TRY(split_opt(so, ts_axis_of(so, d), tune_param(sp, c, name, 1), &g->o[d], &g->i[d]));
+		snprintf(name, sizeof name, "otile%d", d);
+		TRY(split_opt(so, g->o[d], tune_param(sp, c, name, 1), &g->o[d], &g->m[d]));
+	}
+	for (int r = 0; r < g->nr; r++) {
+		snprintf(name, sizeof name, "rsplit%d", r);
+		TRY(split_opt(sc, ts_reduce_axis_of(sc, r), tune_param(sp, c, name, 1), &g->ro[r], &g->ri[r]));
+	}
+	return TS_OK;
+}
+
+static void push(ts_axis **order, int *n, ts_axis *a)
+{
+	if (a)
+		order[(*n)++] = a;
+}
+
+static void push_red(ts_axis **order, int *n, const gen_axes *g)
+{
+	for (int r = 0; r < g->nr; r++)
+		push(order, n, g->ro[r]);
+	for (int r = 0; r < g->nr; r++)
+		push(order, n, g->ri[r]);
+}
+
+/* Data axes d of `a` in order, axis g->vd last (it is vectorized). */
+static void push_data(ts_axis **order, int *n, const gen_axes *g, ts_axis *const *a)
+{
+	for (int d = 0; d < g->nd; d++)
+		if (d != g->vd)
+			push(order, n, a[d]);
+	push(order, n, a[g->vd]);
+}
+
+/* The output stage's order: outer tiles, then (sketch 1) the reductions
+ * and the inner tile or (sketch 2) the inner tile and the reductions;
+ * with a cache stage the reductions are its own. */
+static ts_status gen_order(ts_stage *so, const gen_axes *g, int sketch, bool cache)
+{
+	ts_axis *order[4 * TS_MAX_DIMS];
+	int n = 0;
+	for (int d = 0; d < g->nd; d++)
+		push(order, &n, g->o[d]);
+	for (int d = 0; d < g->nd; d++)
+		push(order, &n, g->m[d]);
+	if (sketch == 1 && !cache)
+		push_red(order, &n, g);
+	push_data(order, &n, g, g->i);
+	if (sketch == 2 && !cache)
+		push_red(order, &n, g);
+	return ts_reorder(so, n, order);
+}
+
+/* The cache stage, computed at the tile: its data axes after (sketch 1)
+ * or before (sketch 2) its reductions, the innermost data axis vectorized
+ * when it is innermost. */
+static ts_status gen_cache(ts_stage *sc, ts_stage *so, ts_axis *at, const gen_axes *g, int sketch,
+			   bool vec)
+{
+	ts_axis *order[4 * TS_MAX_DIMS], *data[TS_MAX_DIMS];
+	int n = 0;
+	TRY(ts_compute_at(sc, so, at));
+	for (int d = 0; d < g->nd; d++)
+		data[d] = ts_axis_of(sc, d);
+	if (sketch == 2)
+		push_data(order, &n, g, data);
+	push_red(order, &n, g);
+	if (sketch == 1)
+		push_data(order, &n, g, data);
+	TRY(ts_reorder(sc, n, order));
+	return vec && sketch == 1 ? ts_vectorize(sc, data[g->vd]) : TS_OK;
+}
+
+/* Fuses the outer tile loops into one; returns it in *at. */
+static ts_status gen_fuse(ts_stage *so, const gen_axes *g, ts_axis **at)
+{
+	*at = g->o[0];
+	for (int d = 1; d < g->nd; d++)
+		TRY(ts_fuse(so, *at, g->o[d], at));
+	return TS_OK;
+}
+
+/* The elementwise producers (other stages than out and its cache): inlined,
+ * at the tile loop, or at root; reductions stay at root. */
+static ts_status gen_producers(ts_schedule *s, ts_stage *so, ts_stage *sc, ts_axis *at, int64_t how)
+{
+	for (int i = 0; i < s->nstages; i++) {
+		ts_stage *st = s->stages[i];
+		if (st == so || st == sc || st->body->kind == IR_REDUCE)
+			continue;
+		if (how == 0)
+			TRY(ts_compute_inline(st));
+		else if (how == 1)
+			TRY(ts_compute_at(st, so, at));
+	}
+	return TS_OK;
+}
+
+ts_status ts_tune_apply_generic(ts_schedule *s, ts_tensor *out, int lanes,
+				const ts_tune_space *sp, const ts_tune_cand *c)
+{
+	if (!s)
+		return TS_ERR_INVALID;
+	if (!out || !sp || !c)
+		return ts_error(s->ctx, TS_ERR_INVALID, "tune_apply_generic: NULL %s",
+				!out ? "tensor" : !sp ? "space" : "candidate");
+	if (s->nout != 1 || s->outputs[0] != out)
+		return ts_error(s->ctx, TS_ERR_INVALID, "tune_apply_generic(%s): it must be the schedule's only output",
+				out->name);
+	int sketch = (int)tune_param(sp, c, "sketch", 0);
+	if (sketch == 0)
+		return ts_schedule_default_cpu(s, lanes);
+	bool cache = tune_param(sp, c, "cache", 0) && out->body->kind == IR_REDUCE;
+	bool vec = tune_param(sp, c, "vec", 0);
+	ts_stage *sc = NULL;
+	if (cache) {
+		ts_tensor *CC = ts_cache_write(s, out, TS_SCOPE_LOCAL);
+		if (!CC)
+			return ts_last_status(s->ctx);
+		sc = ts_stage_of(s, CC);
+	}
+	ts_stage *so = ts_stage_of(s, out);
+	if (!so)
+		return ts_last_status(s->ctx);
+	gen_axes g;
+	TRY(gen_split(so, cache ? sc : so, sp, c, &g));
+	TRY(gen_order(so, &g, sketch, cache));
+	ts_axis *at = g.o[g.nd - 1];
+	if (tune_param(sp, c, "parallel", 0)) {
+		TRY(gen_fuse(so, &g, &at));
+		TRY(ts_parallel(so, at));
+	}
+	for (int d = 0; d < g.nd; d++) /* the tile loop: the innermost outer one */
+		if (g.m[d])
+			at = g.m[d];
+	if (vec && g.i[g.vd])
+		TRY(ts_vectorize(so, g.i[g.vd]));
+	if (cache)
+		TRY(gen_cache(sc, so, at, &g, sketch, vec));
+	ts_stage *red = cache ? sc : so;
+	if (tune_param(sp, c, "unroll", 0) && g.nr > 0) {
+		ts_axis *u = g.ri[g.nr - 1] ? g.ri[g.nr - 1] : g.ro[g.nr - 1];
+		TRY(ts_unroll(red, u));
+	}
+	return gen_producers(s, so, sc, at, tune_param(sp, c, "producers", 0));
+}

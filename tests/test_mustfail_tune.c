@@ -1,0 +1,199 @@
+/*
+ * test_mustfail_tune.c - every misuse of the tuner's API is refused with a
+ * status and a message naming the call and the rule broken.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#include "tune.h"
+
+START_TEST(test_task_init)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tune_task t;
+	ck_assert_int_eq(ts_tune_task_init(ctx, &t, "gemv", TS_SHAPE(4, 4)), TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune: unknown operator 'gemv' (matmul, dense");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_tune_task_init(ctx, &t, "matmul", TS_SHAPE(4, 4)), TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune matmul: 2 extents given, the shape is matmul M N K");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_tune_task_init(ctx, &t, "softmax", TS_SHAPE(4, 0)), TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune softmax: extent 1 is 0; it must be from 1 to 2^24");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_tune_task_init(ctx, &t, "matmul", TS_SHAPE(4, 1 << 25, 4)), TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune matmul: extent 1 is 33554432");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_tune_task_init(ctx, &t, "matmul", TS_SHAPE(1 << 20, 1 << 20, 4)), TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune matmul: tensor C has 1.1e+12 elements; at most 2^31 - 1");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_tune_task_init(ctx, &t, "pool", TS_SHAPE(1, 2, 8, 8, 3, 1, 3)), TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune pool: padding 3 must be below the kernel 3");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_tune_task_init(ctx, &t, "depthwise", TS_SHAPE(1, 2, 4, 4, 9, 1, 0)), TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune depthwise: the kernel (9) is larger than the padded image");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_tune_task_init(ctx, &t, "conv2d", TS_SHAPE(1, 4, 8, 8, 4, 3, 1, 1, 0)),
+			 TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune conv2d: the kernel must be square (R = S), got 3x1");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_tune_task_init(ctx, NULL, "matmul", TS_SHAPE(4, 4, 4)), TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune_task_init: NULL task");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_tune_task_init(ctx, &t, NULL, 0, NULL), TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune_task_init: NULL op");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(test_tune_opts)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tune_task t;
+	tu_ok(ctx, ts_tune_task_init(ctx, &t, "matmul", TS_SHAPE(4, 4, 4)));
+	ts_tune_opts o = ts_tune_opts_default();
+	ts_tune_result r;
+	o.budget_s = 0;
+	ck_assert_int_eq(ts_tune(ctx, &t, &o, &r), TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune matmul: budget_s must be above 0");
+	ts_clear_error(ctx);
+	o = ts_tune_opts_default();
+	o.repeat = 0;
+	ck_assert_int_eq(ts_tune(ctx, &t, &o, &r), TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune matmul: warmup >= 0, repeat >= 1");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_tune(ctx, &t, NULL, &r), TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune: NULL options");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_tune(ctx, &t, &o, NULL), TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune: NULL result");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(test_lower_bad_candidate)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tune_task t;
+	tu_ok(ctx, ts_tune_task_init(ctx, &t, "matmul", TS_SHAPE(4, 4, 4)));
+	ts_tune_cand c = ts_tune_default(&t);
+	c.v[0] = 5000;
+	ck_assert_ptr_null(ts_tune_lower(ctx, &t, &c));
+	tu_assert_error(ctx, "tune matmul: parameter mr is 5000; it must be from 0 to 4096");
+	ts_clear_error(ctx);
+	c.v[0] = 0; /* a primitive refuses: the message is its own */
+	ck_assert_ptr_null(ts_tune_lower(ctx, &t, &c));
+	tu_assert_error(ctx, "parameter mr must be positive, got 0");
+	ts_clear_error(ctx);
+	ck_assert_ptr_null(ts_tune_lower(ctx, &t, NULL));
+	tu_assert_error(ctx, "tune_lower: NULL candidate");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(test_generic_misuse)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(4, 4), ts_float32);
+	ts_tensor *Y = ts_op_relu(ctx, X), *Z = ts_op_relu(ctx, Y);
+	ts_tune_space sp;
+	ck_assert_int_eq(ts_tune_space_generic(ctx, X, 8, &sp), TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune_space_generic: X is a placeholder, not a compute");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_tune_space_generic(ctx, Y, 0, &sp), TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune_space_generic(relu): lanes must be 1..64, got 0");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_tune_space_generic(ctx, NULL, 8, &sp), TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune_space_generic: NULL tensor");
+	ts_clear_error(ctx);
+	tu_ok(ctx, ts_tune_space_generic(ctx, Y, 8, &sp));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &Z);
+	ts_tune_cand c = {{1}};
+	ck_assert_int_eq(ts_tune_apply_generic(s, Y, 8, &sp, &c), TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune_apply_generic(relu): it must be the schedule's only output");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_tune_apply_generic(s, Z, 8, &sp, NULL), TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune_apply_generic: NULL candidate");
+	ck_assert_int_eq(ts_tune_apply_generic(NULL, Z, 8, &sp, &c), TS_ERR_INVALID);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(test_log_misuse)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tune_task t;
+	tu_ok(ctx, ts_tune_task_init(ctx, &t, "matmul", TS_SHAPE(4, 4, 4)));
+	ts_tune_result r = {.best = ts_tune_default(&t), .def = ts_tune_default(&t), .best_ms = 1,
+			    .default_ms = 1, .trials = 1};
+	ck_assert_int_eq(ts_tune_log_append(ctx, "/nonexistent/dir/t.jsonl", &t, &r), TS_ERR_RUNTIME);
+	tu_assert_error(ctx, "tune log /nonexistent/dir/t.jsonl: cannot write: No such file");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_tune_log_append(ctx, NULL, &t, &r), TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune_log_append: NULL path");
+	ts_clear_error(ctx);
+	ck_assert_ptr_null(ts_tune_log_load(ctx, NULL));
+	tu_assert_error(ctx, "tune_log_load: NULL path");
+	ts_clear_error(ctx);
+	ck_assert_ptr_null(ts_tune_log_load(ctx, "/"));
+	tu_assert_error(ctx, "tune log /");
+	ts_clear_error(ctx);
+	ts_tune_cand c;
+	const ts_tune_record *rec;
+	ck_assert_int_eq(ts_tune_log_lookup(ctx, NULL, &t, &c, &rec), TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune_log_lookup: NULL log");
+	ts_clear_error(ctx);
+	const char *note;
+	ck_assert_ptr_null(ts_tune_lower_from_log(ctx, NULL, &t, NULL));
+	tu_assert_error(ctx, "tune_lower_from_log: NULL note");
+	ts_clear_error(ctx);
+	/* no log at all: the default, and the note says so */
+	tu_nonnull(ctx, ts_tune_lower_from_log(ctx, NULL, &t, &note));
+	ck_assert_msg(strstr(note, "default: no record for matmul [4, 4, 4] float32 llvm in (no log)"), "%s", note);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* A record for the task whose parameters are not the space's. */
+START_TEST(test_log_wrong_params)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	char cpu[64], feat[40], path[] = "/tmp/tessera_mf_tune_XXXXXX";
+	ts_tune_host(cpu, feat);
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	FILE *f = fdopen(fd, "w");
+	fprintf(f, "{\"tessera\": \"%s\", \"op\": \"matmul\", \"shape\": [4, 4, 4], \"dtype\": \"float32\", "
+		   "\"target\": \"llvm\", \"cpu\": \"%s\", \"features\": \"%s\", \"threads\": 1, "
+		   "\"params\": {\"mr\": 2, \"nr\": 8, \"kunroll\": 2, \"parallel\": 0, \"packing\": 0}, "
+		   "\"median_ms\": 0.01, \"default_ms\": 0.02, \"trials\": 3}\n",
+		TS_TUNE_VERSION, cpu, feat);
+	fclose(f);
+	ts_tune_task t;
+	tu_ok(ctx, ts_tune_task_init(ctx, &t, "matmul", TS_SHAPE(4, 4, 4)));
+	ts_tune_log *log = ts_tune_log_load(ctx, path);
+	tu_nonnull(ctx, log);
+	ts_tune_cand c;
+	const ts_tune_record *rec;
+	ck_assert_int_eq(ts_tune_log_lookup(ctx, log, &t, &c, &rec), TS_ERR_INVALID);
+	tu_assert_error(ctx, ":1: field params: no parameter pack (the matmul space's)");
+	unlink(path);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("mustfail_tune");
+	TCase *tc = tcase_create("core");
+	tcase_add_test(tc, test_task_init);
+	tcase_add_test(tc, test_tune_opts);
+	tcase_add_test(tc, test_lower_bad_candidate);
+	tcase_add_test(tc, test_generic_misuse);
+	tcase_add_test(tc, test_log_misuse);
+	tcase_add_test(tc, test_log_wrong_params);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}

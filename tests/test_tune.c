@@ -1,0 +1,357 @@
+/*
+ * test_tune.c - the tuner: a short search on a small matmul and on
+ * generic-space operators picks a correct candidate no slower than the
+ * default as the tuner measured them; random candidates of every space are
+ * refused or compute the reference on shapes the tiles do not divide; the
+ * tuning log round-trips and refuses what it must.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#include "tune.h"
+
+static ts_tune_task task(ts_ctx *ctx, const char *op, int n, const int64_t *shape)
+{
+	ts_tune_task t;
+	tu_ok(ctx, ts_tune_task_init(ctx, &t, op, n, shape));
+	return t;
+}
+
+/* A short search: the chosen candidate computes the reference and was
+ * measured no slower than the default in the same run. */
+static void check_search(const char *op, int n, const int64_t *shape)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tune_task t = task(ctx, op, n, shape);
+	ts_tune_opts o = ts_tune_opts_default();
+	o.budget_s = 1.5;
+	o.seed = 7;
+	o.repeat = 3;
+	ts_tune_result r;
+	tu_ok(ctx, ts_tune(ctx, &t, &o, &r));
+	ck_assert_int_ge(r.trials, 2);
+	ck_assert_int_eq(r.wrong, 0);
+	ck_assert_str_eq(r.reference, "ts_eval");
+	ck_assert(r.best_ms > 0 && r.default_ms > 0);
+	ck_assert(r.best_ms <= r.default_ms);
+	ts_tune_cand def = ts_tune_default(&t);
+	ck_assert(!memcmp(&r.def, &def, sizeof def));
+	ts_func *f = ts_tune_lower(ctx, &t, &r.best);
+	tu_nonnull(ctx, f);
+	tu_check_func_llvm(ctx, f, NULL, 1e-4);
+	ts_ctx_free(ctx);
+}
+
+START_TEST(test_search_matmul)
+{
+	check_search("matmul", TS_SHAPE(33, 29, 17));
+}
+END_TEST
+
+START_TEST(test_search_pool)
+{
+	check_search("pool", TS_SHAPE(1, 8, 13, 13, 3, 2, 1));
+}
+END_TEST
+
+START_TEST(test_search_depthwise)
+{
+	check_search("depthwise", TS_SHAPE(1, 6, 11, 11, 3, 1, 1));
+}
+END_TEST
+
+/* The default is candidate 0: with one trial allowed, it is the result. */
+START_TEST(test_search_default_first)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tune_task t = task(ctx, "softmax", TS_SHAPE(5, 37));
+	ts_tune_opts o = ts_tune_opts_default();
+	o.max_trials = 1;
+	ts_tune_result r;
+	tu_ok(ctx, ts_tune(ctx, &t, &o, &r));
+	ck_assert_int_eq(r.trials, 1);
+	ck_assert(!memcmp(&r.best, &r.def, sizeof r.best));
+	ck_assert(r.best_ms == r.default_ms);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+static uint64_t rng(uint64_t *s)
+{
+	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
+	return *s >> 33;
+}
+
+/* Random candidates of the task's space: each refused by a primitive (with
+ * a message) or equal to the reference. */
+static void check_space(const char *op, int n, const int64_t *shape, int samples)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tune_task t = task(ctx, op, n, shape);
+	uint64_t s = 42;
+	int valid = 0;
+	for (int k = 0; k < samples; k++) {
+		ts_tune_cand c = ts_tune_default(&t);
+		for (int p = 0; p < t.space.nparams && k > 0; p++)
+			c.v[p] = t.space.choice[p][rng(&s) % (uint64_t)t.space.nchoice[p]];
+		ts_ctx *cc = ts_ctx_new();
+		ts_func *f = ts_tune_lower(cc, &t, &c);
+		char what[128];
+		snprintf(what, sizeof what, "%s candidate %d", op, k);
+		tu_set_context(what);
+		if (!f) {
+			ck_assert_msg(k > 0, "%s: the default is refused: %s", op, ts_last_error(cc));
+			ck_assert(strlen(ts_last_error(cc)) > 0);
+		} else {
+			tu_check_func_llvm(cc, f, NULL, 1e-4);
+			valid++;
+		}
+		tu_set_context(NULL);
+		ts_ctx_free(cc);
+	}
+	ck_assert_int_gt(valid, samples / 4);
+	ts_ctx_free(ctx);
+}
+
+START_TEST(test_space_matmul)
+{
+	check_space("matmul", TS_SHAPE(13, 37, 11), 10);
+	check_space("dense", TS_SHAPE(9, 21, 13), 8);
+	check_space("batch_matmul", TS_SHAPE(2, 7, 19, 5), 12);
+}
+END_TEST
+
+START_TEST(test_space_conv2d)
+{
+	check_space("conv2d", TS_SHAPE(1, 8, 9, 11, 16, 3, 3, 1, 1), 6);
+}
+END_TEST
+
+START_TEST(test_space_generic)
+{
+	check_space("pool", TS_SHAPE(1, 3, 11, 9, 3, 2, 1), 12);
+	check_space("depthwise", TS_SHAPE(1, 5, 10, 7, 3, 1, 1), 12);
+	check_space("elementwise", TS_SHAPE(7, 45), 12);
+	check_space("softmax", TS_SHAPE(3, 29), 6);
+}
+END_TEST
+
+/* The generic space of a hand-written compute (not from the tuner's list):
+ * a row sum. */
+START_TEST(test_generic_user_compute)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(11, 23), ts_float32);
+	ts_iter *k = ts_reduce_axis(ctx, "k", 0, 23);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_tensor *Y = ts_compute(ctx, "Y", TS_SHAPE(11), TS_VARS(i), TS_SUM(ctx, TS_READ(ctx, X, i, k->var), k));
+	ts_tune_space sp;
+	tu_ok(ctx, ts_tune_space_generic(ctx, Y, 8, &sp));
+	ck_assert_str_eq(sp.name[0], "sketch");
+	ts_tune_cand c = {{0}};
+	for (int p = 0; p < sp.nparams; p++)
+		c.v[p] = sp.choice[p][sp.nchoice[p] - 1];
+	c.v[0] = 1;
+	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+	tu_ok(ctx, ts_tune_apply_generic(s, Y, 8, &sp, &c));
+	tu_check_func_llvm(ctx, ts_lower(s, "rowsum", 2, (ts_tensor *[]){X, Y}), NULL, 1e-4);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* ---- the log ------------------------------------------------------------------- */
+
+static char *tmp_path(char *buf, size_t n)
+{
+	snprintf(buf, n, "%s/tessera_tune_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	int fd = mkstemp(buf);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	return buf;
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+START_TEST(test_log_round_trip)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	char path[256];
+	tmp_path(path, sizeof path);
+	ts_tune_task t = task(ctx, "matmul", TS_SHAPE(8, 24, 9));
+	ts_tune_opts o = ts_tune_opts_default();
+	o.max_trials = 4;
+	o.repeat = 1;
+	ts_tune_result r;
+	tu_ok(ctx, ts_tune(ctx, &t, &o, &r));
+	r.best.v[0] = t.space.choice[0][1]; /* not the default, whatever won */
+	tu_ok(ctx, ts_tune_log_append(ctx, path, &t, &r));
+	ts_tune_log *log = ts_tune_log_load(ctx, path);
+	tu_nonnull(ctx, log);
+	ck_assert_int_eq(log->n, 1);
+	ck_assert_str_eq(log->rec[0].op, "matmul");
+	ck_assert_int_eq(log->rec[0].nshape, 3);
+	ts_tune_cand c;
+	const ts_tune_record *rec;
+	tu_ok(ctx, ts_tune_log_lookup(ctx, log, &t, &c, &rec));
+	ck_assert_ptr_nonnull(rec);
+	ck_assert(!memcmp(c.v, r.best.v, sizeof c.v[0] * (size_t)t.space.nparams));
+	const char *note;
+	tu_nonnull(ctx, ts_tune_lower_from_log(ctx, log, &t, &note));
+	ck_assert_msg(strstr(note, "tuned: ") && strstr(note, ":1"), "%s", note);
+	/* another shape: no record, the default, and the note says so */
+	ts_tune_task u = task(ctx, "matmul", TS_SHAPE(8, 24, 10));
+	ts_func *f = ts_tune_lower_from_log(ctx, log, &u, &note);
+	tu_nonnull(ctx, f);
+	ck_assert_msg(strstr(note, "default: no record for matmul [8, 24, 10] float32 llvm"), "%s", note);
+	tu_check_func_llvm(ctx, f, NULL, 1e-4);
+	unlink(path);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* A record of this machine for matmul 8 8 8, with one field replaced. */
+static void record(char *buf, size_t n, const char *version, const char *cpu, const char *feat)
+{
+	char hc[64], hf[40];
+	ts_tune_host(hc, hf);
+	snprintf(buf, n,
+		 "{\"tessera\": \"%s\", \"op\": \"matmul\", \"shape\": [8, 8, 8], \"dtype\": \"float32\", "
+		 "\"target\": \"llvm\", \"cpu\": \"%s\", \"features\": \"%s\", \"threads\": 1, "
+		 "\"params\": {\"mr\": 2, \"nr\": 8, \"kunroll\": 2, \"parallel\": 0, \"pack\": 0}, "
+		 "\"median_ms\": 0.01, \"default_ms\": 0.02, \"trials\": 3}\n",
+		 version ? version : TS_TUNE_VERSION, cpu ? cpu : hc, feat ? feat : hf);
+}
+
+static void check_lookup(const char *line, const char *want)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	char path[256];
+	write_file(tmp_path(path, sizeof path), line);
+	ts_tune_task t = task(ctx, "matmul", TS_SHAPE(8, 8, 8));
+	ts_tune_log *log = ts_tune_log_load(ctx, path);
+	tu_nonnull(ctx, log);
+	ts_tune_cand c;
+	const ts_tune_record *rec;
+	if (!want) {
+		tu_ok(ctx, ts_tune_log_lookup(ctx, log, &t, &c, &rec));
+		ck_assert_ptr_nonnull(rec);
+		ck_assert_int_eq(c.v[0], 2);
+	} else {
+		ck_assert_int_eq(ts_tune_log_lookup(ctx, log, &t, &c, &rec), TS_ERR_INVALID);
+		tu_assert_error(ctx, want);
+		tu_assert_error(ctx, ":1: ");
+		const char *note;
+		ts_clear_error(ctx);
+		ck_assert_ptr_null(ts_tune_lower_from_log(ctx, log, &t, &note));
+		tu_assert_error(ctx, want);
+	}
+	unlink(path);
+	ts_ctx_free(ctx);
+}
+
+START_TEST(test_log_foreign)
+{
+	char line[1024];
+	record(line, sizeof line, NULL, NULL, NULL);
+	check_lookup(line, NULL);
+	record(line, sizeof line, "0.0", NULL, NULL);
+	check_lookup(line, "field tessera is '0.0'");
+	record(line, sizeof line, NULL, "not-this-cpu", NULL);
+	check_lookup(line, "field cpu is 'not-this-cpu'");
+	record(line, sizeof line, NULL, NULL, "fnv1a:0000000000000000");
+	check_lookup(line, "field features is 'fnv1a:0000000000000000'");
+}
+END_TEST
+
+static void check_malformed(const char *text, const char *want)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	char path[256];
+	write_file(tmp_path(path, sizeof path), text);
+	ck_assert_ptr_null(ts_tune_log_load(ctx, path));
+	tu_assert_error(ctx, path);
+	tu_assert_error(ctx, want);
+	unlink(path);
+	ts_ctx_free(ctx);
+}
+
+START_TEST(test_log_malformed)
+{
+	char good[1024], text[4096];
+	record(good, sizeof good, NULL, NULL, NULL);
+	check_malformed("", ":1: empty tune log");
+	check_malformed("\n\n", ":1: empty tune log");
+	snprintf(text, sizeof text, "%s%.60s\n", good, good);
+	check_malformed(text, ":2: truncated record");
+	check_malformed("garbage\n", ":1: expected '{'");
+	check_malformed("{\"op\": 3}\n", ":1: expected '\"'");
+	check_malformed("{\"bogus\": 1}\n", ":1: unknown field 'bogus'");
+	check_malformed("{\"tessera\": \"0.1\"}\n", ":1: missing field op");
+	check_malformed("{\"shape\": [1e400]}\n", ":1: field shape: number out of range");
+	check_malformed("{\"shape\": [99999999999999999999]}\n", ":1: field shape: 1e+20 is out of range");
+	check_malformed("{\"shape\": [1.5]}\n", ":1: field shape: expected an integer");
+	check_malformed("{\"threads\": \"two\"}\n", ":1: field threads: expected a number");
+	check_malformed("{\"op\": \"a\", \"op\": \"b\"}\n", ":1: field op appears twice");
+	check_malformed("{\"params\": {\"mr\": -1}}\n", ":1: field mr: -1 is out of range");
+	check_malformed("{\"median_ms\": -1}\n", ":1: field median_ms: negative time");
+	snprintf(text, sizeof text, "%.*s} extra\n", (int)strlen(good) - 1, good);
+	check_malformed(text, ":1: text after the record");
+	/* every prefix of a good record is refused, never read past */
+	for (size_t n = 0; n + 2 < strlen(good); n += 7) {
+		snprintf(text, sizeof text, "%.*s\n", (int)n, good);
+		check_malformed(text, n ? ":1: " : "empty tune log");
+	}
+	/* random bytes (NUL excepted) after a good record: refused at line 2 */
+	uint64_t seed = 99;
+	for (int k = 0; k < 40; k++) {
+		size_t len = strlen(good), n = 1 + rng(&seed) % 200;
+		memcpy(text, good, len);
+		for (size_t i = 0; i < n; i++)
+			text[len + i] = (char)(1 + rng(&seed) % 255);
+		text[len + n] = '\n';
+		text[len + n + 1] = 0;
+		if (!strchr(text + len, '\n') || strchr(text + len, '\n') == text + len + n)
+			if (strspn(text + len, " \t\r\n") < n + 1)
+				check_malformed(text, ":2: ");
+	}
+	char *huge = malloc(70000);
+	memset(huge, ' ', 69998);
+	huge[0] = '{', huge[69998] = '\n', huge[69999] = 0;
+	check_malformed(huge, ":1: line longer than 64 KB");
+	free(huge);
+	ts_ctx *ctx = ts_ctx_new();
+	ck_assert_ptr_null(ts_tune_log_load(ctx, "/nonexistent/tune.jsonl"));
+	tu_assert_error(ctx, "tune log /nonexistent/tune.jsonl: cannot read: No such file");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("tune");
+	TCase *tc = tcase_create("core");
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, test_search_matmul);
+	tcase_add_test(tc, test_search_pool);
+	tcase_add_test(tc, test_search_depthwise);
+	tcase_add_test(tc, test_search_default_first);
+	tcase_add_test(tc, test_space_matmul);
+	tcase_add_test(tc, test_space_conv2d);
+	tcase_add_test(tc, test_space_generic);
+	tcase_add_test(tc, test_generic_user_compute);
+	tcase_add_test(tc, test_log_round_trip);
+	tcase_add_test(tc, test_log_foreign);
+	tcase_add_test(tc, test_log_malformed);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}
