@@ -54,16 +54,21 @@ static ts_status pick_arch(ts_ctx *ctx, const char *target, cg_cuda_module *m)
 			target, why);
 }
 
+const char *cg_cuda_kernel_source(ts_ctx *ctx, const ts_func *f, ts_launch *launch)
+{
+	if (!f || cg_cuda_check(ctx, f) != TS_OK)
+		return NULL;
+	ts_func synced = *f;
+	synced.body = cg_cuda_insert_sync(ctx, f->body);
+	if (!synced.body || cg_cuda_check_barriers(ctx, &synced) != TS_OK)
+		return NULL;
+	return cg_emit_cuda(ctx, &synced, launch);
+}
+
 static ts_status compile(ts_ctx *ctx, const ts_func *f, cg_cuda_module *m, ts_phase_times *times)
 {
-	ts_func synced = *f;
 	uint64_t t0 = ts_now_ns();
-	if (cg_cuda_check(ctx, f) != TS_OK)
-		return ts_last_status(ctx);
-	synced.body = cg_cuda_insert_sync(ctx, f->body);
-	if (synced.body && cg_cuda_check_barriers(ctx, &synced) != TS_OK)
-		return ts_last_status(ctx);
-	m->source = synced.body ? cg_emit_cuda(ctx, &synced, &m->launch) : NULL;
+	m->source = cg_cuda_kernel_source(ctx, f, &m->launch);
 	times->llvm_build_ms = ts_ms_since(t0); /* source emission */
 	if (!m->source)
 		return ts_last_status(ctx);

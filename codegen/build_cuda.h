@@ -8,6 +8,7 @@
 #define TESSERA_CODEGEN_BUILD_CUDA_H
 
 #include "array.h"
+#include "cuda_driver.h"
 #include "ir.h"
 #include "timer.h"
 
@@ -22,6 +23,10 @@ ts_status cg_cuda_launch(ts_ctx *ctx, cg_cuda_module *m, int nargs, ts_array *co
 /* CUDA events around each repeat (ts_cuda_time_kernel). */
 ts_status cg_cuda_time(ts_ctx *ctx, cg_cuda_module *m, int nargs, ts_array *const *args,
 		       int warmup, int repeat, ts_timing *out);
+/* The CUDA C ts_build compiles for f: f checked for what one kernel cannot
+ * compute (cuda_check.h), barriers inserted (cg_cuda_insert_sync), then
+ * emitted.  cg_emit_cuda alone emits f as it is, barriers or not. */
+const char *cg_cuda_kernel_source(ts_ctx *ctx, const ts_func *f, ts_launch *launch);
 /* The CUDA C that was compiled, and the architecture it was compiled for. */
 const char *cg_cuda_source(const cg_cuda_module *m);
 const char *cg_cuda_arch_of(const cg_cuda_module *m);

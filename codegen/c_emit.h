@@ -45,7 +45,12 @@ typedef ts_launch cg_launch;
 #define CG_CUDA_MAX_STATIC_SHARED 49152
 
 const char *cg_emit_c(ts_ctx *ctx, const ts_func *f);
-/* launch may be NULL when the caller only wants the text. */
+/* f's CUDA C exactly as f is: no barriers are inserted and f is not
+ * checked for cross-thread races, so a kernel that shares memory between
+ * threads needs cg_cuda_insert_sync first.  The source ts_build(f,
+ * "cuda -arch=sm_XY") compiles, which ts_module_source(m, "cuda") prints
+ * (no GPU needed), comes from cg_cuda_kernel_source (build_cuda.h), which
+ * does both.  launch may be NULL when the caller only wants the text. */
 const char *cg_emit_cuda(ts_ctx *ctx, const ts_func *f, cg_launch *launch);
 
 /* Inserts BARRIERs so that threads of a block never race on shared buffers:
