@@ -85,7 +85,7 @@ if have "$tutorial"; then
 	expect "--step: 5 is not a step of blur; the steps are 0 to 4" "$t" blur --step 5
 	expect "--size: 0 is out of range (1 to" "$t" blur --size 0
 	expect "--size: 99999999 is out of range (1 to" "$t" blur --size 99999999
-	expect "--step: 4 is not a step of softmax; the steps are 0 to 3" "$t" softmax --step 4
+	expect "--step: 5 is not a step of softmax; the steps are 0 to 4" "$t" softmax --step 5
 	expect "--threads: 0 is out of range (1 to 1024)" "$t" softmax --threads 0
 	expect "--step: 5 is not a step of conv; the steps are 0 to 4" "$t" conv --step 5
 	expect "--size: 1025 is out of range (1 to 1024)" "$t" conv --size 1025

@@ -8,8 +8,10 @@
  * codegen/vecmath.c), run rows in parallel, and finally compute the three
  * inner stages at the row loop of the output, reached with ts_op_stage,
  * so that a row's exponentials are still in cache when they are divided.
- * The last step must lower to exactly what ts_schedule_softmax_cpu gives:
- * it is checked, and a difference is an error.
+ * That step (3) must lower to exactly what ts_schedule_softmax_cpu gives:
+ * it is checked, and a difference is an error.  The step after it goes
+ * beyond the library schedule: the max and the sum factored with rfactor,
+ * so that their partial results are vectors too.
  */
 #include <stdio.h>
 #include <string.h>
@@ -92,7 +94,34 @@ static ts_status at_row(tut_graph *g)
 	return ts_compute_at(inner(g, "softmax_sum"), sy, row);
 }
 
-/* The last step against the library: the same loop IR, or an error. */
+/* The row reduction name factored by lanes: its partial results, one per
+ * lane, in a vectorized stage computed at the row of sy. */
+static ts_status rfactor_row(tut_graph *g, ts_stage *sy, const char *name)
+{
+	ts_tensor *t = ts_op_stage(g->args[1], name);
+	ts_stage *st = ts_stage_of(g->s, t);
+	ts_axis *ko, *ki;
+	TRY(ts_split(st, ts_reduce_axis_of(st, 0), g->lanes, &ko, &ki));
+	ts_tensor *rf = ts_rfactor(g->s, t, ki, 1);
+	if (!rf)
+		return ts_last_status(g->ctx);
+	ts_stage *sr = ts_stage_of(g->s, rf);
+	ts_axis *row = ts_axis_of(sr, 0), *lane = ts_axis_of(sr, 1);
+	TRY(ts_reorder(sr, TS_AXES(row, ts_reduce_axis_of(sr, 0), lane)));
+	TRY(ts_vectorize(sr, lane));
+	return ts_compute_at(sr, sy, ts_axis_of(sy, 0));
+}
+
+/* Beyond the library schedule: step 3, then max and sum in vectors. */
+static ts_status rfactor_rows(tut_graph *g)
+{
+	ts_stage *sy = ts_stage_of(g->s, g->args[1]);
+	TRY(at_row(g));
+	TRY(rfactor_row(g, sy, "softmax_max"));
+	return rfactor_row(g, sy, "softmax_sum");
+}
+
+/* Step 3 against the library: the same loop IR, or an error. */
 static int verify(tut_graph *g, int step, const ts_func *f)
 {
 	if (step != 3)
@@ -161,6 +190,28 @@ static const tut_step steps[] = {
 	 "/* or, instead of all the calls above, in one: */\n"
 	 "ts_schedule_softmax_cpu(s, Y, lanes);",
 	 at_row},
+	{"rfactor the row reductions",
+	 "Beyond the library schedule: max and sum in vectors too.  A float reduction is one "
+	 "chain of dependent max or + operations, one per element, and LLVM does not turn it "
+	 "into vectors by itself: that reassociates it (a sum's rounding changes), which "
+	 "tessera does not allow LLVM, so those loops stayed scalar.  rfactor makes the "
+	 "reassociation explicit: split k by `lanes`, and softmax_max.rf[ki] keeps `lanes` "
+	 "partial maxima (over k = ki, ki + lanes, ...) in one vector, a select adding the "
+	 "identity past the row's end; softmax_max then reduces the `lanes` lanes.  The "
+	 "chains become `lanes` times shorter; it pays on long rows, where the vector loop "
+	 "is most of the work.",
+	 "ts_schedule_softmax_cpu(s, Y, lanes);  /* step 3 */\n"
+	 "/* then for t = softmax_max and t = softmax_sum, st its stage: */\n"
+	 "ts_tensor *t = ts_op_stage(Y, \"softmax_max\");\n"
+	 "ts_stage *st = ts_stage_of(s, t);\n"
+	 "ts_axis *ko, *ki;\n"
+	 "ts_split(st, ts_reduce_axis_of(st, 0), lanes, &ko, &ki);\n"
+	 "ts_tensor *rf = ts_rfactor(s, t, ki, 1);  /* t.rf[r, ki] = max over ko */\n"
+	 "ts_stage *sr = ts_stage_of(s, rf);\n"
+	 "ts_reorder(sr, TS_AXES(ts_axis_of(sr, 0), ts_reduce_axis_of(sr, 0), ts_axis_of(sr, 1)));\n"
+	 "ts_vectorize(sr, ts_axis_of(sr, 1));\n"
+	 "ts_compute_at(sr, sy, ts_axis_of(sy, 0));",
+	 rfactor_rows},
 };
 
 static const int nsteps = (int)TS_COUNT_OF(steps);
@@ -189,7 +240,8 @@ static const char *step_name(int i)
 const tutorial tut_softmax = {
 	.name = "softmax",
 	.about = "Softmax over the rows of an N x N float32 matrix: vector exp, parallel\n"
-		 "  rows, then the inner stages computed at the row.  N defaults to 2048.",
+		 "  rows, the inner stages computed at the row, then max and sum in\n"
+		 "  vectors with rfactor.  N defaults to 2048.",
 	.default_size = 2048,
 	.max_size = 32768,
 	.nsteps = &nsteps,
