@@ -591,6 +591,31 @@ static ts_stage *softmax_stage(ts_schedule *s, ts_tensor *Y, const char *name)
 	return ts_stage_of(s, t);
 }
 
+/* A row reduction of softmax (max or sum) factored by lanes: its .rf stage
+ * keeps `lanes` partial results in one vector, so the reduction is not one
+ * chain of dependent scalar operations per row (LLVM may not reassociate a
+ * float reduction by itself); the stage then reduces the lanes.  The .rf
+ * stage is computed at the output's row. */
+static ts_status softmax_rfactor(ts_schedule *s, ts_stage *st, ts_stage *sy, ts_axis *row,
+				 int lanes)
+{
+	ts_tensor *t = st->tensor;
+	ts_axis *ko, *ki;
+	if (lanes < 2 || ts_reduce_axis_of(st, 0)->extent < lanes)
+		return TS_OK;
+	TRY(ts_split(st, ts_reduce_axis_of(st, 0), lanes, &ko, &ki));
+	ts_tensor *rf = ts_rfactor(s, t, ki, t->ndim);
+	ts_stage *sr = rf ? ts_stage_of(s, rf) : NULL;
+	if (!sr)
+		return ts_last_status(s->ctx);
+	ts_axis *lead = ts_axis_of(sr, 0), *lane = ts_axis_of(sr, t->ndim);
+	for (int i = 1; i < t->ndim; i++)
+		TRY(ts_fuse(sr, lead, ts_axis_of(sr, i), &lead));
+	TRY(ts_reorder(sr, TS_AXES(lead, ts_reduce_axis_of(sr, 0), lane)));
+	TRY(ts_vectorize(sr, lane));
+	return ts_compute_at(sr, sy, row);
+}
+
 ts_status ts_schedule_softmax_cpu(ts_schedule *s, ts_tensor *Y, int lanes)
 {
 	TRY(need(s, Y, "schedule_softmax_cpu"));
@@ -613,5 +638,7 @@ ts_status ts_schedule_softmax_cpu(ts_schedule *s, ts_tensor *Y, int lanes)
 	 * in cache between the sum and the division */
 	TRY(ts_compute_at(sm, sy, row));
 	TRY(ts_compute_at(se, sy, row));
-	return ts_compute_at(ss, sy, row);
+	TRY(ts_compute_at(ss, sy, row));
+	TRY(softmax_rfactor(s, sm, sy, row, lanes));
+	return softmax_rfactor(s, ss, sy, row, lanes);
 }

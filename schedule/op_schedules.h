@@ -43,8 +43,10 @@ ts_status ts_schedule_default_cuda(ts_schedule *s, int threads);
  * computed at that loop (compute_at), so a row stays in cache from its
  * exponentials to the division; the last axis of the exponentials and of
  * the division vectorized by `lanes` (1..TS_MAX_VECTOR_LANES), the tail
- * partitioned off.  The inner stages are found with ts_op_stage; a Y
- * without them is refused.  1-D: one row, every stage at root. */
+ * partitioned off; the max and the sum factored with ts_rfactor into
+ * `lanes` partial results per row, in vectors (rows of at least `lanes`).
+ * The inner stages are found with ts_op_stage; a Y without them is
+ * refused.  1-D: one row, every stage at root. */
 ts_status ts_schedule_softmax_cpu(ts_schedule *s, ts_tensor *Y, int lanes);
 
 typedef struct ts_matmul_cpu_params {

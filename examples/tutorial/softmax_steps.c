@@ -8,10 +8,10 @@
  * codegen/vecmath.c), run rows in parallel, and finally compute the three
  * inner stages at the row loop of the output, reached with ts_op_stage,
  * so that a row's exponentials are still in cache when they are divided.
- * That step (3) must lower to exactly what ts_schedule_softmax_cpu gives:
- * it is checked, and a difference is an error.  The step after it goes
- * beyond the library schedule: the max and the sum factored with rfactor,
- * so that their partial results are vectors too.
+ * The last step factors the max and the sum with rfactor, so that their
+ * partial results are vectors too; it must lower to exactly what
+ * ts_schedule_softmax_cpu gives: it is checked, and a difference is an
+ * error.
  */
 #include <stdio.h>
 #include <string.h>
@@ -112,19 +112,22 @@ static ts_status rfactor_row(tut_graph *g, ts_stage *sy, const char *name)
 	return ts_compute_at(sr, sy, ts_axis_of(sy, 0));
 }
 
-/* Beyond the library schedule: step 3, then max and sum in vectors. */
+/* Step 3, then max and sum in vectors (rows narrower than a vector keep
+ * their scalar reductions, as the library's schedule does). */
 static ts_status rfactor_rows(tut_graph *g)
 {
 	ts_stage *sy = ts_stage_of(g->s, g->args[1]);
 	TRY(at_row(g));
+	if (g->lanes < 2 || g->n < g->lanes)
+		return TS_OK;
 	TRY(rfactor_row(g, sy, "softmax_max"));
 	return rfactor_row(g, sy, "softmax_sum");
 }
 
-/* Step 3 against the library: the same loop IR, or an error. */
+/* Step 4 against the library: the same loop IR, or an error. */
 static int verify(tut_graph *g, int step, const ts_func *f)
 {
-	if (step != 3)
+	if (step != 4)
 		return 0;
 	tut_graph lib = {.ctx = g->ctx, .n = g->n, .lanes = g->lanes};
 	ts_func *h = NULL;
@@ -174,9 +177,9 @@ static const tut_step steps[] = {
 	 "ts_parallel(ss, ts_axis_of(ss, 0));  /* and sy, se */",
 	 parallel_rows},
 	{"compute_at the row",
-	 "max, exp and sum computed inside the output's parallel row loop "
-	 "(ts_schedule_softmax_cpu): one row at a time goes through all four stages while it "
-	 "is in L1, and the intermediates shrink to a row.",
+	 "max, exp and sum computed inside the output's parallel row loop: one row at a time "
+	 "goes through all four stages while it is in L1, and the intermediates shrink to a "
+	 "row.",
 	 "ts_stage *se = ts_stage_of(s, ts_op_stage(Y, \"softmax_exp\"));\n"
 	 "ts_stage *sm = ts_stage_of(s, ts_op_stage(Y, \"softmax_max\"));\n"
 	 "ts_stage *ss = ts_stage_of(s, ts_op_stage(Y, \"softmax_sum\"));\n"
@@ -186,12 +189,10 @@ static const tut_step steps[] = {
 	 "ts_vectorize(sy, xi);\n"
 	 "ts_split_tail(se, ts_axis_of(se, 1), lanes, TS_TAIL_PARTITION, &xo, &xi);\n"
 	 "ts_vectorize(se, xi);\n"
-	 "ts_compute_at(sm, sy, row);\nts_compute_at(se, sy, row);\nts_compute_at(ss, sy, row);\n"
-	 "/* or, instead of all the calls above, in one: */\n"
-	 "ts_schedule_softmax_cpu(s, Y, lanes);",
+	 "ts_compute_at(sm, sy, row);\nts_compute_at(se, sy, row);\nts_compute_at(ss, sy, row);",
 	 at_row},
 	{"rfactor the row reductions",
-	 "Beyond the library schedule: max and sum in vectors too.  A float reduction is one "
+	 "The library schedule's last part: max and sum in vectors too.  A float reduction is one "
 	 "chain of dependent max or + operations, one per element, and LLVM does not turn it "
 	 "into vectors by itself: that reassociates it (a sum's rounding changes), which "
 	 "tessera does not allow LLVM, so those loops stayed scalar.  rfactor makes the "
@@ -200,8 +201,7 @@ static const tut_step steps[] = {
 	 "identity past the row's end; softmax_max then reduces the `lanes` lanes.  The "
 	 "chains become `lanes` times shorter; it pays on long rows, where the vector loop "
 	 "is most of the work.",
-	 "ts_schedule_softmax_cpu(s, Y, lanes);  /* step 3 */\n"
-	 "/* then for t = softmax_max and t = softmax_sum, st its stage: */\n"
+	 "/* step 3's calls, then for t = softmax_max and t = softmax_sum, st its stage: */\n"
 	 "ts_tensor *t = ts_op_stage(Y, \"softmax_max\");\n"
 	 "ts_stage *st = ts_stage_of(s, t);\n"
 	 "ts_axis *ko, *ki;\n"
@@ -210,7 +210,9 @@ static const tut_step steps[] = {
 	 "ts_stage *sr = ts_stage_of(s, rf);\n"
 	 "ts_reorder(sr, TS_AXES(ts_axis_of(sr, 0), ts_reduce_axis_of(sr, 0), ts_axis_of(sr, 1)));\n"
 	 "ts_vectorize(sr, ts_axis_of(sr, 1));\n"
-	 "ts_compute_at(sr, sy, ts_axis_of(sy, 0));",
+	 "ts_compute_at(sr, sy, ts_axis_of(sy, 0));\n"
+	 "/* or, instead of step 3's calls and these, in one: */\n"
+	 "ts_schedule_softmax_cpu(s, Y, lanes);",
 	 rfactor_rows},
 };
 
