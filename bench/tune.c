@@ -4,8 +4,9 @@
  *
  *   tessera-tune OP SHAPE... --log FILE [--budget SECONDS] [--threads T] [--seed S]
  *
- * conv2d takes the nine numbers of its shape or a ResNet-50 layer name as
- * tessera-bench names them (`tessera-tune conv2d res2_3x3`).  A record of
+ * conv2d, conv2d_nchw and conv2d_nhwc take the nine numbers of their shape
+ * or a ResNet-50 layer name as tessera-bench names them
+ * (`tessera-tune conv2d res2_3x3`).  A record of
  * the log for the same task seeds the search (resume).  On a terminal a
  * progress line is rewritten in place; at the end a table compares the
  * default and the tuned schedule as measured in this run.  Exit status:
@@ -48,7 +49,8 @@ static void usage(FILE *f)
 		"for the same task seeds the search.  tessera-bench --tuned FILE uses the log.\n"
 		"\n"
 		"operators and shapes:\n%s\n"
-		"(conv2d also takes a ResNet-50 layer name: tessera-bench --layer list)\n"
+		"(conv2d, conv2d_nchw and conv2d_nhwc also take a ResNet-50 layer name:\n"
+		" tessera-bench --layer list)\n"
 		"\n"
 		"options:\n"
 		"  --log FILE        the tuning log (required; created when missing)\n"
@@ -122,7 +124,7 @@ static int parse_flag(tune_cli *c, const char *flag, const char *v)
 static int parse_shape_arg(tune_cli *c, const char *a)
 {
 	int64_t x;
-	if (!strcmp(c->op, "conv2d") && c->nshape == 0 && !c->layer && (*a < '0' || *a > '9')) {
+	if (!strncmp(c->op, "conv2d", 6) && c->nshape == 0 && !c->layer && (*a < '0' || *a > '9')) {
 		c->layer = a;
 		return 0;
 	}
@@ -142,7 +144,8 @@ static int parse(int argc, char **argv, tune_cli *c)
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	c->threads = cores > 0 ? (int)cores : 1;
 	if (argc < 2)
-		return bad("missing operator (%s)", "matmul, dense, batch_matmul, conv2d, depthwise, pool, softmax, elementwise");
+		return bad("missing operator (%s)", "matmul, dense, batch_matmul, conv2d, conv2d_nchw, conv2d_nhwc, "
+			   "depthwise, pool, softmax, elementwise");
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {

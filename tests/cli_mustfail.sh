@@ -206,6 +206,12 @@ if have "$tune"; then
 	expect "conv2d: unknown layer 'res9'" "$u" conv2d res9 --log "$log"
 	expect "unexpected argument '3' after the layer name" "$u" conv2d res2_3x3 3 --log "$log"
 	expect "tune pool: padding 3 must be below the kernel 3" "$u" pool 1 4 8 8 3 1 3 --log "$log"
+	expect "tune conv2d_nchw: 8 extents given, the shape is conv2d_nchw N C H W K R S STRIDE PAD" \
+		"$u" conv2d_nchw 1 4 8 8 4 3 3 1 --log "$log"
+	expect "tune conv2d_nhwc: the kernel (3x11) is larger than the padded image (10x10)" \
+		"$u" conv2d_nhwc 1 4 8 8 4 3 11 1 1 --log "$log"
+	expect "tune conv2d_nchw: extent 7 is 0" "$u" conv2d_nchw 1 4 8 8 4 3 3 0 1 --log "$log"
+	expect "conv2d: unknown layer 'res9'" "$u" conv2d_nhwc res9 --log "$log"
 	printf '{"tessera": "0.1", "op": \n' >"$log"
 	expect "$log:1: truncated record" "$u" matmul 8 8 8 --log "$log"
 	printf '{"tessera": "0.0", "op": "matmul", "shape": [8, 8, 8], "dtype": "float32", "target": "llvm", "cpu": "x", "features": "y", "threads": 1, "params": {}, "median_ms": 1, "default_ms": 1, "trials": 1}\n' >"$log"
