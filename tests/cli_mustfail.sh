@@ -149,8 +149,15 @@ if have "$bench"; then
 	expect "unknown target 'tpu'" "$b" gemm --target tpu
 	expect "--tuned: tune log /nonexistent/t.jsonl: cannot read" "$b" gemm --tuned /nonexistent/t.jsonl
 	expect "--tuned: empty path" "$b" gemm --tuned=
-	expect "--tuned applies to the CPU gemm, conv2d and summary commands" "$b" dense --tuned x
-	expect "--tuned applies to the CPU gemm, conv2d and summary commands" "$b" gemm --target cuda --tuned x
+	expect "--tuned applies to the CPU gemm, conv2d, depthwise and summary commands" "$b" dense --tuned x
+	expect "--tuned applies to the CPU gemm, conv2d, depthwise and summary commands" "$b" gemm --target cuda --tuned x
+	expect "--layer: unknown depthwise layer 'res2_3x3'" "$b" depthwise --layer res2_3x3
+	expect "depthwise conv3x3_0: K must equal C (multiplier 1), got K 8, C 4" "$b" depthwise --conv 1,4,9,9,8,3,3,1,1
+	expect "conv conv5x5_0: the kernel is larger than the padded image" "$b" depthwise --conv 1,4,2,2,4,5,5,1,0
+	expect "conv conv3x3_0: N, C, H, W, K, R, S and stride must be >= 1" "$b" depthwise --conv 1,4,9,9,4,3,3,0,1
+	expect "depthwise runs on the CPU only" "$b" depthwise --target cuda
+	expect "--sizes applies to the gemm and dense commands only" "$b" depthwise --sizes 64
+	expect "--tuned: tune log $tmp/none.jsonl: cannot read" "$b" depthwise --tuned "$tmp/none.jsonl"
 	printf 'garbage\n' >"$tmp/bad_tune.log"
 	expect "--tuned: $tmp/bad_tune.log:1: expected '{'" "$b" gemm --tuned "$tmp/bad_tune.log"
 	if ls "$tmp" | grep -q json; then
