@@ -1,7 +1,7 @@
 /*
- * bench.h - tessera-bench: generated GEMM and conv2d kernels against the
- * libraries a user would otherwise call (naive C, OpenBLAS, oneDNN, cuBLAS,
- * cuDNN), on the same buffers, in the same run.
+ * bench.h - tessera-bench: generated GEMM, conv2d and depthwise kernels
+ * against the libraries a user would otherwise call (naive C, OpenBLAS,
+ * oneDNN, cuBLAS, cuDNN), on the same buffers, in the same run.
  *
  * The pieces, one file each:
  *   cli.c       command line -> bench_opts, the problem tables
