@@ -834,6 +834,19 @@ START_TEST(test_binary_depthwise)
 	ck_assert_int_eq(run_bench("depthwise --target cuda"), BENCH_EXIT_USAGE);
 	ck_assert(strstr(slurp("bench_stderr.txt"), "depthwise runs on the CPU only"));
 	remove("bench_tuned.jsonl");
+	/* tessera-tune by layer name: the record has dw10's shape */
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "'%s' depthwise dw10 --budget 0.5 --threads 1 --log bench_tuned.jsonl "
+		 ">bench_stdout.txt 2>bench_stderr.txt </dev/null", TESSERA_TUNE_EXE);
+	rc = system(cmd);
+	ck_assert_msg(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "%s", slurp("bench_stderr.txt"));
+	ts_tune_log *log = ts_tune_log_load(ctx, "bench_tuned.jsonl");
+	ck_assert_msg(log && log->n == 1, "%s", ts_last_error(ctx));
+	ck_assert_str_eq(log->rec[0].op, "depthwise");
+	int64_t want[] = {1, 960, 7, 7, 3, 1, 1};
+	ck_assert_int_eq(log->rec[0].nshape, 7);
+	ck_assert(!memcmp(log->rec[0].shape, want, sizeof want));
+	remove("bench_tuned.jsonl");
 	remove("bench_stderr.txt");
 	remove("bench_stdout.txt");
 	ts_ctx_free(ctx);

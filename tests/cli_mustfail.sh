@@ -219,6 +219,9 @@ if have "$tune"; then
 		"$u" conv2d_nhwc 1 4 8 8 4 3 11 1 1 --log "$log"
 	expect "tune conv2d_nchw: extent 7 is 0" "$u" conv2d_nchw 1 4 8 8 4 3 3 0 1 --log "$log"
 	expect "conv2d: unknown layer 'res9'" "$u" conv2d_nhwc res9 --log "$log"
+	expect "depthwise: unknown layer 'res2_3x3' (tessera-bench depthwise --layer list)" \
+		"$u" depthwise res2_3x3 --log "$log"
+	expect "unexpected argument '3' after the layer name" "$u" depthwise dw1 3 --log "$log"
 	printf '{"tessera": "0.1", "op": \n' >"$log"
 	expect "$log:1: truncated record" "$u" matmul 8 8 8 --log "$log"
 	printf '{"tessera": "0.0", "op": "matmul", "shape": [8, 8, 8], "dtype": "float32", "target": "llvm", "cpu": "x", "features": "y", "threads": 1, "params": {}, "median_ms": 1, "default_ms": 1, "trials": 1}\n' >"$log"
