@@ -1,7 +1,7 @@
 /*
- * bench.h - tessera-bench: generated GEMM and conv2d kernels against the
- * libraries a user would otherwise call (naive C, OpenBLAS, oneDNN, cuBLAS,
- * cuDNN), on the same buffers, in the same run.
+ * bench.h - tessera-bench: generated GEMM, conv2d and depthwise kernels
+ * against the libraries a user would otherwise call (naive C, OpenBLAS,
+ * oneDNN, cuBLAS, cuDNN), on the same buffers, in the same run.
  *
  * The pieces, one file each:
  *   cli.c       command line -> bench_opts, the problem tables
@@ -45,11 +45,11 @@ enum {
 /* Return codes of the kernel constructors. */
 enum { BENCH_OK = 0, BENCH_ERROR = -1, BENCH_SKIP = 1 };
 
-typedef enum bench_op { BENCH_GEMM, BENCH_CONV2D } bench_op;
+typedef enum bench_op { BENCH_GEMM, BENCH_CONV2D, BENCH_DEPTHWISE } bench_op;
 typedef enum bench_target { BENCH_CPU, BENCH_CUDA } bench_target;
 typedef enum bench_cmd {
 	BENCH_CMD_GEMM, BENCH_CMD_CONV2D, BENCH_CMD_DENSE, BENCH_CMD_SUMMARY, BENCH_CMD_PEAK,
-	BENCH_CMD_SOFTMAX, BENCH_CMD_REDUCE,
+	BENCH_CMD_SOFTMAX, BENCH_CMD_REDUCE, BENCH_CMD_DEPTHWISE,
 	BENCH_CMD_HELP
 } bench_cmd;
 
@@ -71,12 +71,15 @@ typedef struct bench_gemm { int64_t M, N, K; } bench_gemm;
 /* Y[N, K, OH, OW] = conv(X[N, C, H, W], W[K, C, R, S]), NCHW / OIHW, the
  * same stride and padding in both spatial dimensions. */
 typedef struct bench_conv { int64_t N, C, H, W, K, R, S, stride, pad; } bench_conv;
+/* BENCH_DEPTHWISE problems are bench_conv with K = C (multiplier 1): the
+ * weights are W[C, 1, R, S] and channel c convolves input channel c only
+ * (a convolution with groups = C). */
 
 typedef struct bench_problem {
 	bench_op op;
 	char name[40];  /* "bert.ffn1", "res2_3x3", "sq512", ... */
 	bench_gemm g;   /* BENCH_GEMM */
-	bench_conv c;   /* BENCH_CONV2D */
+	bench_conv c;   /* BENCH_CONV2D, BENCH_DEPTHWISE */
 } bench_problem;
 
 #define BENCH_MAX_PROBLEMS 64
@@ -125,12 +128,16 @@ int bench_parse_args(int argc, char **argv, bench_opts *o, char *err, size_t err
  * that a long run does not end in an unwritable file. */
 int bench_check_outputs(const bench_opts *o, char *err, size_t errlen);
 void bench_usage(FILE *f);
-void bench_print_layers(FILE *f);
+/* The ResNet-50 layers, or with depthwise the MobileNet-v2 depthwise ones. */
+void bench_print_layers(FILE *f, bool depthwise);
 /* The ResNet-50 layer `name` (batch 1) into *c: 0, or -1 if unknown. */
 int bench_find_layer(const char *name, bench_conv *c);
+/* The MobileNet-v2 depthwise 3x3 layer `name` ("dw1".."dw10", batch 1,
+ * pad 1) into *c (K = C): 0, or -1 if unknown. */
+int bench_find_dw_layer(const char *name, bench_conv *c);
 /* Output extent of a convolution. */
 int64_t bench_conv_out(int64_t in, int64_t k, int64_t stride, int64_t pad);
-/* 2 M N K, or 2 N K OH OW C R S. */
+/* 2 M N K, 2 N K OH OW C R S, or (depthwise) 2 N C OH OW R S. */
 double bench_flops(const bench_problem *p);
 /* "512x512x512" / "1x64x56x56 k64 3x3 s1 p1" into buf. */
 const char *bench_shape_str(const bench_problem *p, char *buf, size_t n);
@@ -145,6 +152,8 @@ int bench_gpu_summary_opts(const bench_opts *o, bench_opts *gpu);
 void bench_naive_gemm(int64_t M, int64_t N, int64_t K, const float *A, const float *B,
 		      float *C);
 void bench_naive_conv(const bench_conv *c, const float *X, const float *W, float *Y);
+/* Y[n, c] = X[n, c] convolved with W[c, 0] (K = C). */
+void bench_naive_depthwise(const bench_conv *c, const float *X, const float *W, float *Y);
 /* Y = softmax of each row of X[rows, cols] (max, exp, sum, times 1/sum). */
 void bench_naive_softmax(int64_t rows, int64_t cols, const float *X, float *Y);
 /* Y[r] = sum_k X[r, k], one float accumulator per row. */

@@ -4,7 +4,8 @@
  * The default GEMM shapes are the square sizes people quote plus the GEMMs
  * inside ResNet-50 (its classifier and the im2col form of some of its
  * convolutions) and BERT-base at sequence length 128; the default conv2d
- * problems are ResNet-50's convolution layers at batch 1.  `summary` runs a
+ * problems are ResNet-50's convolution layers at batch 1, the depthwise ones
+ * MobileNet-v2's depthwise 3x3 layers at batch 1.  `summary` runs a
  * small subset of both so that it finishes in a few minutes on two cores.
  * With --target cuda the defaults are the sizes a GPU is judged on: GEMM
  * 4096^3 (1024..4096 in the summary) and ResNet-50's 3x3 layers.
@@ -61,6 +62,14 @@ static const named_conv resnet_layers[] = {
 	{"res5_1x1b", 512, 7, 2048, 1, 1, 0},
 };
 
+/* MobileNet-v2's depthwise 3x3 layers (pad 1), batch 1: C, H = W, stride. */
+typedef struct named_dw { const char *name; int64_t C, H, stride; } named_dw;
+static const named_dw mobilenet_dw[] = {
+	{"dw1", 32, 112, 1},  {"dw2", 96, 112, 2}, {"dw3", 144, 56, 1}, {"dw4", 144, 56, 2},
+	{"dw5", 192, 28, 1},  {"dw6", 192, 28, 2}, {"dw7", 384, 14, 1}, {"dw8", 576, 14, 1},
+	{"dw9", 576, 14, 2},  {"dw10", 960, 7, 1},
+};
+
 static const char *const dense_gemms[] = {"bert.qkv", "bert.ffn1", "bert.ffn2"};
 static const char *const summary_gemms[] = {"sq512", "sq1024", "resnet50.fc", "bert.ffn1"};
 static const char *const summary_convs[] = {"conv1", "res2_3x3", "res4_3x3", "res5_1x1b"};
@@ -84,6 +93,9 @@ void bench_usage(FILE *f)
 	      "  gemm      C[M,N] = A[M,K] B[K,N]; default: squares 256..2048, ResNet-50 and\n"
 	      "            BERT-base GEMMs\n"
 	      "  conv2d    NCHW conv2d; default: the ResNet-50 layers at batch 1\n"
+	      "  depthwise NCHW depthwise 3x3 conv (multiplier 1): tessera's default CPU\n"
+	      "            schedule (or --tuned) vs oneDNN (groups = channels) and naive C;\n"
+	      "            default: the MobileNet-v2 depthwise layers at batch 1 (CPU only)\n"
 	      "  summary   a few GEMMs and conv2d layers (a few minutes on two cores), then\n"
 	      "            the --target cuda summary when a GPU is present\n"
 	      "  dense     a dense layer relu(A B + bias): the fused tessera kernel\n"
@@ -105,8 +117,10 @@ void bench_usage(FILE *f)
 	      "  --sizes S1,S2,...      square GEMMs of these sizes\n"
 	      "  --size N | MxNxK       one square or one M x N x K GEMM (repeatable)\n"
 	      "  --shape M,N,K          one GEMM (repeatable)\n"
-	      "  --layer NAME           one ResNet-50 conv layer (repeatable; 'list' lists them)\n"
+	      "  --layer NAME           one ResNet-50 conv layer, or with depthwise one\n"
+	      "                         MobileNet-v2 layer (repeatable; 'list' lists them)\n"
 	      "  --conv N,C,H,W,K,R,S,stride,pad   one conv2d: X[N,C,H,W], K filters RxS\n"
+	      "                         (depthwise: K = C)\n"
 	      "  --threads N            threads for every library, 1 to 1024 (default: all cores)\n"
 	      "  --target cpu|cuda      where to run (default cpu); cuda times tessera, cuBLAS\n"
 	      "                         and cuDNN on the GPU, by default GEMM 4096^3 and the\n"
@@ -124,7 +138,7 @@ void bench_usage(FILE *f)
 	      "                         median, min, mean and stddev of the samples)\n"
 	      "  --plot PATH            write a PNG bar chart of GFLOP/s (needs gnuplot; its\n"
 	      "                         data go next to it: x.png -> x.dat)\n"
-	      "  --tuned LOG            tessera's CPU GEMM and conv2d kernels from the records\n"
+	      "  --tuned LOG            tessera's CPU GEMM, conv2d and depthwise kernels from the records\n"
 	      "                         of a tessera-tune log where it has one for the problem\n"
 	      "                         (the default schedules elsewhere; never tunes)\n"
 	      "  -h, --help             this text\n"
@@ -239,9 +253,13 @@ static int check_conv(const bench_conv *c, const char *name, char *err, size_t n
 
 static int add_conv(bench_opts *o, const char *name, const bench_conv *c, char *err, size_t n)
 {
+	bool dw = o->cmd == BENCH_CMD_DEPTHWISE;
 	if (check_conv(c, name, err, n))
 		return -1;
-	bench_problem *p = add_problem(o, BENCH_CONV2D, name, err, n);
+	if (dw && c->K != c->C)
+		return snprintf(err, n, "depthwise %s: K must equal C (multiplier 1), got K %lld, C %lld",
+				name, (long long)c->K, (long long)c->C), -1;
+	bench_problem *p = add_problem(o, dw ? BENCH_DEPTHWISE : BENCH_CONV2D, name, err, n);
 	if (!p)
 		return -1;
 	p->c = *c;
@@ -267,12 +285,26 @@ int bench_find_layer(const char *name, bench_conv *c)
 	return -1;
 }
 
+int bench_find_dw_layer(const char *name, bench_conv *c)
+{
+	for (size_t i = 0; i < TS_COUNT_OF(mobilenet_dw); i++) {
+		const named_dw *l = &mobilenet_dw[i];
+		if (strcmp(l->name, name) == 0) {
+			*c = (bench_conv){1, l->C, l->H, l->H, l->C, 3, 3, l->stride, 1};
+			return 0;
+		}
+	}
+	return -1;
+}
+
 static int add_layer(bench_opts *o, const char *name, char *err, size_t n)
 {
 	bench_conv c;
-	if (bench_find_layer(name, &c) == 0)
+	bool dw = o->cmd == BENCH_CMD_DEPTHWISE;
+	if ((dw ? bench_find_dw_layer(name, &c) : bench_find_layer(name, &c)) == 0)
 		return add_conv(o, name, &c, err, n);
-	return fail(err, n, "--layer: unknown layer '%s' (try --layer list)", name);
+	return fail(err, n, dw ? "--layer: unknown depthwise layer '%s' (try depthwise --layer list)"
+			       : "--layer: unknown layer '%s' (try --layer list)", name);
 }
 
 static int add_model_gemm(bench_opts *o, const char *name, char *err, size_t n)
@@ -318,6 +350,9 @@ static int add_defaults(bench_opts *o, char *err, size_t n)
 	} else if (o->cmd == BENCH_CMD_CONV2D) {
 		for (size_t i = 0; i < TS_COUNT_OF(resnet_layers) && !rc; i++)
 			rc = add_layer(o, resnet_layers[i].name, err, n);
+	} else if (o->cmd == BENCH_CMD_DEPTHWISE) {
+		for (size_t i = 0; i < TS_COUNT_OF(mobilenet_dw) && !rc; i++)
+			rc = add_layer(o, mobilenet_dw[i].name, err, n);
 	} else if (o->cmd == BENCH_CMD_SUMMARY) {
 		for (size_t i = 0; i < TS_COUNT_OF(summary_gemms) && !rc; i++)
 			rc = add_model_gemm(o, summary_gemms[i], err, n);
@@ -465,8 +500,15 @@ int bench_check_outputs(const bench_opts *o, char *err, size_t n)
 	return o->tuned ? check_tuned(o->tuned, err, n) : 0;
 }
 
-void bench_print_layers(FILE *f)
+void bench_print_layers(FILE *f, bool depthwise)
 {
+	for (size_t i = 0; depthwise && i < TS_COUNT_OF(mobilenet_dw); i++) {
+		const named_dw *l = &mobilenet_dw[i];
+		fprintf(f, "%-11s 1x%lldx%lldx%lld dw 3x3 s%lld p1\n", l->name, (long long)l->C,
+			(long long)l->H, (long long)l->H, (long long)l->stride);
+	}
+	if (depthwise)
+		return;
 	for (size_t i = 0; i < TS_COUNT_OF(resnet_layers); i++) {
 		const named_conv *l = &resnet_layers[i];
 		fprintf(f, "%-11s 1x%lldx%lldx%lld k%lld %lldx%lld s%lld p%lld\n", l->name,
@@ -489,7 +531,7 @@ static int parse_target(bench_opts *o, const char *v, char *err, size_t n)
 /* The option flags that take a value, applied in command-line order. */
 static int apply_flag(bench_opts *o, const char *flag, const char *v, char *err, size_t n)
 {
-	bool conv_cmd = o->cmd == BENCH_CMD_CONV2D;
+	bool conv_cmd = o->cmd == BENCH_CMD_CONV2D || o->cmd == BENCH_CMD_DEPTHWISE;
 	bool gemm_cmd = o->cmd == BENCH_CMD_GEMM || o->cmd == BENCH_CMD_DENSE;
 	bool sizes = !strcmp(flag, "--sizes"), shape = !strcmp(flag, "--shape");
 	bool size = !strcmp(flag, "--size");
@@ -497,7 +539,7 @@ static int apply_flag(bench_opts *o, const char *flag, const char *v, char *err,
 	if ((sizes || shape || size) && !gemm_cmd)
 		return fail(err, n, "%s applies to the gemm and dense commands only", flag);
 	if ((layer || conv) && !conv_cmd)
-		return fail(err, n, "%s applies to the conv2d command only", flag);
+		return fail(err, n, "%s applies to the conv2d and depthwise commands only", flag);
 	if (size)
 		return parse_size(o, v, err, n);
 	if (sizes || shape)
@@ -548,6 +590,7 @@ static int parse_command(bench_opts *o, const char *c, char *err, size_t n)
 		{"gemm", BENCH_CMD_GEMM}, {"conv2d", BENCH_CMD_CONV2D},
 		{"summary", BENCH_CMD_SUMMARY}, {"peak", BENCH_CMD_PEAK}, {"dense", BENCH_CMD_DENSE},
 		{"softmax", BENCH_CMD_SOFTMAX}, {"reduce", BENCH_CMD_REDUCE},
+		{"depthwise", BENCH_CMD_DEPTHWISE},
 		{"help", BENCH_CMD_HELP}, {"-h", BENCH_CMD_HELP}, {"--help", BENCH_CMD_HELP},
 	};
 	for (size_t i = 0; i < TS_COUNT_OF(cmds); i++) {
@@ -556,8 +599,8 @@ static int parse_command(bench_opts *o, const char *c, char *err, size_t n)
 			return 0;
 		}
 	}
-	return snprintf(err, n, "unknown command '%.64s' (gemm, conv2d, dense, summary, peak, "
-			"softmax, reduce or help)", c), -1;
+	return snprintf(err, n, "unknown command '%.64s' (gemm, conv2d, depthwise, dense, summary, "
+			"peak, softmax, reduce or help)", c), -1;
 }
 
 static void set_defaults(bench_opts *o)
@@ -584,7 +627,8 @@ int bench_parse_args(int argc, char **argv, bench_opts *o, char *err, size_t err
 	set_defaults(o);
 	if (argc < 2)
 		return fail(err, errlen, "%s",
-			    "missing command (gemm, conv2d, dense, summary, peak, softmax, reduce or help)");
+			    "missing command (gemm, conv2d, depthwise, dense, summary, peak, softmax, reduce "
+			    "or help)");
 	if (parse_command(o, argv[1], err, errlen))
 		return -1;
 	for (int i = 2; i < argc; i++) {
@@ -626,8 +670,11 @@ int bench_parse_args(int argc, char **argv, bench_opts *o, char *err, size_t err
 				o->cmd == BENCH_CMD_SOFTMAX ? "softmax" : "reduce"), -1;
 	if (o->tuned && (o->target != BENCH_CPU || o->cmd == BENCH_CMD_DENSE || o->cmd == BENCH_CMD_SOFTMAX ||
 			 o->cmd == BENCH_CMD_REDUCE))
-		return snprintf(err, errlen, "--tuned applies to the CPU gemm, conv2d and summary "
-				"commands (the tuning log holds CPU schedules)"), -1;
+		return snprintf(err, errlen, "--tuned applies to the CPU gemm, conv2d, depthwise and "
+				"summary commands (the tuning log holds CPU schedules)"), -1;
+	if (o->cmd == BENCH_CMD_DEPTHWISE && o->target != BENCH_CPU)
+		return snprintf(err, errlen, "depthwise runs on the CPU only (--target cuda does not "
+				"apply)"), -1;
 	if (o->cmd == BENCH_CMD_DENSE && dense_refuses(o, err, errlen))
 		return -1;
 	if (o->nproblems == 0)
@@ -651,7 +698,7 @@ bool bench_impl_selected(const bench_opts *o, bench_impl i)
 
 const char *bench_op_name(bench_op op)
 {
-	return op == BENCH_GEMM ? "gemm" : "conv2d";
+	return op == BENCH_GEMM ? "gemm" : op == BENCH_CONV2D ? "conv2d" : "depthwise";
 }
 
 double bench_flops(const bench_problem *p)
@@ -661,7 +708,8 @@ double bench_flops(const bench_problem *p)
 	const bench_conv *c = &p->c;
 	double oh = (double)bench_conv_out(c->H, c->R, c->stride, c->pad);
 	double ow = (double)bench_conv_out(c->W, c->S, c->stride, c->pad);
-	return 2.0 * (double)c->N * (double)c->K * oh * ow * (double)(c->C * c->R * c->S);
+	double per_out = (double)((p->op == BENCH_DEPTHWISE ? 1 : c->C) * c->R * c->S);
+	return 2.0 * (double)c->N * (double)c->K * oh * ow * per_out;
 }
 
 const char *bench_shape_str(const bench_problem *p, char *buf, size_t n)
@@ -670,6 +718,10 @@ const char *bench_shape_str(const bench_problem *p, char *buf, size_t n)
 	if (p->op == BENCH_GEMM)
 		snprintf(buf, n, "%lldx%lldx%lld", (long long)p->g.M, (long long)p->g.N,
 			 (long long)p->g.K);
+	else if (p->op == BENCH_DEPTHWISE)
+		snprintf(buf, n, "%lldx%lldx%lldx%lld dw %lldx%lld s%lld p%lld", (long long)c->N,
+			 (long long)c->C, (long long)c->H, (long long)c->W, (long long)c->R,
+			 (long long)c->S, (long long)c->stride, (long long)c->pad);
 	else
 		snprintf(buf, n, "%lldx%lldx%lldx%lld k%lld %lldx%lld s%lld p%lld", (long long)c->N,
 			 (long long)c->C, (long long)c->H, (long long)c->W, (long long)c->K,

@@ -3,6 +3,7 @@
  * conv2d as im2col + sgemm, Caffe style) and oneDNN (matmul and convolution
  * primitives through the C API).
  *
+ * Depthwise convolution is oneDNN's convolution with groups = channels.
  * oneDNN convolution is measured the way benchdnn measures it: the
  * primitive picks its preferred (blocked) layouts for source, weights and
  * destination (`any` tags), and the reorders from and to NCHW happen in
@@ -74,6 +75,10 @@ int bench_make_openblas(const bench_problem *p, const bench_opts *o, bench_kerne
 {
 	if (o->target != BENCH_CPU) {
 		snprintf(err, n, "openblas runs on the cpu only");
+		return BENCH_SKIP;
+	}
+	if (p->op == BENCH_DEPTHWISE) {
+		snprintf(err, n, "openblas has no depthwise convolution");
 		return BENCH_SKIP;
 	}
 	openblas_set_num_threads(o->threads);
@@ -242,18 +247,22 @@ static int dnn_matmul_pd(dnn_state *st, const bench_gemm *g, char *err, size_t n
 	return BENCH_OK;
 }
 
-static int dnn_conv_pd(dnn_state *st, const bench_conv *c, char *err, size_t n)
+/* Depthwise (groups = C, K = C): the weights W[C, 1, R, S] are oneDNN's
+ * grouped goihw [C, 1, 1, R, S], the same bytes. */
+static int dnn_conv_pd(dnn_state *st, const bench_conv *c, bool depthwise, char *err, size_t n)
 {
 	int64_t OH = bench_conv_out(c->H, c->R, c->stride, c->pad);
 	int64_t OW = bench_conv_out(c->W, c->S, c->stride, c->pad);
-	int64_t x[4] = {c->N, c->C, c->H, c->W}, w[4] = {c->K, c->C, c->R, c->S};
-	int64_t y[4] = {c->N, c->K, OH, OW};
+	int64_t x[4] = {c->N, c->C, c->H, c->W}, w[5] = {c->K, c->C, c->R, c->S};
+	int64_t y[4] = {c->N, c->K, OH, OW}, wd = 4;
+	if (depthwise)
+		memcpy(w, (int64_t[]){c->C, 1, 1, c->R, c->S}, sizeof w), wd = 5;
 	dnnl_memory_desc_t any[3];
 	if (dnn_md(&st->plain[0], 4, x, dnnl_nchw, err, n) ||
-	    dnn_md(&st->plain[1], 4, w, dnnl_oihw, err, n) ||
+	    dnn_md(&st->plain[1], (int)wd, w, depthwise ? dnnl_goihw : dnnl_oihw, err, n) ||
 	    dnn_md(&st->plain[2], 4, y, dnnl_nchw, err, n) ||
 	    dnn_md(&any[0], 4, x, dnnl_format_tag_any, err, n) ||
-	    dnn_md(&any[1], 4, w, dnnl_format_tag_any, err, n) ||
+	    dnn_md(&any[1], (int)wd, w, dnnl_format_tag_any, err, n) ||
 	    dnn_md(&any[2], 4, y, dnnl_format_tag_any, err, n))
 		return BENCH_ERROR;
 	dnnl_dims_t stride = {c->stride, c->stride}, pad_l = {c->pad, c->pad};
@@ -273,7 +282,7 @@ static int dnn_setup(dnn_state *st, const bench_problem *p, char *err, size_t n)
 	DNN_TRY(dnnl_engine_create(&st->eng, dnnl_cpu, 0));
 	DNN_TRY(dnnl_stream_create(&st->stream, st->eng, dnnl_stream_default_flags));
 	int rc = p->op == BENCH_GEMM ? dnn_matmul_pd(st, &p->g, err, n)
-				     : dnn_conv_pd(st, &p->c, err, n);
+				     : dnn_conv_pd(st, &p->c, p->op == BENCH_DEPTHWISE, err, n);
 	if (rc)
 		return rc;
 	const dnnl_query_t q[3] = {dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md};

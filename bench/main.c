@@ -131,7 +131,7 @@ int main(int argc, char **argv)
 		return bench_reduce(&o);
 	}
 	if (o.list_layers) {
-		bench_print_layers(stdout);
+		bench_print_layers(stdout, o.cmd == BENCH_CMD_DEPTHWISE);
 		return BENCH_EXIT_OK;
 	}
 	/* after parsing: it may restart the process, which parses again */

@@ -82,6 +82,26 @@ void bench_naive_conv(const bench_conv *c, const float *X, const float *Wt, floa
 	}
 }
 
+void bench_naive_depthwise(const bench_conv *c, const float *X, const float *Wt, float *Y)
+{
+	int64_t OH = bench_conv_out(c->H, c->R, c->stride, c->pad);
+	int64_t OW = bench_conv_out(c->W, c->S, c->stride, c->pad);
+	for (int64_t nc = 0; nc < c->N * c->C; nc++) {
+		float *y = Y + nc * OH * OW;
+		const float *x = X + nc * c->H * c->W, *w = Wt + nc % c->C * c->R * c->S;
+		memset(y, 0, (size_t)(OH * OW) * sizeof(float));
+		for (int64_t r = 0; r < c->R; r++) {
+			for (int64_t oh = 0; oh < OH; oh++) {
+				int64_t ih = oh * c->stride - c->pad + r;
+				if (ih < 0 || ih >= c->H)
+					continue;
+				for (int64_t s = 0; s < c->S; s++)
+					conv_row(c, OW, s, w[r * c->S + s], x + ih * c->W, y + oh * OW);
+			}
+		}
+	}
+}
+
 void bench_im2col(const bench_conv *c, const float *Xn, float *cols)
 {
 	int64_t OH = bench_conv_out(c->H, c->R, c->stride, c->pad);
@@ -110,6 +130,8 @@ static int naive_run(bench_kernel *k, int i)
 	const bench_problem *p = k->p;
 	if (p->op == BENCH_GEMM)
 		bench_naive_gemm(p->g.M, p->g.N, p->g.K, b->in0->data, b->in1->data, b->out->data);
+	else if (p->op == BENCH_DEPTHWISE)
+		bench_naive_depthwise(&p->c, b->in0->data, b->in1->data, b->out->data);
 	else
 		bench_naive_conv(&p->c, b->in0->data, b->in1->data, b->out->data);
 	return 0;

@@ -3,7 +3,8 @@
  * correctness check, and the timing protocol.
  *
  * Per problem: random inputs in [-1, 1) (never zeros); a reference output
- * from the baseline library (OpenBLAS for GEMM, oneDNN for conv2d; naive C
+ * from the baseline library (OpenBLAS for GEMM, oneDNN for conv2d and
+ * depthwise; naive C
  * when the library cannot run it).  Per implementation: build the kernel,
  * bind it to the buffers, run it once and compare with the reference (max
  * |got - ref| / max |ref| <= 1e-3, normwise so that outputs near zero after
@@ -76,7 +77,9 @@ static void problem_shapes(const bench_problem *p, int nd[3], int64_t sh[3][4])
 	int64_t OW = bench_conv_out(c->W, c->S, c->stride, c->pad);
 	nd[0] = nd[1] = nd[2] = 4;
 	memcpy(sh[0], (int64_t[]){c->N, c->C, c->H, c->W}, 4 * sizeof(int64_t));
-	memcpy(sh[1], (int64_t[]){c->K, c->C, c->R, c->S}, 4 * sizeof(int64_t));
+	/* depthwise: one input channel per filter */
+	memcpy(sh[1], (int64_t[]){c->K, p->op == BENCH_DEPTHWISE ? 1 : c->C, c->R, c->S},
+	       4 * sizeof(int64_t));
 	memcpy(sh[2], (int64_t[]){c->N, c->K, OH, OW}, 4 * sizeof(int64_t));
 }
 

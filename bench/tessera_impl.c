@@ -12,6 +12,12 @@
  * vector width, or the largest power of two dividing K) and x input
  * channels (the largest power of two <= 16 dividing C).
  *
+ * depthwise is the tuner's "depthwise" task (ts_op_depthwise_conv2d_nchw on
+ * the plain NCHW input and W[C, 1, R, S]): its default candidate is
+ * ts_schedule_default_cpu, and with --tuned a record of
+ * `tessera-tune depthwise N C H W R STRIDE PAD` replaces it
+ * (ts_tune_lower_from_log).
+ *
  * With --tuned LOG, a kernel whose problem has a record in the tuning log
  * (tessera-tune matmul M N K, or conv2d with the layer's shape) takes the
  * record's parameters (register blocks, packing, channel blocks) instead
@@ -112,6 +118,28 @@ static int apply_tuned(tsr_state *st, const bench_problem *p, const char *path)
 	return BENCH_OK;
 }
 
+/* The tuner's depthwise task of p. */
+static ts_status dw_task(ts_ctx *ctx, const bench_problem *p, ts_tune_task *t)
+{
+	const bench_conv *c = &p->c;
+	return ts_tune_task_init(ctx, t, "depthwise", TS_SHAPE(c->N, c->C, c->H, c->W, c->R, c->stride, c->pad));
+}
+
+/* depthwise lowered with the log's record for p (path NULL: no log, or
+ * no record: the default schedule); prints which with a log. */
+static ts_func *dw_lower(ts_ctx *ctx, const bench_problem *p, const char *path)
+{
+	ts_tune_task t;
+	ts_tune_log *log = NULL;
+	const char *note;
+	if (dw_task(ctx, p, &t) != TS_OK || (path && !(log = ts_tune_log_load(ctx, path))))
+		return NULL;
+	ts_func *f = ts_tune_lower_from_log(ctx, log, &t, &note);
+	if (f && path)
+		printf("tessera %s: %s\n", p->name, note);
+	return f;
+}
+
 /* Builds the operator into st->args (inputs, then the output) and
  * schedules it with st's parameters; NULL with the error in st->ctx. */
 static ts_schedule *build_op(tsr_state *st, const bench_problem *p)
@@ -141,6 +169,8 @@ static ts_schedule *build_op(tsr_state *st, const bench_problem *p)
 ts_func *bench_tessera_lower(ts_ctx *ctx, const bench_problem *p)
 {
 	tsr_state st = {.ctx = ctx};
+	if (p->op == BENCH_DEPTHWISE)
+		return dw_lower(ctx, p, NULL);
 	default_params(&st, p);
 	ts_schedule *s = build_op(&st, p);
 	return s ? ts_lower(s, bench_op_name(p->op), 3, st.args) : NULL;
@@ -182,7 +212,7 @@ static int tsr_bind(bench_kernel *k, char *err, size_t n)
 {
 	tsr_state *st = k->state;
 	const bench_conv *c = &k->p->c;
-	if (k->p->op == BENCH_GEMM)
+	if (k->p->op != BENCH_CONV2D)
 		return BENCH_OK;
 	if (k->nsets > TSR_MAX_SETS)
 		return snprintf(err, n, "tessera: more than %d buffer sets", TSR_MAX_SETS), BENCH_ERROR;
@@ -215,7 +245,7 @@ static int tsr_run(bench_kernel *k, int i)
 	tsr_state *st = k->state;
 	bench_bufs *b = &k->sets[i];
 	ts_array *plain[3] = {b->in0, b->in1, b->out};
-	ts_array *const *args = k->p->op == BENCH_GEMM ? plain : st->blk[i];
+	ts_array *const *args = k->p->op != BENCH_CONV2D ? plain : st->blk[i];
 	if (ts_module_run(st->mod, 3, args) == TS_OK)
 		return 0;
 	fprintf(stderr, "tessera: %s\n", ts_last_error(st->ctx));
@@ -245,6 +275,21 @@ static int tsr_fail(bench_kernel *k, const char *what, char *err, size_t n)
 	return BENCH_ERROR;
 }
 
+/* depthwise on the plain layouts: no bind or sync work. */
+static int make_depthwise(bench_kernel *k, const bench_opts *o, char *err, size_t n)
+{
+	tsr_state *st = k->state;
+	uint64_t t0 = ts_now_ns();
+	ts_func *f = st->ctx ? dw_lower(st->ctx, k->p, o->tuned) : NULL;
+	if (!f)
+		return tsr_fail(k, o->tuned ? "--tuned" : "lower", err, n);
+	st->mod = ts_build(st->ctx, f, "llvm");
+	if (!st->mod)
+		return tsr_fail(k, "build", err, n);
+	k->compile_ms = ts_ms_since(t0);
+	return BENCH_OK;
+}
+
 int bench_make_tessera(const bench_problem *p, const bench_opts *o, bench_kernel *k,
 		       char *err, size_t n)
 {
@@ -259,6 +304,8 @@ int bench_make_tessera(const bench_problem *p, const bench_opts *o, bench_kernel
 	ts_set_num_threads(o->threads);
 	default_params(st, p);
 	st->ctx = ts_ctx_new();
+	if (p->op == BENCH_DEPTHWISE)
+		return make_depthwise(k, o, err, n);
 	if (st->ctx && o->tuned && apply_tuned(st, p, o->tuned) != BENCH_OK)
 		return tsr_fail(k, "--tuned", err, n);
 	ts_schedule *s = st->ctx ? build_op(st, p) : NULL;

@@ -137,14 +137,46 @@ START_TEST(test_cli_errors)
 	assert_parse_error("gemm --flush-l2", "--flush-l2 applies to --target cuda only");
 	assert_parse_error("conv2d --target cpu --flush-l2", "--flush-l2 applies to --target cuda");
 	assert_parse_error("gemm --target cuda --flush-l2=yes", "--flush-l2 takes no value (got 'yes')");
-	assert_parse_error("gemm --layer conv1", "--layer applies to the conv2d command only");
+	assert_parse_error("gemm --layer conv1", "--layer applies to the conv2d and depthwise commands only");
 	assert_parse_error("conv2d --sizes 64", "--sizes applies to the gemm and dense commands only");
 	assert_parse_error("gemm --json", "--json needs a value");
 	assert_parse_error("gemm stray", "unexpected argument 'stray'");
 	assert_parse_error("dense --target cuda", "dense: --target cuda does not apply");
 	assert_parse_error("dense --impl tessera", "dense: --impl does not apply");
 	assert_parse_error("dense --json out.json", "dense: --json does not apply");
-	assert_parse_error("dense --layer conv1", "--layer applies to the conv2d command only");
+	assert_parse_error("dense --layer conv1", "--layer applies to the conv2d and depthwise commands only");
+}
+END_TEST
+
+/* depthwise: the MobileNet-v2 layers by default, --layer and --conv
+ * (K = C), CPU only. */
+START_TEST(test_cli_depthwise)
+{
+	bench_opts o;
+	char err[256], buf[64];
+	ck_assert_int_eq(parse(&o, err, "depthwise"), 0);
+	ck_assert_int_eq(o.cmd, BENCH_CMD_DEPTHWISE);
+	ck_assert_int_eq(o.nproblems, 10);
+	ck_assert_str_eq(o.problems[1].name, "dw2");
+	ck_assert_int_eq(o.problems[1].op, BENCH_DEPTHWISE);
+	ck_assert_int_eq(o.problems[1].c.C, 96);
+	ck_assert_int_eq(o.problems[1].c.K, 96);
+	ck_assert_int_eq(o.problems[1].c.stride, 2);
+	ck_assert_str_eq(bench_shape_str(&o.problems[1], buf, sizeof buf), "1x96x112x112 dw 3x3 s2 p1");
+	ck_assert_str_eq(bench_op_name(o.problems[1].op), "depthwise");
+	/* 2 C OH OW R S: 2 * 96 * 56 * 56 * 9 */
+	ck_assert(bench_flops(&o.problems[1]) == 2.0 * 96 * 56 * 56 * 9);
+	ck_assert_int_eq(parse(&o, err, "depthwise --layer dw10 --conv 1,4,9,9,4,3,3,2,1 --tuned t.jsonl"), 0);
+	ck_assert_int_eq(o.nproblems, 2);
+	ck_assert_int_eq(o.problems[0].c.C, 960);
+	ck_assert_int_eq(o.problems[1].op, BENCH_DEPTHWISE);
+	assert_parse_error("depthwise --layer res2_3x3", "--layer: unknown depthwise layer 'res2_3x3'");
+	assert_parse_error("conv2d --layer dw1", "--layer: unknown layer 'dw1'");
+	assert_parse_error("depthwise --conv 1,4,9,9,8,3,3,1,1", "K must equal C (multiplier 1), got K 8, C 4");
+	assert_parse_error("depthwise --conv 1,4,2,2,4,5,5,1,0", "larger than the padded image");
+	assert_parse_error("depthwise --target cuda", "depthwise runs on the CPU only");
+	assert_parse_error("depthwise --sizes 64", "--sizes applies to the gemm and dense commands only");
+	assert_parse_error("depthwisee", "unknown command 'depthwisee' (gemm, conv2d, depthwise,");
 }
 END_TEST
 
@@ -309,6 +341,34 @@ static void check_naive_conv(bench_conv c)
 	ts_ctx_free(ctx);
 }
 
+static void check_naive_depthwise(bench_conv c)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(c.N, c.C, c.H, c.W), ts_float32);
+	ts_tensor *W = ts_placeholder(ctx, "W", TS_SHAPE(c.C, 1, c.R, c.S), ts_float32);
+	ts_tensor *Y = ts_op_depthwise_conv2d_nchw(ctx, X, W, (int)c.stride, (int)c.stride, (int)c.pad,
+						   (int)c.pad, 1, 1);
+	tu_nonnull(ctx, Y);
+	ts_array *x = ts_array_for(ctx, X), *w = ts_array_for(ctx, W);
+	ts_array *want = ts_array_for(ctx, Y), *got = ts_array_for(ctx, Y);
+	fill(x, 5);
+	fill(w, 6);
+	tu_ok(ctx, ts_eval(ctx, 3, (ts_tensor *[]){X, W, Y}, (void *[]){x->data, w->data, want->data}));
+	bench_naive_depthwise(&c, x->data, w->data, got->data);
+	tu_assert_close(got, want, 1e-5, 1e-5);
+	ts_array_free(x), ts_array_free(w), ts_array_free(want), ts_array_free(got);
+	ts_ctx_free(ctx);
+}
+
+/* Odd shapes, stride 2, padding, a batch of two. */
+START_TEST(test_naive_depthwise)
+{
+	check_naive_depthwise((bench_conv){1, 5, 9, 11, 5, 3, 3, 1, 1});
+	check_naive_depthwise((bench_conv){2, 3, 10, 7, 3, 3, 3, 2, 1});
+	check_naive_depthwise((bench_conv){1, 4, 7, 7, 4, 5, 5, 2, 2});
+}
+END_TEST
+
 START_TEST(test_naive_conv)
 {
 	check_naive_conv((bench_conv){1, 3, 9, 11, 5, 3, 3, 1, 1});
@@ -325,6 +385,7 @@ START_TEST(test_tessera_schedules)
 		{.op = BENCH_GEMM, .name = "g", .g = {33, 17, 29}},
 		{.op = BENCH_CONV2D, .name = "c", .c = {1, 6, 9, 10, 16, 3, 3, 1, 1}},
 		{.op = BENCH_CONV2D, .name = "c2", .c = {1, 3, 11, 11, 8, 3, 3, 2, 1}},
+		{.op = BENCH_DEPTHWISE, .name = "d", .c = {1, 5, 9, 11, 5, 3, 3, 2, 1}},
 	};
 	for (size_t i = 0; i < TS_COUNT_OF(ps); i++) {
 		ts_ctx *ctx = ts_ctx_new();
@@ -733,13 +794,61 @@ START_TEST(test_binary_tuned)
 	ck_assert_int_eq(rc, BENCH_EXIT_FAILED);
 	ck_assert(strstr(slurp("bench_stdout.txt"), "field cpu is 'not-this-cpu'"));
 	ck_assert_int_eq(run_bench("dense --tuned bench_tuned.jsonl"), BENCH_EXIT_USAGE);
-	ck_assert(strstr(slurp("bench_stderr.txt"), "--tuned applies to the CPU gemm, conv2d and summary"));
+	ck_assert(strstr(slurp("bench_stderr.txt"), "--tuned applies to the CPU gemm, conv2d, depthwise and summary"));
 	f = fopen("bench_tuned.jsonl", "a");
 	fputs("{\"tessera\"\n", f);
 	fclose(f);
 	ck_assert_int_eq(run_bench("gemm --tuned bench_tuned.jsonl"), BENCH_EXIT_USAGE);
 	ck_assert(strstr(slurp("bench_stderr.txt"), "--tuned: bench_tuned.jsonl:4: "));
 	remove("bench_tuned.jsonl");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* depthwise end to end on a tiny shape: tessera, naive and oneDNN checked
+ * and timed, JSON written; then a tuned record (non-default parameters)
+ * builds tessera's kernel, still checked against oneDNN. */
+START_TEST(test_binary_depthwise)
+{
+	remove("bench_dw.json");
+	int rc = run_bench("depthwise --conv 1,5,9,11,5,3,3,2,1 --repeat 2 --threads 2 "
+			   "--impl tessera,naive,onednn --json bench_dw.json");
+	ck_assert_msg(rc == 0, "tessera-bench exited %d: %s", rc, slurp("bench_stderr.txt"));
+	const char *s = slurp("bench_dw.json");
+	ck_assert_ptr_nonnull(s);
+	ck_assert(strstr(s, "\"op\": \"depthwise\""));
+	ck_assert(strstr(s, "\"shape\": \"1x5x9x11 dw 3x3 s2 p1\""));
+	ck_assert(strstr(s, "\"impl\": \"onednn\""));
+	ck_assert_msg(!strstr(s, "FAILED"), "a row failed:\n%s", s);
+	remove("bench_dw.json");
+	ts_ctx *ctx = ts_ctx_new();
+	remove("bench_tuned.jsonl");
+	append_tuned(ctx, "depthwise", TS_SHAPE(1, 5, 9, 11, 3, 2, 1),
+		     (const char *[]){"sketch", "tile1", "tile3", "cache"}, (int64_t[]){1, 4, 2, 1}, 4);
+	rc = run_bench("depthwise --conv 1,5,9,11,5,3,3,2,1 --conv 1,3,8,8,3,3,3,1,1 --repeat 2 --threads 2 "
+		       "--impl tessera,onednn --tuned bench_tuned.jsonl");
+	ck_assert_msg(rc == 0, "tessera-bench exited %d: %s", rc, slurp("bench_stderr.txt"));
+	const char *out = slurp("bench_stdout.txt");
+	ck_assert_msg(strstr(out, "tessera conv3x3_0: tuned: bench_tuned.jsonl:1"), "%s", out);
+	ck_assert_msg(strstr(out, "tessera conv3x3_1: default: no record"), "%s", out);
+	ck_assert_int_eq(run_bench("depthwise --target cuda"), BENCH_EXIT_USAGE);
+	ck_assert(strstr(slurp("bench_stderr.txt"), "depthwise runs on the CPU only"));
+	remove("bench_tuned.jsonl");
+	/* tessera-tune by layer name: the record has dw10's shape */
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "'%s' depthwise dw10 --budget 0.5 --threads 1 --log bench_tuned.jsonl "
+		 ">bench_stdout.txt 2>bench_stderr.txt </dev/null", TESSERA_TUNE_EXE);
+	rc = system(cmd);
+	ck_assert_msg(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "%s", slurp("bench_stderr.txt"));
+	ts_tune_log *log = ts_tune_log_load(ctx, "bench_tuned.jsonl");
+	ck_assert_msg(log && log->n == 1, "%s", ts_last_error(ctx));
+	ck_assert_str_eq(log->rec[0].op, "depthwise");
+	int64_t want[] = {1, 960, 7, 7, 3, 1, 1};
+	ck_assert_int_eq(log->rec[0].nshape, 7);
+	ck_assert(!memcmp(log->rec[0].shape, want, sizeof want));
+	remove("bench_tuned.jsonl");
+	remove("bench_stderr.txt");
+	remove("bench_stdout.txt");
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -860,6 +969,8 @@ int main(void)
 	tcase_add_test(tc, test_cli_output_paths);
 	tcase_add_test(tc, test_naive_gemm);
 	tcase_add_test(tc, test_naive_conv);
+	tcase_add_test(tc, test_naive_depthwise);
+	tcase_add_test(tc, test_cli_depthwise);
 	tcase_add_test(tc, test_naive_softmax);
 	tcase_add_test(tc, test_cli_softmax);
 	tcase_add_test(tc, test_cli_reduce);
@@ -879,6 +990,7 @@ int main(void)
 	tcase_add_test(tc, test_binary_errors);
 	tcase_add_test(tc, test_binary_tuned);
 	tcase_add_test(tc, test_binary_tune);
+	tcase_add_test(tc, test_binary_depthwise);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -4,8 +4,10 @@
  *
  *   tessera-tune OP SHAPE... --log FILE [--budget SECONDS] [--threads T] [--seed S]
  *
- * conv2d takes the nine numbers of its shape or a ResNet-50 layer name as
- * tessera-bench names them (`tessera-tune conv2d res2_3x3`).  A record of
+ * conv2d, conv2d_nchw and conv2d_nhwc take the nine numbers of their shape
+ * or a ResNet-50 layer name as tessera-bench names them
+ * (`tessera-tune conv2d res2_3x3`); depthwise a MobileNet-v2 layer name
+ * (`tessera-tune depthwise dw3`).  A record of
  * the log for the same task seeds the search (resume).  On a terminal a
  * progress line is rewritten in place; at the end a table compares the
  * default and the tuned schedule as measured in this run.  Exit status:
@@ -48,7 +50,9 @@ static void usage(FILE *f)
 		"for the same task seeds the search.  tessera-bench --tuned FILE uses the log.\n"
 		"\n"
 		"operators and shapes:\n%s\n"
-		"(conv2d also takes a ResNet-50 layer name: tessera-bench --layer list)\n"
+		"(conv2d, conv2d_nchw and conv2d_nhwc also take a ResNet-50 layer name:\n"
+		" tessera-bench --layer list; depthwise a MobileNet-v2 one:\n"
+		" tessera-bench depthwise --layer list)\n"
 		"\n"
 		"options:\n"
 		"  --log FILE        the tuning log (required; created when missing)\n"
@@ -122,7 +126,8 @@ static int parse_flag(tune_cli *c, const char *flag, const char *v)
 static int parse_shape_arg(tune_cli *c, const char *a)
 {
 	int64_t x;
-	if (!strcmp(c->op, "conv2d") && c->nshape == 0 && !c->layer && (*a < '0' || *a > '9')) {
+	bool named = !strncmp(c->op, "conv2d", 6) || !strcmp(c->op, "depthwise");
+	if (named && c->nshape == 0 && !c->layer && (*a < '0' || *a > '9')) {
 		c->layer = a;
 		return 0;
 	}
@@ -142,7 +147,8 @@ static int parse(int argc, char **argv, tune_cli *c)
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	c->threads = cores > 0 ? (int)cores : 1;
 	if (argc < 2)
-		return bad("missing operator (%s)", "matmul, dense, batch_matmul, conv2d, depthwise, pool, softmax, elementwise");
+		return bad("missing operator (%s)", "matmul, dense, batch_matmul, conv2d, conv2d_nchw, conv2d_nhwc, "
+			   "depthwise, pool, softmax, elementwise");
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -241,8 +247,14 @@ static int init_task(ts_ctx *ctx, const tune_cli *c, ts_tune_task *t)
 	int64_t shape[TS_TUNE_MAX_SHAPE];
 	int n = c->nshape;
 	memcpy(shape, c->shape, sizeof shape);
-	if (c->layer) {
-		bench_conv bc;
+	bench_conv bc;
+	if (c->layer && !strcmp(c->op, "depthwise")) {
+		if (bench_find_dw_layer(c->layer, &bc))
+			return bad("depthwise: unknown layer '%s' (tessera-bench depthwise --layer list)", c->layer);
+		int64_t v[7] = {bc.N, bc.C, bc.H, bc.W, bc.R, bc.stride, bc.pad};
+		memcpy(shape, v, sizeof v);
+		n = 7;
+	} else if (c->layer) {
 		if (bench_find_layer(c->layer, &bc))
 			return bad("conv2d: unknown layer '%s' (tessera-bench --layer list)", c->layer);
 		int64_t v[9] = {bc.N, bc.C, bc.H, bc.W, bc.K, bc.R, bc.S, bc.stride, bc.pad};

@@ -34,7 +34,9 @@
  *              matmul register-blocked with mr, nr, kunroll, parallel.
  *   "softmax"  softmax: the vector lanes of ts_schedule_softmax_cpu.
  *   "generic"  any single-output compute (ts_tune_space_generic): pooling,
- *              depthwise convolution, elementwise chains.
+ *              depthwise convolution, the plain conv2d_nchw and
+ *              conv2d_nhwc (ts_op_conv2d_nchw / ts_op_conv2d_nhwc, no
+ *              layout conversion), elementwise chains.
  * A candidate that a primitive refuses is skipped, not an error.
  */
 #ifndef TESSERA_SCHEDULE_TUNE_H
@@ -70,8 +72,8 @@ typedef struct ts_tune_cand {
 } ts_tune_cand;
 
 typedef struct ts_tune_task {
-	char op[TS_TUNE_NAME];   /* matmul, dense, batch_matmul, conv2d, depthwise,
-				  * pool, softmax, elementwise */
+	char op[TS_TUNE_NAME];   /* matmul, dense, batch_matmul, conv2d, conv2d_nchw,
+				  * conv2d_nhwc, depthwise, pool, softmax, elementwise */
 	int nshape;
 	int64_t shape[TS_TUNE_MAX_SHAPE];
 	ts_dtype dtype;          /* float32 */
@@ -86,6 +88,8 @@ typedef struct ts_tune_task {
  *   dense M N K           relu(A B + bias[N])
  *   batch_matmul B M N K  C[b] = A[b] B[b]
  *   conv2d N C H W K R S stride pad    (square kernel R = S)
+ *   conv2d_nchw N C H W K R S stride pad   X[N,C,H,W], W[K,C,R,S] (OIHW)
+ *   conv2d_nhwc N C H W K R S stride pad   X[N,H,W,C], W[R,S,C,K] (HWIO)
  *   depthwise N C H W R stride pad     (multiplier 1)
  *   pool N C H W R stride pad          (max pooling, pad < R)
  *   softmax ROWS COLS

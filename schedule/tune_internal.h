@@ -14,6 +14,8 @@ int tune_graph(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c, ts_ten
 	       ts_tensor **plain);
 /* conv2d: the output-channel block of candidate c; 0 for the other ops. */
 int64_t tune_out_block(const ts_tune_task *t, const ts_tune_cand *c);
+/* conv2d, conv2d_nchw or conv2d_nhwc: the shape N C H W K R S STRIDE PAD. */
+bool tune_is_conv(const char *op);
 /* The value of parameter `name` in c, or `def` when the space has none. */
 int64_t tune_param(const ts_tune_space *sp, const ts_tune_cand *c, const char *name, int64_t def);
 

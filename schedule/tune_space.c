@@ -34,6 +34,8 @@ static const op_info ops[] = {
 	{"dense", 3, "dense M N K"},
 	{"batch_matmul", 4, "batch_matmul B M N K"},
 	{"conv2d", 9, "conv2d N C H W K R S STRIDE PAD"},
+	{"conv2d_nchw", 9, "conv2d_nchw N C H W K R S STRIDE PAD"},
+	{"conv2d_nhwc", 9, "conv2d_nhwc N C H W K R S STRIDE PAD"},
 	{"depthwise", 7, "depthwise N C H W R STRIDE PAD"},
 	{"pool", 7, "pool N C H W R STRIDE PAD"},
 	{"softmax", 2, "softmax ROWS COLS"},
@@ -43,8 +45,14 @@ static const op_info ops[] = {
 const char *ts_tune_ops_usage(void)
 {
 	return "matmul M N K | dense M N K | batch_matmul B M N K |\n"
-	       "conv2d N C H W K R S STRIDE PAD | depthwise N C H W R STRIDE PAD |\n"
+	       "conv2d N C H W K R S STRIDE PAD | conv2d_nchw N C H W K R S STRIDE PAD |\n"
+	       "conv2d_nhwc N C H W K R S STRIDE PAD | depthwise N C H W R STRIDE PAD |\n"
 	       "pool N C H W R STRIDE PAD | softmax ROWS COLS | elementwise ROWS COLS";
+}
+
+bool tune_is_conv(const char *op)
+{
+	return !strcmp(op, "conv2d") || !strcmp(op, "conv2d_nchw") || !strcmp(op, "conv2d_nhwc");
 }
 
 static bool host_avx512(void)
@@ -183,15 +191,17 @@ static ts_status space_of(ts_ctx *ctx, ts_tune_task *t)
 static ts_status check_shape(ts_ctx *ctx, const ts_tune_task *t)
 {
 	const int64_t *s = t->shape;
-	bool conv = !strcmp(t->op, "conv2d"), win = !strcmp(t->op, "depthwise") || !strcmp(t->op, "pool");
+	bool conv = tune_is_conv(t->op), win = !strcmp(t->op, "depthwise") || !strcmp(t->op, "pool");
 	if (conv || win) {
-		int64_t R = s[conv ? 5 : 4], pad = s[conv ? 8 : 6], H = s[2], W = s[3];
-		if (conv && s[5] != s[6])
+		int64_t R = s[conv ? 5 : 4], S = conv ? s[6] : R, pad = s[conv ? 8 : 6], H = s[2], W = s[3];
+		/* the blocked space's schedule takes square kernels only */
+		if (!strcmp(t->op, "conv2d") && R != S)
 			return ts_error(ctx, TS_ERR_INVALID, "tune conv2d: the kernel must be square (R = S), got %lldx%lld",
 					(long long)s[5], (long long)s[6]);
-		if (R > H + 2 * pad || R > W + 2 * pad)
-			return ts_error(ctx, TS_ERR_INVALID, "tune %s: the kernel (%lld) is larger than the padded image",
-					t->op, (long long)R);
+		if (R > H + 2 * pad || S > W + 2 * pad)
+			return ts_error(ctx, TS_ERR_INVALID, "tune %s: the kernel (%lldx%lld) is larger than the padded "
+					"image (%lldx%lld)", t->op, (long long)R, (long long)S,
+					(long long)(H + 2 * pad), (long long)(W + 2 * pad));
 		if (!strcmp(t->op, "pool") && pad >= R)
 			return ts_error(ctx, TS_ERR_INVALID, "tune pool: padding %lld must be below the kernel %lld",
 					(long long)pad, (long long)R);
@@ -245,7 +255,8 @@ ts_status ts_tune_task_init(ts_ctx *ctx, ts_tune_task *t, const char *op, int ns
 			info = &ops[i];
 	if (!info)
 		return ts_error(ctx, TS_ERR_INVALID, "tune: unknown operator '%.40s' (%s)", op,
-				"matmul, dense, batch_matmul, conv2d, depthwise, pool, softmax, elementwise");
+				"matmul, dense, batch_matmul, conv2d, conv2d_nchw, conv2d_nhwc, depthwise, pool, "
+				"softmax, elementwise");
 	if (nshape != info->nshape)
 		return ts_error(ctx, TS_ERR_INVALID, "tune %s: %d extents given, the shape is %s", op,
 				nshape, info->usage);
@@ -255,7 +266,7 @@ ts_status ts_tune_task_init(ts_ctx *ctx, ts_tune_task *t, const char *op, int ns
 	t->dtype = ts_float32;
 	snprintf(t->target, sizeof t->target, "llvm");
 	t->lanes = host_avx512() ? 16 : 8;
-	bool padded = !strcmp(op, "conv2d") || !strcmp(op, "depthwise") || !strcmp(op, "pool");
+	bool padded = tune_is_conv(op) || !strcmp(op, "depthwise") || !strcmp(op, "pool");
 	TRY(check_extents(ctx, t, padded));
 	TRY(check_shape(ctx, t));
 	TRY(space_of(ctx, t));
@@ -283,7 +294,7 @@ double ts_tune_task_flops(const ts_tune_task *t)
 		return 2.0 * (double)s[0] * (double)s[1] * (double)s[2];
 	if (!strcmp(t->op, "batch_matmul"))
 		return 2.0 * (double)s[0] * (double)s[1] * (double)s[2] * (double)s[3];
-	if (!strcmp(t->op, "conv2d"))
+	if (tune_is_conv(t->op))
 		return 2.0 * (double)s[0] * (double)s[4] * (double)s[1] * (double)(s[5] * s[6]) *
 		       (double)conv_out(s[2], s[5], s[7], s[8]) * (double)conv_out(s[3], s[6], s[7], s[8]);
 	if (!strcmp(t->op, "depthwise") || !strcmp(t->op, "pool"))
@@ -338,6 +349,23 @@ static int graph_conv2d(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *
 	return a[2] && *plain ? 3 : 0;
 }
 
+/* conv2d_nchw and conv2d_nhwc: the plain operators, for the generic space. */
+static int graph_conv_plain(ts_ctx *ctx, const ts_tune_task *t, ts_tensor **a)
+{
+	const int64_t *s = t->shape;
+	int st = (int)s[7], pd = (int)s[8];
+	if (!strcmp(t->op, "conv2d_nchw")) {
+		a[0] = ph(ctx, "X", TS_SHAPE(s[0], s[1], s[2], s[3]));
+		a[1] = ph(ctx, "W", TS_SHAPE(s[4], s[1], s[5], s[6]));
+		a[2] = ts_op_conv2d_nchw(ctx, a[0], a[1], st, st, pd, pd, 1, 1, 1);
+	} else {
+		a[0] = ph(ctx, "X", TS_SHAPE(s[0], s[2], s[3], s[1]));
+		a[1] = ph(ctx, "W", TS_SHAPE(s[5], s[6], s[1], s[4]));
+		a[2] = ts_op_conv2d_nhwc(ctx, a[0], a[1], st, st, pd, pd, 1, 1, 1);
+	}
+	return a[2] ? 3 : 0;
+}
+
 /* relu(A + B) + A: an elementwise chain of three stages. */
 static int graph_elementwise(ts_ctx *ctx, const ts_tune_task *t, ts_tensor **a)
 {
@@ -378,6 +406,8 @@ int tune_graph(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c, ts_ten
 		n = (a[1] = ts_op_softmax(ctx, a[0])) ? 2 : 0;
 	} else if (!strcmp(t->op, "elementwise"))
 		n = graph_elementwise(ctx, t, a);
+	else if (tune_is_conv(t->op))
+		n = graph_conv_plain(ctx, t, a);
 	else
 		n = graph_window(ctx, t, a);
 	if (n)

@@ -149,8 +149,15 @@ if have "$bench"; then
 	expect "unknown target 'tpu'" "$b" gemm --target tpu
 	expect "--tuned: tune log /nonexistent/t.jsonl: cannot read" "$b" gemm --tuned /nonexistent/t.jsonl
 	expect "--tuned: empty path" "$b" gemm --tuned=
-	expect "--tuned applies to the CPU gemm, conv2d and summary commands" "$b" dense --tuned x
-	expect "--tuned applies to the CPU gemm, conv2d and summary commands" "$b" gemm --target cuda --tuned x
+	expect "--tuned applies to the CPU gemm, conv2d, depthwise and summary commands" "$b" dense --tuned x
+	expect "--tuned applies to the CPU gemm, conv2d, depthwise and summary commands" "$b" gemm --target cuda --tuned x
+	expect "--layer: unknown depthwise layer 'res2_3x3'" "$b" depthwise --layer res2_3x3
+	expect "depthwise conv3x3_0: K must equal C (multiplier 1), got K 8, C 4" "$b" depthwise --conv 1,4,9,9,8,3,3,1,1
+	expect "conv conv5x5_0: the kernel is larger than the padded image" "$b" depthwise --conv 1,4,2,2,4,5,5,1,0
+	expect "conv conv3x3_0: N, C, H, W, K, R, S and stride must be >= 1" "$b" depthwise --conv 1,4,9,9,4,3,3,0,1
+	expect "depthwise runs on the CPU only" "$b" depthwise --target cuda
+	expect "--sizes applies to the gemm and dense commands only" "$b" depthwise --sizes 64
+	expect "--tuned: tune log $tmp/none.jsonl: cannot read" "$b" depthwise --tuned "$tmp/none.jsonl"
 	printf 'garbage\n' >"$tmp/bad_tune.log"
 	expect "--tuned: $tmp/bad_tune.log:1: expected '{'" "$b" gemm --tuned "$tmp/bad_tune.log"
 	if ls "$tmp" | grep -q json; then
@@ -206,6 +213,15 @@ if have "$tune"; then
 	expect "conv2d: unknown layer 'res9'" "$u" conv2d res9 --log "$log"
 	expect "unexpected argument '3' after the layer name" "$u" conv2d res2_3x3 3 --log "$log"
 	expect "tune pool: padding 3 must be below the kernel 3" "$u" pool 1 4 8 8 3 1 3 --log "$log"
+	expect "tune conv2d_nchw: 8 extents given, the shape is conv2d_nchw N C H W K R S STRIDE PAD" \
+		"$u" conv2d_nchw 1 4 8 8 4 3 3 1 --log "$log"
+	expect "tune conv2d_nhwc: the kernel (3x11) is larger than the padded image (10x10)" \
+		"$u" conv2d_nhwc 1 4 8 8 4 3 11 1 1 --log "$log"
+	expect "tune conv2d_nchw: extent 7 is 0" "$u" conv2d_nchw 1 4 8 8 4 3 3 0 1 --log "$log"
+	expect "conv2d: unknown layer 'res9'" "$u" conv2d_nhwc res9 --log "$log"
+	expect "depthwise: unknown layer 'res2_3x3' (tessera-bench depthwise --layer list)" \
+		"$u" depthwise res2_3x3 --log "$log"
+	expect "unexpected argument '3' after the layer name" "$u" depthwise dw1 3 --log "$log"
 	printf '{"tessera": "0.1", "op": \n' >"$log"
 	expect "$log:1: truncated record" "$u" matmul 8 8 8 --log "$log"
 	printf '{"tessera": "0.0", "op": "matmul", "shape": [8, 8, 8], "dtype": "float32", "target": "llvm", "cpu": "x", "features": "y", "threads": 1, "params": {}, "median_ms": 1, "default_ms": 1, "trials": 1}\n' >"$log"

@@ -33,7 +33,19 @@ START_TEST(test_task_init)
 	tu_assert_error(ctx, "tune pool: padding 3 must be below the kernel 3");
 	ts_clear_error(ctx);
 	ck_assert_int_eq(ts_tune_task_init(ctx, &t, "depthwise", TS_SHAPE(1, 2, 4, 4, 9, 1, 0)), TS_ERR_INVALID);
-	tu_assert_error(ctx, "tune depthwise: the kernel (9) is larger than the padded image");
+	tu_assert_error(ctx, "tune depthwise: the kernel (9x9) is larger than the padded image (4x4)");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_tune_task_init(ctx, &t, "conv2d_nchw", TS_SHAPE(1, 4, 8, 8, 4, 3, 11, 1, 1)),
+			 TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune conv2d_nchw: the kernel (3x11) is larger than the padded image (10x10)");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_tune_task_init(ctx, &t, "conv2d_nhwc", TS_SHAPE(1, 4, 8, 8, 4, 3, 3, 0, 1)),
+			 TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune conv2d_nhwc: extent 7 is 0; it must be from 1 to 2^24");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_tune_task_init(ctx, &t, "conv2d_nhwc", TS_SHAPE(1, 4, 8, 8, 4, 3, 3, 1)),
+			 TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune conv2d_nhwc: 8 extents given, the shape is conv2d_nhwc N C H W K R S STRIDE PAD");
 	ts_clear_error(ctx);
 	ck_assert_int_eq(ts_tune_task_init(ctx, &t, "conv2d", TS_SHAPE(1, 4, 8, 8, 4, 3, 1, 1, 0)),
 			 TS_ERR_INVALID);

@@ -64,6 +64,15 @@ START_TEST(test_search_depthwise)
 }
 END_TEST
 
+/* The plain convolutions in the generic space, the NHWC one with a
+ * kernel that is not square. */
+START_TEST(test_search_conv2d_plain)
+{
+	check_search("conv2d_nchw", TS_SHAPE(1, 4, 9, 9, 6, 3, 3, 1, 1));
+	check_search("conv2d_nhwc", TS_SHAPE(1, 5, 8, 7, 6, 3, 1, 2, 1));
+}
+END_TEST
+
 /* The default is candidate 0: with one trial allowed, it is the result. */
 START_TEST(test_search_default_first)
 {
@@ -128,6 +137,14 @@ END_TEST
 START_TEST(test_space_conv2d)
 {
 	check_space("conv2d", TS_SHAPE(1, 8, 9, 11, 16, 3, 3, 1, 1), 6);
+}
+END_TEST
+
+/* Extents no tile of the space divides (7, 10, 11, 13), stride 2. */
+START_TEST(test_space_conv2d_plain)
+{
+	check_space("conv2d_nchw", TS_SHAPE(1, 3, 10, 7, 5, 3, 3, 2, 1), 14);
+	check_space("conv2d_nhwc", TS_SHAPE(1, 5, 11, 13, 7, 3, 2, 1, 0), 14);
 }
 END_TEST
 
@@ -344,9 +361,11 @@ int main(void)
 	tcase_add_test(tc, test_search_matmul);
 	tcase_add_test(tc, test_search_pool);
 	tcase_add_test(tc, test_search_depthwise);
+	tcase_add_test(tc, test_search_conv2d_plain);
 	tcase_add_test(tc, test_search_default_first);
 	tcase_add_test(tc, test_space_matmul);
 	tcase_add_test(tc, test_space_conv2d);
+	tcase_add_test(tc, test_space_conv2d_plain);
 	tcase_add_test(tc, test_space_generic);
 	tcase_add_test(tc, test_generic_user_compute);
 	tcase_add_test(tc, test_log_round_trip);
