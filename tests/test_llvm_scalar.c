@@ -79,7 +79,9 @@ END_TEST
 /* The vectorize step is where vector code appears.  (Here the split leaves
  * a guarded tail, which tessera's own vectorizer leaves a loop; in a
  * function that vectorizes, such a loop is not marked scalar, and LLVM
- * vectorizes it as the schedule asked.) */
+ * vectorizes it as the schedule asked, at the width the host prefers:
+ * <16 x float> on some AVX-512 CPUs, <8 x float> where LLVM prefers
+ * 256-bit vectors, so any vector width counts.) */
 START_TEST(vectorized_is_vector)
 {
 	axpy x = make();
@@ -87,7 +89,7 @@ START_TEST(vectorized_is_vector)
 	tu_ok(x.ctx, ts_split(x.sc, ts_axis_of(x.sc, 1), 16, &jo, &ji));
 	tu_ok(x.ctx, ts_vectorize(x.sc, ji));
 	const char *ir = optimized(&x);
-	ck_assert_msg(strstr(ir, "<16 x float>") != NULL, "the vectorized loop is scalar");
+	ck_assert_msg(strstr(ir, " x float>") != NULL, "the vectorized loop is scalar");
 	ts_ctx_free(x.ctx);
 }
 END_TEST
