@@ -384,6 +384,94 @@ ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_co
 	return TS_OK;
 }
 
+ts_depthwise_cpu_params ts_depthwise_cpu_default(void)
+{
+	return (ts_depthwise_cpu_params){.ow_block = 0, .oh_block = 0, .parallel = true};
+}
+
+/* The register block of a window stage over ow output columns and oh rows
+ * with `lanes`-wide vectors: two vectors of columns where the row has
+ * them, else one, else the whole row; then up to 2 rows (8 for rows
+ * narrower than a vector), a divisor of oh where one is near, since a
+ * guarded tail row costs more than a smaller block. */
+static void window_block(int64_t ow, int64_t oh, int lanes, ts_depthwise_cpu_params *d)
+{
+	if (d->ow_block <= 0)
+		d->ow_block = ow >= 2 * lanes ? 2 * lanes : ow >= lanes ? lanes : ow;
+	if (d->oh_block <= 0) {
+		int64_t want = d->ow_block < lanes ? 8 : 2, best = 1;
+		for (int64_t r = 1; r <= want && r <= oh; r++)
+			if (oh % r == 0)
+				best = r;
+		d->oh_block = best * 2 > want ? best : want;
+	}
+	if (d->oh_block > oh)
+		d->oh_block = oh;
+}
+
+/* The padding stage P of a window stage, computed per (image, channel)
+ * plane just before the plane is read: one plane stays in cache, and the
+ * padded tensor is never written whole. */
+static ts_status schedule_window_pad(ts_schedule *s, ts_tensor *P, ts_stage *sy, ts_axis *plane,
+				     int lanes)
+{
+	ts_stage *sp = ts_stage_of(s, P);
+	ts_axis *po, *pi;
+	if (!sp)
+		return ts_last_status(s->ctx);
+	TRY(ts_compute_at(sp, sy, plane));
+	TRY(ts_split_tail(sp, ts_axis_of(sp, 3), lanes, TS_TAIL_PARTITION, &po, &pi));
+	return ts_vectorize(sp, pi);
+}
+
+ts_status ts_schedule_depthwise_cpu(ts_schedule *s, ts_tensor *Y, const ts_depthwise_cpu_params *p)
+{
+	const char *what = "schedule_depthwise_cpu";
+	TRY(need(s, Y, what));
+	ts_depthwise_cpu_params d = p ? *p : ts_depthwise_cpu_default();
+	if (d.ow_block < 0 || d.oh_block < 0)
+		return ts_error(s->ctx, TS_ERR_INVALID, "%s: ow_block and oh_block must be >= 0 (0: "
+				"chosen from the shape), got %lld and %lld", what, (long long)d.ow_block,
+				(long long)d.oh_block);
+	if (Y->op != TS_OP_COMPUTE || Y->ndim != 4 || Y->nreduce != 2 || Y->ninputs < 1)
+		return ts_error(s->ctx, TS_ERR_INVALID, "%s: %s is not a 2-D window over NCHW (a depthwise "
+				"convolution or a pooling: 4 axes, 2 reduction axes)", what, Y->name);
+	int lanes = host_has_avx512() ? 16 : 8;
+	window_block(Y->shape[3], Y->shape[2], lanes, &d);
+	ts_tensor *YC = ts_cache_write(s, Y, TS_SCOPE_LOCAL);
+	if (!YC)
+		return ts_last_status(s->ctx);
+	ts_stage *sy = ts_stage_of(s, Y), *sc = ts_stage_of(s, YC);
+	ts_axis *f, *yo, *yi, *xo, *xi;
+	TRY(ts_fuse(sy, ts_axis_of(sy, 0), ts_axis_of(sy, 1), &f));
+	TRY(ts_split(sy, ts_axis_of(sy, 2), d.oh_block, &yo, &yi));
+	TRY(ts_split_tail(sy, ts_axis_of(sy, 3), d.ow_block, TS_TAIL_PARTITION, &xo, &xi));
+	TRY(ts_reorder(sy, TS_AXES(f, yo, xo, yi, xi)));
+	if (d.parallel)
+		TRY(ts_parallel(sy, f));
+	TRY(ts_vectorize(sy, xi));
+	/* the accumulator block: the window outside, rows unrolled, columns a
+	 * vector; a small window unrolled too, so that every multiply-add of
+	 * a block is straight-line code with its inputs in registers */
+	TRY(ts_compute_at(sc, sy, xo));
+	ts_axis *h = ts_axis_of(sc, 2), *w = ts_axis_of(sc, 3);
+	ts_axis *ry = ts_reduce_axis_of(sc, 0), *rx = ts_reduce_axis_of(sc, 1);
+	TRY(ts_reorder(sc, TS_AXES(ry, rx, h, w)));
+	TRY(ts_unroll(sc, h));
+	TRY(ts_vectorize(sc, w));
+	if (ry->extent * rx->extent * d.oh_block <= 256) {
+		TRY(ts_unroll(sc, rx));
+		TRY(ts_unroll(sc, ry));
+	}
+	/* the padding (or any elementwise producer), one plane at a time */
+	for (int i = 0; i < Y->ninputs; i++) {
+		ts_tensor *P = Y->inputs[i];
+		if (P->op == TS_OP_COMPUTE && P->ndim == 4 && P->nreduce == 0)
+			TRY(schedule_window_pad(s, P, sy, f, lanes));
+	}
+	return TS_OK;
+}
+
 ts_matmul_cuda_params ts_matmul_cuda_default(void)
 {
 	return (ts_matmul_cuda_params){.block_m = 64, .block_n = 64, .thread_m = 4, .thread_n = 4,

@@ -88,6 +88,23 @@ ts_conv2d_cpu_params ts_conv2d_cpu_default(void);
 /* Schedules Y = ts_op_conv2d_nchwc(...) (its padding stage included). */
 ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_conv2d_cpu_params *p);
 
+typedef struct ts_depthwise_cpu_params {
+	int64_t ow_block; /* output columns per register block; 0: two vectors,
+			   * or one, or the whole row, as the row allows */
+	int64_t oh_block; /* output rows per register block; 0: enough rows for
+			   * about two vectors of outputs (at least 2) */
+	bool parallel;    /* (image, channel) planes in parallel */
+} ts_depthwise_cpu_params;
+
+ts_depthwise_cpu_params ts_depthwise_cpu_default(void);
+/* Schedules a 2-D window over NCHW: Y = ts_op_depthwise_conv2d_nchw(...)
+ * or a pooling (ts_op_max_pool2d, ...), any stride, padding, dilation.
+ * Each (image, channel) plane is one parallel iteration; its padding stage
+ * is computed there, one plane at a time; each oh_block x ow_block block
+ * of outputs is accumulated in registers over the window (the window
+ * unrolled when small) and stored once. */
+ts_status ts_schedule_depthwise_cpu(ts_schedule *s, ts_tensor *Y, const ts_depthwise_cpu_params *p);
+
 typedef struct ts_matmul_cuda_params {
 	int64_t block_m, block_n; /* C tile per thread block */
 	int64_t thread_m, thread_n; /* C block per thread (registers) */

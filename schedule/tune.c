@@ -102,6 +102,23 @@ static double cost_conv2d(const ts_tune_task *t, const ts_tune_cand *c)
 	return spill(vecs) / (vec * reuse * par);
 }
 
+/* depthwise: the accumulator vectors of a block (spilling past the
+ * registers), the lanes they use (a row narrower than its vectors wastes
+ * the rest) and the parallel planes.  A block of 0 is the shape's own
+ * choice, about two vectors. */
+static double cost_depthwise(const ts_tune_task *t, const ts_tune_cand *c)
+{
+	const ts_tune_space *sp = &t->space;
+	const int64_t *s = t->shape; /* N C H W R stride pad */
+	double lanes = t->lanes, ow = (double)((s[3] + 2 * s[6] - s[4]) / s[5] + 1);
+	double owb = (double)tune_param(sp, c, "ow_block", 0), ohb = (double)tune_param(sp, c, "oh_block", 0);
+	owb = fmin(owb > 0 ? owb : 2 * lanes, ow);
+	ohb = ohb > 0 ? ohb : 2;
+	double vecs = ceil(owb / lanes) * ohb, used = owb / (ceil(owb / lanes) * lanes);
+	double par = tune_param(sp, c, "parallel", 1) ? 2 : 1;
+	return spill(vecs) * (1 + 1 / vecs) / (used * par);
+}
+
 /* The generic sketch: vector use of the inner tile, the parallel outer
  * loop, the loop overhead of small tiles and the inner working set
  * against a 32 KB L1. */
@@ -143,6 +160,8 @@ double ts_tune_cost(const ts_tune_task *t, const ts_tune_cand *c)
 		return cost_conv2d(t, c);
 	if (!strcmp(k, "batch_matmul"))
 		return cost_batch_matmul(t, c);
+	if (!strcmp(k, "depthwise"))
+		return cost_depthwise(t, c);
 	if (!strcmp(k, "softmax")) {
 		double l = (double)tune_param(&t->space, c, "lanes", t->lanes);
 		return 1 + fabs(log2(l / t->lanes)) * 0.3;

@@ -33,8 +33,10 @@
  *   "batch_matmul"  the default schedule (blocked 0) or each batch's
  *              matmul register-blocked with mr, nr, kunroll, parallel.
  *   "softmax"  softmax: the vector lanes of ts_schedule_softmax_cpu.
+ *   "depthwise"  depthwise conv2d: ts_depthwise_cpu_params (ow_block,
+ *              oh_block, 0 meaning chosen from the shape; parallel).
  *   "generic"  any single-output compute (ts_tune_space_generic): pooling,
- *              depthwise convolution, the plain conv2d_nchw and
+ *              the plain conv2d_nchw and
  *              conv2d_nhwc (ts_op_conv2d_nchw / ts_op_conv2d_nhwc, no
  *              layout conversion), elementwise chains.
  * A candidate that a primitive refuses is skipped, not an error.

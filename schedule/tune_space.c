@@ -160,6 +160,19 @@ static void space_conv2d(ts_tune_task *t)
 	add_param(sp, "oc_block", noc, oc);
 }
 
+/* ts_depthwise_cpu_params: the shape's own blocks first, then vectors of
+ * columns and rows around them. */
+static void space_depthwise(ts_tune_task *t)
+{
+	ts_tune_space *sp = &t->space;
+	ts_depthwise_cpu_params d = ts_depthwise_cpu_default();
+	int64_t l = t->lanes;
+	sp->kind = "depthwise";
+	add_param(sp, "ow_block", 6, (int64_t[]){d.ow_block, l / 2, l, 2 * l, 3 * l, 4 * l});
+	add_param(sp, "oh_block", 7, (int64_t[]){d.oh_block, 1, 2, 3, 4, 7, 8});
+	add_param(sp, "parallel", 2, (int64_t[]){d.parallel, !d.parallel});
+}
+
 static ts_status space_of(ts_ctx *ctx, ts_tune_task *t)
 {
 	const char *op = t->op;
@@ -173,6 +186,10 @@ static ts_status space_of(ts_ctx *ctx, ts_tune_task *t)
 	}
 	if (!strcmp(op, "batch_matmul")) {
 		space_batch_matmul(t);
+		return TS_OK;
+	}
+	if (!strcmp(op, "depthwise")) {
+		space_depthwise(t);
 		return TS_OK;
 	}
 	if (!strcmp(op, "softmax")) {
@@ -497,6 +514,12 @@ static ts_status schedule_task(ts_schedule *s, const ts_tune_task *t, const ts_t
 		return schedule_batch_matmul(s, t, c, out);
 	if (!strcmp(sp->kind, "softmax"))
 		return ts_schedule_softmax_cpu(s, out, (int)tune_param(sp, c, "lanes", t->lanes));
+	if (!strcmp(sp->kind, "depthwise")) {
+		ts_depthwise_cpu_params p = {.ow_block = tune_param(sp, c, "ow_block", 0),
+					     .oh_block = tune_param(sp, c, "oh_block", 0),
+					     .parallel = tune_param(sp, c, "parallel", 1) != 0};
+		return ts_schedule_depthwise_cpu(s, out, &p);
+	}
 	return ts_tune_apply_generic(s, out, t->lanes, sp, c);
 }
 

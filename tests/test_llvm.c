@@ -465,30 +465,36 @@ END_TEST
 
 /* ---- gathers, scatters, reductions, locals ----------------------------------- */
 
+/* C[i] = A[5i] is a gather and D[2i + 1] = 3 A[i] a scatter; E[i] =
+ * A[2i] is a stride-2 read, one masked load and a shuffle. */
 START_TEST(test_gather_and_scatter)
 {
 	ts_ctx *ctx = ts_ctx_new();
 	const int64_t n = 40;
-	ts_buffer *A = buf1(ctx, "A", ts_float32, 2 * n), *C = buf1(ctx, "C", ts_float32, n);
-	ts_buffer *D = buf1(ctx, "D", ts_float32, 2 * n);
+	ts_buffer *A = buf1(ctx, "A", ts_float32, 5 * n), *C = buf1(ctx, "C", ts_float32, n);
+	ts_buffer *D = buf1(ctx, "D", ts_float32, 2 * n), *E = buf1(ctx, "E", ts_float32, n);
 	ts_expr *io = ts_var(ctx, "io"), *ii = ts_var(ctx, "ii");
 	ts_expr *i = ts_add(ctx, ts_mul(ctx, io, ci(ctx, 8)), ii);
-	ts_expr *two_i = ts_mul(ctx, i, ci(ctx, 2));
-	ts_stmt *body = ir_seq2(ctx, ir_store(ctx, C, i, ld(ctx, A, two_i)),
-				ir_store(ctx, D, ts_add(ctx, two_i, ci(ctx, 1)),
-					 ts_mul(ctx, ld(ctx, A, i), ts_float(ctx, 3))));
+	ts_expr *two_i = ts_mul(ctx, i, ci(ctx, 2)), *five_i = ts_mul(ctx, i, ci(ctx, 5));
+	ts_stmt *body = ir_seq2(ctx, ir_store(ctx, C, i, ld(ctx, A, five_i)),
+				ir_seq2(ctx, ir_store(ctx, D, ts_add(ctx, two_i, ci(ctx, 1)),
+						      ts_mul(ctx, ld(ctx, A, i), ts_float(ctx, 3))),
+					ir_store(ctx, E, i, ld(ctx, A, two_i))));
 	ts_stmt *s = ir_for(ctx, io, ci(ctx, 0), ci(ctx, n / 8), TS_FOR_SERIAL, TS_THREAD_NONE,
 			    ir_for(ctx, ii, ci(ctx, 0), ci(ctx, 8), TS_FOR_VECTORIZED, TS_THREAD_NONE, body));
-	cg_llvm_module *m = compile(ctx, func(ctx, "gather", 3, (ts_buffer *[]){A, C, D}, s), NULL);
+	cg_llvm_module *m = compile(ctx, func(ctx, "gather", 4, (ts_buffer *[]){A, C, D, E}, s), NULL);
 	const char *ir = cg_llvm_ir_text(ctx, m, false);
 	ck_assert_ptr_nonnull(strstr(ir, "llvm.masked.gather"));
 	ck_assert_ptr_nonnull(strstr(ir, "llvm.masked.scatter"));
-	ts_array *a = arr1(ctx, ts_float32, 2 * n, 71, -2, 2), *c = arr1(ctx, ts_float32, n, 72, 0, 1);
+	ck_assert_ptr_nonnull(strstr(ir, "llvm.masked.load"));
+	ts_array *a = arr1(ctx, ts_float32, 5 * n, 71, -2, 2), *c = arr1(ctx, ts_float32, n, 72, 0, 1);
 	ts_array *d = arr1(ctx, ts_float32, 2 * n, 73, 0, 1), *d0 = arr1(ctx, ts_float32, 2 * n, 73, 0, 1);
-	run(m, 3, (ts_array *[]){a, c, d});
-	const float *pa = a->data, *pc = c->data, *pd = d->data, *pd0 = d0->data;
+	ts_array *e = arr1(ctx, ts_float32, n, 74, 0, 1);
+	run(m, 4, (ts_array *[]){a, c, d, e});
+	const float *pa = a->data, *pc = c->data, *pd = d->data, *pd0 = d0->data, *pe = e->data;
 	for (int64_t k = 0; k < n; k++) {
-		ck_assert(pc[k] == pa[2 * k]);
+		ck_assert(pc[k] == pa[5 * k]);
+		ck_assert(pe[k] == pa[2 * k]);
 		ck_assert(pd[2 * k + 1] == pa[k] * 3);
 		ck_assert(pd[2 * k] == pd0[2 * k]);
 	}
@@ -497,6 +503,7 @@ START_TEST(test_gather_and_scatter)
 	ts_array_free(c);
 	ts_array_free(d);
 	ts_array_free(d0);
+	ts_array_free(e);
 	ts_ctx_free(ctx);
 }
 END_TEST

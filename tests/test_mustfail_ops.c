@@ -1,5 +1,6 @@
 /*
- * test_mustfail_ops.c - misuse of ts_op_stage and of the softmax schedule:
+ * test_mustfail_ops.c - misuse of ts_op_stage and of the softmax and
+ * depthwise schedules:
  * each returns NULL or an error status and names the call, the tensor and
  * what exists instead.
  */
@@ -94,6 +95,41 @@ START_TEST(schedule_softmax_bad_arguments)
 }
 END_TEST
 
+START_TEST(schedule_depthwise_not_a_window)
+{
+	sm g = softmax();
+	ts_schedule *s = ts_create_schedule(g.ctx, 1, &g.Y);
+	tu_nonnull(g.ctx, s);
+	ck_assert_int_eq(ts_schedule_depthwise_cpu(s, g.Y, NULL), TS_ERR_INVALID);
+	tu_assert_error(g.ctx, "schedule_depthwise_cpu: softmax is not a 2-D window over NCHW");
+	ts_ctx_free(g.ctx);
+}
+END_TEST
+
+START_TEST(schedule_depthwise_bad_arguments)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(1, 4, 9, 9), ts_float32);
+	ts_tensor *W = ts_placeholder(ctx, "W", TS_SHAPE(4, 1, 3, 3), ts_float32);
+	ts_tensor *Y = ts_op_depthwise_conv2d_nchw(ctx, X, W, 1, 1, 1, 1, 1, 1);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+	tu_nonnull(ctx, s);
+	ts_depthwise_cpu_params p = {.ow_block = -1, .oh_block = 2, .parallel = true};
+	ck_assert_int_eq(ts_schedule_depthwise_cpu(s, Y, &p), TS_ERR_INVALID);
+	tu_assert_error(ctx, "schedule_depthwise_cpu: ow_block and oh_block must be >= 0");
+	ts_clear_error(ctx);
+	/* a vector wider than a vector may be: vectorize says so */
+	p.ow_block = 200;
+	ck_assert_int_ne(ts_schedule_depthwise_cpu(s, Y, &p), TS_OK);
+	tu_assert_error(ctx, "vectorize");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_schedule_depthwise_cpu(s, NULL, NULL), TS_ERR_INVALID);
+	tu_assert_error(ctx, "schedule_depthwise_cpu: tensor is NULL");
+	ck_assert_int_eq(ts_schedule_depthwise_cpu(NULL, Y, NULL), TS_ERR_INVALID);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("mustfail_ops");
@@ -104,6 +140,8 @@ int main(void)
 	tcase_add_test(tc, op_stage_null_arguments);
 	tcase_add_test(tc, schedule_softmax_not_softmax);
 	tcase_add_test(tc, schedule_softmax_bad_arguments);
+	tcase_add_test(tc, schedule_depthwise_not_a_window);
+	tcase_add_test(tc, schedule_depthwise_bad_arguments);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -148,10 +148,19 @@ START_TEST(test_space_conv2d_plain)
 }
 END_TEST
 
+/* ts_depthwise_cpu_params on rows narrower than a vector, rows of a
+ * vector and a tail, stride 2 */
+START_TEST(test_space_depthwise)
+{
+	check_space("depthwise", TS_SHAPE(1, 5, 10, 7, 3, 1, 1), 12);
+	check_space("depthwise", TS_SHAPE(1, 3, 9, 37, 3, 1, 1), 12);
+	check_space("depthwise", TS_SHAPE(1, 4, 13, 45, 3, 2, 1), 12);
+}
+END_TEST
+
 START_TEST(test_space_generic)
 {
 	check_space("pool", TS_SHAPE(1, 3, 11, 9, 3, 2, 1), 12);
-	check_space("depthwise", TS_SHAPE(1, 5, 10, 7, 3, 1, 1), 12);
 	check_space("elementwise", TS_SHAPE(7, 45), 12);
 	check_space("softmax", TS_SHAPE(3, 29), 6);
 }
@@ -366,6 +375,7 @@ int main(void)
 	tcase_add_test(tc, test_space_matmul);
 	tcase_add_test(tc, test_space_conv2d);
 	tcase_add_test(tc, test_space_conv2d_plain);
+	tcase_add_test(tc, test_space_depthwise);
 	tcase_add_test(tc, test_space_generic);
 	tcase_add_test(tc, test_generic_user_compute);
 	tcase_add_test(tc, test_log_round_trip);
