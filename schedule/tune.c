@@ -151,7 +151,7 @@ static double cost_generic(const ts_tune_task *t, const ts_tune_cand *c)
 
 double ts_tune_cost(const ts_tune_task *t, const ts_tune_cand *c)
 {
-	if (!t || !c)
+	if (!c || tune_task_check(NULL, t, "tune_cost") != TS_OK)
 		return INFINITY;
 	const char *k = t->space.kind;
 	if (!strcmp(k, "matmul"))
@@ -430,8 +430,10 @@ static int round_once(tune_run *R)
 
 static ts_status check_opts(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_opts *o)
 {
-	if (!t || !o)
-		return ts_error(ctx, TS_ERR_INVALID, "tune: NULL %s", !t ? "task" : "options");
+	if (tune_task_check(ctx, t, "tune") != TS_OK)
+		return ts_last_status(ctx);
+	if (!o)
+		return ts_error(ctx, TS_ERR_INVALID, "tune: NULL options");
 	if (!(o->budget_s > 0) || o->budget_s > 1e6)
 		return ts_error(ctx, TS_ERR_INVALID, "tune %s: budget_s must be above 0 (and at most 10^6 s), got %g",
 				t->op, o->budget_s);

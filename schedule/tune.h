@@ -101,9 +101,14 @@ ts_status ts_tune_task_init(ts_ctx *ctx, ts_tune_task *t, const char *op, int ns
 			    const int64_t *shape);
 /* "matmul M N K ..." usage lines, one per operator, for programs. */
 const char *ts_tune_ops_usage(void);
-/* Floating-point operations of one run of the task (for GFLOP/s). */
+/* Floating-point operations of one run of the task (for GFLOP/s); NaN
+ * for a NULL task or one ts_tune_task_init did not make.  (Every call
+ * taking a task checks it so: a known operator, its number of extents,
+ * the space's kind and counts; a changed task is refused, never read past
+ * its arrays.) */
 double ts_tune_task_flops(const ts_tune_task *t);
-/* Candidate 0: every parameter at its default. */
+/* Candidate 0: every parameter at its default (all zeros for a task that
+ * is refused as above). */
 ts_tune_cand ts_tune_default(const ts_tune_task *t);
 
 /* The task's graph built, scheduled with candidate c and lowered.  The
@@ -179,7 +184,8 @@ typedef struct ts_tune_result {
 ts_status ts_tune(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_opts *o, ts_tune_result *r);
 
 /* The analytic cost of a candidate (lower is better): an estimate of
- * vector use, parallel use and the inner working set against the cache. */
+ * vector use, parallel use and the inner working set against the cache.
+ * INFINITY for a NULL or refused task or a NULL candidate. */
 double ts_tune_cost(const ts_tune_task *t, const ts_tune_cand *c);
 
 /* ---- the tuning log: JSON lines --------------------------------------------------- */
@@ -204,7 +210,7 @@ typedef struct ts_tune_log {
 } ts_tune_log;
 
 /* This machine's CPU name (LLVM's) and a hash of its features, as records
- * carry them. */
+ * carry them; either may be NULL (not written). */
 void ts_tune_host(char cpu[64], char features[40]);
 
 /* Appends one record for the task's result (threads: the thread pool's

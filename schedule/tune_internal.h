@@ -12,6 +12,10 @@
  * Returns n, or 0 with the error in ctx. */
 int tune_graph(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c, ts_tensor **args,
 	       ts_tensor **plain);
+/* TS_OK when t is a task as ts_tune_task_init made it (a known operator,
+ * its number of extents, its space's kind, counts within the arrays);
+ * else an error naming `what`.  ctx may be NULL. */
+ts_status tune_task_check(ts_ctx *ctx, const ts_tune_task *t, const char *what);
 /* conv2d: the output-channel block of candidate c; 0 for the other ops. */
 int64_t tune_out_block(const ts_tune_task *t, const ts_tune_cand *c);
 /* conv2d, conv2d_nchw or conv2d_nhwc: the shape N C H W K R S STRIDE PAD. */

@@ -27,12 +27,16 @@
 
 void ts_tune_host(char cpu[64], char features[40])
 {
+	if (!cpu && !features)
+		return;
 	char *name = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
 	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a: the list is long */
 	for (const char *p = feat; p && *p; p++)
 		h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
-	snprintf(cpu, 64, "%s", name ? name : "unknown");
-	snprintf(features, 40, "fnv1a:%016llx", (unsigned long long)h);
+	if (cpu)
+		snprintf(cpu, 64, "%s", name ? name : "unknown");
+	if (features)
+		snprintf(features, 40, "fnv1a:%016llx", (unsigned long long)h);
 	LLVMDisposeMessage(name);
 	LLVMDisposeMessage(feat);
 }
@@ -78,8 +82,10 @@ static void put_record(FILE *f, const ts_tune_task *t, const ts_tune_result *r)
 ts_status ts_tune_log_append(ts_ctx *ctx, const char *path, const ts_tune_task *t,
 			     const ts_tune_result *r)
 {
-	if (!path || !t || !r)
-		return ts_error(ctx, TS_ERR_INVALID, "tune_log_append: NULL %s", !path ? "path" : !t ? "task" : "result");
+	if (!path || !r)
+		return ts_error(ctx, TS_ERR_INVALID, "tune_log_append: NULL %s", !path ? "path" : "result");
+	if (tune_task_check(ctx, t, "tune_log_append") != TS_OK)
+		return ts_last_status(ctx);
 	FILE *f = fopen(path, "a");
 	if (!f)
 		return ts_error(ctx, TS_ERR_RUNTIME, "tune log %s: cannot write: %s", path, strerror(errno));
@@ -422,9 +428,11 @@ static const char *shape_str(ts_ctx *ctx, const ts_tune_task *t)
 ts_status ts_tune_log_lookup(ts_ctx *ctx, const ts_tune_log *log, const ts_tune_task *t,
 			     ts_tune_cand *c, const ts_tune_record **rec)
 {
-	if (!log || !t || !c || !rec)
+	if (!log || !c || !rec)
 		return ts_error(ctx, TS_ERR_INVALID, "tune_log_lookup: NULL %s",
-				!log ? "log" : !t ? "task" : !c ? "candidate" : "record");
+				!log ? "log" : !c ? "candidate" : "record");
+	if (tune_task_check(ctx, t, "tune_log_lookup") != TS_OK)
+		return ts_last_status(ctx);
 	char cpu[64], feat[40];
 	const ts_tune_record *foreign = NULL;
 	ts_tune_host(cpu, feat);
@@ -453,10 +461,12 @@ ts_status ts_tune_log_lookup(ts_ctx *ctx, const ts_tune_log *log, const ts_tune_
 ts_func *ts_tune_lower_from_log(ts_ctx *ctx, const ts_tune_log *log, const ts_tune_task *t,
 				const char **note)
 {
-	if (!t || !note) {
-		ts_error(ctx, TS_ERR_INVALID, "tune_lower_from_log: NULL %s", !t ? "task" : "note");
+	if (!note) {
+		ts_error(ctx, TS_ERR_INVALID, "tune_lower_from_log: NULL note");
 		return NULL;
 	}
+	if (tune_task_check(ctx, t, "tune_lower_from_log") != TS_OK)
+		return NULL;
 	ts_tune_cand c = ts_tune_default(t);
 	const ts_tune_record *r = NULL;
 	if (log && ts_tune_log_lookup(ctx, log, t, &c, &r) != TS_OK)

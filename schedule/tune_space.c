@@ -9,6 +9,7 @@
  * Whatever a primitive refuses makes the candidate invalid: the error is
  * left in the context for the caller to clear.
  */
+#include <math.h>
 #include <string.h>
 
 #include "lower.h"
@@ -22,6 +23,12 @@
 		if (st_ != TS_OK)                                              \
 			return st_;                                            \
 	} while (0)
+
+/* The spaces' kinds: a task's space.kind is one of these pointers, which
+ * tune_task_check compares without reading through them. */
+static const char KIND_MATMUL[] = "matmul", KIND_BATCH_MATMUL[] = "batch_matmul",
+		  KIND_CONV2D[] = "conv2d", KIND_DEPTHWISE[] = "depthwise", KIND_SOFTMAX[] = "softmax",
+		  KIND_GENERIC[] = "generic";
 
 typedef struct op_info {
 	const char *name;
@@ -53,6 +60,46 @@ const char *ts_tune_ops_usage(void)
 bool tune_is_conv(const char *op)
 {
 	return !strcmp(op, "conv2d") || !strcmp(op, "conv2d_nchw") || !strcmp(op, "conv2d_nhwc");
+}
+
+static const op_info *find_op(const char *op)
+{
+	for (size_t i = 0; i < TS_COUNT_OF(ops); i++)
+		if (!strcmp(ops[i].name, op))
+			return &ops[i];
+	return NULL;
+}
+
+static const char *kind_of(const char *op)
+{
+	if (!strcmp(op, "matmul") || !strcmp(op, "dense"))
+		return KIND_MATMUL;
+	if (!strcmp(op, "batch_matmul"))
+		return KIND_BATCH_MATMUL;
+	if (!strcmp(op, "conv2d"))
+		return KIND_CONV2D;
+	if (!strcmp(op, "depthwise"))
+		return KIND_DEPTHWISE;
+	return !strcmp(op, "softmax") ? KIND_SOFTMAX : KIND_GENERIC;
+}
+
+ts_status tune_task_check(ts_ctx *ctx, const ts_tune_task *t, const char *what)
+{
+	if (!t)
+		return ts_error(ctx, TS_ERR_INVALID, "%s: NULL task", what);
+	const op_info *info = memchr(t->op, 0, sizeof t->op) ? find_op(t->op) : NULL;
+	if (!info || t->nshape != info->nshape || t->space.kind != kind_of(t->op))
+		return ts_error(ctx, TS_ERR_INVALID, "%s: the task is not one ts_tune_task_init made (op, "
+				"extents or space changed)", what);
+	const ts_tune_space *sp = &t->space;
+	if (sp->nparams < 0 || sp->nparams > TS_TUNE_MAX_PARAMS)
+		return ts_error(ctx, TS_ERR_INVALID, "%s: task %s has %d parameters, at most %d", what, t->op,
+				sp->nparams, TS_TUNE_MAX_PARAMS);
+	for (int i = 0; i < sp->nparams; i++)
+		if (sp->nchoice[i] < 1 || sp->nchoice[i] > TS_TUNE_MAX_CHOICES ||
+		    !memchr(sp->name[i], 0, TS_TUNE_NAME))
+			return ts_error(ctx, TS_ERR_INVALID, "%s: task %s: parameter %d is malformed", what, t->op, i);
+	return TS_OK;
 }
 
 static bool host_avx512(void)
@@ -113,7 +160,7 @@ static void space_matmul(ts_tune_task *t)
 	ts_tune_space *sp = &t->space;
 	ts_matmul_cpu_params d = ts_matmul_cpu_default();
 	int64_t M = t->shape[t->nshape - 3];
-	sp->kind = "matmul";
+	sp->kind = KIND_MATMUL;
 	add_param(sp, "mr", 7, (int64_t[]){d.mr, 1, 2, 3, 4, 6, 8});
 	add_param(sp, "nr", 6, (int64_t[]){d.nr, 8, 16, 32, 48, 64});
 	add_param(sp, "kunroll", 5, (int64_t[]){d.kunroll, 1, 2, 8, 16});
@@ -129,7 +176,7 @@ static void space_batch_matmul(ts_tune_task *t)
 {
 	ts_tune_space *sp = &t->space;
 	ts_matmul_cpu_params d = ts_matmul_cpu_default();
-	sp->kind = "batch_matmul";
+	sp->kind = KIND_BATCH_MATMUL;
 	add_param(sp, "blocked", 2, (int64_t[]){0, 1});
 	add_param(sp, "mr", 7, (int64_t[]){d.mr, 1, 2, 3, 4, 6, 8});
 	add_param(sp, "nr", 6, (int64_t[]){d.nr, 8, 16, 32, 48, 64});
@@ -142,13 +189,14 @@ static void space_conv2d(ts_tune_task *t)
 	ts_tune_space *sp = &t->space;
 	ts_conv2d_cpu_params d = ts_conv2d_cpu_default();
 	int64_t C = t->shape[1], K = t->shape[4];
-	sp->kind = "conv2d";
+	sp->kind = KIND_CONV2D;
 	add_param(sp, "ow_block", 7, (int64_t[]){d.ow_block, 4, 7, 8, 16, 28, 2});
 	add_param(sp, "oh_block", 4, (int64_t[]){d.oh_block, 1, 2, 4});
 	add_param(sp, "parallel", 2, (int64_t[]){d.parallel, !d.parallel});
 	/* the blocks tessera-bench uses: two vectors of output channels, up
 	 * to 16 input channels, each dividing its channel count */
-	int64_t ic[7] = {pow2_block(C, 16)}, oc[7] = {pow2_block(K, 2 * t->lanes)};
+	/* the preferred block, then every power of two from 1 to 64 */
+	int64_t ic[8] = {pow2_block(C, 16)}, oc[8] = {pow2_block(K, 2 * t->lanes)};
 	int nic = 1, noc = 1;
 	for (int64_t b = 1; b <= 64; b *= 2) {
 		if (C % b == 0)
@@ -167,7 +215,7 @@ static void space_depthwise(ts_tune_task *t)
 	ts_tune_space *sp = &t->space;
 	ts_depthwise_cpu_params d = ts_depthwise_cpu_default();
 	int64_t l = t->lanes;
-	sp->kind = "depthwise";
+	sp->kind = KIND_DEPTHWISE;
 	add_param(sp, "ow_block", 6, (int64_t[]){d.ow_block, l / 2, l, 2 * l, 3 * l, 4 * l});
 	add_param(sp, "oh_block", 7, (int64_t[]){d.oh_block, 1, 2, 3, 4, 7, 8});
 	add_param(sp, "parallel", 2, (int64_t[]){d.parallel, !d.parallel});
@@ -193,7 +241,7 @@ static ts_status space_of(ts_ctx *ctx, ts_tune_task *t)
 		return TS_OK;
 	}
 	if (!strcmp(op, "softmax")) {
-		t->space.kind = "softmax";
+		t->space.kind = KIND_SOFTMAX;
 		add_param(&t->space, "lanes", 6, (int64_t[]){t->lanes, 4, 8, 16, 32, 1});
 		return TS_OK;
 	}
@@ -266,10 +314,7 @@ ts_status ts_tune_task_init(ts_ctx *ctx, ts_tune_task *t, const char *op, int ns
 	if (!t || !op || (nshape > 0 && !shape))
 		return ts_error(ctx, TS_ERR_INVALID, "tune_task_init: NULL %s", !t ? "task" : !op ? "op" : "shape");
 	memset(t, 0, sizeof *t);
-	const op_info *info = NULL;
-	for (size_t i = 0; i < TS_COUNT_OF(ops); i++)
-		if (!strcmp(ops[i].name, op))
-			info = &ops[i];
+	const op_info *info = find_op(op);
 	if (!info)
 		return ts_error(ctx, TS_ERR_INVALID, "tune: unknown operator '%.40s' (%s)", op,
 				"matmul, dense, batch_matmul, conv2d, conv2d_nchw, conv2d_nhwc, depthwise, pool, "
@@ -293,6 +338,8 @@ ts_status ts_tune_task_init(ts_ctx *ctx, ts_tune_task *t, const char *op, int ns
 ts_tune_cand ts_tune_default(const ts_tune_task *t)
 {
 	ts_tune_cand c = {{0}};
+	if (tune_task_check(NULL, t, "tune_default") != TS_OK)
+		return c;
 	for (int i = 0; i < t->space.nparams; i++)
 		c.v[i] = t->space.choice[i][0];
 	return c;
@@ -305,6 +352,8 @@ static int64_t conv_out(int64_t in, int64_t k, int64_t stride, int64_t pad)
 
 double ts_tune_task_flops(const ts_tune_task *t)
 {
+	if (tune_task_check(NULL, t, "tune_task_flops") != TS_OK)
+		return NAN;
 	const int64_t *s = t->shape;
 	double out = 1;
 	if (!strcmp(t->op, "matmul") || !strcmp(t->op, "dense"))
@@ -536,8 +585,10 @@ static ts_status check_cand(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_ca
 
 ts_func *ts_tune_lower(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c)
 {
-	if (!t || !c) {
-		ts_error(ctx, TS_ERR_INVALID, "tune_lower: NULL %s", !t ? "task" : "candidate");
+	if (tune_task_check(ctx, t, "tune_lower") != TS_OK)
+		return NULL;
+	if (!c) {
+		ts_error(ctx, TS_ERR_INVALID, "tune_lower: NULL candidate");
 		return NULL;
 	}
 	if (check_cand(ctx, t, c) != TS_OK)
@@ -566,7 +617,7 @@ ts_status ts_tune_space_generic(ts_ctx *ctx, const ts_tensor *out, int lanes, ts
 		return ts_error(ctx, TS_ERR_INVALID, "tune_space_generic(%s): lanes must be 1..%d, got %d",
 				out->name, TS_MAX_VECTOR_LANES, lanes);
 	memset(sp, 0, sizeof *sp);
-	sp->kind = "generic";
+	sp->kind = KIND_GENERIC;
 	add_param(sp, "sketch", 3, (int64_t[]){0, 1, 2});
 	char name[TS_TUNE_NAME];
 	int nd = out->ndim < GEN_MAX_DATA ? out->ndim : GEN_MAX_DATA;

@@ -2,6 +2,7 @@
  * test_mustfail_tune.c - every misuse of the tuner's API is refused with a
  * status and a message naming the call and the rule broken.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -196,6 +197,74 @@ START_TEST(test_log_wrong_params)
 }
 END_TEST
 
+/* A task changed after ts_tune_task_init (counts past its arrays, another
+ * operator, another space) is refused by every call that takes one,
+ * before any of its arrays is read. */
+START_TEST(test_forged_task)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tune_task good;
+	tu_ok(ctx, ts_tune_task_init(ctx, &good, "matmul", TS_SHAPE(8, 8, 8)));
+	ts_tune_result r = {0};
+	ts_tune_cand c = ts_tune_default(&good);
+	ts_tune_opts o = ts_tune_opts_default();
+	char path[] = "/tmp/tessera_forged_XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	for (int k = 0; k < 5; k++) {
+		ts_tune_task t = good;
+		if (k == 0)
+			t.nshape = 11;
+		else if (k == 1)
+			t.space.nparams = 21;
+		else if (k == 2)
+			t.space.nchoice[0] = 99;
+		else if (k == 3)
+			memset(t.op, 'x', sizeof t.op); /* no terminating NUL */
+		else
+			snprintf(t.op, sizeof t.op, "softmax"); /* the matmul space */
+		ts_clear_error(ctx);
+		ck_assert_ptr_null(ts_tune_lower(ctx, &t, &c));
+		tu_assert_error(ctx, "tune_lower: ");
+		ts_clear_error(ctx);
+		ck_assert_int_eq(ts_tune_log_append(ctx, path, &t, &r), TS_ERR_INVALID);
+		tu_assert_error(ctx, "tune_log_append: ");
+		ts_clear_error(ctx);
+		ck_assert_int_eq(ts_tune(ctx, &t, &o, &r), TS_ERR_INVALID);
+		tu_assert_error(ctx, "tune: ");
+		const char *note = NULL;
+		ts_clear_error(ctx);
+		ck_assert_ptr_null(ts_tune_lower_from_log(ctx, NULL, &t, &note));
+		tu_assert_error(ctx, "tune_lower_from_log: ");
+		ck_assert(isnan(ts_tune_task_flops(&t)));
+		ck_assert(isinf(ts_tune_cost(&t, &c)));
+		ts_tune_cand d = ts_tune_default(&t);
+		for (int i = 0; i < TS_TUNE_MAX_PARAMS; i++)
+			ck_assert_int_eq(d.v[i], 0);
+	}
+	ts_clear_error(ctx);
+	ck_assert_ptr_null(ts_tune_lower(ctx, NULL, &c));
+	tu_assert_error(ctx, "tune_lower: NULL task");
+	ck_assert(isnan(ts_tune_task_flops(NULL)));
+	ck_assert(isinf(ts_tune_cost(NULL, &c)));
+	unlink(path);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* ts_tune_host writes whichever of its outputs is there. */
+START_TEST(test_host_null)
+{
+	char cpu[64] = "", feat[40] = "";
+	ts_tune_host(NULL, NULL);
+	ts_tune_host(cpu, NULL);
+	ck_assert(strlen(cpu) > 0);
+	ts_tune_host(NULL, feat);
+	ck_assert(!strncmp(feat, "fnv1a:", 6));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("mustfail_tune");
@@ -206,6 +275,8 @@ int main(void)
 	tcase_add_test(tc, test_generic_misuse);
 	tcase_add_test(tc, test_log_misuse);
 	tcase_add_test(tc, test_log_wrong_params);
+	tcase_add_test(tc, test_forged_task);
+	tcase_add_test(tc, test_host_null);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -148,6 +148,20 @@ START_TEST(test_space_conv2d_plain)
 }
 END_TEST
 
+/* Channel counts that every power of two up to 64 divides: the channel
+ * blocks are the preferred one and 1 to 64, eight choices each. */
+START_TEST(test_space_conv2d_blocks)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tune_task t;
+	tu_ok(ctx, ts_tune_task_init(ctx, &t, "conv2d", TS_SHAPE(1, 64, 56, 56, 128, 3, 3, 1, 1)));
+	for (int i = 0; i < t.space.nparams; i++)
+		if (!strcmp(t.space.name[i], "ic_block") || !strcmp(t.space.name[i], "oc_block"))
+			ck_assert_int_eq(t.space.choice[i][t.space.nchoice[i] - 1], 64);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* ts_depthwise_cpu_params on rows narrower than a vector, rows of a
  * vector and a tail, stride 2 */
 START_TEST(test_space_depthwise)
@@ -375,6 +389,7 @@ int main(void)
 	tcase_add_test(tc, test_space_matmul);
 	tcase_add_test(tc, test_space_conv2d);
 	tcase_add_test(tc, test_space_conv2d_plain);
+	tcase_add_test(tc, test_space_conv2d_blocks);
 	tcase_add_test(tc, test_space_depthwise);
 	tcase_add_test(tc, test_space_generic);
 	tcase_add_test(tc, test_generic_user_compute);
