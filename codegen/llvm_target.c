@@ -335,6 +335,52 @@ static ts_status check_features(ts_ctx *ctx, const where *w, const char *attr,
 	}
 }
 
+/* LLVM targets whose code generator takes tessera's functions: CPUs with
+ * a C-like ABI.  Others (GPUs, BPF, XCore, ...) abort the process on some
+ * of them ("Cannot select", "unsupported alignment") instead of reporting
+ * an error; tessera's GPU code goes through the "cuda" target. */
+static const char *const cpu_targets[] = {
+	"x86-64", "x86", "aarch64", "aarch64_be", "aarch64_32", "arm64", "arm64_32", "arm", "armeb",
+	"thumb", "thumbeb", "riscv32", "riscv64", "ppc32", "ppc32le", "ppc64", "ppc64le", "systemz",
+	"mips", "mipsel", "mips64", "mips64el", "wasm32", "wasm64", "sparc", "sparcv9", "sparcel",
+};
+
+static ts_status check_cpu_target(ts_ctx *ctx, const where *w, const cg_llvm_target *t)
+{
+	const char *name = LLVMGetTargetName(t->target);
+	for (size_t i = 0; name && i < sizeof cpu_targets / sizeof cpu_targets[0]; i++)
+		if (!strcmp(name, cpu_targets[i]))
+			return TS_OK;
+	return bad_target(ctx, w, "LLVM target %s is not a CPU tessera generates code for (x86-64, x86, "
+			  "aarch64, arm, riscv, ppc, systemz, mips, wasm, sparc); GPU code comes from the "
+			  "'cuda' target", name ? name : "?");
+}
+
+/* Features that change how floats are passed and returned: code built
+ * with them does not follow the host's ABI, which the JIT calls with
+ * (x86-64 returns floats in SSE registers: LLVM aborts on -sse, and
+ * soft-float code smashes the caller's stack). */
+static ts_status check_abi_features(ts_ctx *ctx, const where *w, const char *attr,
+				    const cg_llvm_target *t)
+{
+	bool x86_64 = !strncmp(t->triple, "x86_64", 6);
+	for (const char *p = attr; p && *p;) {
+		size_t len = strcspn(p, ",");
+		bool off = p[0] == '-', on = p[0] == '+';
+		const char *n = p + 1;
+		size_t nl = len ? len - 1 : 0;
+		if ((x86_64 && off && ((nl == 3 && !strncmp(n, "sse", 3)) || (nl == 4 && !strncmp(n, "sse2", 4)))) ||
+		    (t->native && on && nl == 10 && !strncmp(n, "soft-float", 10)))
+			return bad_target(ctx, w, "feature '%.*s' changes how floats are passed; %s needs the "
+					  "platform's float ABI", (int)len, p, t->native ? "code run on this machine"
+					  : "x86-64 code");
+		p += len;
+		if (*p)
+			p++;
+	}
+	return TS_OK;
+}
+
 /* Joins a and b with a comma (either may be empty); malloc'd. */
 static char *join_features(const char *a, const char *b)
 {
@@ -358,6 +404,8 @@ static ts_status resolve_cpu(ts_ctx *ctx, const where *w, const options *o, cg_l
 					  : TS_OK;
 	if (!st && o->attr)
 		st = check_features(ctx, w, o->attr, t);
+	if (!st && o->attr)
+		st = check_abi_features(ctx, w, o->attr, t);
 	if (st)
 		return st;
 	if (host) {
@@ -408,7 +456,9 @@ static ts_status resolve(ts_ctx *ctx, const where *w, const options *o, cg_llvm_
 		LLVMDisposeMessage(err);
 		return TS_ERR_INVALID;
 	}
-	ts_status st = resolve_cpu(ctx, w, o, t);
+	ts_status st = check_cpu_target(ctx, w, t);
+	if (!st)
+		st = resolve_cpu(ctx, w, o, t);
 	if (st)
 		return st;
 	size_t n = strlen(t->triple) + strlen(t->cpu) + (o->attr ? strlen(o->attr) : 0) + 40;

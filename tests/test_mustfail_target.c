@@ -4,7 +4,9 @@
  * lets LLVM abort or print instead: unknown CPUs and features (checked
  * against the CPU and feature lists of the LLVM that tessera links),
  * empty values, unknown options and triples, CPUs of the other word size
- * (LLVM aborts on those), and code for another ABI is not run here.  Good
+ * (LLVM aborts on those), LLVM targets that are not CPUs and features that
+ * change the float ABI (LLVM aborts on those too, or the code smashes the
+ * caller's stack), and code for another ABI is not run here.  Good
  * target strings still build code that agrees with the reference
  * evaluator.
  */
@@ -13,6 +15,7 @@
 #include <string.h>
 
 #include "build.h"
+#include "llvm.h"
 #include "lower.h"
 
 static ts_func *vadd(ts_ctx *ctx, int64_t n)
@@ -148,6 +151,40 @@ START_TEST(test_bad_features)
 }
 END_TEST
 
+/* GPUs, BPF and XCore: LLVM aborts on some of tessera's functions for
+ * them, so only CPU targets are taken, here and for assembly and objects
+ * (cg_llvm_compile resolves the target the same way). */
+START_TEST(test_not_a_cpu_target)
+{
+	expect_refused("llvm -mtriple=amdgcn-amd-amdhsa",
+		       "build f: target 'llvm -mtriple=amdgcn-amd-amdhsa': LLVM target amdgcn is not a CPU "
+		       "tessera generates code for (x86-64, x86, aarch64");
+	expect_refused("llvm -mtriple=bpf", "LLVM target bpfel is not a CPU");
+	expect_refused("llvm -mtriple=xcore", "LLVM target xcore is not a CPU");
+	expect_refused("llvm -mtriple=nvptx64-nvidia-cuda", "GPU code comes from the 'cuda' target");
+	ts_ctx *ctx = ts_ctx_new();
+	ck_assert_ptr_null(cg_llvm_compile(ctx, vadd(ctx, 37), "llvm -mtriple=xcore"));
+	tu_assert_error(ctx, "LLVM target xcore is not a CPU");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* x86-64 returns floats in SSE registers: without SSE LLVM aborts on a
+ * function with float calls, and soft-float code run by the JIT smashes
+ * the caller's stack. */
+START_TEST(test_float_abi_features)
+{
+	if (!host_is_x86_64())
+		return;
+	expect_refused("llvm -mattr=-sse", "build f: target 'llvm -mattr=-sse': feature '-sse' changes how "
+					   "floats are passed; code run on this machine needs the platform's float ABI");
+	expect_refused("llvm -mattr=+avx,-sse2", "feature '-sse2' changes how floats are passed");
+	expect_refused("llvm -mattr=+soft-float", "feature '+soft-float' changes how floats are passed");
+	expect_refused("llvm -mtriple=x86_64-apple-darwin -mcpu=generic -mattr=-sse",
+		       "feature '-sse' changes how floats are passed; x86-64 code needs");
+}
+END_TEST
+
 START_TEST(test_bad_syntax)
 {
 	expect_refused("llvm -mcpu=", "build f: target 'llvm -mcpu=': option '-mcpu' has no value");
@@ -210,6 +247,8 @@ int main(void)
 	tcase_add_test(tc, test_cpu_of_other_word_size);
 	tcase_add_test(tc, test_other_abi_is_not_the_host);
 	tcase_add_test(tc, test_bad_features);
+	tcase_add_test(tc, test_not_a_cpu_target);
+	tcase_add_test(tc, test_float_abi_features);
 	tcase_add_test(tc, test_bad_syntax);
 	tcase_add_test(tc, test_good_targets);
 	suite_add_tcase(s, tc);
