@@ -41,16 +41,20 @@ typedef struct ir_range {
  * always lies inside.  For dtypes of 32 bits or more an end that only the
  * dtype itself limits is reported as IR_NEG_INF / IR_POS_INF; for narrower
  * dtypes the dtype's limits are returned (uint8 x: [0, 255]).  Vectors bound
- * every lane; floats are unbounded. */
+ * every lane; floats are unbounded.  There is no context to report to, so
+ * invalid arguments (a NULL e, n < 0, NULL ranges with n > 0) give the
+ * unbounded [IR_NEG_INF, IR_POS_INF]. */
 ir_interval ir_bound_of(const ts_expr *e, int n, const ir_range *ranges);
 
 /* Simplified expression (same value for every assignment within ranges).
- * Returns e itself when nothing changed; NULL on allocation failure or on an
- * invalid range (a non-variable or a non-positive extent), with the error
- * recorded in ctx. */
+ * Returns e itself when nothing changed; NULL on allocation failure, on a
+ * NULL e, or on invalid ranges (n < 0, NULL ranges with n > 0, a
+ * non-variable or a non-positive extent), with the error recorded in ctx. */
 ts_expr *ir_simplify(ts_ctx *ctx, ts_expr *e, int n, const ir_range *ranges);
 
-/* true if cond (bool) is provably true for all values within ranges. */
+/* true if cond (bool) is provably true for all values within ranges; false
+ * also for a NULL or non-bool cond, and for invalid ranges (recorded in ctx
+ * as by ir_simplify). */
 bool ir_can_prove(ts_ctx *ctx, ts_expr *cond, int n, const ir_range *ranges);
 
 /* Simplifies every expression of a loop-IR statement, using the ranges of
@@ -70,7 +74,8 @@ ts_stmt *ir_simplify_stmt(ts_ctx *ctx, ts_stmt *s, int n, const ir_range *ranges
  * Integers wrap to the dtype width, floats round to their dtype; division
  * by zero, MIN / -1 and conversions of NaN or out-of-range floats fold to
  * the values ir.h defines.  Returns e
- * itself when nothing folds; NULL only on allocation failure. */
+ * itself when nothing folds; NULL on allocation failure or a NULL e (the
+ * error recorded in ctx). */
 ts_expr *ir_fold_const(ts_ctx *ctx, ts_expr *e);
 
 /* The canonical stored form of an integer immediate of dtype t: wrapped to

@@ -34,8 +34,8 @@ ir_i128 ir_mul_sat(ir_i128 a, ir_i128 b);
 /* Rounds toward negative infinity; b != 0. */
 ir_i128 ir_floordiv128(ir_i128 a, ir_i128 b);
 
-/* Checks user-given ranges (variables, positive extents, no overflow);
- * records an error naming `what` and the bad range. */
+/* Checks user-given ranges (n >= 0, a list when n > 0, variables, positive
+ * extents, no overflow); records an error naming `what` and the bad range. */
 bool ir_check_ranges(ts_ctx *ctx, const char *what, int n, const ir_range *r);
 
 /* ---- linear forms: sum of coef * atom + k over an integer scalar dtype ----

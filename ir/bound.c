@@ -283,7 +283,10 @@ ir_ival ir_bound_ival(const ts_expr *e, int n, const ir_range *ranges)
 ir_interval ir_bound_of(const ts_expr *e, int n, const ir_range *ranges)
 {
 	ir_interval out = {IR_NEG_INF, IR_POS_INF};
-	if (!e || (!ts_dtype_is_int(e->dtype) && !ts_dtype_is_bool(e->dtype)))
+	/* no context to report bad arguments to: "unbounded" is always sound */
+	if (!e || n < 0 || (n > 0 && !ranges))
+		return out;
+	if (!ts_dtype_is_int(e->dtype) && !ts_dtype_is_bool(e->dtype))
 		return out;
 	ir_ival v = ir_bound_ival(e, n, ranges), full = ir_dtype_ival(e->dtype);
 	bool wide = e->dtype.bits >= 32;

@@ -239,8 +239,10 @@ static ts_expr *fold_call(ts_ctx *ctx, ts_expr *e)
 
 ts_expr *ir_fold_const(ts_ctx *ctx, ts_expr *e)
 {
-	if (!e)
+	if (!e) {
+		ts_error(ctx, TS_ERR_INVALID, "fold_const: expression is NULL");
 		return NULL;
+	}
 	switch (e->kind) {
 	case IR_ADD: case IR_SUB: case IR_MUL: case IR_DIV: case IR_TRUNCDIV:
 	case IR_TRUNCMOD: case IR_FLOORDIV: case IR_FLOORMOD: case IR_MIN: case IR_MAX:

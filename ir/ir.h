@@ -463,7 +463,11 @@ ts_stmt *ir_realize(ts_ctx *ctx, ts_tensor *t, int n, ts_expr *const *min,
 		    const int64_t *extent, ts_scope scope, ts_stmt *body);
 ts_stmt *ir_allocate(ts_ctx *ctx, ts_buffer *buf, ts_stmt *body);
 ts_stmt *ir_if(ts_ctx *ctx, ts_expr *cond, ts_stmt *then_s, ts_stmt *else_s);
-/* A sequence; NULL entries are dropped, one statement is returned as is. */
+/* A sequence; NULL entries are dropped, one statement is returned as is.
+ * A list with no statement at all (n = 0, or only NULL entries, which a
+ * failed constructor upstream leaves) is an error: NULL with a message, so
+ * that a failure is never mistaken for "nothing to do".  The empty
+ * statement is EVALUATE(0) (arith.h). */
 ts_stmt *ir_seq(ts_ctx *ctx, int n, ts_stmt *const *s);
 ts_stmt *ir_seq2(ts_ctx *ctx, ts_stmt *a, ts_stmt *b);
 ts_stmt *ir_let(ts_ctx *ctx, ts_expr *var, ts_expr *value, ts_stmt *body);
@@ -500,11 +504,11 @@ ts_stmt *ir_stmt_substitute(ts_ctx *ctx, ts_stmt *s, int n, ts_expr *const *vars
  * inside READ indices it stays int64 (no wrap), elsewhere an int32
  * + - * / % is cast back to int32 (it wraps as in the reference evaluator)
  * while a lone variable keeps its exact value.  READ indices come back
- * int64. */
+ * int64.  Its arguments are checked as ir_substitute's are. */
 ts_expr *ir_substitute_wide(ts_ctx *ctx, ts_expr *e, int n, ts_expr *const *vars,
 			    ts_expr *const *values);
 /* e as an integer of dtype t: a constant is rebuilt with its value, any
- * other expression is cast. */
+ * other expression is cast.  NULL (recorded in ctx) for a NULL e. */
 ts_expr *ir_index_cast(ts_ctx *ctx, ts_expr *e, ts_dtype t);
 bool ir_expr_uses_var(ts_expr *e, const ts_expr *var);
 /* Whether any node under e (pre-order, as ir_expr_visit) satisfies pred;

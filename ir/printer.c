@@ -209,6 +209,7 @@ void ir_sb_stmt(ts_sbuf *sb, const ts_stmt *s, int indent)
 	char t[24];
 	if (!sb || !s)
 		return;
+	indent = ts_sb_indent_level(indent); /* the nested indent + 1 cannot overflow */
 	if (s->kind == IR_S_SEQ) {
 		for (int i = 0; i < s->u.seq.n; i++)
 			ir_sb_stmt(sb, s->u.seq.s[i], indent);

@@ -23,6 +23,7 @@ extern "C" {
 #endif
 
 void ir_sb_expr(ts_sbuf *sb, const ts_expr *e);
+/* indent: levels of two spaces, clamped as ts_sb_indent clamps them. */
 void ir_sb_stmt(ts_sbuf *sb, const ts_stmt *s, int indent);
 void ir_sb_func(ts_sbuf *sb, const ts_func *f);
 /* Every tensor reachable from outputs, inputs first, one per line. */

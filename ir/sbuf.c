@@ -65,8 +65,14 @@ void ts_sb_printf(ts_sbuf *sb, const char *fmt, ...)
 	sb->len += (size_t)n;
 }
 
+int ts_sb_indent_level(int level)
+{
+	return level < 0 ? 0 : level > TS_SB_MAX_INDENT ? TS_SB_MAX_INDENT : level;
+}
+
 void ts_sb_indent(ts_sbuf *sb, int level)
 {
+	level = ts_sb_indent_level(level);
 	for (int i = 0; i < level; i++)
 		ts_sb_puts(sb, "  ");
 }

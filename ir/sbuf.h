@@ -25,7 +25,13 @@ typedef struct ts_sbuf {
 void ts_sb_puts(ts_sbuf *sb, const char *s);
 void ts_sb_putc(ts_sbuf *sb, char c);
 void ts_sb_printf(ts_sbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void ts_sb_indent(ts_sbuf *sb, int level); /* two spaces per level */
+/* Deepest indentation written: deeper levels print at this one, so that a
+ * wild level (INT_MAX) costs 512 spaces, not gigabytes. */
+#define TS_SB_MAX_INDENT 256
+/* Two spaces per level; level is clamped to [0, TS_SB_MAX_INDENT]. */
+void ts_sb_indent(ts_sbuf *sb, int level);
+/* level clamped to [0, TS_SB_MAX_INDENT], for printers that add to it. */
+int ts_sb_indent_level(int level);
 /* The text so far ("" when empty); valid until the next append or free. */
 const char *ts_sb_str(const ts_sbuf *sb);
 void ts_sb_free(ts_sbuf *sb);

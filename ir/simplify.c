@@ -505,6 +505,15 @@ static ts_expr *simp_expr(ts_ctx *ctx, ts_expr *e, void *data)
 /* Checks user-given ranges; records an error naming the bad one. */
 bool ir_check_ranges(ts_ctx *ctx, const char *what, int n, const ir_range *r)
 {
+	if (n < 0) {
+		ts_error(ctx, TS_ERR_INVALID, "%s: negative range count %d", what, n);
+		return false;
+	}
+	if (n > 0 && !r) {
+		ts_error(ctx, TS_ERR_INVALID, "%s: ranges is NULL with %d range%s", what, n,
+			 n == 1 ? "" : "s");
+		return false;
+	}
 	for (int i = 0; i < n; i++) {
 		if (!r[i].var || r[i].var->kind != IR_VAR) {
 			ts_error(ctx, TS_ERR_INVALID, "%s: range %d is not over a variable", what, i);
@@ -522,7 +531,11 @@ bool ir_check_ranges(ts_ctx *ctx, const char *what, int n, const ir_range *r)
 
 ts_expr *ir_simplify(ts_ctx *ctx, ts_expr *e, int n, const ir_range *ranges)
 {
-	if (!e || !ir_check_ranges(ctx, "simplify", n, ranges))
+	if (!e) {
+		ts_error(ctx, TS_ERR_INVALID, "simplify: nothing to simplify (NULL)");
+		return NULL;
+	}
+	if (!ir_check_ranges(ctx, "simplify", n, ranges))
 		return NULL;
 	simp s = {ctx, n, ranges};
 	return simp_expr(ctx, e, &s);
@@ -530,6 +543,9 @@ ts_expr *ir_simplify(ts_ctx *ctx, ts_expr *e, int n, const ir_range *ranges)
 
 bool ir_can_prove(ts_ctx *ctx, ts_expr *cond, int n, const ir_range *ranges)
 {
+	/* bad ranges are reported even when cond alone settles the answer */
+	if (!ir_check_ranges(ctx, "can_prove", n, ranges))
+		return false;
 	if (!cond || !ts_dtype_is_bool(cond->dtype))
 		return false;
 	ts_expr *r = ir_simplify(ctx, cond, n, ranges);

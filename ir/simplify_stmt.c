@@ -260,7 +260,11 @@ static ts_stmt *stmt(sst *s, ts_stmt *st)
 
 ts_stmt *ir_simplify_stmt(ts_ctx *ctx, ts_stmt *s, int n, const ir_range *ranges)
 {
-	if (!s || !ir_check_ranges(ctx, "simplify_stmt", n, ranges))
+	if (!s) {
+		ts_error(ctx, TS_ERR_INVALID, "simplify_stmt: nothing to simplify (NULL)");
+		return NULL;
+	}
+	if (!ir_check_ranges(ctx, "simplify_stmt", n, ranges))
 		return NULL;
 	sst st = {ctx, n, ranges};
 	ts_stmt *r = stmt(&st, s);

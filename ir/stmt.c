@@ -271,8 +271,12 @@ ts_stmt *ir_seq(ts_ctx *ctx, int n, ts_stmt *const *in)
 	int m = 0;
 	for (int i = 0; i < n; i++)
 		m += in[i] != NULL;
-	if (m == 0)
+	if (m == 0) {
+		/* an earlier failure keeps its own message: the first one wins */
+		ts_error(ctx, TS_ERR_INVALID, "seq: no statement among %d (the empty statement is "
+			 "EVALUATE(0))", n);
 		return NULL;
+	}
 	if (m == 1)
 		for (int i = 0; i < n; i++)
 			if (in[i])

@@ -141,6 +141,11 @@ static void stmt(vstate *v, ts_stmt *s)
 
 ts_status ir_verify_func(ts_ctx *ctx, const ts_func *f, const char *pass)
 {
+	/* a caller's mistake, not broken IR: TS_ERR_INVALID */
+	if (!f || !pass || f->nparams < 0 || (f->nparams > 0 && !f->params))
+		return ts_error(ctx, TS_ERR_INVALID, "verify_func: %s",
+				!f ? "function is NULL" : !pass ? "pass name is NULL"
+							: "function has a bad parameter list");
 	vstate *v = ts_alloc(ctx, sizeof(*v));
 	if (!v)
 		return ts_last_status(ctx);

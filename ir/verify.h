@@ -10,7 +10,8 @@
 extern "C" {
 #endif
 
-/* TS_OK, or TS_ERR_INTERNAL naming the pass and the broken invariant. */
+/* TS_OK, or TS_ERR_INTERNAL naming the pass and the broken invariant;
+ * TS_ERR_INVALID for a NULL f or pass, or a bad parameter list. */
 ts_status ir_verify_func(ts_ctx *ctx, const ts_func *f, const char *pass);
 
 #ifdef __cplusplus
