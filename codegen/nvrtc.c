@@ -145,6 +145,8 @@ static ts_status target_option(ts_ctx *ctx, const char *target, const char *opt,
 
 ts_status cg_cuda_parse_target(ts_ctx *ctx, const char *target, char arch[CG_ARCH_MAX])
 {
+	if (!arch)
+		return ts_error(ctx, TS_ERR_INVALID, "cuda target: arch is NULL");
 	arch[0] = '\0';
 	const char *p = target ? target : "";
 	p += strspn(p, " \t");
@@ -250,6 +252,8 @@ static ts_status compile(ts_ctx *ctx, const nvrtc_api *api, const char *src, con
 ts_status cg_nvrtc_compile(ts_ctx *ctx, const char *src, const char *name, const char *arch,
 			   cg_nvrtc_result *out)
 {
+	if (!out)
+		return ts_error(ctx, TS_ERR_INVALID, "nvrtc: result is NULL");
 	memset(out, 0, sizeof(*out));
 	if (!src || !name)
 		return ts_error(ctx, TS_ERR_INVALID, "nvrtc: %s is NULL", src ? "kernel name" : "source");

@@ -19,6 +19,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -499,6 +500,11 @@ static ts_status check_args(ts_ctx *ctx, int n, ts_tensor *const *bind, void *co
 		if (bind[i]->ctx && bind[i]->ctx != ctx)
 			return ts_error(ctx, TS_ERR_INVALID,
 					"eval: tensor %s belongs to another context", bind[i]->name);
+		/* elements are read as their C types, which need their alignment */
+		int bytes = ts_dtype_bytes(bind[i]->dtype);
+		if (bytes > 0 && (uintptr_t)data[i] % (uintptr_t)bytes)
+			return ts_error(ctx, TS_ERR_INVALID, "eval: the data of tensor %s is not aligned to "
+					"its %d-byte elements", bind[i]->name, bytes);
 	}
 	return TS_OK;
 }

@@ -21,7 +21,7 @@ extern "C" {
  * storage: every placeholder reached must be bound; bound compute tensors
  * receive their results; unbound intermediates are computed in temporary
  * memory.  Returns TS_OK or an error naming the tensor (unbound placeholder,
- * out-of-bounds read).  Integer division by zero is not an error: it gives 0,
+ * out-of-bounds read, data not aligned to the element size).  Integer division by zero is not an error: it gives 0,
  * as ir.h states. */
 ts_status ts_eval(ts_ctx *ctx, int n, ts_tensor *const *bind, void *const *data);
 

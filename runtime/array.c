@@ -22,9 +22,14 @@ int64_t ts_array_numel(const ts_array *a)
 {
 	if (!a || a->ndim < 0 || a->ndim > TS_MAX_DIMS)
 		return 0;
+	/* a shape no constructor would make (an array filled in by hand) has
+	 * no elements rather than an overflowed count */
 	int64_t n = 1;
-	for (int i = 0; i < a->ndim; i++)
+	for (int i = 0; i < a->ndim; i++) {
+		if (a->shape[i] <= 0 || n > INT64_MAX / 16 / a->shape[i])
+			return 0;
 		n *= a->shape[i];
+	}
 	return n;
 }
 

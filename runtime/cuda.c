@@ -319,7 +319,8 @@ void ts_cuda_array_free(ts_array *a)
 		ts_array_free(a);
 		return;
 	}
-	if (a->data && a->cuda->api.ctx_set(a->cuda->context) == CU_SUCCESS)
+	/* an array marked as on a device by hand has no device to free on */
+	if (a->data && a->cuda && a->cuda->api.ctx_set(a->cuda->context) == CU_SUCCESS)
 		a->cuda->api.mem_free(dptr(a));
 	free(a);
 }
@@ -334,9 +335,9 @@ static ts_status check_copy(ts_ctx *ctx, const char *what, const ts_array *dev,
 		return ts_error(ctx, TS_ERR_INVALID, "cuda: %s: NULL array", what);
 	if (!dev->data || !host->data)
 		return ts_error(ctx, TS_ERR_INVALID, "cuda: %s: an array has NULL data", what);
-	if (dev->device != TS_DEVICE_CUDA || host->device != TS_DEVICE_CPU)
-		return ts_error(ctx, TS_ERR_INVALID, "cuda: %s: needs a device array and a host array",
-				what);
+	if (dev->device != TS_DEVICE_CUDA || host->device != TS_DEVICE_CPU || !dev->cuda)
+		return ts_error(ctx, TS_ERR_INVALID, "cuda: %s: needs a device array (from "
+				"ts_cuda_array_new) and a host array", what);
 	bool same = ts_dtype_eq(dev->dtype, host->dtype) && dev->ndim == host->ndim;
 	for (int i = 0; same && i < dev->ndim; i++)
 		same = dev->shape[i] == host->shape[i];

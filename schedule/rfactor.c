@@ -30,6 +30,11 @@
 
 ts_expr *sch_reduce_identity(ts_ctx *ctx, ts_reduce_op op, ts_dtype t)
 {
+	if (!ts_dtype_is_valid(t) || t.code == TS_TYPE_HANDLE || op < TS_REDUCE_SUM || op > TS_REDUCE_PROD) {
+		ts_error(ctx, TS_ERR_INVALID, "reduce_identity: %s", ts_dtype_is_valid(t) &&
+			 t.code != TS_TYPE_HANDLE ? "unknown reduction" : "invalid dtype");
+		return NULL;
+	}
 	bool fl = ts_dtype_is_float(t);
 	int64_t imax = t.code == TS_TYPE_UINT ? (t.bits >= 64 ? -1 : (int64_t)((1ull << t.bits) - 1))
 					      : (int64_t)((1ull << (t.bits - 1)) - 1);

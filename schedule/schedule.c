@@ -168,6 +168,13 @@ static ts_status add_stage(ts_schedule *s, ts_stage *st, int at)
 
 ts_stage *sch_stage_new(ts_schedule *s, ts_tensor *t, int at)
 {
+	if (!s)
+		return NULL;
+	if (!t || t->op != TS_OP_COMPUTE || at < 0 || at > s->nstages) {
+		ts_error(s->ctx, TS_ERR_INVALID, "stage_new: %s", !t ? "tensor is NULL"
+			 : t->op != TS_OP_COMPUTE ? "a placeholder has no stage" : "position out of range");
+		return NULL;
+	}
 	ts_stage *st = new_stage(s, t, t->body);
 	return st && add_stage(s, st, at) == TS_OK ? st : NULL;
 }
@@ -175,6 +182,13 @@ ts_stage *sch_stage_new(ts_schedule *s, ts_tensor *t, int at)
 ts_axis *sch_axis_new(ts_stage *st, const char *name, int64_t extent, ts_iter_kind kind,
 		      ts_expr *var)
 {
+	if (!st)
+		return NULL;
+	if (!name || extent < 1 || (kind != TS_ITER_DATA && kind != TS_ITER_REDUCE)) {
+		ts_error(sctx(st), TS_ERR_INVALID, "axis_new(%s): %s", st->name, !name ? "name is NULL"
+			 : extent < 1 ? "extent must be positive" : "unknown axis kind");
+		return NULL;
+	}
 	return new_axis(st, name, extent, kind, var);
 }
 

@@ -180,7 +180,7 @@ static void diff_into(ts_sbuf *sb, const char *before, const char *after)
 void sch_step(ts_schedule *s, const char *fmt, ...)
 {
 	int mode = s ? ts_ctx_print_steps(s->ctx) : TS_PRINT_STEPS_OFF;
-	if (mode == TS_PRINT_STEPS_OFF || s->step_quiet > 0)
+	if (mode == TS_PRINT_STEPS_OFF || s->step_quiet > 0 || !fmt)
 		return;
 	char head[512];
 	va_list ap;
