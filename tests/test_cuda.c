@@ -205,7 +205,7 @@ START_TEST(test_no_driver)
 	ts_clear_error(ctx);
 	ts_array *h = ts_array_new(ctx, ts_float32, 1, (int64_t[]){4});
 	ck_assert_int_eq(ts_cuda_copy_to_device(ctx, h, h), TS_ERR_INVALID);
-	tu_assert_error(ctx, "cuda: copy to device: needs a device array and a host array");
+	tu_assert_error(ctx, "cuda: copy to device: needs a device array (from ts_cuda_array_new) and a host array");
 	ts_cuda_array_free(h); /* a host array is freed as one */
 	ts_cuda_array_free(NULL);
 	ts_cuda_close(NULL);
