@@ -857,8 +857,16 @@ ts_tensor *ts_cache_write(ts_schedule *s, ts_tensor *t, ts_scope scope)
 	ts_stage *st = ts_stage_of(s, t);
 	if (!st)
 		return NULL;
-	if (st->nrel > 0 || st->attach == SCH_ATTACH_INLINE) {
-		fail(st, "cache_write", "must come before %s is split, fused or inlined", st->name);
+	/* the stage keeps its data axes only, in their root order, and the
+	 * cache takes its place in the nest: a reorder, an attachment or a
+	 * loop kind already given would be lost or left pointing at axes
+	 * that moved to the cache */
+	bool moved = st->nrel > 0 || st->attach != SCH_ATTACH_ROOT || st->nleaf != st->nroot;
+	for (int i = 0; !moved && i < st->nleaf; i++)
+		moved = st->leaf[i] != st->root[i] || st->leaf[i]->loop != TS_FOR_SERIAL;
+	if (moved) {
+		fail(st, "cache_write", "must come before %s is split, fused, reordered, annotated "
+		     "(parallel, vectorize, unroll, bind), attached or inlined", st->name);
 		return NULL;
 	}
 	ts_tensor *c = clone_tensor(ctx, t, scope);

@@ -167,7 +167,9 @@ ts_status ts_set_scope(ts_stage *st, ts_scope scope);
 /* A stage that copies t into `scope` and is read by `readers` instead of t. */
 ts_tensor *ts_cache_read(ts_schedule *s, ts_tensor *t, ts_scope scope, int nreaders,
 			 ts_tensor *const *readers);
-/* A stage that computes t's value in `scope`; t's stage becomes a copy of it. */
+/* A stage that computes t's value in `scope`; t's stage becomes a copy of it.
+ * As in TVM, it comes first: t's stage must not be split, fused, reordered,
+ * given a loop kind, attached or inlined yet (refused, naming the stage). */
 ts_tensor *ts_cache_write(ts_schedule *s, ts_tensor *t, ts_scope scope);
 /* TVM's s.rfactor(t, kf, factor_axis), Halide's Func::rfactor: factors the
  * reduction of t over its leaf reduction axis kf (a part of a split

@@ -1,7 +1,8 @@
 /*
  * test_mustfail_schedsem.c - attachments lowering must refuse: a producer
  * computed at a loop that does not enclose all of its readers.  Each
- * message names the reader that is outside the loop.
+ * message names the reader that is outside the loop.  And cache_write
+ * after the stage's loops were changed, which the cache would lose.
  */
 #include "testutil.h"
 
@@ -83,6 +84,36 @@ START_TEST(test_not_a_consumer)
 }
 END_TEST
 
+/* C[i] = sum_k A[i, k]: cache_write after a reorder (which once kept the
+ * reduction axis in C's copy stage and wrote out of bounds in lowering),
+ * after compute_at and after a loop kind was given. */
+START_TEST(test_cache_write_after_changes)
+{
+	for (int k = 0; k < 3; k++) {
+		ts_ctx *ctx = ts_ctx_new();
+		ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(4, 4), ts_float32);
+		ts_iter *r = ts_reduce_axis(ctx, "k", 0, 4);
+		ts_expr *i = ts_var(ctx, "i");
+		ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(4), TS_VARS(i), TS_SUM(ctx, TS_READ(ctx, A, i, r->var), r));
+		ts_tensor *D = ts_compute(ctx, "D", TS_SHAPE(4), TS_VARS(i), TS_READ(ctx, C, i));
+		ts_schedule *s = ts_create_schedule(ctx, 1, &D);
+		ts_stage *sc = ts_stage_of(s, C);
+		if (k == 0)
+			tu_ok(ctx, ts_reorder(sc, TS_AXES(ts_reduce_axis_of(sc, 0), ts_axis_of(sc, 0))));
+		else if (k == 1)
+			tu_ok(ctx, ts_compute_at(sc, ts_stage_of(s, D), ts_axis_of(ts_stage_of(s, D), 0)));
+		else
+			tu_ok(ctx, ts_parallel(sc, ts_axis_of(sc, 0)));
+		ck_assert_ptr_null(ts_cache_write(s, C, TS_SCOPE_LOCAL));
+		tu_assert_error(ctx, "cache_write(C): must come before C is split, fused, reordered, annotated");
+		ts_clear_error(ctx);
+		/* the schedule is unchanged and still lowers right */
+		tu_check_func(ctx, ts_lower(s, "f", 2, (ts_tensor *[]){A, D}), 1e-5);
+		ts_ctx_free(ctx);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("mustfail_schedsem");
@@ -90,9 +121,11 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_reader_outside_consumer);
 	tcase_add_test(tc, test_reader_at_root);
 	tcase_add_test(tc, test_not_a_consumer);
+	tcase_add_test(tc, test_cache_write_after_changes);
 	suite_add_tcase(s, tc);
 	return s;
 }
+
 
 int main(void)
 {
