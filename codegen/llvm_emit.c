@@ -324,8 +324,13 @@ static LLVMValueRef arith(emitter *em, ir_expr_kind k, ts_dtype t, LLVMValueRef 
 	case IR_DIV: return LLVMBuildFDiv(B, a, b, "");
 	case IR_TRUNCDIV: case IR_TRUNCMOD: case IR_FLOORDIV: case IR_FLOORMOD:
 		return divmod(em, k, sg, a, b);
-	case IR_MIN: return LLVMBuildSelect(B, compare(em, IR_LT, t, a, b), a, b, "");
-	case IR_MAX: return LLVMBuildSelect(B, compare(em, IR_GT, t, a, b), a, b, "");
+	case IR_MIN: case IR_MAX:
+		if (fl) { /* minnum/maxnum: a NaN operand is ignored, as ir.h says */
+			LLVMTypeRef ty = LLVMTypeOf(a);
+			return intrinsic(em, k == IR_MIN ? "llvm.minnum" : "llvm.maxnum", &ty, 1,
+					 (LLVMValueRef[]){a, b}, 2);
+		}
+		return LLVMBuildSelect(B, compare(em, k == IR_MIN ? IR_LT : IR_GT, t, a, b), a, b, "");
 	case IR_EQ: case IR_NE: case IR_LT: case IR_LE: case IR_GT: case IR_GE:
 		return compare(em, k, t, a, b);
 	case IR_AND: return LLVMBuildAnd(B, a, b, "");

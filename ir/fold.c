@@ -120,8 +120,8 @@ static bool float_bin(ir_expr_kind k, double a, double b, double *out)
 	case IR_SUB: *out = a - b; return true;
 	case IR_MUL: *out = a * b; return true;
 	case IR_DIV: *out = a / b; return true;
-	case IR_MIN: *out = a < b ? a : b; return !isnan(a) && !isnan(b);
-	case IR_MAX: *out = a > b ? a : b; return !isnan(a) && !isnan(b);
+	case IR_MIN: *out = fmin(a, b); return true; /* NaN operands as ir.h says */
+	case IR_MAX: *out = fmax(a, b); return true;
 	case IR_EQ: *out = a == b; return true;
 	case IR_NE: *out = a != b; return true;
 	case IR_LT: *out = a < b; return true;
