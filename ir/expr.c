@@ -231,9 +231,21 @@ static int deeper(const ts_expr *a, const ts_expr *b)
 	return da > db ? da : db;
 }
 
-/* A node one level above children at most `below` deep.  Refusing depth
- * here, where every node is made, bounds every recursive walk. */
-static ts_expr *node(ts_ctx *ctx, ir_expr_kind k, ts_dtype t, int below)
+/* The tree node counts of up to three children (NULL counts 0); the sum
+ * saturates above TS_MAX_EXPR_NODES, which node() refuses anyway. */
+static int64_t nodes_of(const ts_expr *a, const ts_expr *b, const ts_expr *c)
+{
+	int64_t n = (a ? a->nodes : 0) + (b ? b->nodes : 0) + (c ? c->nodes : 0);
+	return n > TS_MAX_EXPR_NODES ? TS_MAX_EXPR_NODES + 1 : n;
+}
+
+/* A node one level above children at most `below` deep, whose children
+ * count `nodes_below` nodes as trees.  Refusing depth and size here, where
+ * every node is made, bounds every recursive walk: walks see expressions
+ * as trees, so a shared subexpression costs each time it is used, and a
+ * chain of stages that each read their input twice, inlined, doubles at
+ * every stage. */
+static ts_expr *node(ts_ctx *ctx, ir_expr_kind k, ts_dtype t, int below, int64_t nodes_below)
 {
 	if (below >= TS_MAX_EXPR_DEPTH) {
 		ts_error(ctx, TS_ERR_INVALID,
@@ -242,11 +254,20 @@ static ts_expr *node(ts_ctx *ctx, ir_expr_kind k, ts_dtype t, int below)
 			 ir_expr_kind_name(k), TS_MAX_EXPR_DEPTH);
 		return NULL;
 	}
+	if (nodes_below >= TS_MAX_EXPR_NODES) {
+		ts_error(ctx, TS_ERR_INVALID,
+			 "%s: expression of more than %d nodes counted as a tree (TS_MAX_EXPR_NODES; "
+			 "a subexpression counts each time it is used: compute a stage read several "
+			 "times at root or at a loop rather than inline)",
+			 ir_expr_kind_name(k), TS_MAX_EXPR_NODES);
+		return NULL;
+	}
 	ts_expr *e = ctx ? ts_alloc(ctx, sizeof(*e)) : NULL;
 	if (e) {
 		e->kind = k;
 		e->dtype = t;
 		e->depth = below + 1;
+		e->nodes = nodes_below + 1;
 	}
 	return e;
 }
@@ -290,7 +311,7 @@ ts_expr *ts_const(ts_ctx *ctx, ts_dtype t, int64_t v)
 			 (long long)v, ts_dtype_str(t, b));
 		return NULL;
 	}
-	ts_expr *e = node(ctx, IR_INT_IMM, t, 0);
+	ts_expr *e = node(ctx, IR_INT_IMM, t, 0, 0);
 	if (e)
 		e->u.int_imm = ir_wrap_int(t, v); /* uint8 -1 is stored as 255 */
 	return e;
@@ -307,7 +328,7 @@ ts_expr *ts_fconst(ts_ctx *ctx, ts_dtype t, double v)
 		return NULL;
 	if (!ts_dtype_is_float(t))
 		return ts_const(ctx, t, ir_float_to_int(t, v));
-	ts_expr *e = node(ctx, IR_FLOAT_IMM, t, 0);
+	ts_expr *e = node(ctx, IR_FLOAT_IMM, t, 0, 0);
 	if (e)
 		e->u.float_imm = v;
 	return e;
@@ -336,7 +357,7 @@ ts_expr *ts_var_typed(ts_ctx *ctx, const char *name, ts_dtype t)
 	snprintf(what, sizeof(what), "var %s", name);
 	if (!ts_dtype_check(ctx, what, t))
 		return NULL;
-	ts_expr *e = node(ctx, IR_VAR, t, 0);
+	ts_expr *e = node(ctx, IR_VAR, t, 0, 0);
 	if (!e)
 		return NULL;
 	e->u.var.name = ts_strdup(ctx, name);
@@ -459,7 +480,7 @@ ts_expr *ts_binary(ts_ctx *ctx, ir_expr_kind k, ts_expr *a, ts_expr *b)
 	}
 	if (ir_is_compare(k))
 		t = ts_dtype_with_lanes(ts_bool, a->dtype.lanes);
-	ts_expr *e = node(ctx, k, t, deeper(a, b));
+	ts_expr *e = node(ctx, k, t, deeper(a, b), nodes_of(a, b, NULL));
 	if (e) {
 		e->u.bin.a = a;
 		e->u.bin.b = b;
@@ -507,7 +528,7 @@ ts_expr *ts_not(ts_ctx *ctx, ts_expr *a)
 			 ts_dtype_str(a->dtype, t));
 		return NULL;
 	}
-	ts_expr *e = node(ctx, IR_NOT, a->dtype, a->depth);
+	ts_expr *e = node(ctx, IR_NOT, a->dtype, a->depth, a->nodes);
 	if (e)
 		e->u.un.a = a;
 	return e;
@@ -538,7 +559,8 @@ ts_expr *ts_select(ts_ctx *ctx, ts_expr *cond, ts_expr *t, ts_expr *f)
 			 ts_dtype_str(t->dtype, b1), ts_dtype_str(f->dtype, b2));
 		return NULL;
 	}
-	ts_expr *e = node(ctx, IR_SELECT, t->dtype, deeper(cond, t->depth >= f->depth ? t : f));
+	ts_expr *e = node(ctx, IR_SELECT, t->dtype, deeper(cond, t->depth >= f->depth ? t : f),
+			    nodes_of(cond, t, f));
 	if (e) {
 		e->u.select.cond = cond;
 		e->u.select.t = t;
@@ -564,7 +586,7 @@ ts_expr *ts_cast(ts_ctx *ctx, ts_dtype t, ts_expr *a)
 			 ts_dtype_str(a->dtype, b1), ts_dtype_str(t, b2));
 		return NULL;
 	}
-	ts_expr *e = node(ctx, IR_CAST, t, a->depth);
+	ts_expr *e = node(ctx, IR_CAST, t, a->depth, a->nodes);
 	if (e)
 		e->u.un.a = a;
 	return e;
@@ -613,7 +635,7 @@ ts_expr *ts_call(ts_ctx *ctx, ir_intrinsic op, int nargs, ts_expr **args)
 				 ts_dtype_str(args[0]->dtype, b1), ts_dtype_str(a1->dtype, b2));
 		return NULL;
 	}
-	ts_expr *e = node(ctx, IR_CALL, args[0]->dtype, deeper(args[0], a1));
+	ts_expr *e = node(ctx, IR_CALL, args[0]->dtype, deeper(args[0], a1), nodes_of(args[0], a1, NULL));
 	if (e) {
 		e->u.call.op = op;
 		e->u.call.nargs = nargs;
@@ -684,9 +706,12 @@ ts_expr *ts_read(ts_ctx *ctx, ts_tensor *t, int n, ts_expr *const *idx)
 		if (!check_index(ctx, "read", t->name, i, idx[i]))
 			return NULL;
 	int below = 0;
-	for (int i = 0; i < n; i++)
+	int64_t nodes = 0;
+	for (int i = 0; i < n; i++) {
 		below = idx[i]->depth > below ? idx[i]->depth : below;
-	ts_expr *e = node(ctx, IR_READ, t->dtype, below);
+		nodes += idx[i]->nodes; /* each at most TS_MAX_EXPR_NODES: no overflow */
+	}
+	ts_expr *e = node(ctx, IR_READ, t->dtype, below, nodes);
 	ts_expr **copy = ts_alloc_array(ctx, (size_t)(n ? n : 1), sizeof(*copy));
 	if (!e || !copy)
 		return NULL;
@@ -716,7 +741,7 @@ ts_expr *ts_load(ts_ctx *ctx, ts_buffer *buf, ts_expr *index)
 		return NULL;
 	}
 	ts_expr *e = node(ctx, IR_LOAD, ts_dtype_with_lanes(buf->dtype, index->dtype.lanes),
-			  index->depth);
+			  index->depth, index->nodes);
 	if (e) {
 		e->u.load.buf = buf;
 		e->u.load.index = index;
@@ -763,7 +788,7 @@ ts_expr *ts_ramp(ts_ctx *ctx, ts_expr *base, int64_t stride, int lanes)
 			 (long long)stride, lanes);
 		return NULL;
 	}
-	ts_expr *e = node(ctx, IR_RAMP, ts_dtype_with_lanes(base->dtype, lanes), base->depth);
+	ts_expr *e = node(ctx, IR_RAMP, ts_dtype_with_lanes(base->dtype, lanes), base->depth, base->nodes);
 	if (e) {
 		e->u.ramp.base = base;
 		e->u.ramp.stride = stride;
@@ -783,7 +808,8 @@ ts_expr *ts_broadcast(ts_ctx *ctx, ts_expr *value, int lanes)
 			 TS_MAX_VECTOR_LANES, lanes);
 		return NULL;
 	}
-	ts_expr *e = node(ctx, IR_BROADCAST, ts_dtype_with_lanes(value->dtype, lanes), value->depth);
+	ts_expr *e = node(ctx, IR_BROADCAST, ts_dtype_with_lanes(value->dtype, lanes), value->depth,
+			    value->nodes);
 	if (e) {
 		e->u.bcast.value = value;
 		e->u.bcast.lanes = lanes;
@@ -838,7 +864,7 @@ ts_expr *ts_reduce(ts_ctx *ctx, ts_reduce_op op, ts_expr *source, int naxes,
 			return NULL;
 		}
 	}
-	ts_expr *e = node(ctx, IR_REDUCE, source->dtype, deeper(source, init));
+	ts_expr *e = node(ctx, IR_REDUCE, source->dtype, deeper(source, init), nodes_of(source, init, NULL));
 	ts_iter **copy = ts_alloc_array(ctx, (size_t)naxes, sizeof(*copy));
 	if (!e || !copy)
 		return NULL;

@@ -66,6 +66,13 @@ extern "C" {
  * takes it through every stage).  Long chains such as a sum of 100,000
  * terms must be built as balanced trees. */
 #define TS_MAX_EXPR_DEPTH 2000
+/* Most nodes of an expression counted as a tree, a subexpression once for
+ * each use (ts_expr.nodes).  Walks see trees, not shared graphs, so this
+ * bounds their time as the depth bounds their stack: a stage that reads
+ * its producer twice, inlined in a chain, doubles at every stage, and
+ * lowering would otherwise run for minutes; constructors refuse larger
+ * nodes. */
+#define TS_MAX_EXPR_NODES (1 << 20)
 /* Most lanes of a vector dtype (ts_ramp, ts_broadcast, ts_dtype_with_lanes)
  * and of a vectorized loop. */
 #define TS_MAX_VECTOR_LANES 64
@@ -184,6 +191,7 @@ struct ts_expr {
 	ir_expr_kind kind;
 	ts_dtype dtype;
 	int depth; /* 1 for a leaf, else 1 + the deepest child's; <= TS_MAX_EXPR_DEPTH */
+	int64_t nodes; /* 1 + the children's nodes: the size as a tree; <= TS_MAX_EXPR_NODES */
 	union {
 		int64_t int_imm;
 		double float_imm;

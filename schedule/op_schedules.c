@@ -50,6 +50,32 @@ static ts_status default_stage(ts_stage *st, int lanes)
 	return ts_vectorize(st, ii);
 }
 
+typedef struct reads {
+	const ts_tensor *t;
+	int n;
+} reads;
+
+static bool count_reads(ts_expr *e, void *data)
+{
+	reads *r = data;
+	r->n += e->kind == IR_READ && e->u.read.tensor == r->t;
+	return true;
+}
+
+/* Whether some stage reads st's tensor at more than one place: inlined,
+ * such a producer is computed once per read, and a chain of them doubles
+ * in size at every stage (TS_MAX_EXPR_NODES), so it is computed at root. */
+static bool read_twice(ts_schedule *s, const ts_stage *st)
+{
+	for (int i = 0; i < s->nstages; i++) {
+		reads r = {st->tensor, 0};
+		ir_expr_visit(s->stages[i]->body, count_reads, &r);
+		if (r.n > 1)
+			return true;
+	}
+	return false;
+}
+
 ts_status ts_schedule_default_cpu(ts_schedule *s, int lanes)
 {
 	if (!s)
@@ -59,7 +85,7 @@ ts_status ts_schedule_default_cpu(ts_schedule *s, int lanes)
 				TS_MAX_VECTOR_LANES, lanes);
 	for (int i = 0; i < s->nstages; i++) {
 		ts_stage *st = s->stages[i];
-		if (!st->is_output && st->body->kind != IR_REDUCE)
+		if (!st->is_output && st->body->kind != IR_REDUCE && !read_twice(s, st))
 			TRY(ts_compute_inline(st));
 		else
 			TRY(default_stage(st, lanes));

@@ -27,7 +27,9 @@ extern "C" {
 
 /* A reasonable CPU schedule for any graph (the default of every operator
  * without a dedicated one): elementwise intermediate stages are inlined
- * into their consumers; every other stage fuses its outer data-parallel
+ * into their consumers, unless a stage reads one at two places or more
+ * (inlined, it would be computed once per read, and a chain of them
+ * doubles at every stage); every other stage fuses its outer data-parallel
  * axes into one parallel loop and, when its innermost data axis is wide
  * enough, vectorizes it by `lanes` (reduction loops move outside it, the
  * tail partitioned off). */

@@ -1,7 +1,7 @@
 /*
  * test_mustfail_limits.c - everything beyond tessera's documented limits is
  * an error value naming the limit, never a stack overflow, a signed
- * overflow (UBSan) or a write through a NULL: expression depth, loop-nest
+ * overflow (UBSan) or a write through a NULL: expression depth and size, loop-nest
  * size, vector lanes, dtypes, split/fuse/shape arithmetic, operator
  * parameters, CUDA architectures, and failing arena allocations.
  */
@@ -14,6 +14,7 @@
 
 #include "lower.h"
 #include "nvrtc.h"
+#include "op_schedules.h"
 #include "schedule.h"
 
 #define N 37
@@ -97,6 +98,67 @@ END_TEST
 
 /* compute_inline substitutes a producer at the limit into its consumer,
  * one level deeper: lowering reports it instead of building it. */
+/* ---- expression size ---------------------------------------------------------- */
+
+/* P[q+1][i] = (P[q][i] + 0.5) * (P[q][i] - 0.25): each stage reads the one
+ * before twice, so q stages inlined are 2^q copies of the first. */
+static ts_schedule *doubling_chain(ts_ctx *ctx, int stages, ts_tensor **A, ts_tensor **out)
+{
+	ts_tensor *T = *A = ts_placeholder(ctx, "A", TS_SHAPE(8), ts_float32);
+	for (int q = 0; q < stages; q++) {
+		ts_expr *i = ts_var(ctx, "i"), *r = TS_READ(ctx, T, i);
+		T = ts_compute(ctx, ts_sprintf(ctx, "P%d", q), TS_SHAPE(8), TS_VARS(i),
+			       ts_mul(ctx, ts_add(ctx, r, ts_float(ctx, 0.5)), ts_sub(ctx, r, ts_float(ctx, 0.25))));
+	}
+	tu_nonnull(ctx, T);
+	*out = T;
+	return ts_create_schedule(ctx, 1, out);
+}
+
+/* Inlining 30 such stages would build 2^30 nodes (lowering ran for minutes
+ * at 22): refused before anything is built, naming the stage. */
+START_TEST(test_inline_doubling_chain)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A, *Y;
+	ts_schedule *s = doubling_chain(ctx, 30, &A, &Y);
+	for (int i = 0; i < s->nstages; i++)
+		if (s->stages[i]->tensor != Y)
+			tu_ok(ctx, ts_compute_inline(s->stages[i]));
+	ck_assert_ptr_null(ts_lower(s, "f", 2, (ts_tensor *[]){A, Y}));
+	tu_assert_error(ctx, "with its inlined producers (P");
+	tu_assert_error(ctx, "would be an expression of more than 1048576 nodes counted as a tree");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* The constructors refuse the same size directly: x * x squared 22 times
+ * shares every node, but walks see 2^22 leaves. */
+START_TEST(test_shared_subexpressions)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_expr *x = ts_var(ctx, "x");
+	for (int q = 0; q < 22 && x; q++)
+		x = ts_mul(ctx, x, x);
+	ck_assert_ptr_null(x);
+	tu_assert_error(ctx, "expression of more than 1048576 nodes counted as a tree (TS_MAX_EXPR_NODES");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* The default schedule computes a producer read twice at root instead of
+ * inlining it, so the long chain lowers, builds and is right. */
+START_TEST(test_default_schedule_doubling_chain)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A, *Y;
+	ts_schedule *s = doubling_chain(ctx, 30, &A, &Y);
+	tu_ok(ctx, ts_schedule_default_cpu(s, 8));
+	tu_check_func(ctx, ts_lower(s, "f", 2, (ts_tensor *[]){A, Y}), 1e-4);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_inline_beyond_the_limit)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -543,6 +605,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_chain_of_100000_adds);
 	tcase_add_test(tc, test_every_constructor_checks_depth);
 	tcase_add_test(tc, test_inline_beyond_the_limit);
+	tcase_add_test(tc, test_inline_doubling_chain);
+	tcase_add_test(tc, test_shared_subexpressions);
+	tcase_add_test(tc, test_default_schedule_doubling_chain);
 	tcase_add_test(tc, test_simplifier_deepening);
 	tcase_add_test(tc, test_split_thousands_of_times);
 	tcase_add_test(tc, test_compute_at_chain_too_deep);
