@@ -398,7 +398,9 @@ static void float_imm(emitter *em, const ts_expr *e)
 		put(em, f32 ? em->d->nan32 : em->d->nan64);
 		return;
 	}
-	if (isinf(v)) {
+	/* a double beyond float's range is infinite as a float constant: say
+	 * so, rather than a literal the C compiler warns about */
+	if (isinf(v) || (f32 && isinf((float)v))) {
 		ts_sb_printf(&em->out, "%s%s", v < 0 ? "-" : "", f32 ? em->d->inf32 : em->d->inf64);
 		return;
 	}
@@ -1029,6 +1031,18 @@ static void heap_allocate(emitter *em, const ts_stmt *s, const char *type, const
 	ts_sb_printf(&em->out, "free(%s);\n", n);
 }
 
+struct loads {
+	const ts_buffer *buf;
+	bool *found;
+};
+
+static bool loads_fn(ts_expr *e, void *data)
+{
+	struct loads *l = data;
+	*l->found |= e->kind == IR_LOAD && e->u.load.buf == l->buf;
+	return !*l->found;
+}
+
 static void allocate(emitter *em, const ts_stmt *s)
 {
 	ts_buffer *b = s->u.alloc.buf;
@@ -1048,6 +1062,12 @@ static void allocate(emitter *em, const ts_stmt *s)
 	if (em->d->local_align)
 		ts_sb_printf(&em->out, em->d->align_fmt, em->d->local_align);
 	ts_sb_printf(&em->out, "%s %s[%lld];\n", type, n, (long long)b->size);
+	/* a buffer written and never read (a producer's copy in a tail the
+	 * consumer's partition left empty) would be "set but not used" */
+	bool read = false;
+	ir_stmt_visit(s->u.alloc.body, NULL, loads_fn, &(struct loads){b, &read});
+	if (!read)
+		line(em, ts_sprintf(em->ctx, "(void)%s;", n));
 	stmt(em, s->u.alloc.body);
 }
 

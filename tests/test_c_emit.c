@@ -185,6 +185,43 @@ static float ref_misc_y(float x, int32_t n)
 	return y + floorf(x * 3.0f) - ceilf(x * 2.0f) + exp2f(x) + (float)n;
 }
 
+/* C[i, j] = sum_k P[i, k] B[k, j] with P = A + 1 computed at C's inner
+ * column loop, whose partitioned tail leaves a copy of P written and never
+ * read; and a float32 constant beyond float's range.  Both once made cc
+ * -Wall warn ("set but not used", "floating constant exceeds range"). */
+START_TEST(test_c_warning_free)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(17, 3), ts_int8);
+	ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(3, 8), ts_int8);
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	ts_tensor *P = ts_compute(ctx, "P", TS_SHAPE(17, 3), TS_VARS(i, j),
+				  ts_add(ctx, TS_READ(ctx, A, i, j), ts_const(ctx, ts_int8, 1)));
+	ts_iter *k = ts_reduce_axis(ctx, "k", 0, 3);
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(17, 8), TS_VARS(i, j),
+				  TS_SUM(ctx, ts_mul(ctx, TS_READ(ctx, P, i, k->var), TS_READ(ctx, B, k->var, j)), k));
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(2, 3), ts_float32);
+	ts_tensor *Y = ts_op_pad(ctx, X, (int64_t[]){1, 1}, (int64_t[]){0, 0}, 1e300);
+	ts_tensor *outs[2] = {C, Y};
+	ts_schedule *s = ts_create_schedule(ctx, 2, outs);
+	ts_stage *sc = ts_stage_of(s, C);
+	ts_axis *jo, *ji;
+	tu_ok(ctx, ts_split_tail(sc, ts_axis_of(sc, 1), 5, TS_TAIL_PARTITION, &jo, &ji));
+	tu_ok(ctx, ts_reorder(sc, TS_AXES(jo, ts_reduce_axis_of(sc, 0), ji)));
+	tu_ok(ctx, ts_compute_at(ts_stage_of(s, P), sc, ji));
+	ts_func *f = ts_lower(s, "warn", 5, (ts_tensor *[]){A, B, X, C, Y});
+	tu_check_func(ctx, f, 0);
+	const char *src = cg_emit_c(ctx, f);
+	ck_assert_msg(src != NULL, "%s", ts_last_error(ctx));
+	ck_assert_msg(!strstr(src, "e+300"), "an out-of-range float literal: %s", src);
+	if (have_cc()) {
+		built b = build(src);
+		unbuild(&b);
+	}
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_c_misc)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -656,6 +693,7 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("c");
 	tcase_add_test(tc, test_c_vadd);
 	tcase_add_test(tc, test_c_misc);
+	tcase_add_test(tc, test_c_warning_free);
 	tcase_add_test(tc, test_c_signed_overflow_wraps);
 	tcase_add_test(tc, test_c_matmul);
 	tcase_add_test(tc, test_c_heap_temporary);

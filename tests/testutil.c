@@ -30,7 +30,8 @@ void tu_assert_close(const ts_array *got, const ts_array *want, double rtol, dou
 	for (int64_t i = 0; i < n; i++) {
 		double g = ts_elem_get_f64(got->data, got->dtype, i);
 		double w = ts_elem_get_f64(want->data, want->dtype, i);
-		if (!(fabs(g - w) <= atol + rtol * fabs(w)))
+		/* equal infinities are close (their difference is NaN) */
+		if (g != w && !(fabs(g - w) <= atol + rtol * fabs(w)))
 			ck_abort_msg("element %lld: got %.9g, want %.9g%s", (long long)i, g, w, context);
 	}
 }
