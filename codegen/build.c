@@ -72,6 +72,7 @@ ts_module *ts_build(ts_ctx *ctx, const ts_func *f, const char *target)
 			 f->name, target);
 		return NULL;
 	}
+	ts_clear_error(ctx); /* as ts_lower: an earlier call's error is not this build's */
 	ts_module *m = calloc(1, sizeof(*m));
 	if (!m) {
 		ts_error(ctx, TS_ERR_NOMEM, "build %s: out of memory", f->name);

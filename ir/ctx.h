@@ -10,7 +10,10 @@
  * ("reorder(C): axis 'k.inner' appears twice") with ts_error() and returns
  * NULL or a non-zero ts_status.  Only the first error is kept until
  * ts_clear_error(), so that a chain of builder calls fed a NULL reports the
- * root cause.  Internal invariants use TS_ASSERT, which reports through the
+ * root cause.  ts_lower and ts_build start afresh once their arguments are
+ * checked (a NULL schedule, function or tensor still reports the earlier
+ * root cause): an error left by an earlier call never fails them, nor
+ * stands in for their own.  Internal invariants use TS_ASSERT, which reports through the
  * same slot and never aborts the process.
  *
  * Threads: the error slot is per thread.  ts_last_error/ts_last_status/

@@ -220,6 +220,10 @@ ts_func *ts_lower_until(ts_schedule *s, const char *name, int nargs, ts_tensor *
 			 name, last);
 		return NULL;
 	}
+	/* the arguments are sound: an error left from an earlier call (a
+	 * refused build, a primitive that failed) is not this lowering's, and
+	 * the passes, which tell failure by the error slot, must not see it */
+	ts_clear_error(ctx);
 	if (check_nesting(s, name) != TS_OK || sch_check_reads(ctx, s) != TS_OK)
 		return NULL;
 	ts_stmt *body = pass_schedule_ops(ctx, s, NULL);

@@ -965,6 +965,38 @@ START_TEST(test_newer_calls)
 }
 END_TEST
 
+/* An error left by an earlier call (a refused build) neither fails a
+ * later lowering or build nor stands in for its message; a NULL argument
+ * that an earlier failure produced still reports that root cause. */
+START_TEST(test_earlier_error_does_not_leak)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *H = ts_placeholder(ctx, "H", TS_SHAPE(8), ts_float16);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_tensor *G = ts_compute(ctx, "G", TS_SHAPE(8), TS_VARS(i), TS_READ(ctx, H, i));
+	ts_func *fh = ts_lower(ts_create_schedule(ctx, 1, &G), "half", 2, (ts_tensor *[]){H, G});
+	tu_nonnull(ctx, fh);
+	ck_assert_ptr_null(ts_build(ctx, fh, "llvm"));
+	tu_assert_error(ctx, "float16 is not supported by the LLVM backend");
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(8), ts_float32);
+	ts_tensor *B = ts_compute(ctx, "B", TS_SHAPE(8), TS_VARS(i), TS_READ(ctx, A, i));
+	ts_func *f = ts_lower(ts_create_schedule(ctx, 1, &B), "copy", 2, (ts_tensor *[]){A, B});
+	tu_nonnull(ctx, f);
+	ts_module *m = ts_build(ctx, f, "llvm");
+	tu_nonnull(ctx, m);
+	ck_assert_int_eq(ts_last_status(ctx), TS_OK);
+	ts_module_free(m);
+	/* the root cause of a NULL stays */
+	ts_tensor *bad = ts_compute(ctx, "bad", TS_SHAPE(0), TS_VARS(i), TS_READ(ctx, A, i));
+	ck_assert_ptr_null(bad);
+	char cause[256];
+	snprintf(cause, sizeof cause, "%s", ts_last_error(ctx));
+	ck_assert_ptr_null(ts_lower(ts_create_schedule(ctx, 1, &bad), "bad", 2, (ts_tensor *[]){A, bad}));
+	tu_assert_error(ctx, cause);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("mustfail_api");
@@ -998,9 +1030,11 @@ static Suite *suite(void)
 	tcase_add_test(cg, test_cuda_null);
 	tcase_add_test(cg, test_runtime_misc);
 	tcase_add_test(cg, test_newer_calls);
+	tcase_add_test(cg, test_earlier_error_does_not_leak);
 	suite_add_tcase(s, cg);
 	return s;
 }
+
 
 int main(void)
 {
