@@ -32,16 +32,28 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "eval.h"
 #include "ident.h"
 #include "sbuf.h"
 
 enum { P_OR = 1, P_AND, P_EQ, P_REL, P_ADD, P_MUL, P_UNARY, P_ATOM };
 
 /* Scalar types the dialects know, indexed by type_index(). */
-enum { T_I8, T_I16, T_I32, T_I64, T_U8, T_U16, T_U32, T_U64, T_F32, T_F64, T_BOOL, T_COUNT };
+enum { T_I8, T_I16, T_I32, T_I64, T_U8, T_U16, T_U32, T_U64, T_F32, T_F64, T_BOOL, T_F16, T_BF16,
+       T_COUNT };
 static const char *const type_suffix[T_COUNT] = {
-	"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64", "bool",
+	"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64", "bool", "f16", "bf16",
 };
+
+/* 16-bit floats (float16, bfloat16) are stored as their bits in 16-bit
+ * unsigned integers and computed in float: a load converts to float, a
+ * store converts back, and every arithmetic result, call and cast of a
+ * 16-bit dtype is rounded to it at once (ts_rh_f16 / ts_rh_bf16), so the
+ * value a register holds is always one of the type's, as ir.h's "IEEE-754
+ * in the operand dtype" asks (float has the bits for this double rounding
+ * to be exact for + - * /).  The conversions are C in the plain dialect
+ * and PTX cvt for float16 in CUDA, emitted on demand. */
+enum { C16_FROM, C16_TO, C16_ROUND, C16_COUNT };
 
 /* Helpers emitted on demand, per type.  The _z divisions accept any
  * divisor; the casts convert from float32 / float64 to the helper's type;
@@ -99,7 +111,7 @@ static const dialect dialect_c = {
 	.restrict_kw = "restrict",
 	.helper_qual = "static inline",
 	.type = {"int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
-		 "uint32_t", "uint64_t", "float", "double", "bool"},
+		 "uint32_t", "uint64_t", "float", "double", "bool", "uint16_t", "uint16_t"},
 	.math32 = MATH_NAMES("f"),
 	.math64 = MATH_NAMES(""),
 	.inf32 = "INFINITY", .nan32 = "NAN",
@@ -121,7 +133,7 @@ static const dialect dialect_cuda = {
 	.helper_qual = "static __device__ __forceinline__",
 	.type = {"signed char", "short", "int", "long long", "unsigned char",
 		 "unsigned short", "unsigned int", "unsigned long long", "float", "double",
-		 "bool"},
+		 "bool", "unsigned short", "unsigned short"},
 	.math32 = MATH_NAMES("f"),
 	.math64 = MATH_NAMES(""),
 	.inf32 = "__int_as_float(0x7f800000)", .nan32 = "__int_as_float(0x7fffffff)",
@@ -153,6 +165,7 @@ typedef struct emitter {
 	name_entry *names;
 	int nnames, cap;
 	bool helpers[H_COUNT][T_COUNT];
+	bool conv16[2][C16_COUNT]; /* [bfloat16?][C16_*]: 16-bit float helpers used */
 	/* lane evaluation of vector expressions */
 	const char *lane;            /* lane loop variable, or NULL */
 	int comp;                    /* float4 component, or -1 */
@@ -255,9 +268,9 @@ static int type_index(ts_dtype t)
 	switch ((ts_type_code)t.code) {
 	case TS_TYPE_INT: return b < 0 ? -1 : T_I8 + b;
 	case TS_TYPE_UINT: return b < 0 ? -1 : T_U8 + b;
-	case TS_TYPE_FLOAT: return t.bits == 32 ? T_F32 : t.bits == 64 ? T_F64 : -1;
+	case TS_TYPE_FLOAT: return t.bits == 32 ? T_F32 : t.bits == 64 ? T_F64 : t.bits == 16 ? T_F16 : -1;
 	case TS_TYPE_BOOL: return T_BOOL;
-	case TS_TYPE_BFLOAT:
+	case TS_TYPE_BFLOAT: return t.bits == 16 ? T_BF16 : -1;
 	case TS_TYPE_HANDLE:
 		break;
 	}
@@ -275,6 +288,32 @@ static const char *ctype(emitter *em, ts_dtype t)
 		return "void";
 	}
 	return em->d->type[i];
+}
+
+static bool is_f16x(ts_dtype t)
+{
+	return (t.code == TS_TYPE_FLOAT || t.code == TS_TYPE_BFLOAT) && t.bits == 16;
+}
+
+/* The C type of a value of dtype t: float for a 16-bit float (stored as
+ * bits, see above), else the storage type. */
+static const char *vtype(emitter *em, ts_dtype t)
+{
+	return is_f16x(t) ? em->d->type[T_F32] : ctype(em, t);
+}
+
+/* The name of 16-bit float helper `which` for t, marked as used. */
+static const char *conv16(emitter *em, ts_dtype t, int which)
+{
+	static const char *const names[2][C16_COUNT] = {
+		{"ts_f16_to_f32", "ts_f32_to_f16", "ts_rh_f16"},
+		{"ts_bf16_to_f32", "ts_f32_to_bf16", "ts_rh_bf16"},
+	};
+	bool bf = t.code == TS_TYPE_BFLOAT;
+	em->conv16[bf][which] = true;
+	if (which == C16_ROUND) /* made of the other two */
+		em->conv16[bf][C16_FROM] = em->conv16[bf][C16_TO] = true;
+	return names[bf][which];
 }
 
 static const char *helper(emitter *em, int h, ts_dtype t)
@@ -331,10 +370,19 @@ static bool wrapping(const emitter *em, const ts_expr *e)
 	       is_signed_int(t) && t.bits >= 32;
 }
 
+/* Whether e is printed inside a rounding to its 16-bit float dtype: an
+ * arithmetic result or a cast to float16 or bfloat16 (calls already print
+ * as calls). */
+static bool rounds16(const ts_expr *e)
+{
+	bool arith = e->kind == IR_ADD || e->kind == IR_SUB || e->kind == IR_MUL || e->kind == IR_DIV;
+	return is_f16x(ts_dtype_element(e->dtype)) && (arith || e->kind == IR_CAST);
+}
+
 /* The precedence of e as this emitter prints it. */
 static int prec(const emitter *em, const ts_expr *e)
 {
-	if (wrapping(em, e))
+	if (wrapping(em, e) || rounds16(e))
 		return P_ATOM;
 	switch (e->kind) {
 	case IR_INT_IMM: return e->u.int_imm < 0 && ts_dtype_eq(e->dtype, ts_int32) ? P_UNARY : P_ATOM;
@@ -389,8 +437,12 @@ static void int_imm(emitter *em, const ts_expr *e)
 static void float_imm(emitter *em, const ts_expr *e)
 {
 	double v = e->u.float_imm;
-	bool f32 = e->dtype.bits == 32;
-	if (e->dtype.bits != 32 && e->dtype.bits != 64) {
+	bool f32 = e->dtype.bits == 32 || is_f16x(e->dtype);
+	if (is_f16x(e->dtype)) { /* the 16-bit value, written as a float */
+		uint16_t bits = 0;
+		ts_elem_set_f64(&bits, ts_dtype_element(e->dtype), 0, v);
+		v = ts_elem_get_f64(&bits, ts_dtype_element(e->dtype), 0);
+	} else if (e->dtype.bits != 32 && e->dtype.bits != 64) {
 		ctype(em, e->dtype);
 		return;
 	}
@@ -466,15 +518,24 @@ static void binary(emitter *em, const ts_expr *e)
 			return;
 		}
 		break;
-	case IR_MIN: case IR_MAX:
-		if (ts_dtype_is_float(t) && (t.bits == 32 || t.bits == 64))
+	case IR_MIN: case IR_MAX: /* exact on 16-bit values too: no rounding */
+		if (ts_dtype_is_float(t))
 			call2(em, ts_sprintf(em->ctx, "%s%s", e->kind == IR_MIN ? "fmin" : "fmax",
-					     t.bits == 32 ? "f" : ""), a, b);
+					     t.bits == 64 ? "" : "f"), a, b);
 		else
 			call2(em, helper(em, e->kind == IR_MIN ? H_MIN : H_MAX, t), a, b);
 		return;
 	default:
 		break;
+	}
+	if (rounds16(e)) {
+		int op = e->kind == IR_ADD || e->kind == IR_SUB ? P_ADD : P_MUL;
+		ts_sb_printf(&em->out, "%s(", conv16(em, t, C16_ROUND));
+		sub(em, a, op);
+		put(em, infix_op(e->kind));
+		sub(em, b, op + 1);
+		put(em, ")");
+		return;
 	}
 	int p = prec(em, e), lp = p, rp = p + 1;
 	if (ir_is_compare(e->kind))
@@ -490,14 +551,19 @@ static void call(emitter *em, const ts_expr *e)
 {
 	ts_dtype t = ts_dtype_element(e->dtype);
 	ir_intrinsic op = e->u.call.op;
-	const char *fn = t.bits == 32 ? em->d->math32[op] : em->d->math64[op];
+	bool h16 = is_f16x(t); /* computed in float, rounded back */
+	const char *fn = t.bits == 64 ? em->d->math64[op] : em->d->math32[op];
 	if (op == IR_INTRIN_SIGMOID)
-		fn = helper(em, H_SIGMOID, t);
-	if (!fn || (t.bits != 32 && t.bits != 64)) {
+		fn = helper(em, H_SIGMOID, h16 ? ts_float32 : t);
+	if (!fn || (t.bits != 32 && t.bits != 64 && !h16)) {
 		ctype(em, t);
 		return;
 	}
+	if (h16)
+		ts_sb_printf(&em->out, "%s(", conv16(em, t, C16_ROUND));
 	call2(em, fn, e->u.call.args[0], e->u.call.nargs > 1 ? e->u.call.args[1] : NULL);
+	if (h16)
+		put(em, ")");
 }
 
 static void ramp_at_lane(emitter *em, const ts_expr *e)
@@ -538,12 +604,15 @@ static void load(emitter *em, const ts_expr *e)
 		     e->u.load.buf->name);
 		return;
 	}
+	bool h16 = is_f16x(e->u.load.buf->dtype);
+	if (h16)
+		ts_sb_printf(&em->out, "%s(", conv16(em, e->u.load.buf->dtype, C16_FROM));
 	ts_sb_printf(&em->out, "%s[", n);
 	bool in_value = em->in_value;
 	em->in_value = false;
 	sub(em, e->u.load.index, 0);
 	em->in_value = in_value;
-	put(em, "]");
+	put(em, h16 ? "])" : "]");
 }
 
 static void var(emitter *em, const ts_expr *e)
@@ -574,17 +643,18 @@ static void expr_body(emitter *em, const ts_expr *e)
 		sub(em, e->u.un.a, P_UNARY);
 		return;
 	case IR_CAST:
-		if (float_to_int(e)) {
+		if (float_to_int(e)) { /* a 16-bit float's value is a float */
 			int bits = e->u.un.a->dtype.bits;
-			if (bits != 32 && bits != 64)
-				ctype(em, e->u.un.a->dtype); /* reports the 16-bit float */
-			else
-				call2(em, helper(em, bits == 32 ? H_CAST_F32 : H_CAST_F64,
-						 ts_dtype_element(e->dtype)), e->u.un.a, NULL);
+			call2(em, helper(em, bits == 64 ? H_CAST_F64 : H_CAST_F32, ts_dtype_element(e->dtype)),
+			      e->u.un.a, NULL);
 			return;
 		}
-		ts_sb_printf(&em->out, "(%s)", ctype(em, e->dtype));
+		if (rounds16(e))
+			ts_sb_printf(&em->out, "%s(", conv16(em, ts_dtype_element(e->dtype), C16_ROUND));
+		ts_sb_printf(&em->out, "(%s)", vtype(em, e->dtype));
 		sub(em, e->u.un.a, P_UNARY);
+		if (rounds16(e))
+			put(em, ")");
 		return;
 	case IR_SELECT:
 		put(em, "(");
@@ -953,11 +1023,17 @@ static void for_loop(emitter *em, const ts_stmt *s)
 	}
 }
 
-static void stored_value(emitter *em, const ts_expr *v)
+/* The value stored into buf: a 16-bit float converted to its bits. */
+static void stored_value(emitter *em, const ts_buffer *buf, const ts_expr *v)
 {
+	bool h16 = is_f16x(buf->dtype);
+	if (h16)
+		ts_sb_printf(&em->out, "%s(", conv16(em, buf->dtype, C16_TO));
 	em->in_value = true;
 	sub(em, v, 0);
 	em->in_value = false;
+	if (h16)
+		put(em, ")");
 }
 
 /* A store of a vector: one assignment per lane, in a lane loop. */
@@ -976,7 +1052,7 @@ static void vector_store(emitter *em, const ts_stmt *s)
 	ts_sb_printf(&em->out, "%s[", lookup(em, s->u.store.buf));
 	sub(em, s->u.store.index, 0);
 	put(em, "] = ");
-	stored_value(em, s->u.store.value);
+	stored_value(em, s->u.store.buf, s->u.store.value);
 	put(em, ";\n");
 	em->lane = NULL;
 	em->indent--;
@@ -998,7 +1074,7 @@ static void store(emitter *em, const ts_stmt *s)
 	ts_sb_printf(&em->out, "%s[", lookup(em, s->u.store.buf));
 	sub(em, s->u.store.index, 0);
 	put(em, "] = ");
-	stored_value(em, s->u.store.value);
+	stored_value(em, s->u.store.buf, s->u.store.value);
 	put(em, ";\n");
 }
 
@@ -1107,7 +1183,7 @@ static void let(emitter *em, const ts_stmt *s)
 		return;
 	}
 	if (used) { /* an unused binding has no effect: expressions are pure */
-		const char *type = ctype(em, v->dtype);
+		const char *type = vtype(em, v->dtype);
 		const char *value = expr_text(em, s->u.let.value); /* before v's new name */
 		const char *n = define(em, v, v->u.var.name);
 		if (!value || !n)
@@ -1398,6 +1474,64 @@ static void define_params(emitter *em)
 	}
 }
 
+/* The 16-bit float conversions: float16 as the reference evaluator
+ * rounds (to nearest even, overflow to infinity) in plain C, with PTX's
+ * cvt on a GPU; bfloat16 by rounding the float's upper half. */
+static const char *const conv16_c[2][C16_COUNT] = {
+	{"float ts_f16_to_f32(uint16_t h)\n{\n"
+	 "  int e = (h >> 10) & 0x1f;\n"
+	 "  float f = e == 0 ? ldexpf((float)(h & 0x3ff), -24)\n"
+	 "          : e == 31 ? ((h & 0x3ff) ? NAN : INFINITY)\n"
+	 "          : ldexpf((float)((h & 0x3ff) | 0x400), e - 25);\n"
+	 "  return (h >> 15) ? -f : f;\n}\n",
+	 "uint16_t ts_f32_to_f16(float f)\n{\n"
+	 "  uint16_t sign = signbit(f) ? 0x8000 : 0;\n"
+	 "  if (isnan(f))\n    return sign | 0x7e00;\n"
+	 "  float a = fabsf(f);\n"
+	 "  if (a >= 65520.0f)\n    return sign | 0x7c00;\n"
+	 "  if (a < 0x1p-25f)\n    return sign;\n"
+	 "  int e;\n  frexpf(a, &e);\n  int exp = e + 14;\n"
+	 "  if (exp <= 0) /* subnormal: units of 2^-24 */\n"
+	 "    return sign | (uint16_t)nearbyintf(ldexpf(a, 24));\n"
+	 "  uint32_t man = (uint32_t)nearbyintf(ldexpf(a, 11 - e));\n"
+	 "  if (man == 2048) {\n    man = 1024;\n    exp++;\n  }\n"
+	 "  if (exp >= 31)\n    return sign | 0x7c00;\n"
+	 "  return sign | (uint16_t)(exp << 10) | (uint16_t)(man & 0x3ff);\n}\n",
+	 "float ts_rh_f16(float x)\n{\n  return ts_f16_to_f32(ts_f32_to_f16(x));\n}\n"},
+	{"float ts_bf16_to_f32(uint16_t h)\n{\n"
+	 "  union { uint32_t u; float f; } v = {(uint32_t)h << 16};\n  return v.f;\n}\n",
+	 "uint16_t ts_f32_to_bf16(float f)\n{\n"
+	 "  union { float f; uint32_t u; } v = {f};\n"
+	 "  if (isnan(f))\n    return (uint16_t)((v.u >> 16) | 0x40);\n"
+	 "  v.u += 0x7fff + ((v.u >> 16) & 1); /* to nearest even */\n"
+	 "  return (uint16_t)(v.u >> 16);\n}\n",
+	 "float ts_rh_bf16(float x)\n{\n  return ts_bf16_to_f32(ts_f32_to_bf16(x));\n}\n"},
+};
+static const char *const conv16_cuda[2][C16_COUNT] = {
+	{"float ts_f16_to_f32(unsigned short h)\n{\n"
+	 "  float f;\n  asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h));\n  return f;\n}\n",
+	 "unsigned short ts_f32_to_f16(float f)\n{\n"
+	 "  unsigned short h;\n  asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));\n  return h;\n}\n",
+	 "float ts_rh_f16(float x)\n{\n  return ts_f16_to_f32(ts_f32_to_f16(x));\n}\n"},
+	{"float ts_bf16_to_f32(unsigned short h)\n{\n"
+	 "  return __uint_as_float((unsigned int)h << 16);\n}\n",
+	 "unsigned short ts_f32_to_bf16(float f)\n{\n"
+	 "  unsigned int u = __float_as_uint(f);\n"
+	 "  if (f != f)\n    return (unsigned short)((u >> 16) | 0x40);\n"
+	 "  u += 0x7fff + ((u >> 16) & 1); /* to nearest even */\n"
+	 "  return (unsigned short)(u >> 16);\n}\n",
+	 "float ts_rh_bf16(float x)\n{\n  return ts_bf16_to_f32(ts_f32_to_bf16(x));\n}\n"},
+};
+
+static void emit_conv16(emitter *em, ts_sbuf *sb)
+{
+	const char *const (*text)[C16_COUNT] = em->d->bind_threads ? conv16_cuda : conv16_c;
+	for (int bf = 0; bf < 2; bf++)
+		for (int c = 0; c < C16_COUNT; c++)
+			if (em->conv16[bf][c])
+				ts_sb_printf(sb, "\n%s %s", em->d->helper_qual, text[bf][c]);
+}
+
 static void assemble(emitter *em, ts_sbuf *sb)
 {
 	const cg_launch *l = &em->launch;
@@ -1410,6 +1544,7 @@ static void assemble(emitter *em, ts_sbuf *sb)
 	else
 		ts_sb_printf(sb, "/* tessera: %s */\n", em->fname);
 	ts_sb_puts(sb, em->d->file_head);
+	emit_conv16(em, sb);
 	for (int h = 0; h < H_COUNT; h++)
 		for (int t = 0; t < T_COUNT; t++)
 			if (em->helpers[h][t])

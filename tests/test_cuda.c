@@ -54,6 +54,55 @@ static ts_func *vadd(ts_ctx *ctx)
 	return kg_vadd_cuda(ctx, 1 << 16);
 }
 
+/* Y[i] = x * 1.5 - max(x, h(f)) / 3 + h(f) over 16-bit floats x = X[i]
+ * and h(f) = F[i] rounded, 128 threads a block: stored as their bits,
+ * computed in float, converted with PTX's cvt for float16. */
+static ts_func *half_kernel(ts_ctx *ctx, ts_dtype h)
+{
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(1000), h);
+	ts_tensor *F = ts_placeholder(ctx, "F", TS_SHAPE(1000), ts_float32);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_expr *x = TS_READ(ctx, X, i), *hf = ts_cast(ctx, h, TS_READ(ctx, F, i));
+	ts_tensor *Y = ts_compute(ctx, "Y", TS_SHAPE(1000), TS_VARS(i),
+				  ts_add(ctx, ts_sub(ctx, ts_mul(ctx, x, ts_fconst(ctx, h, 1.5)),
+						     ts_div(ctx, ts_max(ctx, x, hf), ts_fconst(ctx, h, 3))), hf));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+	ts_stage *sy = ts_stage_of(s, Y);
+	ts_axis *bx, *tx;
+	tu_ok(ctx, ts_split(sy, ts_axis_of(sy, 0), 128, &bx, &tx));
+	tu_ok(ctx, ts_bind(sy, bx, TS_BLOCK_X));
+	tu_ok(ctx, ts_bind(sy, tx, TS_THREAD_X));
+	ts_func *f = ts_lower(s, "halves", 3, (ts_tensor *[]){X, F, Y});
+	tu_check_func_interp(ctx, f, 0);
+	return f;
+}
+
+static ts_func *half_f16(ts_ctx *ctx)
+{
+	return half_kernel(ctx, ts_float16);
+}
+
+static ts_func *half_bf16(ts_ctx *ctx)
+{
+	return half_kernel(ctx, ts_bfloat16);
+}
+
+/* float16 and bfloat16 kernels compile for sm_80 and sm_90 (and run on
+ * the interpreter, checked against the reference evaluator). */
+START_TEST(test_half_kernels)
+{
+	compile_ok(half_f16, "sm_80");
+	compile_ok(half_bf16, "sm_80");
+	compile_ok(half_f16, "sm_90");
+	compile_ok(half_bf16, "sm_90");
+	ts_ctx *ctx = ts_ctx_new();
+	const char *src = cg_emit_cuda(ctx, half_f16(ctx), NULL);
+	tu_nonnull(ctx, src);
+	ck_assert(strstr(src, "cvt.rn.f16.f32") && strstr(src, "unsigned short *"));
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_gemm_sm80)
 {
 	compile_ok(gemm, "sm_80");
@@ -474,6 +523,7 @@ int main(void)
 		tcase_add_test(tc, test_readme_flow_fake_driver);
 		tcase_set_timeout(tc, 300);
 		tcase_add_test(tc, test_gemm_sm80);
+		tcase_add_test(tc, test_half_kernels);
 		tcase_add_test(tc, test_gemm_sm90);
 		tcase_add_test(tc, test_gemm_ptx);
 		tcase_add_test(tc, test_conv_and_vadd);
