@@ -406,13 +406,23 @@ static bool is_imm(const ts_expr *e)
 	return e->kind == IR_INT_IMM || e->kind == IR_FLOAT_IMM;
 }
 
-/* After adapt_imm, for operands that still differ: an int64 immediate
+/* After adapt_imm, for operands that still differ: an int32 operand beside
+ * an int64 one is widened to int64; an int64 immediate
  * beside an int32 index expression widens it (an operator over a dimension
  * of 2^31 or more compares its int32 variables with int64 extents); any
  * other integer immediate that does not fit the other operand is refused,
  * naming both.  Returns false after recording an error. */
 static bool promote_index(ts_ctx *ctx, ir_expr_kind k, ts_expr **a, ts_expr **b)
 {
+	/* an int32 expression beside an int64 one is widened, as C promotes:
+	 * a reduction variable past int32 is int64 (ir_iter_new), and k * i
+	 * with an int32 i must mean the exact product */
+	bool a32 = ts_dtype_eq((*a)->dtype, ts_int32), b32 = ts_dtype_eq((*b)->dtype, ts_int32);
+	if ((a32 && ts_dtype_eq((*b)->dtype, ts_int64)) || (b32 && ts_dtype_eq((*a)->dtype, ts_int64))) {
+		ts_expr **narrow = a32 ? a : b;
+		*narrow = ts_cast(ctx, ts_int64, *narrow);
+		return *narrow != NULL;
+	}
 	ts_expr **imm = (*b)->kind == IR_INT_IMM ? b : (*a)->kind == IR_INT_IMM ? a : NULL;
 	ts_expr **other = imm == b ? a : b;
 	if (!imm || !ts_dtype_is_int((*imm)->dtype) || !ts_dtype_is_int((*other)->dtype) ||
@@ -904,7 +914,11 @@ ts_iter *ir_iter_new(ts_ctx *ctx, const char *name, int64_t min, int64_t extent,
 	ts_iter *it = ts_alloc(ctx, sizeof(*it));
 	if (!it)
 		return NULL;
-	it->var = ts_var(ctx, name);
+	/* an axis whose values leave int32 gets an int64 variable, so that
+	 * arithmetic on it (k + 1, rfactor's rebuilt k = ko*8 + ki) is exact
+	 * rather than wrapping as int32 arithmetic does */
+	bool wide = min < INT32_MIN || end - 1 > INT32_MAX;
+	it->var = wide ? ts_var_typed(ctx, name, ts_int64) : ts_var(ctx, name);
 	it->min = min;
 	it->extent = extent;
 	it->kind = kind;

@@ -8,6 +8,9 @@
  *    anything" is a pointer comparison.
  *  - Variables are identified by pointer, never by name; names are for
  *    printing only and need not be unique.
+ *  - An int32 operand beside an int64 one is widened to int64 (as C
+ *    promotes); other integer widths must agree.  A reduction axis whose
+ *    range leaves int32 has an int64 variable.
  *  - Integer arithmetic is two's complement and wraps on overflow (evaluators
  *    compute in uint64 and truncate to the dtype's width).  Lowering picks
  *    int64 loop variables and indices when a function's extents need them,

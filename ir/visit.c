@@ -306,9 +306,17 @@ static ts_expr *subst_expr(ts_ctx *ctx, ts_expr *e, void *data)
 {
 	subst *sb = data;
 	if (e->kind == IR_VAR) {
-		for (int i = 0; i < sb->n; i++)
-			if (sb->vars[i] == e)
-				return sb->values[i];
+		for (int i = 0; i < sb->n; i++) {
+			if (sb->vars[i] != e)
+				continue;
+			/* a value narrower than the variable (int32 axis values for an
+			 * int64 variable: rfactor's k = ko*8 + ki) is widened to it,
+			 * so the expressions around keep their dtypes */
+			ts_expr *v = sb->values[i];
+			bool widen = v && ts_dtype_is_int(e->dtype) && ts_dtype_is_int(v->dtype) &&
+				     v->dtype.lanes == e->dtype.lanes && v->dtype.bits < e->dtype.bits;
+			return widen ? ts_cast(ctx, e->dtype, v) : v;
+		}
 		return e;
 	}
 	return ir_expr_map_children(ctx, e, subst_expr, data);

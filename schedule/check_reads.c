@@ -30,6 +30,7 @@
 
 #include "arith.h"
 #include "printer.h"
+#include "te.h"
 
 typedef struct reads {
 	ts_ctx *ctx;
@@ -37,6 +38,7 @@ typedef struct reads {
 	int n;
 	ir_range *r;     /* the stage's domain */
 	bool in_select;  /* the expression visited is an arm of a select */
+	bool wide;       /* the function's indices will be int64 (no int32 wrap) */
 	ts_status status;
 } reads;
 
@@ -48,47 +50,99 @@ static int domain_index(const reads *c, const ts_expr *v)
 	return -1;
 }
 
-/* Is the interval of e exact (see the rule above)?  used marks the domain
- * variables already seen. */
-static bool exact(const reads *c, const ts_expr *e, uint64_t *used)
+/* The interval of e computed exactly, in mathematical integers, for the
+ * expressions of the rule above (constants, domain variables used once,
+ * + - * min max, division by a positive constant, widening casts); false
+ * for any other, or when an end overflows int64.  *wraps is set when an
+ * intermediate of a 32-bit dtype leaves int32: code that computes the
+ * index in int32 would wrap there.  used marks the domain variables
+ * already seen. */
+static bool exact(const reads *c, const ts_expr *e, uint64_t *used, ir_interval *iv, bool *wraps)
 {
-	ir_interval iv = ir_bound_of(e, c->n, c->r);
-	/* an infinite end of a wide dtype, or any narrow dtype, may hide a wrap */
-	if (iv.min == IR_NEG_INF || iv.max == IR_POS_INF || e->dtype.bits < 32 ||
-	    e->dtype.lanes != 1)
-		return false;
-	int64_t k;
+	ir_interval a, b;
+	int64_t k, p[4];
 	int i;
+	if (e->dtype.lanes != 1 || !ts_dtype_is_int(e->dtype) || e->dtype.bits < 32)
+		return false;
 	switch (e->kind) {
 	case IR_INT_IMM:
-		return true;
+		*iv = (ir_interval){e->u.int_imm, e->u.int_imm};
+		break;
 	case IR_VAR:
 		i = domain_index(c, e);
-		if (i < 0 || i >= 64 || ((*used >> i) & 1))
+		if (i < 0 || i >= 64 || ((*used >> i) & 1) ||
+		    __builtin_add_overflow(c->r[i].min, c->r[i].extent - 1, &k))
 			return false;
 		*used |= UINT64_C(1) << i;
-		return true;
+		*iv = (ir_interval){c->r[i].min, k};
+		break;
+	case IR_CAST: /* to a dtype at least as wide: the value is unchanged */
+		if (e->u.un.a->dtype.bits > e->dtype.bits || !exact(c, e->u.un.a, used, iv, wraps))
+			return false;
+		break;
 	case IR_ADD: case IR_SUB: case IR_MUL: case IR_MIN: case IR_MAX:
-		return exact(c, e->u.bin.a, used) && exact(c, e->u.bin.b, used);
-	case IR_FLOORDIV: case IR_TRUNCDIV:
-		return ir_is_const_int(e->u.bin.b, &k) && k > 0 && exact(c, e->u.bin.a, used);
+		if (!exact(c, e->u.bin.a, used, &a, wraps) || !exact(c, e->u.bin.b, used, &b, wraps))
+			return false;
+		if (e->kind == IR_MIN || e->kind == IR_MAX) {
+			bool mn = e->kind == IR_MIN;
+			*iv = (ir_interval){mn ? (a.min < b.min ? a.min : b.min) : (a.min > b.min ? a.min : b.min),
+					    mn ? (a.max < b.max ? a.max : b.max) : (a.max > b.max ? a.max : b.max)};
+			break;
+		}
+		if (e->kind == IR_ADD) {
+			if (__builtin_add_overflow(a.min, b.min, &iv->min) ||
+			    __builtin_add_overflow(a.max, b.max, &iv->max))
+				return false;
+			break;
+		}
+		if (e->kind == IR_SUB) {
+			if (__builtin_sub_overflow(a.min, b.max, &iv->min) ||
+			    __builtin_sub_overflow(a.max, b.min, &iv->max))
+				return false;
+			break;
+		}
+		if (__builtin_mul_overflow(a.min, b.min, &p[0]) || __builtin_mul_overflow(a.min, b.max, &p[1]) ||
+		    __builtin_mul_overflow(a.max, b.min, &p[2]) || __builtin_mul_overflow(a.max, b.max, &p[3]))
+			return false;
+		*iv = (ir_interval){p[0], p[0]};
+		for (i = 1; i < 4; i++) {
+			iv->min = p[i] < iv->min ? p[i] : iv->min;
+			iv->max = p[i] > iv->max ? p[i] : iv->max;
+		}
+		break;
+	case IR_FLOORDIV: case IR_TRUNCDIV: /* monotone for a positive divisor */
+		if (!ir_is_const_int(e->u.bin.b, &k) || k <= 0 || !exact(c, e->u.bin.a, used, &a, wraps))
+			return false;
+		if (e->kind == IR_TRUNCDIV)
+			*iv = (ir_interval){a.min / k, a.max / k};
+		else
+			*iv = (ir_interval){a.min / k - (a.min % k < 0), a.max / k - (a.max % k < 0)};
+		break;
 	default:
 		return false;
 	}
+	*wraps |= e->dtype.bits == 32 && (iv->min < INT32_MIN || iv->max > INT32_MAX);
+	return true;
 }
 
-static bool exact_bound(const reads *c, const ts_expr *e, ir_interval *iv)
+static bool exact_bound(const reads *c, const ts_expr *e, ir_interval *iv, bool *wraps)
 {
 	uint64_t used = 0;
+	ir_interval m;
+	*wraps = false;
+	if (exact(c, e, &used, &m, wraps)) {
+		*iv = m;
+		return true;
+	}
 	*iv = ir_bound_of(e, c->n, c->r);
-	return exact(c, e, &used);
+	return false;
 }
 
 /* The interval of idx over the domain, and whether it is exact; false on
  * allocation failure. */
-static bool bound_index(const reads *c, ts_expr *idx, ir_interval *iv, bool *is_exact)
+static bool bound_index(const reads *c, ts_expr *idx, ir_interval *iv, bool *is_exact, bool *wraps)
 {
-	*is_exact = exact_bound(c, idx, iv);
+	*is_exact = exact_bound(c, idx, iv, wraps);
 	if (*is_exact)
 		return true;
 	/* the simplifier merges repeated terms (i*2 - i is i), which may make
@@ -97,7 +151,7 @@ static bool bound_index(const reads *c, ts_expr *idx, ir_interval *iv, bool *is_
 	if (!simple)
 		return false;
 	ir_interval b;
-	*is_exact = exact_bound(c, simple, &b);
+	*is_exact = exact_bound(c, simple, &b, wraps);
 	if (!*is_exact) { /* both are sound, so their intersection is too */
 		b.min = iv->min > b.min ? iv->min : b.min;
 		b.max = iv->max < b.max ? iv->max : b.max;
@@ -134,13 +188,27 @@ static ts_status refuse(const reads *c, const ts_expr *rd, int d, ir_interval iv
 			(long long)t->shape[d], hint);
 }
 
+/* An index whose int32 arithmetic leaves int32 somewhere in the domain,
+ * in a function whose indices stay int32: the code would wrap (ir.h) and
+ * read wherever the wrapped value points. */
+static ts_status refuse_wrap(const reads *c, const ts_expr *rd, int d)
+{
+	const char *text = ir_expr_str(c->ctx, rd->u.read.idx[d]);
+	return ts_error(c->ctx, TS_ERR_INVALID,
+			"lower: %s reads %s with index %s in dimension %d, whose int32 arithmetic leaves "
+			"int32 and would wrap (ir.h): build the index in int64 (ts_cast to ts_int64)",
+			c->st->name, rd->u.read.tensor->name, text ? text : "?", d);
+}
+
 static ts_status check_read(const reads *c, const ts_expr *rd)
 {
 	for (int d = 0; d < rd->u.read.n; d++) {
 		ir_interval iv;
-		bool is_exact;
-		if (!bound_index(c, rd->u.read.idx[d], &iv, &is_exact))
+		bool is_exact, wraps;
+		if (!bound_index(c, rd->u.read.idx[d], &iv, &is_exact, &wraps))
 			return ts_last_status(c->ctx);
+		if (is_exact && wraps && !c->wide)
+			return refuse_wrap(c, rd, d);
 		int64_t ext = rd->u.read.tensor->shape[d];
 		if (iv.min >= 0 && iv.max < ext)
 			continue;
@@ -168,11 +236,11 @@ static bool visit_fn(ts_expr *e, void *data)
 	return c->status == TS_OK;
 }
 
-static ts_status check_stage(ts_ctx *ctx, const ts_stage *st)
+static ts_status check_stage(ts_ctx *ctx, const ts_stage *st, bool wide)
 {
 	if (!st->body)
 		return TS_OK;
-	reads c = {.ctx = ctx, .st = st, .n = st->nroot};
+	reads c = {.ctx = ctx, .st = st, .n = st->nroot, .wide = wide};
 	c.r = ts_alloc_array(ctx, (size_t)(st->nroot ? st->nroot : 1), sizeof(*c.r));
 	if (!c.r)
 		return ts_last_status(ctx);
@@ -187,10 +255,31 @@ static ts_status check_stage(ts_ctx *ctx, const ts_stage *st)
 	return c.status;
 }
 
-ts_status sch_check_reads(ts_ctx *ctx, ts_schedule *s)
+/* Whether lowering will give the function int64 indices (as schedule_ops
+ * chooses: a tensor of 2^31 elements or more, or a domain beyond int32),
+ * under which index arithmetic does not wrap. */
+static bool wide_indices(const ts_schedule *s)
 {
 	for (int i = 0; i < s->nstages; i++) {
-		ts_status st = check_stage(ctx, s->stages[i]);
+		const ts_stage *st = s->stages[i];
+		bool wide = ts_tensor_numel(st->tensor) > INT32_MAX;
+		for (int k = 0; k < st->tensor->ninputs; k++)
+			wide |= ts_tensor_numel(st->tensor->inputs[k]) > INT32_MAX;
+		for (int r = 0; r < st->nroot; r++) {
+			const ts_iter *it = st->root[r]->root;
+			wide |= it && (it->min < INT32_MIN || it->extent > INT32_MAX - it->min);
+		}
+		if (wide)
+			return true;
+	}
+	return false;
+}
+
+ts_status sch_check_reads(ts_ctx *ctx, ts_schedule *s)
+{
+	bool wide = wide_indices(s);
+	for (int i = 0; i < s->nstages; i++) {
+		ts_status st = check_stage(ctx, s->stages[i], wide);
 		if (st != TS_OK)
 			return st;
 	}

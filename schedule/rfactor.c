@@ -214,6 +214,12 @@ static void add_guard(rf_plan *p, ts_expr *c)
 /* Runs the reduction's relations backwards, as lowering does: a split's
  * parent is outer * inner_extent + inner (guarded when the split does not
  * divide), a fused pair is fused / inner_extent and fused % inner_extent. */
+/* e in dtype t when t is the wider integer type (NULL stays NULL). */
+static ts_expr *widened(ts_ctx *ctx, ts_expr *e, ts_dtype t)
+{
+	return e && e->dtype.bits < t.bits ? ts_cast(ctx, t, e) : e;
+}
+
 static ts_status plan_relations(rf_plan *p)
 {
 	ts_ctx *ctx = p->ctx;
@@ -229,11 +235,15 @@ static ts_status plan_relations(rf_plan *p)
 			p->val[axis_pos(st, r->inner)] = ts_floormod(ctx, f, ie);
 			continue;
 		}
-		ts_expr *v = ts_add(ctx, ts_mul(ctx, p->val[axis_pos(st, r->outer)], ie),
-				    p->val[axis_pos(st, r->inner)]);
+		/* in the parent's dtype: an int64 reduction variable (a range
+		 * beyond int32) is rebuilt in int64, not wrapped in int32 */
+		ts_dtype pt = ts_dtype_element(r->parent->var->dtype);
+		ts_expr *v = ts_add(ctx, ts_mul(ctx, widened(ctx, p->val[axis_pos(st, r->outer)], pt),
+						ts_const(ctx, pt, r->inner->extent)),
+				    widened(ctx, p->val[axis_pos(st, r->inner)], pt));
 		p->val[axis_pos(st, r->parent)] = v;
 		if (r->outer->extent * r->inner->extent != r->parent->extent)
-			add_guard(p, ts_lt(ctx, v, ts_int(ctx, r->parent->extent)));
+			add_guard(p, ts_lt(ctx, v, ts_const(ctx, pt, r->parent->extent)));
 	}
 	return ts_last_status(ctx);
 }

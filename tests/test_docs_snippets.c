@@ -55,7 +55,7 @@ static void write_unit(const char *path, const char *preamble, const char *page,
  * (malloc'd) in *msgs. */
 static int compile(const char *unit, char **msgs)
 {
-	char cmd[4096], log[64];
+	char cmd[4096], log[96]; /* unit names are under 64 bytes */
 	snprintf(log, sizeof(log), "%s.log", unit);
 	snprintf(cmd, sizeof(cmd),
 		 "%s -std=c11 -D_GNU_SOURCE -fsyntax-only -Wall -Wextra -Werror -Wno-unused-variable "

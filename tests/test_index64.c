@@ -63,6 +63,37 @@ START_TEST(test_reduce_axis_near_int32_max_split)
 }
 END_TEST
 
+/* sum of int64(k) over k < 2^31 + 8, k split by 8 and the inner part (or
+ * the outer one) factored out with rfactor: C.rf's body rebuilds k as
+ * ko*8 + ki, which must be int64 arithmetic (it wrapped in int32 once, 2^35
+ * short of the answer). */
+START_TEST(test_rfactor_beyond_int32)
+{
+	for (int which = 0; which < 2; which++) {
+		ts_ctx *ctx = ts_ctx_new();
+		int64_t K = ((int64_t)1 << 31) + 8;
+		ts_iter *k = ts_reduce_axis(ctx, "k", 0, K);
+		ts_expr *i = ts_var(ctx, "i");
+		ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(1), TS_VARS(i), TS_SUM(ctx, ts_cast(ctx, ts_int64, k->var), k));
+		ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+		ts_stage *sc = ts_stage_of(s, C);
+		ts_axis *o, *in;
+		tu_ok(ctx, ts_split(sc, ts_reduce_axis_of(sc, 0), 8, &o, &in));
+		tu_nonnull(ctx, ts_rfactor(s, C, which ? o : in, 1));
+		ts_func *f = ts_lower(s, "f", 1, &C);
+		tu_nonnull(ctx, f);
+		ts_module *m = ts_build(ctx, f, "llvm");
+		tu_nonnull(ctx, m);
+		ts_array *c = ts_array_for(ctx, C);
+		tu_ok(ctx, ts_module_run(m, 1, &c));
+		ck_assert_int_eq(((int64_t *)c->data)[0], (int64_t)((__int128)K * (K - 1) / 2));
+		ts_array_free(c);
+		ts_module_free(m);
+		ts_ctx_free(ctx);
+	}
+}
+END_TEST
+
 /* A reduction over 2^32 + 2 points keeps its whole extent in the loop IR. */
 START_TEST(test_reduce_extent_above_2p32)
 {
@@ -424,6 +455,7 @@ int main(void)
 	tcase_add_test(tc, test_mixed_int64_unrolled);
 	tcase_add_test(tc, test_mixed_int64_vectorized);
 	tcase_add_test(tc, test_mixed_int64_c);
+	tcase_add_test(tc, test_rfactor_beyond_int32);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -355,6 +355,46 @@ START_TEST(test_unroll_total_refused)
 }
 END_TEST
 
+/* A reduction axis past int32 reading an 8-element tensor (the bound of
+ * an int32 variable past int32 once looked unbounded, and the read was
+ * let through to the JIT). */
+START_TEST(test_reduction_past_int32_refused)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *P = ts_placeholder(ctx, "P", TS_SHAPE(8), ts_float32);
+	ts_iter *k = ts_reduce_axis(ctx, "k", 0, (int64_t)1 << 31);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_tensor *R = ts_compute(ctx, "R", TS_SHAPE(1), TS_VARS(i), TS_SUM(ctx, TS_READ(ctx, P, k->var), k));
+	assert_refused(ctx, lower_1d(ctx, P, R), "lower: R reads P[k] over [0, 2147483648) in dimension 0, "
+						 "but P has extent 8");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* (i * 2^20) / 2^20 is i in mathematics, but int32 arithmetic wraps for
+ * i >= 2048 (ir.h) and the compiled code read 8 KB before A. */
+START_TEST(test_wrapping_index_refused)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(4096), ts_int32);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_expr *idx = ts_floordiv(ctx, ts_mul(ctx, i, I(ctx, 1 << 20)), I(ctx, 1 << 20));
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(4096), TS_VARS(i), TS_READ(ctx, A, idx));
+	assert_refused(ctx, lower_1d(ctx, A, C), "whose int32 arithmetic leaves int32 and would wrap (ir.h): "
+						 "build the index in int64");
+	ts_ctx_free(ctx);
+	/* the same index built in int64 is exact and inside */
+	ctx = ts_ctx_new();
+	A = ts_placeholder(ctx, "A", TS_SHAPE(4096), ts_int32);
+	i = ts_var(ctx, "i");
+	ts_expr *wide = ts_cast(ctx, ts_int64, i);
+	idx = ts_floordiv(ctx, ts_mul(ctx, wide, ts_const(ctx, ts_int64, 1 << 20)), ts_const(ctx, ts_int64, 1 << 20));
+	C = ts_compute(ctx, "C", TS_SHAPE(4096), TS_VARS(i), TS_READ(ctx, A, idx));
+	tu_check_func(ctx, lower_1d(ctx, A, C), 0);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("mustfail_reads");
@@ -364,6 +404,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_shifted_read_before_the_start);
 	tcase_add_test(tc, test_read_in_second_dimension);
 	tcase_add_test(tc, test_reduction_axis_past_the_end);
+	tcase_add_test(tc, test_reduction_past_int32_refused);
+	tcase_add_test(tc, test_wrapping_index_refused);
 	tcase_add_test(tc, test_read_of_intermediate);
 	tcase_add_test(tc, test_certain_read_past_the_end);
 	tcase_add_test(tc, test_repeated_variable_simplified);

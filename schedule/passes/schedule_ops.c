@@ -267,6 +267,13 @@ static ts_status stage_needs_int64(ops *o, ts_stage *st, bool *wide)
 		*wide |= lo < INT32_MIN || __builtin_add_overflow(start, n->widest, &hi) ||
 			 hi > INT32_MAX;
 	}
+	/* the tensor's own reduction axes: rfactor splits one among C and
+	 * C.rf, whose bodies rebuild its value (k = ko*8 + ki) beyond either
+	 * stage's extents */
+	for (int r = 0; r < st->tensor->nreduce; r++) {
+		const ts_iter *it = st->tensor->reduce_axis[r];
+		*wide |= it->min < INT32_MIN || it->extent > INT32_MAX - it->min;
+	}
 	return TS_OK;
 }
 
