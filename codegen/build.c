@@ -138,14 +138,16 @@ static int call_once(void *p)
 ts_status ts_module_time(ts_module *m, int nargs, ts_array *const *args, int warmup,
 			 int repeat, ts_timing *out)
 {
+	if (out)
+		memset(out, 0, sizeof(*out)); /* as ts_time_run: zero on any error */
 	if (!m)
 		return TS_ERR_INVALID;
 	if (!out)
 		return ts_error(m->ctx, TS_ERR_INVALID, "time %s: out is NULL", m->func->name);
-	if (warmup < 0 || repeat < 1)
+	if (warmup < 0 || repeat < 1 || warmup > TS_TIME_MAX_REPEATS || repeat > TS_TIME_MAX_REPEATS)
 		return ts_error(m->ctx, TS_ERR_INVALID,
-				"time %s: needs warmup >= 0 and repeat >= 1 (got %d, %d)",
-				m->func->name, warmup, repeat);
+				"time %s: needs warmup 0..%d and repeat 1..%d (got %d, %d)", m->func->name,
+				TS_TIME_MAX_REPEATS, TS_TIME_MAX_REPEATS, warmup, repeat);
 	ts_status st = ts_check_args(m->ctx, m->func, nargs, args,
 				     m->cuda ? TS_DEVICE_CUDA : TS_DEVICE_CPU);
 	if (st != TS_OK)

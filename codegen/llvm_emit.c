@@ -43,6 +43,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Local buffers up to this size live on the stack, larger ones in malloc. */
 #define MAX_STACK_BYTES (64 * 1024)
@@ -1171,6 +1172,13 @@ static bool st_allocate(emitter *em, const ts_stmt *s)
 		return false;
 	if (buf->size > INT64_MAX / 8)
 		return fail(em, TS_ERR_INVALID, "buffer '%s' is too large", buf->name), false;
+	/* a temporary larger than the machine cannot be had: refused here,
+	 * where it can be said, rather than failing inside the kernel */
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	if (pages > 0 && page > 0 && bytes / page >= pages)
+		return fail(em, TS_ERR_INVALID, "temporary '%s' needs %lld bytes, more than this machine's "
+			    "%lld bytes of memory", buf->name, (long long)bytes,
+			    (long long)pages * (long long)page), false;
 	LLVMValueRef p, mem = NULL;
 	if (bytes <= MAX_STACK_BYTES) {
 		LLVMValueRef a = entry_alloca(em, LLVMArrayType(et, (unsigned)buf->size), 64);
@@ -1182,12 +1190,24 @@ static bool st_allocate(emitter *em, const ts_stmt *s)
 		mem = call_fn(em, "aligned_alloc", em->i8p, (LLVMTypeRef[]){em->i64, em->i64}, 2, args);
 		p = LLVMBuildBitCast(em->b, mem, LLVMPointerType(et, 0), buf->name);
 	}
+	/* an allocation that fails anyway (the memory is taken) skips the body
+	 * instead of writing through NULL */
+	LLVMBasicBlockRef body = NULL, done = NULL;
+	if (mem) {
+		body = LLVMAppendBasicBlockInContext(em->c, em->fn, "alloc.ok");
+		done = LLVMAppendBasicBlockInContext(em->c, em->fn, "alloc.done");
+		LLVMBuildCondBr(em->b, LLVMBuildIsNull(em->b, mem, ""), done, body);
+		LLVMPositionBuilderAtEnd(em->b, body);
+	}
 	int mark = em->nbind;
 	if (!push(em, buf, p, true) || !st(em, s->u.alloc.body))
 		return false;
 	em->nbind = mark;
-	if (mem)
+	if (mem) {
 		call_fn(em, "free", em->void_t, &em->i8p, 1, &mem);
+		LLVMBuildBr(em->b, done);
+		LLVMPositionBuilderAtEnd(em->b, done);
+	}
 	return true;
 }
 

@@ -531,8 +531,8 @@ static ts_status check_time_opts(ts_ctx *ctx, const ts_cuda *c, ts_cuda_work_fn 
 	if (!fn || !o || !out)
 		return ts_error(ctx, TS_ERR_INVALID, "cuda: time: %s is NULL",
 				!fn ? "the work function" : !o ? "opts" : "out");
-	if (o->warmup < 0 || o->repeats < 1 || o->repeats > 100000)
-		return ts_error(ctx, TS_ERR_INVALID, "cuda: time %s: need warmup >= 0 and "
+	if (o->warmup < 0 || o->warmup > 100000 || o->repeats < 1 || o->repeats > 100000)
+		return ts_error(ctx, TS_ERR_INVALID, "cuda: time %s: need 0 <= warmup <= 100000 and "
 				"1 <= repeats <= 100000 (got %d, %d)", o->what ? o->what : "work",
 				o->warmup, o->repeats);
 	return TS_OK;

@@ -8,6 +8,7 @@
  */
 #include "timer.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -52,12 +53,15 @@ static ts_status check_run_args(ts_ctx *ctx, int (*fn)(void *), int warmup, int 
 {
 	if (!fn || !out)
 		return ts_error(ctx, TS_ERR_INVALID, "time_run: %s is NULL", fn ? "out" : "fn");
-	if (warmup < 0)
-		return ts_error(ctx, TS_ERR_INVALID, "time_run: warmup must be >= 0, got %d", warmup);
-	if (repeat < 1)
-		return ts_error(ctx, TS_ERR_INVALID, "time_run: repeat must be >= 1, got %d", repeat);
-	if (number < 1)
-		return ts_error(ctx, TS_ERR_INVALID, "time_run: number must be >= 1, got %d", number);
+	if (warmup < 0 || warmup > TS_TIME_MAX_REPEATS)
+		return ts_error(ctx, TS_ERR_INVALID, "time_run: warmup must be 0..%d, got %d",
+				TS_TIME_MAX_REPEATS, warmup);
+	if (repeat < 1 || repeat > TS_TIME_MAX_REPEATS)
+		return ts_error(ctx, TS_ERR_INVALID, "time_run: repeat must be 1..%d, got %d",
+				TS_TIME_MAX_REPEATS, repeat);
+	if (number < 1 || number > TS_TIME_MAX_NUMBER)
+		return ts_error(ctx, TS_ERR_INVALID, "time_run: number must be 1..%d, got %d",
+				TS_TIME_MAX_NUMBER, number);
 	return TS_OK;
 }
 
@@ -133,11 +137,12 @@ static ts_status check_stable_opts(ts_ctx *ctx, int (*fn)(void *), const ts_time
 	if (!(o->target_rel >= 0))
 		return ts_error(ctx, TS_ERR_INVALID, "%s: target_rel must be >= 0, got %g", f,
 				o->target_rel);
-	if (o->number < 1)
-		return ts_error(ctx, TS_ERR_INVALID, "%s: number must be >= 1, got %d", f, o->number);
-	if (o->max_warmup < 0)
-		return ts_error(ctx, TS_ERR_INVALID, "%s: max_warmup must be >= 0, got %d", f,
-				o->max_warmup);
+	if (o->number < 1 || o->number > TS_TIME_MAX_NUMBER)
+		return ts_error(ctx, TS_ERR_INVALID, "%s: number must be 1..%d, got %d", f,
+				TS_TIME_MAX_NUMBER, o->number);
+	if (o->max_warmup < 0 || o->max_warmup > TS_TIME_MAX_REPEATS)
+		return ts_error(ctx, TS_ERR_INVALID, "%s: max_warmup must be 0..%d, got %d", f,
+				TS_TIME_MAX_REPEATS, o->max_warmup);
 	if (!(o->warmup_rel > 0))
 		return ts_error(ctx, TS_ERR_INVALID, "%s: warmup_rel must be > 0, got %g", f,
 				o->warmup_rel);
@@ -201,7 +206,8 @@ static ts_status warm_up(stable_run *r)
 		ts_status st = time_group(r, true, g, &t);
 		if (st != TS_OK)
 			return st;
-		r->warmups += r->o->number;
+		/* up to 2^20 groups of 2^16 calls: the count saturates */
+		r->warmups = r->warmups > INT_MAX - r->o->number ? INT_MAX : r->warmups + r->o->number;
 		if (prev >= 0 && fabs(t - prev) <= r->o->warmup_rel * fmax(t, prev))
 			break;
 		prev = t;

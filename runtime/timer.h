@@ -92,8 +92,9 @@ typedef struct ts_timing {
 
 /* Calls fn(arg) warmup times, then repeat times `number` calls, timing each
  * group.  fn returns 0 on success; a non-zero return stops the run with an
- * error naming the warmup call or repeat index.  warmup >= 0, repeat >= 1,
- * number >= 1.  *out is zeroed on error.  A NULL ctx gives TS_ERR_INVALID
+ * error naming the warmup call or repeat index.  warmup 0..TS_TIME_MAX_REPEATS,
+ * repeat 1..TS_TIME_MAX_REPEATS, number 1..TS_TIME_MAX_NUMBER, so a run is
+ * bounded.  *out is zeroed on error.  A NULL ctx gives TS_ERR_INVALID
  * (nothing to record the message in). */
 ts_status ts_time_run(ts_ctx *ctx, int (*fn)(void *), void *arg, int warmup, int repeat,
 		      int number, ts_timing *out);
@@ -118,7 +119,8 @@ typedef struct ts_time_opts {
 	void *clock_arg;
 } ts_time_opts;
 
-#define TS_TIME_MAX_REPEATS (1 << 20)
+#define TS_TIME_MAX_REPEATS (1 << 20) /* also the most warm-up calls or groups */
+#define TS_TIME_MAX_NUMBER (1 << 16)  /* most calls per sample */
 
 ts_time_opts ts_time_opts_default(void);
 

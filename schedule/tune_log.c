@@ -312,21 +312,44 @@ static bool blank(const char *s)
 	return !*s;
 }
 
+/* One line of f into buf (LOG_MAX_LINE + 2 bytes), never reading more
+ * than one byte past the limit, so that a file with no end of line
+ * (/dev/zero) is refused rather than read into memory without bound:
+ * its length, -1 at the end of the file, -2 for a longer line; *nul when
+ * it holds a NUL byte. */
+static long read_line(FILE *f, char *buf, bool *nul)
+{
+	size_t n = 0;
+	int ch = EOF;
+	*nul = false;
+	while ((ch = getc(f)) != EOF) {
+		if (n > LOG_MAX_LINE)
+			return -2;
+		*nul |= ch == 0;
+		buf[n++] = (char)ch;
+		if (ch == '\n')
+			break;
+	}
+	buf[n] = '\0';
+	return n == 0 && ch == EOF ? -1 : (long)n;
+}
+
 /* Reads every record of f into log; false with the error set. */
 static bool read_records(ts_ctx *ctx, FILE *f, ts_tune_log *log)
 {
-	char *buf = NULL;
-	size_t cap = 0;
+	char *buf = malloc(LOG_MAX_LINE + 2);
 	int capr = 0;
-	bool ok = true;
+	bool ok = buf != NULL, nul;
 	errno = 0;
 	parser P = {.ctx = ctx, .path = log->path};
-	for (ssize_t len; ok && (len = getline(&buf, &cap, f)) >= 0;) {
+	if (!buf)
+		ts_error(ctx, TS_ERR_NOMEM, "tune log %s: out of memory", log->path);
+	for (long len; ok && (len = read_line(f, buf, &nul)) != -1;) {
 		P.line++;
-		if ((size_t)len != strlen(buf))
-			ok = fail(&P, "%s", "a NUL byte in the line");
-		else if (len > LOG_MAX_LINE)
+		if (len == -2)
 			ok = fail(&P, "%s", "line longer than 64 KB");
+		else if (nul)
+			ok = fail(&P, "%s", "a NUL byte in the line");
 		if (!ok || blank(buf))
 			continue;
 		if (log->n == capr) {

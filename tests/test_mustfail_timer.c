@@ -7,6 +7,7 @@
 #include "testutil.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "timer.h"
@@ -95,16 +96,41 @@ START_TEST(test_bad_other_options)
 	refuses(c, &o, "target_rel must be >= 0, got nan");
 	o = ts_time_opts_default();
 	o.number = 0;
-	refuses(c, &o, "time_run_stable: number must be >= 1, got 0");
+	refuses(c, &o, "time_run_stable: number must be 1..65536, got 0");
+	o.number = INT32_MAX; /* its warm-up count once overflowed */
+	refuses(c, &o, "time_run_stable: number must be 1..65536, got 2147483647");
 	o = ts_time_opts_default();
 	o.max_warmup = -2;
-	refuses(c, &o, "time_run_stable: max_warmup must be >= 0, got -2");
+	refuses(c, &o, "time_run_stable: max_warmup must be 0..1048576, got -2");
+	o.max_warmup = INT32_MAX;
+	refuses(c, &o, "max_warmup must be 0..1048576, got 2147483647");
 	o = ts_time_opts_default();
 	o.warmup_rel = 0;
 	refuses(c, &o, "time_run_stable: warmup_rel must be > 0, got 0");
 	/* a zeroed struct is not a valid set of options */
 	o = (ts_time_opts){0};
 	refuses(c, &o, "min_repeats must be >= 1, got 0");
+	ts_ctx_free(c);
+}
+END_TEST
+
+/* ts_time_run refuses counts past its bounds before any call (INT_MAX
+ * repeats once allocated 16 GB of samples and ran for hours). */
+START_TEST(test_time_run_bounds)
+{
+	ts_ctx *c = ts_ctx_new();
+	int calls = 0;
+	ts_timing t = {.median = 1};
+	ck_assert_int_eq(ts_time_run(c, counting, &calls, 0, INT32_MAX, 1, &t), TS_ERR_INVALID);
+	tu_assert_error(c, "time_run: repeat must be 1..1048576, got 2147483647");
+	ts_clear_error(c);
+	ck_assert_int_eq(ts_time_run(c, counting, &calls, INT32_MAX, 1, 1, &t), TS_ERR_INVALID);
+	tu_assert_error(c, "time_run: warmup must be 0..1048576, got 2147483647");
+	ts_clear_error(c);
+	ck_assert_int_eq(ts_time_run(c, counting, &calls, 0, 1, INT32_MAX, &t), TS_ERR_INVALID);
+	tu_assert_error(c, "time_run: number must be 1..65536, got 2147483647");
+	ck_assert_int_eq(calls, 0);
+	ck_assert(t.median == 0);
 	ts_ctx_free(c);
 }
 END_TEST
@@ -137,6 +163,7 @@ int main(void)
 	tcase_add_test(tc, test_bad_budget);
 	tcase_add_test(tc, test_bad_other_options);
 	tcase_add_test(tc, test_stats_nulls);
+	tcase_add_test(tc, test_time_run_bounds);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

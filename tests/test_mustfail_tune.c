@@ -265,6 +265,19 @@ START_TEST(test_host_null)
 }
 END_TEST
 
+/* A "log" with no end of line is refused at the line limit, not read
+ * into memory without bound. */
+START_TEST(test_log_endless_file)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	if (access("/dev/zero", R_OK) == 0) {
+		ck_assert_ptr_null(ts_tune_log_load(ctx, "/dev/zero"));
+		tu_assert_error(ctx, "/dev/zero:1: line longer than 64 KB");
+	}
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("mustfail_tune");
@@ -277,6 +290,7 @@ int main(void)
 	tcase_add_test(tc, test_log_wrong_params);
 	tcase_add_test(tc, test_forged_task);
 	tcase_add_test(tc, test_host_null);
+	tcase_add_test(tc, test_log_endless_file);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
