@@ -259,6 +259,9 @@ static int add_conv(bench_opts *o, const char *name, const bench_conv *c, char *
 	if (dw && c->K != c->C)
 		return snprintf(err, n, "depthwise %s: K must equal C (multiplier 1), got K %lld, C %lld",
 				name, (long long)c->K, (long long)c->C), -1;
+	if (dw && c->R != c->S) /* the tuner's depthwise task is square */
+		return snprintf(err, n, "depthwise %s: the kernel must be square (R = S), got %lldx%lld",
+				name, (long long)c->R, (long long)c->S), -1;
 	bench_problem *p = add_problem(o, dw ? BENCH_DEPTHWISE : BENCH_CONV2D, name, err, n);
 	if (!p)
 		return -1;

@@ -174,6 +174,7 @@ START_TEST(test_cli_depthwise)
 	assert_parse_error("conv2d --layer dw1", "--layer: unknown layer 'dw1'");
 	assert_parse_error("depthwise --conv 1,4,9,9,8,3,3,1,1", "K must equal C (multiplier 1), got K 8, C 4");
 	assert_parse_error("depthwise --conv 1,4,2,2,4,5,5,1,0", "larger than the padded image");
+	assert_parse_error("depthwise --conv 1,3,5,5,3,1,3,1,0", "the kernel must be square (R = S), got 1x3");
 	assert_parse_error("depthwise --target cuda", "depthwise runs on the CPU only");
 	assert_parse_error("depthwise --sizes 64", "--sizes applies to the gemm and dense commands only");
 	assert_parse_error("depthwisee", "unknown command 'depthwisee' (gemm, conv2d, depthwise,");

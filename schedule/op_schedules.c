@@ -424,6 +424,8 @@ static void window_block(int64_t ow, int64_t oh, int lanes, ts_depthwise_cpu_par
 {
 	if (d->ow_block <= 0)
 		d->ow_block = ow >= 2 * lanes ? 2 * lanes : ow >= lanes ? lanes : ow;
+	if (d->ow_block > ow) /* as oh_block: no block wider than the row */
+		d->ow_block = ow;
 	if (d->oh_block <= 0) {
 		int64_t want = d->ow_block < lanes ? 8 : 2, best = 1;
 		for (int64_t r = 1; r <= want && r <= oh; r++)
@@ -461,7 +463,8 @@ ts_status ts_schedule_depthwise_cpu(ts_schedule *s, ts_tensor *Y, const ts_depth
 				(long long)d.oh_block);
 	if (Y->op != TS_OP_COMPUTE || Y->ndim != 4 || Y->nreduce != 2 || Y->ninputs < 1)
 		return ts_error(s->ctx, TS_ERR_INVALID, "%s: %s is not a 2-D window over NCHW (a depthwise "
-				"convolution or a pooling: 4 axes, 2 reduction axes)", what, Y->name);
+				"convolution or a max pooling: 4 axes, 2 reduction axes; an average "
+				"pooling's window is its stage avg_pool2d_sum, ts_op_stage)", what, Y->name);
 	int lanes = host_has_avx512() ? 16 : 8;
 	window_block(Y->shape[3], Y->shape[2], lanes, &d);
 	ts_tensor *YC = ts_cache_write(s, Y, TS_SCOPE_LOCAL);

@@ -546,7 +546,8 @@ const char *ts_schedule_picture(ts_schedule *s, const ts_tensor *t)
 {
 	if (!s)
 		return NULL;
-	ts_stage *st = ts_last_status(s->ctx) == TS_OK ? drawable(s, t, "picture") : NULL;
+	ts_clear_error(s->ctx); /* as ts_lower: an earlier call's error is not this one's */
+	ts_stage *st = drawable(s, t, "picture");
 	if (!st)
 		return NULL;
 	ts_sbuf sb = {0}, log = {0};
@@ -698,7 +699,8 @@ const char *ts_schedule_svg(ts_schedule *s, const ts_tensor *t)
 {
 	if (!s)
 		return NULL;
-	ts_stage *st = ts_last_status(s->ctx) == TS_OK ? drawable(s, t, "svg") : NULL;
+	ts_clear_error(s->ctx); /* as ts_lower: an earlier call's error is not this one's */
+	ts_stage *st = drawable(s, t, "svg");
 	if (!st)
 		return NULL;
 	if (st->tensor->ndim != 2) {

@@ -15,9 +15,9 @@
  * gives NULL (with nowhere to record why); a NULL tensor, a tensor without
  * a stage, or a stage that has no loop nest of its own (inlined, or
  * computed at another stage: draw that stage instead, which shows it)
- * gives NULL with an error naming the call and the stage.  While an error
- * is pending both return NULL and leave it as it is (bound inference
- * needs a clean slate).  Drawing never changes the schedule.
+ * gives NULL with an error naming the call and the stage.  An error left
+ * by an earlier call is cleared first (bound inference needs a clean
+ * slate), as ts_lower does.  Drawing never changes the schedule.
  */
 #ifndef TESSERA_SCHEDULE_PICTURE_H
 #define TESSERA_SCHEDULE_PICTURE_H

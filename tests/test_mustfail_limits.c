@@ -12,8 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "build.h"
 #include "lower.h"
 #include "nvrtc.h"
+#include "ops.h"
 #include "op_schedules.h"
 #include "schedule.h"
 
@@ -155,6 +157,24 @@ START_TEST(test_default_schedule_doubling_chain)
 	ts_schedule *s = doubling_chain(ctx, 30, &A, &Y);
 	tu_ok(ctx, ts_schedule_default_cpu(s, 8));
 	tu_check_func(ctx, ts_lower(s, "f", 2, (ts_tensor *[]){A, Y}), 1e-4);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Each parameter legal alone, together a padded input of 687 GB for an
+ * output of 3x3: the build refuses the temporary (the kernel once wrote
+ * through the NULL that aligned_alloc returned). */
+START_TEST(test_temporary_larger_than_memory)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(1, 4, 8, 8), ts_float32);
+	ts_tensor *W = ts_placeholder(ctx, "W", TS_SHAPE(8, 4, 3, 3), ts_float32);
+	ts_tensor *Y = ts_op_conv2d_nchw(ctx, X, W, INT32_MAX, 1, INT32_MAX, 1, 1, 1, 1);
+	tu_nonnull(ctx, Y);
+	ts_func *f = ts_lower(ts_create_schedule(ctx, 1, &Y), "f", 3, (ts_tensor *[]){X, W, Y});
+	tu_nonnull(ctx, f);
+	ck_assert_ptr_null(ts_build(ctx, f, "llvm"));
+	tu_assert_error(ctx, "bytes, more than this machine's");
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -605,6 +625,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_chain_of_100000_adds);
 	tcase_add_test(tc, test_every_constructor_checks_depth);
 	tcase_add_test(tc, test_inline_beyond_the_limit);
+	tcase_add_test(tc, test_temporary_larger_than_memory);
 	tcase_add_test(tc, test_inline_doubling_chain);
 	tcase_add_test(tc, test_shared_subexpressions);
 	tcase_add_test(tc, test_default_schedule_doubling_chain);
