@@ -136,7 +136,7 @@ static int parse_shape_arg(tune_cli *c, const char *a)
 	if (c->nshape == TS_TUNE_MAX_SHAPE)
 		return bad("too many extents (from '%s' on)", a);
 	if (!parse_i64(a, 0, (int64_t)1 << 24, &x))
-		return bad("extent '%s' is not an integer from 0 to 2^24", a);
+		return bad("extent '%s' is not an integer from 0 to 2^24 (0 only as a padding)", a);
 	c->shape[c->nshape++] = x;
 	return 0;
 }
@@ -166,6 +166,10 @@ static int parse(int argc, char **argv, tune_cli *c)
 				return BENCH_EXIT_USAGE;
 			continue;
 		}
+		bool known = !strcmp(a, "--log") || !strcmp(a, "--budget") || !strcmp(a, "--threads") ||
+			     !strcmp(a, "--seed");
+		if (!known)
+			return bad("unknown option '%s'", a);
 		if (i + 1 >= argc)
 			return bad("%s needs a value", a);
 		if (parse_flag(c, a, argv[++i]))

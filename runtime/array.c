@@ -70,9 +70,14 @@ static int64_t checked_numel(ts_ctx *ctx, const char *what, ts_dtype t, int ndim
 	}
 	int64_t n = 1;
 	for (int i = 0; i < ndim; i++) {
-		if (shape[i] <= 0 || n > INT64_MAX / 16 / shape[i]) {
+		if (shape[i] <= 0) {
 			ts_error(ctx, TS_ERR_INVALID, "%s: bad extent %lld in dimension %d", what,
 				    (long long)shape[i], i);
+			return -1;
+		}
+		if (n > INT64_MAX / 16 / shape[i]) { /* each extent may be fine alone */
+			ts_error(ctx, TS_ERR_INVALID, "%s: bad extent %lld in dimension %d: the array's "
+				 "size overflows", what, (long long)shape[i], i);
 			return -1;
 		}
 		n *= shape[i];

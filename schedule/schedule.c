@@ -91,9 +91,11 @@ static bool check_leaf(ts_stage *st, const char *prim, const ts_axis *a)
 }
 
 /* A NULL stage has no context to report in: the status alone says it. */
+/* A NULL stage; reported when another argument gives a context. */
 static bool check_stage(ts_ctx *ctx, const ts_stage *st, const char *prim)
 {
-	(void)ctx, (void)prim;
+	if (!st && ctx)
+		ts_error(ctx, TS_ERR_INVALID, "%s: stage is NULL", prim);
 	return st != NULL;
 }
 
@@ -647,7 +649,8 @@ int sch_consumers(ts_schedule *s, const ts_tensor *t, ts_stage **out, int max)
 
 ts_status ts_compute_at(ts_stage *st, ts_stage *parent, ts_axis *axis)
 {
-	if (!check_stage(st ? sctx(st) : NULL, st, "compute_at"))
+	/* a NULL stage is reported in the target's context when there is one */
+	if (!check_stage(st ? sctx(st) : parent ? sctx(parent) : NULL, st, "compute_at"))
 		return TS_ERR_INVALID;
 	if (!parent)
 		return fail(st, "compute_at", "target stage is NULL", NULL);

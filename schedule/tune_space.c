@@ -277,13 +277,28 @@ static ts_status check_shape(ts_ctx *ctx, const ts_tune_task *t)
 /* Every extent >= 1 (the padding of conv2d, depthwise and pool >= 0) and
  * below 2^31, so every tensor of the task stays under 2^31 elements in
  * all but pathological cases, which the operators themselves refuse. */
+/* The name of extent i in the operator's usage line ("STRIDE"). */
+static const char *extent_name(const char *usage, int i, char *buf, size_t n)
+{
+	const char *p = usage;
+	for (int k = 0; k <= i && p; k++) /* skip the operator's name, then i names */
+		p = strchr(p, ' ') ? strchr(p, ' ') + 1 : NULL;
+	size_t len = p ? strcspn(p, " ") : 0;
+	snprintf(buf, n, "%.*s", (int)len, p ? p : "");
+	return buf;
+}
+
 static ts_status check_extents(ts_ctx *ctx, const ts_tune_task *t, bool last_may_be_zero)
 {
+	const op_info *info = find_op(t->op);
 	for (int i = 0; i < t->nshape; i++) {
 		int64_t lo = last_may_be_zero && i == t->nshape - 1 ? 0 : 1;
+		char name[24];
 		if (t->shape[i] < lo || t->shape[i] > (int64_t)1 << 24)
-			return ts_error(ctx, TS_ERR_INVALID, "tune %s: extent %d is %lld; it must be from %lld to 2^24",
-					t->op, i, (long long)t->shape[i], (long long)lo);
+			return ts_error(ctx, TS_ERR_INVALID, "tune %s: extent %d is %lld; it must be from %lld to "
+					"2^24 (%s, in %s)", t->op, i, (long long)t->shape[i], (long long)lo,
+					extent_name(info ? info->usage : "", i, name, sizeof name),
+					info ? info->usage : t->op);
 	}
 	return TS_OK;
 }

@@ -198,6 +198,8 @@ if have "$tune"; then
 	expect "extent '-3' is not an integer" "$u" matmul 8 8 8 -3 --log "$log"
 	expect "extent '99999999999' is not an integer" "$u" matmul 8 99999999999 8 --log "$log"
 	expect "missing --log FILE" "$u" matmul 8 8 8
+	expect "unknown option '--bogus'" "$u" matmul 8 8 8 --log "$log" --bogus
+	expect "(STRIDE, in conv2d_nchw" "$u" conv2d_nchw 1 4 8 8 4 3 3 0 1 --log "$log"
 	expect "--log needs a value" "$u" matmul 8 8 8 --log
 	expect "--log: empty path" "$u" matmul 8 8 8 --log ""
 	expect "--log: cannot write '/nonexistent/t.jsonl'" "$u" matmul 8 8 8 --log /nonexistent/t.jsonl

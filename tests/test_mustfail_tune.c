@@ -43,6 +43,7 @@ START_TEST(test_task_init)
 	ck_assert_int_eq(ts_tune_task_init(ctx, &t, "conv2d_nhwc", TS_SHAPE(1, 4, 8, 8, 4, 3, 3, 0, 1)),
 			 TS_ERR_INVALID);
 	tu_assert_error(ctx, "tune conv2d_nhwc: extent 7 is 0; it must be from 1 to 2^24");
+	tu_assert_error(ctx, "(STRIDE, in conv2d_nhwc N C H W K R S STRIDE PAD)");
 	ts_clear_error(ctx);
 	ck_assert_int_eq(ts_tune_task_init(ctx, &t, "conv2d_nhwc", TS_SHAPE(1, 4, 8, 8, 4, 3, 3, 1)),
 			 TS_ERR_INVALID);
