@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -388,5 +389,14 @@ int bench_write_plot(const char *path, const bench_result *r, int n)
 		fprintf(stderr, "tessera-bench: no timed results; chart not written\n");
 		return -1;
 	}
-	return run_gnuplot(path, dat, ncols);
+	if (run_gnuplot(path, dat, ncols))
+		return -1;
+	/* gnuplot exits 0 even when it could not write (a full device): the
+	 * chart must be a non-empty file */
+	struct stat st;
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
+		fprintf(stderr, "tessera-bench: --plot: the chart %s was not written\n", path);
+		return -1;
+	}
+	return 0;
 }

@@ -809,6 +809,22 @@ END_TEST
 /* depthwise end to end on a tiny shape: tessera, naive and oneDNN checked
  * and timed, JSON written; then a tuned record (non-default parameters)
  * builds tessera's kernel, still checked against oneDNN. */
+/* A chart gnuplot cannot write (the device is full) is an error, not a
+ * success with no chart. */
+START_TEST(test_binary_plot_unwritable)
+{
+	if (system("command -v gnuplot >/dev/null 2>&1") != 0 || access("/dev/full", W_OK) != 0)
+		return;
+	remove("bench_full.png");
+	ck_assert_int_eq(symlink("/dev/full", "bench_full.png"), 0);
+	int rc = run_bench("gemm --shape 16,16,16 --repeat 2 --threads 1 --impl naive --plot bench_full.png");
+	remove("bench_full.png");
+	remove("bench_full.dat");
+	ck_assert_int_ne(rc, 0);
+	ck_assert(strstr(slurp("bench_stderr.txt"), "--plot: the chart bench_full.png was not written"));
+}
+END_TEST
+
 START_TEST(test_binary_depthwise)
 {
 	remove("bench_dw.json");
@@ -992,6 +1008,7 @@ int main(void)
 	tcase_add_test(tc, test_binary_tuned);
 	tcase_add_test(tc, test_binary_tune);
 	tcase_add_test(tc, test_binary_depthwise);
+	tcase_add_test(tc, test_binary_plot_unwritable);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
