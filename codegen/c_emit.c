@@ -379,10 +379,28 @@ static bool rounds16(const ts_expr *e)
 	return is_f16x(ts_dtype_element(e->dtype)) && (arith || e->kind == IR_CAST);
 }
 
+/* Whether e is + - * of 8- or 16-bit integers: C computes those in int
+ * (where uint16 * uint16 may even overflow), so the emitter computes them
+ * in uint32 and converts back, wrapping as ir.h says before the value is
+ * compared or cast, not only when it is stored. */
+static bool narrow_arith(const ts_expr *e)
+{
+	ts_dtype t = ts_dtype_element(e->dtype);
+	return (e->kind == IR_ADD || e->kind == IR_SUB || e->kind == IR_MUL) &&
+	       (t.code == TS_TYPE_INT || t.code == TS_TYPE_UINT) && t.bits < 32;
+}
+
+/* A cast to bool, printed as x != 0 (what ir.h says it is; `(bool)(a*b)`
+ * also makes cc warn). */
+static bool to_bool(const ts_expr *e)
+{
+	return e->kind == IR_CAST && ts_dtype_is_bool(e->dtype) && !ts_dtype_is_bool(e->u.un.a->dtype);
+}
+
 /* The precedence of e as this emitter prints it. */
 static int prec(const emitter *em, const ts_expr *e)
 {
-	if (wrapping(em, e) || rounds16(e))
+	if (wrapping(em, e) || rounds16(e) || narrow_arith(e) || to_bool(e))
 		return P_ATOM;
 	switch (e->kind) {
 	case IR_INT_IMM: return e->u.int_imm < 0 && ts_dtype_eq(e->dtype, ts_int32) ? P_UNARY : P_ATOM;
@@ -519,14 +537,19 @@ static void binary(emitter *em, const ts_expr *e)
 		}
 		break;
 	case IR_MIN: case IR_MAX: /* exact on 16-bit values too: no rounding */
-		if (ts_dtype_is_float(t))
-			call2(em, ts_sprintf(em->ctx, "%s%s", e->kind == IR_MIN ? "fmin" : "fmax",
-					     t.bits == 64 ? "" : "f"), a, b);
-		else
-			call2(em, helper(em, e->kind == IR_MIN ? H_MIN : H_MAX, t), a, b);
+		call2(em, helper(em, e->kind == IR_MIN ? H_MIN : H_MAX, is_f16x(t) ? ts_float32 : t), a, b);
 		return;
 	default:
 		break;
+	}
+	if (narrow_arith(e)) {
+		const char *u = em->d->type[T_U32];
+		ts_sb_printf(&em->out, "((%s)((%s)", ctype(em, t), u);
+		sub(em, a, P_UNARY);
+		ts_sb_printf(&em->out, "%s(%s)", infix_op(e->kind), u);
+		sub(em, b, P_UNARY);
+		put(em, "))");
+		return;
 	}
 	if (rounds16(e)) {
 		int op = e->kind == IR_ADD || e->kind == IR_SUB ? P_ADD : P_MUL;
@@ -647,6 +670,12 @@ static void expr_body(emitter *em, const ts_expr *e)
 			int bits = e->u.un.a->dtype.bits;
 			call2(em, helper(em, bits == 64 ? H_CAST_F64 : H_CAST_F32, ts_dtype_element(e->dtype)),
 			      e->u.un.a, NULL);
+			return;
+		}
+		if (to_bool(e)) {
+			put(em, "(");
+			sub(em, e->u.un.a, P_REL);
+			put(em, " != 0)");
 			return;
 		}
 		if (rounds16(e))
@@ -1407,6 +1436,10 @@ static void emit_helper(emitter *em, ts_sbuf *sb, int h, int ti)
 				 "  return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;\n", t);
 		break;
 	case H_MIN: case H_MAX:
+		/* floats as ir.h says: a NaN operand (signalling too, which libm's
+		 * fmin returns as NaN) is ignored; equal operands give b */
+		if (ti == T_F32 || ti == T_F64)
+			ts_sb_puts(sb, "  if (b != b)\n    return a;\n  if (a != a)\n    return b;\n");
 		ts_sb_printf(sb, "  return a %c b ? a : b;\n", h == H_MIN ? '<' : '>');
 		break;
 	case H_SIGMOID:

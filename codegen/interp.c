@@ -286,8 +286,8 @@ static lane float_bin(ir_expr_kind k, ts_dtype t, double a, double b)
 	case IR_SUB: r.f = round_to(t, a - b); break;
 	case IR_MUL: r.f = round_to(t, a * b); break;
 	case IR_DIV: r.f = round_to(t, a / b); break;
-	case IR_MIN: r.f = fmin(a, b); break; /* NaN operands as ir.h says */
-	case IR_MAX: r.f = fmax(a, b); break;
+	case IR_MIN: r.f = ir_fminmax(false, a, b); break; /* NaN as ir.h says */
+	case IR_MAX: r.f = ir_fminmax(true, a, b); break;
 	case IR_EQ: r.i = a == b; break;
 	case IR_NE: r.i = a != b; break;
 	case IR_LT: r.i = a < b; break;

@@ -153,8 +153,8 @@ static bool float_binary(const ts_expr *e, double a, double b, val *out)
 	case IR_SUB: out->f = a - b; break;
 	case IR_MUL: out->f = a * b; break;
 	case IR_DIV: out->f = a / b; break;
-	case IR_MIN: out->f = fmin(a, b); break;
-	case IR_MAX: out->f = fmax(a, b); break;
+	case IR_MIN: out->f = ir_fminmax(false, a, b); break;
+	case IR_MAX: out->f = ir_fminmax(true, a, b); break;
 	case IR_EQ: out->i = a == b; return true;
 	case IR_NE: out->i = a != b; return true;
 	case IR_LT: out->i = a < b; return true;
@@ -328,8 +328,8 @@ static void combine(ts_reduce_op op, ts_dtype t, val *acc, val v)
 		switch (op) {
 		case TS_REDUCE_SUM: acc->f += v.f; return;
 		case TS_REDUCE_PROD: acc->f *= v.f; return;
-		case TS_REDUCE_MAX: acc->f = fmax(acc->f, v.f); return;
-		case TS_REDUCE_MIN: acc->f = fmin(acc->f, v.f); return;
+		case TS_REDUCE_MAX: acc->f = ir_fminmax(true, acc->f, v.f); return;
+		case TS_REDUCE_MIN: acc->f = ir_fminmax(false, acc->f, v.f); return;
 		}
 		return;
 	}

@@ -86,6 +86,11 @@ int64_t ir_wrap_int(ts_dtype t, int64_t v);
  * negative values of unsigned t), the rest truncates toward zero; bool is
  * v != 0.  Returned in ir_wrap_int's stored form; 0 for a non-integer t. */
 int64_t ir_float_to_int(ts_dtype t, double v);
+/* ir.h's float min (max when `max`), the one every evaluator, the folder
+ * and the C emitter's helper share: a NaN operand is ignored (either
+ * operand's NaN; both NaN gives NaN), and equal operands (+0 and -0) give
+ * b, so the sign of a zero does not depend on the library. */
+double ir_fminmax(bool max, double a, double b);
 
 /* A double rounded to the precision and range of float dtype t (float16,
  * bfloat16, float32: round to nearest even, overflow to infinity). */

@@ -120,8 +120,8 @@ static bool float_bin(ir_expr_kind k, double a, double b, double *out)
 	case IR_SUB: *out = a - b; return true;
 	case IR_MUL: *out = a * b; return true;
 	case IR_DIV: *out = a / b; return true;
-	case IR_MIN: *out = fmin(a, b); return true; /* NaN operands as ir.h says */
-	case IR_MAX: *out = fmax(a, b); return true;
+	case IR_MIN: *out = ir_fminmax(false, a, b); return true; /* NaN as ir.h says */
+	case IR_MAX: *out = ir_fminmax(true, a, b); return true;
 	case IR_EQ: *out = a == b; return true;
 	case IR_NE: *out = a != b; return true;
 	case IR_LT: *out = a < b; return true;
@@ -185,6 +185,15 @@ static ts_expr *fold_binary(ts_ctx *ctx, ts_expr *e)
 		return ts_fconst(ctx, e->dtype, ir_round_float(e->dtype, r));
 	}
 	return e;
+}
+
+double ir_fminmax(bool max, double a, double b)
+{
+	if (isnan(b))
+		return a;
+	if (isnan(a))
+		return b;
+	return (max ? a > b : a < b) ? a : b;
 }
 
 int64_t ir_float_to_int(ts_dtype t, double v)

@@ -316,6 +316,56 @@ START_TEST(test_c_bfloat16)
 }
 END_TEST
 
+/* What C would otherwise get wrong silently: int8/int16 + - * compute in
+ * int, so a product feeding a cast or a comparison did not wrap (ir.h:
+ * it does); (bool)(y * 2) made cc warn; and libm's fmaxf returns NaN for
+ * a signalling NaN operand, which ir.h's max ignores.  Checked against
+ * the interpreter, bit for bit. */
+START_TEST(test_c_narrow_and_nan)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(8), ts_int8);
+	ts_tensor *Y = ts_placeholder(ctx, "Y", TS_SHAPE(8), ts_int16);
+	ts_tensor *F = ts_placeholder(ctx, "F", TS_SHAPE(8), ts_float32);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_expr *x = TS_READ(ctx, X, i), *y = TS_READ(ctx, Y, i), *f = TS_READ(ctx, F, i);
+	ts_tensor *A = ts_compute(ctx, "A", TS_SHAPE(8), TS_VARS(i), ts_cast(ctx, ts_float32, ts_mul(ctx, x, x)));
+	ts_tensor *B = ts_compute(ctx, "B", TS_SHAPE(8), TS_VARS(i), ts_cast(ctx, ts_bool, ts_mul(ctx, y, ts_const(ctx, ts_int16, 2))));
+	ts_tensor *L = ts_compute(ctx, "L", TS_SHAPE(8), TS_VARS(i),
+				  ts_lt(ctx, ts_add(ctx, x, ts_const(ctx, ts_int8, 100)), ts_const(ctx, ts_int8, 0)));
+	ts_tensor *M = ts_compute(ctx, "M", TS_SHAPE(8), TS_VARS(i), ts_max(ctx, f, ts_float(ctx, 1)));
+	ts_tensor *outs[4] = {A, B, L, M};
+	ts_func *fn = ts_lower(ts_create_schedule(ctx, 4, outs), "narrow", 7, (ts_tensor *[]){X, Y, F, A, B, L, M});
+	tu_nonnull(ctx, fn);
+	const char *src = cg_emit_c(ctx, fn);
+	ck_assert_msg(src != NULL, "%s", ts_last_error(ctx));
+	if (!have_cc()) {
+		ts_ctx_free(ctx);
+		return;
+	}
+	int8_t xv[8] = {100, -128, 127, 28, -1, 0, 64, 100};
+	int16_t yv[8] = {-32768, 16384, 1, 0, -1, 32767, 2, -16384};
+	uint32_t snan = 0x7fa00000u, qnan = 0x7fc00000u;
+	float fv[8] = {0.5f, 2.0f, -3.0f, 1.0f, 0, 0, 7.0f, -0.0f};
+	memcpy(&fv[4], &snan, 4);
+	memcpy(&fv[5], &qnan, 4);
+	float a[2][8], m[2][8];
+	bool bv[2][8], l[2][8];
+	tu_ok(ctx, cg_interp_run(ctx, fn, (void *[]){xv, yv, fv, a[0], bv[0], l[0], m[0]}));
+	built b = build(src);
+	ck_assert_int_eq(packed(&b, "narrow")((void *[]){xv, yv, fv, a[1], bv[1], l[1], m[1]}), 0);
+	for (int k = 0; k < 8; k++) {
+		ck_assert_msg(a[0][k] == a[1][k], "A[%d]: interpreter %g, C %g", k, a[0][k], a[1][k]);
+		ck_assert_msg(bv[0][k] == bv[1][k], "B[%d]: interpreter %d, C %d", k, bv[0][k], bv[1][k]);
+		ck_assert_msg(l[0][k] == l[1][k], "L[%d]: interpreter %d, C %d", k, l[0][k], l[1][k]);
+		ck_assert_msg(!memcmp(&m[0][k], &m[1][k], 4), "M[%d]: interpreter %a, C %a", k, m[0][k], m[1][k]);
+	}
+	ck_assert(a[1][0] == 16 && !bv[1][0] && l[1][0] && m[1][4] == 1.0f);
+	unbuild(&b);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_c_misc)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -786,6 +836,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_c_warning_free);
 	tcase_add_test(tc, test_c_float16);
 	tcase_add_test(tc, test_c_bfloat16);
+	tcase_add_test(tc, test_c_narrow_and_nan);
 	tcase_add_test(tc, test_c_signed_overflow_wraps);
 	tcase_add_test(tc, test_c_matmul);
 	tcase_add_test(tc, test_c_heap_temporary);
