@@ -1,6 +1,7 @@
 /*
  * arith_impl.h - shared internals of the arithmetic files (bound.c, fold.c,
- * linear.c, simplify.c, simplify_stmt.c); not part of the public API.
+ * linear.c, simplify.c, simplify_stmt.c, and widen.c and visit.c for
+ * substitutions); not part of the public API.
  *
  * Intervals are computed exactly in 128-bit integers, so that int64 and
  * uint64 values, and the sums and products of index terms, are represented
@@ -17,6 +18,11 @@
 __extension__ typedef __int128 ir_i128;
 
 #define IR_IVAL_BIG (((ir_i128)1) << 72)
+
+/* The arguments of a substitution (visit.c, widen.c): a node to rewrite,
+ * n >= 0 and no NULL variable or value; else an error "what: ...". */
+bool ir_check_subst(ts_ctx *ctx, const char *what, const void *node, int n, ts_expr *const *vars,
+		    ts_expr *const *values);
 
 typedef struct ir_ival {
 	ir_i128 lo, hi;

@@ -7,6 +7,7 @@
  * parent.
  */
 #include "ir.h"
+#include "arith_impl.h"
 
 #include <string.h>
 
@@ -327,9 +328,8 @@ static ts_stmt *subst_stmt(ts_ctx *ctx, ts_stmt *s, void *data)
 	return ir_stmt_map_children(ctx, s, subst_stmt, subst_expr, data);
 }
 
-/* The arguments of a substitution: n >= 0 variables and values. */
-static bool check_subst(ts_ctx *ctx, const void *node, int n, ts_expr *const *vars,
-			ts_expr *const *values)
+bool ir_check_subst(ts_ctx *ctx, const char *what, const void *node, int n, ts_expr *const *vars,
+		    ts_expr *const *values)
 {
 	const char *bad = !node ? "nothing to substitute in (NULL)"
 			  : n < 0 ? "a negative count"
@@ -339,14 +339,14 @@ static bool check_subst(ts_ctx *ctx, const void *node, int n, ts_expr *const *va
 		if (!vars[i] || !values[i])
 			bad = "a NULL variable or value";
 	if (bad)
-		ts_error(ctx, TS_ERR_INVALID, "substitute: %s", bad);
+		ts_error(ctx, TS_ERR_INVALID, "%s: %s", what, bad);
 	return !bad;
 }
 
 ts_expr *ir_substitute(ts_ctx *ctx, ts_expr *e, int n, ts_expr *const *vars,
 		       ts_expr *const *values)
 {
-	if (!ctx || !check_subst(ctx, e, n, vars, values))
+	if (!ctx || !ir_check_subst(ctx, "substitute", e, n, vars, values))
 		return NULL;
 	subst sb = {n, vars, values};
 	return subst_expr(ctx, e, &sb);
@@ -355,7 +355,7 @@ ts_expr *ir_substitute(ts_ctx *ctx, ts_expr *e, int n, ts_expr *const *vars,
 ts_stmt *ir_stmt_substitute(ts_ctx *ctx, ts_stmt *s, int n, ts_expr *const *vars,
 			    ts_expr *const *values)
 {
-	if (!ctx || !check_subst(ctx, s, n, vars, values))
+	if (!ctx || !ir_check_subst(ctx, "substitute", s, n, vars, values))
 		return NULL;
 	subst sb = {n, vars, values};
 	return subst_stmt(ctx, s, &sb);

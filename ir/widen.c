@@ -20,6 +20,7 @@
  * (gather A[B[i]]) is widened with a cast.
  */
 #include "arith.h"
+#include "arith_impl.h"
 
 typedef struct widen {
 	int n;
@@ -159,27 +160,10 @@ static ts_expr *wide(ts_ctx *ctx, ts_expr *e, const widen *w, bool index)
 	return ir_expr_map_children(ctx, e, wide_fixed, (void *)w);
 }
 
-/* The arguments, checked as ir_substitute checks its own: a NULL value
- * would otherwise come back as a NULL result with no message. */
-static bool check_args(ts_ctx *ctx, const ts_expr *e, int n, ts_expr *const *vars,
-		       ts_expr *const *values)
-{
-	const char *bad = !e ? "nothing to substitute in (NULL)"
-			  : n < 0 ? "a negative count"
-			  : n > 0 && (!vars || !values) ? "a NULL variable or value list"
-							 : NULL;
-	for (int i = 0; !bad && i < n; i++)
-		if (!vars[i] || !values[i])
-			bad = "a NULL variable or value";
-	if (bad)
-		ts_error(ctx, TS_ERR_INVALID, "substitute_wide: %s", bad);
-	return !bad;
-}
-
 ts_expr *ir_substitute_wide(ts_ctx *ctx, ts_expr *e, int n, ts_expr *const *vars,
 			    ts_expr *const *values)
 {
-	if (!ctx || !check_args(ctx, e, n, vars, values))
+	if (!ctx || !ir_check_subst(ctx, "substitute_wide", e, n, vars, values))
 		return NULL;
 	widen w = {n, vars, values};
 	return wide(ctx, e, &w, false);

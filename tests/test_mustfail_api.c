@@ -24,20 +24,6 @@
 #include "lower.h"
 #include "op_schedules.h"
 
-/* A pointer-returning call that must give NULL with `part` in the error. */
-#define FAILS_NULL(ctx, call, part)                                             \
-	do {                                                                    \
-		ts_clear_error(ctx);                                            \
-		ck_assert_msg((call) == NULL, "%s: expected NULL", #call);      \
-		tu_assert_error(ctx, part);                                     \
-	} while (0)
-/* A status-returning call that must fail with `part` in the error. */
-#define FAILS_ST(ctx, call, part)                                               \
-	do {                                                                    \
-		ts_clear_error(ctx);                                            \
-		ck_assert_msg((call) != TS_OK, "%s: expected an error", #call); \
-		tu_assert_error(ctx, part);                                     \
-	} while (0)
 /* The same where no context can be reached: only the result is checked. */
 #define NULL_NOCTX(call) ck_assert_msg((call) == NULL, "%s: expected NULL", #call)
 #define ST_NOCTX(call) ck_assert_msg((call) != TS_OK, "%s: expected an error", #call)

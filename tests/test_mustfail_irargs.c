@@ -18,18 +18,6 @@
 #include "printer.h"
 #include "verify.h"
 
-#define FAILS_NULL(ctx, call, part)                                             \
-	do {                                                                    \
-		ts_clear_error(ctx);                                            \
-		ck_assert_msg((call) == NULL, "%s: expected NULL", #call);      \
-		tu_assert_error(ctx, part);                                     \
-	} while (0)
-#define FAILS_ST(ctx, call, part)                                               \
-	do {                                                                    \
-		ts_clear_error(ctx);                                            \
-		ck_assert_msg((call) != TS_OK, "%s: expected an error", #call); \
-		tu_assert_error(ctx, part);                                     \
-	} while (0)
 /* A bool answer that must be false with `part` in the error. */
 #define FAILS_FALSE(ctx, call, part)                                            \
 	do {                                                                    \

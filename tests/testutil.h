@@ -57,3 +57,17 @@ void tu_check_func_llvm(ts_ctx *ctx, const ts_func *f, const char *target, doubl
 		ck_assert_msg(st_ == TS_OK, "%s failed: %s", #call, ts_last_error(ctx)); \
 	} while (0)
 #define tu_nonnull(ctx, p) ck_assert_msg((p) != NULL, "%s is NULL: %s", #p, ts_last_error(ctx))
+/* A pointer-returning call that must give NULL with `part` in the error. */
+#define FAILS_NULL(ctx, call, part)                                             \
+	do {                                                                    \
+		ts_clear_error(ctx);                                            \
+		ck_assert_msg((call) == NULL, "%s: expected NULL", #call);      \
+		tu_assert_error(ctx, part);                                     \
+	} while (0)
+/* A status-returning call that must fail with `part` in the error. */
+#define FAILS_ST(ctx, call, part)                                               \
+	do {                                                                    \
+		ts_clear_error(ctx);                                            \
+		ck_assert_msg((call) != TS_OK, "%s: expected an error", #call); \
+		tu_assert_error(ctx, part);                                     \
+	} while (0)
