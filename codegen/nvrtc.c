@@ -136,6 +136,8 @@ static ts_status target_option(ts_ctx *ctx, const char *target, const char *opt,
 		snprintf(a, sizeof(a), "%.*s", (int)(len - 6), opt + 6);
 		if (cg_cuda_check_arch(ctx, a) != TS_OK)
 			return TS_ERR_INVALID;
+		if (arch[0]) /* as -mcpu for llvm: which one was meant is not ours to guess */
+			return ts_error(ctx, TS_ERR_INVALID, "target '%s': option '-arch' given twice", target);
 		strcpy(arch, a);
 		return TS_OK;
 	}
