@@ -101,96 +101,20 @@ static ts_expr *inline_fn(ts_ctx *ctx, ts_expr *e, void *data)
 	return m;
 }
 
-/* The size an inlined body will have, from the stage's own body and its
- * inlined producers' sizes, before anything is built: substituting index
- * e_d for producer P's variable d adds occ[P][d] * (nodes(e_d) - 1) nodes
- * to P's body.  A chain of producers that read their input twice doubles
- * at every stage, so this refuses with the stage's name what the
- * constructors would refuse later with a bare node count. */
-typedef struct sizer {
-	ops *o;
-	const int64_t *occ; /* per stage, TS_MAX_DIMS counts of its root variables */
-	int64_t n;
-} sizer;
-
-static int inlined_stage(const ops *o, const ts_tensor *t)
-{
-	for (int i = 0; i < o->s->nstages; i++)
-		if (o->s->stages[i]->tensor == t)
-			return o->s->stages[i]->attach == SCH_ATTACH_INLINE ? i : -1;
-	return -1;
-}
-
-static bool size_fn(ts_expr *e, void *data)
-{
-	sizer *z = data;
-	int p = z->n <= TS_MAX_EXPR_NODES && e->kind == IR_READ ? inlined_stage(z->o, e->u.read.tensor) : -1;
-	if (p < 0 || !z->o->body[p]) {
-		z->n++;
-		return z->n <= TS_MAX_EXPR_NODES;
-	}
-	int64_t n = z->o->body[p]->nodes;
-	for (int d = 0; d < e->u.read.n && d < TS_MAX_DIMS; d++) {
-		sizer sub = {z->o, z->occ, 0};
-		ir_expr_visit(e->u.read.idx[d], size_fn, &sub);
-		/* each factor is at most TS_MAX_EXPR_NODES + 1: no overflow */
-		n += z->occ[p * TS_MAX_DIMS + d] * (sub.n - 1);
-		n = n > TS_MAX_EXPR_NODES ? TS_MAX_EXPR_NODES + 1 : n;
-	}
-	z->n += n;
-	return false;
-}
-
-typedef struct counter {
-	const ts_stage *st;
-	int64_t *occ;
-} counter;
-
-static bool count_fn(ts_expr *e, void *data)
-{
-	counter *c = data;
-	for (int d = 0; e->kind == IR_VAR && d < c->st->tensor->ndim && d < TS_MAX_DIMS; d++)
-		c->occ[d] += e == c->st->root[d]->var;
-	return true;
-}
-
-struct first_read {
-	const ops *o;
-	ts_expr **read;
-};
-
-/* Finds the first read of an inlined producer, for the message. */
-static bool first_inlined_read(ts_expr *e, void *data)
-{
-	struct first_read *f = data;
-	if (!*f->read && e->kind == IR_READ && inlined_stage(f->o, e->u.read.tensor) >= 0)
-		*f->read = e;
-	return !*f->read;
-}
-
 static ts_status inline_all(ops *o)
 {
-	int64_t *occ = ts_alloc_array(o->ctx, (size_t)o->s->nstages * TS_MAX_DIMS, sizeof(int64_t));
-	if (!occ)
-		return ts_last_status(o->ctx);
 	for (int i = 0; i < o->s->nstages; i++) {
 		ts_stage *st = o->s->stages[i];
-		sizer z = {o, occ, 0};
-		ir_expr_visit(st->body, size_fn, &z);
-		if (z.n > TS_MAX_EXPR_NODES) {
-			ts_expr *r = NULL;
-			ir_expr_visit(st->body, first_inlined_read, &(struct first_read){o, &r});
-			return ts_error(o->ctx, TS_ERR_INVALID, "lower: %s with its inlined producers (%s, ...) "
-					"would be an expression of more than %d nodes counted as a tree "
-					"(TS_MAX_EXPR_NODES): compute a producer read several times at root "
-					"or at a loop instead of inline", st->name,
-					r ? r->u.read.tensor->name : "?", TS_MAX_EXPR_NODES);
-		}
 		o->body[i] = inline_fn(o->ctx, st->body, o);
-		if (!o->body[i])
-			return ts_last_status(o->ctx);
-		if (st->attach == SCH_ATTACH_INLINE)
-			ir_expr_visit(o->body[i], count_fn, &(counter){st, occ + (size_t)i * TS_MAX_DIMS});
+		if (!o->body[i]) {
+			/* a constructor's refusal (TS_MAX_EXPR_NODES for a chain of
+			 * producers read twice) gets the stage it happened in */
+			const char *why = ts_strdup(o->ctx, ts_last_error(o->ctx));
+			ts_status status = ts_last_status(o->ctx);
+			ts_clear_error(o->ctx);
+			return ts_error(o->ctx, status, "lower: inlining the producers of %s: %s", st->name,
+					why ? why : "out of memory");
+		}
 	}
 	return TS_OK;
 }
