@@ -664,15 +664,14 @@ static LLVMValueRef strided_load(emitter *em, const ts_buffer *buf, const ts_exp
 {
 	int lanes = ix->dtype.lanes, stride = (int)ix->u.ramp.stride, wide = lanes * stride;
 	LLVMTypeRef et = elem_type(em, buf->dtype, true);
-	LLVMValueRef base = buffer_ptr(em, buf);
-	LLVMValueRef i = base && et ? index64(em, ix->u.ramp.base) : NULL;
-	if (!i)
+	/* the first lane's element, as a contiguous access would address it */
+	LLVMValueRef p = et ? address(em, buf, ix, ACC_CONTIGUOUS) : NULL;
+	if (!p)
 		return NULL;
-	LLVMValueRef p = LLVMBuildInBoundsGEP2(em->b, et, base, &i, 1, "");
 	LLVMTypeRef wt = LLVMVectorType(et, (unsigned)wide);
 	LLVMValueRef mask[256], pick[64];
-	for (int i = 0; i < wide; i++)
-		mask[i] = LLVMConstInt(em->i1, i <= stride * (lanes - 1), 0);
+	for (int w = 0; w < wide; w++)
+		mask[w] = LLVMConstInt(em->i1, w <= stride * (lanes - 1), 0);
 	for (int l = 0; l < lanes; l++)
 		pick[l] = i32c(em, (int64_t)l * stride);
 	LLVMValueRef vp = LLVMBuildBitCast(em->b, p, LLVMPointerType(wt, 0), "");
@@ -780,21 +779,11 @@ static bool is_short_stride(const ts_expr *ix)
 	       ix->dtype.lanes * ix->u.ramp.stride <= 256;
 }
 
-static LLVMValueRef ex_load(emitter *em, const ts_expr *e)
+/* A load of access kind k as memory holds it (bool as bytes). */
+static LLVMValueRef load_kind(emitter *em, const ts_buffer *buf, const ts_expr *ix, access_kind k,
+			      unsigned align)
 {
-	const ts_buffer *buf = e->u.load.buf;
-	const ts_expr *ix = e->u.load.index;
-	access_kind k = classify(ix);
 	int lanes = ix->dtype.lanes;
-	unsigned align = (unsigned)ts_dtype_bytes(buf->dtype);
-	clamped cl = {0};
-	if (k == ACC_GATHER && (is_short_stride(ix) || match_clamped(ix, &cl, true))) {
-		LLVMValueRef v = cl.clamp ? clamped_load(em, buf, &cl, lanes, align)
-					  : strided_load(em, buf, ix, align);
-		if (v && ts_dtype_is_bool(buf->dtype))
-			v = LLVMBuildICmp(em->b, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
-		return v;
-	}
 	LLVMValueRef p = address(em, buf, ix, k), v;
 	LLVMTypeRef et = elem_type(em, buf->dtype, true);
 	if (!p || !et)
@@ -802,13 +791,25 @@ static LLVMValueRef ex_load(emitter *em, const ts_expr *e)
 	if (k == ACC_GATHER) {
 		LLVMTypeRef over[2] = {LLVMVectorType(et, lanes), LLVMTypeOf(p)};
 		LLVMValueRef args[4] = {p, i32c(em, align), all_lanes(em, lanes), LLVMGetUndef(over[0])};
-		v = intrinsic(em, "llvm.masked.gather", over, 2, args, 4);
-	} else {
-		v = LLVMBuildLoad2(em->b, k == ACC_CONTIGUOUS ? LLVMVectorType(et, lanes) : et, p, "");
-		LLVMSetAlignment(v, align);
-		if (k == ACC_SPLAT)
-			v = splat(em, v, lanes);
+		return intrinsic(em, "llvm.masked.gather", over, 2, args, 4);
 	}
+	v = LLVMBuildLoad2(em->b, k == ACC_CONTIGUOUS ? LLVMVectorType(et, lanes) : et, p, "");
+	LLVMSetAlignment(v, align);
+	return k == ACC_SPLAT ? splat(em, v, lanes) : v;
+}
+
+static LLVMValueRef ex_load(emitter *em, const ts_expr *e)
+{
+	const ts_buffer *buf = e->u.load.buf;
+	const ts_expr *ix = e->u.load.index;
+	access_kind k = classify(ix);
+	unsigned align = (unsigned)ts_dtype_bytes(buf->dtype);
+	clamped cl = {0};
+	/* a gather but for two index shapes that masked loads read cheaper */
+	LLVMValueRef v = k != ACC_GATHER ? load_kind(em, buf, ix, k, align)
+			 : match_clamped(ix, &cl, true) ? clamped_load(em, buf, &cl, ix->dtype.lanes, align)
+			 : is_short_stride(ix) ? strided_load(em, buf, ix, align)
+					       : load_kind(em, buf, ix, k, align);
 	if (v && ts_dtype_is_bool(buf->dtype))
 		v = LLVMBuildICmp(em->b, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
 	return v;
