@@ -678,12 +678,14 @@ static void expr_body(emitter *em, const ts_expr *e)
 			put(em, " != 0)");
 			return;
 		}
-		if (rounds16(e))
-			ts_sb_printf(&em->out, "%s(", conv16(em, ts_dtype_element(e->dtype), C16_ROUND));
+		if (rounds16(e)) { /* a cast to a 16-bit float is a rounding */
+			ts_sb_printf(&em->out, "%s((float)", conv16(em, ts_dtype_element(e->dtype), C16_ROUND));
+			sub(em, e->u.un.a, P_UNARY);
+			put(em, ")");
+			return;
+		}
 		ts_sb_printf(&em->out, "(%s)", vtype(em, e->dtype));
 		sub(em, e->u.un.a, P_UNARY);
-		if (rounds16(e))
-			put(em, ")");
 		return;
 	case IR_SELECT:
 		put(em, "(");

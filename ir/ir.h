@@ -33,7 +33,8 @@
  *    gives true; integer to integer casts wrap.
  *  - MIN and MAX of floats are C's fmin and fmax (IEEE-754 minNum and
  *    maxNum; ir_fminmax): a NaN operand, signalling or quiet, is ignored
- *    unless both are NaN, equal operands (+0, -0) give the second, so a max or min
+ *    unless both are NaN (equal operands, +0 and -0, give the second in
+ *    the evaluators and emitted C; LLVM code may give either), so a max or min
  *    reduction skips NaNs, whatever the order of its operands (over NaNs
  *    only it gives its identity, -inf for max, +inf for min).
  *  - Operands are evaluated left to right; expressions have no side effects,
