@@ -72,6 +72,13 @@ ts_module *ts_build(ts_ctx *ctx, const ts_func *f, const char *target)
 			 f->name, target);
 		return NULL;
 	}
+	if (starts_with(target, "cuda") && f->nsizes > 0) {
+		ts_error(ctx, TS_ERR_UNSUPPORTED,
+			 "build %s: size variable %s: symbolic shapes build for CPU targets only "
+			 "(ts_lower_specialize gives a CUDA build constant extents)",
+			 f->name, f->size_vars[0]->u.var.name);
+		return NULL;
+	}
 	ts_clear_error(ctx); /* as ts_lower: an earlier call's error is not this build's */
 	ts_module *m = calloc(1, sizeof(*m));
 	if (!m) {
@@ -98,17 +105,19 @@ ts_status ts_module_run(ts_module *m, int nargs, ts_array *const *args)
 {
 	if (!m)
 		return TS_ERR_INVALID;
-	ts_status st = ts_check_args(m->ctx, m->func, nargs, args,
-				     m->cuda ? TS_DEVICE_CUDA : TS_DEVICE_CPU);
+	int64_t sizes[TS_MAX_SIZE_VARS];
+	ts_status st = ts_check_args_sizes(m->ctx, m->func, nargs, args,
+					   m->cuda ? TS_DEVICE_CUDA : TS_DEVICE_CPU, sizes);
 	if (st != TS_OK)
 		return st;
 	if (m->cuda)
 		return cg_cuda_run(m->ctx, m->gpu, nargs, args);
-	void *data[64];
-	if (nargs > (int)TS_COUNT_OF(data))
+	void *data[65];
+	if (nargs > 64)
 		return ts_error(m->ctx, TS_ERR_INVALID, "call %s: more than 64 arguments", m->func->name);
 	for (int i = 0; i < nargs; i++)
 		data[i] = args[i]->data;
+	data[nargs] = sizes; /* the sizes parameter, when the function has one */
 	int32_t rc = m->entry(data);
 	return rc == 0 ? TS_OK : ts_error(m->ctx, TS_ERR_RUNTIME, "call %s: returned %d", m->func->name, rc);
 }

@@ -529,6 +529,27 @@ static ts_status collect_graph(evaluator *s, int n, ts_tensor *const *bind)
 	return TS_OK;
 }
 
+/* The evaluator walks shapes as constants: a size variable's bound is not
+ * the extent of the caller's data. */
+static ts_status check_constant_shapes(const evaluator *s)
+{
+	for (int i = 0; i < s->ntensors; i++) {
+		const ts_tensor *t = s->tensors[i];
+		const ts_expr *v = NULL;
+		for (int d = 0; d < t->ndim && !v; d++)
+			v = t->dim_var[d];
+		for (int r = 0; r < t->nreduce && !v; r++)
+			v = t->reduce_axis[r]->extent_var;
+		if (v)
+			return ts_error(s->ctx, TS_ERR_UNSUPPORTED,
+					"eval: tensor %s has the symbolic extent %s; the reference "
+					"evaluator needs constant shapes (build the expression again "
+					"with the extents of the data)",
+					t->name, v->u.var.name);
+	}
+	return TS_OK;
+}
+
 ts_status ts_eval(ts_ctx *ctx, int n, ts_tensor *const *bind, void *const *data)
 {
 	if (!ctx)
@@ -541,6 +562,8 @@ ts_status ts_eval(ts_ctx *ctx, int n, ts_tensor *const *bind, void *const *data)
 		return ts_error(ctx, TS_ERR_NOMEM, "eval: out of memory");
 	s->ctx = ctx;
 	st = collect_graph(s, n, bind);
+	if (st == TS_OK)
+		st = check_constant_shapes(s);
 	if (st == TS_OK)
 		st = assign_storage(s, n, bind, data);
 	for (int i = 0; st == TS_OK && i < s->ntensors; i++)

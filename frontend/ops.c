@@ -24,21 +24,24 @@ static bool mm_check(ts_ctx *ctx, const char *op, const ts_tensor *A, const ts_t
 	if (!fe_check_ndim(ctx, op, A, lead + 2) || !fe_check_ndim(ctx, op, B, lead + 2) ||
 	    !fe_check_same_dtype(ctx, op, A, B))
 		return false;
-	const int64_t *a = A->shape + lead, *b = B->shape + lead;
+	/* size-variable handles compare equal exactly when the variable is the same */
+	int64_t da[TS_MAX_DIMS], db[TS_MAX_DIMS];
+	fe_dims(A, da), fe_dims(B, db);
+	const int64_t *a = da + lead, *b = db + lead;
 	int64_t ka = ta ? a[0] : a[1], kb = tb ? b[1] : b[0];
-	d->batch = lead ? A->shape[0] : 1;
+	d->batch = lead ? da[0] : 1;
 	d->m = ta ? a[1] : a[0];
 	d->k = ka;
 	d->n = tb ? b[0] : b[1];
-	if (lead && A->shape[0] != B->shape[0]) {
+	if (lead && da[0] != db[0]) {
 		ts_error(ctx, TS_ERR_INVALID, "%s: batch extents differ: %s x %s", op,
 			 fe_shape_str(ctx, A), fe_shape_str(ctx, B));
 		return false;
 	}
 	if (ka != kb) {
-		ts_error(ctx, TS_ERR_INVALID, "%s: inner extents differ: %s%s x %s%s (%lld vs %lld)",
-			 op, fe_shape_str(ctx, A), ta ? "^T" : "", fe_shape_str(ctx, B),
-			 tb ? "^T" : "", (long long)ka, (long long)kb);
+		ts_error(ctx, TS_ERR_INVALID, "%s: inner extents differ: %s%s x %s%s (%s vs %s)", op,
+			 fe_shape_str(ctx, A), ta ? "^T" : "", fe_shape_str(ctx, B), tb ? "^T" : "",
+			 fe_dim_str(ctx, A, ta ? lead : lead + 1), fe_dim_str(ctx, B, tb ? lead + 1 : lead));
 		return false;
 	}
 	return true;
@@ -122,7 +125,7 @@ ts_tensor *ts_op_add(ts_ctx *ctx, ts_tensor *A, ts_tensor *B)
 		return NULL;
 	bool same = A->ndim == B->ndim;
 	for (int d = 0; same && d < A->ndim; d++)
-		same = A->shape[d] == B->shape[d];
+		same = ts_tensor_dim(A, d) == ts_tensor_dim(B, d);
 	if (!same) {
 		ts_error(ctx, TS_ERR_INVALID, "add: shapes differ: %s vs %s", fe_shape_str(ctx, A),
 			 fe_shape_str(ctx, B));
@@ -154,7 +157,7 @@ static ts_tensor *bias_add(ts_ctx *ctx, const char *op, const char *name, ts_ten
 			 fe_shape_str(ctx, X));
 		return NULL;
 	}
-	if (bias->ndim != 1 || bias->shape[0] != X->shape[a]) {
+	if (bias->ndim != 1 || ts_tensor_dim(bias, 0) != ts_tensor_dim(X, a)) {
 		ts_error(ctx, TS_ERR_INVALID, "%s: bias %s does not match axis %d of %s", op,
 			 fe_shape_str(ctx, bias), a, fe_shape_str(ctx, X));
 		return NULL;
@@ -326,14 +329,16 @@ static ts_tensor *reduce_last(ts_ctx *ctx, const char *name, ts_tensor *E, ts_re
 {
 	int nd = E->ndim, no = nd > 1 ? nd - 1 : 1;
 	ts_expr *v[TS_MAX_DIMS], *idx[TS_MAX_DIMS];
-	ts_iter *k = ts_reduce_axis(ctx, "k", 0, E->shape[nd - 1]);
+	int64_t dims[TS_MAX_DIMS];
+	fe_dims(E, dims);
+	ts_iter *k = ts_reduce_axis(ctx, "k", 0, dims[nd - 1]);
 	if (!k || !fe_vars(ctx, no, NULL, v))
 		return NULL;
 	for (int d = 0; d < nd - 1; d++)
 		idx[d] = v[d];
 	idx[nd - 1] = k->var;
 	const int64_t one = 1;
-	return ts_compute(ctx, name, no, nd > 1 ? E->shape : &one, v,
+	return ts_compute(ctx, name, no, nd > 1 ? dims : &one, v,
 			  ts_reduce(ctx, op, fe_read(ctx, E, idx), TS_ITERS(k), NULL));
 }
 

@@ -11,11 +11,27 @@ const char *fe_shape_str(ts_ctx *ctx, const ts_tensor *t)
 	char buf[256];
 	int n = snprintf(buf, sizeof(buf), "%s[", t->name);
 	for (int d = 0; d < t->ndim && n > 0 && (size_t)n < sizeof(buf); d++)
-		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%s%lld", d ? ", " : "",
-			      (long long)t->shape[d]);
+		n += t->dim_var[d]
+			? snprintf(buf + n, sizeof(buf) - (size_t)n, "%s%s", d ? ", " : "",
+				   t->dim_var[d]->u.var.name)
+			: snprintf(buf + n, sizeof(buf) - (size_t)n, "%s%lld", d ? ", " : "",
+				   (long long)t->shape[d]);
 	if (n > 0 && (size_t)n < sizeof(buf))
 		snprintf(buf + n, sizeof(buf) - (size_t)n, "]");
 	const char *s = ts_strdup(ctx, buf);
+	return s ? s : "?";
+}
+
+void fe_dims(const ts_tensor *t, int64_t *out)
+{
+	for (int d = 0; d < TS_MAX_DIMS; d++)
+		out[d] = ts_tensor_dim(t, d);
+}
+
+const char *fe_dim_str(ts_ctx *ctx, const ts_tensor *t, int d)
+{
+	const char *s = t->dim_var[d] ? t->dim_var[d]->u.var.name
+				      : ts_sprintf(ctx, "%lld", (long long)t->shape[d]);
 	return s ? s : "?";
 }
 
@@ -121,9 +137,11 @@ ts_expr *fe_window(ts_ctx *ctx, ts_expr *out, int64_t stride, ts_expr *r, int64_
 ts_tensor *fe_map(ts_ctx *ctx, const char *name, ts_tensor *t, fe_map_fn fn, const void *k)
 {
 	ts_expr *v[TS_MAX_DIMS];
+	int64_t dims[TS_MAX_DIMS];
 	if (!fe_vars(ctx, t->ndim, NULL, v))
 		return NULL;
-	return ts_compute(ctx, name, t->ndim, t->shape, v, fn(ctx, fe_read(ctx, t, v), v, k));
+	fe_dims(t, dims);
+	return ts_compute(ctx, name, t->ndim, dims, v, fn(ctx, fe_read(ctx, t, v), v, k));
 }
 
 /* ---- padding ------------------------------------------------------------------ */

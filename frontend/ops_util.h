@@ -11,6 +11,12 @@
 /* "A[13, 17]": a tensor's name and shape, for messages (arena string). */
 const char *fe_shape_str(ts_ctx *ctx, const ts_tensor *t);
 
+/* The extents of t as the frontend takes them (ts_tensor_dim: a size
+ * variable's handle, or the constant); out holds TS_MAX_DIMS. */
+void fe_dims(const ts_tensor *t, int64_t *out);
+/* Extent d of t for a message: its size variable's name or the number. */
+const char *fe_dim_str(ts_ctx *ctx, const ts_tensor *t, int d);
+
 /* Each false return has recorded an error starting with "<op>: ". */
 bool fe_check_inputs(ts_ctx *ctx, const char *op, int n, ts_tensor *const *ts);
 bool fe_check_ndim(ts_ctx *ctx, const char *op, const ts_tensor *t, int ndim);

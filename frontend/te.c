@@ -24,17 +24,80 @@ static bool check_name(ts_ctx *ctx, const char *what, const char *name)
 	return false;
 }
 
-/* Checks 1..TS_MAX_DIMS positive extents; `what` is e.g. "placeholder A". */
-static bool check_shape(ts_ctx *ctx, const char *what, const char *name, int ndim,
-			const int64_t *shape)
+/* ---- size variables -------------------------------------------------------- */
+
+#define SIZE_VAR_MAX (INT64_C(1) << 40)
+
+int ts_is_size_var(int64_t v)
 {
-	if (ndim < 1 || ndim > TS_MAX_DIMS || !shape) {
+	return v >= TS_SIZE_VAR_BASE && v < TS_SIZE_VAR_BASE + TS_MAX_SIZE_VARS;
+}
+
+int64_t ts_size_var(ts_ctx *ctx, const char *name, int64_t max)
+{
+	if (!ctx || !check_name(ctx, "size_var", name))
+		return 0;
+	if (max < 1 || max > SIZE_VAR_MAX) {
+		ts_error(ctx, TS_ERR_INVALID, "size_var %s: upper bound %lld is outside 1..2^40", name,
+			 (long long)max);
+		return 0;
+	}
+	ts_expr *v = ts_var_typed(ctx, name, max > INT32_MAX ? ts_int64 : ts_int32);
+	int i = v ? ts_ctx_add_size_var(ctx, v, max) : -1;
+	return i < 0 ? 0 : TS_SIZE_VAR_BASE + i;
+}
+
+/* The variable and bound of a handle of ctx, or NULL with an error. */
+static ts_expr *size_var_of(ts_ctx *ctx, const char *what, const char *name, int64_t h,
+			    int64_t *max)
+{
+	ts_expr *v = ts_is_size_var(h) ? ts_ctx_size_var(ctx, (int)(h - TS_SIZE_VAR_BASE), max)
+				       : NULL;
+	if (!v)
+		ts_error(ctx, TS_ERR_INVALID,
+			 "%s %s: extent %lld is neither positive nor a size variable of this context",
+			 what, name, (long long)h);
+	return v;
+}
+
+ts_expr *ts_size_expr(ts_ctx *ctx, int64_t size)
+{
+	if (!ctx)
+		return NULL;
+	if (size > 0)
+		return ts_const(ctx, size > INT32_MAX ? ts_int64 : ts_int32, size);
+	return size_var_of(ctx, "size_expr", "", size, NULL);
+}
+
+int64_t ts_tensor_dim(const ts_tensor *t, int d)
+{
+	if (!t || d < 0 || d >= t->ndim)
+		return 0;
+	if (t->dim_var[d] && t->ctx) {
+		int i = ts_ctx_size_var_index(t->ctx, t->dim_var[d]);
+		if (i >= 0)
+			return TS_SIZE_VAR_BASE + i;
+	}
+	return t->shape[d];
+}
+
+/* Checks 1..TS_MAX_DIMS extents, each positive or a size variable, and
+ * splits them into bounds and variables; `what` is e.g. "placeholder A". */
+static bool check_shape(ts_ctx *ctx, const char *what, const char *name, int ndim,
+			const int64_t *given, int64_t *shape, ts_expr **vars)
+{
+	if (ndim < 1 || ndim > TS_MAX_DIMS || !given) {
 		ts_error(ctx, TS_ERR_INVALID, "%s %s: %d dimensions (1 to %d allowed)", what, name,
 			 ndim, TS_MAX_DIMS);
 		return false;
 	}
 	int64_t n = 1;
 	for (int d = 0; d < ndim; d++) {
+		shape[d] = given[d];
+		vars[d] = NULL;
+		if (given[d] < 0 && ts_is_size_var(given[d]) &&
+		    !(vars[d] = size_var_of(ctx, what, name, given[d], &shape[d])))
+			return false;
 		if (shape[d] <= 0) {
 			ts_error(ctx, TS_ERR_INVALID,
 				 "%s %s: extent %lld of dimension %d is not positive", what, name,
@@ -52,7 +115,7 @@ static bool check_shape(ts_ctx *ctx, const char *what, const char *name, int ndi
 }
 
 static ts_tensor *tensor_new(ts_ctx *ctx, const char *name, int ndim, const int64_t *shape,
-			     ts_dtype dtype, ts_op_kind op)
+			     ts_expr *const *vars, ts_dtype dtype, ts_op_kind op)
 {
 	ts_tensor *t = ts_alloc(ctx, sizeof(*t));
 	if (!t)
@@ -61,6 +124,7 @@ static ts_tensor *tensor_new(ts_ctx *ctx, const char *name, int ndim, const int6
 	t->dtype = dtype;
 	t->ndim = ndim;
 	memcpy(t->shape, shape, (size_t)ndim * sizeof(*shape));
+	memcpy(t->dim_var, vars, (size_t)ndim * sizeof(*vars));
 	t->op = op;
 	t->id = ts_ctx_next_id(ctx);
 	t->ctx = ctx;
@@ -72,8 +136,10 @@ ts_tensor *ts_placeholder(ts_ctx *ctx, const char *name, int ndim, const int64_t
 {
 	if (!ctx)
 		return NULL;
+	int64_t ext[TS_MAX_DIMS];
+	ts_expr *vars[TS_MAX_DIMS];
 	if (!check_name(ctx, "placeholder", name) ||
-	    !check_shape(ctx, "placeholder", name, ndim, shape))
+	    !check_shape(ctx, "placeholder", name, ndim, shape, ext, vars))
 		return NULL;
 	if (!ts_dtype_is_valid(dtype) || dtype.lanes != 1 || dtype.code == TS_TYPE_HANDLE) {
 		char b[24];
@@ -82,7 +148,7 @@ ts_tensor *ts_placeholder(ts_ctx *ctx, const char *name, int ndim, const int64_t
 			 name, ts_dtype_str(dtype, b));
 		return NULL;
 	}
-	return tensor_new(ctx, name, ndim, shape, dtype, TS_OP_PLACEHOLDER);
+	return tensor_new(ctx, name, ndim, ext, vars, dtype, TS_OP_PLACEHOLDER);
 }
 
 ts_iter *ts_reduce_axis(ts_ctx *ctx, const char *name, int64_t min, int64_t extent)
@@ -90,6 +156,10 @@ ts_iter *ts_reduce_axis(ts_ctx *ctx, const char *name, int64_t min, int64_t exte
 	if (!ctx)
 		return NULL;
 	if (!check_name(ctx, "reduce_axis", name))
+		return NULL;
+	ts_expr *var = NULL;
+	if (extent < 0 && ts_is_size_var(extent) &&
+	    !(var = size_var_of(ctx, "reduce_axis", name, extent, &extent)))
 		return NULL;
 	if (extent <= 0) {
 		ts_error(ctx, TS_ERR_INVALID, "reduce_axis %s: extent %lld is not positive", name,
@@ -105,7 +175,10 @@ ts_iter *ts_reduce_axis(ts_ctx *ctx, const char *name, int64_t min, int64_t exte
 			 (long long)min, (long long)min, (long long)extent);
 		return NULL;
 	}
-	return ir_iter_new(ctx, name, min, extent, TS_ITER_REDUCE);
+	ts_iter *it = ir_iter_new(ctx, name, min, extent, TS_ITER_REDUCE);
+	if (it)
+		it->extent_var = var;
+	return it;
 }
 
 /* ---- body checks --------------------------------------------------------- */
@@ -176,7 +249,7 @@ static bool collect_reduce_vars(ts_expr *e, void *data)
 
 static bool check_var(checker *c, ts_expr *v)
 {
-	if (plist_has(&c->scope, v))
+	if (plist_has(&c->scope, v) || ts_ctx_size_var_index(c->ctx, v) >= 0)
 		return true;
 	if (plist_has(&c->reduce_vars, v))
 		return fail(c, "reduction axis '%s' used outside its reduction", v->u.var.name);
@@ -260,9 +333,9 @@ static bool check_vars(checker *c, int nvars, ts_expr *const *vars)
 }
 
 static bool check_compute_args(checker *c, int ndim, const int64_t *shape, int nvars,
-			       ts_expr *const *vars, ts_expr *body)
+			       ts_expr *const *vars, ts_expr *body, int64_t *ext, ts_expr **dim_vars)
 {
-	if (!check_shape(c->ctx, "compute", c->name, ndim, shape))
+	if (!check_shape(c->ctx, "compute", c->name, ndim, shape, ext, dim_vars))
 		return false;
 	if (nvars != ndim) {
 		ts_error(c->ctx, TS_ERR_INVALID,
@@ -299,7 +372,7 @@ static bool fill_compute(ts_ctx *ctx, ts_tensor *t, ts_expr *const *vars, ts_exp
 		ts_iter *it = ts_alloc(ctx, sizeof(*it));
 		if (!it)
 			return false;
-		*it = (ts_iter){vars[d], 0, t->shape[d], TS_ITER_DATA};
+		*it = (ts_iter){vars[d], 0, t->shape[d], TS_ITER_DATA, t->dim_var[d]};
 		t->axis[d] = it;
 	}
 	t->body = body;
@@ -319,7 +392,9 @@ ts_tensor *ts_compute_n(ts_ctx *ctx, const char *name, int ndim, const int64_t *
 	if (!ctx || !check_name(ctx, "compute", name))
 		return NULL;
 	checker c = {.ctx = ctx, .name = name};
-	if (!check_compute_args(&c, ndim, shape, nvars, vars, body))
+	int64_t ext[TS_MAX_DIMS];
+	ts_expr *dim_vars[TS_MAX_DIMS];
+	if (!check_compute_args(&c, ndim, shape, nvars, vars, body, ext, dim_vars))
 		return NULL;
 	/* a body built in another context reads tensors that die with it */
 	for (int i = 0; i < c.inputs.n; i++) {
@@ -330,7 +405,7 @@ ts_tensor *ts_compute_n(ts_ctx *ctx, const char *name, int ndim, const int64_t *
 			return NULL;
 		}
 	}
-	ts_tensor *t = tensor_new(ctx, name, ndim, shape, body->dtype, TS_OP_COMPUTE);
+	ts_tensor *t = tensor_new(ctx, name, ndim, ext, dim_vars, body->dtype, TS_OP_COMPUTE);
 	if (!t || !fill_compute(ctx, t, vars, body, &c.inputs))
 		return NULL;
 	return t;
@@ -348,7 +423,10 @@ ts_tensor *ts_compute_lambda(ts_ctx *ctx, const char *name, int ndim, const int6
 	static const char *const names[TS_MAX_DIMS] = {"i", "j", "k", "l", "m", "n", "o", "p"};
 	if (!ctx)
 		return NULL;
-	if (!check_name(ctx, "compute", name) || !check_shape(ctx, "compute", name, ndim, shape))
+	int64_t ext[TS_MAX_DIMS];
+	ts_expr *dim_vars[TS_MAX_DIMS];
+	if (!check_name(ctx, "compute", name) ||
+	    !check_shape(ctx, "compute", name, ndim, shape, ext, dim_vars))
 		return NULL;
 	if (!fn) {
 		ts_error(ctx, TS_ERR_INVALID, "compute %s: no body function", name);

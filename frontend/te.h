@@ -8,7 +8,7 @@
  *   ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(M, N), TS_VARS(i, j),
  *       TS_SUM(ctx, ts_mul(ctx, TS_READ(ctx, A, i, k->var), TS_READ(ctx, B, k->var, j)), k));
  *
- * Shapes are positive constants.  ts_compute checks the body: every tensor it
+ * Shapes are positive constants or size variables.  ts_compute checks the body: every tensor it
  * reads exists with the right number of indices, a reduction appears only at
  * the top of the body, and a reduction axis is used only inside the
  * reduction that owns it.  Errors name the tensor and the rule broken.
@@ -30,6 +30,39 @@ extern "C" {
 
 ts_tensor *ts_placeholder(ts_ctx *ctx, const char *name, int ndim, const int64_t *shape,
 			  ts_dtype dtype);
+
+/* Symbolic shapes (TVM's te.var("n") in a shape, Halide's unbounded input):
+ *
+ *   int64_t n = ts_size_var(ctx, "n", 4096);        // 1 <= n <= 4096
+ *   ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(n, 64), ts_float32);
+ *
+ * A size variable stands for an extent fixed at each call: a function
+ * lowered once runs on arrays of any extent from 1 to max there, the value
+ * read off the arrays (ts_module_run checks that every array agrees).  The
+ * returned value is a handle, usable wherever a shape extent or a reduction
+ * extent is (TS_SHAPE, ts_reduce_axis); it is a large negative number, so
+ * arithmetic on it is meaningless and any call taking a plain extent (a
+ * split factor, a pad width) refuses it.  Returns 0 on error (empty name,
+ * max outside 1..2^40, TS_MAX_SIZE_VARS taken).
+ *
+ * A dimension of size n may only be indexed by an axis that ranges over n
+ * itself (ts_lower refuses anything else, because the bound cannot be
+ * proved for every n).  Loops over n run to the value given at the call,
+ * their tiles guarded at the edge; ts_lower_specialize compiles a twin with
+ * constant extents.  CPU targets only: a CUDA build refuses a function with
+ * size variables. */
+#define TS_SIZE_VAR_BASE (-(INT64_C(1) << 62))
+int64_t ts_size_var(ts_ctx *ctx, const char *name, int64_t max);
+/* Whether v is a size-variable handle (of some context). */
+int ts_is_size_var(int64_t v);
+/* The variable a handle stands for, to use n in an expression (a mean
+ * divides by it): int32 when max fits, else int64.  For a plain extent,
+ * that constant.  NULL (with an error) for a handle of no size variable. */
+ts_expr *ts_size_expr(ts_ctx *ctx, int64_t size);
+/* Extent d of t as given to the frontend: the handle of a size variable,
+ * or the constant.  Operators pass it on to the tensors they build, so a
+ * matmul of A[n, k] is C[n, m].  0 for a NULL tensor or d out of range. */
+int64_t ts_tensor_dim(const ts_tensor *t, int d);
 
 /* A reduction axis over [min, min + extent). */
 ts_iter *ts_reduce_axis(ts_ctx *ctx, const char *name, int64_t min, int64_t extent);

@@ -46,6 +46,20 @@ typedef struct ir_range {
  * unbounded [IR_NEG_INF, IR_POS_INF]. */
 ir_interval ir_bound_of(const ts_expr *e, int n, const ir_range *ranges);
 
+/* How an integer expression varies with variable v, judged from its form
+ * (+, -, min, max, multiplication and floor division by constants; any
+ * other node using v is unknown), as values, ignoring wrap-around: index
+ * arithmetic that is bounded never wraps. */
+typedef enum ir_mono {
+	IR_MONO_DOWN = -1, /* nonincreasing */
+	IR_MONO_INDEP = 0, /* does not use v */
+	IR_MONO_UP = 1,    /* nondecreasing */
+	IR_MONO_UNKNOWN = 2
+} ir_mono;
+ir_mono ir_monotone(ts_expr *e, const ts_expr *v);
+/* The direction of a - b in v. */
+ir_mono ir_monotone_diff(ts_expr *a, ts_expr *b, const ts_expr *v);
+
 /* Simplified expression (same value for every assignment within ranges).
  * Returns e itself when nothing changed; NULL on allocation failure, on a
  * NULL e, or on invalid ranges (n < 0, NULL ranges with n > 0, a

@@ -296,3 +296,53 @@ ir_interval ir_bound_of(const ts_expr *e, int n, const ir_range *ranges)
 		out.max = (int64_t)v.hi;
 	return out;
 }
+
+/* ---- monotonicity --------------------------------------------------------- */
+
+static ir_mono mono_neg(ir_mono m)
+{
+	return m == IR_MONO_UNKNOWN ? m : (ir_mono)-m;
+}
+
+static ir_mono mono_join(ir_mono a, ir_mono b)
+{
+	if (a == IR_MONO_UNKNOWN || b == IR_MONO_UNKNOWN)
+		return IR_MONO_UNKNOWN;
+	return a == IR_MONO_INDEP ? b : b == IR_MONO_INDEP || a == b ? a : IR_MONO_UNKNOWN;
+}
+
+static ir_mono uses(ts_expr *e, const ts_expr *v)
+{
+	return ir_expr_uses_var(e, v) ? IR_MONO_UNKNOWN : IR_MONO_INDEP;
+}
+
+ir_mono ir_monotone(ts_expr *e, const ts_expr *v)
+{
+	int64_t c;
+	if (!e || !v)
+		return IR_MONO_UNKNOWN;
+	ir_expr_kind k = e->kind;
+	if (k == IR_VAR)
+		return e == v ? IR_MONO_UP : IR_MONO_INDEP;
+	if (k == IR_INT_IMM)
+		return IR_MONO_INDEP;
+	/* a widening integer cast keeps the value */
+	if (k == IR_CAST && ts_dtype_is_int(e->dtype) && ts_dtype_is_int(e->u.un.a->dtype) &&
+	    e->u.un.a->dtype.bits <= e->dtype.bits)
+		return ir_monotone(e->u.un.a, v);
+	if (k == IR_ADD || k == IR_MIN || k == IR_MAX)
+		return mono_join(ir_monotone(e->u.bin.a, v), ir_monotone(e->u.bin.b, v));
+	if (k == IR_SUB)
+		return ir_monotone_diff(e->u.bin.a, e->u.bin.b, v);
+	if (k == IR_MUL && ir_is_const_int(e->u.bin.b, &c))
+		return c > 0 ? ir_monotone(e->u.bin.a, v)
+		       : c < 0 ? mono_neg(ir_monotone(e->u.bin.a, v)) : IR_MONO_INDEP;
+	if (k == IR_FLOORDIV && ir_is_const_int(e->u.bin.b, &c) && c > 0)
+		return ir_monotone(e->u.bin.a, v);
+	return uses(e, v);
+}
+
+ir_mono ir_monotone_diff(ts_expr *a, ts_expr *b, const ts_expr *v)
+{
+	return mono_join(ir_monotone(a, v), mono_neg(ir_monotone(b, v)));
+}

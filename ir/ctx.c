@@ -47,6 +47,11 @@ struct ts_ctx {
 	atomic_int refs;
 	atomic_int print_passes;
 	atomic_int print_steps; /* TS_PRINT_STEPS_* */
+	/* written under the lock, each entry before the count that
+	 * publishes it, so lookups read without it */
+	struct ts_expr *size_var[TS_MAX_SIZE_VARS];
+	int64_t size_max[TS_MAX_SIZE_VARS];
+	atomic_int nsize_vars;
 };
 
 /* What a NULL context reports: every call on one is an error, not a crash. */
@@ -334,4 +339,49 @@ void ts_ctx_set_print_steps(ts_ctx *ctx, int mode)
 int ts_ctx_print_steps(const ts_ctx *ctx)
 {
 	return ctx ? atomic_load(&((ts_ctx *)ctx)->print_steps) : TS_PRINT_STEPS_OFF;
+}
+
+/* ---- size variables ----------------------------------------------------- */
+
+int ts_ctx_add_size_var(ts_ctx *ctx, struct ts_expr *var, int64_t max)
+{
+	if (!ctx || !var)
+		return -1;
+	pthread_mutex_lock(&ctx->lock);
+	int i = atomic_load(&ctx->nsize_vars);
+	if (i < TS_MAX_SIZE_VARS) {
+		ctx->size_var[i] = var;
+		ctx->size_max[i] = max;
+		atomic_store(&ctx->nsize_vars, i + 1);
+	} else {
+		i = -1;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (i < 0)
+		ts_error(ctx, TS_ERR_INVALID, "size_var: more than %d size variables in one context",
+			 TS_MAX_SIZE_VARS);
+	return i;
+}
+
+int ts_ctx_size_var_count(const ts_ctx *ctx)
+{
+	return ctx ? atomic_load(&ctx->nsize_vars) : 0;
+}
+
+struct ts_expr *ts_ctx_size_var(const ts_ctx *ctx, int index, int64_t *max)
+{
+	if (!ctx || index < 0 || index >= ts_ctx_size_var_count(ctx))
+		return NULL;
+	if (max)
+		*max = ctx->size_max[index];
+	return ctx->size_var[index];
+}
+
+int ts_ctx_size_var_index(const ts_ctx *ctx, const struct ts_expr *var)
+{
+	int n = ts_ctx_size_var_count(ctx);
+	for (int i = 0; var && i < n; i++)
+		if (ctx->size_var[i] == var)
+			return i;
+	return -1;
 }

@@ -103,6 +103,19 @@ enum { TS_PRINT_STEPS_OFF = 0, TS_PRINT_STEPS_NEST = 1, TS_PRINT_STEPS_DIFF = 2 
 void ts_ctx_set_print_steps(ts_ctx *ctx, int mode);
 int ts_ctx_print_steps(const ts_ctx *ctx);
 
+/* Size variables (te.h ts_size_var): extents known only when a compiled
+ * function is called, each with an upper bound.  The context keeps them so
+ * that every layer can tell one from an ordinary variable.  Registering
+ * returns the variable's index (its handle is TS_SIZE_VAR_BASE + index),
+ * or -1 with an error when TS_MAX_SIZE_VARS are taken.  Lookups of an index
+ * out of range give NULL; of a variable that is not one, -1. */
+#define TS_MAX_SIZE_VARS 64
+struct ts_expr;
+int ts_ctx_add_size_var(ts_ctx *ctx, struct ts_expr *var, int64_t max);
+int ts_ctx_size_var_count(const ts_ctx *ctx);
+struct ts_expr *ts_ctx_size_var(const ts_ctx *ctx, int index, int64_t *max);
+int ts_ctx_size_var_index(const ts_ctx *ctx, const struct ts_expr *var);
+
 /* Internal invariant: on failure records TS_ERR_INTERNAL with file and line.
  * Usable in any statement position; evaluates to nothing. */
 #define TS_ASSERT(ctx, cond)                                                   \

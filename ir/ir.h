@@ -250,21 +250,28 @@ struct ts_expr {
 
 typedef enum ts_iter_kind { TS_ITER_DATA, TS_ITER_REDUCE } ts_iter_kind;
 
-/* An axis of a compute: its variable ranges over [min, min + extent). */
+/* An axis of a compute: its variable ranges over [min, min + extent).  An
+ * extent given by a size variable (te.h ts_size_var) is that variable's
+ * upper bound here, and extent_var is the variable: the axis really ranges
+ * over [min, min + extent_var), extent_var <= extent, fixed at each call. */
 struct ts_iter {
 	ts_expr *var;
 	int64_t min, extent;
 	ts_iter_kind kind;
+	ts_expr *extent_var; /* NULL: the extent is the constant */
 };
 
 typedef enum ts_op_kind { TS_OP_PLACEHOLDER, TS_OP_COMPUTE } ts_op_kind;
 
-/* A tensor and the operation that produces it.  Shapes are constants. */
+/* A tensor and the operation that produces it.  Shapes are constants, or
+ * size variables: then shape[d] is the variable's upper bound (what
+ * allocation and every static check use) and dim_var[d] the variable. */
 struct ts_tensor {
 	const char *name;
 	ts_dtype dtype;
 	int ndim;
 	int64_t shape[TS_MAX_DIMS];
+	ts_expr *dim_var[TS_MAX_DIMS]; /* NULL: dimension d is shape[d] */
 	ts_op_kind op;
 	int id;
 	/* TS_OP_COMPUTE only: */
@@ -292,6 +299,9 @@ struct ts_buffer {
 	int64_t size;
 	ts_expr *data; /* a handle variable naming the buffer's storage */
 	int id;
+	/* a parameter whose extent d is a size variable: that variable
+	 * (shape[d] is its bound; strides follow the run-time extents) */
+	ts_expr *dim_var[TS_MAX_DIMS];
 };
 
 /* ---- statements -------------------------------------------------------- */
@@ -393,6 +403,13 @@ typedef struct ts_func {
 	ts_ctx *ctx;               /* the context whose arena holds it (NULL: unknown) */
 	const char *warnings;      /* what lowering could not honour, one line each
 				    * (NULL: nothing); see ts_lower_warnings */
+	/* Size variables the body uses (te.h ts_size_var): the last parameter
+	 * is then an int64 buffer of nsizes values, size_vars[k] = element k,
+	 * which callers fill from the arrays' shapes (ts_module_run does);
+	 * the body binds each variable from it first.  0: no such parameter. */
+	int nsizes;
+	ts_expr **size_vars;
+	int64_t *size_max;
 } ts_func;
 
 /* ---- names -------------------------------------------------------------- */

@@ -31,14 +31,35 @@ static const char *shape_str(int ndim, const int64_t *shape, char buf[256])
 	return buf;
 }
 
+/* A size-variable extent matches any value up to its bound; whether the
+ * arrays agree on it is check_sizes'. */
 static bool same_shape(const ts_array *a, const ts_buffer *b)
 {
 	if (a->ndim != b->ndim)
 		return false;
 	for (int i = 0; i < a->ndim; i++)
-		if (a->shape[i] != b->shape[i])
+		if (b->dim_var[i] ? a->shape[i] < 1 || a->shape[i] > b->shape[i]
+				  : a->shape[i] != b->shape[i])
 			return false;
 	return true;
+}
+
+/* "[n <= 4096, 64]": a parameter's shape, size variables by name. */
+static const char *param_shape_str(const ts_buffer *p, char buf[256])
+{
+	size_t len = 0;
+	buf[len++] = '[';
+	for (int i = 0; i < p->ndim && i < TS_MAX_DIMS && len < 200; i++) {
+		const char *sep = i ? ", " : "";
+		if (p->dim_var[i])
+			len += (size_t)snprintf(buf + len, 256 - len, "%s%.24s <= %lld", sep,
+						p->dim_var[i]->u.var.name, (long long)p->shape[i]);
+		else
+			len += (size_t)snprintf(buf + len, 256 - len, "%s%lld", sep,
+						(long long)p->shape[i]);
+	}
+	snprintf(buf + len, 256 - len, "]");
+	return buf;
 }
 
 /* What a descriptor says about itself, before it is compared with the
@@ -100,8 +121,7 @@ static ts_status check_one(ts_ctx *ctx, const char *fname, int i, const ts_array
 		char got[256], exp[256];
 		return ts_error(ctx, TS_ERR_INVALID,
 				"call %s: argument %d (%s) has shape %s, expected %s", fname, i,
-				p->name, shape_str(a->ndim, a->shape, got),
-				shape_str(p->ndim, p->shape, exp));
+				p->name, shape_str(a->ndim, a->shape, got), param_shape_str(p, exp));
 	}
 	st = check_strides(ctx, fname, i, a, p);
 	if (st != TS_OK)
@@ -147,8 +167,49 @@ static ts_status check_aliasing(ts_ctx *ctx, const ts_func *f, int n, ts_array *
 	return TS_OK;
 }
 
+int ts_func_nargs(const ts_func *f)
+{
+	return !f ? 0 : f->nsizes > 0 ? f->nparams - 1 : f->nparams;
+}
+
+/* Every size variable takes one value across the arguments; sizes[k]
+ * receives size_vars[k]'s. */
+static ts_status check_sizes(ts_ctx *ctx, const ts_func *f, int n, ts_array *const *args,
+			     int64_t *sizes)
+{
+	int from[TS_MAX_SIZE_VARS];
+	for (int k = 0; k < f->nsizes && k < TS_MAX_SIZE_VARS; k++)
+		from[k] = -1;
+	for (int i = 0; i < n; i++)
+		for (int d = 0; d < f->params[i]->ndim; d++) {
+			const ts_expr *v = f->params[i]->dim_var[d];
+			int k = 0;
+			while (v && k < f->nsizes && f->size_vars[k] != v)
+				k++;
+			if (!v || k >= f->nsizes || k >= TS_MAX_SIZE_VARS)
+				continue;
+			if (from[k] >= 0 && sizes[k] != args[i]->shape[d])
+				return ts_error(ctx, TS_ERR_INVALID,
+						"call %s: argument %d (%s) gives %s = %lld in dimension %d, "
+						"but argument %d (%s) gave %lld",
+						f->name, i, f->params[i]->name, v->u.var.name,
+						(long long)args[i]->shape[d], d, from[k],
+						f->params[from[k]]->name, (long long)sizes[k]);
+			from[k] = i;
+			sizes[k] = args[i]->shape[d];
+		}
+	return TS_OK;
+}
+
 ts_status ts_check_args(ts_ctx *ctx, const ts_func *f, int n, ts_array *const *args,
 			ts_device want)
+{
+	int64_t sizes[TS_MAX_SIZE_VARS];
+	return ts_check_args_sizes(ctx, f, n, args, want, sizes);
+}
+
+ts_status ts_check_args_sizes(ts_ctx *ctx, const ts_func *f, int n, ts_array *const *args,
+			      ts_device want, int64_t *sizes)
 {
 	if (!ctx)
 		return TS_ERR_INVALID;
@@ -156,9 +217,12 @@ ts_status ts_check_args(ts_ctx *ctx, const ts_func *f, int n, ts_array *const *a
 		return ts_error(ctx, TS_ERR_INVALID, "call: the function is NULL");
 	if (want != TS_DEVICE_CPU && want != TS_DEVICE_CUDA)
 		return ts_error(ctx, TS_ERR_INVALID, "call %s: unknown device %d", f->name, (int)want);
-	if (n != f->nparams)
+	int want_n = ts_func_nargs(f);
+	if (n != want_n)
 		return ts_error(ctx, TS_ERR_INVALID, "call %s: expected %d argument%s, got %d",
-				f->name, f->nparams, f->nparams == 1 ? "" : "s", n);
+				f->name, want_n, want_n == 1 ? "" : "s", n);
+	if (f->nsizes > TS_MAX_SIZE_VARS || (f->nsizes > 0 && (!f->size_vars || !sizes)))
+		return ts_error(ctx, TS_ERR_INVALID, "call %s: %d size variables", f->name, f->nsizes);
 	if (n > 0 && !args)
 		return ts_error(ctx, TS_ERR_INVALID, "call %s: the argument list is NULL", f->name);
 	for (int i = 0; i < n; i++) {
@@ -166,5 +230,6 @@ ts_status ts_check_args(ts_ctx *ctx, const ts_func *f, int n, ts_array *const *a
 		if (st != TS_OK)
 			return st;
 	}
-	return check_aliasing(ctx, f, n, args);
+	ts_status st = check_sizes(ctx, f, n, args, sizes);
+	return st == TS_OK ? check_aliasing(ctx, f, n, args) : st;
 }

@@ -31,6 +31,15 @@ const char *ts_device_name(ts_device d);
  * The first mismatch is recorded in ctx and returned as TS_ERR_INVALID. */
 ts_status ts_check_args(ts_ctx *ctx, const ts_func *f, int n, ts_array *const *args,
 			ts_device want);
+/* The same for a function with size variables (ts_func.nsizes): an extent
+ * that is one may be anything from 1 to its bound, every array must agree
+ * on each variable's value, and sizes (TS_MAX_SIZE_VARS elements) receives
+ * the values in size_vars order, for the function's last parameter:
+ *   call matmul: argument 1 (B) gives k = 100 in dimension 0, but argument 0 (A) gave 64 */
+ts_status ts_check_args_sizes(ts_ctx *ctx, const ts_func *f, int n, ts_array *const *args,
+			      ts_device want, int64_t *sizes);
+/* The arrays a call passes: the parameters but the sizes one. */
+int ts_func_nargs(const ts_func *f);
 
 #ifdef __cplusplus
 }

@@ -5,8 +5,9 @@
  * their constant range, other variables stay as themselves, and the bound
  * is propagated through the operators that index arithmetic uses (+, -,
  * multiplication by a constant, division and modulo by a positive constant,
- * min, max, select).  Anything else falls back to the whole dimension,
- * which is always correct, only larger.
+ * min, max, select); an expression of outer variables only is its own
+ * bound, whatever its form.  Anything else falls back to the whole
+ * dimension, which is always correct, only larger.
  */
 #include "bound.h"
 
@@ -95,10 +96,27 @@ static sym bound_div_mod(bctx *b, ts_expr *e)
 	return unknown();
 }
 
+/* A relaxed variable, or a read (whose value is no bound to place in a
+ * region start). */
+static bool relaxed_fn(const ts_expr *e, const void *data)
+{
+	const bctx *b = data;
+	if (e->kind == IR_READ || e->kind == IR_LOAD)
+		return true;
+	for (int i = 0; e->kind == IR_VAR && i < b->nrelax; i++)
+		if (b->relax[i].var == e)
+			return true;
+	return false;
+}
+
 static sym bound(bctx *b, ts_expr *e)
 {
 	ts_ctx *ctx = b->ctx;
 	sym x, y;
+	/* no relaxed variable nor read: the value itself, whatever its form
+	 * (a tile start that divides by a run-time extent) */
+	if (!ir_expr_any(e, relaxed_fn, b))
+		return (sym){e, e, 0};
 	switch (e->kind) {
 	case IR_INT_IMM:
 		return (sym){e, e, 0};

@@ -22,6 +22,12 @@
  * that might wrap: each of these is monotone in each operand and its
  * operands depend on disjoint variables, so both ends are attained.
  *
+ * A dimension whose extent is a size variable n (te.h ts_size_var) is read
+ * only at an axis variable of the stage that ranges over n itself, from 0:
+ * the bounds above hold for n's upper bound, not for the n of a call, and
+ * nothing short of the axis being n's own proves an index below every n.
+ * Size variables used in a body range over [1, max].
+ *
  * A select does not protect a read: both arms are evaluated (ir.h), so the
  * untaken arm's index must be inside the shape too.  Refusals under a select
  * say so and point at the clamped index the pad operator uses.
@@ -35,7 +41,7 @@
 typedef struct reads {
 	ts_ctx *ctx;
 	const ts_stage *st;
-	int n;
+	int n, nroot;    /* domain variables; the first nroot are the stage's axes */
 	ir_range *r;     /* the stage's domain */
 	bool in_select;  /* the expression visited is an arm of a select */
 	bool wide;       /* the function's indices will be int64 (no int32 wrap) */
@@ -200,9 +206,42 @@ static ts_status refuse_wrap(const reads *c, const ts_expr *rd, int d)
 			c->st->name, rd->u.read.tensor->name, text ? text : "?", d);
 }
 
+/* The size variable a root axis of the stage ranges over from 0 (NULL:
+ * none). */
+static const ts_expr *axis_size_var(const reads *c, int r)
+{
+	const ts_axis *a = c->st->root[r];
+	if (a->kind == TS_ITER_DATA)
+		return c->st->tensor->dim_var[r];
+	return a->root && a->root->min == 0 ? a->root->extent_var : NULL;
+}
+
+/* Dimension d of the read has extent size variable n: its index must be
+ * an axis ranging over n (widening casts aside). */
+static ts_status check_symbolic(const reads *c, const ts_expr *rd, int d, const ts_expr *n)
+{
+	const ts_expr *x = rd->u.read.idx[d];
+	while (x->kind == IR_CAST && x->u.un.a->dtype.bits <= x->dtype.bits &&
+	       ts_dtype_is_int(x->u.un.a->dtype))
+		x = x->u.un.a;
+	int r = domain_index(c, x);
+	if (r >= 0 && r < c->nroot && axis_size_var(c, r) == n)
+		return TS_OK;
+	const char *text = ir_expr_str(c->ctx, rd);
+	return ts_error(c->ctx, TS_ERR_INVALID,
+			"lower: %s reads %s, whose dimension %d has the symbolic extent %s: its index "
+			"must be an axis ranging over %s itself (no other index is provably inside "
+			"for every %s)",
+			c->st->name, text ? text : rd->u.read.tensor->name, d, n->u.var.name,
+			n->u.var.name, n->u.var.name);
+}
+
 static ts_status check_read(const reads *c, const ts_expr *rd)
 {
 	for (int d = 0; d < rd->u.read.n; d++) {
+		const ts_expr *sv = rd->u.read.tensor->dim_var[d];
+		if (sv && check_symbolic(c, rd, d, sv) != TS_OK)
+			return TS_ERR_INVALID;
 		ir_interval iv;
 		bool is_exact, wraps;
 		if (!bound_index(c, rd->u.read.idx[d], &iv, &is_exact, &wraps))
@@ -240,10 +279,16 @@ static ts_status check_stage(ts_ctx *ctx, const ts_stage *st, bool wide)
 {
 	if (!st->body)
 		return TS_OK;
-	reads c = {.ctx = ctx, .st = st, .n = st->nroot, .wide = wide};
-	c.r = ts_alloc_array(ctx, (size_t)(st->nroot ? st->nroot : 1), sizeof(*c.r));
+	int nsv = ts_ctx_size_var_count(ctx);
+	reads c = {.ctx = ctx, .st = st, .n = st->nroot + nsv, .nroot = st->nroot, .wide = wide};
+	c.r = ts_alloc_array(ctx, (size_t)(c.n ? c.n : 1), sizeof(*c.r));
 	if (!c.r)
 		return ts_last_status(ctx);
+	for (int i = 0; i < nsv; i++) {
+		int64_t max = 1;
+		ts_expr *v = ts_ctx_size_var(ctx, i, &max);
+		c.r[st->nroot + i] = (ir_range){v, 1, max};
+	}
 	for (int i = 0; i < st->nroot; i++) {
 		const ts_iter *it = st->root[i]->root;
 		TS_ASSERT(ctx, it && it->var == st->root[i]->var);

@@ -9,10 +9,12 @@
 #include "check_reads.h"
 #include "passes.h"
 #include "printer.h"
+#include "te.h"
 #include "verify.h"
 
 const char *const ts_lower_pass_names[] = {
-	"schedule_ops", "flatten", "simplify", "loop_partition", "unroll", "vectorize_legal", NULL,
+	"schedule_ops", "flatten", "simplify", "version_guards", "loop_partition", "unroll",
+	"vectorize_legal", NULL,
 };
 
 /* The passes after flatten, in order; some leave work for simplify. */
@@ -22,6 +24,7 @@ static const struct {
 	bool then_simplify;
 } pipeline[] = {
 	{"simplify", pass_simplify, false},
+	{"version_guards", pass_version_guards, true},
 	{"loop_partition", pass_loop_partition, true},
 	{"unroll", pass_unroll, true},
 	{"vectorize_legal", pass_vectorize_legal, false},
@@ -206,37 +209,26 @@ static bool step(ts_ctx *ctx, const char *pass, ts_func *f, const char *last)
 	return last && strcmp(pass, last) == 0;
 }
 
-ts_func *ts_lower_until(ts_schedule *s, const char *name, int nargs, ts_tensor *const *args,
-			const char *last)
+/* The pipeline, after the arguments are checked (and cleared the error
+ * slot), up to the pass named last (NULL: all). */
+static ts_func *lower(ts_schedule *s, const char *name, int nargs, ts_tensor *const *args,
+		      const char *last, const sch_spec *spec)
 {
-	if (!s)
-		return NULL;
 	ts_ctx *ctx = s->ctx;
-	if (check_args(s, name, nargs, args) != TS_OK)
-		return NULL;
-	if (last && !known_pass(last)) {
-		ts_error(ctx, TS_ERR_INVALID,
-			 "lower(%s): unknown pass '%s' (schedule_ops, flatten, simplify, loop_partition, unroll, vectorize_legal)",
-			 name, last);
-		return NULL;
-	}
-	/* the arguments are sound: an error left from an earlier call (a
-	 * refused build, a primitive that failed) is not this lowering's, and
-	 * the passes, which tell failure by the error slot, must not see it */
-	ts_clear_error(ctx);
 	if (check_nesting(s, name) != TS_OK || sch_check_reads(ctx, s) != TS_OK)
 		return NULL;
 	ts_stmt *body = pass_schedule_ops(ctx, s, NULL);
 	if (!body)
 		return NULL;
 	if (last && strcmp(last, "schedule_ops") == 0) {
-		ts_func *f = pass_flatten(ctx, ir_evaluate(ctx, ts_int(ctx, 0)), name, nargs, args);
+		ts_func *f = pass_flatten(ctx, ir_evaluate(ctx, ts_int(ctx, 0)), name, nargs, args,
+					  spec);
 		if (f)
 			f->body = body;
 		show(ctx, "schedule_ops", f);
 		return f;
 	}
-	ts_func *f = pass_flatten(ctx, body, name, nargs, args);
+	ts_func *f = pass_flatten(ctx, body, name, nargs, args, spec);
 	if (!f || step(ctx, "flatten", f, last))
 		return f && f->body ? f : NULL;
 	for (size_t i = 0; i < TS_COUNT_OF(pipeline); i++) {
@@ -252,9 +244,79 @@ ts_func *ts_lower_until(ts_schedule *s, const char *name, int nargs, ts_tensor *
 	return f;
 }
 
+/* Checks the arguments every entry shares; clears a stale error. */
+static bool lower_args(ts_schedule *s, const char *name, int nargs, ts_tensor *const *args,
+		       const char *last)
+{
+	ts_ctx *ctx = s->ctx;
+	if (check_args(s, name, nargs, args) != TS_OK)
+		return false;
+	if (last && !known_pass(last)) {
+		ts_error(ctx, TS_ERR_INVALID,
+			 "lower(%s): unknown pass '%s' (schedule_ops, flatten, simplify, version_guards, loop_partition, unroll, vectorize_legal)",
+			 name, last);
+		return false;
+	}
+	/* the arguments are sound: an error left from an earlier call (a
+	 * refused build, a primitive that failed) is not this lowering's, and
+	 * the passes, which tell failure by the error slot, must not see it */
+	ts_clear_error(ctx);
+	return true;
+}
+
+ts_func *ts_lower_until(ts_schedule *s, const char *name, int nargs, ts_tensor *const *args,
+			const char *last)
+{
+	if (!s || !lower_args(s, name, nargs, args, last))
+		return NULL;
+	return lower(s, name, nargs, args, last, NULL);
+}
+
 ts_func *ts_lower(ts_schedule *s, const char *name, int nargs, ts_tensor *const *args)
 {
 	return ts_lower_until(s, name, nargs, args, NULL);
+}
+
+static ts_status check_spec(ts_ctx *ctx, const char *name, int n, const int64_t *sizes,
+			    const int64_t *values, sch_spec *spec)
+{
+	if (n < 0 || n > TS_MAX_SIZE_VARS || (n > 0 && (!sizes || !values)))
+		return ts_error(ctx, TS_ERR_INVALID,
+				"lower_specialize(%s): %d sizes with %s (0 to %d, and both lists)", name,
+				n, !sizes || !values ? "a NULL list" : "lists", TS_MAX_SIZE_VARS);
+	spec->n = 0;
+	for (int i = 0; i < n; i++) {
+		int64_t max = 0;
+		ts_expr *v = ts_is_size_var(sizes[i])
+			? ts_ctx_size_var(ctx, (int)(sizes[i] - TS_SIZE_VAR_BASE), &max) : NULL;
+		if (!v)
+			return ts_error(ctx, TS_ERR_INVALID,
+					"lower_specialize(%s): size %d (%lld) is not a size variable of this context",
+					name, i, (long long)sizes[i]);
+		if (values[i] < 1 || values[i] > max)
+			return ts_error(ctx, TS_ERR_INVALID,
+					"lower_specialize(%s): %s = %lld is outside 1..%lld", name,
+					v->u.var.name, (long long)values[i], (long long)max);
+		for (int j = 0; j < i; j++)
+			if (spec->var[j] == v)
+				return ts_error(ctx, TS_ERR_INVALID,
+						"lower_specialize(%s): %s is given twice", name,
+						v->u.var.name);
+		spec->var[spec->n] = v;
+		spec->value[spec->n++] = values[i];
+	}
+	return TS_OK;
+}
+
+ts_func *ts_lower_specialize(ts_schedule *s, const char *name, int nargs, ts_tensor *const *args,
+			     int nsizes, const int64_t *sizes, const int64_t *values)
+{
+	if (!s || !lower_args(s, name, nargs, args, NULL))
+		return NULL;
+	sch_spec *spec = ts_alloc(s->ctx, sizeof(*spec));
+	if (!spec || check_spec(s->ctx, name, nsizes, sizes, values, spec) != TS_OK)
+		return NULL;
+	return lower(s, name, nargs, args, NULL, spec);
 }
 
 const char *ts_lower_warnings(const ts_func *f)

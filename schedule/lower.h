@@ -24,11 +24,20 @@ extern "C" {
 ts_func *ts_lower(ts_schedule *s, const char *name, int nargs, ts_tensor *const *args);
 
 /* Runs the pipeline only up to and including the named pass ("schedule_ops",
- * "flatten", "simplify", "loop_partition", "unroll", "vectorize_legal"), so
+ * "flatten", "simplify", "version_guards", "loop_partition", "unroll",
+ * "vectorize_legal"), so
  * any intermediate IR can be printed.  After schedule_ops the body still
  * holds REALIZE/PROVIDE/READ. */
 ts_func *ts_lower_until(ts_schedule *s, const char *name, int nargs, ts_tensor *const *args,
 			const char *last_pass);
+
+/* ts_lower with size variables (te.h ts_size_var) fixed: sizes[i], a
+ * handle, is values[i] (1..its bound).  The twin of a symbolic function,
+ * compiled as if the extents were constants: its parameters have those
+ * extents, and ts_module_run accepts only arrays of them.  Variables not
+ * listed stay symbolic. */
+ts_func *ts_lower_specialize(ts_schedule *s, const char *name, int nargs, ts_tensor *const *args,
+			     int nsizes, const int64_t *sizes, const int64_t *values);
 
 /* What lowering could not honour, one line each ("" when nothing, NULL for
  * a NULL f): today a vectorized loop that vectorize_legal runs serially

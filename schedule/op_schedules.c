@@ -718,7 +718,10 @@ static ts_status softmax_rfactor(ts_schedule *s, ts_stage *st, ts_stage *sy, ts_
 {
 	ts_tensor *t = st->tensor;
 	ts_axis *ko, *ki;
-	if (lanes < 2 || ts_reduce_axis_of(st, 0)->extent < lanes)
+	/* a row of symbolic length stays one reduction: a dimension of size n
+	 * is read only at an axis over n (check_reads), not at ko*lanes + ki */
+	const ts_axis *k = ts_reduce_axis_of(st, 0);
+	if (lanes < 2 || k->extent < lanes || (k->root && k->root->extent_var))
 		return TS_OK;
 	TRY(ts_split(st, ts_reduce_axis_of(st, 0), lanes, &ko, &ki));
 	ts_tensor *rf = ts_rfactor(s, t, ki, t->ndim);

@@ -12,9 +12,14 @@
  *  flatten         tensors -> flat buffers: REALIZE becomes ALLOCATE,
  *                  PROVIDE/READ become STORE/LOAD with row-major offsets
  *                  relative to the realized region (int64 offsets for
- *                  buffers of 2^31 elements or more); yields the ts_func
+ *                  buffers of 2^31 elements or more); yields the ts_func,
+ *                  whose size variables are read from a last parameter or
+ *                  replaced by the values a specialization gives
  *  simplify        arithmetic simplification with loop ranges; drops guards
  *                  that always hold and loops of extent 1
+ *  version_guards  tests the guards of size-variable extents once per tile:
+ *                  a loop body whose tiles may reach past n becomes
+ *                  if (tile inside) unguarded copy else guarded copy
  *  loop_partition  splits loops guarded by likely(cond) into a main part
  *                  without the guard and a tail part with it
  *  unroll          replaces UNROLLED loops by copies of their body
@@ -31,9 +36,16 @@
 
 /* log, when not NULL, receives the inferred region of every stage. */
 ts_stmt *pass_schedule_ops(ts_ctx *ctx, ts_schedule *s, ts_sbuf *log);
+/* Size variables fixed to constants (ts_lower_specialize). */
+typedef struct sch_spec {
+	int n;
+	ts_expr *var[TS_MAX_SIZE_VARS];
+	int64_t value[TS_MAX_SIZE_VARS];
+} sch_spec;
 ts_func *pass_flatten(ts_ctx *ctx, ts_stmt *body, const char *name, int nargs,
-		      ts_tensor *const *args);
+		      ts_tensor *const *args, const sch_spec *spec);
 ts_stmt *pass_simplify(ts_ctx *ctx, ts_stmt *s);
+ts_stmt *pass_version_guards(ts_ctx *ctx, ts_stmt *s);
 ts_stmt *pass_loop_partition(ts_ctx *ctx, ts_stmt *s);
 ts_stmt *pass_unroll(ts_ctx *ctx, ts_stmt *s);
 ts_stmt *pass_vectorize_legal(ts_ctx *ctx, ts_stmt *s);

@@ -301,7 +301,7 @@ static ts_status plan_tensors(rf_plan *p)
 				 : src;
 	int64_t shape[TS_MAX_DIMS];
 	for (int d = 0; d < t->ndim; d++)
-		shape[d < p->fa ? d : d + 1] = t->shape[d];
+		shape[d < p->fa ? d : d + 1] = ts_tensor_dim(t, d);
 	shape[p->fa] = p->kf->extent;
 	const char *name = rf_name(p);
 	p->rf = body && name ? ts_compute(ctx, name, t->ndim + 1, shape, p->vars, body) : NULL;

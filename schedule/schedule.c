@@ -764,6 +764,7 @@ static ts_tensor *clone_tensor(ts_ctx *ctx, const ts_tensor *t, ts_scope scope)
 		c->axis[i] = vn ? ir_iter_new(ctx, vn, 0, t->shape[i], TS_ITER_DATA) : NULL;
 		if (!c->axis[i])
 			return NULL;
+		c->axis[i]->extent_var = t->dim_var[i];
 	}
 	return c;
 }

@@ -9,6 +9,14 @@
  * Offsets are int32 when the indices are and the buffer has fewer than 2^31
  * elements; otherwise int64 (schedule_ops chose int64 indices for the whole
  * function in that case, so this only widens a region's int32 start).
+ *
+ * A parameter with a size-variable extent is addressed with strides built
+ * from the run-time extents (i*n + j); temporaries keep the bound's
+ * constant strides.  The size variables the function uses are bound at its
+ * top from a last int64 parameter, in order of first appearance among the
+ * arguments' dimensions; a size variable no argument has cannot be known
+ * at a call and is refused.  A specialization replaces variables by
+ * constants everywhere instead, parameters' extents included.
  */
 #include <string.h>
 
@@ -23,6 +31,7 @@ typedef struct binding {
 typedef struct flat {
 	binding b[512];
 	int n;
+	const sch_spec *spec;
 	const char *names[1024]; /* every buffer name handed out */
 	int nnames;
 } flat;
@@ -62,6 +71,25 @@ static ts_dtype offset_type(const binding *b, int n, ts_expr *const *idx)
 	return wide ? ts_int64 : ts_int32;
 }
 
+/* The stride of dimension d: the product of the later extents, run-time
+ * ones included. */
+static ts_expr *stride(ts_ctx *ctx, const ts_buffer *buf, int d, ts_dtype t)
+{
+	ts_expr *sym = NULL;
+	int64_t k = 1;
+	for (int e = d + 1; e < buf->ndim; e++) {
+		if (!buf->dim_var[e]) {
+			k *= buf->shape[e];
+			continue;
+		}
+		ts_expr *v = ir_index_cast(ctx, buf->dim_var[e], t);
+		sym = sym ? ts_mul(ctx, sym, v) : v;
+	}
+	if (!sym)
+		return k == 1 ? NULL : ts_const(ctx, t, buf->strides[d]);
+	return k == 1 ? sym : ts_mul(ctx, sym, ts_const(ctx, t, k));
+}
+
 static ts_expr *offset(ts_ctx *ctx, const binding *b, int n, ts_expr *const *idx)
 {
 	ts_dtype t = offset_type(b, n, idx);
@@ -70,8 +98,8 @@ static ts_expr *offset(ts_ctx *ctx, const binding *b, int n, ts_expr *const *idx
 		ts_expr *i = ir_index_cast(ctx, idx[d], t);
 		if (b->min)
 			i = ts_sub(ctx, i, ir_index_cast(ctx, b->min[d], t));
-		ts_expr *term = b->buf->strides[d] == 1 ? i
-			: ts_mul(ctx, i, ts_const(ctx, t, b->buf->strides[d]));
+		ts_expr *s = stride(ctx, b->buf, d, t);
+		ts_expr *term = s ? ts_mul(ctx, i, s) : i;
 		off = off ? ts_add(ctx, off, term) : term;
 	}
 	return off ? off : ts_const(ctx, t, 0);
@@ -125,31 +153,136 @@ static ts_stmt *flat_stmt(ts_ctx *ctx, ts_stmt *s, void *data)
 	return body ? ir_allocate(ctx, buf, body) : NULL;
 }
 
+/* ---- size variables ---------------------------------------------------------- */
+
+static int spec_index(const sch_spec *spec, const ts_expr *v)
+{
+	for (int i = 0; spec && i < spec->n; i++)
+		if (spec->var[i] == v)
+			return i;
+	return -1;
+}
+
+/* The parameter buffer of t: a specialized extent is its value, another
+ * size variable stays one (dim_var) over the bound's extent. */
+static ts_buffer *param_buffer(ts_ctx *ctx, flat *f, const ts_tensor *t)
+{
+	int64_t shape[TS_MAX_DIMS];
+	for (int d = 0; d < t->ndim; d++) {
+		int k = spec_index(f->spec, t->dim_var[d]);
+		shape[d] = k >= 0 ? f->spec->value[k] : t->shape[d];
+	}
+	const char *bname = unique_name(ctx, f, t->name);
+	ts_buffer *b = bname ? ir_buffer_new(ctx, bname, t->dtype, t->ndim, shape, TS_SCOPE_GLOBAL)
+			     : NULL;
+	for (int d = 0; b && d < t->ndim; d++)
+		b->dim_var[d] = spec_index(f->spec, t->dim_var[d]) >= 0 ? NULL : t->dim_var[d];
+	return b;
+}
+
+/* fn's size variables: those of its parameters, first appearance first. */
+static ts_status collect_sizes(ts_ctx *ctx, ts_func *fn)
+{
+	fn->size_vars = ts_alloc_array(ctx, TS_MAX_SIZE_VARS, sizeof(ts_expr *));
+	fn->size_max = ts_alloc_array(ctx, TS_MAX_SIZE_VARS, sizeof(int64_t));
+	if (!fn->size_vars || !fn->size_max)
+		return ts_last_status(ctx);
+	for (int i = 0; i < fn->nparams; i++)
+		for (int d = 0; d < fn->params[i]->ndim; d++) {
+			ts_expr *v = fn->params[i]->dim_var[d];
+			bool seen = !v;
+			for (int k = 0; k < fn->nsizes && !seen; k++)
+				seen = fn->size_vars[k] == v;
+			if (seen || fn->nsizes >= TS_MAX_SIZE_VARS)
+				continue;
+			fn->size_max[fn->nsizes] = fn->params[i]->shape[d];
+			fn->size_vars[fn->nsizes++] = v;
+		}
+	return TS_OK;
+}
+
+typedef struct unbound {
+	const ts_func *fn;
+	const ts_expr *missing;
+} unbound;
+
+static bool unbound_fn(ts_expr *e, void *data)
+{
+	unbound *u = data;
+	if (u->missing || e->kind != IR_VAR || ts_ctx_size_var_index(u->fn->ctx, e) < 0)
+		return !u->missing;
+	bool known = false;
+	for (int k = 0; k < u->fn->nsizes && !known; k++)
+		known = u->fn->size_vars[k] == e;
+	if (!known)
+		u->missing = e;
+	return !u->missing;
+}
+
+/* The body with every specialized variable replaced by its value and the
+ * others bound from the sizes parameter, appended to the parameters. */
+static ts_stmt *bind_sizes(ts_ctx *ctx, flat *f, ts_func *fn, ts_stmt *body)
+{
+	if (f->spec && f->spec->n) {
+		ts_expr *vals[TS_MAX_SIZE_VARS];
+		for (int i = 0; i < f->spec->n; i++)
+			vals[i] = ts_const(ctx, f->spec->var[i]->dtype, f->spec->value[i]);
+		body = ir_stmt_substitute(ctx, body, f->spec->n, f->spec->var, vals);
+	}
+	if (!body || collect_sizes(ctx, fn) != TS_OK)
+		return NULL;
+	unbound u = {fn, NULL};
+	ir_stmt_visit(body, NULL, unbound_fn, &u);
+	if (u.missing) {
+		ts_error(ctx, TS_ERR_INVALID,
+			 "lower(%s): size variable %s is not the extent of any argument's dimension, "
+			 "so a call cannot give its value (pass a tensor of that extent)",
+			 fn->name, u.missing->u.var.name);
+		return NULL;
+	}
+	if (!fn->nsizes)
+		return body;
+	int64_t n = fn->nsizes;
+	const char *bname = unique_name(ctx, f, "sizes");
+	ts_buffer *sb = bname ? ir_buffer_new(ctx, bname, ts_int64, 1, &n, TS_SCOPE_GLOBAL) : NULL;
+	if (!sb)
+		return NULL;
+	fn->params[fn->nparams++] = sb;
+	for (int k = fn->nsizes - 1; k >= 0 && body; k--) {
+		ts_expr *v = fn->size_vars[k];
+		ts_expr *load = ts_load(ctx, sb, ts_const(ctx, ts_int32, k));
+		body = ir_let(ctx, v, ts_dtype_eq(v->dtype, ts_int64) ? load : ts_cast(ctx, v->dtype, load),
+			      body);
+	}
+	return body;
+}
+
 ts_func *pass_flatten(ts_ctx *ctx, ts_stmt *body, const char *name, int nargs,
-		      ts_tensor *const *args)
+		      ts_tensor *const *args, const sch_spec *spec)
 {
 	flat *f = ts_alloc(ctx, sizeof(*f));
 	ts_func *fn = ts_alloc(ctx, sizeof(*fn));
 	if (!f || !fn || !body)
 		return NULL;
+	f->spec = spec;
 	fn->name = ts_strdup(ctx, name);
 	fn->ctx = ctx;
 	fn->nparams = nargs;
-	fn->params = ts_alloc_array(ctx, (size_t)nargs, sizeof(ts_buffer *));
-	fn->param_tensors = ts_alloc_array(ctx, (size_t)nargs, sizeof(ts_tensor *));
+	/* one more for the sizes parameter */
+	fn->params = ts_alloc_array(ctx, (size_t)nargs + 1, sizeof(ts_buffer *));
+	fn->param_tensors = ts_alloc_array(ctx, (size_t)nargs + 1, sizeof(ts_tensor *));
 	if (!fn->name || !fn->params || !fn->param_tensors || nargs > (int)TS_COUNT_OF(f->b))
 		return NULL;
 	for (int i = 0; i < nargs; i++) {
 		ts_tensor *t = args[i];
 		fn->param_tensors[i] = t;
-		const char *bname = unique_name(ctx, f, t->name);
-		fn->params[i] = bname ? ir_buffer_new(ctx, bname, t->dtype, t->ndim, t->shape,
-						      TS_SCOPE_GLOBAL)
-				      : NULL;
+		fn->params[i] = param_buffer(ctx, f, t);
 		if (!fn->params[i])
 			return NULL;
 		f->b[f->n++] = (binding){t, fn->params[i], NULL};
 	}
 	fn->body = flat_stmt(ctx, body, f);
+	if (fn->body)
+		fn->body = bind_sizes(ctx, f, fn, fn->body);
 	return fn->body ? fn : NULL;
 }

@@ -23,6 +23,15 @@
  * is built, loops are named in program order: the first keeps its axis's
  * name, later loops of the same name become x.outer_1, x.outer_2, ...
  *
+ * Symbolic extents (te.h ts_size_var): a root stage's axis over a size
+ * variable n has the bound's extent for everything static (bound inference,
+ * the index width) and n at run time: a loop derived from it runs to
+ * ceil(n / span) where the relations allow (split outer parts, fuses; a
+ * vectorized, unrolled or thread loop keeps its constant extent), and the
+ * body is guarded by likely(index < n), which version_guards turns into
+ * whole-tile tests.  Strides follow the loop extents, so a fuse or an
+ * nparts split of such an axis divides by a run-time value.
+ *
  * Index width: one index dtype per function, int32 unless some tensor's
  * element count, loop extent, split span (ceil(n/f)*f) or reduction range
  * needs more (as TVM and Halide choose).  With int64, the loop variables
@@ -49,12 +58,17 @@ typedef struct ops {
 	int depth;
 	ts_sbuf *log;
 	ts_dtype it; /* the function's index dtype: int32 or int64 */
+	/* loops emitted with a run-time extent, and their constant bound,
+	 * for bound inference to relax over */
+	int ndyn;
+	sch_loop dyn[MAX_DEPTH * 8];
 } ops;
 
 /* One stage being emitted: its axes' extents and values. */
 typedef struct stage_nest {
 	ts_stage *st;
 	int64_t ext[64];      /* per axis, parallel to st->all */
+	ts_expr *dyn[64];     /* per axis: its run-time extent (NULL: ext) */
 	ts_expr *var[64];     /* leaves: the loop variable, of the index dtype */
 	ts_expr *val[64];     /* axis value in leaf variables */
 	int64_t widest;       /* largest extent or split span seen */
@@ -170,6 +184,67 @@ static ts_status derive_extents(ts_ctx *ctx, stage_nest *n, const int64_t *rext)
 	return TS_OK;
 }
 
+/* A constant of the index dtype. */
+static ts_expr *iconst(ops *o, int64_t v)
+{
+	return ts_const(o->ctx, o->it, v);
+}
+
+/* An extent as an expression: the run-time one, else the constant. */
+static ts_expr *extent_expr(ops *o, const stage_nest *n, int pos)
+{
+	return n->dyn[pos] ? n->dyn[pos] : iconst(o, n->ext[pos]);
+}
+
+/* The size variable root axis r of st ranges over at run time, in the
+ * index dtype; NULL for a constant extent. */
+static ts_expr *root_size(ops *o, const ts_stage *st, int r)
+{
+	const ts_axis *a = st->root[r];
+	ts_expr *v = a->kind == TS_ITER_DATA ? st->tensor->dim_var[r]
+					     : a->root ? a->root->extent_var : NULL;
+	return v ? ir_index_cast(o->ctx, v, o->it) : NULL;
+}
+
+/* Whether root axis r's loops may stop at its run-time extent: a
+ * reduction, or a data axis whose region is the whole dimension (an
+ * attached stage's tile is constant, its edge guarded). */
+static bool runs_to_size(const ts_stage *st, int r, ts_expr *const *rmin, const int64_t *rext)
+{
+	int64_t lo;
+	return st->root[r]->kind == TS_ITER_REDUCE ||
+	       (ir_is_const_int(rmin[r], &lo) && lo == 0 && rext[r] == st->tensor->shape[r]);
+}
+
+/* Run-time extents, through the relations as derive_extents goes: a
+ * factor split's outer part is ceil(d / factor), an nparts split's inner
+ * part ceil(d / nparts), a fuse the product. */
+static void derive_dyn(ops *o, stage_nest *n, ts_expr *const *rmin, const int64_t *rext)
+{
+	ts_ctx *ctx = o->ctx;
+	ts_stage *st = n->st;
+	for (int i = 0; i < st->nall && i < 64; i++)
+		n->dyn[i] = NULL;
+	for (int r = 0; r < st->nroot; r++)
+		if (runs_to_size(st, r, rmin, rext))
+			n->dyn[axis_pos(st, st->root[r])] = root_size(o, st, r);
+	for (int i = 0; i < st->nrel; i++) {
+		const sch_relation *r = &st->rel[i];
+		int po = axis_pos(st, r->outer), pi = axis_pos(st, r->inner);
+		if (r->kind == SCH_REL_FUSE) {
+			if (n->dyn[po] || n->dyn[pi])
+				n->dyn[axis_pos(st, r->fused)] =
+					ts_mul(ctx, extent_expr(o, n, po), extent_expr(o, n, pi));
+			continue;
+		}
+		ts_expr *d = n->dyn[axis_pos(st, r->parent)];
+		int split = r->factor ? po : pi; /* the part whose extent follows d */
+		int64_t by = r->factor ? n->ext[pi] : n->ext[po];
+		if (d && n->ext[split] > 1)
+			n->dyn[split] = ts_floordiv(ctx, ts_add(ctx, d, iconst(o, by - 1)), iconst(o, by));
+	}
+}
+
 /* Does any value a loop nest of st computes leave int32?  Extents and split
  * spans bound the loop values and the guards; a reduction's range adds its
  * min to them. */
@@ -216,10 +291,12 @@ static ts_status choose_index_type(ops *o)
 	return TS_OK;
 }
 
-/* A constant of the index dtype. */
-static ts_expr *iconst(ops *o, int64_t v)
+static bool is_root(const ts_stage *st, const ts_axis *a)
 {
-	return ts_const(o->ctx, o->it, v);
+	for (int r = 0; r < st->nroot; r++)
+		if (st->root[r] == a)
+			return true;
+	return false;
 }
 
 static ts_status derive_values(ops *o, stage_nest *n)
@@ -239,23 +316,39 @@ static ts_status derive_values(ops *o, stage_nest *n)
 		const sch_relation *r = &st->rel[i];
 		if (r->kind == SCH_REL_FUSE) {
 			ts_expr *f = n->val[axis_pos(st, r->fused)];
-			ts_expr *ie = iconst(o, n->ext[axis_pos(st, r->inner)]);
+			ts_expr *ie = extent_expr(o, n, axis_pos(st, r->inner));
 			n->val[axis_pos(st, r->outer)] = ts_floordiv(ctx, f, ie);
 			n->val[axis_pos(st, r->inner)] = ts_floormod(ctx, f, ie);
 			continue;
 		}
 		int pp = axis_pos(st, r->parent);
 		int64_t ie = n->ext[axis_pos(st, r->inner)], oe = n->ext[axis_pos(st, r->outer)];
-		ts_expr *v = ts_add(ctx, ts_mul(ctx, n->val[axis_pos(st, r->outer)], iconst(o, ie)),
+		ts_expr *v = ts_add(ctx, ts_mul(ctx, n->val[axis_pos(st, r->outer)],
+						extent_expr(o, n, axis_pos(st, r->inner))),
 				    n->val[axis_pos(st, r->inner)]);
 		n->val[pp] = v;
-		if (oe * ie != n->ext[pp]) {
+		if (n->dyn[pp]) {
+			/* a run-time extent: a root's own guard (derive_body) says
+			 * the same; a derived axis needs its own */
+			if (!is_root(st, r->parent) && n->nguard < 64) {
+				n->guard_reduce[n->nguard] = r->parent->kind == TS_ITER_REDUCE;
+				n->guard[n->nguard++] = cond(o, ts_lt(ctx, v, n->dyn[pp]), true);
+			}
+		} else if (oe * ie != n->ext[pp]) {
 			n->guard_reduce[n->nguard] = r->parent->kind == TS_ITER_REDUCE;
 			n->guard[n->nguard++] = cond(o, ts_lt(ctx, v, iconst(o, n->ext[pp])),
 						     r->tail == TS_TAIL_PARTITION);
 		}
 	}
 	return ts_last_status(ctx);
+}
+
+static bool is_leaf(const ts_stage *st, const ts_axis *a)
+{
+	for (int i = 0; i < st->nleaf; i++)
+		if (st->leaf[i] == a)
+			return true;
+	return false;
 }
 
 /* The element value and index of the stage in leaf variables. */
@@ -272,6 +365,16 @@ static ts_status derive_body(ops *o, stage_nest *n, ts_expr *body, ts_expr *cons
 		vals[r] = ir_simplify(ctx, ts_add(ctx, base, n->val[axis_pos(st, a)]), 0, NULL);
 		if (a->kind == TS_ITER_DATA)
 			n->idx[r] = vals[r];
+		/* a run-time extent: the points past it are not computed (a loop
+		 * of the axis itself stops there already) */
+		ts_expr *size = root_size(o, st, r);
+		bool own_loop = n->dyn[axis_pos(st, a)] && is_leaf(st, a) &&
+				(a->loop == TS_FOR_SERIAL || a->loop == TS_FOR_PARALLEL);
+		if (size && !own_loop && n->nguard < 64) {
+			ts_expr *at = a->kind == TS_ITER_DATA ? vals[r] : n->val[axis_pos(st, a)];
+			n->guard_reduce[n->nguard] = a->kind == TS_ITER_REDUCE;
+			n->guard[n->nguard++] = cond(o, ts_lt(ctx, at, size), true);
+		}
 	}
 	n->value = ts_dtype_eq(o->it, ts_int32) ? ir_substitute(ctx, body, st->nroot, vars, vals)
 						: ir_substitute_wide(ctx, body, st->nroot, vars, vals);
@@ -352,11 +455,23 @@ static ts_stmt *emit_loop(ops *o, stage_nest *n, int pos, int end, nest_filter f
 		ts_error(o->ctx, TS_ERR_INVALID, "lower: loops nested deeper than %d", MAX_DEPTH);
 		return NULL;
 	}
+	/* vector, unrolled and thread loops keep the constant extent (their
+	 * guards hold the edge); others stop at the run-time one */
+	ts_expr *dyn = a->loop == TS_FOR_SERIAL || a->loop == TS_FOR_PARALLEL
+			       ? n->dyn[axis_pos(n->st, a)] : NULL;
+	if (dyn && o->ndyn >= (int)TS_COUNT_OF(o->dyn)) {
+		ts_error(o->ctx, TS_ERR_INVALID, "lower: more than %d loops with run-time extents",
+			 (int)TS_COUNT_OF(o->dyn));
+		return NULL;
+	}
+	if (dyn)
+		o->dyn[o->ndyn++] = (sch_loop){var, e, a->loop, a->thread};
 	o->stack[o->depth++] = (sch_loop){var, e, a->loop, a->thread};
 	ts_stmt *body = f == NEST_ALL ? attach(o, n, pos, next, pos + 1, end, f)
 				      : next(o, n, pos + 1, end, f);
 	o->depth--;
-	return ir_for(o->ctx, var, iconst(o, 0), iconst(o, e), a->loop, a->thread, body);
+	return ir_for(o->ctx, var, iconst(o, 0), dyn ? dyn : iconst(o, e), a->loop, a->thread,
+		      body);
 }
 
 static ts_stmt *loops(ops *o, stage_nest *n, int pos, int end, nest_filter f)
@@ -442,6 +557,7 @@ static void log_region(ops *o, ts_stage *x, ts_expr *const *min, const int64_t *
  * loops when x lives in shared memory (all threads fill it). */
 typedef struct loop_list {
 	ts_ctx *ctx;
+	const ops *o;
 	int n, cap;
 	sch_loop *l;
 } loop_list;
@@ -465,14 +581,19 @@ static bool loop_fn(ts_stmt *s, void *data)
 {
 	loop_list *ll = data;
 	int64_t e;
-	if (s->kind == IR_S_FOR && ir_is_const_int(s->u.for_.extent, &e))
+	if (s->kind != IR_S_FOR)
+		return true;
+	if (ir_is_const_int(s->u.for_.extent, &e))
 		return push_loop(ll, (sch_loop){s->u.for_.var, e, s->u.for_.kind, s->u.for_.thread});
+	for (int i = 0; i < ll->o->ndyn; i++) /* a run-time extent: relaxed over its bound */
+		if (ll->o->dyn[i].var == s->u.for_.var)
+			return push_loop(ll, ll->o->dyn[i]);
 	return true;
 }
 
 static ts_status relaxed_loops(ops *o, ts_stmt *inner, const ts_stage *x, loop_list *ll)
 {
-	*ll = (loop_list){.ctx = o->ctx};
+	*ll = (loop_list){.ctx = o->ctx, .o = o};
 	ir_stmt_visit(inner, loop_fn, NULL, ll);
 	if (x->scope == TS_SCOPE_SHARED)
 		for (int i = 0; i < o->depth; i++)
@@ -609,7 +730,10 @@ static ts_stmt *build_stage(ops *o, ts_stage *st, ts_expr *const *rmin, const in
 	if (!n)
 		return NULL;
 	n->st = st;
-	if (derive_extents(o->ctx, n, rext) != TS_OK || derive_values(o, n) != TS_OK ||
+	if (derive_extents(o->ctx, n, rext) != TS_OK)
+		return NULL;
+	derive_dyn(o, n, rmin, rext);
+	if (derive_values(o, n) != TS_OK ||
 	    derive_body(o, n, o->body[si], rmin) != TS_OK)
 		return NULL;
 	log_loops(o, n);

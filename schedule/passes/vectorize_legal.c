@@ -49,46 +49,6 @@ static bool uses(ts_expr *e, const ts_expr *v)
 	return v == NULL;
 }
 
-enum { INDEP = 0, UP = 1, DOWN = -1, UNKNOWN = 2 };
-
-static int mono_neg(int m)
-{
-	return m == UNKNOWN ? UNKNOWN : -m;
-}
-
-static int mono_join(int a, int b)
-{
-	if (a == UNKNOWN || b == UNKNOWN)
-		return UNKNOWN;
-	return a == INDEP ? b : b == INDEP || a == b ? a : UNKNOWN;
-}
-
-/* How e varies with v: independent, nondecreasing, nonincreasing or unknown. */
-static int mono(ts_expr *e, const ts_expr *v)
-{
-	int64_t c;
-	switch (e->kind) {
-	case IR_VAR:
-		return e == v ? UP : INDEP;
-	case IR_ADD:
-	case IR_MIN:
-	case IR_MAX:
-		return mono_join(mono(e->u.bin.a, v), mono(e->u.bin.b, v));
-	case IR_SUB:
-		return mono_join(mono(e->u.bin.a, v), mono_neg(mono(e->u.bin.b, v)));
-	case IR_MUL:
-		if (ir_is_const_int(e->u.bin.b, &c))
-			return c > 0 ? mono(e->u.bin.a, v) : c < 0 ? mono_neg(mono(e->u.bin.a, v)) : INDEP;
-		return uses(e, v) ? UNKNOWN : INDEP;
-	case IR_FLOORDIV:
-		if (ir_is_const_int(e->u.bin.b, &c) && c > 0)
-			return mono(e->u.bin.a, v);
-		return uses(e, v) ? UNKNOWN : INDEP;
-	default:
-		return uses(e, v) ? UNKNOWN : INDEP;
-	}
-}
-
 /* Whether the lanes v for which c holds form an interval. */
 static bool interval_guard(ts_expr *c, const ts_expr *v)
 {
@@ -99,7 +59,7 @@ static bool interval_guard(ts_expr *c, const ts_expr *v)
 	case IR_LE:
 	case IR_GT:
 	case IR_GE:
-		return mono_join(mono(c->u.bin.a, v), mono_neg(mono(c->u.bin.b, v))) != UNKNOWN;
+		return ir_monotone_diff(c->u.bin.a, c->u.bin.b, v) != IR_MONO_UNKNOWN;
 	default:
 		return !uses(c, v);
 	}
