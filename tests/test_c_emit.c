@@ -827,6 +827,48 @@ START_TEST(test_sync_two_tiles)
 }
 END_TEST
 
+/* A symbolic matmul (ts_size_var) in C: the sizes parameter comes last,
+ * and one compiled function runs on several extents. */
+START_TEST(test_c_symbolic)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	int64_t m = ts_size_var(ctx, "m", 64), n = ts_size_var(ctx, "n", 64), k = ts_size_var(ctx, "k", 64);
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(m, k), ts_float32);
+	ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(k, n), ts_float32);
+	ts_tensor *C = ts_op_matmul(ctx, A, B, false, false);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	tu_ok(ctx, ts_schedule_matmul_cpu(s, C, NULL));
+	ts_func *f = ts_lower(s, "symmm", 3, (ts_tensor *[]){A, B, C});
+	tu_nonnull(ctx, f);
+	const char *src = cg_emit_c(ctx, f);
+	ck_assert_msg(src != NULL, "%s", ts_last_error(ctx));
+	ck_assert_ptr_nonnull(strstr(src, "sizes"));
+	if (have_cc()) {
+		built b = build(src);
+		static const int64_t ext[][3] = {{5, 7, 3}, {64, 64, 64}, {33, 40, 17}};
+		for (int c = 0; c < 3; c++) {
+			int64_t M = ext[c][0], N = ext[c][1], K = ext[c][2];
+			ts_array *a = rand_f32(M * K, 1, -1, 1), *bb = rand_f32(K * N, 2, -1, 1);
+			ts_array *out = rand_f32(M * N, 3, 0, 1);
+			int64_t sizes[3] = {M, K, N}; /* order of first appearance: m, k, n */
+			ck_assert_int_eq(packed(&b, "symmm")((void *[]){a->data, bb->data, out->data, sizes}), 0);
+			const float *x = a->data, *y = bb->data, *z = out->data;
+			for (int64_t i = 0; i < M; i++)
+				for (int64_t j = 0; j < N; j++) {
+					double want = 0;
+					for (int64_t l = 0; l < K; l++)
+						want += (double)x[i * K + l] * y[l * N + j];
+					ck_assert_msg(fabs(z[i * N + j] - want) < 1e-4, "C[%lld, %lld] = %g, want %g",
+						      (long long)i, (long long)j, z[i * N + j], want);
+				}
+			ts_array_free(a), ts_array_free(bb), ts_array_free(out);
+		}
+		unbuild(&b);
+	}
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("c_emit");
@@ -839,6 +881,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_c_narrow_and_nan);
 	tcase_add_test(tc, test_c_signed_overflow_wraps);
 	tcase_add_test(tc, test_c_matmul);
+	tcase_add_test(tc, test_c_symbolic);
 	tcase_add_test(tc, test_c_heap_temporary);
 	tcase_add_test(tc, test_c_rejects);
 	tcase_add_test(tc, test_emit_out_of_memory);

@@ -1,0 +1,214 @@
+/*
+ * test_mustfail_symbolic.c - every misuse of symbolic shapes (ts_size_var)
+ * is refused with a status and a message naming the call, the variable and
+ * the rule: bad declarations, handles where plain extents belong, reads a
+ * size variable cannot bound, specializations out of range, and calls whose
+ * arrays disagree on a variable's value.
+ */
+#include <string.h>
+
+#include "testutil.h"
+
+#include "lower.h"
+
+START_TEST(test_declare)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ck_assert_int_eq(ts_size_var(NULL, "n", 8), 0);
+	ck_assert_int_eq(ts_size_var(ctx, "", 8), 0);
+	tu_assert_error(ctx, "size_var: empty name");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_size_var(ctx, NULL, 8), 0);
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_size_var(ctx, "n", 0), 0);
+	tu_assert_error(ctx, "size_var n: upper bound 0 is outside 1..2^40");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_size_var(ctx, "n", (INT64_C(1) << 40) + 1), 0);
+	tu_assert_error(ctx, "outside 1..2^40");
+	ts_clear_error(ctx);
+	for (int i = 0; i < TS_MAX_SIZE_VARS; i++)
+		ck_assert(ts_is_size_var(ts_size_var(ctx, "v", 4)));
+	ck_assert_int_eq(ts_size_var(ctx, "w", 4), 0);
+	tu_assert_error(ctx, "more than 64 size variables in one context");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(test_handles)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	int64_t n = ts_size_var(ctx, "n", 64);
+	/* a handle of no variable of this context */
+	FAILS_NULL(ctx, ts_placeholder(ctx, "A", TS_SHAPE(TS_SIZE_VAR_BASE + 5), ts_float32),
+		   "placeholder A: extent");
+	tu_assert_error(ctx, "is neither positive nor a size variable of this context");
+	FAILS_NULL(ctx, ts_reduce_axis(ctx, "k", 0, TS_SIZE_VAR_BASE + 9), "reduce_axis k: extent");
+	FAILS_NULL(ctx, ts_size_expr(ctx, TS_SIZE_VAR_BASE + 9), "size_expr");
+	FAILS_NULL(ctx, ts_size_expr(ctx, -3), "size_expr");
+	ck_assert_int_eq(ts_tensor_dim(NULL, 0), 0);
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(n, 4), ts_float32);
+	tu_nonnull(ctx, A);
+	ck_assert_int_eq(ts_tensor_dim(A, 2), 0);
+	ck_assert_int_eq(ts_tensor_dim(A, -1), 0);
+	ck_assert_int_eq(ts_tensor_dim(A, 1), 4);
+	/* a handle is no split factor, pad width or tile size */
+	ts_expr *i = ts_var(ctx, "i");
+	ts_tensor *B = ts_compute(ctx, "B", TS_SHAPE(n), TS_VARS(i), TS_READ(ctx, A, i, ts_int(ctx, 0)));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &B);
+	ts_stage *st = ts_stage_of(s, B);
+	ts_axis *o, *in;
+	FAILS_ST(ctx, ts_split(st, ts_axis_of(st, 0), n, &o, &in), "split");
+	/* operators name the variable when extents differ */
+	ts_tensor *W = ts_placeholder(ctx, "W", TS_SHAPE(8, 4), ts_float32);
+	FAILS_NULL(ctx, ts_op_matmul(ctx, A, W, false, false),
+		   "matmul: inner extents differ: A[n, 4] x W[8, 4] (4 vs 8)");
+	ts_tensor *V = ts_placeholder(ctx, "V", TS_SHAPE(4, 4), ts_float32);
+	FAILS_NULL(ctx, ts_op_add(ctx, A, V), "add: shapes differ: A[n, 4] vs V[4, 4]");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Indices a size variable cannot bound are refused at lower time. */
+START_TEST(test_reads)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	int64_t n = ts_size_var(ctx, "n", 64), m = ts_size_var(ctx, "m", 64);
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(n), ts_float32);
+	ts_expr *i = ts_var(ctx, "i");
+	/* a shifted read: i + 1 reaches n */
+	ts_tensor *B = ts_compute(ctx, "B", TS_SHAPE(n), TS_VARS(i),
+				  TS_READ(ctx, A, ts_add(ctx, i, ts_int(ctx, 1))));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &B);
+	FAILS_NULL(ctx, ts_lower(s, "shift", 2, (ts_tensor *[]){A, B}),
+		   "lower: B reads A[i + 1], whose dimension 0 has the symbolic extent n: its index must be an axis ranging over n itself");
+	/* another variable's axis: m may exceed n */
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(m), TS_VARS(i), TS_READ(ctx, A, i));
+	s = ts_create_schedule(ctx, 1, &C);
+	FAILS_NULL(ctx, ts_lower(s, "other", 2, (ts_tensor *[]){A, C}), "symbolic extent n");
+	/* a constant axis over n's bound */
+	ts_tensor *D = ts_compute(ctx, "D", TS_SHAPE(64), TS_VARS(i), TS_READ(ctx, A, i));
+	s = ts_create_schedule(ctx, 1, &D);
+	FAILS_NULL(ctx, ts_lower(s, "fixed", 2, (ts_tensor *[]){A, D}), "symbolic extent n");
+	/* a reduction over n split by rfactor: k = ko*4 + ki */
+	ts_clear_error(ctx);
+	ts_iter *k = ts_reduce_axis(ctx, "k", 0, n);
+	ts_tensor *S = ts_compute(ctx, "S", TS_SHAPE(1), TS_VARS(i), TS_SUM(ctx, TS_READ(ctx, A, k->var), k));
+	s = ts_create_schedule(ctx, 1, &S);
+	ts_stage *ss = ts_stage_of(s, S);
+	ts_axis *ko, *ki;
+	tu_ok(ctx, ts_split(ss, ts_reduce_axis_of(ss, 0), 4, &ko, &ki));
+	tu_nonnull(ctx, ts_rfactor(s, S, ki, 0));
+	FAILS_NULL(ctx, ts_lower(s, "rf", 2, (ts_tensor *[]){A, S}), "symbolic extent n");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* A size variable no argument carries cannot be known at a call. */
+START_TEST(test_unbound)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	int64_t n = ts_size_var(ctx, "n", 64);
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(8), ts_float32);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_tensor *B = ts_compute(ctx, "B", TS_SHAPE(8), TS_VARS(i),
+				  ts_mul(ctx, TS_READ(ctx, A, i), ts_cast(ctx, ts_float32, ts_size_expr(ctx, n))));
+	tu_nonnull(ctx, B);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &B);
+	FAILS_NULL(ctx, ts_lower(s, "f", 2, (ts_tensor *[]){A, B}),
+		   "lower(f): size variable n is not the extent of any argument's dimension");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+typedef struct prog {
+	ts_ctx *ctx;
+	int64_t n;
+	ts_tensor *A, *B;
+	ts_schedule *s;
+} prog;
+
+/* B[i] = A[i] * 2 over n <= 4096. */
+static prog scale(void)
+{
+	prog p = {.ctx = ts_ctx_new()};
+	p.n = ts_size_var(p.ctx, "n", 4096);
+	p.A = ts_placeholder(p.ctx, "A", TS_SHAPE(p.n), ts_float32);
+	ts_expr *i = ts_var(p.ctx, "i");
+	p.B = ts_compute(p.ctx, "B", TS_SHAPE(p.n), TS_VARS(i),
+			 ts_mul(p.ctx, TS_READ(p.ctx, p.A, i), ts_float(p.ctx, 2)));
+	p.s = ts_create_schedule(p.ctx, 1, &p.B);
+	return p;
+}
+
+START_TEST(test_specialize_args)
+{
+	prog p = scale();
+	ts_ctx *ctx = p.ctx;
+	ts_tensor *args[2] = {p.A, p.B};
+	int64_t v = 100, bad = 5000, two[2] = {p.n, p.n}, vals[2] = {3, 4};
+	FAILS_NULL(ctx, ts_lower_specialize(p.s, "f", 2, args, 1, NULL, &v), "lower_specialize(f): 1 sizes with a NULL list");
+	FAILS_NULL(ctx, ts_lower_specialize(p.s, "f", 2, args, -1, &p.n, &v), "lower_specialize(f): -1 sizes");
+	FAILS_NULL(ctx, ts_lower_specialize(p.s, "f", 2, args, 1, &v, &v),
+		   "lower_specialize(f): size 0 (100) is not a size variable of this context");
+	FAILS_NULL(ctx, ts_lower_specialize(p.s, "f", 2, args, 1, &p.n, &bad),
+		   "lower_specialize(f): n = 5000 is outside 1..4096");
+	FAILS_NULL(ctx, ts_lower_specialize(p.s, "f", 2, args, 2, two, vals),
+		   "lower_specialize(f): n is given twice");
+	ck_assert_ptr_null(ts_lower_specialize(NULL, "f", 2, args, 1, &p.n, &v));
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(test_call)
+{
+	prog p = scale();
+	ts_ctx *ctx = p.ctx;
+	ts_func *f = ts_lower(p.s, "scale", 2, (ts_tensor *[]){p.A, p.B});
+	tu_nonnull(ctx, f);
+	ts_module *m = ts_build(ctx, f, NULL);
+	tu_nonnull(ctx, m);
+	ts_array *a = ts_array_new(ctx, ts_float32, 1, (int64_t[]){10});
+	ts_array *b = ts_array_new(ctx, ts_float32, 1, (int64_t[]){11});
+	ts_array *big = ts_array_new(ctx, ts_float32, 1, (int64_t[]){5000});
+	ts_array *two = ts_array_new(ctx, ts_float32, 2, (int64_t[]){2, 5});
+	FAILS_ST(ctx, ts_module_run(m, 2, (ts_array *[]){a, b}),
+		 "call scale: argument 1 (B) gives n = 11 in dimension 0, but argument 0 (A) gave 10");
+	FAILS_ST(ctx, ts_module_run(m, 2, (ts_array *[]){big, b}),
+		 "call scale: argument 0 (A) has shape [5000], expected [n <= 4096]");
+	FAILS_ST(ctx, ts_module_run(m, 2, (ts_array *[]){two, b}), "argument 0 (A) has shape [2, 5]");
+	/* the sizes parameter is tessera's, not the caller's */
+	FAILS_ST(ctx, ts_module_run(m, 3, (ts_array *[]){a, a, a}), "call scale: expected 2 arguments, got 3");
+	ts_timing t;
+	FAILS_ST(ctx, ts_module_time(m, 2, (ts_array *[]){a, b}, 1, 1, &t), "gives n = 11");
+	ts_array_free(b);
+	b = ts_array_new(ctx, ts_float32, 1, (int64_t[]){10});
+	tu_ok(ctx, ts_module_time(m, 2, (ts_array *[]){a, b}, 1, 3, &t));
+	/* symbolic functions build for the CPU only; the evaluator needs constants */
+	FAILS_NULL(ctx, ts_build(ctx, f, "cuda -arch=sm_80"),
+		   "build scale: size variable n: symbolic shapes build for CPU targets only");
+	FAILS_ST(ctx, ts_eval(ctx, 2, (ts_tensor *[]){p.A, p.B}, (void *[]){a->data, b->data}),
+		 "eval: tensor A has the symbolic extent n");
+	/* a vector loop keeps the constant extent (the bound's): within the lane limit */
+	ts_stage *st = ts_stage_of(p.s, p.B);
+	FAILS_ST(ctx, ts_vectorize(st, ts_axis_of(st, 0)),
+		 "vectorize(B): extent 4096 of axis 'i' exceeds the limit of 64 lanes");
+	ts_array_free(a), ts_array_free(b), ts_array_free(big), ts_array_free(two);
+	ts_module_free(m);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("mustfail_symbolic");
+	TCase *tc = tcase_create("core");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_declare);
+	tcase_add_test(tc, test_handles);
+	tcase_add_test(tc, test_reads);
+	tcase_add_test(tc, test_unbound);
+	tcase_add_test(tc, test_specialize_args);
+	tcase_add_test(tc, test_call);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}
