@@ -13,6 +13,7 @@
  *   gpu_libs.c  cuBLAS and cuDNN (opened with dlopen)
  *   runner.c    buffers, correctness check, timing protocol
  *   dense.c     the `dense` command: fused dense layer vs separate kernels
+ *   symbolic.c  the `symbolic` command: a GEMM over size variables vs its twins
  *   report.c    table, JSON and gnuplot chart
  *   softmax.c   `softmax`: the softmax schedule against unscheduled and naive C
  *   reduce.c    `reduce`: float sums, rfactor + vectorize + parallel against
@@ -49,7 +50,7 @@ typedef enum bench_op { BENCH_GEMM, BENCH_CONV2D, BENCH_DEPTHWISE } bench_op;
 typedef enum bench_target { BENCH_CPU, BENCH_CUDA } bench_target;
 typedef enum bench_cmd {
 	BENCH_CMD_GEMM, BENCH_CMD_CONV2D, BENCH_CMD_DENSE, BENCH_CMD_SUMMARY, BENCH_CMD_PEAK,
-	BENCH_CMD_SOFTMAX, BENCH_CMD_REDUCE, BENCH_CMD_DEPTHWISE,
+	BENCH_CMD_SOFTMAX, BENCH_CMD_REDUCE, BENCH_CMD_DEPTHWISE, BENCH_CMD_SYMBOLIC,
 	BENCH_CMD_HELP
 } bench_cmd;
 
@@ -294,6 +295,13 @@ ts_time_opts bench_time_opts(int repeat, double sample_s, int warmup);
  * C loop for every problem of o (GEMMs), printing one row each with the
  * ratios; returns the number of problems that failed. */
 int bench_dense(const bench_opts *o);
+
+/* ---- symbolic.c ------------------------------------------------------------------------- */
+
+/* `symbolic`: one GEMM compiled over size variables, run on every problem
+ * of o against its specialized twin, one row each with sym/spec; returns
+ * the number of problems that failed (1 when it does not build). */
+int bench_symbolic(const bench_opts *o);
 
 /* ---- report.c ----------------------------------------------------------------------------- */
 

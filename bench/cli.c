@@ -71,6 +71,8 @@ static const named_dw mobilenet_dw[] = {
 };
 
 static const char *const dense_gemms[] = {"bert.qkv", "bert.ffn1", "bert.ffn2"};
+/* symbolic: extents a register tile divides and extents it does not */
+static const int64_t symbolic_squares[] = {256, 512, 1000, 1023, 1024};
 static const char *const summary_gemms[] = {"sq512", "sq1024", "resnet50.fc", "bert.ffn1"};
 static const char *const summary_convs[] = {"conv1", "res2_3x3", "res4_3x3", "res5_1x1b"};
 
@@ -102,6 +104,10 @@ void bench_usage(FILE *f)
 	      "            (ts_schedule_dense_cpu) vs the tessera GEMM then separate bias and\n"
 	      "            relu kernels vs OpenBLAS sgemm + a C loop, with the time ratios;\n"
 	      "            default: the BERT-base GEMMs (also --size, --shape)\n"
+	      "  symbolic  one GEMM compiled over size variables m, n, k (ts_size_var) run on\n"
+	      "            every shape vs its specialized twin (ts_lower_specialize), with\n"
+	      "            the ratio sym/spec; default: squares 256, 512, 1000, 1023, 1024\n"
+	      "            (also --size, --shape; CPU only)\n"
 	      "  peak      measure the fp32 FMA peak only\n"
 	      "  softmax   softmax over rows (BERT attention 1536x128, 1000x1000, 64x4096):\n"
 	      "            ts_schedule_softmax_cpu vs the unscheduled function, the generic\n"
@@ -350,6 +356,9 @@ static int add_defaults(bench_opts *o, char *err, size_t n)
 	} else if (o->cmd == BENCH_CMD_DENSE) {
 		for (size_t i = 0; i < TS_COUNT_OF(dense_gemms) && !rc; i++)
 			rc = add_model_gemm(o, dense_gemms[i], err, n);
+	} else if (o->cmd == BENCH_CMD_SYMBOLIC) {
+		for (size_t i = 0; i < TS_COUNT_OF(symbolic_squares) && !rc; i++)
+			rc = add_square(o, symbolic_squares[i], err, n);
 	} else if (o->cmd == BENCH_CMD_CONV2D) {
 		for (size_t i = 0; i < TS_COUNT_OF(resnet_layers) && !rc; i++)
 			rc = add_layer(o, resnet_layers[i].name, err, n);
@@ -535,12 +544,13 @@ static int parse_target(bench_opts *o, const char *v, char *err, size_t n)
 static int apply_flag(bench_opts *o, const char *flag, const char *v, char *err, size_t n)
 {
 	bool conv_cmd = o->cmd == BENCH_CMD_CONV2D || o->cmd == BENCH_CMD_DEPTHWISE;
-	bool gemm_cmd = o->cmd == BENCH_CMD_GEMM || o->cmd == BENCH_CMD_DENSE;
+	bool gemm_cmd = o->cmd == BENCH_CMD_GEMM || o->cmd == BENCH_CMD_DENSE ||
+			o->cmd == BENCH_CMD_SYMBOLIC;
 	bool sizes = !strcmp(flag, "--sizes"), shape = !strcmp(flag, "--shape");
 	bool size = !strcmp(flag, "--size");
 	bool layer = !strcmp(flag, "--layer"), conv = !strcmp(flag, "--conv");
 	if ((sizes || shape || size) && !gemm_cmd)
-		return fail(err, n, "%s applies to the gemm and dense commands only", flag);
+		return fail(err, n, "%s applies to the gemm, dense and symbolic commands only", flag);
 	if ((layer || conv) && !conv_cmd)
 		return fail(err, n, "%s applies to the conv2d and depthwise commands only", flag);
 	if (size)
@@ -593,7 +603,7 @@ static int parse_command(bench_opts *o, const char *c, char *err, size_t n)
 		{"gemm", BENCH_CMD_GEMM}, {"conv2d", BENCH_CMD_CONV2D},
 		{"summary", BENCH_CMD_SUMMARY}, {"peak", BENCH_CMD_PEAK}, {"dense", BENCH_CMD_DENSE},
 		{"softmax", BENCH_CMD_SOFTMAX}, {"reduce", BENCH_CMD_REDUCE},
-		{"depthwise", BENCH_CMD_DEPTHWISE},
+		{"depthwise", BENCH_CMD_DEPTHWISE}, {"symbolic", BENCH_CMD_SYMBOLIC},
 		{"help", BENCH_CMD_HELP}, {"-h", BENCH_CMD_HELP}, {"--help", BENCH_CMD_HELP},
 	};
 	for (size_t i = 0; i < TS_COUNT_OF(cmds); i++) {
@@ -602,8 +612,8 @@ static int parse_command(bench_opts *o, const char *c, char *err, size_t n)
 			return 0;
 		}
 	}
-	return snprintf(err, n, "unknown command '%.64s' (gemm, conv2d, depthwise, dense, summary, "
-			"peak, softmax, reduce or help)", c), -1;
+	return snprintf(err, n, "unknown command '%.64s' (gemm, conv2d, depthwise, dense, symbolic, "
+			"summary, peak, softmax, reduce or help)", c), -1;
 }
 
 static void set_defaults(bench_opts *o)
@@ -614,14 +624,16 @@ static void set_defaults(bench_opts *o)
 	o->target = BENCH_CPU;
 }
 
-/* dense prints its own table of three fixed kernels on the CPU. */
+/* dense and symbolic print their own table of fixed CPU kernels. */
 static int dense_refuses(const bench_opts *o, char *err, size_t n)
 {
 	const char *flag = o->target == BENCH_CUDA ? "--target cuda" : o->impls ? "--impl"
 			   : o->json ? "--json" : o->plot ? "--plot" : NULL;
 	if (flag)
-		return fail(err, n, "dense: %s does not apply (dense times three fixed CPU kernels "
-			    "and prints one table)", flag);
+		return fail(err, n, o->cmd == BENCH_CMD_DENSE
+			    ? "dense: %s does not apply (dense times fixed CPU kernels and prints one table)"
+			    : "symbolic: %s does not apply (symbolic times fixed CPU kernels and prints one table)",
+			    flag);
 	return 0;
 }
 
@@ -630,8 +642,8 @@ int bench_parse_args(int argc, char **argv, bench_opts *o, char *err, size_t err
 	set_defaults(o);
 	if (argc < 2)
 		return fail(err, errlen, "%s",
-			    "missing command (gemm, conv2d, depthwise, dense, summary, peak, softmax, reduce "
-			    "or help)");
+			    "missing command (gemm, conv2d, depthwise, dense, symbolic, summary, peak, softmax, "
+			    "reduce or help)");
 	if (parse_command(o, argv[1], err, errlen))
 		return -1;
 	for (int i = 2; i < argc; i++) {
@@ -671,14 +683,16 @@ int bench_parse_args(int argc, char **argv, bench_opts *o, char *err, size_t err
 		return snprintf(err, errlen, "%s takes only --threads and --repeat (it runs on "
 				"the CPU and prints its own table)",
 				o->cmd == BENCH_CMD_SOFTMAX ? "softmax" : "reduce"), -1;
-	if (o->tuned && (o->target != BENCH_CPU || o->cmd == BENCH_CMD_DENSE || o->cmd == BENCH_CMD_SOFTMAX ||
+	if (o->tuned && (o->target != BENCH_CPU || o->cmd == BENCH_CMD_DENSE ||
+			 o->cmd == BENCH_CMD_SYMBOLIC || o->cmd == BENCH_CMD_SOFTMAX ||
 			 o->cmd == BENCH_CMD_REDUCE))
 		return snprintf(err, errlen, "--tuned applies to the CPU gemm, conv2d, depthwise and "
 				"summary commands (the tuning log holds CPU schedules)"), -1;
 	if (o->cmd == BENCH_CMD_DEPTHWISE && o->target != BENCH_CPU)
 		return snprintf(err, errlen, "depthwise runs on the CPU only (--target cuda does not "
 				"apply)"), -1;
-	if (o->cmd == BENCH_CMD_DENSE && dense_refuses(o, err, errlen))
+	if ((o->cmd == BENCH_CMD_DENSE || o->cmd == BENCH_CMD_SYMBOLIC) &&
+	    dense_refuses(o, err, errlen))
 		return -1;
 	if (o->nproblems == 0)
 		return add_defaults(o, err, errlen);

@@ -90,6 +90,8 @@ static int run(const bench_opts *o)
 		return BENCH_EXIT_OK;
 	if (o->cmd == BENCH_CMD_DENSE)
 		return bench_dense(o) ? BENCH_EXIT_FAILED : BENCH_EXIT_OK;
+	if (o->cmd == BENCH_CMD_SYMBOLIC)
+		return bench_symbolic(o) ? BENCH_EXIT_FAILED : BENCH_EXIT_OK;
 	/* room for summary's GPU part */
 	int cap = (o->nproblems + BENCH_MAX_PROBLEMS) * BENCH_NIMPL;
 	bench_result *r = calloc((size_t)cap, sizeof *r);

@@ -128,7 +128,7 @@ START_TEST(test_cli_errors)
 	assert_parse_error("gemm --size 8x8", "--size: '8x8' is not N or MxNxK");
 	assert_parse_error("gemm --size 0x8x8", "must be >= 1");
 	assert_parse_error("gemm --size 65536x65536x1", "below 2^31 elements");
-	assert_parse_error("conv2d --size 8", "--size applies to the gemm and dense commands only");
+	assert_parse_error("conv2d --size 8", "--size applies to the gemm, dense and symbolic commands only");
 	assert_parse_error("gemm --size", "--size needs a value");
 	assert_parse_error("gemm --bogus", "unknown option '--bogus'");
 	assert_parse_error("gemm --impl naive,tessera,naive", "--impl: 'naive' is named twice");
@@ -138,12 +138,14 @@ START_TEST(test_cli_errors)
 	assert_parse_error("conv2d --target cpu --flush-l2", "--flush-l2 applies to --target cuda");
 	assert_parse_error("gemm --target cuda --flush-l2=yes", "--flush-l2 takes no value (got 'yes')");
 	assert_parse_error("gemm --layer conv1", "--layer applies to the conv2d and depthwise commands only");
-	assert_parse_error("conv2d --sizes 64", "--sizes applies to the gemm and dense commands only");
+	assert_parse_error("conv2d --sizes 64", "--sizes applies to the gemm, dense and symbolic commands only");
 	assert_parse_error("gemm --json", "--json needs a value");
 	assert_parse_error("gemm stray", "unexpected argument 'stray'");
 	assert_parse_error("dense --target cuda", "dense: --target cuda does not apply");
 	assert_parse_error("dense --impl tessera", "dense: --impl does not apply");
 	assert_parse_error("dense --json out.json", "dense: --json does not apply");
+	assert_parse_error("symbolic --target cuda", "symbolic: --target cuda does not apply");
+	assert_parse_error("symbolic --layer conv1", "--layer applies to the conv2d and depthwise commands only");
 	assert_parse_error("dense --layer conv1", "--layer applies to the conv2d and depthwise commands only");
 }
 END_TEST
@@ -176,7 +178,7 @@ START_TEST(test_cli_depthwise)
 	assert_parse_error("depthwise --conv 1,4,2,2,4,5,5,1,0", "larger than the padded image");
 	assert_parse_error("depthwise --conv 1,3,5,5,3,1,3,1,0", "the kernel must be square (R = S), got 1x3");
 	assert_parse_error("depthwise --target cuda", "depthwise runs on the CPU only");
-	assert_parse_error("depthwise --sizes 64", "--sizes applies to the gemm and dense commands only");
+	assert_parse_error("depthwise --sizes 64", "--sizes applies to the gemm, dense and symbolic commands only");
 	assert_parse_error("depthwisee", "unknown command 'depthwisee' (gemm, conv2d, depthwise,");
 }
 END_TEST
@@ -260,7 +262,7 @@ START_TEST(test_cli_softmax)
 	assert_parse_error("softmax --json x.json", "softmax takes only --threads and --repeat");
 	assert_parse_error("softmax --target cuda", "softmax takes only --threads and --repeat");
 	assert_parse_error("softmax --impl naive", "softmax takes only --threads and --repeat");
-	assert_parse_error("softmax --size 8", "--size applies to the gemm and dense commands only");
+	assert_parse_error("softmax --size 8", "--size applies to the gemm, dense and symbolic commands only");
 }
 END_TEST
 
@@ -276,7 +278,7 @@ START_TEST(test_cli_reduce)
 	ck_assert_int_eq(o.nproblems, 0);
 	assert_parse_error("reduce --json x.json", "reduce takes only --threads and --repeat");
 	assert_parse_error("reduce --target cuda", "reduce takes only --threads and --repeat");
-	assert_parse_error("reduce --size 8", "--size applies to the gemm and dense commands only");
+	assert_parse_error("reduce --size 8", "--size applies to the gemm, dense and symbolic commands only");
 }
 END_TEST
 
@@ -432,6 +434,13 @@ START_TEST(test_cli_gpu_defaults)
 	ck_assert_int_eq(parse(&o, err, "dense --size 37x50x29"), 0);
 	ck_assert_int_eq(o.nproblems, 1);
 	ck_assert_int_eq(o.problems[0].g.N, 50);
+	/* symbolic: squares the tiles divide and squares they do not */
+	ck_assert_int_eq(parse(&o, err, "symbolic"), 0);
+	ck_assert_int_eq(o.cmd, BENCH_CMD_SYMBOLIC);
+	ck_assert_int_eq(o.nproblems, 5);
+	ck_assert_int_eq(o.problems[3].g.M, 1023);
+	ck_assert_int_eq(parse(&o, err, "symbolic --shape 7,9,11"), 0);
+	ck_assert_int_eq(o.problems[0].g.K, 11);
 }
 END_TEST
 

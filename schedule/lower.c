@@ -221,14 +221,13 @@ static ts_func *lower(ts_schedule *s, const char *name, int nargs, ts_tensor *co
 	if (!body)
 		return NULL;
 	if (last && strcmp(last, "schedule_ops") == 0) {
-		ts_func *f = pass_flatten(ctx, ir_evaluate(ctx, ts_int(ctx, 0)), name, nargs, args,
-					  spec);
+		ts_func *f = pass_flatten(ctx, ir_evaluate(ctx, ts_int(ctx, 0)), name, nargs, args);
 		if (f)
 			f->body = body;
 		show(ctx, "schedule_ops", f);
 		return f;
 	}
-	ts_func *f = pass_flatten(ctx, body, name, nargs, args, spec);
+	ts_func *f = pass_flatten(ctx, body, name, nargs, args);
 	if (!f || step(ctx, "flatten", f, last))
 		return f && f->body ? f : NULL;
 	for (size_t i = 0; i < TS_COUNT_OF(pipeline); i++) {
@@ -236,6 +235,10 @@ static ts_func *lower(ts_schedule *s, const char *name, int nargs, ts_tensor *co
 		f->body = pipeline[i].pass(ctx, f->body);
 		if (f->body && pipeline[i].pass == pass_vectorize_legal)
 			note_demotions(ctx, f, before);
+		/* a specialization's constants enter once the tile tests are
+		 * placed, so its twin runs the same code (passes.h) */
+		if (f->body && spec && pipeline[i].pass == pass_version_guards && !sch_specialize(ctx, f, spec))
+			f->body = NULL;
 		if (f->body && pipeline[i].then_simplify)
 			f->body = pass_simplify(ctx, f->body);
 		if (!f->body || step(ctx, pipeline[i].name, f, last))

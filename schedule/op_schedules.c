@@ -226,10 +226,25 @@ static ts_status matmul_prologue(ts_schedule *s, const char *what, ts_tensor *C,
 	return TS_OK;
 }
 
+/* The default parameters for C: with a symbolic extent among A's and B's
+ * inner dimensions their rows are run-time strides apart, and each row an
+ * unrolled k step reads costs a register for its address (constant strides
+ * are folded into displacements): k stays rolled so the accumulators and
+ * addresses fit. */
+static ts_matmul_cpu_params default_for(const ts_tensor *C)
+{
+	ts_matmul_cpu_params d = ts_matmul_cpu_default();
+	for (int i = 0; i < C->ninputs; i++)
+		for (int k = 1; k < C->inputs[i]->ndim; k++)
+			if (C->inputs[i]->dim_var[k])
+				d.kunroll = 1;
+	return d;
+}
+
 ts_status ts_schedule_matmul_cpu(ts_schedule *s, ts_tensor *C, const ts_matmul_cpu_params *p)
 {
 	TRY(need(s, C, "schedule_matmul_cpu"));
-	ts_matmul_cpu_params d = p ? *p : ts_matmul_cpu_default();
+	ts_matmul_cpu_params d = p ? *p : default_for(C);
 	TRY(matmul_prologue(s, "schedule_matmul_cpu", C, &d));
 	ts_tensor *CC = ts_cache_write(s, C, TS_SCOPE_LOCAL);
 	if (!CC)
@@ -341,7 +356,7 @@ ts_status ts_schedule_dense_cpu(ts_schedule *s, ts_tensor *Y, const ts_matmul_cp
 		return ts_last_status(s->ctx);
 	if (n == 0)
 		return ts_schedule_matmul_cpu(s, Y, p);
-	ts_matmul_cpu_params d = p ? *p : ts_matmul_cpu_default();
+	ts_matmul_cpu_params d = p ? *p : default_for(C);
 	TRY(matmul_prologue(s, "schedule_dense_cpu", C, &d));
 	/* the epilogue runs on Y's tile, reading the accumulator in registers:
 	 * C is never stored to memory */

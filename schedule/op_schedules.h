@@ -61,7 +61,10 @@ typedef struct ts_matmul_cpu_params {
 /* Parameters suited to the host's vector width (AVX-512: nr 32; else 16). */
 ts_matmul_cpu_params ts_matmul_cpu_default(void);
 /* Schedules C = ts_op_matmul_packed(A, B, p->nr) (its Bp stage included),
- * or a plain ts_op_matmul(A, B) without transposes, which suits few rows. */
+ * or a plain ts_op_matmul(A, B) without transposes, which suits few rows
+ * and symbolic shapes (packing needs constant extents).  p NULL: the
+ * default, with kunroll 1 when A or B has a symbolic inner extent (rows a
+ * run-time stride apart each take an address register). */
 ts_status ts_schedule_matmul_cpu(ts_schedule *s, ts_tensor *C, const ts_matmul_cpu_params *p);
 
 /* The longest elementwise epilogue ts_schedule_dense_cpu accepts. */

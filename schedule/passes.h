@@ -36,18 +36,26 @@
 
 /* log, when not NULL, receives the inferred region of every stage. */
 ts_stmt *pass_schedule_ops(ts_ctx *ctx, ts_schedule *s, ts_sbuf *log);
-/* Size variables fixed to constants (ts_lower_specialize). */
-typedef struct sch_spec {
-	int n;
-	ts_expr *var[TS_MAX_SIZE_VARS];
-	int64_t value[TS_MAX_SIZE_VARS];
-} sch_spec;
 ts_func *pass_flatten(ts_ctx *ctx, ts_stmt *body, const char *name, int nargs,
-		      ts_tensor *const *args, const sch_spec *spec);
+		      ts_tensor *const *args);
 ts_stmt *pass_simplify(ts_ctx *ctx, ts_stmt *s);
 ts_stmt *pass_version_guards(ts_ctx *ctx, ts_stmt *s);
 ts_stmt *pass_loop_partition(ts_ctx *ctx, ts_stmt *s);
 ts_stmt *pass_unroll(ts_ctx *ctx, ts_stmt *s);
 ts_stmt *pass_vectorize_legal(ts_ctx *ctx, ts_stmt *s);
+
+/* Not passes of the list: what ts_lower_specialize adds.  Size variables
+ * fixed to constants; sch_specialize applies them to a function lowered
+ * through version_guards (so the twin keeps the symbolic kernel's tile
+ * tests, as constants): the variables' bindings go, their values replace
+ * them, and the parameters get those extents.  sch_bind_sizes is flatten's
+ * binding of n variables from element k of the sizes buffer, shared. */
+typedef struct sch_spec {
+	int n;
+	ts_expr *var[TS_MAX_SIZE_VARS];
+	int64_t value[TS_MAX_SIZE_VARS];
+} sch_spec;
+ts_func *sch_specialize(ts_ctx *ctx, ts_func *f, const sch_spec *spec);
+ts_stmt *sch_bind_sizes(ts_ctx *ctx, int n, ts_expr *const *vars, ts_buffer *sizes, ts_stmt *body);
 
 #endif

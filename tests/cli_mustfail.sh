@@ -115,7 +115,7 @@ if have "$bench"; then
 	expect "--size needs a value" "$b" gemm --size
 	expect "--sizes: '-5' is not a list" "$b" gemm --sizes -5
 	expect "--sizes: '99999999999' is not a list" "$b" gemm --sizes 99999999999
-	expect "--size applies to the gemm and dense commands only" "$b" conv2d --size 8
+	expect "--size applies to the gemm, dense and symbolic commands only" "$b" conv2d --size 8
 	expect "unknown option '--bogus'" "$b" gemm --bogus
 	expect "unknown option '--bogus'" "$b" gemm --bogus=3
 	for n in 0 -1 abc 100000 99999999999 4x; do
@@ -156,7 +156,7 @@ if have "$bench"; then
 	expect "conv conv5x5_0: the kernel is larger than the padded image" "$b" depthwise --conv 1,4,2,2,4,5,5,1,0
 	expect "conv conv3x3_0: N, C, H, W, K, R, S and stride must be >= 1" "$b" depthwise --conv 1,4,9,9,4,3,3,0,1
 	expect "depthwise runs on the CPU only" "$b" depthwise --target cuda
-	expect "--sizes applies to the gemm and dense commands only" "$b" depthwise --sizes 64
+	expect "--sizes applies to the gemm, dense and symbolic commands only" "$b" depthwise --sizes 64
 	expect "--tuned: tune log $tmp/none.jsonl: cannot read" "$b" depthwise --tuned "$tmp/none.jsonl"
 	printf 'garbage\n' >"$tmp/bad_tune.log"
 	expect "--tuned: $tmp/bad_tune.log:1: expected '{'" "$b" gemm --tuned "$tmp/bad_tune.log"

@@ -253,7 +253,9 @@ START_TEST(test_specialize)
 }
 END_TEST
 
-/* What the user sees: extents by name, and the loop that runs to n. */
+/* What the user sees: the size bound from the sizes parameter, the loop
+ * that runs to ceil(n / 16), the last tile shifted inwards, and one test
+ * per tile choosing the unguarded copy. */
 START_TEST(test_printing)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -262,7 +264,11 @@ START_TEST(test_printing)
 	int64_t n = ts_size_var(ctx, "n", 4096);
 	build_scale(ctx, (int64_t[]){n, 1, 1}, p, &np);
 	ts_schedule *s = ts_create_schedule(ctx, 1, &p[1]);
-	tu_ok(ctx, sched_scale(s, p[1]));
+	ts_stage *st = ts_stage_of(s, p[1]);
+	ts_axis *o, *i;
+	tu_ok(ctx, ts_split(st, ts_axis_of(st, 0), 16, &o, &i));
+	tu_ok(ctx, ts_vectorize(st, i));
+	tu_ok(ctx, ts_parallel(st, o));
 	ts_func *f = ts_lower(s, "scale", 2, p);
 	tu_nonnull(ctx, f);
 	tu_assert_golden("symbolic_scale.txt", ir_func_str(ctx, f));

@@ -15,8 +15,7 @@
  * constant strides.  The size variables the function uses are bound at its
  * top from a last int64 parameter, in order of first appearance among the
  * arguments' dimensions; a size variable no argument has cannot be known
- * at a call and is refused.  A specialization replaces variables by
- * constants everywhere instead, parameters' extents included.
+ * at a call and is refused.
  */
 #include <string.h>
 
@@ -31,7 +30,6 @@ typedef struct binding {
 typedef struct flat {
 	binding b[512];
 	int n;
-	const sch_spec *spec;
 	const char *names[1024]; /* every buffer name handed out */
 	int nnames;
 } flat;
@@ -155,28 +153,16 @@ static ts_stmt *flat_stmt(ts_ctx *ctx, ts_stmt *s, void *data)
 
 /* ---- size variables ---------------------------------------------------------- */
 
-static int spec_index(const sch_spec *spec, const ts_expr *v)
-{
-	for (int i = 0; spec && i < spec->n; i++)
-		if (spec->var[i] == v)
-			return i;
-	return -1;
-}
-
-/* The parameter buffer of t: a specialized extent is its value, another
- * size variable stays one (dim_var) over the bound's extent. */
+/* The parameter buffer of t: a size variable stays one (dim_var) over the
+ * bound's extent. */
 static ts_buffer *param_buffer(ts_ctx *ctx, flat *f, const ts_tensor *t)
 {
-	int64_t shape[TS_MAX_DIMS];
-	for (int d = 0; d < t->ndim; d++) {
-		int k = spec_index(f->spec, t->dim_var[d]);
-		shape[d] = k >= 0 ? f->spec->value[k] : t->shape[d];
-	}
 	const char *bname = unique_name(ctx, f, t->name);
-	ts_buffer *b = bname ? ir_buffer_new(ctx, bname, t->dtype, t->ndim, shape, TS_SCOPE_GLOBAL)
+	ts_buffer *b = bname ? ir_buffer_new(ctx, bname, t->dtype, t->ndim, t->shape,
+					     TS_SCOPE_GLOBAL)
 			     : NULL;
 	for (int d = 0; b && d < t->ndim; d++)
-		b->dim_var[d] = spec_index(f->spec, t->dim_var[d]) >= 0 ? NULL : t->dim_var[d];
+		b->dim_var[d] = t->dim_var[d];
 	return b;
 }
 
@@ -219,17 +205,11 @@ static bool unbound_fn(ts_expr *e, void *data)
 	return !u->missing;
 }
 
-/* The body with every specialized variable replaced by its value and the
- * others bound from the sizes parameter, appended to the parameters. */
+/* The body with the size variables bound from the sizes parameter,
+ * appended to the parameters. */
 static ts_stmt *bind_sizes(ts_ctx *ctx, flat *f, ts_func *fn, ts_stmt *body)
 {
-	if (f->spec && f->spec->n) {
-		ts_expr *vals[TS_MAX_SIZE_VARS];
-		for (int i = 0; i < f->spec->n; i++)
-			vals[i] = ts_const(ctx, f->spec->var[i]->dtype, f->spec->value[i]);
-		body = ir_stmt_substitute(ctx, body, f->spec->n, f->spec->var, vals);
-	}
-	if (!body || collect_sizes(ctx, fn) != TS_OK)
+	if (collect_sizes(ctx, fn) != TS_OK)
 		return NULL;
 	unbound u = {fn, NULL};
 	ir_stmt_visit(body, NULL, unbound_fn, &u);
@@ -248,9 +228,14 @@ static ts_stmt *bind_sizes(ts_ctx *ctx, flat *f, ts_func *fn, ts_stmt *body)
 	if (!sb)
 		return NULL;
 	fn->params[fn->nparams++] = sb;
-	for (int k = fn->nsizes - 1; k >= 0 && body; k--) {
-		ts_expr *v = fn->size_vars[k];
-		ts_expr *load = ts_load(ctx, sb, ts_const(ctx, ts_int32, k));
+	return sch_bind_sizes(ctx, fn->nsizes, fn->size_vars, sb, body);
+}
+
+ts_stmt *sch_bind_sizes(ts_ctx *ctx, int n, ts_expr *const *vars, ts_buffer *sizes, ts_stmt *body)
+{
+	for (int k = n - 1; k >= 0 && body; k--) {
+		ts_expr *v = vars[k];
+		ts_expr *load = ts_load(ctx, sizes, ts_const(ctx, ts_int32, k));
 		body = ir_let(ctx, v, ts_dtype_eq(v->dtype, ts_int64) ? load : ts_cast(ctx, v->dtype, load),
 			      body);
 	}
@@ -258,13 +243,12 @@ static ts_stmt *bind_sizes(ts_ctx *ctx, flat *f, ts_func *fn, ts_stmt *body)
 }
 
 ts_func *pass_flatten(ts_ctx *ctx, ts_stmt *body, const char *name, int nargs,
-		      ts_tensor *const *args, const sch_spec *spec)
+		      ts_tensor *const *args)
 {
 	flat *f = ts_alloc(ctx, sizeof(*f));
 	ts_func *fn = ts_alloc(ctx, sizeof(*fn));
 	if (!f || !fn || !body)
 		return NULL;
-	f->spec = spec;
 	fn->name = ts_strdup(ctx, name);
 	fn->ctx = ctx;
 	fn->nparams = nargs;

@@ -299,6 +299,18 @@ static bool is_root(const ts_stage *st, const ts_axis *a)
 	return false;
 }
 
+/* Halide's ShiftInwards, for a factor split of a data axis of run-time
+ * extent d in a stage that is no reduction: the last tile starts at
+ * d - factor (never below 0), overlapping its neighbour, so that every tile
+ * is whole once d >= factor and takes version_guards' unguarded copy.  The
+ * overlap is computed twice, to the same values: the stage is pure and its
+ * buffer is no input's (ts_check_args refuses overlapping outputs). */
+static bool shifts_inward(const ts_stage *st, const sch_relation *r, const ts_expr *d)
+{
+	return d && r->factor && r->parent->kind == TS_ITER_DATA && is_root(st, r->parent) &&
+	       st->body && st->body->kind != IR_REDUCE;
+}
+
 static ts_status derive_values(ops *o, stage_nest *n)
 {
 	ts_ctx *ctx = o->ctx;
@@ -323,9 +335,12 @@ static ts_status derive_values(ops *o, stage_nest *n)
 		}
 		int pp = axis_pos(st, r->parent);
 		int64_t ie = n->ext[axis_pos(st, r->inner)], oe = n->ext[axis_pos(st, r->outer)];
-		ts_expr *v = ts_add(ctx, ts_mul(ctx, n->val[axis_pos(st, r->outer)],
-						extent_expr(o, n, axis_pos(st, r->inner))),
-				    n->val[axis_pos(st, r->inner)]);
+		ts_expr *start = ts_mul(ctx, n->val[axis_pos(st, r->outer)],
+					extent_expr(o, n, axis_pos(st, r->inner)));
+		if (shifts_inward(st, r, n->dyn[pp]))
+			start = ts_max(ctx, iconst(o, 0),
+				       ts_min(ctx, start, ts_sub(ctx, n->dyn[pp], iconst(o, ie))));
+		ts_expr *v = ts_add(ctx, start, n->val[axis_pos(st, r->inner)]);
 		n->val[pp] = v;
 		if (n->dyn[pp]) {
 			/* a run-time extent: a root's own guard (derive_body) says

@@ -15,7 +15,12 @@
  *
  * Full tiles take the first copy, edge tiles the guarded one.  Guards that
  * cannot move as high (a reduction's, under a loop whose extent is known
- * only at run time) are taken at a deeper loop of each copy.  A path through
+ * only at run time) are taken at a deeper loop of each copy.  When the
+ * worst corner is linear in the loop's own variable v (a*v + b < n, a > 0
+ * constant), the loop is split at the first v where it fails instead of
+ * testing every iteration: for v in [min, p) the unguarded body, then for v
+ * in [p, end) the guarded one, p = min(end, max(min, ceil((n - b) / a))),
+ * so the main loop keeps its registers to itself.  A path through
  * the copies splits at most MAX_SPLITS times, so code grows by a bounded
  * factor.  Guards with no size variable are loop_partition's.
  */
@@ -190,7 +195,82 @@ typedef struct walk {
 	int splits; /* along the current path */
 } walk;
 
+/* The first v in the loop where `w` (an atom at its worst corner, v's
+ * loop outside) fails, if w is a*v + b < n or <= n with a > 0 constant;
+ * NULL otherwise. */
+static ts_expr *first_failing(ts_ctx *ctx, ts_expr *w, ts_expr *v)
+{
+	if ((w->kind != IR_LT && w->kind != IR_LE) ||
+	    ir_monotone_diff(w->u.bin.a, w->u.bin.b, v) != IR_MONO_UP)
+		return NULL;
+	ts_expr *zero = ts_const(ctx, v->dtype, 0), *one = ts_const(ctx, v->dtype, 1);
+	ts_expr *diff = ts_sub(ctx, w->u.bin.a, w->u.bin.b);
+	ts_expr *d0 = diff ? ir_simplify(ctx, ir_substitute(ctx, diff, 1, &v, &zero), 0, NULL) : NULL;
+	ts_expr *d1 = diff ? ir_simplify(ctx, ir_substitute(ctx, diff, 1, &v, &one), 0, NULL) : NULL;
+	ts_expr *step = d0 && d1 ? ir_simplify(ctx, ts_sub(ctx, d1, d0), 0, NULL) : NULL;
+	int64_t a, rest;
+	if (!step || !ir_is_const_int(step, &a) || a <= 0)
+		return NULL;
+	/* linear: diff - d0 - a*v is 0 */
+	ts_expr *r = ir_simplify(ctx, ts_sub(ctx, ts_sub(ctx, diff, d0), ts_mul(ctx, v, step)), 0, NULL);
+	if (!r || !ir_is_const_int(r, &rest) || rest != 0)
+		return NULL;
+	/* d0 + a*v < 0  <=>  v < ceil(-d0 / a);  d0 + a*v <= 0  <=>  v < floor(-d0 / a) + 1 */
+	ts_expr *neg = ts_sub(ctx, zero, d0);
+	return w->kind == IR_LT ? ts_floordiv(ctx, ts_add(ctx, neg, ts_const(ctx, v->dtype, a - 1)), step)
+				: ts_add(ctx, ts_floordiv(ctx, neg, step), one);
+}
+
 static ts_stmt *version(ts_ctx *ctx, ts_stmt *s, walk *w);
+
+/* Loop s over [lo, hi) with body b: hi - lo may be 0 or less, so the loop
+ * runs under hi > lo, with an extent that stays positive when the bounds
+ * fold to constants (a specialization's). */
+static ts_stmt *part(ts_ctx *ctx, const ts_stmt *s, ts_expr *lo, ts_expr *hi, ts_stmt *b)
+{
+	ts_expr *ext = ts_max(ctx, ts_sub(ctx, hi, lo), ts_const(ctx, lo->dtype, 1));
+	ts_stmt *loop = ext ? ir_for(ctx, s->u.for_.var, lo, ext, s->u.for_.kind, s->u.for_.thread, b)
+			    : NULL;
+	return loop ? ir_if(ctx, ts_lt(ctx, lo, hi), loop, NULL) : NULL;
+}
+
+/* The loop split at the first iteration some linear guard fails (see the
+ * top); NULL when no guard of its body is of that form, or on failure. */
+static ts_stmt *split_loop(ts_ctx *ctx, ts_stmt *s, walk *w)
+{
+	ts_expr *v = s->u.for_.var;
+	collect *c = w->splits < MAX_SPLITS ? ts_alloc(ctx, sizeof(*c)) : NULL;
+	if (!c)
+		return NULL;
+	c->ctx = ctx;
+	gather(c, s->u.for_.body);
+	ts_expr *p = NULL;
+	int n = 0;
+	for (int i = 0; i < c->natoms; i++) {
+		ts_expr *f = ir_expr_uses_var(c->worst[i], v) ? first_failing(ctx, c->worst[i], v) : NULL;
+		if (!f)
+			continue;
+		p = p ? ts_min(ctx, p, f) : f;
+		c->atom[n] = c->atom[i];
+		c->worst[n++] = c->worst[i];
+	}
+	c->natoms = n;
+	if (!p)
+		return NULL;
+	ts_expr *lo = s->u.for_.min, *end = ts_add(ctx, lo, s->u.for_.extent);
+	p = ir_simplify(ctx, ts_min(ctx, end, ts_max(ctx, lo, p)), 0, NULL);
+	ts_stmt *fast = replace_stmt(ctx, s->u.for_.body, &(rewrite){c, true});
+	ts_stmt *slow = replace_stmt(ctx, s->u.for_.body, &(rewrite){c, false});
+	if (!p || !fast || !slow)
+		return NULL;
+	w->splits++;
+	fast = version(ctx, fast, w);
+	slow = fast ? version(ctx, slow, w) : NULL;
+	w->splits--;
+	ts_stmt *main = slow ? part(ctx, s, lo, p, fast) : NULL;
+	ts_stmt *tail = main ? part(ctx, s, p, end, slow) : NULL;
+	return tail ? ir_seq2(ctx, main, tail) : NULL;
+}
 
 /* s with the body of every loop below it versioned. */
 static ts_stmt *descend(ts_ctx *ctx, ts_stmt *s, void *data)
@@ -201,6 +281,9 @@ static ts_stmt *descend(ts_ctx *ctx, ts_stmt *s, void *data)
 	/* the bodies of vector, unrolled and thread loops stay straight */
 	if (s->u.for_.kind != TS_FOR_SERIAL && s->u.for_.kind != TS_FOR_PARALLEL)
 		return ir_stmt_map_children(ctx, s, descend, NULL, data);
+	ts_stmt *split = split_loop(ctx, s, w);
+	if (split || ts_last_status(ctx) != TS_OK)
+		return split;
 	ts_stmt *body = version(ctx, s->u.for_.body, w);
 	if (!body)
 		return NULL;
