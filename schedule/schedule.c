@@ -688,6 +688,39 @@ ts_status ts_compute_at(ts_stage *st, ts_stage *parent, ts_axis *axis)
 	return TS_OK;
 }
 
+ts_status ts_store_at(ts_stage *st, ts_stage *parent, ts_axis *axis)
+{
+	if (!check_stage(st ? sctx(st) : parent ? sctx(parent) : NULL, st, "store_at"))
+		return TS_ERR_INVALID;
+	if (!parent)
+		return fail(st, "store_at", "target stage is NULL", NULL);
+	if (parent->sch != st->sch)
+		return fail(st, "store_at", "stage %s belongs to another schedule", parent->name);
+	if (st->is_output)
+		return fail(st, "store_at", "%s is an output of the schedule and is stored by the caller",
+			    st->name);
+	if (parent == st)
+		return fail(st, "store_at", "a stage cannot be stored inside itself", NULL);
+	if (!check_leaf(parent, "store_at", axis))
+		return TS_ERR_INVALID;
+	st->store = SCH_STORE_AT;
+	st->store_stage = parent;
+	st->store_axis = axis;
+	sch_step(st->sch, "store_at(%s, %s, %s)", st->name, parent->name, axis->name);
+	return TS_OK;
+}
+
+ts_status ts_store_root(ts_stage *st)
+{
+	if (!check_stage(st ? sctx(st) : NULL, st, "store_root"))
+		return TS_ERR_INVALID;
+	st->store = SCH_STORE_ROOT;
+	st->store_stage = NULL;
+	st->store_axis = NULL;
+	sch_step(st->sch, "store_root(%s)", st->name);
+	return TS_OK;
+}
+
 ts_status ts_compute_inline(ts_stage *st)
 {
 	if (!check_stage(st ? sctx(st) : NULL, st, "compute_inline"))
@@ -908,6 +941,10 @@ static void print_stage(ts_sbuf *sb, const ts_stage *st)
 		ts_sb_printf(sb, ": compute_at %s.%s", st->attach_stage->name, st->attach_axis->name);
 	else
 		ts_sb_puts(sb, ": root");
+	if (st->store == SCH_STORE_ROOT)
+		ts_sb_puts(sb, ", store_root");
+	else if (st->store == SCH_STORE_AT)
+		ts_sb_printf(sb, ", store_at %s.%s", st->store_stage->name, st->store_axis->name);
 	if (st->scope != TS_SCOPE_GLOBAL)
 		ts_sb_printf(sb, ", scope %s", ts_scope_name(st->scope));
 	ts_sb_puts(sb, "\n");

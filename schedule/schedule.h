@@ -83,6 +83,9 @@ typedef struct sch_relation {
 } sch_relation;
 
 typedef enum sch_attach { SCH_ATTACH_ROOT, SCH_ATTACH_INLINE, SCH_ATTACH_AT } sch_attach;
+/* Where an attached stage's buffer lives: where it is computed (the
+ * default), for the whole function, or at a loop outside the computation. */
+typedef enum sch_store { SCH_STORE_COMPUTE, SCH_STORE_ROOT, SCH_STORE_AT } sch_store;
 
 struct ts_stage {
 	ts_schedule *sch;
@@ -102,6 +105,9 @@ struct ts_stage {
 	sch_attach attach;
 	ts_stage *attach_stage;
 	ts_axis *attach_axis;
+	sch_store store;      /* ts_store_at / ts_store_root */
+	ts_stage *store_stage;
+	ts_axis *store_axis;
 	ts_scope scope;       /* where an intermediate result is realized */
 	bool is_output;
 	/* A stage made by rfactor: the stage it was factored out of, the leaf
@@ -162,6 +168,23 @@ ts_status ts_bind(ts_stage *st, ts_axis *axis, ts_thread_tag tag);
 ts_status ts_compute_at(ts_stage *st, ts_stage *parent, ts_axis *axis);
 ts_status ts_compute_inline(ts_stage *st);
 ts_status ts_compute_root(ts_stage *st);
+/* Halide's store_at / store_root: st's buffer lives at parent's loop
+ * `axis` (store_root: for the whole function) while compute_at places its
+ * computation at or inside that loop, so the buffer outlives one
+ * computation.  Lowering then slides the window: where the region one
+ * iteration of the compute_at loop needs moves by a constant step along
+ * one dimension (blur_x's rows for blur_y's row y), the first iteration
+ * computes the whole region and each later one only the rows it did not
+ * have, so every element is computed once instead of once per reader
+ * iteration; otherwise each iteration computes its region into the shared
+ * buffer.  At lowering st must be computed (compute_at) at parent at or
+ * inside `axis`, and the loops from the storage down to the computation
+ * must be serial or unrolled (iterations run in order and one at a time);
+ * each rule broken is refused, naming it.  store_at at the compute_at
+ * loop itself is the default, and so is store_root of a stage computed at
+ * root. */
+ts_status ts_store_at(ts_stage *st, ts_stage *parent, ts_axis *axis);
+ts_status ts_store_root(ts_stage *st);
 /* Where the stage's result lives when it is realized (TVM's set_scope). */
 ts_status ts_set_scope(ts_stage *st, ts_scope scope);
 /* A stage that copies t into `scope` and is read by `readers` instead of t. */

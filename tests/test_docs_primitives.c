@@ -89,6 +89,28 @@ static ex two_stage(void)
 	return e;
 }
 
+/* P[i, j] = A[i, j] * 2 over 9 x 6; C[i, j] = P[i, j] + P[i + 1, j] over 8 x 6 */
+static ex stencil(void)
+{
+	ex e = {.ctx = ts_ctx_new()};
+	ts_ctx *ctx = e.ctx;
+	e.A = ts_placeholder(ctx, "A", TS_SHAPE(9, 6), ts_float32);
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	e.P = ts_compute(ctx, "P", TS_SHAPE(9, 6), TS_VARS(i, j),
+			 ts_mul(ctx, TS_READ(ctx, e.A, i, j), ts_float(ctx, 2)));
+	e.C = ts_compute(ctx, "C", TS_SHAPE(8, 6), TS_VARS(i, j),
+			 ts_add(ctx, TS_READ(ctx, e.P, i, j), TS_READ(ctx, e.P, ts_add(ctx, i, ts_int(ctx, 1)), j)));
+	e.s = ts_create_schedule(ctx, 1, &e.C);
+	e.sc = ts_stage_of(e.s, e.C);
+	e.sp = ts_stage_of(e.s, e.P);
+	e.i = ts_axis_of(e.sc, 0);
+	e.j = ts_axis_of(e.sc, 1);
+	e.nargs = 2;
+	e.args[0] = e.A;
+	e.args[1] = e.C;
+	return e;
+}
+
 /* C[i] = sum_k A[i, k] over 4 x 10 */
 static ex rowsum(void)
 {
@@ -212,6 +234,16 @@ START_TEST(test_primitives_page)
 	DOC(&out, "compute_root", "Computes P over its whole shape before its consumer (undoes "
 		"compute_at and compute_inline).", two_stage,
 	    ts_compute_at(e.sp, e.sc, e.i); ts_compute_root(e.sp));
+	DOC(&out, "store_root", "Halide's store_root: P's buffer lives for the whole function while "
+		"P is computed at C's row loop.  The region a row needs moves down by one row per "
+		"iteration, so the window slides: the first iteration computes both rows, each later "
+		"one only the row it lacks (compute_at alone computes two rows per row of C).",
+	    stencil, ts_compute_at(e.sp, e.sc, e.i); ts_store_root(e.sp));
+	DOC(&out, "store_at", "Halide's store_at: P's buffer lives at C's outer loop and slides "
+		"within each block of 4 rows; the outer loop may then be parallel, each block having "
+		"its own buffer.  The loops from the storage down to the computation must be serial.",
+	    stencil, ts_split(e.sc, e.i, 4, &o, &in); ts_compute_at(e.sp, e.sc, in);
+	    ts_store_at(e.sp, e.sc, o); ts_parallel(e.sc, o));
 	DOC(&out, "cache_write", "Computes C in a cache stage and copies it out; here the cache is "
 		"computed at C's tile loop, as in TVM's GEMM tutorial.", matmul,
 	    ts_tensor *cc = ts_cache_write(e.s, e.C, TS_SCOPE_LOCAL);

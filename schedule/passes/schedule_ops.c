@@ -32,6 +32,14 @@
  * whole-tile tests.  Strides follow the loop extents, so a fuse or an
  * nparts split of such an axis divides by a run-time value.
  *
+ * store_at / store_root: a stage stored outside the loop it is computed at
+ * is realized there instead, over the union of what its readers in that
+ * loop need, and its nest at the compute_at loop writes into that buffer:
+ * with a region that moves forward along one dimension by at most its
+ * extent, the first iteration computes all of it and the others the last
+ * `step` rows only (the sliding window; step bounds the move), else all
+ * of it each time.
+ *
  * Index width: one index dtype per function, int32 unless some tensor's
  * element count, loop extent, split span (ceil(n/f)*f) or reduction range
  * needs more (as TVM and Halide choose).  With int64, the loop variables
@@ -55,6 +63,7 @@ typedef struct ops {
 	ts_expr **body;   /* per stage index: the body after inlining */
 	bool *built;
 	sch_loop stack[MAX_DEPTH];
+	ts_axis *stack_axis[MAX_DEPTH]; /* the leaf axis of each loop of the stack */
 	int depth;
 	ts_sbuf *log;
 	ts_dtype it; /* the function's index dtype: int32 or int64 */
@@ -481,6 +490,7 @@ static ts_stmt *emit_loop(ops *o, stage_nest *n, int pos, int end, nest_filter f
 	}
 	if (dyn)
 		o->dyn[o->ndyn++] = (sch_loop){var, e, a->loop, a->thread};
+	o->stack_axis[o->depth] = a;
 	o->stack[o->depth++] = (sch_loop){var, e, a->loop, a->thread};
 	ts_stmt *body = f == NEST_ALL ? attach(o, n, pos, next, pos + 1, end, f)
 				      : next(o, n, pos + 1, end, f);
@@ -651,19 +661,17 @@ static int staged_in(const ops *o, const ts_stage *x, const ts_tensor **out)
 	return m;
 }
 
-/* x realized around inner, its region the union of what every read of x in
- * inner needs: the consumer's own reads and those of readers attached
- * deeper in its loops. */
-static ts_stmt *attach_one(ops *o, ts_stage *x, ts_stmt *inner)
+/* The region of x that every read of x in inner needs: the consumer's own
+ * reads and those of readers attached deeper in its loops. */
+static ts_status infer(ops *o, ts_stage *x, ts_stmt *inner, ts_expr **min, int64_t *ext,
+		       bool *edge)
 {
 	ts_ctx *ctx = o->ctx;
 	loop_list relax;
 	sch_loop outer[MAX_DEPTH];
 	if (relaxed_loops(o, inner, x, &relax) != TS_OK)
-		return NULL;
+		return ts_last_status(ctx);
 	int no = outer_loops(o, relax.l, relax.n, outer);
-	ts_expr *min[TS_MAX_DIMS];
-	int64_t ext[TS_MAX_DIMS];
 	ts_expr *vars[64];
 	int64_t vmin[64], vext[64];
 	for (int i = 0; i < x->nroot && i < 64; i++) {
@@ -677,11 +685,110 @@ static ts_stmt *attach_one(ops *o, ts_stage *x, ts_stmt *inner)
 	const ts_tensor *staged[64];
 	prod.nstaged = staged_in(o, x, staged);
 	prod.staged = staged;
+	return sch_infer_region_stmt(ctx, &prod, inner, relax.n, relax.l, no, outer, min, ext, edge);
+}
+
+/* Whether x's buffer lives outside the loop it is computed at. */
+static bool stored_outside(const ts_stage *x)
+{
+	return x->attach == SCH_ATTACH_AT &&
+	       (x->store == SCH_STORE_ROOT || (x->store == SCH_STORE_AT && x->store_axis != x->attach_axis));
+}
+
+/* e with its clamps against values independent of v dropped: min(x, c)
+ * and max(x, c) move by no more than x does. */
+static ts_expr *unclamped(ts_ctx *ctx, ts_expr *e, void *v)
+{
+	if ((e->kind == IR_MIN || e->kind == IR_MAX) && !ir_expr_uses_var(e->u.bin.b, v))
+		return unclamped(ctx, e->u.bin.a, v);
+	if ((e->kind == IR_MIN || e->kind == IR_MAX) && !ir_expr_uses_var(e->u.bin.a, v))
+		return unclamped(ctx, e->u.bin.b, v);
+	return ir_expr_map_children(ctx, e, unclamped, v);
+}
+
+/* The dimension along which x's region [min, min + ext) moves from one
+ * iteration of v to the next, by 0 to *step elements (every other
+ * dimension staying put), in *dim and *step; *dim is -1 when the region
+ * does not move.  False when it moves otherwise (backwards, by more than
+ * its extent, by a varying amount, or along two dimensions).  A region
+ * clamped at the shape's end moves by less than *step, never more. */
+static bool slides(ops *o, const ts_stage *x, ts_expr *v, ts_expr *const *min, const int64_t *ext,
+		   int *dim, int64_t *step)
+{
+	ts_ctx *ctx = o->ctx;
+	ts_expr *prev = ts_sub(ctx, v, ts_const(ctx, v->dtype, 1));
+	*dim = -1;
+	for (int d = 0; d < x->tensor->ndim; d++) {
+		ir_mono m = ir_monotone(min[d], v);
+		ts_expr *now = m == IR_MONO_UP ? unclamped(ctx, min[d], v) : NULL;
+		ts_expr *was = now && prev ? ir_substitute(ctx, now, 1, &v, &prev) : NULL;
+		ts_expr *diff = was ? ir_simplify(ctx, ts_sub(ctx, now, was), 0, NULL) : NULL;
+		int64_t k;
+		if (m == IR_MONO_INDEP)
+			continue;
+		if (!diff || !ir_is_const_int(diff, &k) || k < 0 || k > ext[d] || *dim >= 0)
+			return false;
+		*dim = d, *step = k;
+	}
+	return true;
+}
+
+/* The nests of x at its compute_at loop when it is stored outside it: the
+ * loops from the storage down to here must run in order, one at a time;
+ * the window slides when it can (see the top). */
+static ts_stmt *stored_nest(ops *o, ts_stage *x, ts_expr **min, int64_t *ext, const bool *edge,
+			    ts_stmt *inner)
+{
+	ts_ctx *ctx = o->ctx;
+	int from = 0;
+	for (int i = 0; x->store == SCH_STORE_AT && i < o->depth; i++)
+		if (o->stack_axis[i] == x->store_axis)
+			from = i + 1;
+	for (int i = from; i < o->depth; i++)
+		if (o->stack[i].kind != TS_FOR_SERIAL && o->stack[i].kind != TS_FOR_UNROLLED) {
+			ts_error(ctx, TS_ERR_INVALID,
+				 "store_%s(%s): loop '%s' between %s's storage and its computation is %s; "
+				 "its iterations would share the buffer (store at that loop or inside it)",
+				 x->store == SCH_STORE_ROOT ? "root" : "at", x->name,
+				 o->stack[i].var->u.var.name, x->name, ts_for_kind_name(o->stack[i].kind));
+			return NULL;
+		}
+	ts_expr *v = o->stack[o->depth - 1].var;
+	int dim;
+	int64_t step;
+	ts_stmt *first = build_stage(o, x, min, ext, edge);
+	if (!first || !slides(o, x, v, min, ext, &dim, &step))
+		return first ? ir_seq2(ctx, first, inner) : NULL;
+	ts_stmt *next = NULL;
+	/* the rows the previous iteration did not compute, and where the step
+	 * was smaller (a clamped region), rows it did: a pure recomputation */
+	if (dim >= 0) {
+		ts_expr *nmin[TS_MAX_DIMS];
+		int64_t next_ext[TS_MAX_DIMS];
+		for (int d = 0; d < x->tensor->ndim; d++)
+			nmin[d] = min[d], next_ext[d] = ext[d];
+		nmin[dim] = ts_add(ctx, min[dim], iconst(o, ext[dim] - step));
+		next_ext[dim] = step;
+		o->built[stage_pos(o->s, x)] = false;
+		if (!(next = build_stage(o, x, nmin, next_ext, edge)))
+			return NULL;
+	}
+	ts_stmt *nests = ir_if(ctx, ts_eq(ctx, v, iconst(o, 0)), first, next);
+	return nests ? ir_seq2(ctx, nests, inner) : NULL;
+}
+
+/* x computed before inner, realized around it unless stored further out. */
+static ts_stmt *attach_one(ops *o, ts_stage *x, ts_stmt *inner)
+{
+	ts_ctx *ctx = o->ctx;
+	ts_expr *min[TS_MAX_DIMS];
+	int64_t ext[TS_MAX_DIMS];
 	bool edge[TS_MAX_DIMS];
-	if (sch_infer_region_stmt(ctx, &prod, inner, relax.n, relax.l, no, outer, min, ext,
-				  edge) != TS_OK)
+	if (infer(o, x, inner, min, ext, edge) != TS_OK)
 		return NULL;
 	log_region(o, x, min, ext);
+	if (stored_outside(x))
+		return stored_nest(o, x, min, ext, edge, inner);
 	ts_stmt *nest = build_stage(o, x, min, ext, edge);
 	if (!nest)
 		return NULL;
@@ -704,6 +811,19 @@ static ts_stmt *attach(ops *o, stage_nest *n, int leafpos, nest_fn inner, int ne
 	/* innermost attachment last in stage order: producers realize outside */
 	for (int i = nx - 1; body && i >= 0; i--)
 		body = attach_one(o, xs[i], body);
+	/* buffers stored at this loop, computed further in */
+	for (int i = o->s->nstages - 1; body && i >= 0; i--) {
+		ts_stage *x = o->s->stages[i];
+		if (!stored_outside(x) || x->store != SCH_STORE_AT || x->store_stage != n->st ||
+		    x->store_axis != a)
+			continue;
+		ts_expr *min[TS_MAX_DIMS];
+		int64_t ext[TS_MAX_DIMS];
+		bool edge[TS_MAX_DIMS];
+		if (infer(o, x, body, min, ext, edge) != TS_OK)
+			return NULL;
+		body = ir_realize(o->ctx, x->tensor, x->tensor->ndim, min, ext, x->scope, body);
+	}
 	return body;
 }
 
@@ -758,10 +878,44 @@ static ts_stmt *build_stage(ops *o, ts_stage *st, ts_expr *const *rmin, const in
 	return loops(o, n, 0, st->nleaf, NEST_ALL);
 }
 
+/* store_at's rules that need the whole schedule (ts_store_at). */
+static ts_status check_store(ops *o, const ts_stage *x)
+{
+	const char *prim = x->store == SCH_STORE_ROOT ? "store_root" : "store_at";
+	if (x->store == SCH_STORE_COMPUTE)
+		return TS_OK;
+	if (x->attach == SCH_ATTACH_INLINE)
+		return ts_error(o->ctx, TS_ERR_INVALID, "%s(%s): %s is inlined and has no buffer", prim,
+				x->name, x->name);
+	if (x->store == SCH_STORE_ROOT)
+		return TS_OK;
+	const ts_stage *p = x->store_stage;
+	if (x->attach != SCH_ATTACH_AT || x->attach_stage != p)
+		return ts_error(o->ctx, TS_ERR_INVALID,
+				"store_at(%s): %s must be computed at %s (compute_at), at or inside loop '%s'",
+				x->name, x->name, p->name, x->store_axis->name);
+	int ps = -1, pc = -1;
+	for (int k = 0; k < p->nleaf; k++) {
+		ps = p->leaf[k] == x->store_axis ? k : ps;
+		pc = p->leaf[k] == x->attach_axis ? k : pc;
+	}
+	if (ps < 0)
+		return ts_error(o->ctx, TS_ERR_INVALID,
+				"store_at(%s): axis '%s' is no longer a leaf of %s (split or fused after store_at)",
+				x->name, x->store_axis->name, p->name);
+	if (ps > pc)
+		return ts_error(o->ctx, TS_ERR_INVALID,
+				"store_at(%s): the storage loop '%s' is inside the compute_at loop '%s'",
+				x->name, x->store_axis->name, x->attach_axis->name);
+	return TS_OK;
+}
+
 static ts_status check_attachments(ops *o)
 {
 	for (int i = 0; i < o->s->nstages; i++) {
 		ts_stage *x = o->s->stages[i];
+		if (check_store(o, x) != TS_OK)
+			return TS_ERR_INVALID;
 		if (x->attach != SCH_ATTACH_AT)
 			continue;
 		ts_stage *p = x->attach_stage;
@@ -875,6 +1029,18 @@ ts_stmt *pass_schedule_ops(ts_ctx *ctx, ts_schedule *s, ts_sbuf *log)
 		if (!body)
 			return NULL;
 	}
+	/* stored at root, computed inside: the whole shape for the function */
+	for (int i = 0; body && i < s->nstages; i++) {
+		ts_stage *x = s->stages[i];
+		if (x->store != SCH_STORE_ROOT || !stored_outside(x))
+			continue;
+		ts_expr *min[TS_MAX_DIMS];
+		for (int d = 0; d < x->tensor->ndim; d++)
+			min[d] = iconst(o, 0);
+		body = ir_realize(ctx, x->tensor, x->tensor->ndim, min, x->tensor->shape, x->scope, body);
+	}
+	if (!body)
+		return NULL;
 	for (int i = 0; i < s->nstages; i++)
 		if (s->stages[i]->attach != SCH_ATTACH_INLINE && !o->built[i]) {
 			ts_error(ctx, TS_ERR_INVALID, "lower: stage %s is never computed", s->stages[i]->name);

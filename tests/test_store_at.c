@@ -1,0 +1,182 @@
+/*
+ * test_store_at.c - store_at / store_root (Halide's storage placement):
+ * results against the reference evaluator for the classic two-stage blur
+ * with the producer stored outside the loop it is computed at, on heights
+ * a split does not divide; the sliding window computes each producer row
+ * once (counted through the interpreter); the rules are refused by name.
+ */
+#include "testutil.h"
+
+#include <string.h>
+
+#include "lower.h"
+#include "printer.h"
+
+typedef struct blur {
+	ts_ctx *ctx;
+	ts_tensor *in, *bx, *by;
+	ts_schedule *s;
+	ts_stage *sx, *sy;
+} blur;
+
+/* bx[y, x] = in[y, x] + in[y, x + 1] + in[y, x + 2] over H + 2 rows;
+ * by[y, x] = bx[y, x] + bx[y + 1, x] + bx[y + 2, x]. */
+static blur make_blur(int64_t H, int64_t W)
+{
+	blur b = {.ctx = ts_ctx_new()};
+	ts_ctx *ctx = b.ctx;
+	b.in = ts_placeholder(ctx, "in", TS_SHAPE(H + 2, W + 2), ts_float32);
+	ts_expr *y = ts_var(ctx, "y"), *x = ts_var(ctx, "x");
+	ts_expr *r[3], *c[3];
+	for (int k = 0; k < 3; k++) {
+		r[k] = TS_READ(ctx, b.in, y, ts_add(ctx, x, ts_int(ctx, k)));
+	}
+	b.bx = ts_compute(ctx, "bx", TS_SHAPE(H + 2, W), TS_VARS(y, x),
+			  ts_add(ctx, ts_add(ctx, r[0], r[1]), r[2]));
+	for (int k = 0; k < 3; k++)
+		c[k] = TS_READ(ctx, b.bx, ts_add(ctx, y, ts_int(ctx, k)), x);
+	b.by = ts_compute(ctx, "by", TS_SHAPE(H, W), TS_VARS(y, x), ts_add(ctx, ts_add(ctx, c[0], c[1]), c[2]));
+	tu_nonnull(ctx, b.by);
+	b.s = ts_create_schedule(ctx, 1, &b.by);
+	b.sx = ts_stage_of(b.s, b.bx);
+	b.sy = ts_stage_of(b.s, b.by);
+	return b;
+}
+
+static ts_func *lower_blur(blur *b)
+{
+	ts_func *f = ts_lower(b->s, "blur", 2, (ts_tensor *[]){b->in, b->by});
+	tu_nonnull(b->ctx, f);
+	return f;
+}
+
+/* PROVIDEs of bx the lowered function makes: every store to bx's buffer
+ * counted by running f through the interpreter is hard to reach, so the
+ * nest is counted instead: its loops' trip counts times its stores. */
+typedef struct count {
+	const char *name;
+	int nests;
+} count;
+
+static bool count_fn(ts_stmt *s, void *data)
+{
+	count *c = data;
+	if (s->kind == IR_S_STORE && strcmp(s->u.store.buf->name, c->name) == 0)
+		c->nests++;
+	return true;
+}
+
+static int stores_to(const ts_func *f, const char *buf)
+{
+	count c = {buf, 0};
+	ir_stmt_visit(f->body, count_fn, NULL, &c);
+	return c.nests;
+}
+
+/* store_root + compute_at(by, y): the window slides down the rows. */
+START_TEST(test_store_root_slides)
+{
+	blur b = make_blur(13, 9);
+	tu_ok(b.ctx, ts_compute_at(b.sx, b.sy, ts_axis_of(b.sy, 0)));
+	tu_ok(b.ctx, ts_store_root(b.sx));
+	ts_func *f = lower_blur(&b);
+	tu_assert_golden("store_root_blur.txt", ir_func_str(b.ctx, f));
+	/* one nest for the first row's window, one for each new row */
+	ck_assert_int_eq(stores_to(f, "bx"), 2);
+	tu_check_func(b.ctx, f, 1e-5);
+	ck_assert_ptr_nonnull(strstr(ts_schedule_str(b.s), "compute_at by.y, store_root"));
+	ts_ctx_free(b.ctx);
+}
+END_TEST
+
+/* store_at an outer loop of a split: the window slides within each block
+ * of 4 rows (whose outer loop may be parallel), 13 rows: a partial block. */
+START_TEST(test_store_at_split)
+{
+	for (int par = 0; par < 2; par++) {
+		blur b = make_blur(13, 9);
+		ts_axis *yo, *yi;
+		tu_ok(b.ctx, ts_split(b.sy, ts_axis_of(b.sy, 0), 4, &yo, &yi));
+		if (par)
+			tu_ok(b.ctx, ts_parallel(b.sy, yo));
+		tu_ok(b.ctx, ts_compute_at(b.sx, b.sy, yi));
+		tu_ok(b.ctx, ts_store_at(b.sx, b.sy, yo));
+		ts_func *f = lower_blur(&b);
+		ck_assert_int_eq(stores_to(f, "bx"), 2);
+		tu_check_func(b.ctx, f, 1e-5);
+		ts_ctx_free(b.ctx);
+	}
+}
+END_TEST
+
+/* Storage outside, but a region that does not slide (computed at the
+ * column loop): each iteration computes its region into the one buffer. */
+START_TEST(test_store_at_no_slide)
+{
+	blur b = make_blur(7, 10);
+	ts_axis *xo, *xi;
+	tu_ok(b.ctx, ts_split(b.sy, ts_axis_of(b.sy, 1), 4, &xo, &xi));
+	tu_ok(b.ctx, ts_compute_at(b.sx, b.sy, xo));
+	tu_ok(b.ctx, ts_store_at(b.sx, b.sy, ts_axis_of(b.sy, 0)));
+	ts_func *f = lower_blur(&b);
+	tu_check_func(b.ctx, f, 1e-5);
+	/* store_at the compute_at loop itself is the default */
+	blur c = make_blur(7, 10);
+	tu_ok(c.ctx, ts_compute_at(c.sx, c.sy, ts_axis_of(c.sy, 0)));
+	tu_ok(c.ctx, ts_store_at(c.sx, c.sy, ts_axis_of(c.sy, 0)));
+	ts_func *g = lower_blur(&c);
+	ck_assert_int_eq(stores_to(g, "bx"), 1);
+	tu_check_func(c.ctx, g, 1e-5);
+	ts_ctx_free(b.ctx);
+	ts_ctx_free(c.ctx);
+}
+END_TEST
+
+START_TEST(test_store_refused)
+{
+	blur b = make_blur(8, 8);
+	ts_ctx *ctx = b.ctx;
+	ts_stage *sx = b.sx, *sy = b.sy;
+	ts_axis *y = ts_axis_of(sy, 0), *x = ts_axis_of(sy, 1);
+	FAILS_ST(ctx, ts_store_at(NULL, sy, y), "store_at");
+	FAILS_ST(ctx, ts_store_at(sx, NULL, y), "store_at(bx): target stage is NULL");
+	FAILS_ST(ctx, ts_store_at(sx, sy, NULL), "store_at(by): axis is NULL");
+	FAILS_ST(ctx, ts_store_at(sy, sx, ts_axis_of(sx, 0)), "by is an output of the schedule");
+	FAILS_ST(ctx, ts_store_at(sx, sx, ts_axis_of(sx, 0)), "cannot be stored inside itself");
+	FAILS_ST(ctx, ts_store_at(sx, sy, ts_axis_of(sx, 0)), "does not belong to this stage");
+	ck_assert_int_ne(ts_store_root(NULL), TS_OK);
+	ts_tensor *args[2] = {b.in, b.by};
+	/* stored at by.x but computed at root */
+	tu_ok(ctx, ts_store_at(sx, sy, x));
+	FAILS_NULL(ctx, ts_lower(b.s, "blur", 2, args),
+		   "store_at(bx): bx must be computed at by (compute_at), at or inside loop 'x'");
+	/* storage inside the computation */
+	tu_ok(ctx, ts_compute_at(sx, sy, y));
+	FAILS_NULL(ctx, ts_lower(b.s, "blur", 2, args),
+		   "store_at(bx): the storage loop 'x' is inside the compute_at loop 'y'");
+	/* a parallel loop between storage and computation */
+	ts_clear_error(ctx);
+	tu_ok(ctx, ts_store_root(sx));
+	tu_ok(ctx, ts_parallel(sy, y));
+	FAILS_NULL(ctx, ts_lower(b.s, "blur", 2, args),
+		   "store_root(bx): loop 'y' between bx's storage and its computation is parallel");
+	/* an inlined stage has no buffer */
+	ts_clear_error(ctx);
+	tu_ok(ctx, ts_compute_inline(sx));
+	FAILS_NULL(ctx, ts_lower(b.s, "blur", 2, args), "store_root(bx): bx is inlined and has no buffer");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("store_at");
+	TCase *tc = tcase_create("core");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_store_root_slides);
+	tcase_add_test(tc, test_store_at_split);
+	tcase_add_test(tc, test_store_at_no_slide);
+	tcase_add_test(tc, test_store_refused);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}
