@@ -8,7 +8,9 @@
  * Inlining blur_x recomputes each of its points three times; computing it
  * at root computes each once but streams the whole intermediate image
  * through memory; computing it at a row or a tile of blur_y trades a few
- * recomputed rows for an intermediate that stays in cache.  Each step
+ * recomputed rows for an intermediate that stays in cache; storing it at
+ * a block of rows while computing it per row (store_at, Halide's sliding
+ * window) computes each row once and keeps a block's rows.  Each step
  * prints the region of blur_x one iteration of its loop computes (bound
  * inference, ts_schedule_bounds_str) and how many blur_x points the whole
  * run computes, counted from the loop IR.  The tile step also prints the
@@ -99,6 +101,23 @@ static ts_status at_row(tut_graph *g)
 	return rc == TS_OK ? vector_rows(g, sx, NULL) : rc;
 }
 
+/* blur_y in blocks of TILE_ROWS rows (in parallel), blur_x stored at the
+ * block and computed per row: the window slides down the block. */
+static ts_status sliding(tut_graph *g)
+{
+	ts_stage *sx = SX(g), *sy = SY(g);
+	ts_axis *yo, *yi;
+	g->parallel = true;
+	ts_status rc = ts_split(sy, ts_axis_of(sy, 0), TILE_ROWS, &yo, &yi);
+	if (rc == TS_OK)
+		rc = vector_rows(g, sy, yo);
+	if (rc == TS_OK)
+		rc = ts_compute_at(sx, sy, yi);
+	if (rc == TS_OK)
+		rc = ts_store_at(sx, sy, yo);
+	return rc == TS_OK ? vector_rows(g, sx, NULL) : rc;
+}
+
 /* Prints the nest as it stands after one call of the tile step. */
 static void show(tut_graph *g, const char *call)
 {
@@ -134,29 +153,58 @@ static ts_status at_tile(tut_graph *g)
 	return TS_OK;
 }
 
+/* The loops around the statement being counted. */
+typedef struct trip_loops {
+	const ts_expr *var[64];
+	int64_t ext[64];
+	int n;
+} trip_loops;
+
+/* The extent of the enclosing loop over v when cond is `v == 0` (the
+ * first iteration of a sliding window), else 0. */
+static int64_t first_of(const trip_loops *l, const ts_expr *cond)
+{
+	int64_t z;
+	if (cond->kind != IR_EQ || !ir_is_const_int(cond->u.bin.b, &z) || z != 0)
+		return 0;
+	for (int i = 0; i < l->n; i++)
+		if (l->var[i] == cond->u.bin.a)
+			return l->ext[i];
+	return 0;
+}
+
 /* Trip counts of the stores to the buffer `name` under s, each store
  * counted once per iteration of the loops around it (both branches of an
- * if: an upper bound where a tail is guarded). */
-static int64_t stores_to(const ts_stmt *s, const char *name, int64_t trips)
+ * if: an upper bound where a tail is guarded; a sliding window's first
+ * iteration once per run of its loop). */
+static int64_t stores_to(const ts_stmt *s, const char *name, int64_t trips, trip_loops *l)
 {
 	int64_t n = 0, ext;
 	switch (s ? s->kind : IR_S_EVALUATE) {
 	case IR_S_FOR:
 		if (!ir_is_const_int(s->u.for_.extent, &ext))
 			ext = 1;
-		return stores_to(s->u.for_.body, name, trips * ext);
+		if (l->n < 64)
+			l->var[l->n] = s->u.for_.var, l->ext[l->n++] = ext;
+		n = stores_to(s->u.for_.body, name, trips * ext, l);
+		l->n--;
+		return n;
 	case IR_S_STORE:
 		return strcmp(s->u.store.buf->name, name) == 0 ? trips * s->u.store.value->dtype.lanes : 0;
 	case IR_S_ALLOCATE:
-		return stores_to(s->u.alloc.body, name, trips);
+		return stores_to(s->u.alloc.body, name, trips, l);
 	case IR_S_IF:
-		return stores_to(s->u.if_.then_s, name, trips) + stores_to(s->u.if_.else_s, name, trips);
+		ext = first_of(l, s->u.if_.cond);
+		if (ext > 0)
+			return stores_to(s->u.if_.then_s, name, trips / ext, l) +
+			       stores_to(s->u.if_.else_s, name, trips - trips / ext, l);
+		return stores_to(s->u.if_.then_s, name, trips, l) + stores_to(s->u.if_.else_s, name, trips, l);
 	case IR_S_SEQ:
 		for (int i = 0; i < s->u.seq.n; i++)
-			n += stores_to(s->u.seq.s[i], name, trips);
+			n += stores_to(s->u.seq.s[i], name, trips, l);
 		return n;
 	case IR_S_LET:
-		return stores_to(s->u.let.body, name, trips);
+		return stores_to(s->u.let.body, name, trips, l);
 	default:
 		return 0;
 	}
@@ -172,7 +220,8 @@ static void print_region(tut_graph *g)
 
 static void explain(tut_graph *g, const ts_func *f)
 {
-	int64_t n = g->n, image = n * n, pts = stores_to(f->body, "blur_x", 1);
+	trip_loops loops = {.n = 0};
+	int64_t n = g->n, image = n * n, pts = stores_to(f->body, "blur_x", 1, &loops);
 	printf("\nblur_x region (bound inference: per iteration of the loop it is computed at):\n");
 	if (pts == 0) {
 		printf("  inlined: each blur_y point computes the 3 blur_x points it reads\n");
@@ -232,6 +281,17 @@ static const tut_step steps[] = {
 	 "ts_compute_at(sx, sy, t);\n"
 	 "ts_split(sx, ts_axis_of(sx, 1), lanes, &xio, &xii);\nts_vectorize(sx, xii);",
 	 at_tile},
+	{"sliding window", "blur_y in blocks of 32 rows on the cores; blur_x stored at the block "
+			   "(store_at) and computed per row: the first row of a block computes 3 rows, "
+			   "each later row only the one it lacks.",
+	 "ts_axis *yo, *yi, *xo, *xi;\n"
+	 "ts_split(sy, ts_axis_of(sy, 0), 32, &yo, &yi);\n"
+	 "ts_split_tail(sy, ts_axis_of(sy, 1), lanes, TS_TAIL_PARTITION, &xo, &xi);\n"
+	 "ts_vectorize(sy, xi);\nts_parallel(sy, yo);\n"
+	 "ts_compute_at(sx, sy, yi);\nts_store_at(sx, sy, yo);\n"
+	 "ts_split_tail(sx, ts_axis_of(sx, 1), lanes, TS_TAIL_PARTITION, &xo, &xi);\n"
+	 "ts_vectorize(sx, xi);",
+	 sliding},
 };
 
 static const int nsteps = (int)TS_COUNT_OF(steps);
