@@ -82,7 +82,7 @@ if have "$tutorial"; then
 	expect "--threads: 100000 is out of range (1 to 1024)" "$t" gemm --threads 100000
 	expect "--lines: -1 is out of range (0 to" "$t" gemm --lines -1
 	expect "unknown option '--golden=1'" "$t" gemm --golden=1
-	expect "--step: 5 is not a step of blur; the steps are 0 to 4" "$t" blur --step 5
+	expect "--step: 6 is not a step of blur; the steps are 0 to 5" "$t" blur --step 6
 	expect "--size: 0 is out of range (1 to" "$t" blur --size 0
 	expect "--size: 99999999 is out of range (1 to" "$t" blur --size 99999999
 	expect "--step: 5 is not a step of softmax; the steps are 0 to 4" "$t" softmax --step 5
