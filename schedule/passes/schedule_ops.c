@@ -313,7 +313,10 @@ static bool is_root(const ts_stage *st, const ts_axis *a)
  * d - factor (never below 0), overlapping its neighbour, so that every tile
  * is whole once d >= factor and takes version_guards' unguarded copy.  The
  * overlap is computed twice, to the same values: the stage is pure and its
- * buffer is no input's (ts_check_args refuses overlapping outputs). */
+ * buffer is no input's (ts_check_args refuses overlapping outputs).  When
+ * the two tiles fall to different threads of a parallel loop, both store
+ * the same values to those elements, as Halide's kernels do; guarding the
+ * edge tiles instead costs 1.4x on a 1000^3 GEMM (masked scalar code). */
 static bool shifts_inward(const ts_stage *st, const sch_relation *r, const ts_expr *d)
 {
 	return d && r->factor && r->parent->kind == TS_ITER_DATA && is_root(st, r->parent) &&
