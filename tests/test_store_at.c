@@ -132,6 +132,37 @@ START_TEST(test_store_at_no_slide)
 }
 END_TEST
 
+/* A stage computed inside the stored one is built again with the sliding
+ * window's second nest: R at P's row, P stored at root and computed at
+ * C's row (C[y] = P[y] + P[y + 1], P[y] = R[y] + R[y + 1]). */
+START_TEST(test_store_root_chain)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(12, 5), ts_float32);
+	ts_expr *y = ts_var(ctx, "y"), *x = ts_var(ctx, "x"), *one = ts_int(ctx, 1);
+	ts_tensor *R = ts_compute(ctx, "R", TS_SHAPE(12, 5), TS_VARS(y, x),
+				  ts_mul(ctx, TS_READ(ctx, A, y, x), ts_float(ctx, 3)));
+	ts_tensor *P = ts_compute(ctx, "P", TS_SHAPE(11, 5), TS_VARS(y, x),
+				  ts_add(ctx, TS_READ(ctx, R, y, x), TS_READ(ctx, R, ts_add(ctx, y, one), x)));
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(10, 5), TS_VARS(y, x),
+				  ts_add(ctx, TS_READ(ctx, P, y, x), TS_READ(ctx, P, ts_add(ctx, y, one), x)));
+	for (int v = 0; v < 4; v++) {
+		ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+		ts_stage *sr = ts_stage_of(s, R), *sp = ts_stage_of(s, P), *sc = ts_stage_of(s, C);
+		tu_ok(ctx, ts_compute_at(sr, sp, ts_axis_of(sp, 0)));
+		tu_ok(ctx, ts_compute_at(sp, sc, ts_axis_of(sc, 0)));
+		if (v & 1)
+			tu_ok(ctx, ts_store_root(sp));
+		if (v & 2)
+			tu_ok(ctx, ts_store_root(sr));
+		ts_func *f = ts_lower(s, "chain", 2, (ts_tensor *[]){A, C});
+		tu_nonnull(ctx, f);
+		tu_check_func(ctx, f, 1e-5);
+	}
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_store_refused)
 {
 	blur b = make_blur(8, 8);
@@ -176,6 +207,7 @@ int main(void)
 	tcase_add_test(tc, test_store_root_slides);
 	tcase_add_test(tc, test_store_at_split);
 	tcase_add_test(tc, test_store_at_no_slide);
+	tcase_add_test(tc, test_store_root_chain);
 	tcase_add_test(tc, test_store_refused);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);

@@ -753,7 +753,10 @@ static ts_stmt *stored_nest(ops *o, ts_stage *x, ts_expr **min, int64_t *ext, co
 				 "store_%s(%s): loop '%s' between %s's storage and its computation is %s; "
 				 "its iterations would share the buffer (store at that loop or inside it)",
 				 x->store == SCH_STORE_ROOT ? "root" : "at", x->name,
-				 o->stack[i].var->u.var.name, x->name, ts_for_kind_name(o->stack[i].kind));
+				 o->stack[i].var->u.var.name, x->name,
+				 o->stack[i].kind == TS_FOR_THREAD
+					 ? ts_sprintf(ctx, "bound to %s", ts_thread_tag_name(o->stack[i].thread))
+					 : ts_for_kind_name(o->stack[i].kind));
 			return NULL;
 		}
 	ts_expr *v = o->stack[o->depth - 1].var;
@@ -772,8 +775,16 @@ static ts_stmt *stored_nest(ops *o, ts_stage *x, ts_expr **min, int64_t *ext, co
 			nmin[d] = min[d], next_ext[d] = ext[d];
 		nmin[dim] = ts_add(ctx, min[dim], iconst(o, ext[dim] - step));
 		next_ext[dim] = step;
-		o->built[stage_pos(o->s, x)] = false;
-		if (!(next = build_stage(o, x, nmin, next_ext, edge)))
+		/* x is built again, and so are the stages computed inside it;
+		 * bounds_str shows the first nest's loops */
+		for (int i = 0; i < o->s->nstages; i++)
+			if (inside(o->s, o->s->stages[i], x, 0))
+				o->built[i] = false;
+		ts_sbuf *saved = o->log;
+		o->log = NULL;
+		next = build_stage(o, x, nmin, next_ext, edge);
+		o->log = saved;
+		if (!next)
 			return NULL;
 	}
 	ts_stmt *nests = ir_if(ctx, ts_eq(ctx, v, iconst(o, 0)), first, next);
@@ -855,6 +866,24 @@ static void guard_edges(ops *o, stage_nest *n, const bool *edge)
 	}
 }
 
+/* A leaf with a run-time extent whose loop keeps the bound's constant
+ * extent (vector, unrolled, thread loops: emit_loop) runs past the run-time
+ * one, where its value would overlap the next outer iteration's (an
+ * nparts split's inner part) or leave the shape (a fused loop): those
+ * iterations do nothing. */
+static void guard_constant_loops(ops *o, stage_nest *n)
+{
+	ts_stage *st = n->st;
+	for (int i = 0; i < st->nleaf && n->nguard < 64; i++) {
+		ts_axis *a = st->leaf[i];
+		int pos = axis_pos(st, a);
+		if (!n->dyn[pos] || a->loop == TS_FOR_SERIAL || a->loop == TS_FOR_PARALLEL)
+			continue;
+		n->guard_reduce[n->nguard] = a->kind == TS_ITER_REDUCE;
+		n->guard[n->nguard++] = cond(o, ts_lt(o->ctx, n->var[pos], n->dyn[pos]), true);
+	}
+}
+
 static ts_stmt *build_stage(ops *o, ts_stage *st, ts_expr *const *rmin, const int64_t *rext,
 			    const bool *edge)
 {
@@ -876,6 +905,7 @@ static ts_stmt *build_stage(ops *o, ts_stage *st, ts_expr *const *rmin, const in
 		return NULL;
 	log_loops(o, n);
 	guard_edges(o, n, edge);
+	guard_constant_loops(o, n);
 	if (n->value->kind == IR_REDUCE)
 		return prefix(o, n, 0, first_reduce_leaf(st), NEST_ALL);
 	return loops(o, n, 0, st->nleaf, NEST_ALL);
