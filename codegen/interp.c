@@ -722,6 +722,23 @@ static ts_status check_bindings(ts_ctx *ctx, const char *what, int nbuf,
 	return TS_OK;
 }
 
+/* The size variables' values (the last parameter, ts_func.nsizes) within
+ * 1..their bounds: past them the function's indices leave its analyses. */
+static ts_status check_sizes(ts_ctx *ctx, const ts_func *f, void *const *args)
+{
+	if (f->nsizes <= 0)
+		return TS_OK;
+	if (!f->size_vars || !f->size_max || f->nparams < 1 || f->nsizes > TS_MAX_SIZE_VARS)
+		return ts_error(ctx, TS_ERR_INVALID, "interp: %s: malformed size variables", f->name);
+	const int64_t *v = args[f->nparams - 1];
+	for (int k = 0; k < f->nsizes; k++)
+		if (v[k] < 1 || v[k] > f->size_max[k])
+			return ts_error(ctx, TS_ERR_INVALID,
+					"interp: %s: size variable %s = %lld is outside 1..%lld", f->name,
+					f->size_vars[k]->u.var.name, (long long)v[k], (long long)f->size_max[k]);
+	return TS_OK;
+}
+
 ts_status cg_interp_run(ts_ctx *ctx, const ts_func *f, void *const *args)
 {
 	if (!ctx)
@@ -738,6 +755,7 @@ ts_status cg_interp_run(ts_ctx *ctx, const ts_func *f, void *const *args)
 		return ts_error(ctx, TS_ERR_INVALID, "interp: %s: args is NULL for %d parameter(s)",
 				name, f->nparams);
 	TRY(check_bindings(ctx, name, f->nparams, f->params, args));
+	TRY(check_sizes(ctx, f, args));
 	return run(ctx, f->body, f->nparams, f->params, args);
 }
 

@@ -44,7 +44,10 @@ extern "C" {
 #define CG_INTERP_MAX_LANES 64
 
 /* Runs f with args[i] the data of f->params[i]: dense row-major host memory
- * of the parameter's dtype holding its `size` elements.  Returns TS_OK, or an
+ * of the parameter's dtype holding its `size` elements; for a function
+ * with size variables, the last holds their nsizes values (each 1..its
+ * bound, checked) and the others the elements of those extents (the
+ * interpreter checks accesses against the bounds' sizes only).  Returns TS_OK, or an
  * error recorded in ctx: TS_ERR_INVALID for a NULL function or argument, an
  * out-of-bounds access ("interp: store to C out of bounds: index 64, size
  * 64"), an unbound variable or buffer, or too many lanes; TS_ERR_NOMEM if

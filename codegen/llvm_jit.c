@@ -263,9 +263,20 @@ static void make_header(ts_ctx *ctx, cg_llvm_module *m, const ts_func *f)
 		const char *name = cg_c_ident(ctx, b->name);
 		ts_sb_printf(sb, " *   args[%d]: %s %s[", i, name ? name : "?",
 			     ts_dtype_str(b->dtype, t));
-		for (int d = 0; d < b->ndim; d++)
-			ts_sb_printf(sb, "%s%lld", d ? ", " : "", (long long)b->shape[d]);
+		for (int d = 0; d < b->ndim; d++) {
+			const char *v = b->dim_var[d] ? cg_c_ident(ctx, b->dim_var[d]->u.var.name) : NULL;
+			if (v)
+				ts_sb_printf(sb, "%s%s", d ? ", " : "", v);
+			else
+				ts_sb_printf(sb, "%s%lld", d ? ", " : "", (long long)b->shape[d]);
+		}
 		ts_sb_puts(sb, "]\n");
+	}
+	/* symbolic extents: named above, their values in the last buffer */
+	for (int k = 0; k < f->nsizes; k++) {
+		const char *v = cg_c_ident(ctx, f->size_vars[k]->u.var.name);
+		ts_sb_printf(sb, " *   %s = args[%d][%d] (int64), 1 to %lld\n", v ? v : "?",
+			     f->nparams - 1, k, (long long)f->size_max[k]);
 	}
 	ts_sb_puts(sb, " * It returns 0.  Link with libtessera (parallel loops) and libm.\n */\n");
 	ts_sb_printf(sb, "#ifndef TS_GENERATED_%s_H\n#define TS_GENERATED_%s_H\n\n", m->name, m->name);

@@ -231,7 +231,8 @@ typedef struct pool {
 
 static bool pool_check(ts_ctx *ctx, const char *op, ts_tensor *X, pool *p)
 {
-	if (!fe_check_inputs(ctx, op, 1, &X) || !fe_check_ndim(ctx, op, X, 4))
+	if (!fe_check_inputs(ctx, op, 1, &X) || !fe_check_ndim(ctx, op, X, 4) ||
+	    !fe_check_constant(ctx, op, X))
 		return false;
 	static const char *const dims[2] = {"height", "width"};
 	for (int d = 0; d < 2; d++) {

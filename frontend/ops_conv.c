@@ -56,7 +56,8 @@ static bool conv_inputs(ts_ctx *ctx, const char *op, ts_tensor *X, ts_tensor *W,
 {
 	return fe_check_inputs(ctx, op, 2, (ts_tensor *[]){X, W}) &&
 	       fe_check_ndim(ctx, op, X, wdims == 6 ? 5 : 4) && fe_check_ndim(ctx, op, W, wdims) &&
-	       fe_check_same_dtype(ctx, op, X, W);
+	       fe_check_same_dtype(ctx, op, X, W) && fe_check_constant(ctx, op, X) &&
+	       fe_check_constant(ctx, op, W);
 }
 
 /* The input channel read by output channel o at reduction channel rc. */
@@ -179,6 +180,7 @@ ts_tensor *ts_op_layout_nchw_to_nchwc(ts_ctx *ctx, ts_tensor *X, int c_block)
 {
 	const char *op = "layout_nchw_to_nchwc";
 	if (!fe_check_inputs(ctx, op, 1, &X) || !fe_check_ndim(ctx, op, X, 4) ||
+	    !fe_check_constant(ctx, op, X) ||
 	    !check_block(ctx, op, X, "input", X->shape[1], c_block))
 		return NULL;
 	static const char *const names[] = {"n", "co", "h", "w", "ci"};
@@ -194,7 +196,8 @@ ts_tensor *ts_op_layout_nchw_to_nchwc(ts_ctx *ctx, ts_tensor *X, int c_block)
 ts_tensor *ts_op_layout_nchwc_to_nchw(ts_ctx *ctx, ts_tensor *Xc)
 {
 	const char *op = "layout_nchwc_to_nchw";
-	if (!fe_check_inputs(ctx, op, 1, &Xc) || !fe_check_ndim(ctx, op, Xc, 5))
+	if (!fe_check_inputs(ctx, op, 1, &Xc) || !fe_check_ndim(ctx, op, Xc, 5) ||
+	    !fe_check_constant(ctx, op, Xc))
 		return NULL;
 	static const char *const names[] = {"n", "c", "h", "w"};
 	ts_expr *v[4];
@@ -212,6 +215,7 @@ ts_tensor *ts_op_weight_oihw_to_blocked(ts_ctx *ctx, ts_tensor *W, int i_block, 
 {
 	const char *op = "weight_oihw_to_blocked";
 	if (!fe_check_inputs(ctx, op, 1, &W) || !fe_check_ndim(ctx, op, W, 4) ||
+	    !fe_check_constant(ctx, op, W) ||
 	    !check_block(ctx, op, W, "input", W->shape[1], i_block) ||
 	    !check_block(ctx, op, W, "output", W->shape[0], o_block))
 		return NULL;

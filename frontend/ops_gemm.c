@@ -14,7 +14,8 @@
 
 ts_tensor *ts_op_matmul_packed(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, int64_t nr)
 {
-	if (!fe_check_inputs(ctx, "matmul_packed", 2, (ts_tensor *[]){A, B}))
+	if (!fe_check_inputs(ctx, "matmul_packed", 2, (ts_tensor *[]){A, B}) ||
+	    !fe_check_constant(ctx, "matmul_packed", A) || !fe_check_constant(ctx, "matmul_packed", B))
 		return NULL;
 	/* nr is an int32 constant in the index arithmetic */
 	if (A->ndim != 2 || B->ndim != 2 || A->shape[1] != B->shape[0] || nr <= 0 ||

@@ -35,6 +35,19 @@ const char *fe_dim_str(ts_ctx *ctx, const ts_tensor *t, int d)
 	return s ? s : "?";
 }
 
+bool fe_check_constant(ts_ctx *ctx, const char *op, const ts_tensor *t)
+{
+	for (int d = 0; d < t->ndim; d++)
+		if (t->dim_var[d]) {
+			ts_error(ctx, TS_ERR_INVALID,
+				 "%s: %s has the symbolic extent %s; %s needs constant extents (symbolic "
+				 "shapes: matmul, batch_matmul, dense, elementwise operators, bias_add, "
+				 "softmax)", op, fe_shape_str(ctx, t), t->dim_var[d]->u.var.name, op);
+			return false;
+		}
+	return true;
+}
+
 bool fe_check_inputs(ts_ctx *ctx, const char *op, int n, ts_tensor *const *ts)
 {
 	if (!ctx)
@@ -176,6 +189,12 @@ static bool check_pads(ts_ctx *ctx, const ts_tensor *X, const int64_t *pb, const
 		return false;
 	}
 	for (int d = 0; d < X->ndim; d++) {
+		if (X->dim_var[d] && (pb[d] || pa[d])) {
+			ts_error(ctx, TS_ERR_INVALID,
+				 "pad: %s: dimension %d has the symbolic extent %s; a padded dimension "
+				 "needs a constant extent", fe_shape_str(ctx, X), d, X->dim_var[d]->u.var.name);
+			return false;
+		}
 		if (pb[d] < 0 || pa[d] < 0) {
 			ts_error(ctx, TS_ERR_INVALID, "pad: %s: padding (%lld, %lld) of dimension %d is negative",
 				 fe_shape_str(ctx, X), (long long)pb[d], (long long)pa[d], d);
@@ -203,7 +222,9 @@ ts_tensor *ts_op_pad(ts_ctx *ctx, ts_tensor *X, const int64_t *pad_before,
 	if (!fe_vars(ctx, X->ndim, NULL, v))
 		return NULL;
 	for (int d = 0; d < X->ndim; d++) {
-		shape[d] = X->shape[d] + pad_before[d] + pad_after[d];
+		/* an unpadded dimension keeps its extent, symbolic or not */
+		shape[d] = pad_before[d] || pad_after[d] ? X->shape[d] + pad_before[d] + pad_after[d]
+							 : ts_tensor_dim(X, d);
 		ix[d] = pad_index(ctx, v[d], pad_before[d], pad_after[d], X->shape[d], &cond);
 	}
 	ts_expr *body = fe_read(ctx, X, ix);

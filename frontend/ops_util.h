@@ -17,6 +17,12 @@ void fe_dims(const ts_tensor *t, int64_t *out);
 /* Extent d of t for a message: its size variable's name or the number. */
 const char *fe_dim_str(ts_ctx *ctx, const ts_tensor *t, int d);
 
+/* Refuses a t with a size-variable extent (te.h ts_size_var): operators
+ * whose output extents are arithmetic on their inputs' (windows, padding,
+ * layouts, packing) need constants.
+ *   conv2d_nchw: X[n, 3, 8, 8] has the symbolic extent n; conv2d_nchw needs constant extents */
+bool fe_check_constant(ts_ctx *ctx, const char *op, const ts_tensor *t);
+
 /* Each false return has recorded an error starting with "<op>: ". */
 bool fe_check_inputs(ts_ctx *ctx, const char *op, int n, ts_tensor *const *ts);
 bool fe_check_ndim(ts_ctx *ctx, const char *op, const ts_tensor *t, int ndim);

@@ -30,7 +30,7 @@ static bool check_name(ts_ctx *ctx, const char *what, const char *name)
 
 int ts_is_size_var(int64_t v)
 {
-	return v >= TS_SIZE_VAR_BASE && v < TS_SIZE_VAR_BASE + TS_MAX_SIZE_VARS;
+	return v >= TS_SIZE_VAR_BASE && v < TS_SIZE_VAR_BASE + TS_SIZE_VAR_SPAN;
 }
 
 int64_t ts_size_var(ts_ctx *ctx, const char *name, int64_t max)
@@ -44,19 +44,19 @@ int64_t ts_size_var(ts_ctx *ctx, const char *name, int64_t max)
 	}
 	ts_expr *v = ts_var_typed(ctx, name, max > INT32_MAX ? ts_int64 : ts_int32);
 	int i = v ? ts_ctx_add_size_var(ctx, v, max) : -1;
-	return i < 0 ? 0 : TS_SIZE_VAR_BASE + i;
+	return i < 0 ? 0 : ts_ctx_size_handle(ctx, i);
 }
 
 /* The variable and bound of a handle of ctx, or NULL with an error. */
 static ts_expr *size_var_of(ts_ctx *ctx, const char *what, const char *name, int64_t h,
 			    int64_t *max)
 {
-	ts_expr *v = ts_is_size_var(h) ? ts_ctx_size_var(ctx, (int)(h - TS_SIZE_VAR_BASE), max)
-				       : NULL;
+	int i = ts_ctx_size_handle_index(ctx, h);
+	ts_expr *v = i >= 0 ? ts_ctx_size_var(ctx, i, max) : NULL;
 	if (!v)
-		ts_error(ctx, TS_ERR_INVALID,
-			 "%s %s: extent %lld is neither positive nor a size variable of this context",
-			 what, name, (long long)h);
+		ts_error(ctx, TS_ERR_INVALID, "%s %s: extent %lld is %s", what, name, (long long)h,
+			 ts_is_size_var(h) ? "a size variable of another context (or arithmetic on one)"
+					   : "neither positive nor a size variable");
 	return v;
 }
 
@@ -76,7 +76,7 @@ int64_t ts_tensor_dim(const ts_tensor *t, int d)
 	if (t->dim_var[d] && t->ctx) {
 		int i = ts_ctx_size_var_index(t->ctx, t->dim_var[d]);
 		if (i >= 0)
-			return TS_SIZE_VAR_BASE + i;
+			return ts_ctx_size_handle(t->ctx, i);
 	}
 	return t->shape[d];
 }

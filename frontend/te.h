@@ -51,7 +51,6 @@ ts_tensor *ts_placeholder(ts_ctx *ctx, const char *name, int ndim, const int64_t
  * their tiles guarded at the edge; ts_lower_specialize compiles a twin with
  * constant extents.  CPU targets only: a CUDA build refuses a function with
  * size variables. */
-#define TS_SIZE_VAR_BASE (-(INT64_C(1) << 62))
 int64_t ts_size_var(ts_ctx *ctx, const char *name, int64_t max);
 /* Whether v is a size-variable handle (of some context). */
 int ts_is_size_var(int64_t v);

@@ -52,6 +52,7 @@ struct ts_ctx {
 	struct ts_expr *size_var[TS_MAX_SIZE_VARS];
 	int64_t size_max[TS_MAX_SIZE_VARS];
 	atomic_int nsize_vars;
+	int size_tag; /* in every size-variable handle of this context */
 };
 
 /* What a NULL context reports: every call on one is an error, not a crash. */
@@ -67,6 +68,8 @@ ts_ctx *ts_ctx_new(void)
 		return NULL;
 	}
 	atomic_init(&ctx->refs, 1);
+	static atomic_int next_tag;
+	ctx->size_tag = (atomic_fetch_add(&next_tag, 1) + 1) & (int)(TS_SIZE_VAR_SPAN / TS_MAX_SIZE_VARS - 1);
 	const char *env = getenv("TESSERA_PRINT_PASSES");
 	atomic_init(&ctx->print_passes, env && env[0] && strcmp(env, "0") != 0);
 	env = getenv("TESSERA_PRINT_STEPS");
@@ -375,6 +378,22 @@ struct ts_expr *ts_ctx_size_var(const ts_ctx *ctx, int index, int64_t *max)
 	if (max)
 		*max = ctx->size_max[index];
 	return ctx->size_var[index];
+}
+
+int64_t ts_ctx_size_handle(const ts_ctx *ctx, int index)
+{
+	return ctx ? TS_SIZE_VAR_BASE + (int64_t)ctx->size_tag * TS_MAX_SIZE_VARS + index : 0;
+}
+
+int ts_ctx_size_handle_index(const ts_ctx *ctx, int64_t h)
+{
+	if (!ctx || h < TS_SIZE_VAR_BASE || h >= TS_SIZE_VAR_BASE + TS_SIZE_VAR_SPAN)
+		return -1;
+	int64_t off = h - TS_SIZE_VAR_BASE;
+	if (off / TS_MAX_SIZE_VARS != ctx->size_tag)
+		return -1;
+	int i = (int)(off % TS_MAX_SIZE_VARS);
+	return i < ts_ctx_size_var_count(ctx) ? i : -1;
 }
 
 int ts_ctx_size_var_index(const ts_ctx *ctx, const struct ts_expr *var)

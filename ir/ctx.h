@@ -106,15 +106,22 @@ int ts_ctx_print_steps(const ts_ctx *ctx);
 /* Size variables (te.h ts_size_var): extents known only when a compiled
  * function is called, each with an upper bound.  The context keeps them so
  * that every layer can tell one from an ordinary variable.  Registering
- * returns the variable's index (its handle is TS_SIZE_VAR_BASE + index),
- * or -1 with an error when TS_MAX_SIZE_VARS are taken.  Lookups of an index
- * out of range give NULL; of a variable that is not one, -1. */
+ * returns the variable's index, or -1 with an error when TS_MAX_SIZE_VARS
+ * are taken.  Lookups of an index out of range give NULL; of a variable
+ * that is not one, -1.  A handle (te.h) encodes the index and a tag of the
+ * context, so that another context's handle is told apart: handle_of gives
+ * it, index_of reads it back (-1 for a value that is not a handle of this
+ * context). */
 #define TS_MAX_SIZE_VARS 64
 struct ts_expr;
 int ts_ctx_add_size_var(ts_ctx *ctx, struct ts_expr *var, int64_t max);
 int ts_ctx_size_var_count(const ts_ctx *ctx);
 struct ts_expr *ts_ctx_size_var(const ts_ctx *ctx, int index, int64_t *max);
 int ts_ctx_size_var_index(const ts_ctx *ctx, const struct ts_expr *var);
+#define TS_SIZE_VAR_BASE (-(INT64_C(1) << 62))
+#define TS_SIZE_VAR_SPAN (INT64_C(1) << 26) /* 2^20 context tags x 64 indices */
+int64_t ts_ctx_size_handle(const ts_ctx *ctx, int index);
+int ts_ctx_size_handle_index(const ts_ctx *ctx, int64_t handle);
 
 /* Internal invariant: on failure records TS_ERR_INTERNAL with file and line.
  * Usable in any statement position; evaluates to nothing. */

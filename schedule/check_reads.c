@@ -227,13 +227,19 @@ static ts_status check_symbolic(const reads *c, const ts_expr *rd, int d, const 
 	int r = domain_index(c, x);
 	if (r >= 0 && r < c->nroot && axis_size_var(c, r) == n)
 		return TS_OK;
-	const char *text = ir_expr_str(c->ctx, rd);
+	const char *text = ir_expr_str(c->ctx, rd), *why = "";
+	if (r >= 0 && r < c->nroot) { /* an axis, but over something else */
+		const ts_expr *v = axis_size_var(c, r);
+		why = v ? ts_sprintf(c->ctx, "; %s ranges over %s", x->u.var.name, v->u.var.name)
+			: ts_sprintf(c->ctx, "; %s ranges over the constant %lld", x->u.var.name,
+				     (long long)c->r[r].extent);
+	}
 	return ts_error(c->ctx, TS_ERR_INVALID,
 			"lower: %s reads %s, whose dimension %d has the symbolic extent %s: its index "
 			"must be an axis ranging over %s itself (no other index is provably inside "
-			"for every %s)",
+			"for every %s)%s",
 			c->st->name, text ? text : rd->u.read.tensor->name, d, n->u.var.name,
-			n->u.var.name, n->u.var.name);
+			n->u.var.name, n->u.var.name, why ? why : "");
 }
 
 static ts_status check_read(const reads *c, const ts_expr *rd)

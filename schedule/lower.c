@@ -291,7 +291,7 @@ static ts_status check_spec(ts_ctx *ctx, const char *name, int n, const int64_t 
 	for (int i = 0; i < n; i++) {
 		int64_t max = 0;
 		ts_expr *v = ts_is_size_var(sizes[i])
-			? ts_ctx_size_var(ctx, (int)(sizes[i] - TS_SIZE_VAR_BASE), &max) : NULL;
+			? ts_ctx_size_var(ctx, ts_ctx_size_handle_index(ctx, sizes[i]), &max) : NULL;
 		if (!v)
 			return ts_error(ctx, TS_ERR_INVALID,
 					"lower_specialize(%s): size %d (%lld) is not a size variable of this context",

@@ -5,7 +5,10 @@
  * size variable cannot bound, specializations out of range, and calls whose
  * arrays disagree on a variable's value.
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -41,7 +44,17 @@ START_TEST(test_handles)
 	/* a handle of no variable of this context */
 	FAILS_NULL(ctx, ts_placeholder(ctx, "A", TS_SHAPE(TS_SIZE_VAR_BASE + 5), ts_float32),
 		   "placeholder A: extent");
-	tu_assert_error(ctx, "is neither positive nor a size variable of this context");
+	tu_assert_error(ctx, "is a size variable of another context (or arithmetic on one)");
+	/* another context's handle, even of the same index */
+	ts_ctx *other = ts_ctx_new();
+	int64_t foreign = ts_size_var(other, "n", 1000);
+	FAILS_NULL(ctx, ts_placeholder(ctx, "F", TS_SHAPE(foreign), ts_float32),
+		   "placeholder F: extent");
+	tu_assert_error(ctx, "a size variable of another context");
+	ck_assert_int_ne(foreign, n);
+	ts_ctx_free(other);
+	FAILS_NULL(ctx, ts_placeholder(ctx, "G", TS_SHAPE(-7), ts_float32),
+		   "placeholder G: extent -7 of dimension 0 is not positive");
 	FAILS_NULL(ctx, ts_reduce_axis(ctx, "k", 0, TS_SIZE_VAR_BASE + 9), "reduce_axis k: extent");
 	FAILS_NULL(ctx, ts_size_expr(ctx, TS_SIZE_VAR_BASE + 9), "size_expr");
 	FAILS_NULL(ctx, ts_size_expr(ctx, -3), "size_expr");
@@ -64,6 +77,20 @@ START_TEST(test_handles)
 		   "matmul: inner extents differ: A[n, 4] x W[8, 4] (4 vs 8)");
 	ts_tensor *V = ts_placeholder(ctx, "V", TS_SHAPE(4, 4), ts_float32);
 	FAILS_NULL(ctx, ts_op_add(ctx, A, V), "add: shapes differ: A[n, 4] vs V[4, 4]");
+	/* operators whose extents are arithmetic on their inputs' */
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(1, n, 8, 8), ts_float32);
+	ts_tensor *K = ts_placeholder(ctx, "K", TS_SHAPE(4, 4, 3, 3), ts_float32);
+	FAILS_NULL(ctx, ts_op_conv2d_nchw(ctx, X, K, 1, 1, 1, 1, 1, 1, 1),
+		   "conv2d_nchw: X[1, n, 8, 8] has the symbolic extent n; conv2d_nchw needs constant extents");
+	FAILS_NULL(ctx, ts_op_max_pool2d(ctx, X, 2, 2, 2, 2, 0, 0), "max_pool2d: X[1, n, 8, 8] has the symbolic extent n");
+	FAILS_NULL(ctx, ts_op_layout_nchw_to_nchwc(ctx, X, 4), "has the symbolic extent n");
+	FAILS_NULL(ctx, ts_op_matmul_packed(ctx, A, W, 4), "matmul_packed: A[n, 4] has the symbolic extent n");
+	FAILS_NULL(ctx, ts_op_pad(ctx, A, (int64_t[]){1, 0}, (int64_t[]){0, 0}, 0),
+		   "pad: A[n, 4]: dimension 0 has the symbolic extent n; a padded dimension needs a constant extent");
+	ts_tensor *Pd = ts_op_pad(ctx, A, (int64_t[]){0, 1}, (int64_t[]){0, 1}, 0);
+	tu_nonnull(ctx, Pd);
+	ck_assert_int_eq(ts_tensor_dim(Pd, 0), n); /* unpadded: still n */
+	ck_assert_int_eq(ts_tensor_dim(Pd, 1), 6);
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -97,8 +124,12 @@ START_TEST(test_reads)
 	ts_stage *ss = ts_stage_of(s, S);
 	ts_axis *ko, *ki;
 	tu_ok(ctx, ts_split(ss, ts_reduce_axis_of(ss, 0), 4, &ko, &ki));
-	tu_nonnull(ctx, ts_rfactor(s, S, ki, 0));
-	FAILS_NULL(ctx, ts_lower(s, "rf", 2, (ts_tensor *[]){A, S}), "symbolic extent n");
+	FAILS_NULL(ctx, ts_rfactor(s, S, ki, 0),
+		   "rfactor(S): reduction axis 'k' has the symbolic extent n; the factored stage would read it at its parts");
+	/* an axis over a constant: named in the refusal */
+	ts_tensor *E = ts_compute(ctx, "E", TS_SHAPE(64), TS_VARS(i), TS_READ(ctx, A, i));
+	s = ts_create_schedule(ctx, 1, &E);
+	FAILS_NULL(ctx, ts_lower(s, "fixed", 2, (ts_tensor *[]){A, E}), "; i ranges over the constant 64");
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -192,6 +223,25 @@ START_TEST(test_call)
 	ts_stage *st = ts_stage_of(p.s, p.B);
 	FAILS_ST(ctx, ts_vectorize(st, ts_axis_of(st, 0)),
 		 "vectorize(B): extent 4096 of axis 'i' exceeds the limit of 64 lanes");
+	/* the interpreter checks the values of the sizes parameter */
+	int64_t bad[1] = {0}, good[1] = {10};
+	FAILS_ST(ctx, cg_interp_run(ctx, f, (void *[]){a->data, b->data, bad}),
+		 "interp: scale: size variable n = 0 is outside 1..4096");
+	tu_ok(ctx, cg_interp_run(ctx, f, (void *[]){a->data, b->data, good}));
+	/* an exported header names the extents and where their values go */
+	char dir[] = "/tmp/tessera_sym_XXXXXX", obj[64], hdr[64];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(obj, sizeof obj, "%s/k.o", dir);
+	snprintf(hdr, sizeof hdr, "%s/k.h", dir);
+	tu_ok(ctx, ts_module_export(m, obj, hdr));
+	FILE *fh = fopen(hdr, "r");
+	char text[4096] = "";
+	ck_assert_ptr_nonnull(fh);
+	text[fread(text, 1, sizeof text - 1, fh)] = '\0';
+	fclose(fh);
+	ck_assert_msg(strstr(text, "args[0]: A float32[n]") && strstr(text, "n = args[2][0] (int64), 1 to 4096"),
+		      "header:\n%s", text);
+	unlink(obj), unlink(hdr), rmdir(dir);
 	ts_array_free(a), ts_array_free(b), ts_array_free(big), ts_array_free(two);
 	ts_module_free(m);
 	ts_ctx_free(ctx);
