@@ -288,6 +288,11 @@ double bench_rel_err(const float *got, const float *want, int64_t n);
  * and >= 5 samples, <= 1 s of them, median stable to 1%).  `warmup`
  * caps the warm-up groups (0: none, else at least 2 so two can agree). */
 ts_time_opts bench_time_opts(int repeat, double sample_s, int warmup);
+/* Times fn(arg) into *tm as the main table's rows are (one call sizes the
+ * sample, then ts_time_run_stable with --repeat); a NaN median when it
+ * fails.  dense and symbolic time their kernels with it. */
+void bench_time_call(ts_ctx *ctx, int (*fn)(void *), void *arg, const bench_opts *o,
+		     ts_timing *tm);
 
 /* ---- dense.c ---------------------------------------------------------------------------- */
 

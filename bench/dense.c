@@ -149,15 +149,6 @@ static void free_run(dense_run *r)
 	ts_ctx_free(r->ctx);
 }
 
-/* Times fn(r) into *tm as the main table does; NaN median on failure. */
-static void time_fn(dense_run *r, int (*fn)(void *), const bench_opts *o, ts_timing *tm)
-{
-	uint64_t t0 = ts_now_ns();
-	ts_time_opts to = bench_time_opts(o->repeat, fn(r) ? 1 : ts_ms_since(t0) / 1e3, 3);
-	if (ts_time_run_stable(r->ctx, fn, r, &to, tm) != TS_OK)
-		tm->median = NAN;
-}
-
 /* The row: times in ms, ratios to fused; '!' where a timing is flagged,
  * whose warning goes to `warn`. */
 static void print_dense_row(const bench_problem *p, const char *shape, const ts_timing tm[3],
@@ -200,9 +191,9 @@ static int dense_problem(const bench_problem *p, const bench_opts *o, FILE *warn
 		return -1;
 	}
 	ts_timing tm[3];
-	time_fn(&r, run_fused, o, &tm[0]);
-	time_fn(&r, run_separate, o, &tm[1]);
-	time_fn(&r, run_blas, o, &tm[2]);
+	bench_time_call(r.ctx, run_fused, &r, o, &tm[0]);
+	bench_time_call(r.ctx, run_separate, &r, o, &tm[1]);
+	bench_time_call(r.ctx, run_blas, &r, o, &tm[2]);
 	nanosleep(&(struct timespec){.tv_nsec = 250 * 1000 * 1000}, NULL); /* OpenBLAS spin */
 	print_dense_row(p, shape, tm, warn);
 	free_run(&r);

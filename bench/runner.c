@@ -229,6 +229,15 @@ ts_time_opts bench_time_opts(int repeat, double sample_s, int warmup)
 	return to;
 }
 
+void bench_time_call(ts_ctx *ctx, int (*fn)(void *), void *arg, const bench_opts *o,
+		     ts_timing *tm)
+{
+	uint64_t t0 = ts_now_ns();
+	ts_time_opts to = bench_time_opts(o->repeat, fn(arg) ? 1 : ts_ms_since(t0) / 1e3, 3);
+	if (ts_time_run_stable(ctx, fn, arg, &to, tm) != TS_OK)
+		tm->median = NAN;
+}
+
 static void put_timing(const ts_timing *tm, bench_result *res)
 {
 	res->median_ms = tm->median * 1e3;

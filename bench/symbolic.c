@@ -119,14 +119,6 @@ static void free_run(sym_run *r)
 		ts_module_free(r->twin);
 }
 
-static void time_fn(sym_run *r, int (*fn)(void *), const bench_opts *o, ts_timing *tm)
-{
-	uint64_t t0 = ts_now_ns();
-	ts_time_opts to = bench_time_opts(o->repeat, fn(r) ? 1 : ts_ms_since(t0) / 1e3, 3);
-	if (ts_time_run_stable(r->g->ctx, fn, r, &to, tm) != TS_OK)
-		tm->median = NAN;
-}
-
 /* Builds the twin, checks both kernels, times them; prints the row. */
 static int sym_problem(const sym_gemm *g, const bench_problem *p, const bench_opts *o, FILE *warn)
 {
@@ -153,8 +145,8 @@ static int sym_problem(const sym_gemm *g, const bench_problem *p, const bench_op
 		return -1;
 	}
 	ts_timing tm[2];
-	time_fn(&r, run_sym, o, &tm[0]);
-	time_fn(&r, run_spec, o, &tm[1]);
+	bench_time_call(g->ctx, run_sym, &r, o, &tm[0]);
+	bench_time_call(g->ctx, run_spec, &r, o, &tm[1]);
 	printf("%-14s %-14s", p->name, shape);
 	for (int i = 0; i < 2; i++)
 		bench_print_marked(stdout, 11, "%*.3f", tm[i].median * 1e3, tm[i].flags != 0);
