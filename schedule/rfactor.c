@@ -373,6 +373,9 @@ ts_tensor *ts_rfactor(ts_schedule *s, ts_tensor *t, ts_axis *kf, int factor_axis
 	}
 	if (check_args(ctx, st, kf, factor_axis) != TS_OK)
 		return NULL;
+	/* as ts_lower: an error an earlier call left is not this one's, and the
+	 * steps below tell failure by the error slot */
+	ts_clear_error(ctx);
 	rf_plan *p = ts_alloc(ctx, sizeof(*p));
 	if (!p)
 		return NULL;

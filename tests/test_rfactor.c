@@ -53,6 +53,23 @@ START_TEST(test_row_sum_inner)
 }
 END_TEST
 
+/* An error an earlier, unrelated call left does not fail rfactor. */
+START_TEST(test_stale_error)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A, *C = row_reduce(ctx, TS_REDUCE_SUM, 3, 20, &A);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_stage *sc = ts_stage_of(s, C);
+	ts_axis *ko, *ki;
+	tu_ok(ctx, ts_split(sc, ts_reduce_axis_of(sc, 0), 4, &ko, &ki));
+	ck_assert_ptr_null(ts_stage_of(s, A)); /* a placeholder has no stage */
+	ck_assert_int_ne(ts_last_status(ctx), TS_OK);
+	tu_nonnull(ctx, ts_rfactor(s, C, ki, 1));
+	tu_check_func(ctx, lower2(ctx, s, A, C), 1e-4);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* 1-D sum to a shape [1]: 1000 elements, split by 16 (1000 % 16 = 8). */
 START_TEST(test_full_sum)
 {
@@ -466,6 +483,7 @@ int main(void)
 	TCase *tc = tcase_create("rfactor");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_row_sum_inner);
+	tcase_add_test(tc, test_stale_error);
 	tcase_add_test(tc, test_full_sum);
 	tcase_add_test(tc, test_row_sum_outer);
 	tcase_add_test(tc, test_max);
