@@ -11,7 +11,9 @@
  * parallel, sometimes a cache_write of C computed at a random loop of C, and
  * P inlined, computed at a random loop of its reader, or left at root;
  * with `rfactor`, sometimes C's reduction factored over a random reduction
- * leaf at a random factor axis, and the new stage scheduled at random too.
+ * leaf at a random factor axis, and the new stage scheduled at random too;
+ * with `store_at`, P's buffer sometimes lives at an outer loop of its
+ * reader or at root (the sliding window where the region moves).
  * Primitives that refuse leave the schedule as it was and are skipped.
  */
 #ifndef TESSERA_TESTS_RANDOM_SCHEDULE_H
@@ -42,6 +44,9 @@ typedef struct rs_options {
 	bool any_kind;     /* pick the kind of C; otherwise RS_MATMUL */
 	bool tile;         /* tile is among the primitives */
 	bool rfactor;      /* sometimes rfactor C's reduction (then schedule C.rf) */
+	bool store_at;     /* a P computed at its reader is sometimes stored further
+			    * out (store_at one of the reader's outer loops, or
+			    * store_root) */
 } rs_options;
 
 typedef struct rs_case {
@@ -58,7 +63,9 @@ typedef struct rs_case {
 bool rs_build(ts_ctx *ctx, rs_rng *r, const rs_options *o, rs_case *c);
 
 /* Whether a lowering error is one of the limits only lowering can check
- * (vector lanes, unrolled extent) rather than a lowering bug. */
+ * (vector lanes, unrolled extent, a parallel or vector loop between a
+ * buffer stored further out and its computation) rather than a lowering
+ * bug. */
 bool rs_lower_refusal_ok(const char *msg);
 
 #endif

@@ -20,10 +20,10 @@
 #include "lower.h"
 #include "random_schedule.h"
 
-static void trial(uint64_t seed, bool jit, bool rfactor)
+static void trial(uint64_t seed, bool jit, bool rfactor, bool store_at)
 {
 	rs_rng r = {seed, NULL, 0, 0};
-	rs_options o = {13, 9, rfactor, false, rfactor};
+	rs_options o = {13, 9, rfactor, false, rfactor, store_at};
 	rs_case c;
 	ts_ctx *ctx = ts_ctx_new();
 	ck_assert_msg(rs_build(ctx, &r, &o, &c), "seed %llu: %s", (unsigned long long)seed,
@@ -52,7 +52,7 @@ static void trial(uint64_t seed, bool jit, bool rfactor)
 START_TEST(test_random_schedules)
 {
 	for (uint64_t seed = 1; seed <= 300; seed++)
-		trial(seed, seed % 4 == 0, false);
+		trial(seed, seed % 4 == 0, false, false);
 }
 END_TEST
 
@@ -61,7 +61,16 @@ END_TEST
 START_TEST(test_random_schedules_rfactor)
 {
 	for (uint64_t seed = 1000; seed < 1300; seed++)
-		trial(seed, seed % 4 == 0, true);
+		trial(seed, seed % 4 == 0, true, false);
+}
+END_TEST
+
+/* The same with P sometimes stored outside the loop it is computed at
+ * (store_at, store_root): seeds 2000 and up. */
+START_TEST(test_random_schedules_store_at)
+{
+	for (uint64_t seed = 2000; seed < 2300; seed++)
+		trial(seed, seed % 4 == 0, true, true);
 }
 END_TEST
 
@@ -72,6 +81,7 @@ int main(void)
 	tcase_set_timeout(tc, 900);
 	tcase_add_test(tc, test_random_schedules);
 	tcase_add_test(tc, test_random_schedules_rfactor);
+	tcase_add_test(tc, test_random_schedules_store_at);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
