@@ -972,6 +972,16 @@ static void print_stage(ts_sbuf *sb, const ts_stage *st)
 			ts_sb_printf(sb, "@%s", ts_for_kind_name(a->loop));
 	}
 	ts_sb_puts(sb, "\n");
+	/* symbolic extents: the loops above are at the bounds */
+	for (int r = 0; r < st->nroot; r++) {
+		const ts_iter *it = st->root[r]->root;
+		const ts_expr *v = st->root[r]->kind == TS_ITER_DATA ? st->tensor->dim_var[r]
+			: it ? it->extent_var : NULL;
+		if (v)
+			ts_sb_printf(sb, "  %s ranges over %s <= %lld: its loops run to their share of %s\n",
+				     st->root[r]->name, v->u.var.name, (long long)st->root[r]->extent,
+				     v->u.var.name);
+	}
 }
 
 /* The first stage computed at leaf pos of st or deeper (NULL if none). */

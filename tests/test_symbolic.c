@@ -272,6 +272,8 @@ START_TEST(test_printing)
 	ts_func *f = ts_lower(s, "scale", 2, p);
 	tu_nonnull(ctx, f);
 	tu_assert_golden("symbolic_scale.txt", ir_func_str(ctx, f));
+	const char *text = ts_schedule_str(s);
+	ck_assert_msg(strstr(text, "i ranges over n <= 4096: its loops run to their share of n"), "%s", text);
 	ck_assert_int_eq(ts_tensor_dim(p[0], 0), n);
 	ck_assert_int_eq(ts_tensor_dim(p[0], 1), 0);
 	ck_assert_ptr_nonnull(ts_size_expr(ctx, n));
