@@ -35,20 +35,6 @@ static bool straight_line(ts_stmt *body)
 	return ok;
 }
 
-static bool uses_fn(ts_expr *e, void *data)
-{
-	const ts_expr **v = data;
-	if (e == *v)
-		*v = NULL;
-	return *v != NULL;
-}
-
-static bool uses(ts_expr *e, const ts_expr *v)
-{
-	ir_expr_visit(e, uses_fn, &v);
-	return v == NULL;
-}
-
 /* Whether the lanes v for which c holds form an interval. */
 static bool interval_guard(ts_expr *c, const ts_expr *v)
 {
@@ -61,7 +47,7 @@ static bool interval_guard(ts_expr *c, const ts_expr *v)
 	case IR_GE:
 		return ir_monotone_diff(c->u.bin.a, c->u.bin.b, v) != IR_MONO_UNKNOWN;
 	default:
-		return !uses(c, v);
+		return !ir_expr_uses_var(c, v);
 	}
 }
 
@@ -86,7 +72,7 @@ static ts_stmt *split_guard(ts_ctx *ctx, ts_stmt *m, int64_t ext)
 				      TS_THREAD_NONE, body) : NULL;
 	if (!fast)
 		return NULL;
-	if (!uses(c, v)) /* the same for every lane */
+	if (!ir_expr_uses_var(c, v)) /* the same for every lane */
 		return ir_if(ctx, c, fast, NULL);
 	ts_expr *hi = ir_simplify(ctx, ts_add(ctx, lo, ts_const(ctx, lo->dtype, ext - 1)), 0, NULL);
 	ts_expr *first = hi ? at_lane(ctx, c, v, lo) : NULL, *last = first ? at_lane(ctx, c, v, hi) : NULL;

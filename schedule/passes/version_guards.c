@@ -222,6 +222,39 @@ static ts_expr *first_failing(ts_ctx *ctx, ts_expr *w, ts_expr *v)
 }
 
 static ts_stmt *version(ts_ctx *ctx, ts_stmt *s, walk *w);
+static ts_stmt *descend(ts_ctx *ctx, ts_stmt *s, void *data);
+
+/* The guards of s that hoist to its top (NULL past MAX_SPLITS). */
+static collect *gathered(ts_ctx *ctx, ts_stmt *s, const walk *w)
+{
+	collect *c = w->splits < MAX_SPLITS ? ts_alloc(ctx, sizeof(*c)) : NULL;
+	if (c) {
+		c->ctx = ctx;
+		gather(c, s);
+	}
+	return c;
+}
+
+/* s with c's atoms true (*fast) and plain (*slow), each then continued by
+ * next one split deeper; false on failure. */
+static bool copies(ts_ctx *ctx, ts_stmt *s, const collect *c, walk *w,
+		   ts_stmt *(*next)(ts_ctx *, ts_stmt *, void *), ts_stmt **fast, ts_stmt **slow)
+{
+	*fast = replace_stmt(ctx, s, &(rewrite){c, true});
+	*slow = replace_stmt(ctx, s, &(rewrite){c, false});
+	if (!*fast || !*slow)
+		return false;
+	w->splits++;
+	*fast = next(ctx, *fast, w);
+	*slow = *fast ? next(ctx, *slow, w) : NULL;
+	w->splits--;
+	return *slow != NULL;
+}
+
+static ts_stmt *version_next(ts_ctx *ctx, ts_stmt *s, void *data)
+{
+	return version(ctx, s, data);
+}
 
 /* Loop s over [lo, hi) with body b: hi - lo may be 0 or less, so the loop
  * runs under hi > lo, with an extent that stays positive when the bounds
@@ -234,45 +267,55 @@ static ts_stmt *part(ts_ctx *ctx, const ts_stmt *s, ts_expr *lo, ts_expr *hi, ts
 	return loop ? ir_if(ctx, ts_lt(ctx, lo, hi), loop, NULL) : NULL;
 }
 
-/* The loop split at the first iteration some linear guard fails (see the
- * top); NULL when no guard of its body is of that form, or on failure. */
-static ts_stmt *split_loop(ts_ctx *ctx, ts_stmt *s, walk *w)
+/* Loop s split at the first iteration one of c's guards linear in its
+ * variable fails (see the top), the others left to each part; NULL when c
+ * has no such guard (the error slot says whether that is a failure). */
+static ts_stmt *split_loop(ts_ctx *ctx, ts_stmt *s, const collect *c, walk *w)
 {
-	ts_expr *v = s->u.for_.var;
-	collect *c = w->splits < MAX_SPLITS ? ts_alloc(ctx, sizeof(*c)) : NULL;
-	if (!c)
-		return NULL;
-	c->ctx = ctx;
-	gather(c, s->u.for_.body);
-	ts_expr *p = NULL;
-	int n = 0;
-	for (int i = 0; i < c->natoms; i++) {
+	ts_expr *v = s->u.for_.var, *p = NULL;
+	collect *lin = ts_alloc(ctx, sizeof(*lin));
+	for (int i = 0; lin && i < c->natoms; i++) {
 		ts_expr *f = ir_expr_uses_var(c->worst[i], v) ? first_failing(ctx, c->worst[i], v) : NULL;
 		if (!f)
 			continue;
 		p = p ? ts_min(ctx, p, f) : f;
-		c->atom[n] = c->atom[i];
-		c->worst[n++] = c->worst[i];
+		lin->atom[lin->natoms] = c->atom[i];
+		lin->worst[lin->natoms++] = c->worst[i];
 	}
-	c->natoms = n;
 	if (!p)
 		return NULL;
 	ts_expr *lo = s->u.for_.min, *end = ts_add(ctx, lo, s->u.for_.extent);
+	ts_stmt *fast, *slow;
 	p = ir_simplify(ctx, ts_min(ctx, end, ts_max(ctx, lo, p)), 0, NULL);
-	ts_stmt *fast = replace_stmt(ctx, s->u.for_.body, &(rewrite){c, true});
-	ts_stmt *slow = replace_stmt(ctx, s->u.for_.body, &(rewrite){c, false});
-	if (!p || !fast || !slow)
+	if (!p || !copies(ctx, s->u.for_.body, lin, w, version_next, &fast, &slow))
 		return NULL;
-	w->splits++;
-	fast = version(ctx, fast, w);
-	slow = fast ? version(ctx, slow, w) : NULL;
-	w->splits--;
-	ts_stmt *main = slow ? part(ctx, s, lo, p, fast) : NULL;
+	ts_stmt *main = part(ctx, s, lo, p, fast);
 	ts_stmt *tail = main ? part(ctx, s, p, end, slow) : NULL;
 	return tail ? ir_seq2(ctx, main, tail) : NULL;
 }
 
-/* s with the body of every loop below it versioned. */
+/* s versioned on the guards c gathered from it (none: s as it is, its
+ * loops' bodies versioned). */
+static ts_stmt *version_with(ts_ctx *ctx, ts_stmt *s, const collect *c, walk *w)
+{
+	if (!c || !c->natoms)
+		return descend(ctx, s, w);
+	ts_expr *test = c->worst[0];
+	for (int i = 1; i < c->natoms && test; i++)
+		test = ts_and(ctx, test, c->worst[i]);
+	ts_stmt *fast, *slow;
+	if (!test || !copies(ctx, s, c, w, descend, &fast, &slow))
+		return NULL;
+	return ir_if(ctx, test, fast, slow);
+}
+
+static ts_stmt *version(ts_ctx *ctx, ts_stmt *s, walk *w)
+{
+	return version_with(ctx, s, gathered(ctx, s, w), w);
+}
+
+/* s with the body of every loop below it versioned: a loop is split where
+ * a guard linear in its variable can, else its body versioned. */
 static ts_stmt *descend(ts_ctx *ctx, ts_stmt *s, void *data)
 {
 	walk *w = data;
@@ -281,39 +324,17 @@ static ts_stmt *descend(ts_ctx *ctx, ts_stmt *s, void *data)
 	/* the bodies of vector, unrolled and thread loops stay straight */
 	if (s->u.for_.kind != TS_FOR_SERIAL && s->u.for_.kind != TS_FOR_PARALLEL)
 		return ir_stmt_map_children(ctx, s, descend, NULL, data);
-	ts_stmt *split = split_loop(ctx, s, w);
+	collect *c = gathered(ctx, s->u.for_.body, w); /* once, for both ways */
+	ts_stmt *split = c ? split_loop(ctx, s, c, w) : NULL;
 	if (split || ts_last_status(ctx) != TS_OK)
 		return split;
-	ts_stmt *body = version(ctx, s->u.for_.body, w);
+	ts_stmt *body = version_with(ctx, s->u.for_.body, c, w);
 	if (!body)
 		return NULL;
 	if (body == s->u.for_.body)
 		return s;
 	return ir_for(ctx, s->u.for_.var, s->u.for_.min, s->u.for_.extent, s->u.for_.kind,
 		      s->u.for_.thread, body);
-}
-
-static ts_stmt *version(ts_ctx *ctx, ts_stmt *s, walk *w)
-{
-	collect *c = w->splits < MAX_SPLITS ? ts_alloc(ctx, sizeof(*c)) : NULL;
-	if (c) {
-		c->ctx = ctx;
-		gather(c, s);
-	}
-	if (!c || !c->natoms)
-		return descend(ctx, s, w);
-	ts_expr *test = c->worst[0];
-	for (int i = 1; i < c->natoms && test; i++)
-		test = ts_and(ctx, test, c->worst[i]);
-	ts_stmt *fast = replace_stmt(ctx, s, &(rewrite){c, true});
-	ts_stmt *slow = replace_stmt(ctx, s, &(rewrite){c, false});
-	if (!test || !fast || !slow)
-		return NULL;
-	w->splits++;
-	fast = descend(ctx, fast, w);
-	slow = fast ? descend(ctx, slow, w) : NULL;
-	w->splits--;
-	return slow ? ir_if(ctx, test, fast, slow) : NULL;
 }
 
 ts_stmt *pass_version_guards(ts_ctx *ctx, ts_stmt *s)
