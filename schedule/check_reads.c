@@ -211,9 +211,8 @@ static ts_status refuse_wrap(const reads *c, const ts_expr *rd, int d)
 static const ts_expr *axis_size_var(const reads *c, int r)
 {
 	const ts_axis *a = c->st->root[r];
-	if (a->kind == TS_ITER_DATA)
-		return c->st->tensor->dim_var[r];
-	return a->root && a->root->min == 0 ? a->root->extent_var : NULL;
+	return a->kind == TS_ITER_DATA || (a->root && a->root->min == 0) ? sch_root_size_var(c->st, r)
+									 : NULL;
 }
 
 /* Dimension d of the read has extent size variable n: its index must be

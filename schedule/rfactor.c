@@ -163,13 +163,14 @@ static ts_status check_args(ts_ctx *ctx, const ts_stage *st, const ts_axis *kf, 
 			    NULL);
 	if (check_axis(ctx, st, kf) != TS_OK)
 		return TS_ERR_INVALID;
-	for (int r = 0; r < st->nroot; r++) /* a symbolic dimension is read at its own axis only */
-		if (st->root[r]->kind == TS_ITER_REDUCE && st->root[r]->root &&
-		    st->root[r]->root->extent_var)
+	for (int r = 0; r < st->nroot; r++) { /* a symbolic dimension is read at its own axis only */
+		const ts_expr *n = st->root[r]->kind == TS_ITER_REDUCE ? sch_root_size_var(st, r) : NULL;
+		if (n)
 			return fail(ctx, st, "reduction axis '%s' has the symbolic extent %s; the factored "
 				    "stage would read it at its parts, which lowering cannot bound for every "
 				    "extent (rfactor needs a constant extent)", st->root[r]->name,
-				    st->root[r]->root->extent_var->u.var.name);
+				    n->u.var.name);
+	}
 	if (fa < 0 || fa > t->ndim) {
 		char msg[160];
 		snprintf(msg, sizeof(msg), "factor_axis %d is out of range (0 to %d: the position of '%s' among the %d data axes of the new stage)",

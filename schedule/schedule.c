@@ -194,6 +194,14 @@ ts_axis *sch_axis_new(ts_stage *st, const char *name, int64_t extent, ts_iter_ki
 	return new_axis(st, name, extent, kind, var);
 }
 
+ts_expr *sch_root_size_var(const ts_stage *st, int r)
+{
+	const ts_axis *a = st->root[r];
+	if (a->kind == TS_ITER_DATA)
+		return st->tensor->dim_var[r];
+	return a->root ? a->root->extent_var : NULL;
+}
+
 ts_schedule *ts_create_schedule(ts_ctx *ctx, int n, ts_tensor *const *outputs)
 {
 	if (!ctx)
@@ -974,9 +982,7 @@ static void print_stage(ts_sbuf *sb, const ts_stage *st)
 	ts_sb_puts(sb, "\n");
 	/* symbolic extents: the loops above are at the bounds */
 	for (int r = 0; r < st->nroot; r++) {
-		const ts_iter *it = st->root[r]->root;
-		const ts_expr *v = st->root[r]->kind == TS_ITER_DATA ? st->tensor->dim_var[r]
-			: it ? it->extent_var : NULL;
+		const ts_expr *v = sch_root_size_var(st, r);
 		if (v)
 			ts_sb_printf(sb, "  %s ranges over %s <= %lld: its loops run to their share of %s\n",
 				     st->root[r]->name, v->u.var.name, (long long)st->root[r]->extent,

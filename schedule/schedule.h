@@ -241,6 +241,10 @@ ts_stage *sch_stage_new(ts_schedule *s, ts_tensor *t, int at);
 ts_axis *sch_axis_new(ts_stage *st, const char *name, int64_t extent, ts_iter_kind kind,
 		      ts_expr *var);
 ts_expr *sch_reduce_identity(ts_ctx *ctx, ts_reduce_op op, ts_dtype t);
+/* Internal: the size variable (te.h ts_size_var) root axis r of st ranges
+ * over: its tensor's dim_var for a data axis, its extent_var for a
+ * reduction; NULL for a constant extent. */
+ts_expr *sch_root_size_var(const ts_stage *st, int r);
 
 /* Internal: the stages that read tensor t (in stage order); writes at most
  * max and returns how many there are (0 for a NULL t, -1 for a NULL

@@ -209,9 +209,7 @@ static ts_expr *extent_expr(ops *o, const stage_nest *n, int pos)
  * index dtype; NULL for a constant extent. */
 static ts_expr *root_size(ops *o, const ts_stage *st, int r)
 {
-	const ts_axis *a = st->root[r];
-	ts_expr *v = a->kind == TS_ITER_DATA ? st->tensor->dim_var[r]
-					     : a->root ? a->root->extent_var : NULL;
+	ts_expr *v = sch_root_size_var(st, r);
 	return v ? ir_index_cast(o->ctx, v, o->it) : NULL;
 }
 
