@@ -293,6 +293,11 @@ ts_time_opts bench_time_opts(int repeat, double sample_s, int warmup);
  * fails.  dense and symbolic time their kernels with it. */
 void bench_time_call(ts_ctx *ctx, int (*fn)(void *), void *arg, const bench_opts *o,
 		     ts_timing *tm);
+/* Runs row(problem, o, arg, warn) for every problem of o, the rows' timing
+ * warnings gathered and printed under them; returns how many rows failed
+ * (returned non-zero).  dense and symbolic print their tables with it. */
+typedef int (*bench_row_fn)(const bench_problem *p, const bench_opts *o, void *arg, FILE *warn);
+int bench_problem_rows(const bench_opts *o, bench_row_fn row, void *arg);
 
 /* ---- dense.c ---------------------------------------------------------------------------- */
 

@@ -167,8 +167,9 @@ static void print_dense_row(const bench_problem *p, const char *shape, const ts_
 }
 
 /* Builds, checks and times one shape; prints its row.  0, or -1. */
-static int dense_problem(const bench_problem *p, const bench_opts *o, FILE *warn)
+static int dense_problem(const bench_problem *p, const bench_opts *o, void *arg, FILE *warn)
 {
+	(void)arg;
 	dense_run r = {.ctx = ts_ctx_new(), .g = &p->g};
 	const char *fail = NULL;
 	if (!r.ctx || alloc_arrays(&r))
@@ -208,14 +209,5 @@ int bench_dense(const bench_opts *o)
 	       o->threads > 1 ? "s" : "");
 	printf("%-18s %-14s %10s %10s %10s %10s %10s\n", "problem", "MxNxK", "fused", "separate",
 	       "openblas", "sep/fused", "blas/fused");
-	char *warnings = NULL;
-	size_t len = 0;
-	FILE *warn = open_memstream(&warnings, &len);
-	int failed = 0;
-	for (int i = 0; i < o->nproblems; i++)
-		failed += dense_problem(&o->problems[i], o, warn ? warn : stdout) != 0;
-	if (warn && fclose(warn) == 0 && len)
-		printf("%s(!: timings flagged, see the warnings)\n", warnings);
-	free(warnings);
-	return failed;
+	return bench_problem_rows(o, dense_problem, NULL);
 }

@@ -238,6 +238,20 @@ void bench_time_call(ts_ctx *ctx, int (*fn)(void *), void *arg, const bench_opts
 		tm->median = NAN;
 }
 
+int bench_problem_rows(const bench_opts *o, bench_row_fn row, void *arg)
+{
+	char *warnings = NULL;
+	size_t len = 0;
+	FILE *warn = open_memstream(&warnings, &len);
+	int failed = 0;
+	for (int i = 0; i < o->nproblems; i++)
+		failed += row(&o->problems[i], o, arg, warn ? warn : stdout) != 0;
+	if (warn && fclose(warn) == 0 && len)
+		printf("%s(!: timings flagged, see the warnings)\n", warnings);
+	free(warnings);
+	return failed;
+}
+
 static void put_timing(const ts_timing *tm, bench_result *res)
 {
 	res->median_ms = tm->median * 1e3;

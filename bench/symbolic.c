@@ -120,8 +120,9 @@ static void free_run(sym_run *r)
 }
 
 /* Builds the twin, checks both kernels, times them; prints the row. */
-static int sym_problem(const sym_gemm *g, const bench_problem *p, const bench_opts *o, FILE *warn)
+static int sym_problem(const bench_problem *p, const bench_opts *o, void *arg, FILE *warn)
 {
+	const sym_gemm *g = arg;
 	sym_run r = {.g = g, .p = &p->g};
 	const char *fail = NULL;
 	double twin_ms = 0;
@@ -174,15 +175,7 @@ int bench_symbolic(const bench_opts *o)
 	       g.compile_ms, o->threads, o->threads > 1 ? "s" : "");
 	printf("%-14s %-14s %11s %11s %9s %12s\n", "problem", "MxNxK", "symbolic", "specialized",
 	       "sym/spec", "twin ms");
-	char *warnings = NULL;
-	size_t len = 0;
-	FILE *warn = open_memstream(&warnings, &len);
-	int failed = 0;
-	for (int i = 0; i < o->nproblems; i++)
-		failed += sym_problem(&g, &o->problems[i], o, warn ? warn : stdout) != 0;
-	if (warn && fclose(warn) == 0 && len)
-		printf("%s(!: timings flagged, see the warnings)\n", warnings);
-	free(warnings);
+	int failed = bench_problem_rows(o, sym_problem, &g);
 	ts_module_free(g.m);
 	ts_ctx_free(g.ctx);
 	return failed;
