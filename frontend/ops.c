@@ -1,6 +1,7 @@
 /*
- * ops.c - linear algebra, elementwise operators, pooling and softmax of the
- * operator library (contracts in ops.h; convolutions live in ops_conv.c).
+ * ops.c - linear algebra, elementwise operators, pooling, softmax and layer
+ * normalization of the operator library (contracts in ops.h; convolutions
+ * live in ops_conv.c).
  *
  * Each operator checks its arguments, makes fresh axis variables and builds
  * one compute per stage; a reduction is always the whole body of its stage,
@@ -325,8 +326,10 @@ ts_tensor *ts_op_avg_pool2d(ts_ctx *ctx, ts_tensor *X, int kernel_h, int kernel_
 
 /* ---- softmax ---------------------------------------------------------------------- */
 
-/* A reduction of E over its last axis into the leading shape ([1] for 1-D). */
-static ts_tensor *reduce_last(ts_ctx *ctx, const char *name, ts_tensor *E, ts_reduce_op op)
+/* A reduction of fn(E[...]) (E itself for a NULL fn) over E's last axis
+ * into the leading shape ([1] for 1-D). */
+static ts_tensor *reduce_last(ts_ctx *ctx, const char *name, ts_tensor *E, ts_reduce_op op,
+			      fe_map_fn fn, const void *arg)
 {
 	int nd = E->ndim, no = nd > 1 ? nd - 1 : 1;
 	ts_expr *v[TS_MAX_DIMS], *idx[TS_MAX_DIMS];
@@ -339,8 +342,11 @@ static ts_tensor *reduce_last(ts_ctx *ctx, const char *name, ts_tensor *E, ts_re
 		idx[d] = v[d];
 	idx[nd - 1] = k->var;
 	const int64_t one = 1;
+	ts_expr *src = fe_read(ctx, E, idx);
+	if (fn)
+		src = fn(ctx, src, idx, arg);
 	return ts_compute(ctx, name, no, nd > 1 ? dims : &one, v,
-			  ts_reduce(ctx, op, fe_read(ctx, E, idx), TS_ITERS(k), NULL));
+			  ts_reduce(ctx, op, src, TS_ITERS(k), NULL));
 }
 
 /* R[leading indices of v], the per-row value of a reduce_last result. */
@@ -371,10 +377,101 @@ ts_tensor *ts_op_softmax(ts_ctx *ctx, ts_tensor *X)
 {
 	if (!fe_check_inputs(ctx, "softmax", 1, &X) || !fe_check_float(ctx, "softmax", X))
 		return NULL;
-	ts_tensor *M = reduce_last(ctx, "softmax_max", X, TS_REDUCE_MAX);
+	ts_tensor *M = reduce_last(ctx, "softmax_max", X, TS_REDUCE_MAX, NULL, NULL);
 	ts_tensor *E = M ? fe_map(ctx, "softmax_exp", X, exp_fn, &(row_arg){M, X->ndim}) : NULL;
-	ts_tensor *S = E ? reduce_last(ctx, "softmax_sum", E, TS_REDUCE_SUM) : NULL;
+	ts_tensor *S = E ? reduce_last(ctx, "softmax_sum", E, TS_REDUCE_SUM, NULL, NULL) : NULL;
 	return S ? fe_map(ctx, "softmax", E, div_fn, &(row_arg){S, X->ndim}) : NULL;
+}
+
+/* ---- layer normalization ------------------------------------------------------------ */
+
+/* The per-row operands of layer_norm's stages (rows of extent n). */
+typedef struct norm_arg {
+	ts_tensor *M, *V, *gamma, *beta; /* mean, variance; beta may be NULL */
+	ts_expr *inv_n, *eps;
+	int nd;
+} norm_arg;
+
+static ts_expr *mean_fn(ts_ctx *ctx, ts_expr *x, ts_expr *const *v, const void *k)
+{
+	(void)v;
+	return ts_mul(ctx, x, ((const norm_arg *)k)->inv_n);
+}
+
+static ts_expr *var_fn(ts_ctx *ctx, ts_expr *x, ts_expr *const *v, const void *k)
+{
+	const norm_arg *a = k;
+	ts_expr *d = ts_sub(ctx, x, row_value(ctx, a->M, a->nd, v));
+	return ts_mul(ctx, ts_mul(ctx, d, d), a->inv_n);
+}
+
+static ts_expr *norm_fn(ts_ctx *ctx, ts_expr *x, ts_expr *const *v, const void *k)
+{
+	const norm_arg *a = k;
+	ts_expr *d = ts_sub(ctx, x, row_value(ctx, a->M, a->nd, v));
+	ts_expr *sd = ts_sqrt(ctx, ts_add(ctx, row_value(ctx, a->V, a->nd, v), a->eps));
+	ts_expr *y = ts_mul(ctx, ts_div(ctx, d, sd), TS_READ(ctx, a->gamma, v[a->nd - 1]));
+	return a->beta ? ts_add(ctx, y, TS_READ(ctx, a->beta, v[a->nd - 1])) : y;
+}
+
+/* 1/n for X's last extent n: a constant, or 1 / n at run time for a size
+ * variable. */
+static ts_expr *inverse_last(ts_ctx *ctx, const ts_tensor *X)
+{
+	int d = X->ndim - 1;
+	if (!X->dim_var[d])
+		return ts_make_const(ctx, X->dtype, 1.0 / (double)X->shape[d]);
+	return ts_div(ctx, ts_make_const(ctx, X->dtype, 1),
+		      ts_cast(ctx, X->dtype, ts_size_expr(ctx, ts_tensor_dim(X, d))));
+}
+
+/* gamma or beta: 1-D, X's dtype, the extent of X's last axis. */
+static bool norm_param(ts_ctx *ctx, const char *what, const ts_tensor *p, const ts_tensor *X)
+{
+	if (!fe_check_same_dtype(ctx, "layer_norm", X, p))
+		return false;
+	if (p->ndim == 1 && ts_tensor_dim(p, 0) == ts_tensor_dim(X, X->ndim - 1))
+		return true;
+	ts_error(ctx, TS_ERR_INVALID, "layer_norm: %s %s does not match the last axis of %s", what,
+		 fe_shape_str(ctx, p), fe_shape_str(ctx, X));
+	return false;
+}
+
+static bool norm_check(ts_ctx *ctx, ts_tensor *X, ts_tensor *gamma, ts_tensor *beta,
+		       double epsilon)
+{
+	const char *op = "layer_norm";
+	if (!fe_check_inputs(ctx, op, 2, (ts_tensor *[]){X, gamma}) ||
+	    (beta && !fe_check_inputs(ctx, op, 1, &beta)) || !fe_check_float(ctx, op, X))
+		return false;
+	if (X->ndim < 1) {
+		ts_error(ctx, TS_ERR_INVALID, "layer_norm: %s has no axis to normalize",
+			 fe_shape_str(ctx, X));
+		return false;
+	}
+	if (!norm_param(ctx, "gamma", gamma, X) || (beta && !norm_param(ctx, "beta", beta, X)))
+		return false;
+	/* 0 would divide a constant row (variance 0) by 0; NaN fails the test */
+	if (!(epsilon > 0) || isinf(epsilon)) {
+		ts_error(ctx, TS_ERR_INVALID, "layer_norm: %s: epsilon must be positive and finite, got %g",
+			 fe_shape_str(ctx, X), epsilon);
+		return false;
+	}
+	return true;
+}
+
+ts_tensor *ts_op_layer_norm(ts_ctx *ctx, ts_tensor *X, ts_tensor *gamma, ts_tensor *beta,
+			    double epsilon)
+{
+	if (!norm_check(ctx, X, gamma, beta, epsilon))
+		return NULL;
+	norm_arg a = {.gamma = gamma, .beta = beta, .inv_n = inverse_last(ctx, X),
+		      .eps = ts_make_const(ctx, X->dtype, epsilon), .nd = X->ndim};
+	if (!a.inv_n || !a.eps)
+		return NULL;
+	a.M = reduce_last(ctx, "layer_norm_mean", X, TS_REDUCE_SUM, mean_fn, &a);
+	a.V = a.M ? reduce_last(ctx, "layer_norm_var", X, TS_REDUCE_SUM, var_fn, &a) : NULL;
+	return a.V ? fe_map(ctx, "layer_norm", X, norm_fn, &a) : NULL;
 }
 
 /* ---- inner stages ------------------------------------------------------------------ */

@@ -98,7 +98,7 @@ ts_tensor *ts_op_conv2d_nchwc(ts_ctx *ctx, ts_tensor *Xc, ts_tensor *Wc, int str
 			      int stride_w, int pad_h, int pad_w, int dilation_h,
 			      int dilation_w);
 
-/* ---- pooling and softmax -------------------------------------------------------- */
+/* ---- pooling, softmax and normalization ---------------------------------------- */
 
 /* NCHW pooling over kernel_h x kernel_w windows; padding < kernel, so every
  * window holds an element of X.  Max pooling pads with -infinity (the
@@ -113,6 +113,15 @@ ts_tensor *ts_op_avg_pool2d(ts_ctx *ctx, ts_tensor *X, int kernel_h, int kernel_
 /* Softmax over the last axis of a float tensor, in four stages:
  * m = max x, e = exp(x - m), s = sum e, y = e / s. */
 ts_tensor *ts_op_softmax(ts_ctx *ctx, ts_tensor *X);
+/* Layer normalization over the last axis (extent n) of a float X of any
+ * rank, in three stages: the mean ("layer_norm_mean", sum x/n), the
+ * variance about it ("layer_norm_var", sum (x - mean)^2/n: two passes, so
+ * no cancellation as in the mean of squares minus the squared mean), and
+ * y = (x - mean) / sqrt(var + epsilon) * gamma + beta.  gamma and beta are
+ * 1-D of extent n, of X's dtype; beta may be NULL (no shift); epsilon is
+ * positive and finite. */
+ts_tensor *ts_op_layer_norm(ts_ctx *ctx, ts_tensor *X, ts_tensor *gamma, ts_tensor *beta,
+			    double epsilon);
 
 /* ---- inner stages ------------------------------------------------------------- */
 

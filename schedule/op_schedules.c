@@ -9,6 +9,8 @@
 
 #include "ops.h"
 
+#include <stdio.h>
+
 #define TRY(call)                                                              \
 	do {                                                                   \
 		ts_status st_ = (call);                                        \
@@ -23,6 +25,14 @@ static bool host_has_avx512(void)
 #else
 	return false;
 #endif
+}
+
+static ts_status check_lanes(ts_schedule *s, const char *what, int lanes)
+{
+	if (lanes < 1 || lanes > TS_MAX_VECTOR_LANES)
+		return ts_error(s->ctx, TS_ERR_INVALID, "%s: lanes must be 1..%d, got %d", what,
+				TS_MAX_VECTOR_LANES, lanes);
+	return TS_OK;
 }
 
 /* Parallel outer data axes; the innermost data axis vectorized when it is
@@ -80,9 +90,7 @@ ts_status ts_schedule_default_cpu(ts_schedule *s, int lanes)
 {
 	if (!s)
 		return TS_ERR_INVALID;
-	if (lanes < 1 || lanes > TS_MAX_VECTOR_LANES)
-		return ts_error(s->ctx, TS_ERR_INVALID, "schedule_default_cpu: lanes must be 1..%d, got %d",
-				TS_MAX_VECTOR_LANES, lanes);
+	TRY(check_lanes(s, "schedule_default_cpu", lanes));
 	for (int i = 0; i < s->nstages; i++) {
 		ts_stage *st = s->stages[i];
 		if (!st->is_output && st->body->kind != IR_REDUCE && !read_twice(s, st))
@@ -255,17 +263,69 @@ ts_status ts_schedule_matmul_cpu(ts_schedule *s, ts_tensor *C, const ts_matmul_c
 	return schedule_accumulator(ts_stage_of(s, CC), sc, f, &d);
 }
 
+/* ---- elementwise epilogues ----------------------------------------------------- */
+
+/* The reduction an epilogue chain ends at, as a schedule names it in its
+ * messages ("schedule_dense_cpu(Y): stage T reduces (it is not a matmul)"). */
+typedef struct epilogue_root {
+	const char *what;   /* the schedule */
+	const char *noun;   /* "matmul" */
+	const char *a_noun; /* "a matmul" */
+	bool (*is_root)(const ts_tensor *t);
+} epilogue_root;
+
+static bool is_conv_nchwc(const ts_tensor *C)
+{
+	return C->op == TS_OP_COMPUTE && C->ndim == 5 && C->nreduce == 4;
+}
+
+static const epilogue_root dense_root = {"schedule_dense_cpu", "matmul", "a matmul", is_matmul};
+static const epilogue_root conv_root = {"schedule_conv2d_nchwc_cpu", "convolution",
+					"an NCHW[x]c convolution", is_conv_nchwc};
+
+/* "[8, 12]": t's extents (a size variable by its name), for a message;
+ * truncated to buf. */
+static const char *extents_str(char *buf, size_t size, const ts_tensor *t)
+{
+	size_t n = 0;
+	for (int d = 0; d < t->ndim && n < size; d++) {
+		const char *sep = d ? ", " : "[";
+		int w = t->dim_var[d] ? snprintf(buf + n, size - n, "%s%s", sep, t->dim_var[d]->u.var.name)
+				      : snprintf(buf + n, size - n, "%s%lld", sep, (long long)t->shape[d]);
+		n += w > 0 ? (size_t)w : size;
+	}
+	if (n < size)
+		snprintf(buf + n, size - n, "]");
+	return buf;
+}
+
+/* "i, j": the names of t's axes, for a message (truncated to buf). */
+static const char *axes_str(char *buf, size_t size, const ts_tensor *t)
+{
+	size_t n = 0;
+	buf[0] = '\0';
+	for (int d = 0; d < t->ndim && n < size; d++) {
+		int w = snprintf(buf + n, size - n, "%s%s", d ? ", " : "", t->axis[d]->var->u.var.name);
+		n += w > 0 ? (size_t)w : size;
+	}
+	return buf;
+}
+
 typedef struct same_element {
 	const ts_tensor *T, *src;
 	bool ok;
 } same_element;
 
-/* Whether a read of src in T's body is at T's own element (i, j). */
+/* Whether a read of src in T's body is at T's own element (i, j, ...). */
 static bool check_read(ts_expr *e, void *data)
 {
 	same_element *w = data;
 	if (e->kind != IR_READ || e->u.read.tensor != w->src)
 		return true;
+	if (e->u.read.n != w->T->ndim) {
+		w->ok = false;
+		return true;
+	}
 	for (int d = 0; d < e->u.read.n; d++) {
 		const ts_expr *x = e->u.read.idx[d], *v = w->T->axis[d]->var;
 		if (x != v && !(x->kind == IR_VAR && x->u.var.id == v->u.var.id))
@@ -274,76 +334,101 @@ static bool check_read(ts_expr *e, void *data)
 	return true;
 }
 
-/* One epilogue stage T of Y (T is not the matmul): elementwise, Y's shape,
- * and reading exactly one computed tensor, returned in *next. */
-static ts_status epilogue_step(ts_schedule *s, const ts_tensor *Y, ts_tensor *T, ts_tensor **next)
+/* Whether T and Y have the same extents (a size variable equals only
+ * itself). */
+static bool same_extents(const ts_tensor *T, const ts_tensor *Y)
 {
-	const char *what = "schedule_dense_cpu";
+	if (T->ndim != Y->ndim)
+		return false;
+	for (int d = 0; d < Y->ndim; d++)
+		if (ts_tensor_dim(T, d) != ts_tensor_dim(Y, d))
+			return false;
+	return true;
+}
+
+/* One epilogue stage T of Y (T is not the root reduction): elementwise,
+ * Y's shape, and reading exactly one computed tensor, returned in *next. */
+static ts_status epilogue_step(ts_schedule *s, const epilogue_root *r, const ts_tensor *Y,
+			       ts_tensor *T, ts_tensor **next)
+{
+	const char *what = r->what;
+	char buf[256];
 	if (T->op != TS_OP_COMPUTE)
-		return ts_error(s->ctx, TS_ERR_INVALID, "%s(%s): %s is an input; %s is not computed from a matmul",
-				what, Y->name, T->name, Y->name);
+		return ts_error(s->ctx, TS_ERR_INVALID, "%s(%s): %s is an input; %s is not computed from %s",
+				what, Y->name, T->name, Y->name, r->a_noun);
 	if (T->body->kind == IR_REDUCE)
 		return ts_error(s->ctx, TS_ERR_INVALID,
-				"%s(%s): stage %s reduces (it is not a matmul); an epilogue must be elementwise",
-				what, Y->name, T->name);
-	if (T->ndim != 2 || T->shape[0] != Y->shape[0] || T->shape[1] != Y->shape[1])
+				"%s(%s): stage %s reduces (it is not %s); an epilogue must be elementwise",
+				what, Y->name, T->name, r->a_noun);
+	if (!same_extents(T, Y))
 		return ts_error(s->ctx, TS_ERR_INVALID,
-				"%s(%s): epilogue stage %s has a shape other than %s's [%lld, %lld]; an epilogue must be elementwise",
-				what, Y->name, T->name, Y->name, (long long)Y->shape[0], (long long)Y->shape[1]);
+				"%s(%s): epilogue stage %s has a shape other than %s's %s; an epilogue must be elementwise",
+				what, Y->name, T->name, Y->name, extents_str(buf, sizeof buf, Y));
 	int ncomp = 0;
 	for (int i = 0; i < T->ninputs; i++)
 		if (T->inputs[i]->op == TS_OP_COMPUTE)
 			*next = T->inputs[i], ncomp++;
 	if (ncomp == 0)
 		return ts_error(s->ctx, TS_ERR_INVALID,
-				"%s(%s): %s is not computed from a matmul (stage %s reads only inputs)",
-				what, Y->name, Y->name, T->name);
+				"%s(%s): %s is not computed from %s (stage %s reads only inputs)",
+				what, Y->name, Y->name, r->a_noun, T->name);
 	if (ncomp != 1)
 		return ts_error(s->ctx, TS_ERR_INVALID,
-				"%s(%s): epilogue stage %s reads %d computed tensors; it must read the matmul's chain once, its other operands (bias, residual) being inputs",
-				what, Y->name, T->name, ncomp);
-	/* C's tile is computed for Y's tile: a read elsewhere (a transpose)
-	 * would need another tile */
+				"%s(%s): epilogue stage %s reads %d computed tensors; it must read the %s's chain once, its other operands (bias, residual) being inputs",
+				what, Y->name, T->name, ncomp, r->noun);
+	/* the root's block is computed for Y's block: a read elsewhere (a
+	 * transpose, a shifted window) would need another block */
 	same_element w = {.T = T, .src = *next, .ok = true};
 	ir_expr_visit(T->body, check_read, &w);
 	if (!w.ok)
 		return ts_error(s->ctx, TS_ERR_INVALID,
-				"%s(%s): epilogue stage %s reads %s at other indices than its own element (%s, %s); an epilogue must be elementwise",
-				what, Y->name, T->name, (*next)->name, T->axis[0]->var->u.var.name,
-				T->axis[1]->var->u.var.name);
+				"%s(%s): epilogue stage %s reads %s at other indices than its own element (%s); an epilogue must be elementwise",
+				what, Y->name, T->name, (*next)->name, axes_str(buf, sizeof buf, T));
 	return TS_OK;
 }
 
-/* The matmul C feeds stage T of Y's epilogue: Y's tiles must be C's. */
-static bool same_shape(ts_schedule *s, const ts_tensor *Y, const ts_tensor *C, const ts_tensor *T)
+/* The root C feeds stage T of Y's epilogue: Y's blocks must be C's. */
+static bool same_shape(ts_schedule *s, const epilogue_root *r, const ts_tensor *Y,
+		       const ts_tensor *C, const ts_tensor *T)
 {
-	if (C->shape[0] == Y->shape[0] && C->shape[1] == Y->shape[1])
+	char buf[256];
+	if (same_extents(C, Y))
 		return true;
 	ts_error(s->ctx, TS_ERR_INVALID,
-		 "schedule_dense_cpu(%s): epilogue stage %s changes the shape of matmul %s [%lld, %lld]; an epilogue must be elementwise",
-		 Y->name, T->name, C->name, (long long)C->shape[0], (long long)C->shape[1]);
+		 "%s(%s): epilogue stage %s changes the shape of %s %s %s; an epilogue must be elementwise",
+		 r->what, Y->name, T->name, r->noun, C->name, extents_str(buf, sizeof buf, C));
 	return false;
 }
 
-/* Walks from Y down the elementwise chain to the matmul; chain[0..*n) are
- * the epilogue stages, Y first. */
-static ts_tensor *find_matmul(ts_schedule *s, ts_tensor *Y, ts_tensor **chain, int *n)
+/* Walks from Y down the elementwise chain to the root reduction (a matmul,
+ * a convolution); chain[0..*n) are the epilogue stages, Y first. */
+static ts_tensor *find_root(ts_schedule *s, const epilogue_root *r, ts_tensor *Y,
+			    ts_tensor **chain, int *n)
 {
 	*n = 0;
 	for (ts_tensor *T = Y;;) {
-		if (T->op == TS_OP_COMPUTE && T->body->kind == IR_REDUCE && is_matmul(T))
-			return same_shape(s, Y, T, *n ? chain[*n - 1] : Y) ? T : NULL;
+		if (T->op == TS_OP_COMPUTE && T->body->kind == IR_REDUCE && r->is_root(T))
+			return same_shape(s, r, Y, T, *n ? chain[*n - 1] : Y) ? T : NULL;
 		if (*n == TS_MAX_EPILOGUE) {
-			ts_error(s->ctx, TS_ERR_INVALID, "schedule_dense_cpu(%s): more than %d epilogue stages",
+			ts_error(s->ctx, TS_ERR_INVALID, "%s(%s): more than %d epilogue stages", r->what,
 				 Y->name, TS_MAX_EPILOGUE);
 			return NULL;
 		}
 		ts_tensor *next = NULL;
-		if (epilogue_step(s, Y, T, &next) != TS_OK)
+		if (epilogue_step(s, r, Y, T, &next) != TS_OK)
 			return NULL;
 		chain[(*n)++] = T;
 		T = next;
 	}
+}
+
+/* The epilogue runs on the root's block in registers: the stages between Y
+ * and the root are inlined into Y, and the root, local, is never stored. */
+static ts_status fuse_epilogue(ts_schedule *s, ts_tensor *const *chain, int n, ts_tensor *C)
+{
+	for (int i = 1; i < n; i++)
+		TRY(ts_compute_inline(ts_stage_of(s, chain[i])));
+	return ts_set_scope(ts_stage_of(s, C), TS_SCOPE_LOCAL);
 }
 
 ts_status ts_schedule_dense_cpu(ts_schedule *s, ts_tensor *Y, const ts_matmul_cpu_params *p)
@@ -351,27 +436,76 @@ ts_status ts_schedule_dense_cpu(ts_schedule *s, ts_tensor *Y, const ts_matmul_cp
 	TRY(need(s, Y, "schedule_dense_cpu"));
 	ts_tensor *chain[TS_MAX_EPILOGUE];
 	int n;
-	ts_tensor *C = find_matmul(s, Y, chain, &n);
+	ts_tensor *C = find_root(s, &dense_root, Y, chain, &n);
 	if (!C)
 		return ts_last_status(s->ctx);
 	if (n == 0)
 		return ts_schedule_matmul_cpu(s, Y, p);
 	ts_matmul_cpu_params d = p ? *p : default_for(C);
 	TRY(matmul_prologue(s, "schedule_dense_cpu", C, &d));
-	/* the epilogue runs on Y's tile, reading the accumulator in registers:
-	 * C is never stored to memory */
-	for (int i = 1; i < n; i++)
-		TRY(ts_compute_inline(ts_stage_of(s, chain[i])));
-	ts_stage *sy = ts_stage_of(s, Y), *sc = ts_stage_of(s, C);
+	TRY(fuse_epilogue(s, chain, n, C));
+	ts_stage *sy = ts_stage_of(s, Y);
 	ts_axis *f;
 	TRY(tile_output(sy, &d, &f));
-	TRY(ts_set_scope(sc, TS_SCOPE_LOCAL));
-	return schedule_accumulator(sc, sy, f, &d);
+	return schedule_accumulator(ts_stage_of(s, C), sy, f, &d);
 }
 
 ts_conv2d_cpu_params ts_conv2d_cpu_default(void)
 {
 	return (ts_conv2d_cpu_params){.ow_block = 14, .oh_block = 0, .parallel = true};
+}
+
+/* The padded input (any 5-D producer of the convolution C) is computed
+ * once, before the convolution: inlined, its select and clamped index
+ * would sit in the innermost loop. */
+static ts_status conv_input(ts_schedule *s, const ts_tensor *C, bool parallel)
+{
+	for (int i = 0; i < C->ninputs; i++) {
+		ts_tensor *P = C->inputs[i];
+		if (P->op != TS_OP_COMPUTE || P->ndim != 5)
+			continue;
+		ts_stage *sp = ts_stage_of(s, P);
+		ts_axis *f;
+		TRY(ts_vectorize(sp, ts_axis_of(sp, 4)));
+		TRY(ts_fuse(sp, ts_axis_of(sp, 0), ts_axis_of(sp, 1), &f));
+		if (parallel)
+			TRY(ts_parallel(sp, f));
+	}
+	return TS_OK;
+}
+
+/* Y in blocks of oh_block rows x ow_block columns x the channel lanes (one
+ * vector), images, channel blocks and row blocks fused into one parallel
+ * loop; *owo is the loop over a row's column blocks. */
+static ts_status conv_output(ts_stage *sy, const ts_conv2d_cpu_params *d, ts_axis **owo)
+{
+	int64_t ow = sy->tensor->shape[3], oh_block = d->oh_block;
+	if (oh_block <= 0) /* narrow images: several rows per register block */
+		oh_block = ow < d->ow_block ? d->ow_block / ow : 1;
+	ts_axis *oho, *ohi, *owi, *f1, *f2;
+	TRY(ts_split(sy, ts_axis_of(sy, 2), oh_block, &oho, &ohi));
+	TRY(ts_split(sy, ts_axis_of(sy, 3), d->ow_block, owo, &owi));
+	TRY(ts_reorder(sy, TS_AXES(oho, *owo, ohi, owi)));
+	TRY(ts_fuse(sy, ts_axis_of(sy, 0), ts_axis_of(sy, 1), &f1));
+	TRY(ts_fuse(sy, f1, oho, &f2));
+	TRY(ts_vectorize(sy, ts_axis_of(sy, 4)));
+	return d->parallel ? ts_parallel(sy, f2) : TS_OK;
+}
+
+/* The accumulator block, computed at Y's column block owo: rows x columns
+ * x channel lanes, under the reduction (input channel blocks, kernel rows,
+ * kernel columns, input channel lanes); rows and columns unrolled, the
+ * lanes one vector. */
+static ts_status conv_accumulator(ts_stage *sc, ts_stage *sy, ts_axis *owo)
+{
+	TRY(ts_compute_at(sc, sy, owo));
+	ts_axis *h = ts_axis_of(sc, 2), *w = ts_axis_of(sc, 3), *oc = ts_axis_of(sc, 4);
+	ts_axis *rco = ts_reduce_axis_of(sc, 0), *kh = ts_reduce_axis_of(sc, 1),
+		*kw = ts_reduce_axis_of(sc, 2), *rci = ts_reduce_axis_of(sc, 3);
+	TRY(ts_reorder(sc, TS_AXES(rco, kh, kw, rci, h, w, oc)));
+	TRY(ts_unroll(sc, h));
+	TRY(ts_unroll(sc, w));
+	return ts_vectorize(sc, oc);
 }
 
 ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_conv2d_cpu_params *p)
@@ -380,49 +514,22 @@ ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_co
 	ts_conv2d_cpu_params d = p ? *p : ts_conv2d_cpu_default();
 	TRY(positive(s, "schedule_conv2d_nchwc_cpu", 2, (int64_t[]){d.ow_block, d.oh_block + 1},
 		     (const char *[]){"ow_block", "oh_block + 1"}));
-	if (Y->ndim != 5 || Y->nreduce != 4)
-		return ts_error(s->ctx, TS_ERR_INVALID,
-				"schedule_conv2d_nchwc_cpu: %s is not an NCHW[x]c convolution", Y->name);
-	/* the padded input is computed once, before the convolution: inlined,
-	 * its select and clamped index would sit in the innermost loop */
-	for (int i = 0; i < Y->ninputs; i++) {
-		ts_tensor *P = Y->inputs[i];
-		if (P->op != TS_OP_COMPUTE || P->ndim != 5)
-			continue;
-		ts_stage *sp = ts_stage_of(s, P);
-		ts_axis *f;
-		TRY(ts_vectorize(sp, ts_axis_of(sp, 4)));
-		TRY(ts_fuse(sp, ts_axis_of(sp, 0), ts_axis_of(sp, 1), &f));
-		if (d.parallel)
-			TRY(ts_parallel(sp, f));
-	}
-	ts_tensor *YC = ts_cache_write(s, Y, TS_SCOPE_LOCAL);
-	if (!YC)
+	ts_tensor *chain[TS_MAX_EPILOGUE];
+	int n;
+	ts_tensor *C = find_root(s, &conv_root, Y, chain, &n);
+	if (!C)
 		return ts_last_status(s->ctx);
-	ts_stage *sy = ts_stage_of(s, Y), *sc = ts_stage_of(s, YC);
-	int64_t ow = Y->shape[3], oh_block = d.oh_block;
-	if (oh_block <= 0) /* narrow images: several rows per register block */
-		oh_block = ow < d.ow_block ? d.ow_block / ow : 1;
-	ts_axis *oho, *ohi, *owo, *owi, *f1, *f2;
-	TRY(ts_split(sy, ts_axis_of(sy, 2), oh_block, &oho, &ohi));
-	TRY(ts_split(sy, ts_axis_of(sy, 3), d.ow_block, &owo, &owi));
-	TRY(ts_reorder(sy, TS_AXES(oho, owo, ohi, owi)));
-	TRY(ts_fuse(sy, ts_axis_of(sy, 0), ts_axis_of(sy, 1), &f1));
-	TRY(ts_fuse(sy, f1, oho, &f2));
-	TRY(ts_vectorize(sy, ts_axis_of(sy, 4)));
-	if (d.parallel)
-		TRY(ts_parallel(sy, f2));
-	TRY(ts_compute_at(sc, sy, owo));
-	/* accumulator: rows x columns x channel lanes; reduction: input channel
-	 * blocks, kernel rows, kernel columns, input channel lanes */
-	ts_axis *h = ts_axis_of(sc, 2), *w = ts_axis_of(sc, 3), *oc = ts_axis_of(sc, 4);
-	ts_axis *rco = ts_reduce_axis_of(sc, 0), *kh = ts_reduce_axis_of(sc, 1),
-		*kw = ts_reduce_axis_of(sc, 2), *rci = ts_reduce_axis_of(sc, 3);
-	TRY(ts_reorder(sc, TS_AXES(rco, kh, kw, rci, h, w, oc)));
-	TRY(ts_unroll(sc, h));
-	TRY(ts_unroll(sc, w));
-	TRY(ts_vectorize(sc, oc));
-	return TS_OK;
+	TRY(conv_input(s, C, d.parallel));
+	/* the accumulator: C itself under an epilogue, else a cache of Y (= C) */
+	ts_tensor *acc = n ? C : ts_cache_write(s, Y, TS_SCOPE_LOCAL);
+	if (!acc)
+		return ts_last_status(s->ctx);
+	if (n)
+		TRY(fuse_epilogue(s, chain, n, C));
+	ts_stage *sy = ts_stage_of(s, Y);
+	ts_axis *owo;
+	TRY(conv_output(sy, &d, &owo));
+	return conv_accumulator(ts_stage_of(s, acc), sy, owo);
 }
 
 ts_depthwise_cpu_params ts_depthwise_cpu_default(void)
@@ -691,10 +798,12 @@ ts_status ts_schedule_conv2d_cuda(ts_schedule *s, ts_tensor *Y, const ts_matmul_
 	return TS_OK;
 }
 
-/* The row axis (the fused leading axes, parallel) of a softmax-shaped
- * stage, NULL for 1-D; the last axis vectorized by lanes, its tail
- * partitioned off so the main loop runs whole vectors unguarded. */
-static ts_status softmax_rows(ts_stage *st, int lanes, bool parallel, ts_axis **row)
+/* ---- row operators: softmax, layer norm ---------------------------------------- */
+
+/* The row axis (the fused leading axes, parallel) of a stage over rows,
+ * NULL for 1-D; the last axis vectorized by lanes, its tail partitioned
+ * off so the main loop runs whole vectors unguarded. */
+static ts_status row_loops(ts_stage *st, int lanes, bool parallel, ts_axis **row)
 {
 	int nd = st->tensor->ndim;
 	ts_axis *inner = ts_axis_of(st, nd - 1), *io, *ii;
@@ -709,27 +818,27 @@ static ts_status softmax_rows(ts_stage *st, int lanes, bool parallel, ts_axis **
 	return ts_vectorize(st, ii);
 }
 
-/* One of softmax's inner stages, found by name (ops.h). */
-static ts_stage *softmax_stage(ts_schedule *s, ts_tensor *Y, const char *name)
+/* An inner stage of a row operator (op, "a softmax (ts_op_softmax)"),
+ * found by name (ops.h). */
+static ts_stage *row_stage(ts_schedule *s, ts_tensor *Y, const char *what, const char *op,
+			   const char *name)
 {
 	ts_tensor *t = ts_op_stage(Y, name);
 	if (!t) {
 		ts_clear_error(s->ctx);
-		ts_error(s->ctx, TS_ERR_INVALID,
-			 "schedule_softmax_cpu: %s is not a softmax (ts_op_softmax): it has no stage %s",
-			 Y->name, name);
+		ts_error(s->ctx, TS_ERR_INVALID, "%s: %s is not %s: it has no stage %s", what, Y->name,
+			 op, name);
 		return NULL;
 	}
 	return ts_stage_of(s, t);
 }
 
-/* A row reduction of softmax (max or sum) factored by lanes: its .rf stage
- * keeps `lanes` partial results in one vector, so the reduction is not one
- * chain of dependent scalar operations per row (LLVM may not reassociate a
- * float reduction by itself); the stage then reduces the lanes.  The .rf
- * stage is computed at the output's row. */
-static ts_status softmax_rfactor(ts_schedule *s, ts_stage *st, ts_stage *sy, ts_axis *row,
-				 int lanes)
+/* A row reduction (max, sum) factored by lanes: its .rf stage keeps
+ * `lanes` partial results in one vector, so the reduction is not one chain
+ * of dependent scalar operations per row (LLVM may not reassociate a float
+ * reduction by itself); the stage then reduces the lanes.  The .rf stage
+ * is computed at the output's row (at root for 1-D, row NULL). */
+static ts_status row_rfactor(ts_schedule *s, ts_stage *st, ts_stage *sy, ts_axis *row, int lanes)
 {
 	ts_tensor *t = st->tensor;
 	ts_axis *ko, *ki;
@@ -748,25 +857,25 @@ static ts_status softmax_rfactor(ts_schedule *s, ts_stage *st, ts_stage *sy, ts_
 		TRY(ts_fuse(sr, lead, ts_axis_of(sr, i), &lead));
 	TRY(ts_reorder(sr, TS_AXES(lead, ts_reduce_axis_of(sr, 0), lane)));
 	TRY(ts_vectorize(sr, lane));
-	return ts_compute_at(sr, sy, row);
+	return row ? ts_compute_at(sr, sy, row) : TS_OK;
 }
 
 ts_status ts_schedule_softmax_cpu(ts_schedule *s, ts_tensor *Y, int lanes)
 {
-	TRY(need(s, Y, "schedule_softmax_cpu"));
-	if (lanes < 1 || lanes > TS_MAX_VECTOR_LANES)
-		return ts_error(s->ctx, TS_ERR_INVALID, "schedule_softmax_cpu: lanes must be 1..%d, got %d",
-				TS_MAX_VECTOR_LANES, lanes);
+	const char *what = "schedule_softmax_cpu", *op = "a softmax (ts_op_softmax)";
+	TRY(need(s, Y, what));
+	TRY(check_lanes(s, what, lanes));
 	ts_stage *sy = ts_stage_of(s, Y);
 	if (!sy)
 		return ts_last_status(s->ctx);
-	ts_stage *sm = softmax_stage(s, Y, "softmax_max"), *se = sm ? softmax_stage(s, Y, "softmax_exp") : NULL;
-	ts_stage *ss = se ? softmax_stage(s, Y, "softmax_sum") : NULL;
+	ts_stage *sm = row_stage(s, Y, what, op, "softmax_max");
+	ts_stage *se = sm ? row_stage(s, Y, what, op, "softmax_exp") : NULL;
+	ts_stage *ss = se ? row_stage(s, Y, what, op, "softmax_sum") : NULL;
 	if (!ss)
 		return ts_last_status(s->ctx);
 	ts_axis *row, *erow;
-	TRY(softmax_rows(sy, lanes, true, &row));
-	TRY(softmax_rows(se, lanes, false, &erow));
+	TRY(row_loops(sy, lanes, true, &row));
+	TRY(row_loops(se, lanes, false, &erow));
 	if (!row) /* 1-D: one row, every stage at root */
 		return TS_OK;
 	/* max, exp and sum per row of the output: the row's exponentials stay
@@ -774,6 +883,30 @@ ts_status ts_schedule_softmax_cpu(ts_schedule *s, ts_tensor *Y, int lanes)
 	TRY(ts_compute_at(sm, sy, row));
 	TRY(ts_compute_at(se, sy, row));
 	TRY(ts_compute_at(ss, sy, row));
-	TRY(softmax_rfactor(s, sm, sy, row, lanes));
-	return softmax_rfactor(s, ss, sy, row, lanes);
+	TRY(row_rfactor(s, sm, sy, row, lanes));
+	return row_rfactor(s, ss, sy, row, lanes);
+}
+
+ts_status ts_schedule_layer_norm_cpu(ts_schedule *s, ts_tensor *Y, int lanes)
+{
+	const char *what = "schedule_layer_norm_cpu", *op = "a layer norm (ts_op_layer_norm)";
+	TRY(need(s, Y, what));
+	TRY(check_lanes(s, what, lanes));
+	ts_stage *sy = ts_stage_of(s, Y);
+	if (!sy)
+		return ts_last_status(s->ctx);
+	ts_stage *sm = row_stage(s, Y, what, op, "layer_norm_mean");
+	ts_stage *sv = sm ? row_stage(s, Y, what, op, "layer_norm_var") : NULL;
+	if (!sv)
+		return ts_last_status(s->ctx);
+	ts_axis *row;
+	TRY(row_loops(sy, lanes, true, &row));
+	/* the mean and the variance per row of the output: the row stays in
+	 * cache across its three passes */
+	if (row) {
+		TRY(ts_compute_at(sm, sy, row));
+		TRY(ts_compute_at(sv, sy, row));
+	}
+	TRY(row_rfactor(s, sm, sy, row, lanes));
+	return row_rfactor(s, sv, sy, row, lanes);
 }

@@ -51,6 +51,16 @@ ts_status ts_schedule_default_cuda(ts_schedule *s, int threads);
  * refused.  1-D: one row, every stage at root. */
 ts_status ts_schedule_softmax_cpu(ts_schedule *s, ts_tensor *Y, int lanes);
 
+/* Layer normalization (Y = ts_op_layer_norm(X, ...)) as softmax: the
+ * leading axes of Y fused into one parallel row loop, the mean and the
+ * variance of a row computed at that loop, the last axis of Y vectorized by
+ * `lanes` (1..TS_MAX_VECTOR_LANES) with its tail partitioned off, and both
+ * sums factored with ts_rfactor into `lanes` partial results (rows of at
+ * least `lanes`).  The inner stages are found with ts_op_stage; a Y without
+ * them is refused.  1-D: one row, every stage at root (the sums still
+ * factored). */
+ts_status ts_schedule_layer_norm_cpu(ts_schedule *s, ts_tensor *Y, int lanes);
+
 typedef struct ts_matmul_cpu_params {
 	int64_t mr;      /* rows of the register block */
 	int64_t nr;      /* columns of the register block = the packing panel */
@@ -67,7 +77,8 @@ ts_matmul_cpu_params ts_matmul_cpu_default(void);
  * run-time stride apart each take an address register). */
 ts_status ts_schedule_matmul_cpu(ts_schedule *s, ts_tensor *C, const ts_matmul_cpu_params *p);
 
-/* The longest elementwise epilogue ts_schedule_dense_cpu accepts. */
+/* The longest elementwise epilogue ts_schedule_dense_cpu and
+ * ts_schedule_conv2d_nchwc_cpu accept. */
 #define TS_MAX_EPILOGUE 16
 /* Schedules Y = epilogue(C), C a matmul as above and the epilogue a chain of
  * elementwise stages of C's shape (ts_op_bias_add, ts_op_relu, ts_op_gelu,
@@ -90,7 +101,19 @@ typedef struct ts_conv2d_cpu_params {
 } ts_conv2d_cpu_params;
 
 ts_conv2d_cpu_params ts_conv2d_cpu_default(void);
-/* Schedules Y = ts_op_conv2d_nchwc(...) (its padding stage included). */
+/* Schedules Y = epilogue(C), C = ts_op_conv2d_nchwc(...) (its padding stage
+ * included, computed once before C), the epilogue being a chain of
+ * elementwise stages of C's shape [N, O/y, OH, OW, y] as in
+ * ts_schedule_dense_cpu: a bias over the channels (reading bias[co*y + ci]),
+ * a residual add of a 5-D input, relu, clip, ...  Y is split into blocks of
+ * oh_block rows x ow_block columns x y channel lanes (one vector), its outer
+ * loops fused and parallel; the accumulator of a block, computed at Y's
+ * column-block loop, runs the whole reduction with its rows and columns
+ * unrolled.  With an epilogue, the chain is inlined into Y and C is that
+ * local accumulator, so the epilogue is applied to the registers before
+ * the one store and C never goes to memory; without one (Y is C), the
+ * accumulator is a cache_write of Y.  Epilogues are refused as
+ * ts_schedule_dense_cpu refuses them (TS_ERR_INVALID). */
 ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_conv2d_cpu_params *p);
 
 typedef struct ts_depthwise_cpu_params {

@@ -4,7 +4,8 @@
  * a stage that changes the shape, a read at other indices (a transpose),
  * a stage reading two computed tensors,
  * no matmul at all, bad parameters and NULLs; and ts_op_gelu refuses
- * integer tensors.
+ * integer tensors.  ts_schedule_conv2d_nchwc_cpu refuses the same misuses
+ * of an NCHW[x]c convolution's epilogue, and a chain too long.
  */
 #include "testutil.h"
 
@@ -167,6 +168,141 @@ START_TEST(gelu_of_integers)
 }
 END_TEST
 
+/* ---- the epilogue of an NCHW[x]c convolution ------------------------------------ */
+
+typedef struct cv {
+	ts_ctx *ctx;
+	ts_tensor *C; /* [1, 2, 6, 6, 8] */
+	ts_expr *v[5];
+} cv;
+
+static cv conv(void)
+{
+	cv c = {.ctx = ts_ctx_new()};
+	ts_tensor *X = ts_placeholder(c.ctx, "X", TS_SHAPE(1, 2, 6, 6, 4), ts_float32);
+	ts_tensor *W = ts_placeholder(c.ctx, "W", TS_SHAPE(2, 2, 3, 3, 4, 8), ts_float32);
+	c.C = ts_op_conv2d_nchwc(c.ctx, X, W, 1, 1, 1, 1, 1, 1);
+	tu_nonnull(c.ctx, c.C);
+	static const char *const names[] = {"n", "co", "h", "w", "ci"};
+	for (int d = 0; d < 5; d++)
+		c.v[d] = ts_var(c.ctx, names[d]);
+	return c;
+}
+
+static void conv_refused(ts_ctx *ctx, ts_tensor *Y, const char *part)
+{
+	tu_nonnull(ctx, Y);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+	tu_nonnull(ctx, s);
+	ck_assert_int_eq(ts_schedule_conv2d_nchwc_cpu(s, Y, NULL), TS_ERR_INVALID);
+	tu_assert_error(ctx, part);
+}
+
+/* Y[n, co, h, w] = sum_ci relu(C[n, co, h, w, ci]): a reduction after it */
+START_TEST(conv_reduction_after)
+{
+	cv c = conv();
+	ts_ctx *ctx = c.ctx;
+	ts_tensor *R = ts_op_relu(ctx, c.C);
+	ts_iter *r = ts_reduce_axis(ctx, "r", 0, 8);
+	ts_tensor *Y = ts_compute(ctx, "chsum", TS_SHAPE(1, 2, 6, 6), c.v,
+				  TS_SUM(ctx, TS_READ(ctx, R, c.v[0], c.v[1], c.v[2], c.v[3], r->var), r));
+	conv_refused(ctx, Y, "schedule_conv2d_nchwc_cpu(chsum): stage chsum reduces (it is not an NCHW[x]c convolution); an epilogue must be elementwise");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Y[n, co, h, w, ci] = C[n, co, h, w, ci] + 1 over a 4 x 4 corner */
+START_TEST(conv_cropping_stage)
+{
+	cv c = conv();
+	ts_ctx *ctx = c.ctx;
+	ts_expr *const *v = c.v;
+	ts_tensor *Y = ts_compute(ctx, "crop", TS_SHAPE(1, 2, 4, 4, 8), v,
+				  ts_add(ctx, TS_READ(ctx, c.C, v[0], v[1], v[2], v[3], v[4]),
+					 ts_make_const(ctx, ts_float32, 1)));
+	conv_refused(ctx, Y, "schedule_conv2d_nchwc_cpu(crop): epilogue stage crop changes the shape of convolution conv2d_nchwc [1, 2, 6, 6, 8]; an epilogue must be elementwise");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* crop(relu(C)): the stage below Y has another shape than Y */
+START_TEST(conv_stage_of_other_shape)
+{
+	cv c = conv();
+	ts_ctx *ctx = c.ctx;
+	ts_expr *const *v = c.v;
+	ts_tensor *R = ts_op_relu(ctx, c.C);
+	ts_tensor *Y = ts_compute(ctx, "crop", TS_SHAPE(1, 2, 4, 4, 8), v,
+				  TS_READ(ctx, R, v[0], v[1], v[2], v[3], v[4]));
+	conv_refused(ctx, Y, "schedule_conv2d_nchwc_cpu(crop): epilogue stage relu has a shape other than crop's [1, 2, 4, 4, 8]; an epilogue must be elementwise");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Y[n, co, h, w, ci] = C[n, co, w, h, ci]: same shape, another element */
+START_TEST(conv_transposed_read)
+{
+	cv c = conv();
+	ts_ctx *ctx = c.ctx;
+	ts_expr *const *v = c.v;
+	ts_tensor *Y = ts_compute(ctx, "Y", 5, c.C->shape, v,
+				  ts_add(ctx, TS_READ(ctx, c.C, v[0], v[1], v[3], v[2], v[4]),
+					 ts_make_const(ctx, ts_float32, 1)));
+	conv_refused(ctx, Y, "schedule_conv2d_nchwc_cpu(Y): epilogue stage Y reads conv2d_nchwc at other indices than its own element (n, co, h, w, ci); an epilogue must be elementwise");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(conv_two_computed_operands)
+{
+	cv c = conv();
+	ts_ctx *ctx = c.ctx;
+	ts_tensor *Y = ts_op_add(ctx, ts_op_relu(ctx, c.C), c.C);
+	conv_refused(ctx, Y, "schedule_conv2d_nchwc_cpu(add): epilogue stage add reads 2 computed tensors; it must read the convolution's chain once, its other operands (bias, residual) being inputs");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(conv_no_convolution)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(1, 2, 6, 6, 8), ts_float32);
+	ts_tensor *Y = ts_op_relu(ctx, X);
+	conv_refused(ctx, Y, "schedule_conv2d_nchwc_cpu(relu): relu is not computed from an NCHW[x]c convolution (stage relu reads only inputs)");
+	ts_clear_error(ctx);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+	ck_assert_int_eq(ts_schedule_conv2d_nchwc_cpu(s, X, NULL), TS_ERR_INVALID);
+	tu_assert_error(ctx, "schedule_conv2d_nchwc_cpu(X): X is an input; X is not computed from an NCHW[x]c convolution");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(conv_chain_too_long)
+{
+	cv c = conv();
+	ts_ctx *ctx = c.ctx;
+	ts_tensor *Y = c.C;
+	for (int i = 0; i <= TS_MAX_EPILOGUE; i++)
+		Y = ts_op_relu(ctx, Y);
+	conv_refused(ctx, Y, "schedule_conv2d_nchwc_cpu(relu): more than 16 epilogue stages");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* the convolution also an output: it needs a global buffer */
+START_TEST(conv_is_output)
+{
+	cv c = conv();
+	ts_ctx *ctx = c.ctx;
+	ts_tensor *Y = ts_op_relu(ctx, c.C);
+	ts_schedule *s = ts_create_schedule(ctx, 2, (ts_tensor *[]){Y, c.C});
+	ck_assert_int_eq(ts_schedule_conv2d_nchwc_cpu(s, Y, NULL), TS_ERR_INVALID);
+	tu_assert_error(ctx, "set_scope(conv2d_nchwc): conv2d_nchwc is an output of the schedule");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("mustfail_epilogue");
@@ -181,6 +317,14 @@ int main(void)
 	tcase_add_test(tc, no_matmul);
 	tcase_add_test(tc, bad_params_and_nulls);
 	tcase_add_test(tc, gelu_of_integers);
+	tcase_add_test(tc, conv_reduction_after);
+	tcase_add_test(tc, conv_cropping_stage);
+	tcase_add_test(tc, conv_stage_of_other_shape);
+	tcase_add_test(tc, conv_transposed_read);
+	tcase_add_test(tc, conv_two_computed_operands);
+	tcase_add_test(tc, conv_no_convolution);
+	tcase_add_test(tc, conv_chain_too_long);
+	tcase_add_test(tc, conv_is_output);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

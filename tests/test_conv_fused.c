@@ -1,0 +1,191 @@
+/*
+ * test_conv_fused.c - ts_schedule_conv2d_nchwc_cpu with an elementwise
+ * epilogue (bias over the channels, relu, a residual add, clip) scheduled
+ * as one pass, checked against the reference evaluator on shapes the
+ * register block divides and on shapes it does not (odd images, stride 2,
+ * 1x1 and 3x3 kernels, channel blocks of 4, 8 and 16); the convolution
+ * never gets a global buffer.
+ */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "lower.h"
+#include "op_schedules.h"
+#include "printer.h"
+
+typedef enum epi { EPI_BIAS, EPI_BIAS_RELU, EPI_RESIDUAL_RELU, EPI_CLIP } epi;
+
+/* One convolution: input [n, c/x, h, w, x], kernel k x k, y output lanes. */
+typedef struct conv {
+	int64_t n, c, h, w, o, k;
+	int x, y, stride, pad;
+} conv;
+
+typedef struct built {
+	ts_tensor *params[6];
+	int np;
+	ts_tensor *C, *Y;
+} built;
+
+/* bias[co*y + ci] added at each output element [n, co, h, w, ci]. */
+static ts_tensor *bias_nchwc(ts_ctx *ctx, ts_tensor *C, ts_tensor *bias)
+{
+	ts_expr *v[5];
+	static const char *const names[] = {"n", "co", "h", "w", "ci"};
+	for (int d = 0; d < 5; d++)
+		v[d] = ts_var(ctx, names[d]);
+	ts_expr *ch = ts_add(ctx, ts_mul(ctx, v[1], ts_make_const(ctx, ts_int32, (double)C->shape[4])),
+			     v[4]);
+	ts_expr *body = ts_add(ctx, TS_READ(ctx, C, v[0], v[1], v[2], v[3], v[4]),
+			       TS_READ(ctx, bias, ch));
+	return ts_compute(ctx, "bias_add", 5, C->shape, v, body);
+}
+
+/* Y = epilogue(conv2d_nchwc(X, W)) over placeholders X, W, bias, R. */
+static built build(ts_ctx *ctx, epi e, const conv *g)
+{
+	built b = {.np = 0};
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(g->n, g->c / g->x, g->h, g->w, g->x),
+				      ts_float32);
+	ts_tensor *W = ts_placeholder(ctx, "W", TS_SHAPE(g->o / g->y, g->c / g->x, g->k, g->k,
+							 g->x, g->y), ts_float32);
+	b.C = ts_op_conv2d_nchwc(ctx, X, W, g->stride, g->stride, g->pad, g->pad, 1, 1);
+	tu_nonnull(ctx, b.C);
+	b.params[b.np++] = X, b.params[b.np++] = W;
+	ts_tensor *Y = b.C;
+	if (e == EPI_CLIP) {
+		Y = ts_op_clip(ctx, Y, -0.5, 0.75);
+	} else {
+		ts_tensor *bias = ts_placeholder(ctx, "bias", TS_SHAPE(g->o), ts_float32);
+		Y = bias_nchwc(ctx, Y, bias);
+		b.params[b.np++] = bias;
+	}
+	if (e == EPI_RESIDUAL_RELU) { /* ResNet's block end: relu(conv + bias + x) */
+		ts_tensor *R = ts_placeholder(ctx, "R", b.C->ndim, b.C->shape, ts_float32);
+		Y = ts_op_add(ctx, Y, R);
+		b.params[b.np++] = R;
+	}
+	if (e == EPI_BIAS_RELU || e == EPI_RESIDUAL_RELU)
+		Y = ts_op_relu(ctx, Y);
+	tu_nonnull(ctx, Y);
+	b.params[b.np++] = Y;
+	b.Y = Y;
+	return b;
+}
+
+/* Whether the lowered text allocates a buffer named `name` in global memory. */
+static bool global_buffer(const char *text, const char *name)
+{
+	char want[128];
+	snprintf(want, sizeof want, "%s[", name);
+	for (const char *a = strstr(text, "allocate "); a; a = strstr(a + 1, "allocate ")) {
+		const char *end = strchr(a, '\n');
+		const char *g = strstr(a, " in global");
+		if (g && (!end || g < end) && !strncmp(a + 9, want, strlen(want)))
+			return true;
+	}
+	return false;
+}
+
+static void check_conv(epi e, conv g, const ts_conv2d_cpu_params *p)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	built b = build(ctx, e, &g);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &b.Y);
+	tu_nonnull(ctx, s);
+	tu_ok(ctx, ts_schedule_conv2d_nchwc_cpu(s, b.Y, p));
+	ts_func *f = ts_lower(s, "conv_fused", b.np, b.params);
+	tu_nonnull(ctx, f);
+	/* one pass over memory: the convolution is accumulated in a local
+	 * block and only Y is stored */
+	const char *text = ir_func_str(ctx, f);
+	ck_assert_msg(strstr(text, " in local") != NULL, "no local accumulator:\n%s", text);
+	ck_assert_msg(!global_buffer(text, b.C->name), "the convolution has a global buffer:\n%s",
+		      text);
+	/* the padded input, computed once before the convolution, does */
+	ck_assert_msg(!g.pad || global_buffer(text, "pad"), "no padded input:\n%s", text);
+	char what[160];
+	snprintf(what, sizeof what, "epilogue %d, X[%lld, %lld, %lld, %lld] / %d, %lld x %lld kernel, "
+		 "O %lld / %d, stride %d, pad %d", (int)e, (long long)g.n, (long long)g.c,
+		 (long long)g.h, (long long)g.w, g.x, (long long)g.k, (long long)g.k,
+		 (long long)g.o, g.y, g.stride, g.pad);
+	tu_set_context(what);
+	tu_check_func(ctx, f, 1e-4);
+	tu_set_context(NULL);
+	ts_ctx_free(ctx);
+}
+
+/* 14-column blocks over 7 and 13 columns, oh_block from the row width */
+static const ts_conv2d_cpu_params defaults = {.ow_block = 14, .oh_block = 0, .parallel = true};
+/* blocks neither 13 nor 11 divides, serial */
+static const ts_conv2d_cpu_params odd = {.ow_block = 4, .oh_block = 3, .parallel = false};
+
+static const conv shapes[] = {
+	{.n = 1, .c = 8, .h = 7, .w = 7, .o = 16, .k = 3, .x = 4, .y = 8, .stride = 1, .pad = 1},
+	{.n = 2, .c = 8, .h = 13, .w = 11, .o = 8, .k = 1, .x = 8, .y = 4, .stride = 1, .pad = 0},
+	{.n = 1, .c = 4, .h = 13, .w = 11, .o = 16, .k = 3, .x = 4, .y = 16, .stride = 2, .pad = 1},
+	{.n = 1, .c = 16, .h = 7, .w = 7, .o = 8, .k = 1, .x = 16, .y = 8, .stride = 2, .pad = 0},
+};
+
+static void check_all(epi e)
+{
+	for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+		check_conv(e, shapes[i], &defaults);
+		check_conv(e, shapes[i], &odd);
+	}
+}
+
+START_TEST(test_conv_bias)
+{
+	check_all(EPI_BIAS);
+	check_conv(EPI_BIAS, shapes[0], NULL);
+}
+END_TEST
+
+START_TEST(test_conv_bias_relu)
+{
+	check_all(EPI_BIAS_RELU);
+}
+END_TEST
+
+START_TEST(test_conv_bias_residual_relu)
+{
+	check_all(EPI_RESIDUAL_RELU);
+}
+END_TEST
+
+START_TEST(test_conv_clip)
+{
+	check_all(EPI_CLIP);
+}
+END_TEST
+
+/* No epilogue: the convolution is Y, accumulated in a cache of it. */
+START_TEST(test_conv_no_epilogue)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	conv g = shapes[2];
+	built b = build(ctx, EPI_CLIP, &g);
+	ts_tensor *X = b.params[0], *W = b.params[1];
+	ts_schedule *s = ts_create_schedule(ctx, 1, &b.C);
+	tu_ok(ctx, ts_schedule_conv2d_nchwc_cpu(s, b.C, &odd));
+	tu_check_func(ctx, ts_lower(s, "conv", 3, (ts_tensor *[]){X, W, b.C}), 1e-4);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("conv_fused");
+	TCase *tc = tcase_create("conv_fused");
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, test_conv_bias);
+	tcase_add_test(tc, test_conv_bias_relu);
+	tcase_add_test(tc, test_conv_bias_residual_relu);
+	tcase_add_test(tc, test_conv_clip);
+	tcase_add_test(tc, test_conv_no_epilogue);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}
