@@ -24,6 +24,17 @@ cmake -S examples/outoftree -B "$work/app" -DCMAKE_PREFIX_PATH="$prefix" >/dev/n
 cmake --build "$work/app" -j"$(nproc)" >/dev/null
 "$work/app/vadd"
 LD_LIBRARY_PATH="$prefix/lib" "$work/app/linkage"
+# ONNX import from the static library: protobuf-c must come along.  A file
+# that is not protobuf is refused by protobuf-c's parser (or, in a tessera
+# built without protobuf-c, by the message that says what to install).
+printf '\377\377\377\377\017' > "$work/bad.onnx"
+onnx_refused() {
+  if "$@" "$work/bad.onnx" 2> "$work/onnx.err"; then
+    echo "onnx_info accepted a file that is not a model"; return 1
+  fi
+  grep -E "protobuf does not parse|built without ONNX import" "$work/onnx.err"
+}
+onnx_refused "$work/app/onnx_info"
 
 echo "== pkg-config"
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
@@ -31,6 +42,13 @@ export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 cc -std=c11 -Wall -Wextra -Werror -o "$work/vadd-pc" examples/outoftree/vadd.c \
    $(pkg-config --cflags --libs tessera)
 LD_LIBRARY_PATH="$prefix/lib" "$work/vadd-pc"
+# the static library through pkg-config --static: Libs.private names
+# LLVM, protobuf-c and the system libraries
+static_libs="$(pkg-config --libs --static tessera)"
+# shellcheck disable=SC2046,SC2086
+cc -std=c11 -Wall -Wextra -Werror -o "$work/onnx-pc" examples/outoftree/onnx_info.c \
+   $(pkg-config --cflags tessera) ${static_libs/-ltessera/-l:libtessera.a}
+onnx_refused "$work/onnx-pc"
 
 echo "== add_subdirectory(tessera)"
 mkdir -p "$work/parent"

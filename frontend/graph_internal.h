@@ -1,0 +1,169 @@
+/*
+ * graph_internal.h - the graph's tables, shared by the builder (graph.c),
+ * the passes (graph_passes.c), the kernel builder (graph_kernels.c) and the
+ * executable (graph_exec.c).
+ */
+#ifndef TESSERA_FRONTEND_GRAPH_INTERNAL_H
+#define TESSERA_FRONTEND_GRAPH_INTERNAL_H
+
+#include "build.h"
+#include "graph.h"
+
+typedef enum gv_kind { GV_INPUT, GV_CONST, GV_NODE } gv_kind;
+
+typedef struct gvalue {
+	char *name;           /* malloc'd */
+	gv_kind kind;
+	ts_dtype dtype;
+	int ndim;
+	int64_t shape[TS_GRAPH_MAX_DIMS];
+	int node;             /* GV_NODE: the producer */
+	void *data;           /* GV_CONST: malloc'd, row-major */
+	bool is_output;
+} gvalue;
+
+typedef struct gnode {
+	char *name;           /* malloc'd */
+	ts_gop op;
+	int nin;
+	int in[TS_GRAPH_MAX_INPUTS];
+	int out;
+	ts_gattrs a;
+} gnode;
+
+struct ts_graph {
+	ts_ctx *ctx;
+	gvalue *v;
+	int nv, capv;
+	gnode *n;
+	int nn, capn;
+	int *in, nin, capin;  /* graph inputs, in order */
+	int *out, nout, capout;
+};
+
+int64_t gv_numel(const gvalue *v);
+/* "[1, 64, 56, 56]" in a static-free arena string. */
+const char *g_shape_str(ts_ctx *ctx, int ndim, const int64_t *shape);
+/* Whether op is elementwise (numpy broadcasting, one output element from
+ * the inputs' elements at the same logical index). */
+bool g_is_elementwise(ts_gop op);
+/* The output shape of op on in[] (checked); false with an error naming
+ * the node. */
+bool g_infer(ts_graph *g, const char *node, ts_gop op, int nin, const int *in,
+	     const ts_gattrs *a, int *ndim, int64_t *shape);
+
+#endif
+
+/* ---- compiling (graph_passes.c, graph_kernels.c, graph_exec.c) ------------------- */
+
+/* A copy of g whose nodes the passes rewrite (constants copied). */
+ts_graph *g_clone(const ts_graph *g);
+
+/* Node flags the passes set (gnode.a stays as imported). */
+typedef struct gnode_state {
+	bool dead;            /* removed by a pass */
+	bool affine;          /* a BatchNormalization rewritten to x * in[1] + in[2] */
+	int group;            /* its kernel group, -1 before fusion */
+} gnode_state;
+
+/* One kernel's worth of nodes: an anchor (or none: an elementwise chain)
+ * and the elementwise nodes fused into its output, in order. */
+typedef struct ggroup {
+	int anchor;           /* node, or -1 */
+	int nreg;
+	int reg[64];          /* fused elementwise nodes */
+	int out;              /* the value the group produces */
+} ggroup;
+
+typedef struct gpass {
+	ts_graph *g;
+	gnode_state *ns;      /* per node */
+	int *uses;            /* per value: live consumers */
+	ggroup *groups;
+	int ngroups;
+	FILE *trace;
+	int folded, fused;
+} gpass;
+
+/* Constant folding (BatchNormalization into Conv or into an affine
+ * elementwise node) and dead-node removal. */
+ts_status g_pass_fold(gpass *p);
+/* Groups the live nodes into kernels; no_fuse: one node per group. */
+ts_status g_pass_fuse(gpass *p, bool no_fuse);
+ts_status g_count_uses(gpass *p);
+
+/* Live ranges [first, last] of n buffers of size[i] bytes in kernel
+ * steps; fills offset[i] (64-byte aligned) and returns the arena size. */
+int64_t g_plan_memory(int n, const int64_t *size, const int *first, const int *last,
+		      int64_t *offset);
+
+#define G_TRY(call)                             \
+	do {                                    \
+		ts_status g_st_ = (call);       \
+		if (g_st_ != TS_OK)             \
+			return g_st_;           \
+	} while (0)
+
+/* ---- the executable ------------------------------------------------------------------ */
+
+/* A value at run time.  Logical shape as in the graph; stored row-major
+ * (block 0) or, for 4-D values, as NCHW[block]c. */
+typedef struct xval {
+	const char *name;
+	int ndim;
+	int64_t shape[TS_GRAPH_MAX_DIMS];
+	int block;
+	int base;             /* -1, or the value whose storage this view shares */
+	bool is_const;
+	float *data;          /* set at compile time (constants, planned buffers) */
+	int64_t bytes;
+	int first, last;      /* kernels that write it / read it last */
+	int64_t offset;       /* in the arena; -1: own storage */
+	float scalar;         /* constants of one element */
+} xval;
+
+#define G_MAX_ARGS 32
+
+typedef struct xarg {
+	int val;
+	int ndim;
+	int64_t shape[TS_MAX_DIMS];
+	ts_array *arr;
+} xarg;
+
+typedef struct xkernel {
+	const char *desc;     /* its nodes, for printing */
+	const char *key;      /* equal keys: the same code */
+	ts_module *mod;
+	bool owns_mod;
+	int nargs;            /* inputs, then the output */
+	xarg arg[G_MAX_ARGS];
+} xkernel;
+
+struct ts_graph_exec {
+	ts_ctx *ctx;
+	xval *xv;
+	int nxv, capxv;
+	xkernel *k;
+	int nk, capk;
+	int nin, nout;
+	int *in, *out;        /* xvals of the graph's inputs and outputs */
+	void *arena;
+	ts_graph_stats st;
+};
+
+/* A new xval (zeroed, base -1, offset -1); -1 on no memory. */
+int gx_new_value(ts_graph_exec *e, const char *name, int ndim, const int64_t *shape, int block);
+/* Builds kernel k's code: the tensors of group gr (or of a layout
+ * conversion when gr is NULL), its schedule, lowering and ts_build, or the
+ * module of an earlier kernel with the same key.  conv_from/conv_to: the
+ * xvals of a conversion. */
+ts_status gx_build_group(ts_graph_exec *e, ts_graph *g, const gpass *p, const ggroup *gr,
+			 const int *gv2x, xkernel *k, const ts_graph_opts *o);
+ts_status gx_build_conversion(ts_graph_exec *e, int from, int to, xkernel *k);
+/* The physical shape of xval v (blocked: [N, C/b, H, W, b]). */
+int gx_phys_shape(const xval *v, int64_t *shape);
+/* Channel block of conv node n's output, and of its input when the
+ * producer's block does not divide (host vector width). */
+int64_t gx_conv_out_block(int64_t channels);
+int64_t gx_conv_in_block(int64_t channels, int producer_block);

@@ -1,0 +1,436 @@
+/*
+ * test_graph.c - the graph layer: every operator, the passes (folding,
+ * fusion, layouts, memory) and random graphs, each compiled and run on
+ * random data against the plain-loop reference of graph_ref.c, with and
+ * without fusion and layout planning, on shapes that the kernels' blocks
+ * do not divide.
+ */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph_ref.h"
+#include "threadpool.h"
+
+#define TOL 1e-4
+
+static ts_gattrs conv_attrs(int stride, int pt, int pl, int pb, int pr)
+{
+	ts_gattrs a = ts_gattrs_default();
+	a.stride[0] = a.stride[1] = stride;
+	a.pad[0] = pt, a.pad[1] = pl, a.pad[2] = pb, a.pad[3] = pr;
+	return a;
+}
+
+/* Checks t under the default options, no fusion and no layouts; returns
+ * the executable of the default run. */
+static ts_graph_exec *check_all(ts_ctx *ctx, tg *t)
+{
+	ts_graph_exec *e = NULL, *e2 = NULL, *e3 = NULL;
+	double err = tg_check(t, NULL, &e);
+	ck_assert_msg(err >= 0, "%s", ts_last_error(ctx));
+	ck_assert_msg(err <= TOL, "error %g", err);
+	ts_graph_opts plain = {.no_fuse = true, .no_layout = true};
+	err = tg_check(t, &plain, &e2);
+	ck_assert_msg(err >= 0 && err <= TOL, "unfused: error %g: %s", err, ts_last_error(ctx));
+	ck_assert_int_ge(ts_graph_exec_stats(e2).kernels, ts_graph_exec_stats(e).kernels);
+	ts_set_num_threads(3);
+	err = tg_check(t, NULL, &e3);
+	ts_set_num_threads(1);
+	ck_assert_msg(err >= 0 && err <= TOL, "3 threads: error %g: %s", err, ts_last_error(ctx));
+	ts_graph_exec_free(e2);
+	ts_graph_exec_free(e3);
+	return e;
+}
+
+/* conv -> (bias) -> relu, many shapes, strides and (asymmetric) pads. */
+START_TEST(test_conv_relu)
+{
+	static const int64_t cases[][9] = {
+		/* C, H, W, O, K, stride, pad t/l, pad b/r, group */
+		{3, 13, 11, 16, 3, 1, 1, 1, 1},
+		{12, 7, 7, 48, 3, 1, 1, 1, 1},
+		{16, 9, 10, 32, 1, 2, 0, 0, 1},
+		{5, 8, 8, 7, 3, 2, 0, 1, 1},
+		{8, 11, 6, 24, 5, 1, 2, 1, 1},
+		{8, 6, 6, 8, 3, 1, 1, 1, 8},
+		{6, 7, 5, 9, 3, 1, 1, 1, 3},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const int64_t *c = cases[i];
+		ts_ctx *ctx = ts_ctx_new();
+		tg *t = tg_new(ctx, i);
+		int x = tg_input(t, "x", TS_SHAPE(1, c[0], c[1], c[2]));
+		int w = tg_const(t, "w", TS_SHAPE(c[3], c[0] / c[8], c[4], c[4]), -0.5, 0.5);
+		int b = tg_const(t, "b", TS_SHAPE(c[3]), -0.5, 0.5);
+		ts_gattrs a = conv_attrs((int)c[5], (int)c[6], (int)c[6], (int)c[7], (int)c[7]);
+		a.group = c[8];
+		int y = tg_node(t, "conv", TS_GOP_CONV, 3, (int[]){x, w, b}, &a);
+		int r = tg_node(t, "relu", TS_GOP_RELU, 1, &y, NULL);
+		ck_assert_msg(r >= 0, "case %zu: %s", i, ts_last_error(ctx));
+		tg_output(t, r);
+		ts_graph_exec *e = check_all(ctx, t);
+		ck_assert_int_eq(ts_graph_exec_stats(e).kernels - ts_graph_exec_stats(e).conversions, 1);
+		ts_graph_exec_free(e);
+		tg_free(t);
+		ts_ctx_free(ctx);
+	}
+}
+END_TEST
+
+/* A residual block: conv-bn-relu, conv-bn, add the input, relu; the
+ * batch norms fold into the convolutions and the add and relu fuse into
+ * the second one, which reads the block's input in its own layout. */
+START_TEST(test_residual_block)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	tg *t = tg_new(ctx, 7);
+	int x = tg_input(t, "x", TS_SHAPE(1, 16, 9, 9));
+	ts_gattrs a = conv_attrs(1, 1, 1, 1, 1);
+	int w1 = tg_const(t, "w1", TS_SHAPE(32, 16, 3, 3), -0.3, 0.3);
+	int c0 = tg_node(t, "stem", TS_GOP_CONV, 2, (int[]){x, w1}, &a);
+	int s0 = tg_node(t, "stem_relu", TS_GOP_RELU, 1, &c0, NULL);
+	int w2 = tg_const(t, "w2", TS_SHAPE(32, 32, 3, 3), -0.2, 0.2);
+	int c1 = tg_node(t, "conv1", TS_GOP_CONV, 2, (int[]){s0, w2}, &a);
+	int bn[4];
+	for (int k = 0; k < 4; k++)
+		bn[k] = tg_const(t, "bn", TS_SHAPE(32), k == 3 ? 0.5 : -0.5, k == 3 ? 1.5 : 0.5);
+	int b1 = tg_node(t, "bn1", TS_GOP_BATCHNORM, 5, (int[]){c1, bn[0], bn[1], bn[2], bn[3]}, NULL);
+	int r1 = tg_node(t, "relu1", TS_GOP_RELU, 1, &b1, NULL);
+	int w3 = tg_const(t, "w3", TS_SHAPE(32, 32, 3, 3), -0.2, 0.2);
+	int c2 = tg_node(t, "conv2", TS_GOP_CONV, 2, (int[]){r1, w3}, &a);
+	int b2 = tg_node(t, "bn2", TS_GOP_BATCHNORM, 5, (int[]){c2, bn[0], bn[1], bn[2], bn[3]}, NULL);
+	int add = tg_node(t, "add", TS_GOP_ADD, 2, (int[]){b2, s0}, NULL);
+	int out = tg_node(t, "relu2", TS_GOP_RELU, 1, &add, NULL);
+	tg_output(t, out);
+	ts_graph_exec *e = check_all(ctx, t);
+	ts_graph_stats st = ts_graph_exec_stats(e);
+	ck_assert_int_eq(st.folded_nodes, 2);
+	/* 3 convolutions, the input to NCHW16c and the output back to NCHW:
+	 * the convolutions pass their blocked outputs on as they are */
+	ck_assert_int_eq(st.kernels, 5);
+	ck_assert_int_eq(st.conversions, 2);
+	ck_assert_int_eq(st.fused_nodes, 4);
+	ck_assert_int_lt(st.arena_bytes, st.unplanned_bytes);
+	ts_graph_exec_free(e);
+	tg_free(t);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Batch norm on a value that is not a convolution's: a fused multiply-add. */
+START_TEST(test_batchnorm_affine)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	tg *t = tg_new(ctx, 8);
+	int x = tg_input(t, "x", TS_SHAPE(2, 5, 3, 4));
+	int p[4];
+	for (int k = 0; k < 4; k++)
+		p[k] = tg_const(t, "p", TS_SHAPE(5), k == 3 ? 0.5 : -1, k == 3 ? 2 : 1);
+	int b = tg_node(t, "bn", TS_GOP_BATCHNORM, 5, (int[]){x, p[0], p[1], p[2], p[3]}, NULL);
+	int s = tg_node(t, "sig", TS_GOP_SIGMOID, 1, &b, NULL);
+	tg_output(t, s);
+	ts_graph_exec *e = check_all(ctx, t);
+	ck_assert_int_eq(ts_graph_exec_stats(e).kernels, 1);
+	ts_graph_exec_free(e);
+	tg_free(t);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Pooling on NCHW and on a convolution's blocked output, then the global
+ * average, flatten and a classifier Gemm. */
+START_TEST(test_pool_head)
+{
+	for (int variant = 0; variant < 4; variant++) {
+		ts_ctx *ctx = ts_ctx_new();
+		tg *t = tg_new(ctx, 20 + variant);
+		int x = tg_input(t, "x", TS_SHAPE(1, 8, 13, 12));
+		int v = x;
+		if (variant & 1) {
+			ts_gattrs a = conv_attrs(1, 1, 1, 1, 1);
+			int w = tg_const(t, "w", TS_SHAPE(32, 8, 3, 3), -0.3, 0.3);
+			v = tg_node(t, "conv", TS_GOP_CONV, 2, (int[]){x, w}, &a);
+		}
+		ts_gattrs pa = conv_attrs(2, 1, 1, variant & 2 ? 0 : 1, 1);
+		pa.kernel[0] = pa.kernel[1] = 3;
+		pa.count_include_pad = variant == 2;
+		v = tg_node(t, "pool", variant & 2 ? TS_GOP_AVGPOOL : TS_GOP_MAXPOOL, 1, &v, &pa);
+		v = tg_node(t, "gap", TS_GOP_GLOBALAVGPOOL, 1, &v, NULL);
+		ts_gattrs fa = ts_gattrs_default();
+		fa.axis = 1;
+		v = tg_node(t, "flatten", TS_GOP_FLATTEN, 1, &v, &fa);
+		int64_t ch = variant & 1 ? 32 : 8;
+		int w = tg_const(t, "fc_w", TS_SHAPE(10, ch), -0.5, 0.5);
+		int b = tg_const(t, "fc_b", TS_SHAPE(10), -0.5, 0.5);
+		ts_gattrs ga = ts_gattrs_default();
+		ga.trans_b = true;
+		ga.alpha = 0.5;
+		ga.beta = 2;
+		v = tg_node(t, "fc", TS_GOP_GEMM, 3, (int[]){v, w, b}, &ga);
+		ck_assert_msg(v >= 0, "%s", ts_last_error(ctx));
+		tg_output(t, v);
+		ts_graph_exec *e = check_all(ctx, t);
+		/* the input to NCHW8c for the convolution; pooling keeps the
+		 * layout and the global average reads it */
+		ck_assert_int_eq(ts_graph_exec_stats(e).conversions, variant & 1);
+		ts_graph_exec_free(e);
+		tg_free(t);
+		ts_ctx_free(ctx);
+	}
+}
+END_TEST
+
+/* An attention block the way BERT's ONNX export has it. */
+START_TEST(test_attention)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	tg *t = tg_new(ctx, 30);
+	int64_t S = 7, D = 12, H = 3, HD = 4;
+	int x = tg_input(t, "x", TS_SHAPE(1, S, D));
+	int qkv[3];
+	for (int k = 0; k < 3; k++) {
+		int w = tg_const(t, "w", TS_SHAPE(D, D), -0.5, 0.5);
+		int b = tg_const(t, "b", TS_SHAPE(D), -0.5, 0.5);
+		int m = tg_node(t, "mm", TS_GOP_MATMUL, 2, (int[]){x, w}, NULL);
+		int a = tg_node(t, "bias", TS_GOP_ADD, 2, (int[]){m, b}, NULL);
+		ts_gattrs ra = ts_gattrs_default();
+		ra.nshape = 4;
+		memcpy(ra.shape, (int64_t[]){0, 0, H, HD}, sizeof(int64_t) * 4);
+		int r = tg_node(t, "reshape", TS_GOP_RESHAPE, 1, &a, &ra);
+		ts_gattrs ta = ts_gattrs_default();
+		ta.nperm = 4;
+		memcpy(ta.perm, k == 1 ? (int64_t[]){0, 2, 3, 1} : (int64_t[]){0, 2, 1, 3}, sizeof(int64_t) * 4);
+		qkv[k] = tg_node(t, "transpose", TS_GOP_TRANSPOSE, 1, &r, &ta);
+	}
+	float scale = 2.0f;
+	int sc = tg_const_data(t, "scale", 0, NULL, &scale);
+	int s = tg_node(t, "scores", TS_GOP_MATMUL, 2, (int[]){qkv[0], qkv[1]}, NULL);
+	s = tg_node(t, "scale", TS_GOP_DIV, 2, (int[]){s, sc}, NULL);
+	s = tg_node(t, "softmax", TS_GOP_SOFTMAX, 1, &s, NULL);
+	int c = tg_node(t, "context", TS_GOP_MATMUL, 2, (int[]){s, qkv[2]}, NULL);
+	ts_gattrs ta = ts_gattrs_default();
+	ta.nperm = 4;
+	memcpy(ta.perm, (int64_t[]){0, 2, 1, 3}, sizeof(int64_t) * 4);
+	c = tg_node(t, "back", TS_GOP_TRANSPOSE, 1, &c, &ta);
+	ts_gattrs ra = ts_gattrs_default();
+	ra.nshape = 3;
+	memcpy(ra.shape, (int64_t[]){1, S, -1}, sizeof(int64_t) * 3);
+	c = tg_node(t, "merge", TS_GOP_RESHAPE, 1, &c, &ra);
+	c = tg_node(t, "residual", TS_GOP_ADD, 2, (int[]){c, x}, NULL);
+	int g = tg_const(t, "gamma", TS_SHAPE(D), 0.5, 1.5), be = tg_const(t, "beta", TS_SHAPE(D), -1, 1);
+	ts_gattrs la = ts_gattrs_default();
+	la.epsilon = 1e-12;
+	int y = tg_node(t, "norm", TS_GOP_LAYERNORM, 3, (int[]){c, g, be}, &la);
+	ck_assert_msg(y >= 0, "%s", ts_last_error(ctx));
+	tg_output(t, y);
+	ts_graph_exec_free(check_all(ctx, t));
+	tg_free(t);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* GELU as exported (x * 0.5 * (1 + erf(x / sqrt 2))): x is read twice, yet
+ * the whole region fuses into the matmul's output tile. */
+START_TEST(test_gelu_region)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	tg *t = tg_new(ctx, 40);
+	int x = tg_input(t, "x", TS_SHAPE(2, 5, 9));
+	int w = tg_const(t, "w", TS_SHAPE(9, 33), -0.5, 0.5), b = tg_const(t, "b", TS_SHAPE(33), -1, 1);
+	float k[3] = {1.41421356f, 1.0f, 0.5f};
+	int c[3];
+	for (int i = 0; i < 3; i++)
+		c[i] = tg_const_data(t, "k", 0, NULL, &k[i]);
+	int m = tg_node(t, "up", TS_GOP_MATMUL, 2, (int[]){x, w}, NULL);
+	int h = tg_node(t, "bias", TS_GOP_ADD, 2, (int[]){m, b}, NULL);
+	int d = tg_node(t, "div", TS_GOP_DIV, 2, (int[]){h, c[0]}, NULL);
+	int e1 = tg_node(t, "erf", TS_GOP_ERF, 1, &d, NULL);
+	int a = tg_node(t, "add", TS_GOP_ADD, 2, (int[]){e1, c[1]}, NULL);
+	int mu = tg_node(t, "mul", TS_GOP_MUL, 2, (int[]){h, a}, NULL);
+	int y = tg_node(t, "half", TS_GOP_MUL, 2, (int[]){mu, c[2]}, NULL);
+	tg_output(t, y);
+	ts_graph_exec *e = check_all(ctx, t);
+	ck_assert_int_eq(ts_graph_exec_stats(e).kernels, 1);
+	ck_assert_int_eq(ts_graph_exec_stats(e).fused_nodes, 6);
+	ts_graph_exec_free(e);
+	tg_free(t);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* A value read outside the region (an output, or a later consumer) is not
+ * fused away. */
+START_TEST(test_region_escape)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	tg *t = tg_new(ctx, 41);
+	int x = tg_input(t, "x", TS_SHAPE(3, 4));
+	int r = tg_node(t, "relu", TS_GOP_RELU, 1, &x, NULL);
+	int e1 = tg_node(t, "exp", TS_GOP_EXP, 1, &r, NULL);
+	int s = tg_node(t, "sum", TS_GOP_ADD, 2, (int[]){e1, r}, NULL);
+	int tr = tg_node(t, "t", TS_GOP_TRANSPOSE, 1, &r, NULL);
+	tg_output(t, s);
+	tg_output(t, tr);
+	tg_output(t, e1);
+	ts_graph_exec_free(check_all(ctx, t));
+	tg_free(t);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Every elementwise operator with numpy broadcasting. */
+START_TEST(test_elementwise_broadcast)
+{
+	static const ts_gop ops[] = {TS_GOP_ADD,  TS_GOP_SUB,  TS_GOP_MUL, TS_GOP_DIV,  TS_GOP_POW,
+				     TS_GOP_RELU, TS_GOP_SIGMOID, TS_GOP_TANH, TS_GOP_ERF, TS_GOP_SQRT,
+				     TS_GOP_EXP,  TS_GOP_NEG,  TS_GOP_GELU, TS_GOP_CLIP};
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		ts_ctx *ctx = ts_ctx_new();
+		tg *t = tg_new(ctx, 50 + i);
+		int x = tg_input(t, "x", TS_SHAPE(2, 3, 1, 5));
+		int y = tg_input(t, "y", TS_SHAPE(4, 1));
+		/* positive operands where the operator needs them */
+		int xs = tg_node(t, "xs", TS_GOP_SIGMOID, 1, &x, NULL);
+		ts_gattrs a = ts_gattrs_default();
+		a.approximate = i % 2;
+		a.alpha = -0.3, a.beta = 0.4;
+		bool binary = ops[i] <= TS_GOP_POW;
+		int v = tg_node(t, ts_gop_name(ops[i]), ops[i], binary ? 2 : 1,
+				binary ? (int[]){xs, y} : (int[]){ops[i] == TS_GOP_SQRT ? xs : x}, &a);
+		ck_assert_msg(v >= 0, "%s: %s", ts_gop_name(ops[i]), ts_last_error(ctx));
+		tg_output(t, v);
+		ts_graph_exec_free(check_all(ctx, t));
+		tg_free(t);
+		ts_ctx_free(ctx);
+	}
+}
+END_TEST
+
+START_TEST(test_concat_matmul_batched)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	tg *t = tg_new(ctx, 60);
+	int a = tg_input(t, "a", TS_SHAPE(2, 3, 5, 4));
+	int b = tg_input(t, "b", TS_SHAPE(2, 3, 4, 6));
+	int m = tg_node(t, "mm", TS_GOP_MATMUL, 2, (int[]){a, b}, NULL);
+	int c = tg_input(t, "c", TS_SHAPE(2, 3, 5, 2));
+	ts_gattrs ca = ts_gattrs_default();
+	ca.axis = -1;
+	int k = tg_node(t, "cat", TS_GOP_CONCAT, 3, (int[]){m, c, m}, &ca);
+	int r = tg_node(t, "relu", TS_GOP_RELU, 1, &k, NULL);
+	ck_assert_msg(r >= 0, "%s", ts_last_error(ctx));
+	tg_output(t, r);
+	ts_graph_exec_free(check_all(ctx, t));
+	tg_free(t);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Random chains of convolutions, pooling and elementwise nodes. */
+START_TEST(test_random_graphs)
+{
+	for (int seed = 0; seed < 24; seed++) {
+		ts_ctx *ctx = ts_ctx_new();
+		tg *t = tg_new(ctx, 1000 + seed);
+		uint64_t s = (uint64_t)seed * 7919 + 13;
+#define PICK(n) ((int)((s = s * 6364136223846793005ULL + 1442695040888963407ULL) >> 33) % (n))
+		int64_t C = 1 + PICK(20), H = 4 + PICK(9), W = 4 + PICK(9);
+		int x = tg_input(t, "x", TS_SHAPE(1, C, H, W));
+		int v = x, skip = -1;
+		int64_t skipC = 0, skipH = 0, skipW = 0;
+		for (int step = 0; step < 5; step++) {
+			int kind = PICK(5);
+			if (kind <= 1) {
+				int64_t O = 1 + PICK(40), K = 1 + 2 * PICK(2);
+				int st = 1 + (H > 6 && W > 6 ? PICK(2) : 0), p = (int)(K / 2);
+				ts_gattrs a = conv_attrs(st, p, p, p, p);
+				int w = tg_const(t, "w", TS_SHAPE(O, C, K, K), -0.3, 0.3);
+				int b = tg_const(t, "b", TS_SHAPE(O), -0.3, 0.3);
+				v = tg_node(t, "conv", TS_GOP_CONV, 3, (int[]){v, w, b}, &a);
+				C = O, H = (H - 1) / st + 1, W = (W - 1) / st + 1;
+			} else if (kind == 2 && H > 3 && W > 3) {
+				ts_gattrs a = conv_attrs(2, 1, 1, 1, 1);
+				a.kernel[0] = a.kernel[1] = 3;
+				v = tg_node(t, "pool", PICK(2) ? TS_GOP_MAXPOOL : TS_GOP_AVGPOOL, 1, &v, &a);
+				H = (H - 1) / 2 + 1, W = (W - 1) / 2 + 1;
+			} else if (kind == 3) {
+				v = tg_node(t, "relu", TS_GOP_RELU, 1, &v, NULL);
+				skip = v, skipC = C, skipH = H, skipW = W;
+			} else if (skip >= 0 && skipC == C && skipH == H && skipW == W && skip != v) {
+				v = tg_node(t, "add", TS_GOP_ADD, 2, (int[]){v, skip}, NULL);
+			} else {
+				int sc = tg_const(t, "scale", TS_SHAPE(C, 1, 1), 0.5, 1.5);
+				v = tg_node(t, "mul", TS_GOP_MUL, 2, (int[]){v, sc}, NULL);
+			}
+			ck_assert_msg(v >= 0, "seed %d: %s", seed, ts_last_error(ctx));
+		}
+#undef PICK
+		tg_output(t, v);
+		ts_graph_exec_free(check_all(ctx, t));
+		tg_free(t);
+		ts_ctx_free(ctx);
+	}
+}
+END_TEST
+
+/* The trace names what each pass did; printing works. */
+START_TEST(test_trace_and_print)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	tg *t = tg_new(ctx, 70);
+	int x = tg_input(t, "x", TS_SHAPE(1, 4, 5, 5));
+	int w = tg_const(t, "w", TS_SHAPE(16, 4, 3, 3), -1, 1);
+	ts_gattrs a = conv_attrs(1, 1, 1, 1, 1);
+	int c = tg_node(t, "c", TS_GOP_CONV, 2, (int[]){x, w}, &a);
+	int p[4];
+	for (int k = 0; k < 4; k++)
+		p[k] = tg_const(t, "p", TS_SHAPE(16), 0.5, 1);
+	int b = tg_node(t, "bn", TS_GOP_BATCHNORM, 5, (int[]){c, p[0], p[1], p[2], p[3]}, NULL);
+	int r = tg_node(t, "r", TS_GOP_RELU, 1, &b, NULL);
+	tg_output(t, r);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	ts_graph_print(f, tg_graph(t));
+	ts_graph_opts o = {.trace = f};
+	ts_graph_exec *e = NULL;
+	ck_assert(tg_check(t, &o, &e) <= TOL);
+	ts_graph_exec_print(f, e);
+	fclose(f);
+	ck_assert_msg(strstr(buf, "= Conv(%0, %1) stride=1x1 pad=1,1,1,1 -> [1, 16, 5, 5]  # c"), "%s", buf);
+	ck_assert_msg(strstr(buf, "fold: BatchNormalization 'bn' folded into the weights and bias of Conv 'c'"), "%s", buf);
+	ck_assert_msg(strstr(buf, "fuse: kernel 0 = c + r"), "%s", buf);
+	ck_assert_msg(strstr(buf, "layout: r is NCHW16c"), "%s", buf);
+	ck_assert_msg(strstr(buf, "memory: "), "%s", buf);
+	ck_assert_msg(strstr(buf, "layout: x converted to NCHW4c for its consumer"), "%s", buf);
+	ck_assert_msg(strstr(buf, "kernel   1: c + r -> [1, 16, 5, 5] NCHW16c"), "%s", buf);
+	free(buf);
+	ts_graph_exec_free(e);
+	tg_free(t);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("graph");
+	TCase *tc = tcase_create("graph");
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, test_conv_relu);
+	tcase_add_test(tc, test_residual_block);
+	tcase_add_test(tc, test_batchnorm_affine);
+	tcase_add_test(tc, test_pool_head);
+	tcase_add_test(tc, test_attention);
+	tcase_add_test(tc, test_gelu_region);
+	tcase_add_test(tc, test_region_escape);
+	tcase_add_test(tc, test_elementwise_broadcast);
+	tcase_add_test(tc, test_concat_matmul_batched);
+	tcase_add_test(tc, test_random_graphs);
+	tcase_add_test(tc, test_trace_and_print);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}
