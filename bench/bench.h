@@ -334,4 +334,8 @@ int bench_write_json(const char *path, const bench_result *r, int n);
 /* The same, and 1 (with a note on stderr) when gnuplot is not installed. */
 int bench_write_plot(const char *path, const bench_result *r, int n);
 
+/* `tessera-bench model ...` (model.c): argv[0] is "model"; returns the exit
+ * status. */
+int bench_model_main(int argc, char **argv);
+
 #endif

@@ -9,6 +9,7 @@
  * line why not otherwise.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench.h"
 #include "fair_blas.h"
@@ -114,6 +115,9 @@ int main(int argc, char **argv)
 {
 	bench_opts o;
 	char err[512];
+	/* model has its own options (bench/model.c) */
+	if (argc > 1 && !strcmp(argv[1], "model"))
+		return bench_model_main(argc - 1, argv + 1);
 	if (bench_parse_args(argc, argv, &o, err, sizeof err) ||
 	    bench_check_outputs(&o, err, sizeof err)) {
 		fprintf(stderr, "tessera-bench: %s\n", err);

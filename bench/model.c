@@ -1,0 +1,278 @@
+/*
+ * model.c - `tessera-bench model`: a whole ONNX model imported, compiled
+ * and run by tessera's graph layer (frontend/graph.h), its output checked
+ * against ONNX Runtime's on the same input, then both timed on the same
+ * machine in the same run, per thread count.
+ *
+ *   tessera-bench model resnet50|bert-layer|FILE.onnx [options]
+ *
+ * The named models are made by scripts/onnx_models.py (random weights)
+ * into --models DIR when missing; FILE.onnx takes its input and expected
+ * output from --input and --expect (raw float32).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "graph.h"
+#include "model_files.h"
+#include "threadpool.h"
+#include "timer.h"
+
+typedef struct model_opts {
+	const char *model, *dir, *input, *expect;
+	bool small, trace, no_fuse, no_layout, no_ort, profile;
+	int threads[8], nthreads;
+	double budget_s;
+} model_opts;
+
+static void model_usage(FILE *f)
+{
+	fputs("usage: tessera-bench model resnet50|bert-layer|FILE.onnx [options]\n"
+	      "\n"
+	      "Imports an ONNX model, compiles it (the time of each phase printed), runs it,\n"
+	      "checks its output against ONNX Runtime's (max |err| / max |ref| <= 1e-3)\n"
+	      "and times both on the same input, per thread count (median of repeated\n"
+	      "runs after warm-up; speed = ONNX Runtime's time / tessera's).\n"
+	      "\n"
+	      "  resnet50, bert-layer   made by scripts/onnx_models.py with random weights\n"
+	      "                         (ResNet-50 batch 1 at 224x224; one BERT-base encoder\n"
+	      "                         layer, sequence 128) into --models when missing\n"
+	      "  FILE.onnx              any model of one float32 input and output, with\n"
+	      "                         --input IN.bin and --expect OUT.bin (raw float32)\n"
+	      "options:\n"
+	      "  --small                the reduced models (as the tests use)\n"
+	      "  --models DIR           where the named models are (default out/models)\n"
+	      "  --threads N[,M...]     thread counts (default: 1 and all cores)\n"
+	      "  --budget SECONDS       timing budget per measurement (default 3)\n"
+	      "  --trace                print what each graph pass did and the kernels\n"
+	      "  --profile              time each kernel (on the first thread count) and list\n"
+	      "                         them slowest first\n"
+	      "  --no-fuse              one kernel per node\n"
+	      "  --no-layout            every convolution converts from and to NCHW\n"
+	      "  --no-ort               do not time ONNX Runtime (the check still uses its\n"
+	      "                         output file)\n",
+	      f);
+}
+
+static int parse_threads(const char *s, model_opts *o)
+{
+	o->nthreads = 0;
+	while (*s) {
+		char *end;
+		errno = 0;
+		long v = strtol(s, &end, 10);
+		if (errno || end == s || v < 1 || v > 1024 || o->nthreads == 8)
+			return -1;
+		o->threads[o->nthreads++] = (int)v;
+		if (*end == ',')
+			end++;
+		else if (*end)
+			return -1;
+		s = end;
+	}
+	return o->nthreads ? 0 : -1;
+}
+
+static int parse(int argc, char **argv, model_opts *o)
+{
+	*o = (model_opts){.dir = "out/models", .budget_s = 3};
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	o->threads[o->nthreads++] = 1;
+	if (cores > 1)
+		o->threads[o->nthreads++] = (int)(cores > 1024 ? 1024 : cores);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help"))
+			return model_usage(stdout), 1;
+		else if (!strcmp(a, "--small"))
+			o->small = true;
+		else if (!strcmp(a, "--trace"))
+			o->trace = true;
+		else if (!strcmp(a, "--profile"))
+			o->profile = true;
+		else if (!strcmp(a, "--no-fuse"))
+			o->no_fuse = true;
+		else if (!strcmp(a, "--no-layout"))
+			o->no_layout = true;
+		else if (!strcmp(a, "--no-ort"))
+			o->no_ort = true;
+		else if (!strcmp(a, "--models") && v)
+			o->dir = v, i++;
+		else if (!strcmp(a, "--input") && v)
+			o->input = v, i++;
+		else if (!strcmp(a, "--expect") && v)
+			o->expect = v, i++;
+		else if (!strcmp(a, "--threads") && v) {
+			if (parse_threads(v, o))
+				return fprintf(stderr, "tessera-bench model: --threads takes numbers 1..1024 separated by commas (at most 8), got '%s'\n", v), 2;
+			i++;
+		} else if (!strcmp(a, "--budget") && v) {
+			char *end;
+			o->budget_s = strtod(v, &end);
+			if (*end || !(o->budget_s > 0 && o->budget_s <= 600))
+				return fprintf(stderr, "tessera-bench model: --budget takes seconds in (0, 600], got '%s'\n", v), 2;
+			i++;
+		} else if (a[0] == '-')
+			return fprintf(stderr, "tessera-bench model: unknown option or missing value: '%s'\n", a), 2;
+		else if (o->model)
+			return fprintf(stderr, "tessera-bench model: unexpected argument '%s'\n", a), 2;
+		else
+			o->model = a;
+	}
+	if (!o->model)
+		return fprintf(stderr, "tessera-bench model: name a model (resnet50, bert-layer or FILE.onnx)\n"), 2;
+	bool file = strlen(o->model) > 5 && !strcmp(o->model + strlen(o->model) - 5, ".onnx");
+	if (file && (!o->input || !o->expect))
+		return fprintf(stderr, "tessera-bench model: %s needs --input IN.bin and --expect OUT.bin\n", o->model), 2;
+	if (!file && (o->input || o->expect))
+		return fprintf(stderr, "tessera-bench model: --input and --expect apply to FILE.onnx only\n"), 2;
+	if (!file && strcmp(o->model, "resnet50") && strcmp(o->model, "bert-layer"))
+		return fprintf(stderr, "tessera-bench model: unknown model '%s' (resnet50, bert-layer or FILE.onnx)\n", o->model), 2;
+	return 0;
+}
+
+typedef struct run_arg {
+	ts_graph_exec *e;
+	ts_array *in, *out;
+} run_arg;
+
+static int run_once(void *p)
+{
+	run_arg *r = p;
+	return ts_graph_run(r->e, 1, &r->in, 1, &r->out) != TS_OK;
+}
+
+static void print_compile(const ts_graph_exec *e, double import_ms)
+{
+	ts_graph_stats s = ts_graph_exec_stats(e);
+	printf("compile: %.1f ms = import %.1f + fold %.1f + fuse %.1f + layout %.1f + memory %.1f + codegen %.1f\n",
+	       import_ms + s.total_ms, import_ms, s.fold_ms, s.fuse_ms, s.layout_ms, s.memory_ms,
+	       s.codegen_ms);
+	printf("graph: %d nodes -> %d kernels (%d compiled, the rest share their code); %d nodes fused, "
+	       "%d folded, %d layout conversions\n",
+	       s.nodes, s.kernels, s.modules, s.fused_nodes, s.folded_nodes, s.conversions);
+	printf("memory: intermediates %.2f MB in one arena (%.2f MB without reuse); weights %.1f MB\n",
+	       (double)s.arena_bytes / 1e6, (double)s.unplanned_bytes / 1e6, (double)s.constant_bytes / 1e6);
+}
+
+/* Loads, compiles and checks; returns the executable (NULL on failure,
+ * with *rc set). */
+static ts_graph_exec *compile_and_check(ts_ctx *ctx, const model_opts *o, const char *onnx,
+					const char *in_path, const char *expect_path, run_arg *ra, int *rc)
+{
+	char err[1024];
+	uint64_t t0 = ts_now_ns();
+	ts_graph *g = ts_onnx_load(ctx, onnx);
+	double import_ms = ts_ms_since(t0);
+	*rc = BENCH_EXIT_FAILED;
+	if (!g)
+		return fprintf(stderr, "tessera-bench model: %s\n", ts_last_error(ctx)), NULL;
+	if (ts_graph_num_inputs(g) != 1 || ts_graph_num_outputs(g) != 1) {
+		fprintf(stderr, "tessera-bench model: %s has %d inputs and %d outputs; the bench runs models of one each\n",
+			onnx, ts_graph_num_inputs(g), ts_graph_num_outputs(g));
+		ts_graph_free(g);
+		return NULL;
+	}
+	printf("model: %s, %d nodes\n", onnx, ts_graph_num_nodes(g));
+	int nd[2];
+	int64_t shape[2][TS_GRAPH_MAX_DIMS];
+	ts_graph_value_shape(g, ts_graph_input_value(g, 0), &nd[0], shape[0]);
+	ts_graph_value_shape(g, ts_graph_output_value(g, 0), &nd[1], shape[1]);
+	ts_graph_opts go = {.trace = o->trace ? stdout : NULL, .no_fuse = o->no_fuse, .no_layout = o->no_layout};
+	ts_graph_exec *e = ts_graph_compile(g, &go);
+	ts_graph_free(g);
+	if (!e)
+		return fprintf(stderr, "tessera-bench model: %s\n", ts_last_error(ctx)), NULL;
+	if (o->trace)
+		ts_graph_exec_print(stdout, e);
+	print_compile(e, import_ms);
+	ra->e = e;
+	ra->in = ts_array_new(ctx, ts_float32, nd[0], shape[0]);
+	ra->out = ts_array_new(ctx, ts_float32, nd[1], shape[1]);
+	ts_array *ref = ts_array_new(ctx, ts_float32, nd[1], shape[1]);
+	if (!ra->in || !ra->out || !ref ||
+	    mf_read_floats(in_path, ra->in->data, ts_array_numel(ra->in), err, sizeof err) ||
+	    mf_read_floats(expect_path, ref->data, ts_array_numel(ref), err, sizeof err)) {
+		fprintf(stderr, "tessera-bench model: %s\n", ra->in && ra->out && ref ? err : ts_last_error(ctx));
+		ts_array_free(ref);
+		return e;
+	}
+	if (run_once(ra)) {
+		fprintf(stderr, "tessera-bench model: %s\n", ts_last_error(ctx));
+		ts_array_free(ref);
+		return e;
+	}
+	double rel = mf_rel_err(ra->out->data, ref->data, ts_array_numel(ref));
+	printf("check: max |tessera - onnxruntime| / max |onnxruntime| = %.2e (limit 1e-3): %s\n", rel,
+	       rel <= 1e-3 ? "ok" : "WRONG");
+	ts_array_free(ref);
+	if (rel <= 1e-3)
+		*rc = BENCH_EXIT_OK;
+	return e;
+}
+
+int bench_model_main(int argc, char **argv)
+{
+	model_opts o;
+	int rc = parse(argc, argv, &o);
+	if (rc)
+		return rc == 1 ? BENCH_EXIT_OK : BENCH_EXIT_USAGE;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	char base[4096], onnx[4200], in[4200], expect[4200], err[1024];
+	if (o.input) {
+		snprintf(onnx, sizeof onnx, "%s", o.model);
+		snprintf(in, sizeof in, "%s", o.input);
+		snprintf(expect, sizeof expect, "%s", o.expect);
+	} else {
+		mkdir(o.dir, 0777);
+		if (mf_make(TS_SOURCE_DIR, o.model, o.small, o.dir, base, sizeof base, err, sizeof err))
+			return fprintf(stderr, "tessera-bench model: %s\n", err), BENCH_EXIT_FAILED;
+		snprintf(onnx, sizeof onnx, "%s.onnx", base);
+		snprintf(in, sizeof in, "%s.input.bin", base);
+		snprintf(expect, sizeof expect, "%s.ort.bin", base);
+	}
+	ts_ctx *ctx = ts_ctx_new();
+	run_arg ra = {0};
+	ts_graph_exec *e = compile_and_check(ctx, &o, onnx, in, expect, &ra, &rc);
+	if (rc == BENCH_EXIT_OK) {
+		if (o.profile) {
+			ts_set_num_threads(o.threads[0]);
+			printf("\nper kernel, %d thread%s:\n", o.threads[0], o.threads[0] > 1 ? "s" : "");
+			if (ts_graph_profile(e, 1, &ra.in, 1, &ra.out, 20, stdout) != TS_OK)
+				fprintf(stderr, "tessera-bench model: %s\n", ts_last_error(ctx));
+		}
+		printf("\n%-8s %12s %16s %22s\n", "threads", "tessera ms", "onnxruntime ms", "speed vs onnxruntime");
+		for (int t = 0; t < o.nthreads; t++) {
+			ts_set_num_threads(o.threads[t]);
+			ts_timing tm;
+			ts_time_opts to = ts_time_opts_default();
+			to.budget_s = o.budget_s;
+			double ort = NAN;
+			if (ts_time_run_stable(ctx, run_once, &ra, &to, &tm) != TS_OK) {
+				fprintf(stderr, "tessera-bench model: %s\n", ts_last_error(ctx));
+				rc = BENCH_EXIT_FAILED;
+				break;
+			}
+			if (!o.no_ort && mf_ort_time(TS_SOURCE_DIR, onnx, in, o.threads[t], &ort, err, sizeof err))
+				fprintf(stderr, "tessera-bench model: %s\n", err);
+			char verdict[256];
+			ts_timing_verdict(&tm, verdict, sizeof verdict);
+			printf("%-8d %12.3f %16.3f %21.2fx%s\n", o.threads[t], tm.median * 1e3, ort,
+			       ort / (tm.median * 1e3), tm.flags ? "  !" : "");
+			if (tm.flags)
+				printf("  ! tessera timings: %s\n", verdict);
+		}
+	}
+	ts_array_free(ra.in);
+	ts_array_free(ra.out);
+	ts_graph_exec_free(e);
+	ts_ctx_free(ctx);
+	return rc;
+}
