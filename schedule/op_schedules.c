@@ -480,11 +480,14 @@ static ts_status conv_input(ts_schedule *s, const ts_tensor *C, bool parallel)
 static ts_status conv_output(ts_stage *sy, const ts_conv2d_cpu_params *d, ts_axis **owo)
 {
 	int64_t ow = sy->tensor->shape[3], oh_block = d->oh_block;
+	/* a block no wider than the row: the columns past it would still
+	 * take accumulators, and twice the registers spill */
+	int64_t ow_block = d->ow_block < ow ? d->ow_block : ow;
 	if (oh_block <= 0) /* narrow images: several rows per register block */
 		oh_block = ow < d->ow_block ? d->ow_block / ow : 1;
 	ts_axis *oho, *ohi, *owi, *f1, *f2;
 	TRY(ts_split(sy, ts_axis_of(sy, 2), oh_block, &oho, &ohi));
-	TRY(ts_split(sy, ts_axis_of(sy, 3), d->ow_block, owo, &owi));
+	TRY(ts_split(sy, ts_axis_of(sy, 3), ow_block, owo, &owi));
 	TRY(ts_reorder(sy, TS_AXES(oho, *owo, ohi, owi)));
 	TRY(ts_fuse(sy, ts_axis_of(sy, 0), ts_axis_of(sy, 1), &f1));
 	TRY(ts_fuse(sy, f1, oho, &f2));
