@@ -152,7 +152,6 @@ void ts_graph_print(FILE *f, const ts_graph *g);
 
 typedef struct ts_graph_opts {
 	FILE *trace;          /* what each pass did, and the kernels; NULL: quiet */
-	const char *tune_log; /* tuning log whose records replace default schedules */
 	bool no_fuse;         /* one kernel per node (for comparisons) */
 	bool no_layout;       /* convolutions convert to and from NCHW each */
 } ts_graph_opts;

@@ -417,9 +417,27 @@ static ts_status wrap_args(ts_graph_exec *e)
 				return ts_last_status(e->ctx);
 		}
 	}
-	for (int i = 0; i < e->nxv; i++)
-		if (e->xv[i].is_const)
+	/* constants only the compiler read (weights before blocking or
+	 * packing, folded batch norms) are dropped */
+	bool *used = calloc((size_t)e->nxv + 1, sizeof(bool));
+	if (!used)
+		return ts_error(e->ctx, TS_ERR_NOMEM, "graph_compile: out of memory");
+	for (int k = 0; k < e->nk; k++)
+		for (int a = 0; a < e->k[k].nargs; a++)
+			used[root(e, e->k[k].arg[a].val)] = true;
+	for (int i = 0; i < e->nout; i++)
+		used[root(e, e->out[i])] = true;
+	for (int i = 0; i < e->nxv; i++) {
+		if (!e->xv[i].is_const)
+			continue;
+		if (used[i]) {
 			e->st.constant_bytes += e->xv[i].bytes;
+		} else {
+			free(e->xv[i].data);
+			e->xv[i].data = NULL;
+		}
+	}
+	free(used);
 	return TS_OK;
 }
 
@@ -498,23 +516,63 @@ fail:
 
 /* ---- running ---------------------------------------------------------------------- */
 
-static ts_status check_array(ts_graph_exec *e, const char *what, int i, const ts_array *a, const xval *v)
+/* Argument i of fn (graph_run or graph_profile), an input or an output:
+ * a contiguous float32 host array of exactly v's shape. */
+static ts_status check_one(ts_graph_exec *e, const char *fn, const char *what, int i, const ts_array *a,
+			   const xval *v)
 {
+	const char *want = g_shape_str(e->ctx, v->ndim, v->shape);
+	char dt[24];
 	if (!a)
-		return ts_error(e->ctx, TS_ERR_INVALID, "graph_run: %s %d ('%s') is NULL", what, i, v->name);
-	bool ok = a->data && a->dtype.code == ts_float32.code && a->dtype.bits == 32 && a->dtype.lanes == 1 &&
-		  a->device == TS_DEVICE_CPU && a->ndim == v->ndim;
+		return ts_error(e->ctx, TS_ERR_INVALID, "%s: %s %d ('%s') is NULL", fn, what, i, v->name);
+	if (!a->data)
+		return ts_error(e->ctx, TS_ERR_INVALID, "%s: %s %d ('%s') has no data", fn, what, i, v->name);
+	if (a->dtype.code != ts_float32.code || a->dtype.bits != 32 || a->dtype.lanes != 1)
+		return ts_error(e->ctx, TS_ERR_INVALID, "%s: %s %d ('%s') is %s; the model takes float32", fn,
+				what, i, v->name, ts_dtype_str(a->dtype, dt));
+	if (a->device != TS_DEVICE_CPU)
+		return ts_error(e->ctx, TS_ERR_INVALID, "%s: %s %d ('%s') is not a host array", fn, what, i,
+				v->name);
+	bool ok = a->ndim == v->ndim;
 	for (int d = 0; ok && d < v->ndim; d++)
 		ok = a->shape[d] == v->shape[d];
+	if (!ok)
+		return ts_error(e->ctx, TS_ERR_INVALID, "%s: %s %d ('%s') has shape %s; the model's is %s", fn,
+				what, i, v->name,
+				a->ndim >= 0 && a->ndim <= TS_MAX_DIMS ? g_shape_str(e->ctx, a->ndim, a->shape)
+								       : ts_sprintf(e->ctx, "of %d dimensions", a->ndim),
+				want);
 	int64_t stride = 1;
 	for (int d = v->ndim - 1; ok && d >= 0; d--) {
 		ok = a->shape[d] == 1 || a->strides[d] == stride;
 		stride *= v->shape[d];
 	}
 	if (!ok)
-		return ts_error(e->ctx, TS_ERR_INVALID,
-				"graph_run: %s %d ('%s') must be a contiguous float32 host array of shape %s",
-				what, i, v->name, g_shape_str(e->ctx, v->ndim, v->shape));
+		return ts_error(e->ctx, TS_ERR_INVALID, "%s: %s %d ('%s') is not contiguous (row-major strides)",
+				fn, what, i, v->name);
+	return TS_OK;
+}
+
+static ts_status check_array(ts_graph_exec *e, const char *what, int i, const ts_array *a, const xval *v)
+{
+	return check_one(e, "graph_run", what, i, a, v);
+}
+
+/* The counts and arrays of a run by fn, each named in the error. */
+static ts_status check_args(ts_graph_exec *e, const char *fn, int ninputs, ts_array *const *inputs,
+			    int noutputs, ts_array *const *outputs)
+{
+	if (ninputs != e->nin || noutputs != e->nout)
+		return ts_error(e->ctx, TS_ERR_INVALID, "%s: the model takes %d inputs and %d outputs, got %d and %d",
+				fn, e->nin, e->nout, ninputs, noutputs);
+	if (ninputs && !inputs)
+		return ts_error(e->ctx, TS_ERR_INVALID, "%s: inputs is NULL for %d inputs", fn, ninputs);
+	if (noutputs && !outputs)
+		return ts_error(e->ctx, TS_ERR_INVALID, "%s: outputs is NULL for %d outputs", fn, noutputs);
+	for (int i = 0; i < ninputs; i++)
+		G_TRY(check_one(e, fn, "input", i, inputs[i], &e->xv[e->in[i]]));
+	for (int i = 0; i < noutputs; i++)
+		G_TRY(check_one(e, fn, "output", i, outputs[i], &e->xv[e->out[i]]));
 	return TS_OK;
 }
 
@@ -553,6 +611,9 @@ static ts_status run(ts_graph_exec *e, int ninputs, ts_array *const *inputs, int
 ts_status ts_graph_run(ts_graph_exec *e, int ninputs, ts_array *const *inputs, int noutputs,
 		       ts_array *const *outputs)
 {
+	if (!e)
+		return TS_ERR_INVALID;
+	G_TRY(check_args(e, "graph_run", ninputs, inputs, noutputs, outputs));
 	return run(e, ninputs, inputs, noutputs, outputs, NULL);
 }
 
@@ -568,9 +629,11 @@ ts_status ts_graph_profile(ts_graph_exec *e, int ninputs, ts_array *const *input
 {
 	if (!e)
 		return TS_ERR_INVALID;
-	if (repeat < 1 || repeat > 10000 || !f)
-		return ts_error(e->ctx, TS_ERR_INVALID, "graph_profile: repeat must be 1..10000 (got %d) and f not NULL",
-				repeat);
+	if (repeat < 1 || repeat > 10000)
+		return ts_error(e->ctx, TS_ERR_INVALID, "graph_profile: repeat %d is out of range (1..10000)", repeat);
+	if (!f)
+		return ts_error(e->ctx, TS_ERR_INVALID, "graph_profile: f is NULL");
+	G_TRY(check_args(e, "graph_profile", ninputs, inputs, noutputs, outputs));
 	int nk = e->nk;
 	double *ms = calloc((size_t)nk * (size_t)repeat + 1, sizeof(double));
 	double *med = calloc((size_t)nk + 1, sizeof(double));
