@@ -279,7 +279,16 @@ static bool is_conv_nchwc(const ts_tensor *C)
 	return C->op == TS_OP_COMPUTE && C->ndim == 5 && C->nreduce == 4;
 }
 
+static bool is_batch_matmul(const ts_tensor *C)
+{
+	/* A x A reads one tensor */
+	return C->op == TS_OP_COMPUTE && C->ndim == 3 && (C->ninputs == 1 || C->ninputs == 2) &&
+	       C->nreduce == 1;
+}
+
 static const epilogue_root dense_root = {"schedule_dense_cpu", "matmul", "a matmul", is_matmul};
+static const epilogue_root bmm_root = {"schedule_batch_matmul_cpu", "batch matmul",
+				       "a batch matmul", is_batch_matmul};
 static const epilogue_root conv_root = {"schedule_conv2d_nchwc_cpu", "convolution",
 					"an NCHW[x]c convolution", is_conv_nchwc};
 
@@ -448,6 +457,50 @@ ts_status ts_schedule_dense_cpu(ts_schedule *s, ts_tensor *Y, const ts_matmul_cp
 	ts_axis *f;
 	TRY(tile_output(sy, &d, &f));
 	return schedule_accumulator(ts_stage_of(s, C), sy, f, &d);
+}
+
+ts_status ts_schedule_batch_matmul_cpu(ts_schedule *s, ts_tensor *Y, const ts_matmul_cpu_params *p)
+{
+	const char *what = "schedule_batch_matmul_cpu";
+	TRY(need(s, Y, what));
+	ts_tensor *chain[TS_MAX_EPILOGUE];
+	int n;
+	ts_tensor *C = find_root(s, &bmm_root, Y, chain, &n);
+	if (!C)
+		return ts_last_status(s->ctx);
+	ts_matmul_cpu_params d = p ? *p : ts_matmul_cpu_default();
+	TRY(positive(s, what, 3, (int64_t[]){d.mr, d.nr, d.kunroll}, (const char *[]){"mr", "nr", "kunroll"}));
+	/* no idle accumulators past the rows or the columns */
+	if (d.mr > C->shape[1])
+		d.mr = C->shape[1];
+	if (d.nr > C->shape[2])
+		d.nr = C->shape[2];
+	ts_stage *sy, *sc;
+	if (n == 0) {
+		ts_tensor *CC = ts_cache_write(s, C, TS_SCOPE_LOCAL);
+		if (!CC)
+			return ts_last_status(s->ctx);
+		sy = ts_stage_of(s, C), sc = ts_stage_of(s, CC);
+	} else {
+		TRY(fuse_epilogue(s, chain, n, C));
+		sy = ts_stage_of(s, Y), sc = ts_stage_of(s, C);
+	}
+	/* batches and mr x nr tiles in one loop: each tile reads a panel of
+	 * A's rows and B's columns of its batch */
+	ts_axis *mo, *no, *mi, *ni, *f, *ko, *ki;
+	TRY(ts_tile(sy, ts_axis_of(sy, 1), ts_axis_of(sy, 2), d.mr, d.nr, &mo, &no, &mi, &ni));
+	TRY(ts_fuse(sy, ts_axis_of(sy, 0), mo, &f));
+	TRY(ts_fuse(sy, f, no, &f));
+	TRY(ts_vectorize(sy, ni));
+	if (d.parallel)
+		TRY(ts_parallel(sy, f));
+	TRY(ts_compute_at(sc, sy, f));
+	ts_axis *mc = ts_axis_of(sc, 1), *nc = ts_axis_of(sc, 2);
+	TRY(ts_split(sc, ts_reduce_axis_of(sc, 0), d.kunroll, &ko, &ki));
+	TRY(ts_reorder(sc, TS_AXES(ts_axis_of(sc, 0), ko, ki, mc, nc)));
+	TRY(ts_unroll(sc, ki));
+	TRY(ts_unroll(sc, mc));
+	return ts_vectorize(sc, nc);
 }
 
 ts_conv2d_cpu_params ts_conv2d_cpu_default(void)

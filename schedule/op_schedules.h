@@ -93,6 +93,15 @@ ts_status ts_schedule_matmul_cpu(ts_schedule *s, ts_tensor *C, const ts_matmul_c
  * ts_schedule_matmul_cpu. */
 ts_status ts_schedule_dense_cpu(ts_schedule *s, ts_tensor *Y, const ts_matmul_cpu_params *p);
 
+/* Schedules Y = epilogue(C), C = ts_op_batch_matmul(A, B) without
+ * transposes ([b, M, N]), the epilogue as in ts_schedule_dense_cpu (a
+ * scale, a mask, ...; none: Y is C): the batches and the mr x nr tiles of
+ * each fused into one (parallel) loop, the tile accumulated over the whole
+ * K in a local block (k outermost, the mr rows unrolled, the nr columns one
+ * vector) and the epilogue applied to it before the one store.  mr and nr
+ * are clamped to M and N; p NULL: ts_matmul_cpu_default(). */
+ts_status ts_schedule_batch_matmul_cpu(ts_schedule *s, ts_tensor *Y, const ts_matmul_cpu_params *p);
+
 typedef struct ts_conv2d_cpu_params {
 	int64_t ow_block; /* output columns per register block */
 	int64_t oh_block; /* output rows per register block; 0: enough rows to

@@ -532,34 +532,18 @@ static ts_status schedule_conv2d(ts_schedule *s, const ts_tune_task *t, const ts
 	return TS_OK;
 }
 
-/* C[b, m, n]: the batch and the mr x nr tiles fused into one loop, the
- * accumulator tile computed there with k outermost, its rows unrolled and
- * its nr columns one vector. */
+/* C[b, m, n]: ts_schedule_batch_matmul_cpu with the candidate's blocks, or
+ * the default schedule. */
 static ts_status schedule_batch_matmul(ts_schedule *s, const ts_tune_task *t,
 				       const ts_tune_cand *c, ts_tensor *C)
 {
 	const ts_tune_space *sp = &t->space;
 	if (!tune_param(sp, c, "blocked", 0))
 		return ts_schedule_default_cpu(s, t->lanes);
-	ts_tensor *CC = ts_cache_write(s, C, TS_SCOPE_LOCAL);
-	if (!CC)
-		return ts_last_status(s->ctx);
-	ts_stage *so = ts_stage_of(s, C), *sc = ts_stage_of(s, CC);
-	ts_axis *mo, *no, *mi, *ni, *f, *ko, *ki;
-	int64_t mr = tune_param(sp, c, "mr", 4), nr = tune_param(sp, c, "nr", 16);
-	TRY(ts_tile(so, ts_axis_of(so, 1), ts_axis_of(so, 2), mr, nr, &mo, &no, &mi, &ni));
-	TRY(ts_fuse(so, ts_axis_of(so, 0), mo, &f));
-	TRY(ts_fuse(so, f, no, &f));
-	TRY(ts_vectorize(so, ni));
-	if (tune_param(sp, c, "parallel", 1))
-		TRY(ts_parallel(so, f));
-	TRY(ts_compute_at(sc, so, f));
-	ts_axis *mc = ts_axis_of(sc, 1), *nc = ts_axis_of(sc, 2);
-	TRY(ts_split(sc, ts_reduce_axis_of(sc, 0), tune_param(sp, c, "kunroll", 4), &ko, &ki));
-	TRY(ts_reorder(sc, TS_AXES(ts_axis_of(sc, 0), ko, ki, mc, nc)));
-	TRY(ts_unroll(sc, ki));
-	TRY(ts_unroll(sc, mc));
-	return ts_vectorize(sc, nc);
+	ts_matmul_cpu_params p = {.mr = tune_param(sp, c, "mr", 4), .nr = tune_param(sp, c, "nr", 16),
+				  .kunroll = tune_param(sp, c, "kunroll", 4),
+				  .parallel = tune_param(sp, c, "parallel", 1) != 0};
+	return ts_schedule_batch_matmul_cpu(s, C, &p);
 }
 
 static ts_status schedule_task(ts_schedule *s, const ts_tune_task *t, const ts_tune_cand *c,

@@ -45,6 +45,41 @@ START_TEST(test_matmul_cpu_plain)
 END_TEST
 END_TEST
 
+/* Batch matmul, alone and with a scale-and-mask epilogue (attention's
+ * scores), on shapes the register blocks do not divide. */
+static ts_expr *scale_mask(ts_ctx *ctx, ts_expr *const *ax, void *user)
+{
+	ts_tensor **t = user; /* C, mask */
+	ts_expr *c = ts_read(ctx, t[0], 3, ax);
+	return ts_add(ctx, ts_mul(ctx, c, ts_float(ctx, 0.125f)), TS_READ(ctx, t[1], ax[1], ax[2]));
+}
+
+START_TEST(test_batch_matmul_cpu)
+{
+	static const int64_t shapes[][4] = {{3, 13, 37, 9}, {2, 1, 5, 17}, {4, 16, 64, 8}};
+	for (int i = 0; i < 3; i++)
+		for (int epi = 0; epi < 2; epi++) {
+			const int64_t *d = shapes[i];
+			ts_ctx *ctx = ts_ctx_new();
+			ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(d[0], d[1], d[3]), ts_float32);
+			ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(d[0], d[3], d[2]), ts_float32);
+			ts_tensor *M = ts_placeholder(ctx, "M", TS_SHAPE(d[1], d[2]), ts_float32);
+			ts_tensor *C = ts_op_batch_matmul(ctx, A, B, false, false);
+			ts_tensor *Y = C;
+			if (epi)
+				Y = ts_compute_lambda(ctx, "Y", TS_SHAPE(d[0], d[1], d[2]), scale_mask,
+						      (ts_tensor *[]){C, M});
+			tu_nonnull(ctx, Y);
+			ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+			ts_matmul_cpu_params p = ts_matmul_cpu_default();
+			tu_ok(ctx, ts_schedule_batch_matmul_cpu(s, Y, i == 1 ? NULL : &p));
+			ts_tensor *args[4] = {A, B, epi ? M : Y, Y};
+			tu_check_func(ctx, ts_lower(s, "bmm", 3 + epi, args), 1e-4);
+			ts_ctx_free(ctx);
+		}
+}
+END_TEST
+
 START_TEST(test_conv2d_nchwc_cpu)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -153,6 +188,16 @@ START_TEST(test_errors)
 	ts_clear_error(ctx);
 	ck_assert_int_ne(ts_schedule_conv2d_nchwc_cpu(s, C, NULL), TS_OK);
 	tu_assert_error(ctx, "is not an NCHW[x]c convolution");
+	ts_clear_error(ctx);
+	ck_assert_int_ne(ts_schedule_batch_matmul_cpu(s, C, NULL), TS_OK);
+	tu_assert_error(ctx, "it is not a batch matmul");
+	ts_clear_error(ctx);
+	ts_matmul_cpu_params bad = {.mr = 0, .nr = 8, .kunroll = 1};
+	ts_tensor *Ab = ts_placeholder(ctx, "Ab", TS_SHAPE(2, 4, 4), ts_float32);
+	ts_tensor *Cb = ts_op_batch_matmul(ctx, Ab, Ab, false, false);
+	ts_schedule *sb = ts_create_schedule(ctx, 1, &Cb);
+	ck_assert_int_ne(ts_schedule_batch_matmul_cpu(sb, Cb, &bad), TS_OK);
+	tu_assert_error(ctx, "schedule_batch_matmul_cpu: parameter mr must be positive, got 0");
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -164,6 +209,7 @@ int main(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_matmul_cpu);
 	tcase_add_test(tc, test_matmul_cpu_plain);
+	tcase_add_test(tc, test_batch_matmul_cpu);
 	tcase_add_test(tc, test_conv2d_nchwc_cpu);
 	tcase_add_test(tc, test_matmul_cuda_schedule);
 	tcase_add_test(tc, test_conv2d_cuda_schedule);
