@@ -2,7 +2,9 @@
  * tessera.h - the public API in one include.
  *
  * The layers, in the direction data flows:
- *   frontend/  tensor expressions, operator library, reference evaluator
+ *   frontend/  tensor expressions, operator library, reference evaluator;
+ *              whole models (graph.h: graphs of operators, ONNX import),
+ *              which compile through schedule/ and codegen/
  *   ir/        expressions, statements, printer, simplifier, bounds
  *   schedule/  stages, primitives, bound inference, lowering passes
  *   codegen/   LLVM (CPU), C and CUDA C emitters, NVRTC, loop-IR interpreter
@@ -26,6 +28,7 @@
 #include "te.h"
 #include "eval.h"
 #include "ops.h"
+#include "graph.h"
 /* schedule/ */
 #include "schedule.h"
 #include "lower.h"

@@ -264,8 +264,12 @@ int bench_model_main(int argc, char **argv)
 				fprintf(stderr, "tessera-bench model: %s\n", err);
 			char verdict[256];
 			ts_timing_verdict(&tm, verdict, sizeof verdict);
-			printf("%-8d %12.3f %16.3f %21.2fx%s\n", o.threads[t], tm.median * 1e3, ort,
-			       ort / (tm.median * 1e3), tm.flags ? "  !" : "");
+			if (ort == ort)
+				printf("%-8d %12.3f %16.3f %21.2fx%s\n", o.threads[t], tm.median * 1e3, ort,
+				       ort / (tm.median * 1e3), tm.flags ? "  !" : "");
+			else
+				printf("%-8d %12.3f %16s %22s%s\n", o.threads[t], tm.median * 1e3, "-", "-",
+				       tm.flags ? "  !" : "");
 			if (tm.flags)
 				printf("  ! tessera timings: %s\n", verdict);
 		}

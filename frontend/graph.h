@@ -22,13 +22,17 @@
  *
  * ts_graph_compile (graph.c, graph_passes.c) runs, in order and printing
  * what each did when opts->trace is set:
- *   fold       constant folding: BatchNormalization after a Conv folded into
- *              its weights and bias; nodes of constants only evaluated;
- *              Identity/Dropout removed.
- *   fuse       operator fusion: each anchor (conv, matmul, pooling, softmax,
- *              layernorm, ...) takes the elementwise nodes that follow it
- *              into its output tile (bias, residual add, relu, gelu, ...);
- *              elementwise chains without an anchor become one kernel.
+ *   fold       constant folding: a BatchNormalization after a Conv is
+ *              folded into its weights and bias, any other becomes a
+ *              per-channel multiply-add; nodes whose values nothing reads
+ *              are removed.
+ *   fuse       operator fusion: each anchor whose output tile can take
+ *              more work (conv, matmul, pooling, transpose, concat) takes
+ *              the elementwise nodes that follow it (bias, residual add,
+ *              relu, an exported GELU's five nodes, ...) as long as they
+ *              close on one value; elementwise chains without an anchor
+ *              become one kernel.  Softmax and LayerNormalization are
+ *              kernels of their own.
  *   layout     layout planning: convolutions run on NCHW[x]c and their
  *              outputs stay blocked through elementwise nodes, pooling and
  *              the next convolution; a conversion is placed only where a
@@ -36,7 +40,8 @@
  *   memory     memory planning: intermediate values share one arena by
  *              lifetime; reports the arena's size against the sum.
  *   codegen    each kernel lowered and built for the host CPU (identical
- *              kernels built once).
+ *              kernels built once).  Reshape, Flatten and Identity of a
+ *              row-major value are views of its storage: no kernel.
  *
  * Values are float32 (int64 constants are accepted as shape operands of
  * Reshape only).  Everything allocated belongs to the graph or the

@@ -397,8 +397,7 @@ ts_status g_pass_fuse(gpass *p, bool no_fuse)
 		if (gr->nreg > (gr->anchor < 0))
 			p->fused += gr->nreg - (gr->anchor < 0);
 		if (p->trace && gr->nreg > (gr->anchor < 0)) {
-			trace(p, "fuse: kernel %d = %s", p->ngroups - 1,
-			      gr->anchor >= 0 ? g->n[gr->anchor].name : "");
+			trace(p, "fuse: %s", gr->anchor >= 0 ? g->n[gr->anchor].name : "");
 			for (int r = 0; r < gr->nreg; r++)
 				trace(p, "%s%s", r || gr->anchor >= 0 ? " + " : "", g->n[gr->reg[r]].name);
 			trace(p, "\n");

@@ -403,7 +403,7 @@ START_TEST(test_trace_and_print)
 	fclose(f);
 	ck_assert_msg(strstr(buf, "= Conv(%0, %1) stride=1x1 pad=1,1,1,1 -> [1, 16, 5, 5]  # c"), "%s", buf);
 	ck_assert_msg(strstr(buf, "fold: BatchNormalization 'bn' folded into the weights and bias of Conv 'c'"), "%s", buf);
-	ck_assert_msg(strstr(buf, "fuse: kernel 0 = c + r"), "%s", buf);
+	ck_assert_msg(strstr(buf, "fuse: c + r\n"), "%s", buf);
 	ck_assert_msg(strstr(buf, "layout: r is NCHW16c"), "%s", buf);
 	ck_assert_msg(strstr(buf, "memory: "), "%s", buf);
 	ck_assert_msg(strstr(buf, "layout: x converted to NCHW4c for its consumer"), "%s", buf);
