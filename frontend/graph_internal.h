@@ -152,6 +152,9 @@ struct ts_graph_exec {
 	ts_graph_stats st;
 };
 
+/* Memory for weights and the arena: 64-byte aligned, large blocks on
+ * 2 MB pages (madvise); freed with free(). */
+void *g_alloc(size_t bytes);
 /* A new xval (zeroed, base -1, offset -1); -1 on no memory. */
 int gx_new_value(ts_graph_exec *e, const char *name, int ndim, const int64_t *shape, int block);
 /* Builds kernel k's code: the tensors of group gr (or of a layout

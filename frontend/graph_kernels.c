@@ -491,8 +491,8 @@ static int new_const(kb *b, const char *name, int ndim, const int64_t *shape, fl
 
 static float *alloc_floats(kb *b, int64_t n)
 {
-	float *p = NULL;
-	if (posix_memalign((void **)&p, TS_ARRAY_ALIGN, (size_t)(n ? n : 1) * sizeof(float)))
+	float *p = g_alloc((size_t)(n ? n : 1) * sizeof(float));
+	if (!p)
 		ts_error(b->ctx, TS_ERR_NOMEM, "graph_compile: out of memory (%lld floats)", (long long)n);
 	return p;
 }
