@@ -1,7 +1,7 @@
 /*
- * model_files.c - see model_files.h.  Python is run with posix_spawn-free
- * popen/system on a command line whose arguments are single-quoted, so
- * paths with spaces work; a path holding a quote is refused.
+ * model_files.c - see model_files.h.  Python runs through system() and
+ * popen() on a command line whose arguments are single-quoted, so paths
+ * with spaces work; a path holding a quote is refused.
  */
 #include "model_files.h"
 

@@ -326,7 +326,7 @@ static ts_status plan_kernels(planner *pl)
 		xkernel *k = new_kernel(e, group_desc(e->ctx, g, gr));
 		if (!k)
 			return ts_last_status(e->ctx);
-		G_TRY(gx_build_group(e, g, p, gr, pl->gv2x, k, pl->o));
+		G_TRY(gx_build_group(e, g, p, gr, pl->gv2x, k));
 		e->nk++;
 		if (pl->p->trace && block > 1)
 			fprintf(pl->p->trace, "layout: %s is NCHW%dc\n", o->name, block);

@@ -157,12 +157,13 @@ struct ts_graph_exec {
 void *g_alloc(size_t bytes);
 /* A new xval (zeroed, base -1, offset -1); -1 on no memory. */
 int gx_new_value(ts_graph_exec *e, const char *name, int ndim, const int64_t *shape, int block);
-/* Builds kernel k's code: the tensors of group gr (or of a layout
- * conversion when gr is NULL), its schedule, lowering and ts_build, or the
- * module of an earlier kernel with the same key.  conv_from/conv_to: the
- * xvals of a conversion. */
+/* Builds kernel k's code for group gr: its tensors on placeholders of the
+ * xvals gv2x names, its schedule, ts_lower and ts_build, or the module of
+ * an earlier kernel with the same key.  k->arg gets the arguments, the
+ * output last. */
 ts_status gx_build_group(ts_graph_exec *e, ts_graph *g, const gpass *p, const ggroup *gr,
-			 const int *gv2x, xkernel *k, const ts_graph_opts *o);
+			 const int *gv2x, xkernel *k);
+/* The same for a layout conversion of xval from into xval to. */
 ts_status gx_build_conversion(ts_graph_exec *e, int from, int to, xkernel *k);
 /* The physical shape of xval v (blocked: [N, C/b, H, W, b]). */
 int gx_phys_shape(const xval *v, int64_t *shape);

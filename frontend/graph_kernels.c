@@ -617,8 +617,6 @@ static ts_schedule *matmul(kb *b, epi *ep, const gnode *n)
 	if (lanes() == 16)
 		mp.mr = 12;
 	bool b2d = B->ndim == 2;
-	for (int d = 0; d + 2 < B->ndim; d++)
-		b2d |= false;
 	if (gemm) {
 		ep->alpha = n->a.alpha;
 		ep->beta = n->a.beta;
@@ -697,9 +695,7 @@ static ts_expr *pool_body(ts_ctx *c, ts_expr *const *ax, void *user)
 	ts_expr *x = ts_read(c, pc->P, pc->blocked ? 5 : 4, i);
 	if (pc->max)
 		return TS_MAX(c, x, pc->kh, pc->kw);
-	ts_expr *sum = TS_SUM(c, x, pc->kh, pc->kw);
-	(void)sum;
-	return sum;
+	return TS_SUM(c, x, pc->kh, pc->kw);
 }
 
 /* avg_pool's divisor at output row/column o: the window's elements inside
@@ -940,9 +936,8 @@ static ts_tensor *scheduled_output(epi *ep, ts_schedule *s)
 }
 
 ts_status gx_build_group(ts_graph_exec *e, ts_graph *g, const gpass *p, const ggroup *gr,
-			 const int *gv2x, xkernel *k, const ts_graph_opts *o)
+			 const int *gv2x, xkernel *k)
 {
-	(void)o;
 	kb b = {.e = e, .g = g, .p = p, .ctx = e->ctx, .k = k, .gv2x = gv2x};
 	epi ep = {.b = &b, .gr = gr, .bias = -1, .gemm_c = -1, .alpha = 1.0, .beta = 1.0};
 	int y = gv2x[gr->out];
