@@ -471,6 +471,13 @@ static ts_tensor *output_tensor(epi *ep, const char *name)
 
 /* ---- anchors ---------------------------------------------------------------------- */
 
+/* Y under the default CPU schedule; NULL for a NULL Y (a failure before). */
+static ts_schedule *default_schedule(ts_ctx *c, ts_tensor *Y)
+{
+	ts_schedule *s = Y ? ts_create_schedule(c, 1, &Y) : NULL;
+	return s && ts_schedule_default_cpu(s, lanes()) == TS_OK ? s : NULL;
+}
+
 static const xval *xin(kb *b, const gnode *n, int i)
 {
 	return &b->e->xv[b->gv2x[n->in[i]]];
@@ -567,8 +574,7 @@ static ts_schedule *conv_plain(kb *b, epi *ep, const gnode *n)
 				  (int)a->dilation[1], (int)a->group);
 	ep->bias = n->nin == 3 ? b->gv2x[n->in[2]] : -1;
 	ts_tensor *Y = ep->T ? output_tensor(ep, n->name) : NULL;
-	ts_schedule *s = Y ? ts_create_schedule(b->ctx, 1, &Y) : NULL;
-	return s && ts_schedule_default_cpu(s, lanes()) == TS_OK ? s : NULL;
+	return default_schedule(b->ctx, Y);
 }
 
 /* A[M, K] x B with B a constant: B is packed into panels of nr columns
@@ -651,8 +657,7 @@ static ts_schedule *matmul(kb *b, epi *ep, const gnode *n)
 		ts_tensor *At = arg_phys(b, b->gv2x[n->in[0]]), *Bt = At ? arg_phys(b, b->gv2x[n->in[1]]) : NULL;
 		ep->T = Bt ? ts_op_matmul(c, At, Bt, ta, tb) : NULL;
 		ts_tensor *Yt = ep->T ? output_tensor(ep, n->name) : NULL;
-		ts_schedule *s = Yt ? ts_create_schedule(c, 1, &Yt) : NULL;
-		return s && ts_schedule_default_cpu(s, lanes()) == TS_OK ? s : NULL;
+		return default_schedule(c, Yt);
 	}
 	/* batched: both operands carry the batch dimensions of Y */
 	int bd = Y->ndim - 2;
@@ -755,8 +760,7 @@ static ts_schedule *pool(kb *b, epi *ep, const gnode *n)
 	}
 	ep->T = T;
 	ts_tensor *Y = T ? output_tensor(ep, n->name) : NULL;
-	ts_schedule *s = Y ? ts_create_schedule(c, 1, &Y) : NULL;
-	return s && ts_schedule_default_cpu(s, lanes()) == TS_OK ? s : NULL;
+	return default_schedule(c, Y);
 }
 
 typedef struct gap_ctx {
@@ -790,8 +794,7 @@ static ts_schedule *global_pool(kb *b, epi *ep, const gnode *n)
 	key(b, "gap");
 	ep->T = gc.X ? ts_compute_lambda(c, "global_avg_pool", b->pndim, b->pshape, gap_body, &gc) : NULL;
 	ts_tensor *Y = ep->T ? output_tensor(ep, n->name) : NULL;
-	ts_schedule *s = Y ? ts_create_schedule(c, 1, &Y) : NULL;
-	return s && ts_schedule_default_cpu(s, lanes()) == TS_OK ? s : NULL;
+	return default_schedule(c, Y);
 }
 
 /* Softmax and LayerNormalization over rows of the last axis. */
@@ -888,8 +891,7 @@ static ts_schedule *layout_ops(kb *b, epi *ep, const gnode *n)
 		ep->T = ts_compute_lambda(c, "concat", b->pndim, b->pshape, concat_body, &cc);
 	}
 	ts_tensor *Y = ep->T ? output_tensor(ep, n->name) : NULL;
-	ts_schedule *s = Y ? ts_create_schedule(c, 1, &Y) : NULL;
-	return s && ts_schedule_default_cpu(s, lanes()) == TS_OK ? s : NULL;
+	return default_schedule(c, Y);
 }
 
 /* ---- driver ----------------------------------------------------------------------- */
@@ -947,9 +949,7 @@ ts_status gx_build_group(ts_graph_exec *e, ts_graph *g, const gpass *p, const gg
 		key(&b, "elementwise");
 		ts_tensor *Y = ts_compute_lambda(e->ctx, g->n[gr->reg[gr->nreg - 1]].name, b.pndim, b.pshape,
 						 epilogue_body, &ep);
-		s = Y ? ts_create_schedule(e->ctx, 1, &Y) : NULL;
-		if (s && ts_schedule_default_cpu(s, lanes()) != TS_OK)
-			s = NULL;
+		s = default_schedule(e->ctx, Y);
 		return finish(&b, s, Y);
 	}
 	const gnode *n = &g->n[gr->anchor];
@@ -993,8 +993,6 @@ ts_status gx_build_conversion(ts_graph_exec *e, int from, int to, xkernel *k)
 	ts_tensor *X = arg_phys(&b, from);
 	ts_tensor *Y = !X ? NULL : y->block > 0 ? ts_op_layout_nchw_to_nchwc(e->ctx, X, y->block)
 					       : ts_op_layout_nchwc_to_nchw(e->ctx, X);
-	ts_schedule *s = Y ? ts_create_schedule(e->ctx, 1, &Y) : NULL;
-	if (s && ts_schedule_default_cpu(s, lanes()) != TS_OK)
-		s = NULL;
+	ts_schedule *s = default_schedule(e->ctx, Y);
 	return finish(&b, s, Y);
 }
