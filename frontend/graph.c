@@ -15,6 +15,12 @@
 
 #include "ctx.h"
 
+/* The most elements a value may hold, and the largest extent: 2^31 - 1, so
+ * that every size and index of a value fits in 32 bits and products of
+ * two of them in 64.  Convolution and pooling attributes must fit in 32
+ * bits too (the kernel builder passes them on as int). */
+#define G_MAX_NUMEL (((int64_t)1 << 31) - 1)
+
 static const char *const gop_names[TS_GOP_COUNT] = {
 	[TS_GOP_CONV] = "Conv",
 	[TS_GOP_GEMM] = "Gemm",
@@ -72,11 +78,14 @@ int64_t gv_numel(const gvalue *v)
 
 const char *g_shape_str(ts_ctx *ctx, int ndim, const int64_t *shape)
 {
-	char buf[TS_GRAPH_MAX_DIMS * 24 + 4];
-	int k = snprintf(buf, sizeof(buf), "[");
-	for (int d = 0; d < ndim; d++)
-		k += snprintf(buf + k, sizeof(buf) - (size_t)k, "%s%lld", d ? ", " : "", (long long)shape[d]);
-	snprintf(buf + k, sizeof(buf) - (size_t)k, "]");
+	/* room for TS_MAX_DIMS extents of 20 digits and their separators:
+	 * an array's shape (ts_graph_run's messages) has up to 8 */
+	char buf[TS_MAX_DIMS * 24 + 8];
+	size_t k = 1;
+	buf[0] = '[';
+	for (int d = 0; d < ndim && d < TS_MAX_DIMS; d++)
+		k += (size_t)snprintf(buf + k, sizeof(buf) - k, "%s%lld", d ? ", " : "", (long long)shape[d]);
+	snprintf(buf + k, sizeof(buf) - k, "%s]", ndim > TS_MAX_DIMS ? ", ..." : "");
 	return ts_strdup(ctx, buf);
 }
 
@@ -147,25 +156,39 @@ static bool name_taken(const ts_graph *g, const char *name)
 	return false;
 }
 
-static bool check_shape(ts_graph *g, const char *what, const char *name, int ndim,
-			const int64_t *shape)
+/* Whether n extents in shape are each 1..G_MAX_NUMEL with a product of
+ * at most G_MAX_NUMEL; *bad is the first dimension that breaks it. */
+static bool shape_fits(int ndim, const int64_t *shape, int *bad)
 {
-	if (ndim < 0 || ndim > TS_GRAPH_MAX_DIMS || (ndim && !shape)) {
-		ts_error(g->ctx, TS_ERR_INVALID, "graph: %s '%s' has %d dimensions (0..%d)", what, name,
-			 ndim, TS_GRAPH_MAX_DIMS);
-		return false;
-	}
 	int64_t n = 1;
 	for (int d = 0; d < ndim; d++) {
-		if (shape[d] < 1 || shape[d] > ((int64_t)1 << 40) || n > ((int64_t)1 << 40) / shape[d]) {
-			ts_error(g->ctx, TS_ERR_INVALID,
-				 "graph: %s '%s' has extent %lld in dimension %d; extents are 1..2^40 and the size at most 2^40 elements",
-				 what, name, (long long)shape[d], d);
+		if (shape[d] < 1 || shape[d] > G_MAX_NUMEL || n > G_MAX_NUMEL / shape[d]) {
+			*bad = d;
 			return false;
 		}
 		n *= shape[d];
 	}
 	return true;
+}
+
+/* The shape argument of fn (graph_input or graph_constant) for value name. */
+static bool check_shape(ts_graph *g, const char *fn, const char *name, int ndim,
+			const int64_t *shape)
+{
+	int d = 0;
+	if (ndim < 0 || ndim > TS_GRAPH_MAX_DIMS)
+		return ts_error(g->ctx, TS_ERR_INVALID, "%s '%s': ndim %d is out of range (0..%d)", fn, name,
+				ndim, TS_GRAPH_MAX_DIMS), false;
+	if (ndim && !shape)
+		return ts_error(g->ctx, TS_ERR_INVALID, "%s '%s': shape is NULL for %d dimensions", fn, name,
+				ndim), false;
+	if (shape_fits(ndim, shape, &d))
+		return true;
+	if (shape[d] < 1 || shape[d] > G_MAX_NUMEL)
+		return ts_error(g->ctx, TS_ERR_INVALID, "%s '%s': extent %lld in dimension %d is out of range (1..2^31 - 1)",
+				fn, name, (long long)shape[d], d), false;
+	return ts_error(g->ctx, TS_ERR_INVALID, "%s '%s': %s has more than 2^31 - 1 elements", fn, name,
+			g_shape_str(g->ctx, ndim, shape)), false;
 }
 
 /* A new value (its name copied); -1 on no memory. */
@@ -207,14 +230,15 @@ int ts_graph_input(ts_graph *g, const char *name, ts_dtype dtype, int ndim, cons
 	if (!g)
 		return -1;
 	if (!name || !*name)
-		return ts_error(g->ctx, TS_ERR_INVALID, "graph_input: the name is empty"), -1;
+		return ts_error(g->ctx, TS_ERR_INVALID, "graph_input: name is %s", name ? "empty" : "NULL"), -1;
 	if (!is_f32(dtype))
 		return ts_error(g->ctx, TS_ERR_UNSUPPORTED, "graph_input '%s': only float32 inputs are supported", name), -1;
 	if (name_taken(g, name))
 		return ts_error(g->ctx, TS_ERR_INVALID, "graph_input: the name '%s' is taken", name), -1;
-	if (!check_shape(g, "input", name, ndim, shape) ||
-	    !grow((void **)&g->in, g->nin, &g->capin, sizeof(*g->in)))
-		return ts_last_status(g->ctx) ? -1 : (ts_error(g->ctx, TS_ERR_NOMEM, "graph: out of memory"), -1);
+	if (!check_shape(g, "graph_input", name, ndim, shape))
+		return -1;
+	if (!grow((void **)&g->in, g->nin, &g->capin, sizeof(*g->in)))
+		return ts_error(g->ctx, TS_ERR_NOMEM, "graph_input '%s': out of memory", name), -1;
 	int v = add_value(g, name, GV_INPUT, dtype, ndim, shape);
 	if (v >= 0)
 		g->in[g->nin++] = v;
@@ -226,15 +250,18 @@ int ts_graph_constant(ts_graph *g, const char *name, ts_dtype dtype, int ndim,
 {
 	if (!g)
 		return -1;
-	if (!name)
-		name = "";
+	char auto_name[32];
+	if (!name || !*name) {
+		snprintf(auto_name, sizeof(auto_name), "c%d", g->nv);
+		name = auto_name;
+	}
 	if (!is_f32(dtype) && !is_i64(dtype))
 		return ts_error(g->ctx, TS_ERR_UNSUPPORTED,
 				"graph_constant '%s': only float32 and int64 constants are supported", name), -1;
-	if (!check_shape(g, "constant", name, ndim, shape))
+	if (!check_shape(g, "graph_constant", name, ndim, shape))
 		return -1;
 	if (!data)
-		return ts_error(g->ctx, TS_ERR_INVALID, "graph_constant '%s': no data", name), -1;
+		return ts_error(g->ctx, TS_ERR_INVALID, "graph_constant '%s': data is NULL", name), -1;
 	int64_t n = 1;
 	for (int d = 0; d < ndim; d++)
 		n *= shape[d];
@@ -317,6 +344,30 @@ static bool broadcast(const infer *c, const gvalue *a, const gvalue *b, int *ndi
 	return true;
 }
 
+/* The attributes of a convolution or pooling node fit in 32 bits: the
+ * kernel builder narrows them to int.  Negative values pass here and are
+ * refused by window() with the rule they break. */
+static bool int32_attrs(const infer *c, bool pool)
+{
+	const ts_gattrs *a = c->a;
+	static const char *const pads[] = {"top", "left", "bottom", "right"};
+	const struct { const char *what; int64_t v; } at[] = {
+		{"stride (height)", a->stride[0]}, {"stride (width)", a->stride[1]},
+		{"dilation (height)", a->dilation[0]}, {"dilation (width)", a->dilation[1]},
+		{"kernel (height)", pool ? a->kernel[0] : 0}, {"kernel (width)", pool ? a->kernel[1] : 0},
+		{"group", pool ? 1 : a->group},
+	};
+	for (size_t i = 0; i < TS_COUNT_OF(at); i++)
+		if (at[i].v > INT32_MAX || at[i].v < -INT32_MAX)
+			return fail(c, "%s %lld does not fit in 32 bits", at[i].what, (long long)at[i].v);
+	for (int i = 0; i < 4; i++)
+		if (a->pad[i] > INT32_MAX || a->pad[i] < -INT32_MAX)
+			return fail(c, "pad (%s) %lld does not fit in 32 bits", pads[i], (long long)a->pad[i]);
+	return true;
+}
+
+/* The output extent of a window over `in`; every operand is below 2^31
+ * (int32_attrs and the value limit), so nothing here overflows. */
 static bool window(const infer *c, const char *dim, int64_t in, int64_t k, int64_t stride,
 		   int64_t pb, int64_t pa, int64_t dil, int64_t *out)
 {
@@ -337,6 +388,8 @@ static bool infer_conv(const infer *c, int *ndim, int64_t *s)
 		return false;
 	const gvalue *x = arg(c, 0), *w = arg(c, 1);
 	const ts_gattrs *a = c->a;
+	if (!int32_attrs(c, false))
+		return false;
 	if (a->group < 1 || x->shape[1] % a->group || w->shape[0] % a->group)
 		return fail(c, "group %lld must divide the input channels of %s and the output channels of %s",
 			    (long long)a->group, shp(c, 0), shp(c, 1));
@@ -410,6 +463,8 @@ static bool infer_pool(const infer *c, int *ndim, int64_t *s)
 		return false;
 	const gvalue *x = arg(c, 0);
 	const ts_gattrs *a = c->a;
+	if (!int32_attrs(c, true))
+		return false;
 	if (a->dilation[0] != 1 || a->dilation[1] != 1)
 		return fail(c, "dilated pooling is not supported");
 	if (a->pad[0] >= a->kernel[0] || a->pad[2] >= a->kernel[0] || a->pad[1] >= a->kernel[1] ||
@@ -470,7 +525,8 @@ static bool infer_norm(const infer *c, int *ndim, int64_t *s)
 			return fail(c, "only the last axis is supported (axis %lld of %s)",
 				    (long long)c->a->axis, shp(c, 0));
 		for (int i = 1; i < c->nin; i++)
-			if (gv_numel(arg(c, i)) != x->shape[ax] || arg(c, i)->shape[arg(c, i)->ndim - 1] != x->shape[ax])
+			if (arg(c, i)->ndim < 1 || gv_numel(arg(c, i)) != x->shape[ax] ||
+			    arg(c, i)->shape[arg(c, i)->ndim - 1] != x->shape[ax])
 				return fail(c, "scale and bias must be [%lld]: %s", (long long)x->shape[ax], shp(c, i));
 	} else {
 		if (!want_inputs(c, 5, 5))
@@ -548,7 +604,7 @@ static bool infer_reshape(const infer *c, int *ndim, int64_t *s)
 			infer_at = d;
 			continue;
 		}
-		if (e < 1 || known > ((int64_t)1 << 40) / e)
+		if (e < 1 || known > G_MAX_NUMEL / e)
 			return fail(c, "bad extent %lld at dimension %d of the target shape", (long long)c->a->shape[d], d);
 		s[d] = e;
 		known *= e;
@@ -586,6 +642,8 @@ static bool infer_elementwise(const infer *c, ts_gop op, int *ndim, int64_t *s)
 	bool binary = op <= TS_GOP_POW;
 	if (!want_inputs(c, binary ? 2 : 1, binary ? 2 : 1))
 		return false;
+	if (op == TS_GOP_CLIP && (isnan(c->a->alpha) || isnan(c->a->beta)))
+		return fail(c, "min %g and max %g must not be NaN", c->a->alpha, c->a->beta);
 	if (op == TS_GOP_CLIP && !(c->a->alpha <= c->a->beta))
 		return fail(c, "min %g is above max %g", c->a->alpha, c->a->beta);
 	if (!binary)
@@ -647,6 +705,56 @@ bool g_infer(ts_graph *g, const char *node, ts_gop op, int nin, const int *in,
 	}
 }
 
+/* The arguments of ts_graph_node before its attributes: the operator and
+ * the input values. */
+static bool check_node_args(ts_graph *g, const char *name, ts_gop op, int ninputs, const int *inputs)
+{
+	if ((unsigned)op >= TS_GOP_COUNT)
+		return ts_error(g->ctx, TS_ERR_INVALID, "node '%s': %d is not an operator", name, (int)op), false;
+	if (ninputs < 0 || ninputs > TS_GRAPH_MAX_INPUTS)
+		return ts_error(g->ctx, TS_ERR_INVALID, "node '%s' (%s): ninputs %d is out of range (0..%d)",
+				name, ts_gop_name(op), ninputs, TS_GRAPH_MAX_INPUTS), false;
+	if (ninputs && !inputs)
+		return ts_error(g->ctx, TS_ERR_INVALID, "node '%s' (%s): inputs is NULL for %d inputs", name,
+				ts_gop_name(op), ninputs), false;
+	for (int i = 0; i < ninputs; i++)
+		if (!valid_value(g, inputs[i]))
+			return ts_error(g->ctx, TS_ERR_INVALID, "node '%s' (%s): input %d is %d, not a value of the graph",
+					name, ts_gop_name(op), i, inputs[i]), false;
+	return true;
+}
+
+static bool any_byte(const bool *flag)
+{
+	unsigned char byte;
+	memcpy(&byte, flag, 1);
+	return byte != 0;
+}
+
+/* The attributes as given (or the defaults), their flags read as bytes:
+ * a flag holding a byte other than 0 or 1 is true, not undefined. */
+static ts_gattrs node_attrs(const ts_gattrs *attrs)
+{
+	ts_gattrs a = attrs ? *attrs : ts_gattrs_default();
+	a.trans_a = any_byte(&a.trans_a), a.trans_b = any_byte(&a.trans_b);
+	a.count_include_pad = any_byte(&a.count_include_pad), a.approximate = any_byte(&a.approximate);
+	return a;
+}
+
+/* The inferred output shape is one nodes can compute. */
+static bool check_node_output(ts_graph *g, const char *name, ts_gop op, int ndim, const int64_t *shape)
+{
+	int bad = 0;
+	if (ndim == 0)
+		return ts_error(g->ctx, TS_ERR_UNSUPPORTED,
+				"node '%s' (%s): the output is a scalar; nodes compute values of 1 to %d dimensions",
+				name, ts_gop_name(op), TS_GRAPH_MAX_DIMS), false;
+	if (!shape_fits(ndim, shape, &bad))
+		return ts_error(g->ctx, TS_ERR_INVALID, "node '%s' (%s): the output %s has more than 2^31 - 1 elements",
+				name, ts_gop_name(op), g_shape_str(g->ctx, ndim, shape)), false;
+	return true;
+}
+
 int ts_graph_node(ts_graph *g, const char *name, ts_gop op, int ninputs, const int *inputs,
 		  const ts_gattrs *attrs)
 {
@@ -657,27 +765,19 @@ int ts_graph_node(ts_graph *g, const char *name, ts_gop op, int ninputs, const i
 		snprintf(auto_name, sizeof(auto_name), "n%d", g->nn);
 		name = auto_name;
 	}
-	if ((unsigned)op >= TS_GOP_COUNT)
-		return ts_error(g->ctx, TS_ERR_INVALID, "node '%s': %d is not an operator", name, (int)op), -1;
-	if (ninputs < 0 || ninputs > TS_GRAPH_MAX_INPUTS || (ninputs && !inputs))
-		return ts_error(g->ctx, TS_ERR_INVALID, "node '%s' (%s): %d inputs (0..%d, with an array)",
-				name, ts_gop_name(op), ninputs, TS_GRAPH_MAX_INPUTS), -1;
-	for (int i = 0; i < ninputs; i++)
-		if (!valid_value(g, inputs[i]))
-			return ts_error(g->ctx, TS_ERR_INVALID, "node '%s' (%s): input %d is %d, not a value of the graph",
-					name, ts_gop_name(op), i, inputs[i]), -1;
-	ts_gattrs a = attrs ? *attrs : ts_gattrs_default();
-	if (op == TS_GOP_MAXPOOL || op == TS_GOP_AVGPOOL) {
-		if (a.kernel[0] < 1 || a.kernel[1] < 1)
-			return ts_error(g->ctx, TS_ERR_INVALID, "node '%s' (%s): kernel %lldx%lld must be positive",
-					name, ts_gop_name(op), (long long)a.kernel[0], (long long)a.kernel[1]), -1;
-	}
+	if (!check_node_args(g, name, op, ninputs, inputs))
+		return -1;
+	ts_gattrs a = node_attrs(attrs);
+	if ((op == TS_GOP_MAXPOOL || op == TS_GOP_AVGPOOL) && (a.kernel[0] < 1 || a.kernel[1] < 1))
+		return ts_error(g->ctx, TS_ERR_INVALID, "node '%s' (%s): kernel %lldx%lld must be positive", name,
+				ts_gop_name(op), (long long)a.kernel[0], (long long)a.kernel[1]), -1;
 	if (a.nperm < 0 || a.nperm > TS_GRAPH_MAX_DIMS)
 		return ts_error(g->ctx, TS_ERR_INVALID, "node '%s' (%s): perm has %d entries", name,
 				ts_gop_name(op), a.nperm), -1;
 	int ndim;
 	int64_t shape[TS_GRAPH_MAX_DIMS] = {0};
-	if (!g_infer(g, name, op, ninputs, inputs, &a, &ndim, shape))
+	if (!g_infer(g, name, op, ninputs, inputs, &a, &ndim, shape) ||
+	    !check_node_output(g, name, op, ndim, shape))
 		return -1;
 	if (!grow((void **)&g->n, g->nn, &g->capn, sizeof(*g->n)))
 		return ts_error(g->ctx, TS_ERR_NOMEM, "graph: out of memory"), -1;
@@ -712,6 +812,10 @@ ts_status ts_graph_output(ts_graph *g, int value, const char *name)
 		return ts_error(g->ctx, TS_ERR_UNSUPPORTED, "graph_output: '%s' is not float32", v->name);
 	if (v->is_output)
 		return ts_error(g->ctx, TS_ERR_INVALID, "graph_output: '%s' is already an output", v->name);
+	/* the input list exists too, even empty: compiling copies it */
+	if (!grow((void **)&g->out, g->nout, &g->capout, sizeof(*g->out)) ||
+	    (!g->in && !grow((void **)&g->in, 0, &g->capin, sizeof(*g->in))))
+		return ts_error(g->ctx, TS_ERR_NOMEM, "graph_output: out of memory");
 	if (name && *name && strcmp(name, v->name)) {
 		if (name_taken(g, name))
 			return ts_error(g->ctx, TS_ERR_INVALID, "graph_output: the name '%s' is taken", name);
@@ -723,8 +827,6 @@ ts_status ts_graph_output(ts_graph *g, int value, const char *name)
 	} else if (name_taken(g, v->name) && v->kind != GV_INPUT) {
 		return ts_error(g->ctx, TS_ERR_INVALID, "graph_output: the name '%s' is taken", v->name);
 	}
-	if (!grow((void **)&g->out, g->nout, &g->capout, sizeof(*g->out)))
-		return ts_error(g->ctx, TS_ERR_NOMEM, "graph: out of memory");
 	v->is_output = true;
 	g->out[g->nout++] = value;
 	return TS_OK;

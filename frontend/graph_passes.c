@@ -46,8 +46,10 @@ ts_graph *g_clone(const ts_graph *g)
 		if (!c->n[i].name)
 			goto nomem;
 	}
-	memcpy(c->in, g->in, sizeof(int) * (size_t)g->nin);
-	memcpy(c->out, g->out, sizeof(int) * (size_t)g->nout);
+	if (g->nin)
+		memcpy(c->in, g->in, sizeof(int) * (size_t)g->nin);
+	if (g->nout)
+		memcpy(c->out, g->out, sizeof(int) * (size_t)g->nout);
 	c->nin = g->nin, c->nout = g->nout;
 	return c;
 nomem:

@@ -16,17 +16,18 @@ secs="${1:-60}"
 seed="${FUZZ_SEED:-1}"
 
 scripts/install-missing.sh build-essential cmake pkg-config check libsubunit-dev llvm-dev \
-  clang-14 libclang-rt-14-dev
+  clang-14 libclang-rt-14-dev libprotobuf-c-dev protobuf-c-compiler
 
 cmake -S . -B build-fuzz -DTESSERA_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 >/dev/null
-targets="fuzz_simplify fuzz_schedule"
+targets="fuzz_simplify fuzz_schedule fuzz_onnx"
 cmake --build build-fuzz -j2 --target $targets
 
 # Per target: the largest input and the time one input may take (the
-# schedule fuzzer JIT-compiles every input with LLVM, tens of ms each).
-declare -A max_len=([fuzz_simplify]=256 [fuzz_schedule]=128)
-declare -A timeout=([fuzz_simplify]=10 [fuzz_schedule]=60)
+# schedule fuzzer JIT-compiles every input with LLVM, tens of ms each; the
+# ONNX fuzzer compiles the models that import, up to 20 nodes, twice).
+declare -A max_len=([fuzz_simplify]=256 [fuzz_schedule]=128 [fuzz_onnx]=4096)
+declare -A timeout=([fuzz_simplify]=10 [fuzz_schedule]=60 [fuzz_onnx]=60)
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0"
 export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
@@ -36,8 +37,11 @@ for t in $targets; do
   mkdir -p "$work" "$found"
   echo "fuzz: $t for ${secs}s, seed $seed"
   # New inputs go to the work corpus; tests/fuzz/corpus/$t only seeds it.
+  # tests/fuzz/$t.dict, where there is one, lists words worth inserting.
+  dict=()
+  [ -f "tests/fuzz/$t.dict" ] && dict=(-dict="tests/fuzz/$t.dict")
   if ! build-fuzz/tests/fuzz/$t -max_total_time="$secs" -seed="$seed" -timeout="${timeout[$t]}" \
-       -max_len="${max_len[$t]}" -rss_limit_mb=4096 -print_final_stats=1 \
+       -max_len="${max_len[$t]}" -rss_limit_mb=4096 -print_final_stats=1 ${dict[@]+"${dict[@]}"} \
        -artifact_prefix="$found/" "$work" "tests/fuzz/corpus/$t" \
        >"build-fuzz/$t.log" 2>&1; then
     failed="$failed $t"

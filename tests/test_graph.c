@@ -81,6 +81,39 @@ START_TEST(test_conv_relu)
 }
 END_TEST
 
+/* Convolutions the blocked kernel cannot take stay on NCHW: weights that
+ * are an input (not blocked at compile time), and a constant image. */
+START_TEST(test_conv_unblocked)
+{
+	for (int variant = 0; variant < 2; variant++) {
+		ts_ctx *ctx = ts_ctx_new();
+		tg *t = tg_new(ctx, 90 + variant);
+		int x = variant ? tg_const(t, "x", TS_SHAPE(1, 3, 6, 5), -1, 1) : tg_input(t, "x", TS_SHAPE(1, 3, 6, 5));
+		int w = variant ? tg_input(t, "w", TS_SHAPE(4, 3, 3, 3)) : tg_const(t, "w", TS_SHAPE(4, 3, 3, 3), -1, 1);
+		ts_gattrs a = conv_attrs(1, 1, 0, 1, 2);
+		int y = tg_node(t, "conv", TS_GOP_CONV, 2, (int[]){x, w}, &a);
+		y = tg_node(t, "relu", TS_GOP_RELU, 1, &y, NULL);
+		ck_assert_msg(y >= 0, "%s", ts_last_error(ctx));
+		tg_output(t, y);
+		ts_graph_exec_free(check_all(ctx, t));
+		tg_free(t);
+		ts_ctx_free(ctx);
+	}
+	/* weights computed by the graph */
+	ts_ctx *ctx = ts_ctx_new();
+	tg *t = tg_new(ctx, 95);
+	int x = tg_input(t, "x", TS_SHAPE(1, 2, 5, 5));
+	int w = tg_input(t, "w", TS_SHAPE(3, 2, 3, 3));
+	int wn = tg_node(t, "wneg", TS_GOP_NEG, 1, &w, NULL);
+	ts_gattrs a = conv_attrs(2, 1, 1, 1, 1);
+	int y = tg_node(t, "conv", TS_GOP_CONV, 2, (int[]){x, wn}, &a);
+	tg_output(t, y);
+	ts_graph_exec_free(check_all(ctx, t));
+	tg_free(t);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* A residual block: conv-bn-relu, conv-bn, add the input, relu; the
  * batch norms fold into the convolutions and the add and relu fuse into
  * the second one, which reads the block's input in its own layout. */
@@ -421,6 +454,7 @@ int main(void)
 	TCase *tc = tcase_create("graph");
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_conv_relu);
+	tcase_add_test(tc, test_conv_unblocked);
 	tcase_add_test(tc, test_residual_block);
 	tcase_add_test(tc, test_batchnorm_affine);
 	tcase_add_test(tc, test_pool_head);
