@@ -43,10 +43,13 @@
  *              kernels built once).  Reshape, Flatten and Identity of a
  *              row-major value are views of its storage: no kernel.
  *
- * Values are float32 (int64 constants are accepted as shape operands of
- * Reshape only).  Everything allocated belongs to the graph or the
- * executable; both are freed by their free functions, and hold a
- * reference to the context.
+ * Values are float32 (int64 constants are accepted by ts_graph_constant
+ * for importers, but no node takes one: ONNX's Reshape shape becomes the
+ * attribute).  Every value has at most 2^31 - 1 elements and node outputs
+ * at least one dimension; window attributes (kernel, stride, pad,
+ * dilation, group) fit in 32 bits.  Everything allocated belongs to the
+ * graph or the executable; both are freed by their free functions, and
+ * hold a reference to the context.
  */
 #ifndef TESSERA_FRONTEND_GRAPH_H
 #define TESSERA_FRONTEND_GRAPH_H
