@@ -12,11 +12,13 @@
  * vector width, or the largest power of two dividing K) and x input
  * channels (the largest power of two <= 16 dividing C).
  *
- * depthwise is the tuner's "depthwise" task (ts_op_depthwise_conv2d_nchw on
- * the plain NCHW input and W[C, 1, R, S]): its default candidate is
- * ts_schedule_default_cpu, and with --tuned a record of
- * `tessera-tune depthwise N C H W R STRIDE PAD` replaces it
- * (ts_tune_lower_from_log).
+ * depthwise is the tuner's "depthwise" task: ts_op_depthwise_conv2d_nchwc
+ * on Xc[N, C/x, H, W, x] and Wc[C/x, R, S, x] (x a vector of channels, or
+ * the largest power of two below it dividing C) with
+ * ts_schedule_depthwise_nchwc_cpu; as for conv2d, the conversions of the
+ * input, weights and output happen in bind/sync, outside the timed region.
+ * With --tuned a record of `tessera-tune depthwise N C H W R STRIDE PAD`
+ * replaces the default blocks (ts_tune_lower_from_log).
  *
  * With --tuned LOG, a kernel whose problem has a record in the tuning log
  * (tessera-tune matmul M N K, or conv2d with the layer's shape) takes the
@@ -41,11 +43,11 @@ typedef struct tsr_state {
 	ts_ctx *ctx;
 	ts_module *mod;
 	ts_tensor *args[3];
-	int64_t xb, yb;              /* conv2d channel blocks (input, output) */
+	int64_t xb, yb;              /* channel blocks (input, output) */
 	ts_matmul_cpu_params mp;     /* GEMM */
 	bool pack;
 	ts_conv2d_cpu_params cp;     /* conv2d */
-	ts_array *blk[TSR_MAX_SETS][3]; /* conv2d: Xc, Wc, Yc per buffer set */
+	ts_array *blk[TSR_MAX_SETS][3]; /* conv2d, depthwise: Xc, Wc, Yc per buffer set */
 } tsr_state;
 
 static int64_t pow2_block(int64_t channels, int64_t max)
@@ -208,11 +210,17 @@ static void to_blocked_weights(const float *W, float *Wc, const bench_conv *c, i
 			}
 }
 
+/* W[C, 1, R, S] -> Wc[C/x, R, S, x]. */
+static void to_blocked_dw_weights(const float *W, float *Wc, const bench_conv *c, int64_t x)
+{
+	to_nchwc(W, Wc, 1, c->C, c->R * c->S, x);
+}
+
 static int tsr_bind(bench_kernel *k, char *err, size_t n)
 {
 	tsr_state *st = k->state;
 	const bench_conv *c = &k->p->c;
-	if (k->p->op != BENCH_CONV2D)
+	if (k->p->op == BENCH_GEMM)
 		return BENCH_OK;
 	if (k->nsets > TSR_MAX_SETS)
 		return snprintf(err, n, "tessera: more than %d buffer sets", TSR_MAX_SETS), BENCH_ERROR;
@@ -223,7 +231,10 @@ static int tsr_bind(bench_kernel *k, char *err, size_t n)
 				return snprintf(err, n, "tessera: %s", ts_last_error(st->ctx)), BENCH_ERROR;
 		}
 		to_nchwc(k->sets[i].in0->data, st->blk[i][0]->data, c->N, c->C, c->H * c->W, st->xb);
-		to_blocked_weights(k->sets[i].in1->data, st->blk[i][1]->data, c, st->xb, st->yb);
+		if (k->p->op == BENCH_DEPTHWISE)
+			to_blocked_dw_weights(k->sets[i].in1->data, st->blk[i][1]->data, c, st->xb);
+		else
+			to_blocked_weights(k->sets[i].in1->data, st->blk[i][1]->data, c, st->xb, st->yb);
 	}
 	return BENCH_OK;
 }
@@ -232,7 +243,7 @@ static int tsr_sync(bench_kernel *k, int i)
 {
 	tsr_state *st = k->state;
 	const bench_conv *c = &k->p->c;
-	if (k->p->op == BENCH_CONV2D) {
+	if (k->p->op != BENCH_GEMM) {
 		int64_t OH = bench_conv_out(c->H, c->R, c->stride, c->pad);
 		int64_t OW = bench_conv_out(c->W, c->S, c->stride, c->pad);
 		from_nchwc(st->blk[i][2]->data, k->sets[i].out->data, c->N, c->K, OH * OW, st->yb);
@@ -245,7 +256,7 @@ static int tsr_run(bench_kernel *k, int i)
 	tsr_state *st = k->state;
 	bench_bufs *b = &k->sets[i];
 	ts_array *plain[3] = {b->in0, b->in1, b->out};
-	ts_array *const *args = k->p->op != BENCH_CONV2D ? plain : st->blk[i];
+	ts_array *const *args = k->p->op == BENCH_GEMM ? plain : st->blk[i];
 	if (ts_module_run(st->mod, 3, args) == TS_OK)
 		return 0;
 	fprintf(stderr, "tessera: %s\n", ts_last_error(st->ctx));
@@ -275,7 +286,8 @@ static int tsr_fail(bench_kernel *k, const char *what, char *err, size_t n)
 	return BENCH_ERROR;
 }
 
-/* depthwise on the plain layouts: no bind or sync work. */
+/* depthwise: the task's function; its arguments Xc, Wc, Yc (their channel
+ * block, the input's last extent) are what bind and sync convert. */
 static int make_depthwise(bench_kernel *k, const bench_opts *o, char *err, size_t n)
 {
 	tsr_state *st = k->state;
@@ -283,6 +295,9 @@ static int make_depthwise(bench_kernel *k, const bench_opts *o, char *err, size_
 	ts_func *f = st->ctx ? dw_lower(st->ctx, k->p, o->tuned) : NULL;
 	if (!f)
 		return tsr_fail(k, o->tuned ? "--tuned" : "lower", err, n);
+	for (int a = 0; a < 3; a++)
+		st->args[a] = f->param_tensors[a];
+	st->xb = st->yb = st->args[0]->shape[4];
 	st->mod = ts_build(st->ctx, f, "llvm");
 	if (!st->mod)
 		return tsr_fail(k, "build", err, n);

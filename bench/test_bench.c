@@ -796,9 +796,9 @@ START_TEST(test_binary_tuned)
 	ck_assert_msg(rc == 0, "tessera-bench exited %d: %s", rc, slurp("bench_stderr.txt"));
 	ck_assert(strstr(slurp("bench_stdout.txt"), "tuned schedule (bench_tuned.jsonl:2)"));
 	FILE *f = fopen("bench_tuned.jsonl", "a");
-	fputs("{\"tessera\": \"0.1\", \"op\": \"matmul\", \"shape\": [8, 8, 8], \"dtype\": \"float32\", "
-	      "\"target\": \"llvm\", \"cpu\": \"not-this-cpu\", \"features\": \"x\", \"threads\": 1, "
-	      "\"params\": {}, \"median_ms\": 1, \"default_ms\": 1, \"trials\": 1}\n", f);
+	fprintf(f, "{\"tessera\": \"%s\", \"op\": \"matmul\", \"shape\": [8, 8, 8], \"dtype\": \"float32\", "
+		"\"target\": \"llvm\", \"cpu\": \"not-this-cpu\", \"features\": \"x\", \"threads\": 1, "
+		"\"params\": {}, \"median_ms\": 1, \"default_ms\": 1, \"trials\": 1}\n", TS_TUNE_VERSION);
 	fclose(f);
 	rc = run_bench("gemm --shape 8,8,8 --repeat 2 --impl tessera --tuned bench_tuned.jsonl");
 	ck_assert_int_eq(rc, BENCH_EXIT_FAILED);

@@ -97,6 +97,13 @@ ts_tensor *ts_op_weight_oihw_to_blocked(ts_ctx *ctx, ts_tensor *W, int i_block, 
 ts_tensor *ts_op_conv2d_nchwc(ts_ctx *ctx, ts_tensor *Xc, ts_tensor *Wc, int stride_h,
 			      int stride_w, int pad_h, int pad_w, int dilation_h,
 			      int dilation_w);
+/* Depthwise (multiplier 1) on the blocked layout: Xc[N, C/x, H, W, x] *
+ * Wc[C/x, KH, KW, x] -> [N, C/x, OH, OW, x], channel cb*x + ci convolved
+ * with its own filter Wc[cb, :, :, ci].  Reduces over kernel rows, then
+ * kernel columns; the x channels of a pixel are one vector. */
+ts_tensor *ts_op_depthwise_conv2d_nchwc(ts_ctx *ctx, ts_tensor *Xc, ts_tensor *Wc,
+					int stride_h, int stride_w, int pad_h, int pad_w,
+					int dilation_h, int dilation_w);
 
 /* ---- pooling, softmax and normalization ---------------------------------------- */
 

@@ -266,3 +266,44 @@ ts_tensor *ts_op_conv2d_nchwc(ts_ctx *ctx, ts_tensor *Xc, ts_tensor *Wc, int str
 			  TS_SHAPE(Xc->shape[0], Wc->shape[0], g.out[0], g.out[1], Wc->shape[5]), v,
 			  TS_SUM(ctx, ts_mul(ctx, in, w), r[0], r[1], r[2], rci));
 }
+
+/* Wc[C/x, KH, KW, x] against Xc[N, C/x, H, W, x]: the same channel blocks. */
+static bool check_depthwise_nchwc(ts_ctx *ctx, const char *op, const ts_tensor *Xc,
+				  const ts_tensor *Wc)
+{
+	if (Wc->shape[0] == Xc->shape[1] && Wc->shape[3] == Xc->shape[4])
+		return true;
+	ts_error(ctx, TS_ERR_INVALID,
+		 "%s: channel blocks differ: %s has %lld x %lld, %s has %lld x %lld (one filter per "
+		 "channel)", op, fe_shape_str(ctx, Xc), (long long)Xc->shape[1],
+		 (long long)Xc->shape[4], fe_shape_str(ctx, Wc), (long long)Wc->shape[0],
+		 (long long)Wc->shape[3]);
+	return false;
+}
+
+ts_tensor *ts_op_depthwise_conv2d_nchwc(ts_ctx *ctx, ts_tensor *Xc, ts_tensor *Wc,
+					int stride_h, int stride_w, int pad_h, int pad_w,
+					int dilation_h, int dilation_w)
+{
+	const char *op = "depthwise_conv2d_nchwc";
+	conv_geom g = geom(stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w);
+	if (!fe_check_inputs(ctx, op, 2, (ts_tensor *[]){Xc, Wc}) || !fe_check_ndim(ctx, op, Xc, 5) ||
+	    !fe_check_ndim(ctx, op, Wc, 4) || !fe_check_same_dtype(ctx, op, Xc, Wc) ||
+	    !fe_check_constant(ctx, op, Xc) || !fe_check_constant(ctx, op, Wc) ||
+	    !check_depthwise_nchwc(ctx, op, Xc, Wc) ||
+	    !conv_windows(ctx, op, Xc->shape + 2, Wc->shape + 1, &g))
+		return NULL;
+	static const char *const names[] = {"n", "cb", "y", "x", "ci"};
+	ts_expr *v[5];
+	ts_iter *r[3];
+	ts_tensor *P = fe_pad_spatial(ctx, Xc, 2, pad_h, pad_w, 0);
+	if (!P || !conv_axes(ctx, 0, Wc->shape + 1, r) || !fe_vars(ctx, 5, names, v))
+		return NULL;
+	ts_expr *in = TS_READ(ctx, P, v[0], v[1],
+			      fe_window(ctx, v[2], g.stride[0], r[1]->var, g.dil[0]),
+			      fe_window(ctx, v[3], g.stride[1], r[2]->var, g.dil[1]), v[4]);
+	ts_expr *w = TS_READ(ctx, Wc, v[1], r[1]->var, r[2]->var, v[4]);
+	return ts_compute(ctx, op,
+			  TS_SHAPE(Xc->shape[0], Xc->shape[1], g.out[0], g.out[1], Xc->shape[4]), v,
+			  TS_SUM(ctx, ts_mul(ctx, in, w), r[1], r[2]));
+}

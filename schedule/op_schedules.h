@@ -7,9 +7,11 @@
  * of C accumulated in a local cache (registers after codegen) over the whole
  * K, the nr axis vectorized and the mr axis unrolled, outer loops fused and
  * parallel.  CPU conv2d works on the blocked NCHW[x]c layout the same way,
- * with a block of output columns x output-channel lanes as the accumulator.
- * GPU schedules tile into thread blocks with shared-memory operand tiles and
- * a per-thread register block.
+ * with a block of output columns x output-channel lanes as the accumulator,
+ * and so does depthwise conv2d, whose vector (the channel lanes of one
+ * output) is full whatever the width of the rows.  GPU schedules tile into
+ * thread blocks with shared-memory operand tiles and a per-thread register
+ * block.
  *
  * A NULL params pointer means the defaults (ts_matmul_cpu_default(), ...);
  * tile sizes must be positive.  A NULL schedule gives TS_ERR_INVALID (with
@@ -77,8 +79,9 @@ ts_matmul_cpu_params ts_matmul_cpu_default(void);
  * run-time stride apart each take an address register). */
 ts_status ts_schedule_matmul_cpu(ts_schedule *s, ts_tensor *C, const ts_matmul_cpu_params *p);
 
-/* The longest elementwise epilogue ts_schedule_dense_cpu and
- * ts_schedule_conv2d_nchwc_cpu accept. */
+/* The longest elementwise epilogue ts_schedule_dense_cpu,
+ * ts_schedule_conv2d_nchwc_cpu and ts_schedule_depthwise_nchwc_cpu
+ * accept. */
 #define TS_MAX_EPILOGUE 16
 /* Schedules Y = epilogue(C), C a matmul as above and the epilogue a chain of
  * elementwise stages of C's shape (ts_op_bias_add, ts_op_relu, ts_op_gelu,
@@ -126,11 +129,14 @@ ts_conv2d_cpu_params ts_conv2d_cpu_default(void);
 ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_conv2d_cpu_params *p);
 
 typedef struct ts_depthwise_cpu_params {
-	int64_t ow_block; /* output columns per register block; 0: two vectors,
-			   * or one, or the whole row, as the row allows */
-	int64_t oh_block; /* output rows per register block; 0: enough rows for
-			   * about two vectors of outputs (at least 2) */
-	bool parallel;    /* (image, channel) planes in parallel */
+	int64_t ow_block; /* output columns per register block; 0: chosen from
+			   * the row (NCHW: two vectors, or one, or the whole
+			   * row; NCHW[x]c: 7 to 14 columns) */
+	int64_t oh_block; /* output rows per register block; 0: chosen (NCHW:
+			   * about two vectors of outputs, at least 2 rows;
+			   * NCHW[x]c: 1 row, more on narrow rows) */
+	bool parallel;    /* (image, channel) planes in parallel (NCHW[x]c:
+			   * their row blocks too) */
 } ts_depthwise_cpu_params;
 
 ts_depthwise_cpu_params ts_depthwise_cpu_default(void);
@@ -141,6 +147,22 @@ ts_depthwise_cpu_params ts_depthwise_cpu_default(void);
  * of outputs is accumulated in registers over the window (the window
  * unrolled when small) and stored once. */
 ts_status ts_schedule_depthwise_cpu(ts_schedule *s, ts_tensor *Y, const ts_depthwise_cpu_params *p);
+/* Schedules Y = epilogue(C), C = ts_op_depthwise_conv2d_nchwc(...) on the
+ * blocked layout [N, C/x, OH, OW, x], the epilogue a chain of elementwise
+ * stages of C's shape as in ts_schedule_conv2d_nchwc_cpu (a bias over the
+ * channels, relu, clip: a MobileNet block's relu6), refused as
+ * ts_schedule_dense_cpu refuses them (TS_ERR_INVALID).  Y is split into
+ * blocks of oh_block rows x ow_block columns x the x channel lanes (one
+ * vector per output, whatever the width of the row); images, channel
+ * blocks and row blocks are fused into one loop, parallel with
+ * p->parallel.  The accumulator block (C itself under an epilogue, else a
+ * cache of Y) runs the window with its rows and columns unrolled (the
+ * window too, when small) and is stored once.  C's padding stage (any
+ * elementwise 5-D producer of C) is inlined: the block reads the input
+ * under the padding's test, with no padded copy.  Blocks of 0 are chosen
+ * from the shape: 7 to 14 columns by one row, more rows on narrow rows. */
+ts_status ts_schedule_depthwise_nchwc_cpu(ts_schedule *s, ts_tensor *Y,
+					  const ts_depthwise_cpu_params *p);
 
 typedef struct ts_matmul_cuda_params {
 	int64_t block_m, block_n; /* C tile per thread block */

@@ -33,8 +33,10 @@
  *   "batch_matmul"  the default schedule (blocked 0) or each batch's
  *              matmul register-blocked with mr, nr, kunroll, parallel.
  *   "softmax"  softmax: the vector lanes of ts_schedule_softmax_cpu.
- *   "depthwise"  depthwise conv2d: ts_depthwise_cpu_params (ow_block,
- *              oh_block, 0 meaning chosen from the shape; parallel).
+ *   "depthwise"  depthwise conv2d on NCHW[x]c (ts_op_depthwise_conv2d_nchwc,
+ *              the channel block one vector): ts_depthwise_cpu_params
+ *              (ow_block, oh_block, 0 meaning chosen from the shape;
+ *              parallel).
  *   "generic"  any single-output compute (ts_tune_space_generic): pooling,
  *              the plain conv2d_nchw and
  *              conv2d_nhwc (ts_op_conv2d_nchw / ts_op_conv2d_nhwc, no
@@ -57,8 +59,9 @@ extern "C" {
 #define TS_TUNE_MAX_CHOICES 10
 #define TS_TUNE_MAX_SHAPE 10
 #define TS_TUNE_NAME 24
-/* The version written into and required from every log record. */
-#define TS_TUNE_VERSION "0.1"
+/* The version written into and required from every log record; 0.2:
+ * depthwise records are for the NCHW[x]c schedule. */
+#define TS_TUNE_VERSION "0.2"
 
 typedef struct ts_tune_space {
 	const char *kind;  /* "matmul", "batch_matmul", "conv2d", "softmax", "generic" */

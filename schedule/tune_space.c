@@ -208,15 +208,15 @@ static void space_conv2d(ts_tune_task *t)
 	add_param(sp, "oc_block", noc, oc);
 }
 
-/* ts_depthwise_cpu_params: the shape's own blocks first, then vectors of
- * columns and rows around them. */
+/* ts_depthwise_cpu_params of ts_schedule_depthwise_nchwc_cpu: the shape's
+ * own blocks first, then register blocks of a few to 16 columns (one
+ * vector each) by 1 to 8 rows. */
 static void space_depthwise(ts_tune_task *t)
 {
 	ts_tune_space *sp = &t->space;
 	ts_depthwise_cpu_params d = ts_depthwise_cpu_default();
-	int64_t l = t->lanes;
 	sp->kind = KIND_DEPTHWISE;
-	add_param(sp, "ow_block", 6, (int64_t[]){d.ow_block, l / 2, l, 2 * l, 3 * l, 4 * l});
+	add_param(sp, "ow_block", 8, (int64_t[]){d.ow_block, 4, 6, 7, 8, 12, 14, 16});
 	add_param(sp, "oh_block", 7, (int64_t[]){d.oh_block, 1, 2, 3, 4, 7, 8});
 	add_param(sp, "parallel", 2, (int64_t[]){d.parallel, !d.parallel});
 }
@@ -387,8 +387,17 @@ double ts_tune_task_flops(const ts_tune_task *t)
 	return !strcmp(t->op, "softmax") ? 5.0 * out : 3.0 * out;
 }
 
+/* The channel block of the depthwise task's NCHW[x]c tensors: a vector,
+ * or the largest power of two below it dividing C. */
+static int64_t depthwise_block(const ts_tune_task *t)
+{
+	return pow2_block(t->shape[1], t->lanes);
+}
+
 int64_t tune_out_block(const ts_tune_task *t, const ts_tune_cand *c)
 {
+	if (!strcmp(t->op, "depthwise"))
+		return depthwise_block(t);
 	return !strcmp(t->op, "conv2d") ? tune_param(&t->space, c, "oc_block", 1) : 0;
 }
 
@@ -456,16 +465,27 @@ static int graph_elementwise(ts_ctx *ctx, const ts_tune_task *t, ts_tensor **a)
 	return a[2] ? 3 : 0;
 }
 
-static int graph_window(ts_ctx *ctx, const ts_tune_task *t, ts_tensor **a)
+static int graph_pool(ts_ctx *ctx, const ts_tune_task *t, ts_tensor **a)
 {
 	const int64_t *s = t->shape;
 	int R = (int)s[4], st = (int)s[5], pd = (int)s[6];
 	a[0] = ph(ctx, "X", TS_SHAPE(s[0], s[1], s[2], s[3]));
-	if (!strcmp(t->op, "pool"))
-		return (a[1] = ts_op_max_pool2d(ctx, a[0], R, R, st, st, pd, pd)) ? 2 : 0;
-	a[1] = ph(ctx, "W", TS_SHAPE(s[1], 1, R, R));
-	a[2] = ts_op_depthwise_conv2d_nchw(ctx, a[0], a[1], st, st, pd, pd, 1, 1);
-	return a[2] ? 3 : 0;
+	return (a[1] = ts_op_max_pool2d(ctx, a[0], R, R, st, st, pd, pd)) ? 2 : 0;
+}
+
+/* depthwise on NCHW[x]c inputs Xc[N, C/x, H, W, x] and Wc[C/x, R, R, x]
+ * (the kernel as tessera-bench times it, the conversions outside); the
+ * plain output, for the reference, is Y converted back to NCHW. */
+static int graph_depthwise(ts_ctx *ctx, const ts_tune_task *t, ts_tensor **a, ts_tensor **plain)
+{
+	const int64_t *s = t->shape;
+	int64_t x = depthwise_block(t), R = s[4];
+	int st = (int)s[5], pd = (int)s[6];
+	a[0] = ph(ctx, "Xc", TS_SHAPE(s[0], s[1] / x, s[2], s[3], x));
+	a[1] = ph(ctx, "Wc", TS_SHAPE(s[1] / x, R, R, x));
+	a[2] = ts_op_depthwise_conv2d_nchwc(ctx, a[0], a[1], st, st, pd, pd, 1, 1);
+	*plain = a[2] ? ts_op_layout_nchwc_to_nchw(ctx, a[2]) : NULL;
+	return *plain ? 3 : 0;
 }
 
 int tune_graph(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c, ts_tensor **a,
@@ -487,10 +507,12 @@ int tune_graph(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c, ts_ten
 		n = (a[1] = ts_op_softmax(ctx, a[0])) ? 2 : 0;
 	} else if (!strcmp(t->op, "elementwise"))
 		n = graph_elementwise(ctx, t, a);
+	else if (!strcmp(t->op, "depthwise"))
+		return graph_depthwise(ctx, t, a, plain);
 	else if (tune_is_conv(t->op))
 		n = graph_conv_plain(ctx, t, a);
 	else
-		n = graph_window(ctx, t, a);
+		n = graph_pool(ctx, t, a);
 	if (n)
 		*plain = a[n - 1];
 	return n;
@@ -566,7 +588,7 @@ static ts_status schedule_task(ts_schedule *s, const ts_tune_task *t, const ts_t
 		ts_depthwise_cpu_params p = {.ow_block = tune_param(sp, c, "ow_block", 0),
 					     .oh_block = tune_param(sp, c, "oh_block", 0),
 					     .parallel = tune_param(sp, c, "parallel", 1) != 0};
-		return ts_schedule_depthwise_cpu(s, out, &p);
+		return ts_schedule_depthwise_nchwc_cpu(s, out, &p);
 	}
 	return ts_tune_apply_generic(s, out, t->lanes, sp, c);
 }

@@ -1,6 +1,6 @@
 /*
- * test_mustfail_ops.c - misuse of ts_op_stage and of the softmax and
- * depthwise schedules:
+ * test_mustfail_ops.c - misuse of ts_op_stage, of the blocked depthwise
+ * operator and of the softmax and depthwise schedules:
  * each returns NULL or an error status and names the call, the tensor and
  * what exists instead.
  */
@@ -129,6 +129,129 @@ START_TEST(schedule_depthwise_bad_arguments)
 }
 END_TEST
 
+/* ---- depthwise on NCHW[x]c -------------------------------------------------------- */
+
+typedef struct dwc {
+	ts_ctx *ctx;
+	ts_tensor *X, *W, *Y;
+} dwc;
+
+/* Xc[1, 2, 9, 9, 8] * Wc[2, 3, 3, 8], stride 1, pad 1. */
+static dwc depthwise_nchwc(void)
+{
+	dwc g = {.ctx = ts_ctx_new()};
+	g.X = ts_placeholder(g.ctx, "Xc", TS_SHAPE(1, 2, 9, 9, 8), ts_float32);
+	g.W = ts_placeholder(g.ctx, "Wc", TS_SHAPE(2, 3, 3, 8), ts_float32);
+	g.Y = ts_op_depthwise_conv2d_nchwc(g.ctx, g.X, g.W, 1, 1, 1, 1, 1, 1);
+	tu_nonnull(g.ctx, g.Y);
+	return g;
+}
+
+/* The filter's channel blocks must be the input's: their count and width. */
+START_TEST(depthwise_nchwc_blocks_differ)
+{
+	dwc g = depthwise_nchwc();
+	ts_tensor *W16 = ts_placeholder(g.ctx, "W16", TS_SHAPE(1, 3, 3, 16), ts_float32);
+	FAILS_NULL(g.ctx, ts_op_depthwise_conv2d_nchwc(g.ctx, g.X, W16, 1, 1, 1, 1, 1, 1),
+		   "depthwise_conv2d_nchwc: channel blocks differ: Xc[1, 2, 9, 9, 8] has 2 x 8, "
+		   "W16[1, 3, 3, 16] has 1 x 16");
+	ts_tensor *W3 = ts_placeholder(g.ctx, "W3", TS_SHAPE(3, 3, 3, 8), ts_float32);
+	FAILS_NULL(g.ctx, ts_op_depthwise_conv2d_nchwc(g.ctx, g.X, W3, 1, 1, 1, 1, 1, 1),
+		   "W3[3, 3, 3, 8] has 3 x 8");
+	ts_ctx_free(g.ctx);
+}
+END_TEST
+
+START_TEST(depthwise_nchwc_bad_shapes)
+{
+	dwc g = depthwise_nchwc();
+	ts_tensor *X4 = ts_placeholder(g.ctx, "X4", TS_SHAPE(1, 16, 9, 9), ts_float32);
+	FAILS_NULL(g.ctx, ts_op_depthwise_conv2d_nchwc(g.ctx, X4, g.W, 1, 1, 1, 1, 1, 1),
+		   "depthwise_conv2d_nchwc");
+	tu_assert_error(g.ctx, "X4");
+	ts_tensor *W6 = ts_placeholder(g.ctx, "W6", TS_SHAPE(2, 1, 3, 3, 8, 8), ts_float32);
+	FAILS_NULL(g.ctx, ts_op_depthwise_conv2d_nchwc(g.ctx, g.X, W6, 1, 1, 1, 1, 1, 1),
+		   "depthwise_conv2d_nchwc");
+	tu_assert_error(g.ctx, "W6");
+	/* a 3x3 window over a 9x9 plane without padding fits; 11x11 does not */
+	ts_tensor *W11 = ts_placeholder(g.ctx, "W11", TS_SHAPE(2, 11, 11, 8), ts_float32);
+	FAILS_NULL(g.ctx, ts_op_depthwise_conv2d_nchwc(g.ctx, g.X, W11, 1, 1, 0, 0, 1, 1),
+		   "depthwise_conv2d_nchwc");
+	FAILS_NULL(g.ctx, ts_op_depthwise_conv2d_nchwc(g.ctx, g.X, g.W, 0, 1, 1, 1, 1, 1),
+		   "depthwise_conv2d_nchwc");
+	ts_tensor *Wi = ts_placeholder(g.ctx, "Wi", TS_SHAPE(2, 3, 3, 8), ts_int32);
+	FAILS_NULL(g.ctx, ts_op_depthwise_conv2d_nchwc(g.ctx, g.X, Wi, 1, 1, 1, 1, 1, 1),
+		   "depthwise_conv2d_nchwc");
+	FAILS_NULL(g.ctx, ts_op_depthwise_conv2d_nchwc(g.ctx, NULL, g.W, 1, 1, 1, 1, 1, 1),
+		   "depthwise_conv2d_nchwc");
+	FAILS_NULL(g.ctx, ts_op_depthwise_conv2d_nchwc(g.ctx, g.X, NULL, 1, 1, 1, 1, 1, 1),
+		   "depthwise_conv2d_nchwc");
+	ts_ctx_free(g.ctx);
+}
+END_TEST
+
+START_TEST(schedule_depthwise_nchwc_bad_arguments)
+{
+	dwc g = depthwise_nchwc();
+	ts_schedule *s = ts_create_schedule(g.ctx, 1, &g.Y);
+	tu_nonnull(g.ctx, s);
+	ts_depthwise_cpu_params p = {.ow_block = 4, .oh_block = -2, .parallel = true};
+	FAILS_ST(g.ctx, ts_schedule_depthwise_nchwc_cpu(s, g.Y, &p),
+		 "schedule_depthwise_nchwc_cpu: ow_block and oh_block must be >= 0 (0: chosen from "
+		 "the shape), got 4 and -2");
+	FAILS_ST(g.ctx, ts_schedule_depthwise_nchwc_cpu(s, NULL, NULL),
+		 "schedule_depthwise_nchwc_cpu: tensor is NULL");
+	ck_assert_int_eq(ts_schedule_depthwise_nchwc_cpu(NULL, g.Y, NULL), TS_ERR_INVALID);
+	ts_ctx_free(g.ctx);
+}
+END_TEST
+
+/* The NCHW depthwise operator and the NCHW[x]c convolution are other
+ * reductions: the walk from Y finds no blocked depthwise convolution. */
+START_TEST(schedule_depthwise_nchwc_not_one)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(1, 4, 9, 9), ts_float32);
+	ts_tensor *W = ts_placeholder(ctx, "W", TS_SHAPE(4, 1, 3, 3), ts_float32);
+	ts_tensor *Y = ts_op_depthwise_conv2d_nchw(ctx, X, W, 1, 1, 1, 1, 1, 1);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+	tu_nonnull(ctx, s);
+	FAILS_ST(ctx, ts_schedule_depthwise_nchwc_cpu(s, Y, NULL),
+		 "schedule_depthwise_nchwc_cpu(depthwise_conv2d_nchw): stage depthwise_conv2d_nchw "
+		 "reduces (it is not an NCHW[x]c depthwise convolution)");
+	ts_tensor *Xc = ts_placeholder(ctx, "Xc", TS_SHAPE(1, 1, 9, 9, 4), ts_float32);
+	ts_tensor *Wc = ts_placeholder(ctx, "Wc", TS_SHAPE(1, 1, 3, 3, 4, 4), ts_float32);
+	ts_tensor *C = ts_op_conv2d_nchwc(ctx, Xc, Wc, 1, 1, 1, 1, 1, 1);
+	ts_schedule *s2 = ts_create_schedule(ctx, 1, &C);
+	tu_nonnull(ctx, s2);
+	FAILS_ST(ctx, ts_schedule_depthwise_nchwc_cpu(s2, C, NULL),
+		 "stage conv2d_nchwc reduces (it is not an NCHW[x]c depthwise convolution)");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* An epilogue must be elementwise and read the chain once. */
+START_TEST(schedule_depthwise_nchwc_bad_epilogue)
+{
+	dwc g = depthwise_nchwc();
+	/* Y + Y reads two computed tensors (the same one twice is one) */
+	ts_tensor *R = ts_op_relu(g.ctx, g.Y);
+	ts_tensor *T = ts_op_add(g.ctx, R, ts_op_clip(g.ctx, g.Y, 0, 6));
+	ts_schedule *s = ts_create_schedule(g.ctx, 1, &T);
+	tu_nonnull(g.ctx, s);
+	FAILS_ST(g.ctx, ts_schedule_depthwise_nchwc_cpu(s, T, NULL),
+		 "epilogue stage add reads 2 computed tensors; it must read the depthwise "
+		 "convolution's chain once");
+	/* a reshape to NCHW changes the shape */
+	ts_tensor *P = ts_op_layout_nchwc_to_nchw(g.ctx, g.Y);
+	ts_schedule *s2 = ts_create_schedule(g.ctx, 1, &P);
+	tu_nonnull(g.ctx, s2);
+	FAILS_ST(g.ctx, ts_schedule_depthwise_nchwc_cpu(s2, P, NULL),
+		 "schedule_depthwise_nchwc_cpu(nchwc_to_nchw)");
+	ts_ctx_free(g.ctx);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("mustfail_ops");
@@ -141,6 +264,11 @@ int main(void)
 	tcase_add_test(tc, schedule_softmax_bad_arguments);
 	tcase_add_test(tc, schedule_depthwise_not_a_window);
 	tcase_add_test(tc, schedule_depthwise_bad_arguments);
+	tcase_add_test(tc, depthwise_nchwc_blocks_differ);
+	tcase_add_test(tc, depthwise_nchwc_bad_shapes);
+	tcase_add_test(tc, schedule_depthwise_nchwc_bad_arguments);
+	tcase_add_test(tc, schedule_depthwise_nchwc_not_one);
+	tcase_add_test(tc, schedule_depthwise_nchwc_bad_epilogue);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
