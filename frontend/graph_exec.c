@@ -231,11 +231,20 @@ static int plan_group(planner *pl, const ggroup *gr)
 				return -1;
 		}
 	}
-	/* the blocked convolution blocks its weights at compile time: a
+	/* the blocked convolutions block their weights at compile time: a
 	 * convolution of computed weights (or of a constant image) stays on
 	 * NCHW */
-	if (a && a->op == TS_GOP_CONV && a->a.group == 1 && g->v[a->in[1]].kind == GV_CONST &&
-	    g->v[a->in[0]].kind != GV_CONST) {
+	bool blockable = a && a->op == TS_GOP_CONV && g->v[a->in[1]].kind == GV_CONST &&
+			 g->v[a->in[0]].kind != GV_CONST;
+	if (blockable && gx_is_depthwise(g, a)) {
+		/* channel for channel: the output keeps the input's blocks */
+		int x = pl->gv2x[a->in[0]];
+		int64_t C = g->v[a->in[0]].shape[1];
+		int xb = (int)gx_depthwise_block(C, layouts ? pl->e->xv[x].block : 0);
+		if (want(pl, a->in[0], xb))
+			return -1;
+		out_block = xb;
+	} else if (blockable && a->a.group == 1) {
 		int x = pl->gv2x[a->in[0]];
 		int64_t C = g->v[a->in[0]].shape[1], O = g->v[a->out].shape[1];
 		int xb = (int)gx_conv_in_block(C, layouts ? pl->e->xv[x].block : 0);

@@ -171,3 +171,9 @@ int gx_phys_shape(const xval *v, int64_t *shape);
  * producer's block does not divide (host vector width). */
 int64_t gx_conv_out_block(int64_t channels);
 int64_t gx_conv_in_block(int64_t channels, int producer_block);
+/* Whether conv node n is depthwise (group = input channels = output
+ * channels), and its channel block: the producer's when it divides and is
+ * at most two vectors, else one vector or the largest power of two below
+ * that divides. */
+bool gx_is_depthwise(const ts_graph *g, const gnode *n);
+int64_t gx_depthwise_block(int64_t channels, int producer_block);

@@ -114,6 +114,20 @@ int64_t gx_conv_in_block(int64_t channels, int producer_block)
 	return pow2_block(channels, 16);
 }
 
+bool gx_is_depthwise(const ts_graph *g, const gnode *n)
+{
+	const gvalue *x = &g->v[n->in[0]], *w = &g->v[n->in[1]];
+	return n->op == TS_GOP_CONV && n->a.group > 1 && n->a.group == x->shape[1] &&
+	       w->shape[0] == x->shape[1] && w->shape[1] == 1;
+}
+
+int64_t gx_depthwise_block(int64_t channels, int producer_block)
+{
+	if (producer_block > 0 && channels % producer_block == 0 && producer_block <= 2 * lanes())
+		return producer_block;
+	return pow2_block(channels, lanes());
+}
+
 int gx_phys_shape(const xval *v, int64_t *s)
 {
 	if (v->block > 0) {
@@ -557,6 +571,41 @@ static ts_schedule *conv_blocked(kb *b, epi *ep, const gnode *n)
 	return s && ts_schedule_conv2d_nchwc_cpu(s, Y, NULL) == TS_OK ? s : NULL;
 }
 
+/* Depthwise convolution on NCHW[x]c: W[C, 1, KH, KW] blocked here, once,
+ * into Wc[C/x, KH, KW, x]. */
+static ts_schedule *depthwise_blocked(kb *b, epi *ep, const gnode *n)
+{
+	const xval *w = xin(b, n, 1);
+	int64_t C = w->shape[0], KH = w->shape[2], KW = w->shape[3], xb = b->e->xv[b->y].block;
+	float *wc = alloc_floats(b, C * KH * KW);
+	if (!wc)
+		return NULL;
+	const float *w0 = w->data;
+	for (int64_t c = 0; c < C; c++)
+		for (int64_t r = 0; r < KH * KW; r++)
+			wc[((c / xb) * KH * KW + r) * xb + c % xb] = w0[c * KH * KW + r];
+	int64_t wshape[4] = {C / xb, KH, KW, xb};
+	int wv = new_const(b, ts_sprintf(b->ctx, "%s.blocked_weight", n->name), 4, wshape, wc);
+	if (wv < 0)
+		return NULL;
+	ts_tensor *X = arg_phys(b, b->gv2x[n->in[0]]), *W = X ? arg(b, wv, 4, wshape) : NULL;
+	if (!W)
+		return NULL;
+	const ts_gattrs *a = &n->a;
+	bool sym = symmetric(a->pad);
+	ts_tensor *Xp = sym ? X : pad_spatial(b, X, a->pad, 0.0);
+	key(b, "dwconv%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld", (long long)a->stride[0],
+	    (long long)a->stride[1], (long long)a->pad[0], (long long)a->pad[1], (long long)a->pad[2],
+	    (long long)a->pad[3], (long long)a->dilation[0], (long long)a->dilation[1], (long long)xb);
+	ep->T = ts_op_depthwise_conv2d_nchwc(b->ctx, Xp, W, (int)a->stride[0], (int)a->stride[1],
+					     sym ? (int)a->pad[0] : 0, sym ? (int)a->pad[1] : 0,
+					     (int)a->dilation[0], (int)a->dilation[1]);
+	ep->bias = n->nin == 3 ? b->gv2x[n->in[2]] : -1;
+	ts_tensor *Y = ep->T ? output_tensor(ep, n->name) : NULL;
+	ts_schedule *s = Y ? ts_create_schedule(b->ctx, 1, &Y) : NULL;
+	return s && ts_schedule_depthwise_nchwc_cpu(s, Y, NULL) == TS_OK ? s : NULL;
+}
+
 /* Grouped convolution on NCHW (depthwise and the like). */
 static ts_schedule *conv_plain(kb *b, epi *ep, const gnode *n)
 {
@@ -956,7 +1005,10 @@ ts_status gx_build_group(ts_graph_exec *e, ts_graph *g, const gpass *p, const gg
 	ep.anchor = anchor_read;
 	switch (n->op) {
 	case TS_GOP_CONV:
-		s = e->xv[y].block > 0 ? conv_blocked(&b, &ep, n) : conv_plain(&b, &ep, n);
+		if (e->xv[y].block <= 0)
+			s = conv_plain(&b, &ep, n);
+		else
+			s = gx_is_depthwise(g, n) ? depthwise_blocked(&b, &ep, n) : conv_blocked(&b, &ep, n);
 		break;
 	case TS_GOP_GEMM:
 	case TS_GOP_MATMUL:

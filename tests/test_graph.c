@@ -154,6 +154,50 @@ START_TEST(test_residual_block)
 }
 END_TEST
 
+/* A MobileNet-v2 block: pointwise expansion, depthwise 3x3, pointwise
+ * projection, each with its batch norm folded and relu6 (Clip) fused; the
+ * depthwise convolution runs on the blocks the expansion wrote. */
+START_TEST(test_mobilenet_block)
+{
+	for (int stride = 1; stride <= 2; stride++) {
+		ts_ctx *ctx = ts_ctx_new();
+		tg *t = tg_new(ctx, 80 + stride);
+		int x = tg_input(t, "x", TS_SHAPE(1, 16, 11, 9));
+		ts_gattrs clip = ts_gattrs_default();
+		clip.alpha = 0, clip.beta = 6;
+		ts_gattrs pw = conv_attrs(1, 0, 0, 0, 0), dw = conv_attrs(stride, 1, 1, 1, 1);
+		dw.group = 96;
+		int w1 = tg_const(t, "w1", TS_SHAPE(96, 16, 1, 1), -0.4, 0.4);
+		int w2 = tg_const(t, "w2", TS_SHAPE(96, 1, 3, 3), -0.5, 0.5);
+		int w3 = tg_const(t, "w3", TS_SHAPE(16, 96, 1, 1), -0.2, 0.2);
+		int bn[2][4];
+		for (int i = 0; i < 2; i++)
+			for (int k = 0; k < 4; k++)
+				bn[i][k] = tg_const(t, "bn", TS_SHAPE(96), k == 3 ? 0.5 : -0.5, k == 3 ? 1.5 : 0.5);
+		int v = tg_node(t, "expand", TS_GOP_CONV, 2, (int[]){x, w1}, &pw);
+		v = tg_node(t, "bn1", TS_GOP_BATCHNORM, 5, (int[]){v, bn[0][0], bn[0][1], bn[0][2], bn[0][3]}, NULL);
+		v = tg_node(t, "relu6_1", TS_GOP_CLIP, 1, &v, &clip);
+		v = tg_node(t, "depthwise", TS_GOP_CONV, 2, (int[]){v, w2}, &dw);
+		v = tg_node(t, "bn2", TS_GOP_BATCHNORM, 5, (int[]){v, bn[1][0], bn[1][1], bn[1][2], bn[1][3]}, NULL);
+		v = tg_node(t, "relu6_2", TS_GOP_CLIP, 1, &v, &clip);
+		v = tg_node(t, "project", TS_GOP_CONV, 2, (int[]){v, w3}, &pw);
+		if (stride == 1)
+			v = tg_node(t, "residual", TS_GOP_ADD, 2, (int[]){v, x}, NULL);
+		ck_assert_msg(v >= 0, "%s", ts_last_error(ctx));
+		tg_output(t, v);
+		ts_graph_exec *e = check_all(ctx, t);
+		ts_graph_stats st = ts_graph_exec_stats(e);
+		ck_assert_int_eq(st.folded_nodes, 2);
+		/* the input to NCHW16c, three convolutions, the output back */
+		ck_assert_int_eq(st.conversions, 2);
+		ck_assert_int_eq(st.kernels, 5);
+		ts_graph_exec_free(e);
+		tg_free(t);
+		ts_ctx_free(ctx);
+	}
+}
+END_TEST
+
 /* Batch norm on a value that is not a convolution's: a fused multiply-add. */
 START_TEST(test_batchnorm_affine)
 {
@@ -456,6 +500,7 @@ int main(void)
 	tcase_add_test(tc, test_conv_relu);
 	tcase_add_test(tc, test_conv_unblocked);
 	tcase_add_test(tc, test_residual_block);
+	tcase_add_test(tc, test_mobilenet_block);
 	tcase_add_test(tc, test_batchnorm_affine);
 	tcase_add_test(tc, test_pool_head);
 	tcase_add_test(tc, test_attention);
