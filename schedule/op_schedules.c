@@ -536,10 +536,31 @@ static ts_status conv_input(ts_schedule *s, const ts_tensor *C, bool parallel)
 	return TS_OK;
 }
 
+/* Whether convolution C reads more input than weights: then its row
+ * blocks go outside its channel blocks, so that a block of input rows
+ * serves every channel block while it is in cache, and threads split the
+ * image rather than each reading all of it.  With more weights (deep
+ * layers), the channel blocks stay outside and each block's weights serve
+ * every row. */
+static bool rows_outer(const ts_tensor *C)
+{
+	int64_t in = 0, w = 0;
+	for (int i = 0; i < C->ninputs; i++) {
+		const ts_tensor *t = C->inputs[i];
+		int64_t n = ts_tensor_numel(t);
+		if (t->ndim == 6)
+			w += n;
+		else
+			in += n;
+	}
+	return in > w;
+}
+
 /* Y in blocks of oh_block rows x ow_block columns x the channel lanes (one
  * vector), images, channel blocks and row blocks fused into one parallel
- * loop; *owo is the loop over a row's column blocks. */
-static ts_status conv_output(ts_stage *sy, const ts_conv2d_cpu_params *d, ts_axis **owo)
+ * loop (rows outside the channel blocks when rows_outer); *owo is the loop
+ * over a row's column blocks. */
+static ts_status conv_output(ts_stage *sy, const ts_conv2d_cpu_params *d, bool rows, ts_axis **owo)
 {
 	int64_t ow = sy->tensor->shape[3], oh_block = d->oh_block;
 	/* a block no wider than the row: the columns past it would still
@@ -547,12 +568,18 @@ static ts_status conv_output(ts_stage *sy, const ts_conv2d_cpu_params *d, ts_axi
 	int64_t ow_block = d->ow_block < ow ? d->ow_block : ow;
 	if (oh_block <= 0) /* narrow images: several rows per register block */
 		oh_block = ow < d->ow_block ? d->ow_block / ow : 1;
-	ts_axis *oho, *ohi, *owi, *f1, *f2;
+	ts_axis *img = ts_axis_of(sy, 0), *cb = ts_axis_of(sy, 1), *oho, *ohi, *owi, *f1, *f2;
 	TRY(ts_split(sy, ts_axis_of(sy, 2), oh_block, &oho, &ohi));
 	TRY(ts_split(sy, ts_axis_of(sy, 3), ow_block, owo, &owi));
-	TRY(ts_reorder(sy, TS_AXES(oho, *owo, ohi, owi)));
-	TRY(ts_fuse(sy, ts_axis_of(sy, 0), ts_axis_of(sy, 1), &f1));
-	TRY(ts_fuse(sy, f1, oho, &f2));
+	if (rows) {
+		TRY(ts_reorder(sy, TS_AXES(img, oho, cb, *owo, ohi, owi)));
+		TRY(ts_fuse(sy, img, oho, &f1));
+		TRY(ts_fuse(sy, f1, cb, &f2));
+	} else {
+		TRY(ts_reorder(sy, TS_AXES(oho, *owo, ohi, owi)));
+		TRY(ts_fuse(sy, img, cb, &f1));
+		TRY(ts_fuse(sy, f1, oho, &f2));
+	}
 	TRY(ts_vectorize(sy, ts_axis_of(sy, 4)));
 	return d->parallel ? ts_parallel(sy, f2) : TS_OK;
 }
@@ -593,7 +620,7 @@ ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_co
 		TRY(fuse_epilogue(s, chain, n, C));
 	ts_stage *sy = ts_stage_of(s, Y);
 	ts_axis *owo;
-	TRY(conv_output(sy, &d, &owo));
+	TRY(conv_output(sy, &d, rows_outer(C), &owo));
 	return conv_accumulator(ts_stage_of(s, acc), sy, owo);
 }
 
