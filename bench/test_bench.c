@@ -721,6 +721,36 @@ static int run_bench(const char *args)
 	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
+/* tessera-bench model on the small models (made into the build tree by
+ * the Python environment, as test_models does): checked against ONNX
+ * Runtime's output, what the passes did printed, the command line
+ * refused where it is wrong.  ONNX Runtime is not timed here (--no-ort). */
+START_TEST(test_binary_model)
+{
+	int rc = run_bench("model bert-layer --small --models models --no-ort --threads 1 --budget 0.2");
+	ck_assert_msg(rc == 0, "tessera-bench exited %d: %s", rc, slurp("bench_stderr.txt"));
+	const char *out = slurp("bench_stdout.txt");
+	ck_assert_msg(strstr(out, "(limit 1e-3): ok"), "%s", out);
+	ck_assert_msg(strstr(out, "graph: 33 nodes -> 15 kernels"), "%s", out);
+	ck_assert_msg(strstr(out, "compile: "), "%s", out);
+	rc = run_bench("model resnet50 --small --models models --no-ort --threads 1 --budget 0.2 --trace --profile");
+	ck_assert_msg(rc == 0, "tessera-bench exited %d: %s", rc, slurp("bench_stderr.txt"));
+	out = slurp("bench_stdout.txt");
+	ck_assert_msg(strstr(out, "fold: BatchNormalization 'bn1' folded into the weights and bias of Conv 'conv1'"),
+		      "%s", out);
+	ck_assert_msg(strstr(out, "per kernel, 1 thread:"), "%s", out);
+	ck_assert_msg(strstr(out, "0 layout conversions"), "%s", out);
+	ck_assert_int_eq(run_bench("model"), BENCH_EXIT_USAGE);
+	ck_assert(strstr(slurp("bench_stderr.txt"), "name a model (resnet50, bert-layer or FILE.onnx)"));
+	ck_assert_int_eq(run_bench("model x.onnx"), BENCH_EXIT_USAGE);
+	ck_assert(strstr(slurp("bench_stderr.txt"), "x.onnx needs --input IN.bin and --expect OUT.bin"));
+	ck_assert_int_eq(run_bench("model resnet50 --budget 0"), BENCH_EXIT_USAGE);
+	ck_assert(strstr(slurp("bench_stderr.txt"), "--budget takes seconds in (0, 600], got '0'"));
+	ck_assert_int_eq(run_bench("model missing.onnx --input a.bin --expect b.bin"), BENCH_EXIT_FAILED);
+	ck_assert(strstr(slurp("bench_stderr.txt"), "cannot open 'missing.onnx'"));
+}
+END_TEST
+
 START_TEST(test_binary_gemm_json)
 {
 	remove("bench_test.json");
@@ -1017,6 +1047,7 @@ int main(void)
 	tcase_add_test(tc, test_binary_tuned);
 	tcase_add_test(tc, test_binary_tune);
 	tcase_add_test(tc, test_binary_depthwise);
+	tcase_add_test(tc, test_binary_model);
 	tcase_add_test(tc, test_binary_plot_unwritable);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
