@@ -167,7 +167,8 @@ typedef struct ts_graph_opts {
 typedef struct ts_graph_exec ts_graph_exec;
 
 /* Compiles g for the host CPU; g may be freed afterwards.  NULL with the
- * error in g's context. */
+ * error in g's context.  Like ts_lower, compiling (and running, below)
+ * starts afresh: an error an earlier call left in the context is cleared. */
 ts_graph_exec *ts_graph_compile(ts_graph *g, const ts_graph_opts *opts);
 /* Runs the model: inputs and outputs in the graph's order, each a float32
  * array of exactly the value's shape (checked; an error names the

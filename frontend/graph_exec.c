@@ -475,6 +475,9 @@ ts_graph_exec *ts_graph_compile(ts_graph *g, const ts_graph_opts *opts)
 		return NULL;
 	ts_graph_opts o = opts ? *opts : (ts_graph_opts){0};
 	ts_ctx *ctx = g->ctx;
+	/* as ts_lower: an error an earlier call left never fails the compile
+	 * nor stands in for its own */
+	ts_clear_error(ctx);
 	if (g->nout == 0) {
 		ts_error(ctx, TS_ERR_INVALID, "graph_compile: the graph has no outputs (ts_graph_output)");
 		return NULL;
@@ -641,6 +644,7 @@ ts_status ts_graph_run(ts_graph_exec *e, int ninputs, ts_array *const *inputs, i
 {
 	if (!e)
 		return TS_ERR_INVALID;
+	ts_clear_error(e->ctx);
 	G_TRY(check_args(e, "graph_run", ninputs, inputs, noutputs, outputs));
 	return run(e, ninputs, inputs, noutputs, outputs, NULL);
 }
@@ -657,6 +661,7 @@ ts_status ts_graph_profile(ts_graph_exec *e, int ninputs, ts_array *const *input
 {
 	if (!e)
 		return TS_ERR_INVALID;
+	ts_clear_error(e->ctx);
 	if (repeat < 1 || repeat > 10000)
 		return ts_error(e->ctx, TS_ERR_INVALID, "graph_profile: repeat %d is out of range (1..10000)", repeat);
 	if (!f)

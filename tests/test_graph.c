@@ -454,6 +454,25 @@ START_TEST(test_random_graphs)
 }
 END_TEST
 
+/* An error an earlier call left neither fails the compile nor the run. */
+START_TEST(test_stale_error)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	tg *t = tg_new(ctx, 71);
+	int x = tg_input(t, "x", TS_SHAPE(2, 3));
+	int r = tg_node(t, "r", TS_GOP_RELU, 1, &x, NULL);
+	tg_output(t, r);
+	ck_assert_int_lt(ts_graph_node(tg_graph(t), "bad", TS_GOP_ADD, 1, &x, NULL), 0);
+	ck_assert_int_ne(ts_last_status(ctx), TS_OK);
+	ts_graph_exec *e = NULL;
+	double err = tg_check(t, NULL, &e);
+	ck_assert_msg(err >= 0 && err <= TOL, "%g: %s", err, ts_last_error(ctx));
+	ts_graph_exec_free(e);
+	tg_free(t);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* The trace names what each pass did; printing works. */
 START_TEST(test_trace_and_print)
 {
@@ -509,6 +528,7 @@ int main(void)
 	tcase_add_test(tc, test_elementwise_broadcast);
 	tcase_add_test(tc, test_concat_matmul_batched);
 	tcase_add_test(tc, test_random_graphs);
+	tcase_add_test(tc, test_stale_error);
 	tcase_add_test(tc, test_trace_and_print);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
