@@ -473,6 +473,87 @@ START_TEST(test_stale_error)
 }
 END_TEST
 
+/* Random sequence models: products with constant and computed operands,
+ * Gemm, transposes, reshapes, softmax, layer norm, concat and broadcast
+ * elementwise nodes on 2-D to 4-D values. */
+START_TEST(test_random_sequence_graphs)
+{
+	int seeds = getenv("TG_SEEDS") ? atoi(getenv("TG_SEEDS")) : 24;
+	for (int seed = 0; seed < seeds; seed++) {
+		ts_ctx *ctx = ts_ctx_new();
+		tg *t = tg_new(ctx, 5000 + seed);
+		uint64_t s = (uint64_t)seed * 104729 + 7;
+#define PICK(n) ((int)((s = s * 6364136223846793005ULL + 1442695040888963407ULL) >> 33) % (n))
+		int64_t B = 1 + PICK(3), S = 1 + PICK(9), D = 1 + PICK(20);
+		int x = tg_input(t, "x", TS_SHAPE(B, S, D));
+		int v = x;
+		int nd = 3;
+		int64_t sh[4] = {B, S, D, 0};
+		for (int step = 0; step < 6 && v >= 0; step++) {
+			int kind = PICK(8);
+			if (kind == 0) { /* product by a constant matrix, then a bias */
+				int64_t N = 1 + PICK(40);
+				int w = tg_const(t, "w", TS_SHAPE(sh[nd - 1], N), -0.5, 0.5);
+				v = tg_node(t, "mm", TS_GOP_MATMUL, 2, (int[]){v, w}, NULL);
+				int b = tg_const(t, "b", TS_SHAPE(N), -0.5, 0.5);
+				v = v < 0 ? v : tg_node(t, "bias", TS_GOP_ADD, 2, (int[]){v, b}, NULL);
+				sh[nd - 1] = N;
+			} else if (kind == 1 && nd >= 3) { /* a computed product: v x v^T */
+				ts_gattrs ta = ts_gattrs_default();
+				ta.nperm = nd;
+				for (int d = 0; d < nd; d++)
+					ta.perm[d] = d;
+				ta.perm[nd - 2] = nd - 1, ta.perm[nd - 1] = nd - 2;
+				int vt = tg_node(t, "t", TS_GOP_TRANSPOSE, 1, &v, &ta);
+				v = vt < 0 ? vt : tg_node(t, "bmm", TS_GOP_MATMUL, 2, (int[]){v, vt}, NULL);
+				sh[nd - 1] = sh[nd - 2];
+			} else if (kind == 2) {
+				v = tg_node(t, "softmax", TS_GOP_SOFTMAX, 1, &v, NULL);
+			} else if (kind == 3) {
+				int g = tg_const(t, "g", TS_SHAPE(sh[nd - 1]), 0.5, 1.5);
+				int b = tg_const(t, "b", TS_SHAPE(sh[nd - 1]), -1, 1);
+				v = tg_node(t, "ln", TS_GOP_LAYERNORM, 3, (int[]){v, g, b}, NULL);
+			} else if (kind == 4 && nd == 3) { /* split the last axis in two and swap */
+				int64_t f = sh[2] % 2 == 0 ? 2 : 1;
+				ts_gattrs ra = ts_gattrs_default();
+				ra.nshape = 4;
+				memcpy(ra.shape, (int64_t[]){0, 0, f, -1}, sizeof(int64_t) * 4);
+				v = tg_node(t, "reshape", TS_GOP_RESHAPE, 1, &v, &ra);
+				ts_gattrs ta = ts_gattrs_default();
+				ta.nperm = 4;
+				memcpy(ta.perm, (int64_t[]){0, 2, 1, 3}, sizeof(int64_t) * 4);
+				v = v < 0 ? v : tg_node(t, "swap", TS_GOP_TRANSPOSE, 1, &v, &ta);
+				sh[3] = sh[2] / f, sh[2] = sh[1], sh[1] = f, nd = 4;
+			} else if (kind == 5) { /* concat with itself along a random axis */
+				ts_gattrs ca = ts_gattrs_default();
+				ca.axis = PICK(nd) - nd;
+				int ax = (int)(ca.axis + nd);
+				v = tg_node(t, "cat", TS_GOP_CONCAT, 2, (int[]){v, v}, &ca);
+				sh[ax] *= 2;
+			} else if (kind == 6) { /* broadcast operand of a random broadcastable shape */
+				int64_t bs[4];
+				for (int d = 0; d < nd; d++)
+					bs[d] = PICK(2) ? sh[d] : 1;
+				int c = tg_const(t, "c", nd, bs, 0.5, 1.5);
+				static const ts_gop ops[] = {TS_GOP_ADD, TS_GOP_MUL, TS_GOP_DIV, TS_GOP_SUB};
+				ts_gop op = ops[PICK(4)];
+				bool first = PICK(2);
+				v = tg_node(t, "bin", op, 2, first ? (int[]){v, c} : (int[]){c, v}, NULL);
+			} else {
+				static const ts_gop ops[] = {TS_GOP_RELU, TS_GOP_TANH, TS_GOP_GELU, TS_GOP_SIGMOID};
+				v = tg_node(t, "un", ops[PICK(4)], 1, &v, NULL);
+			}
+		}
+#undef PICK
+		ck_assert_msg(v >= 0, "seed %d: %s", seed, ts_last_error(ctx));
+		tg_output(t, v);
+		ts_graph_exec_free(check_all(ctx, t));
+		tg_free(t);
+		ts_ctx_free(ctx);
+	}
+}
+END_TEST
+
 /* The trace names what each pass did; printing works. */
 START_TEST(test_trace_and_print)
 {
@@ -528,6 +609,7 @@ int main(void)
 	tcase_add_test(tc, test_elementwise_broadcast);
 	tcase_add_test(tc, test_concat_matmul_batched);
 	tcase_add_test(tc, test_random_graphs);
+	tcase_add_test(tc, test_random_sequence_graphs);
 	tcase_add_test(tc, test_stale_error);
 	tcase_add_test(tc, test_trace_and_print);
 	suite_add_tcase(s, tc);
