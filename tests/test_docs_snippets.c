@@ -178,6 +178,18 @@ START_TEST(tutorial_gpu)
 }
 END_TEST
 
+START_TEST(models)
+{
+	ck_assert_int_ge(check_page("docs/MODELS.md", "MODELS.inc"), 1);
+}
+END_TEST
+
+START_TEST(onnx)
+{
+	ck_assert_int_ge(check_page("docs/ONNX.md", "ONNX.inc"), 1);
+}
+END_TEST
+
 /* The harness itself: a block that passes a tensor where a stage belongs
  * (what the tutorial once showed) must not compile. */
 START_TEST(wrong_block_is_caught)
@@ -206,6 +218,8 @@ int main(void)
 	tcase_add_test(tc, tutorial_softmax);
 	tcase_add_test(tc, tutorial_conv);
 	tcase_add_test(tc, tutorial_gpu);
+	tcase_add_test(tc, models);
+	tcase_add_test(tc, onnx);
 	tcase_add_test(tc, wrong_block_is_caught);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
