@@ -102,21 +102,25 @@ static double cost_conv2d(const ts_tune_task *t, const ts_tune_cand *c)
 	return spill(vecs) / (vec * reuse * par);
 }
 
-/* depthwise: the accumulator vectors of a block (spilling past the
- * registers), the lanes they use (a row narrower than its vectors wastes
- * the rest) and the parallel planes.  A block of 0 is the shape's own
- * choice, about two vectors. */
+/* depthwise, on NCHW[x]c: every output pixel's channel lanes are one full
+ * vector, so a block of ow_block x oh_block pixels holds that many
+ * accumulators (spilling past the registers); a block that does not divide
+ * the row computes a partial one; a wider block reuses more of each input
+ * row it loads (ow_block outputs from (ow_block - 1) * stride + R inputs).
+ * A block of 0 is the shape's own choice: up to 14 columns, one row, more
+ * rows on narrow planes. */
 static double cost_depthwise(const ts_tune_task *t, const ts_tune_cand *c)
 {
 	const ts_tune_space *sp = &t->space;
 	const int64_t *s = t->shape; /* N C H W R stride pad */
-	double lanes = t->lanes, ow = (double)((s[3] + 2 * s[6] - s[4]) / s[5] + 1);
+	double ow = (double)((s[3] + 2 * s[6] - s[4]) / s[5] + 1), r = (double)s[4], st = (double)s[5];
 	double owb = (double)tune_param(sp, c, "ow_block", 0), ohb = (double)tune_param(sp, c, "oh_block", 0);
-	owb = fmin(owb > 0 ? owb : 2 * lanes, ow);
-	ohb = ohb > 0 ? ohb : 2;
-	double vecs = ceil(owb / lanes) * ohb, used = owb / (ceil(owb / lanes) * lanes);
+	owb = fmin(owb > 0 ? owb : 14, ow);
+	ohb = ohb > 0 ? ohb : fmax(1, floor(14 / owb));
+	double used = ow / (ceil(ow / owb) * owb);
+	double reuse = owb * r / ((owb - 1) * st + r);
 	double par = tune_param(sp, c, "parallel", 1) ? 2 : 1;
-	return spill(vecs) * (1 + 1 / vecs) / (used * par);
+	return spill(owb * ohb) / (used * reuse * par);
 }
 
 /* The generic sketch: vector use of the inner tile, the parallel outer
