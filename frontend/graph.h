@@ -172,7 +172,9 @@ typedef struct ts_graph_exec ts_graph_exec;
 ts_graph_exec *ts_graph_compile(ts_graph *g, const ts_graph_opts *opts);
 /* Runs the model: inputs and outputs in the graph's order, each a float32
  * array of exactly the value's shape (checked; an error names the
- * argument).  Uses ts_num_threads() threads. */
+ * argument).  Uses ts_num_threads() threads.  Runs of one executable share
+ * its buffers, so calls from several threads take turns; compile one
+ * executable per thread to run them at the same time. */
 ts_status ts_graph_run(ts_graph_exec *e, int ninputs, ts_array *const *inputs, int noutputs,
 		       ts_array *const *outputs);
 void ts_graph_exec_free(ts_graph_exec *e);

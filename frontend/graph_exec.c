@@ -70,6 +70,8 @@ void ts_graph_exec_free(ts_graph_exec *e)
 {
 	if (!e)
 		return;
+	if (e->lock_made)
+		pthread_mutex_destroy(&e->lock);
 	for (int i = 0; i < e->nk; i++) {
 		if (e->k[i].owns_mod)
 			ts_module_free(e->k[i].mod);
@@ -491,6 +493,7 @@ ts_graph_exec *ts_graph_compile(ts_graph *g, const ts_graph_opts *opts)
 		return NULL;
 	}
 	e->ctx = ts_ctx_retain(ctx);
+	e->lock_made = pthread_mutex_init(&e->lock, NULL) == 0;
 	e->st.nodes = g->nn;
 	p.g = pl.g = g_clone(g);
 	if (!p.g)
@@ -607,6 +610,9 @@ static ts_status check_args(ts_graph_exec *e, const char *fn, int ninputs, ts_ar
 	return TS_OK;
 }
 
+static ts_status run_locked(ts_graph_exec *e, int ninputs, ts_array *const *inputs, int noutputs,
+			    ts_array *const *outputs, double *kernel_ms);
+
 static ts_status run(ts_graph_exec *e, int ninputs, ts_array *const *inputs, int noutputs,
 		     ts_array *const *outputs, double *kernel_ms)
 {
@@ -620,6 +626,18 @@ static ts_status run(ts_graph_exec *e, int ninputs, ts_array *const *inputs, int
 		G_TRY(check_array(e, "input", i, inputs[i], &e->xv[e->in[i]]));
 	for (int i = 0; i < noutputs; i++)
 		G_TRY(check_array(e, "output", i, outputs[i], &e->xv[e->out[i]]));
+	if (!e->lock_made)
+		return ts_error(e->ctx, TS_ERR_RUNTIME, "graph_run: the executable's lock could not be made");
+	pthread_mutex_lock(&e->lock);
+	ts_status st = run_locked(e, ninputs, inputs, noutputs, outputs, kernel_ms);
+	pthread_mutex_unlock(&e->lock);
+	return st;
+}
+
+/* One run; the caller holds e->lock. */
+static ts_status run_locked(ts_graph_exec *e, int ninputs, ts_array *const *inputs, int noutputs,
+			    ts_array *const *outputs, double *kernel_ms)
+{
 	for (int i = 0; i < ninputs; i++)
 		memcpy(e->xv[e->in[i]].data, inputs[i]->data, (size_t)e->xv[e->in[i]].bytes);
 	for (int k = 0; k < e->nk; k++) {

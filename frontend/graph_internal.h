@@ -6,6 +6,8 @@
 #ifndef TESSERA_FRONTEND_GRAPH_INTERNAL_H
 #define TESSERA_FRONTEND_GRAPH_INTERNAL_H
 
+#include <pthread.h>
+
 #include "build.h"
 #include "graph.h"
 
@@ -150,6 +152,9 @@ struct ts_graph_exec {
 	int *in, *out;        /* xvals of the graph's inputs and outputs */
 	void *arena;
 	ts_graph_stats st;
+	/* runs share the arena: two threads' runs take turns */
+	pthread_mutex_t lock;
+	bool lock_made;
 };
 
 /* Memory for weights and the arena: 64-byte aligned, large blocks on
