@@ -29,20 +29,6 @@ typedef struct built {
 	ts_tensor *C, *Y;
 } built;
 
-/* bias[co*y + ci] added at each output element [n, co, h, w, ci]. */
-static ts_tensor *bias_nchwc(ts_ctx *ctx, ts_tensor *C, ts_tensor *bias)
-{
-	ts_expr *v[5];
-	static const char *const names[] = {"n", "co", "h", "w", "ci"};
-	for (int d = 0; d < 5; d++)
-		v[d] = ts_var(ctx, names[d]);
-	ts_expr *ch = ts_add(ctx, ts_mul(ctx, v[1], ts_make_const(ctx, ts_int32, (double)C->shape[4])),
-			     v[4]);
-	ts_expr *body = ts_add(ctx, TS_READ(ctx, C, v[0], v[1], v[2], v[3], v[4]),
-			       TS_READ(ctx, bias, ch));
-	return ts_compute(ctx, "bias_add", 5, C->shape, v, body);
-}
-
 /* Y = epilogue(conv2d_nchwc(X, W)) over placeholders X, W, bias, R. */
 static built build(ts_ctx *ctx, epi e, const conv *g)
 {
@@ -59,7 +45,7 @@ static built build(ts_ctx *ctx, epi e, const conv *g)
 		Y = ts_op_clip(ctx, Y, -0.5, 0.75);
 	} else {
 		ts_tensor *bias = ts_placeholder(ctx, "bias", TS_SHAPE(g->o), ts_float32);
-		Y = bias_nchwc(ctx, Y, bias);
+		Y = tu_bias_nchwc(ctx, Y, bias);
 		b.params[b.np++] = bias;
 	}
 	if (e == EPI_RESIDUAL_RELU) { /* ResNet's block end: relu(conv + bias + x) */
@@ -75,20 +61,6 @@ static built build(ts_ctx *ctx, epi e, const conv *g)
 	return b;
 }
 
-/* Whether the lowered text allocates a buffer named `name` in global memory. */
-static bool global_buffer(const char *text, const char *name)
-{
-	char want[128];
-	snprintf(want, sizeof want, "%s[", name);
-	for (const char *a = strstr(text, "allocate "); a; a = strstr(a + 1, "allocate ")) {
-		const char *end = strchr(a, '\n');
-		const char *g = strstr(a, " in global");
-		if (g && (!end || g < end) && !strncmp(a + 9, want, strlen(want)))
-			return true;
-	}
-	return false;
-}
-
 static void check_conv(epi e, conv g, const ts_conv2d_cpu_params *p)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -102,10 +74,10 @@ static void check_conv(epi e, conv g, const ts_conv2d_cpu_params *p)
 	 * block and only Y is stored */
 	const char *text = ir_func_str(ctx, f);
 	ck_assert_msg(strstr(text, " in local") != NULL, "no local accumulator:\n%s", text);
-	ck_assert_msg(!global_buffer(text, b.C->name), "the convolution has a global buffer:\n%s",
+	ck_assert_msg(!tu_allocates_global(text, b.C->name), "the convolution has a global buffer:\n%s",
 		      text);
 	/* the padded input, computed once before the convolution, does */
-	ck_assert_msg(!g.pad || global_buffer(text, "pad"), "no padded input:\n%s", text);
+	ck_assert_msg(!g.pad || tu_allocates_global(text, "pad"), "no padded input:\n%s", text);
 	char what[160];
 	snprintf(what, sizeof what, "epilogue %d, X[%lld, %lld, %lld, %lld] / %d, %lld x %lld kernel, "
 		 "O %lld / %d, stride %d, pad %d", (int)e, (long long)g.n, (long long)g.c,

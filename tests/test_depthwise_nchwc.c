@@ -32,20 +32,6 @@ typedef struct built {
 	ts_tensor *C, *Y;
 } built;
 
-/* bias[cb*x + ci] added at each output element [n, cb, h, w, ci]. */
-static ts_tensor *bias_nchwc(ts_ctx *ctx, ts_tensor *C, ts_tensor *bias)
-{
-	static const char *const names[] = {"n", "cb", "h", "w", "ci"};
-	ts_expr *v[5];
-	for (int d = 0; d < 5; d++)
-		v[d] = ts_var(ctx, names[d]);
-	ts_expr *ch = ts_add(ctx, ts_mul(ctx, v[1], ts_make_const(ctx, ts_int32, (double)C->shape[4])),
-			     v[4]);
-	ts_expr *body = ts_add(ctx, TS_READ(ctx, C, v[0], v[1], v[2], v[3], v[4]),
-			       TS_READ(ctx, bias, ch));
-	return ts_compute(ctx, "bias_add", 5, C->shape, v, body);
-}
-
 /* Y = depthwise_nchwc(Xc, Wc), or clip(Y + bias, 0, 6) with `epilogue`. */
 static built build(ts_ctx *ctx, const layer *g, bool epilogue)
 {
@@ -60,26 +46,12 @@ static built build(ts_ctx *ctx, const layer *g, bool epilogue)
 	b.Y = b.C;
 	if (epilogue) {
 		ts_tensor *bias = ts_placeholder(ctx, "bias", TS_SHAPE(g->c), ts_float32);
-		b.Y = ts_op_clip(ctx, bias_nchwc(ctx, b.C, bias), 0, 6);
+		b.Y = ts_op_clip(ctx, tu_bias_nchwc(ctx, b.C, bias), 0, 6);
 		tu_nonnull(ctx, b.Y);
 		b.params[b.np++] = bias;
 	}
 	b.params[b.np++] = b.Y;
 	return b;
-}
-
-/* Whether the lowered text allocates a buffer named `name` in global memory. */
-static bool global_buffer(const char *text, const char *name)
-{
-	char want[128];
-	snprintf(want, sizeof want, "%s[", name);
-	for (const char *a = strstr(text, "allocate "); a; a = strstr(a + 1, "allocate ")) {
-		const char *end = strchr(a, '\n');
-		const char *g = strstr(a, " in global");
-		if (g && (!end || g < end) && !strncmp(a + 9, want, strlen(want)))
-			return true;
-	}
-	return false;
 }
 
 /* Schedules g with p (NULL: the defaults) and checks it against ts_eval:
@@ -105,7 +77,7 @@ static void check(const layer *g, bool epilogue, const ts_depthwise_cpu_params *
 	 * stored, the convolution never */
 	const char *text = ir_func_str(ctx, f);
 	ck_assert_msg(strstr(text, " in local") != NULL, "no local accumulator:\n%s", text);
-	ck_assert_msg(!epilogue || !global_buffer(text, b.C->name),
+	ck_assert_msg(!epilogue || !tu_allocates_global(text, b.C->name),
 		      "the convolution has a global buffer:\n%s", text);
 	if (jit_only)
 		tu_check_func_llvm(ctx, f, NULL, 1e-4);

@@ -200,3 +200,27 @@ void tu_check_func_with(ts_ctx *ctx, const ts_func *f, tu_runner run, void *user
 		ts_array_free(want[i]);
 	}
 }
+
+ts_tensor *tu_bias_nchwc(ts_ctx *ctx, ts_tensor *X, ts_tensor *bias)
+{
+	static const char *const names[] = {"n", "cb", "h", "w", "ci"};
+	ts_expr *v[5];
+	for (int d = 0; d < 5; d++)
+		v[d] = ts_var(ctx, names[d]);
+	ts_expr *ch = ts_add(ctx, ts_mul(ctx, v[1], ts_make_const(ctx, ts_int32, (double)X->shape[4])), v[4]);
+	ts_expr *body = ts_add(ctx, TS_READ(ctx, X, v[0], v[1], v[2], v[3], v[4]), TS_READ(ctx, bias, ch));
+	return ts_compute(ctx, "bias_add", 5, X->shape, v, body);
+}
+
+bool tu_allocates_global(const char *text, const char *name)
+{
+	char want[128];
+	snprintf(want, sizeof want, "%s[", name);
+	for (const char *a = strstr(text, "allocate "); a; a = strstr(a + 1, "allocate ")) {
+		const char *end = strchr(a, '\n');
+		const char *g = strstr(a, " in global");
+		if (g && (!end || g < end) && !strncmp(a + 9, want, strlen(want)))
+			return true;
+	}
+	return false;
+}

@@ -51,6 +51,13 @@ void tu_set_context(const char *text);
 /* Only through the LLVM JIT for `target` (NULL: the host). */
 void tu_check_func_llvm(ts_ctx *ctx, const ts_func *f, const char *target, double tol);
 /* Asserts that a call returned TS_OK, printing the context's error if not. */
+/* X + bias over the channels of an NCHW[x]c tensor X: bias[cb * x + ci]
+ * (the epilogue tests of the blocked convolutions). */
+ts_tensor *tu_bias_nchwc(ts_ctx *ctx, ts_tensor *X, ts_tensor *bias);
+/* Whether the lowered text (ts_func_str) allocates a buffer named `name` in
+ * global memory. */
+bool tu_allocates_global(const char *text, const char *name);
+
 #define tu_ok(ctx, call)                                                         \
 	do {                                                                     \
 		ts_status st_ = (call);                                          \
