@@ -587,11 +587,6 @@ static ts_status check_one(ts_graph_exec *e, const char *fn, const char *what, i
 	return TS_OK;
 }
 
-static ts_status check_array(ts_graph_exec *e, const char *what, int i, const ts_array *a, const xval *v)
-{
-	return check_one(e, "graph_run", what, i, a, v);
-}
-
 /* The counts and arrays of a run by fn, each named in the error. */
 static ts_status check_args(ts_graph_exec *e, const char *fn, int ninputs, ts_array *const *inputs,
 			    int noutputs, ts_array *const *outputs)
@@ -613,19 +608,11 @@ static ts_status check_args(ts_graph_exec *e, const char *fn, int ninputs, ts_ar
 static ts_status run_locked(ts_graph_exec *e, int ninputs, ts_array *const *inputs, int noutputs,
 			    ts_array *const *outputs, double *kernel_ms);
 
+/* One run on arrays check_args accepted.  Runs share the arena: a second
+ * thread's run waits for the first. */
 static ts_status run(ts_graph_exec *e, int ninputs, ts_array *const *inputs, int noutputs,
 		     ts_array *const *outputs, double *kernel_ms)
 {
-	if (!e)
-		return TS_ERR_INVALID;
-	if (ninputs != e->nin || noutputs != e->nout || (ninputs && !inputs) || (noutputs && !outputs))
-		return ts_error(e->ctx, TS_ERR_INVALID,
-				"graph_run: the model takes %d inputs and %d outputs, got %d and %d", e->nin,
-				e->nout, ninputs, noutputs);
-	for (int i = 0; i < ninputs; i++)
-		G_TRY(check_array(e, "input", i, inputs[i], &e->xv[e->in[i]]));
-	for (int i = 0; i < noutputs; i++)
-		G_TRY(check_array(e, "output", i, outputs[i], &e->xv[e->out[i]]));
 	if (!e->lock_made)
 		return ts_error(e->ctx, TS_ERR_RUNTIME, "graph_run: the executable's lock could not be made");
 	pthread_mutex_lock(&e->lock);
