@@ -528,9 +528,31 @@ static ts_tensor *pad_spatial(kb *b, ts_tensor *X, const int64_t *pad, double va
 	return ts_op_pad(b->ctx, X, before, after, value);
 }
 
-static bool symmetric(const int64_t *pad)
+/* The window of convolution node n over X, as the operators take it: one
+ * pad per dimension, so asymmetric pads become a padding stage here. */
+typedef struct window {
+	ts_tensor *X;
+	int sh, sw, ph, pw, dh, dw;
+} window;
+
+static window conv_window(kb *b, const gnode *n, ts_tensor *X, const char *kind)
 {
-	return pad[0] == pad[2] && pad[1] == pad[3];
+	const ts_gattrs *a = &n->a;
+	bool sym = a->pad[0] == a->pad[2] && a->pad[1] == a->pad[3];
+	key(b, "%s%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,", kind, (long long)a->stride[0],
+	    (long long)a->stride[1], (long long)a->pad[0], (long long)a->pad[1], (long long)a->pad[2],
+	    (long long)a->pad[3], (long long)a->dilation[0], (long long)a->dilation[1], (long long)a->group);
+	return (window){.X = sym ? X : pad_spatial(b, X, a->pad, 0.0), .sh = (int)a->stride[0],
+			.sw = (int)a->stride[1], .ph = sym ? (int)a->pad[0] : 0, .pw = sym ? (int)a->pad[1] : 0,
+			.dh = (int)a->dilation[0], .dw = (int)a->dilation[1]};
+}
+
+/* Y of convolution node n, its bias (a per-channel read) and fused nodes
+ * included, once ep->T is built. */
+static ts_tensor *conv_output(epi *ep, const gnode *n)
+{
+	ep->bias = n->nin == 3 ? ep->b->gv2x[n->in[2]] : -1;
+	return ep->T ? output_tensor(ep, n->name) : NULL;
 }
 
 /* Convolution on NCHW[x]c: the weights are blocked here, once. */
@@ -555,18 +577,10 @@ static ts_schedule *conv_blocked(kb *b, epi *ep, const gnode *n)
 	ts_tensor *X = arg_phys(b, b->gv2x[n->in[0]]), *W = X ? arg(b, wv, 6, wshape) : NULL;
 	if (!W)
 		return NULL;
-	const ts_gattrs *a = &n->a;
-	bool sym = symmetric(a->pad);
-	ts_tensor *Xp = sym ? X : pad_spatial(b, X, a->pad, 0.0);
-	key(b, "conv%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld", (long long)a->stride[0],
-	    (long long)a->stride[1], (long long)a->pad[0], (long long)a->pad[1], (long long)a->pad[2],
-	    (long long)a->pad[3], (long long)a->dilation[0], (long long)a->dilation[1], (long long)xb,
-	    (long long)yb);
-	ep->T = ts_op_conv2d_nchwc(b->ctx, Xp, W, (int)a->stride[0], (int)a->stride[1],
-				   sym ? (int)a->pad[0] : 0, sym ? (int)a->pad[1] : 0,
-				   (int)a->dilation[0], (int)a->dilation[1]);
-	ep->bias = n->nin == 3 ? b->gv2x[n->in[2]] : -1;
-	ts_tensor *Y = ep->T ? output_tensor(ep, n->name) : NULL;
+	window wd = conv_window(b, n, X, "conv");
+	key(b, "%lld,%lld", (long long)xb, (long long)yb);
+	ep->T = ts_op_conv2d_nchwc(b->ctx, wd.X, W, wd.sh, wd.sw, wd.ph, wd.pw, wd.dh, wd.dw);
+	ts_tensor *Y = conv_output(ep, n);
 	ts_schedule *s = Y ? ts_create_schedule(b->ctx, 1, &Y) : NULL;
 	return s && ts_schedule_conv2d_nchwc_cpu(s, Y, NULL) == TS_OK ? s : NULL;
 }
@@ -591,17 +605,10 @@ static ts_schedule *depthwise_blocked(kb *b, epi *ep, const gnode *n)
 	ts_tensor *X = arg_phys(b, b->gv2x[n->in[0]]), *W = X ? arg(b, wv, 4, wshape) : NULL;
 	if (!W)
 		return NULL;
-	const ts_gattrs *a = &n->a;
-	bool sym = symmetric(a->pad);
-	ts_tensor *Xp = sym ? X : pad_spatial(b, X, a->pad, 0.0);
-	key(b, "dwconv%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld", (long long)a->stride[0],
-	    (long long)a->stride[1], (long long)a->pad[0], (long long)a->pad[1], (long long)a->pad[2],
-	    (long long)a->pad[3], (long long)a->dilation[0], (long long)a->dilation[1], (long long)xb);
-	ep->T = ts_op_depthwise_conv2d_nchwc(b->ctx, Xp, W, (int)a->stride[0], (int)a->stride[1],
-					     sym ? (int)a->pad[0] : 0, sym ? (int)a->pad[1] : 0,
-					     (int)a->dilation[0], (int)a->dilation[1]);
-	ep->bias = n->nin == 3 ? b->gv2x[n->in[2]] : -1;
-	ts_tensor *Y = ep->T ? output_tensor(ep, n->name) : NULL;
+	window wd = conv_window(b, n, X, "dwconv");
+	key(b, "%lld", (long long)xb);
+	ep->T = ts_op_depthwise_conv2d_nchwc(b->ctx, wd.X, W, wd.sh, wd.sw, wd.ph, wd.pw, wd.dh, wd.dw);
+	ts_tensor *Y = conv_output(ep, n);
 	ts_schedule *s = Y ? ts_create_schedule(b->ctx, 1, &Y) : NULL;
 	return s && ts_schedule_depthwise_nchwc_cpu(s, Y, NULL) == TS_OK ? s : NULL;
 }
@@ -609,21 +616,12 @@ static ts_schedule *depthwise_blocked(kb *b, epi *ep, const gnode *n)
 /* Grouped convolution on NCHW (depthwise and the like). */
 static ts_schedule *conv_plain(kb *b, epi *ep, const gnode *n)
 {
-	const ts_gattrs *a = &n->a;
 	ts_tensor *X = arg_phys(b, b->gv2x[n->in[0]]), *W = X ? arg_phys(b, b->gv2x[n->in[1]]) : NULL;
 	if (!W)
 		return NULL;
-	bool sym = symmetric(a->pad);
-	ts_tensor *Xp = sym ? X : pad_spatial(b, X, a->pad, 0.0);
-	key(b, "gconv%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld", (long long)a->stride[0],
-	    (long long)a->stride[1], (long long)a->pad[0], (long long)a->pad[1], (long long)a->pad[2],
-	    (long long)a->pad[3], (long long)a->dilation[0], (long long)a->dilation[1], (long long)a->group);
-	ep->T = ts_op_conv2d_nchw(b->ctx, Xp, W, (int)a->stride[0], (int)a->stride[1],
-				  sym ? (int)a->pad[0] : 0, sym ? (int)a->pad[1] : 0, (int)a->dilation[0],
-				  (int)a->dilation[1], (int)a->group);
-	ep->bias = n->nin == 3 ? b->gv2x[n->in[2]] : -1;
-	ts_tensor *Y = ep->T ? output_tensor(ep, n->name) : NULL;
-	return default_schedule(b->ctx, Y);
+	window wd = conv_window(b, n, X, "gconv");
+	ep->T = ts_op_conv2d_nchw(b->ctx, wd.X, W, wd.sh, wd.sw, wd.ph, wd.pw, wd.dh, wd.dw, (int)n->a.group);
+	return default_schedule(b->ctx, conv_output(ep, n));
 }
 
 /* A[M, K] x B with B a constant: B is packed into panels of nr columns
