@@ -126,7 +126,7 @@ ts_ctx *ts_graph_ctx(const ts_graph *g)
 }
 
 /* Grows *p (n used of *cap elements of size elem) for one more. */
-static bool grow(void **p, int n, int *cap, size_t elem)
+bool g_grow(void **p, int n, int *cap, size_t elem)
 {
 	if (n < *cap)
 		return true;
@@ -195,7 +195,7 @@ static bool check_shape(ts_graph *g, const char *fn, const char *name, int ndim,
 static int add_value(ts_graph *g, const char *name, gv_kind kind, ts_dtype dt, int ndim,
 		     const int64_t *shape)
 {
-	if (!grow((void **)&g->v, g->nv, &g->capv, sizeof(*g->v))) {
+	if (!g_grow((void **)&g->v, g->nv, &g->capv, sizeof(*g->v))) {
 		ts_error(g->ctx, TS_ERR_NOMEM, "graph: out of memory");
 		return -1;
 	}
@@ -237,7 +237,7 @@ int ts_graph_input(ts_graph *g, const char *name, ts_dtype dtype, int ndim, cons
 		return ts_error(g->ctx, TS_ERR_INVALID, "graph_input: the name '%s' is taken", name), -1;
 	if (!check_shape(g, "graph_input", name, ndim, shape))
 		return -1;
-	if (!grow((void **)&g->in, g->nin, &g->capin, sizeof(*g->in)))
+	if (!g_grow((void **)&g->in, g->nin, &g->capin, sizeof(*g->in)))
 		return ts_error(g->ctx, TS_ERR_NOMEM, "graph_input '%s': out of memory", name), -1;
 	int v = add_value(g, name, GV_INPUT, dtype, ndim, shape);
 	if (v >= 0)
@@ -779,7 +779,7 @@ int ts_graph_node(ts_graph *g, const char *name, ts_gop op, int ninputs, const i
 	if (!g_infer(g, name, op, ninputs, inputs, &a, &ndim, shape) ||
 	    !check_node_output(g, name, op, ndim, shape))
 		return -1;
-	if (!grow((void **)&g->n, g->nn, &g->capn, sizeof(*g->n)))
+	if (!g_grow((void **)&g->n, g->nn, &g->capn, sizeof(*g->n)))
 		return ts_error(g->ctx, TS_ERR_NOMEM, "graph: out of memory"), -1;
 	gnode *n = &g->n[g->nn];
 	memset(n, 0, sizeof(*n));
@@ -812,9 +812,7 @@ ts_status ts_graph_output(ts_graph *g, int value, const char *name)
 		return ts_error(g->ctx, TS_ERR_UNSUPPORTED, "graph_output: '%s' is not float32", v->name);
 	if (v->is_output)
 		return ts_error(g->ctx, TS_ERR_INVALID, "graph_output: '%s' is already an output", v->name);
-	/* the input list exists too, even empty: compiling copies it */
-	if (!grow((void **)&g->out, g->nout, &g->capout, sizeof(*g->out)) ||
-	    (!g->in && !grow((void **)&g->in, 0, &g->capin, sizeof(*g->in))))
+	if (!g_grow((void **)&g->out, g->nout, &g->capout, sizeof(*g->out)))
 		return ts_error(g->ctx, TS_ERR_NOMEM, "graph_output: out of memory");
 	if (name && *name && strcmp(name, v->name)) {
 		if (name_taken(g, name))

@@ -24,14 +24,8 @@
 
 int gx_new_value(ts_graph_exec *e, const char *name, int ndim, const int64_t *shape, int block)
 {
-	if (e->nxv == e->capxv) {
-		int cap = e->capxv ? e->capxv * 2 : 64;
-		xval *v = realloc(e->xv, sizeof(*v) * (size_t)cap);
-		if (!v)
-			return ts_error(e->ctx, TS_ERR_NOMEM, "graph_compile: out of memory"), -1;
-		e->xv = v;
-		e->capxv = cap;
-	}
+	if (!g_grow((void **)&e->xv, e->nxv, &e->capxv, sizeof(*e->xv)))
+		return ts_error(e->ctx, TS_ERR_NOMEM, "graph_compile: out of memory"), -1;
 	xval *v = &e->xv[e->nxv];
 	memset(v, 0, sizeof(*v));
 	v->name = ts_strdup(e->ctx, name);
@@ -39,8 +33,6 @@ int gx_new_value(ts_graph_exec *e, const char *name, int ndim, const int64_t *sh
 	memcpy(v->shape, shape, sizeof(int64_t) * (size_t)ndim);
 	v->block = block;
 	v->base = -1;
-	v->offset = -1;
-	v->first = v->last = -1;
 	int64_t n = 1;
 	for (int d = 0; d < ndim; d++)
 		n *= shape[d];
@@ -50,15 +42,9 @@ int gx_new_value(ts_graph_exec *e, const char *name, int ndim, const int64_t *sh
 
 static xkernel *new_kernel(ts_graph_exec *e, const char *desc)
 {
-	if (e->nk == e->capk) {
-		int cap = e->capk ? e->capk * 2 : 64;
-		xkernel *k = realloc(e->k, sizeof(*k) * (size_t)cap);
-		if (!k) {
-			ts_error(e->ctx, TS_ERR_NOMEM, "graph_compile: out of memory");
-			return NULL;
-		}
-		e->k = k;
-		e->capk = cap;
+	if (!g_grow((void **)&e->k, e->nk, &e->capk, sizeof(*e->k))) {
+		ts_error(e->ctx, TS_ERR_NOMEM, "graph_compile: out of memory");
+		return NULL;
 	}
 	xkernel *k = &e->k[e->nk];
 	memset(k, 0, sizeof(*k));
@@ -415,10 +401,8 @@ static ts_status plan_memory(ts_graph_exec *e, FILE *trace)
 		goto out;
 	}
 	memset(e->arena, 0, (size_t)(total ? total : 64));
-	for (int j = 0; j < m; j++) {
-		e->xv[slot[j]].offset = off[j];
+	for (int j = 0; j < m; j++)
 		e->xv[slot[j]].data = (float *)((char *)e->arena + off[j]);
-	}
 	for (int i = 0; i < n; i++)
 		if (e->xv[i].base >= 0)
 			e->xv[i].data = e->xv[e->xv[i].base].data;

@@ -44,6 +44,9 @@ struct ts_graph {
 };
 
 int64_t gv_numel(const gvalue *v);
+/* Grows *p (n used of *cap elements of size elem) to hold one more; false
+ * when out of memory (*p unchanged). */
+bool g_grow(void **p, int n, int *cap, size_t elem);
 /* "[1, 64, 56, 56]" in a static-free arena string. */
 const char *g_shape_str(ts_ctx *ctx, int ndim, const int64_t *shape);
 /* Whether op is elementwise (numpy broadcasting, one output element from
@@ -119,8 +122,6 @@ typedef struct xval {
 	bool is_const;
 	float *data;          /* set at compile time (constants, planned buffers) */
 	int64_t bytes;
-	int first, last;      /* kernels that write it / read it last */
-	int64_t offset;       /* in the arena; -1: own storage */
 	float scalar;         /* constants of one element */
 } xval;
 
@@ -160,7 +161,7 @@ struct ts_graph_exec {
 /* Memory for weights and the arena: 64-byte aligned, large blocks on
  * 2 MB pages (madvise); freed with free(). */
 void *g_alloc(size_t bytes);
-/* A new xval (zeroed, base -1, offset -1); -1 on no memory. */
+/* A new xval (zeroed, base -1); -1 on no memory. */
 int gx_new_value(ts_graph_exec *e, const char *name, int ndim, const int64_t *shape, int block);
 /* Builds kernel k's code for group gr: its tensors on placeholders of the
  * xvals gv2x names, its schedule, ts_lower and ts_build, or the module of
