@@ -65,7 +65,7 @@ void ts_graph_exec_free(ts_graph_exec *e)
 			ts_array_free(e->k[i].arg[a].arr);
 	}
 	for (int i = 0; i < e->nxv; i++)
-		if (e->xv[i].is_const)
+		if (e->xv[i].is_const && e->xv[i].base < 0)
 			free(e->xv[i].data);
 	free(e->xv);
 	free(e->k);
@@ -294,24 +294,15 @@ static ts_status plan_kernels(planner *pl)
 			/* a row-major view of the same storage */
 			G_TRY(want(pl, a->in[0], 0));
 			int x = pl->gv2x[a->in[0]];
-			if (e->xv[x].is_const) { /* same data, other shape: a new constant */
-				int y = gx_new_value(e, o->name, o->ndim, o->shape, 0);
-				if (y < 0)
-					return ts_last_status(e->ctx);
-				e->xv[y] = e->xv[x];
-				e->xv[y].name = ts_strdup(e->ctx, o->name);
-				e->xv[y].ndim = o->ndim;
-				memcpy(e->xv[y].shape, o->shape, sizeof(o->shape));
-				e->xv[y].data = aligned_copy(e, e->xv[x].data, (size_t)e->xv[x].bytes);
-				if (!e->xv[y].data)
-					return ts_last_status(e->ctx);
-				pl->gv2x[gr->out] = y;
-				continue;
-			}
 			int y = gx_new_value(e, o->name, o->ndim, o->shape, 0);
 			if (y < 0)
 				return ts_last_status(e->ctx);
-			e->xv[y].base = e->xv[x].base >= 0 ? e->xv[x].base : x;
+			xval *xv = &e->xv[x], *yv = &e->xv[y];
+			yv->base = xv->base >= 0 ? xv->base : x;
+			/* a view of a constant is a constant on the same data */
+			yv->is_const = xv->is_const;
+			yv->data = xv->data;
+			yv->scalar = xv->scalar;
 			pl->gv2x[gr->out] = y;
 			continue;
 		}
@@ -442,7 +433,7 @@ static ts_status wrap_args(ts_graph_exec *e)
 	for (int i = 0; i < e->nout; i++)
 		used[root(e, e->out[i])] = true;
 	for (int i = 0; i < e->nxv; i++) {
-		if (!e->xv[i].is_const)
+		if (!e->xv[i].is_const || e->xv[i].base >= 0)
 			continue;
 		if (used[i]) {
 			e->st.constant_bytes += e->xv[i].bytes;

@@ -454,6 +454,39 @@ START_TEST(test_random_graphs)
 }
 END_TEST
 
+/* Views of constants (a reshaped weight, a flattened bias, an identity of
+ * a one-element constant) are constants on the same data. */
+START_TEST(test_constant_views)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	tg *t = tg_new(ctx, 72);
+	int x = tg_input(t, "x", TS_SHAPE(3, 12));
+	int w = tg_const(t, "w", TS_SHAPE(2, 12, 5), -1, 1);
+	ts_gattrs ra = ts_gattrs_default();
+	ra.nshape = 2;
+	memcpy(ra.shape, (int64_t[]){12, 10}, sizeof(int64_t) * 2);
+	int wr = tg_node(t, "wr", TS_GOP_RESHAPE, 1, &w, &ra);
+	int b = tg_const(t, "b", TS_SHAPE(1, 10, 1), -1, 1);
+	ts_gattrs fa = ts_gattrs_default();
+	fa.axis = 0;
+	int bf = tg_node(t, "bf", TS_GOP_FLATTEN, 1, &b, &fa);
+	float two = 2.0f;
+	int k = tg_const_data(t, "k", TS_SHAPE(1), &two);
+	int ki = tg_node(t, "ki", TS_GOP_IDENTITY, 1, &k, NULL);
+	int m = tg_node(t, "mm", TS_GOP_MATMUL, 2, (int[]){x, wr}, NULL);
+	m = tg_node(t, "bias", TS_GOP_ADD, 2, (int[]){m, bf}, NULL);
+	m = tg_node(t, "scale", TS_GOP_MUL, 2, (int[]){m, ki}, NULL);
+	ck_assert_msg(m >= 0, "%s", ts_last_error(ctx));
+	tg_output(t, m);
+	tg_output(t, wr);
+	ts_graph_exec *e = check_all(ctx, t);
+	ck_assert_int_eq(ts_graph_exec_stats(e).kernels, 1);
+	ts_graph_exec_free(e);
+	tg_free(t);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* An error an earlier call left neither fails the compile nor the run. */
 START_TEST(test_stale_error)
 {
@@ -610,6 +643,7 @@ int main(void)
 	tcase_add_test(tc, test_concat_matmul_batched);
 	tcase_add_test(tc, test_random_graphs);
 	tcase_add_test(tc, test_random_sequence_graphs);
+	tcase_add_test(tc, test_constant_views);
 	tcase_add_test(tc, test_stale_error);
 	tcase_add_test(tc, test_trace_and_print);
 	suite_add_tcase(s, tc);
