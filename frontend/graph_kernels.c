@@ -497,7 +497,8 @@ static const xval *xin(kb *b, const gnode *n, int i)
 	return &b->e->xv[b->gv2x[n->in[i]]];
 }
 
-/* A constant xval made at compile time; data is taken over. */
+/* A constant xval made at compile time; data is taken over.  It may move
+ * e->xv: xval pointers taken before are stale after it. */
 static int new_const(kb *b, const char *name, int ndim, const int64_t *shape, float *data)
 {
 	int v = gx_new_value(b->e, name, ndim, shape, 0);
@@ -669,7 +670,8 @@ static ts_schedule *matmul(kb *b, epi *ep, const gnode *n)
 	 * the default 6 x 32 by 4-6% on BERT's and ResNet's shapes */
 	if (lanes() == 16)
 		mp.mr = 12;
-	bool b2d = B->ndim == 2;
+	/* read now: packing B adds a constant, which may move e->xv */
+	bool b2d = B->ndim == 2, b_const = B->is_const;
 	if (gemm) {
 		ep->alpha = n->a.alpha;
 		ep->beta = n->a.beta;
@@ -684,7 +686,7 @@ static ts_schedule *matmul(kb *b, epi *ep, const gnode *n)
 		ts_tensor *At = arg(b, b->gv2x[n->in[0]], 2, as);
 		if (!At)
 			return NULL;
-		if (B->is_const) {
+		if (b_const) {
 			ep->T = matmul_const_b(b, At, B, tb, mp.nr, n->name);
 		} else {
 			ts_tensor *Bt = arg_phys(b, b->gv2x[n->in[1]]);
@@ -695,7 +697,7 @@ static ts_schedule *matmul(kb *b, epi *ep, const gnode *n)
 		ts_schedule *s = Yt ? ts_create_schedule(c, 1, &Yt) : NULL;
 		if (!s)
 			return NULL;
-		if (tb && !B->is_const)
+		if (tb && !b_const)
 			return ts_schedule_default_cpu(s, lanes()) == TS_OK ? s : NULL;
 		return ts_schedule_dense_cpu(s, Yt, &mp) == TS_OK ? s : NULL;
 	}
