@@ -85,6 +85,7 @@ typedef struct dialect {
 	const char *align_fmt;      /* alignment attribute, %d bytes */
 	int local_align;            /* of stack temporaries; 0: natural */
 	const char *barrier;        /* NULL: BARRIER is rejected */
+	const char *prefetch;       /* NULL: PREFETCH emits nothing */
 	const char *parallel_pragma;
 	const char *simd_pragma;
 	const char *unroll_pragma;
@@ -120,6 +121,8 @@ static const dialect dialect_c = {
 	.local_align = 64,
 	.parallel_pragma = "TS_OMP(omp parallel for)",
 	.simd_pragma = "TS_OMP(omp simd)",
+	/* GCC's and Clang's: read, kept in every cache level */
+	.prefetch = "__builtin_prefetch",
 	.packed_wrapper = true,
 	.max_stack_bytes = 64 * 1024,
 };
@@ -1109,6 +1112,21 @@ static void store(emitter *em, const ts_stmt *s)
 	put(em, ";\n");
 }
 
+/* A hint, so a dialect without one emits nothing. */
+static void prefetch(emitter *em, const ts_expr *e)
+{
+	if (!em->d->prefetch)
+		return;
+	if (e->kind != IR_LOAD || e->dtype.lanes != 1 || !lookup(em, e->u.load.buf)) {
+		fail(em, TS_ERR_INVALID, "prefetch of something other than a scalar load of a buffer in scope");
+		return;
+	}
+	begin_line(em);
+	ts_sb_printf(&em->out, "%s(&%s[", em->d->prefetch, lookup(em, e->u.load.buf));
+	sub(em, e->u.load.index, 0);
+	put(em, "], 0, 3);\n");
+}
+
 static void heap_allocate(emitter *em, const ts_stmt *s, const char *type, const char *n)
 {
 	const ts_buffer *b = s->u.alloc.buf;
@@ -1249,6 +1267,9 @@ static void stmt(emitter *em, const ts_stmt *s)
 		sub(em, s->u.eval.value, 0);
 		put(em, ");\n");
 		return;
+	case IR_S_PREFETCH:
+		prefetch(em, s->u.prefetch.value);
+		return;
 	case IR_S_BARRIER:
 		if (!em->d->barrier)
 			fail(em, TS_ERR_UNSUPPORTED, "barrier needs the cuda dialect");
@@ -1339,7 +1360,7 @@ static void collect(emitter *em, const ts_stmt *s, unsigned bound)
 		collect(em, s->u.let.body, bound);
 		return;
 	case IR_S_STORE: case IR_S_PROVIDE: case IR_S_REALIZE: case IR_S_EVALUATE:
-	case IR_S_BARRIER: case IR_STMT_KIND_COUNT:
+	case IR_S_BARRIER: case IR_S_PREFETCH: case IR_STMT_KIND_COUNT:
 		return;
 	}
 }

@@ -105,7 +105,8 @@ static void scan(xread *x, const ts_stmt *s, bool reads)
 		if (reads)
 			note_read(x, s->u.eval.value, NULL);
 		return;
-	case IR_S_BARRIER: case IR_S_PROVIDE: case IR_S_REALIZE: case IR_STMT_KIND_COUNT:
+	case IR_S_BARRIER: case IR_S_PROVIDE: case IR_S_REALIZE: case IR_S_PREFETCH:
+	case IR_STMT_KIND_COUNT:
 		return;
 	}
 }
@@ -167,7 +168,7 @@ static ts_status check_allocs(ts_ctx *ctx, const ts_func *f, const ts_stmt *s, i
 				return ts_last_status(ctx);
 		return TS_OK;
 	case IR_S_STORE: case IR_S_EVALUATE: case IR_S_BARRIER: case IR_S_PROVIDE:
-	case IR_S_REALIZE: case IR_STMT_KIND_COUNT:
+	case IR_S_REALIZE: case IR_S_PREFETCH: case IR_STMT_KIND_COUNT:
 		return TS_OK;
 	}
 	return TS_OK;
@@ -345,7 +346,7 @@ static ts_status check_uniform(uniform *u, const ts_stmt *s)
 		return TS_OK;
 	case IR_S_BARRIER: return u->diverge ? refuse_barrier(u) : TS_OK;
 	case IR_S_STORE: case IR_S_EVALUATE: case IR_S_PROVIDE: case IR_S_REALIZE:
-	case IR_STMT_KIND_COUNT:
+	case IR_S_PREFETCH: case IR_STMT_KIND_COUNT:
 		return TS_OK;
 	}
 	return TS_OK;

@@ -675,6 +675,11 @@ static ts_status exec(interp *in, const ts_stmt *s)
 		return exec_let(in, s);
 	case IR_S_EVALUATE:
 		return exec_evaluate(in, s);
+	case IR_S_PREFETCH:
+		/* a hint, whose load is done and dropped: so the interpreter's
+		 * bounds check covers the addresses compiled code would form */
+		ev(in, s->u.prefetch.value, 0);
+		return in->st;
 	case IR_S_BARRIER:
 		/* thread loops run one thread at a time, so every write of the
 		 * threads before this barrier is already done */

@@ -106,6 +106,7 @@ static bool survey_stmt(ts_stmt *s, void *data)
 	case IR_S_IF:
 	case IR_S_SEQ:
 	case IR_S_EVALUATE:
+	case IR_S_PREFETCH:
 	case IR_STMT_KIND_COUNT:
 		break;
 	}
@@ -464,6 +465,8 @@ static ts_stmt *vs(ts_ctx *ctx, ts_stmt *s, void *data)
 		ts_expr *e = vx(v, s->u.eval.value);
 		return e ? ir_evaluate(ctx, e) : NULL;
 	}
+	case IR_S_PREFETCH: /* a hint: a vector loop drops it */
+		return ir_evaluate(ctx, ts_int(ctx, 0));
 	case IR_S_ALLOCATE:
 	case IR_S_BARRIER:
 	case IR_S_PROVIDE:

@@ -316,7 +316,8 @@ struct ts_buffer {
 	X(SEQ)      /* u.seq */                                                \
 	X(LET)      /* u.let: var bound to value in body */                    \
 	X(EVALUATE) /* u.eval */                                               \
-	X(BARRIER)  /* no payload: all threads of a block meet */
+	X(BARRIER)  /* no payload: all threads of a block meet */              \
+	X(PREFETCH) /* u.prefetch: a hint to bring an element into cache */
 
 typedef enum ir_stmt_kind {
 #define X(k) IR_S_##k,
@@ -389,6 +390,12 @@ struct ts_stmt {
 		struct {
 			ts_expr *value;
 		} eval;
+		/* the element a READ (before flattening) or scalar LOAD names;
+		 * never read, so its index may be computed but is in bounds
+		 * (schedule_ops guards it), and evaluators skip it */
+		struct {
+			ts_expr *value;
+		} prefetch;
 	} u;
 };
 
@@ -507,6 +514,11 @@ ts_stmt *ir_seq2(ts_ctx *ctx, ts_stmt *a, ts_stmt *b);
 ts_stmt *ir_let(ts_ctx *ctx, ts_expr *var, ts_expr *value, ts_stmt *body);
 ts_stmt *ir_evaluate(ts_ctx *ctx, ts_expr *value);
 ts_stmt *ir_barrier(ts_ctx *ctx);
+/* A prefetch of the element `value` names: a scalar READ of a tensor or a
+ * scalar LOAD of a buffer (anything else is refused).  It has no effect on
+ * results; the LLVM backend emits llvm.prefetch (read, into all cache
+ * levels), the C emitter __builtin_prefetch, CUDA nothing. */
+ts_stmt *ir_prefetch(ts_ctx *ctx, ts_expr *value);
 
 /* ---- traversal and rewriting --------------------------------------------- */
 

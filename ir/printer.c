@@ -277,6 +277,11 @@ void ir_sb_stmt(ts_sbuf *sb, const ts_stmt *s, int indent)
 	case IR_S_BARRIER:
 		ts_sb_puts(sb, "barrier()\n");
 		return;
+	case IR_S_PREFETCH:
+		ts_sb_puts(sb, "prefetch(");
+		ir_sb_expr(sb, s->u.prefetch.value);
+		ts_sb_puts(sb, ")\n");
+		return;
 	case IR_S_SEQ:
 	case IR_STMT_KIND_COUNT:
 		break;

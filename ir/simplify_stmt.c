@@ -248,6 +248,7 @@ static ts_stmt *stmt(sst *s, ts_stmt *st)
 		return scoped_stmt(s, st);
 	case IR_S_STORE:
 	case IR_S_PROVIDE:
+	case IR_S_PREFETCH: /* a hint, but the one statement that asks for it */
 		return ir_stmt_map_children(s->ctx, st, NULL, ex, s);
 	case IR_S_EVALUATE:
 		return EMPTY; /* expressions have no side effects */

@@ -331,6 +331,23 @@ ts_stmt *ir_evaluate(ts_ctx *ctx, ts_expr *value)
 	return s;
 }
 
+ts_stmt *ir_prefetch(ts_ctx *ctx, ts_expr *value)
+{
+	if (!ctx)
+		return NULL;
+	if (!value)
+		return missing(ctx, "prefetch", "value");
+	if ((value->kind != IR_READ && value->kind != IR_LOAD) || value->dtype.lanes != 1) {
+		ts_error(ctx, TS_ERR_INVALID, "prefetch: the value must be a scalar READ or LOAD, got %s",
+			 ir_expr_kind_name(value->kind));
+		return NULL;
+	}
+	ts_stmt *s = node(ctx, IR_S_PREFETCH);
+	if (s)
+		s->u.prefetch.value = value;
+	return s;
+}
+
 ts_stmt *ir_barrier(ts_ctx *ctx)
 {
 	return ctx ? node(ctx, IR_S_BARRIER) : NULL;

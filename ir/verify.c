@@ -133,6 +133,9 @@ static void stmt(vstate *v, ts_stmt *s)
 	case IR_S_EVALUATE:
 		expr(v, s->u.eval.value);
 		return;
+	case IR_S_PREFETCH:
+		expr(v, s->u.prefetch.value);
+		return;
 	case IR_S_BARRIER:
 	case IR_STMT_KIND_COUNT:
 		return;

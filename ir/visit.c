@@ -106,6 +106,9 @@ void ir_stmt_visit(ts_stmt *s, ir_stmt_visit_fn sfn, ir_expr_visit_fn efn, void 
 	case IR_S_EVALUATE:
 		E(s->u.eval.value);
 		return;
+	case IR_S_PREFETCH:
+		E(s->u.prefetch.value);
+		return;
 	case IR_S_BARRIER:
 	case IR_STMT_KIND_COUNT:
 		return;
@@ -287,6 +290,12 @@ ts_stmt *ir_stmt_map_children(ts_ctx *ctx, ts_stmt *s, ir_stmt_fn sfn,
 		if (fail)
 			return NULL;
 		return ch ? ir_evaluate(ctx, v) : s;
+	}
+	case IR_S_PREFETCH: {
+		ts_expr *v = EX(s->u.prefetch.value);
+		if (fail)
+			return NULL;
+		return ch ? ir_prefetch(ctx, v) : s;
 	}
 	case IR_S_BARRIER:
 	case IR_STMT_KIND_COUNT:

@@ -110,6 +110,9 @@ typedef struct ts_conv2d_cpu_params {
 	int64_t oh_block; /* output rows per register block; 0: enough rows to
 			   * fill ow_block columns when the image is narrower */
 	bool parallel;
+	bool prefetch;    /* when the weights outweigh the input: fetch the next
+			   * channel block's weights during the current one's
+			   * reduction (ts_prefetch_ahead) */
 } ts_conv2d_cpu_params;
 
 ts_conv2d_cpu_params ts_conv2d_cpu_default(void);
@@ -125,7 +128,13 @@ ts_conv2d_cpu_params ts_conv2d_cpu_default(void);
  * local accumulator, so the epilogue is applied to the registers before
  * the one store and C never goes to memory; without one (Y is C), the
  * accumulator is a cache_write of Y.  Epilogues are refused as
- * ts_schedule_dense_cpu refuses them (TS_ERR_INVALID). */
+ * ts_schedule_dense_cpu refuses them (TS_ERR_INVALID).  With more weights
+ * than input (deep layers), channel blocks are the outer loop and each
+ * block's weights serve all its row blocks; p->prefetch then adds a
+ * software prefetch, in each step of the input-channel lanes, of the
+ * lines the next channel block reads there (its weights come from memory
+ * while this block computes, instead of all at once in its first row
+ * block).  Weights Wc must be an input (a placeholder) for that. */
 ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_conv2d_cpu_params *p);
 
 typedef struct ts_depthwise_cpu_params {

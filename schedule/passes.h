@@ -8,7 +8,8 @@
  *                  from its leaf axes and relations, places attached stages,
  *                  guards the tails of splits that do not divide
  *                  (loop variables and indices are int64 when the
- *                  extents need it, int32 otherwise)
+ *                  extents need it, int32 otherwise); a ts_prefetch
+ *                  puts PREFETCH loops at the top of its loop's body
  *  flatten         tensors -> flat buffers: REALIZE becomes ALLOCATE,
  *                  PROVIDE/READ become STORE/LOAD with row-major offsets
  *                  relative to the realized region (int64 offsets for
@@ -55,6 +56,12 @@ typedef struct sch_spec {
 	ts_expr *var[TS_MAX_SIZE_VARS];
 	int64_t value[TS_MAX_SIZE_VARS];
 } sch_spec;
+/* schedule_ops' helper for ts_prefetch (prefetch.c): body preceded by the
+ * prefetch of what its iteration reads of p->tensor once the variable
+ * `ahead` (p->ahead's loop variable) is p->offset further on; `it` is the
+ * index dtype.  NULL with an error when nothing in body reads the tensor. */
+ts_stmt *sch_prefetch_nest(ts_ctx *ctx, const sch_prefetch *p, ts_expr *ahead, ts_stmt *body,
+			   ts_dtype it);
 ts_func *sch_specialize(ts_ctx *ctx, ts_func *f, const sch_spec *spec);
 ts_stmt *sch_bind_sizes(ts_ctx *ctx, int n, ts_expr *const *vars, ts_buffer *sizes, ts_stmt *body);
 

@@ -575,6 +575,62 @@ static ts_status check_unroll_product(ts_stage *st, const ts_axis *a)
 	return r;
 }
 
+static bool stage_reads(const ts_stage *st, const ts_tensor *t)
+{
+	return ir_expr_reads(st->body, t);
+}
+
+/* Whether axis `ahead` belongs to st or to a stage of st's schedule. */
+static bool known_axis(const ts_stage *st, const ts_axis *ahead)
+{
+	for (int i = 0; i < st->sch->nstages; i++)
+		if (owns(st->sch->stages[i], ahead))
+			return true;
+	return false;
+}
+
+ts_status ts_prefetch_ahead(ts_stage *st, ts_tensor *t, ts_axis *axis, ts_axis *ahead,
+			    int64_t offset)
+{
+	if (!check_stage(NULL, st, "prefetch") || !check_leaf(st, "prefetch", axis))
+		return TS_ERR_INVALID;
+	if (!t)
+		return fail(st, "prefetch", "tensor is NULL", NULL);
+	if (t->op != TS_OP_PLACEHOLDER)
+		return fail(st, "prefetch", "%s is computed here; only inputs (placeholders) are prefetched",
+			    t->name);
+	if (!stage_reads(st, t))
+		return fail(st, "prefetch", "the stage does not read %s", t->name);
+	if (!ahead)
+		return fail(st, "prefetch", "the axis the offset applies to is NULL", NULL);
+	if (!known_axis(st, ahead))
+		return fail(st, "prefetch", "axis '%s' belongs to no stage of this schedule", ahead->name);
+	if (offset == 0 || offset <= -INT32_MAX || offset >= INT32_MAX) {
+		char msg[96];
+		snprintf(msg, sizeof(msg), "offset %lld: it must be nonzero and below 2^31 in magnitude",
+			 (long long)offset);
+		return fail(st, "prefetch", "%s", msg);
+	}
+	if (st->nprefetch >= TS_MAX_PREFETCH) {
+		char msg[64];
+		snprintf(msg, sizeof(msg), "more than %d prefetches", TS_MAX_PREFETCH);
+		return fail(st, "prefetch", "%s", msg);
+	}
+	st->prefetch[st->nprefetch++] = (sch_prefetch){t, axis, ahead, offset};
+	if (ahead == axis)
+		sch_step(st->sch, "prefetch(%s, %s, %s, %lld)", st->name, t->name, axis->name,
+			 (long long)offset);
+	else
+		sch_step(st->sch, "prefetch_ahead(%s, %s, %s, %s, %lld)", st->name, t->name,
+			 axis->name, ahead->name, (long long)offset);
+	return TS_OK;
+}
+
+ts_status ts_prefetch(ts_stage *st, ts_tensor *t, ts_axis *axis, int64_t offset)
+{
+	return ts_prefetch_ahead(st, t, axis, axis, offset);
+}
+
 ts_status ts_unroll(ts_stage *st, ts_axis *a)
 {
 	if (st && a && owns(st, a) && st->attach != SCH_ATTACH_AT && a->extent > TS_MAX_UNROLL) {
@@ -615,11 +671,6 @@ ts_status ts_bind(ts_stage *st, ts_axis *a, ts_thread_tag tag)
 }
 
 /* ---- attachment -------------------------------------------------------------------- */
-
-static bool stage_reads(const ts_stage *st, const ts_tensor *t)
-{
-	return ir_expr_reads(st->body, t);
-}
 
 /* Does st read t, directly or through the stages it reads?  seen[] marks
  * the stages already walked (the schedule is a DAG, so each once). */

@@ -87,6 +87,18 @@ typedef enum sch_attach { SCH_ATTACH_ROOT, SCH_ATTACH_INLINE, SCH_ATTACH_AT } sc
  * default), for the whole function, or at a loop outside the computation. */
 typedef enum sch_store { SCH_STORE_COMPUTE, SCH_STORE_ROOT, SCH_STORE_AT } sch_store;
 
+/* Most prefetches (ts_prefetch) one stage takes. */
+#define TS_MAX_PREFETCH 8
+
+/* A ts_prefetch: at the top of each iteration of `axis`, the elements of
+ * `tensor` that iteration reads once `ahead`'s variable is `offset`
+ * further on. */
+typedef struct sch_prefetch {
+	ts_tensor *tensor;
+	ts_axis *axis, *ahead;
+	int64_t offset;
+} sch_prefetch;
+
 struct ts_stage {
 	ts_schedule *sch;
 	ts_tensor *tensor;    /* the tensor this stage computes */
@@ -116,6 +128,8 @@ struct ts_stage {
 	ts_stage *rf_of;
 	ts_axis *rf_axis;
 	int rf_factor_axis;
+	int nprefetch;
+	sch_prefetch prefetch[TS_MAX_PREFETCH];
 };
 
 struct ts_schedule {
@@ -185,6 +199,27 @@ ts_status ts_compute_root(ts_stage *st);
  * root. */
 ts_status ts_store_at(ts_stage *st, ts_stage *parent, ts_axis *axis);
 ts_status ts_store_root(ts_stage *st);
+/* TVM's s[C].prefetch(t, axis, offset): at the top of each iteration of
+ * axis (a leaf of st), a software prefetch of every cache line of the
+ * elements of t that iteration axis + offset reads (on the CPU,
+ * llvm.prefetch; CUDA code ignores it).  t is an input (a placeholder)
+ * that st reads; offset is nonzero, |offset| < 2^31.  The region is the
+ * box of t's indices over the loops inside axis, taken from the lowered
+ * nest; a dimension whose index is not monotone in those loops is
+ * prefetched whole.  Iterations whose region would leave t prefetch
+ * nothing, so the last `offset` iterations issue none.  A hint: results
+ * never change, and a vectorized axis drops it. */
+ts_status ts_prefetch(ts_stage *st, ts_tensor *t, ts_axis *axis, int64_t offset);
+/* ts_prefetch with the offset applied to another loop variable: at the
+ * top of each iteration of axis, what that iteration reads when `ahead`
+ * is offset further on.  ahead is axis itself, an outer leaf of st, or a
+ * leaf of a stage st is computed at (directly or further out), whose loop
+ * encloses axis's; lowering refuses one that does not.  A convolution
+ * uses it to fetch the next channel block's weights a little in each step
+ * of the reduction over the current one (ahead: the channel-block loop,
+ * axis: the reduction's outer loop), so memory and arithmetic overlap. */
+ts_status ts_prefetch_ahead(ts_stage *st, ts_tensor *t, ts_axis *axis, ts_axis *ahead,
+			    int64_t offset);
 /* Where the stage's result lives when it is realized (TVM's set_scope). */
 ts_status ts_set_scope(ts_stage *st, ts_scope scope);
 /* A stage that copies t into `scope` and is read by `readers` instead of t. */

@@ -541,7 +541,8 @@ static ts_status schedule_conv2d(ts_schedule *s, const ts_tune_task *t, const ts
 	const ts_tune_space *sp = &t->space;
 	ts_conv2d_cpu_params p = {.ow_block = tune_param(sp, c, "ow_block", 14),
 				  .oh_block = tune_param(sp, c, "oh_block", 0),
-				  .parallel = tune_param(sp, c, "parallel", 1) != 0};
+				  .parallel = tune_param(sp, c, "parallel", 1) != 0,
+				  .prefetch = ts_conv2d_cpu_default().prefetch};
 	TRY(ts_schedule_conv2d_nchwc_cpu(s, Y, &p));
 	/* Y reads the padded Xc (or Xc) and Wc; Wc and Xc are layout stages */
 	for (int i = 0; i < Y->ninputs; i++) {

@@ -78,6 +78,13 @@ static void check_conv(epi e, conv g, const ts_conv2d_cpu_params *p)
 		      text);
 	/* the padded input, computed once before the convolution, does */
 	ck_assert_msg(!g.pad || tu_allocates_global(text, "pad"), "no padded input:\n%s", text);
+	/* the next channel block's weights prefetched where weights outweigh
+	 * the (padded) input, and the schedule asks for it */
+	bool deep = g.o * g.c * g.k * g.k > g.n * g.c * (g.h + 2 * g.pad) * (g.w + 2 * g.pad);
+	bool want = deep && (!p || p->prefetch);
+	ck_assert_msg((strstr(text, "prefetch(W[") != NULL) == want,
+		      "prefetch%s expected, c %lld h %lld w %lld o %lld k %lld", want ? "" : " not",
+		      (long long)g.c, (long long)g.h, (long long)g.w, (long long)g.o, (long long)g.k);
 	char what[160];
 	snprintf(what, sizeof what, "epilogue %d, X[%lld, %lld, %lld, %lld] / %d, %lld x %lld kernel, "
 		 "O %lld / %d, stride %d, pad %d", (int)e, (long long)g.n, (long long)g.c,
@@ -90,8 +97,9 @@ static void check_conv(epi e, conv g, const ts_conv2d_cpu_params *p)
 }
 
 /* 14-column blocks over 7 and 13 columns, oh_block from the row width */
-static const ts_conv2d_cpu_params defaults = {.ow_block = 14, .oh_block = 0, .parallel = true};
-/* blocks neither 13 nor 11 divides, serial */
+static const ts_conv2d_cpu_params defaults = {.ow_block = 14, .oh_block = 0, .parallel = true,
+					      .prefetch = true};
+/* blocks neither 13 nor 11 divides, serial, no prefetch */
 static const ts_conv2d_cpu_params odd = {.ow_block = 4, .oh_block = 3, .parallel = false};
 
 static const conv shapes[] = {
@@ -99,6 +107,9 @@ static const conv shapes[] = {
 	{.n = 2, .c = 8, .h = 13, .w = 11, .o = 8, .k = 1, .x = 8, .y = 4, .stride = 1, .pad = 0},
 	{.n = 1, .c = 4, .h = 13, .w = 11, .o = 16, .k = 3, .x = 4, .y = 16, .stride = 2, .pad = 1},
 	{.n = 1, .c = 16, .h = 7, .w = 7, .o = 8, .k = 1, .x = 16, .y = 8, .stride = 2, .pad = 0},
+	/* weights outweigh the input: channel blocks outside, the next one's
+	 * weights prefetched (its last block has none to prefetch) */
+	{.n = 1, .c = 16, .h = 5, .w = 3, .o = 24, .k = 3, .x = 8, .y = 8, .stride = 1, .pad = 1},
 };
 
 static void check_all(epi e)

@@ -254,6 +254,18 @@ START_TEST(test_primitives_page)
 	    ts_tensor *aa = ts_cache_read(e.s, e.A, TS_SCOPE_LOCAL, 1, &e.C);
 	    ts_split(e.sc, e.i, 4, &o, &in);
 	    ts_compute_at(ts_stage_of(e.s, aa), e.sc, o));
+	DOC(&out, "prefetch", "TVM's prefetch: at the top of each iteration of an axis, a software "
+		"prefetch of every cache line of an input that the iteration `offset` further on "
+		"reads (llvm.prefetch on the CPU, into L2; CUDA code ignores it).  The region is "
+		"clipped to the tensor, so the last iteration prefetches nothing.  A hint: results "
+		"never change.", matmul,
+	    ts_split(e.sc, e.k, 4, &o, &in); ts_reorder(e.sc, TS_AXES(e.i, o, in, e.j));
+	    ts_prefetch(e.sc, e.B, o, 1));
+	DOC(&out, "prefetch_ahead", "The offset applied to an enclosing loop instead: in each step "
+		"of k, the element of A that the next row reads there, so that the next row's "
+		"data arrive a little at a time while this row computes (the NCHW[x]c convolution "
+		"schedule fetches the next channel block's weights this way).", matmul,
+	    ts_reorder(e.sc, TS_AXES(e.i, e.k, e.j)); ts_prefetch_ahead(e.sc, e.A, e.k, e.i, 1));
 	DOC(&out, "bind", "Binds axes to GPU block and thread indices.", elementwise,
 	    ts_bind(e.sc, e.i, TS_BLOCK_X); ts_bind(e.sc, e.j, TS_THREAD_X));
 	ck_assert(!out.oom);

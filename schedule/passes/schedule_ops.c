@@ -469,6 +469,29 @@ static int first_reduce_leaf(const ts_stage *st)
 	return st->nleaf;
 }
 
+/* body preceded by the prefetches of stage st at its leaf a (the loop on
+ * top of o's stack), each offset along a loop of the stack. */
+static ts_stmt *prefetches(ops *o, const ts_stage *st, const ts_axis *a, ts_stmt *body)
+{
+	for (int i = 0; body && i < st->nprefetch; i++) {
+		const sch_prefetch *p = &st->prefetch[i];
+		if (p->axis != a)
+			continue;
+		ts_expr *ahead = NULL;
+		for (int d = o->depth - 1; d >= 0 && !ahead; d--)
+			if (o->stack_axis[d] == p->ahead)
+				ahead = o->stack[d].var;
+		if (!ahead) {
+			ts_error(o->ctx, TS_ERR_INVALID, "lower: prefetch(%s) of stage %s at '%s': the loop of "
+				 "'%s' does not enclose it (give an outer leaf of %s or of a stage it is "
+				 "computed at)", p->tensor->name, st->name, a->name, p->ahead->name, st->name);
+			return NULL;
+		}
+		body = sch_prefetch_nest(o->ctx, p, ahead, body, o->it);
+	}
+	return body;
+}
+
 /* The loop of leaf `pos`, its body made by next (with attachments when the
  * nest is the full one). */
 static ts_stmt *emit_loop(ops *o, stage_nest *n, int pos, int end, nest_filter f, nest_fn next)
@@ -495,6 +518,8 @@ static ts_stmt *emit_loop(ops *o, stage_nest *n, int pos, int end, nest_filter f
 	o->stack[o->depth++] = (sch_loop){var, e, a->loop, a->thread};
 	ts_stmt *body = f == NEST_ALL ? attach(o, n, pos, next, pos + 1, end, f)
 				      : next(o, n, pos + 1, end, f);
+	if (body && f != NEST_DATA_ONLY)
+		body = prefetches(o, n->st, a, body);
 	o->depth--;
 	return ir_for(o->ctx, var, iconst(o, 0), dyn ? dyn : iconst(o, e), a->loop, a->thread,
 		      body);

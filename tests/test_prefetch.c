@@ -1,0 +1,271 @@
+/*
+ * test_prefetch.c - ts_prefetch and ts_prefetch_ahead: the prefetch loops
+ * lowering adds (region, line steps, the bounds test), results unchanged
+ * through the interpreter (which also bounds-checks every prefetched
+ * address) and the LLVM JIT on shapes the splits do not divide, what each
+ * backend emits, and every refusal.
+ */
+#include "testutil.h"
+
+#include <string.h>
+
+#include "build.h"
+#include "c_emit.h"
+#include "interp.h"
+#include "lower.h"
+#include "printer.h"
+#include "schedule.h"
+
+typedef struct mm {
+	ts_ctx *ctx;
+	ts_tensor *A, *B, *C;
+	ts_schedule *s;
+	ts_stage *sc;
+} mm;
+
+/* C[i, j] = sum_k A[i, k] B[k, j] over m x n x k */
+static mm matmul(int64_t m, int64_t n, int64_t k)
+{
+	mm e = {.ctx = ts_ctx_new()};
+	ts_ctx *ctx = e.ctx;
+	e.A = ts_placeholder(ctx, "A", TS_SHAPE(m, k), ts_float32);
+	e.B = ts_placeholder(ctx, "B", TS_SHAPE(k, n), ts_float32);
+	ts_iter *r = ts_reduce_axis(ctx, "k", 0, k);
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	e.C = ts_compute(ctx, "C", TS_SHAPE(m, n), TS_VARS(i, j),
+			 TS_SUM(ctx, ts_mul(ctx, TS_READ(ctx, e.A, i, r->var), TS_READ(ctx, e.B, r->var, j)), r));
+	e.s = ts_create_schedule(ctx, 1, &e.C);
+	e.sc = ts_stage_of(e.s, e.C);
+	tu_nonnull(ctx, e.sc);
+	return e;
+}
+
+static ts_func *lower(mm *e)
+{
+	ts_func *f = ts_lower(e->s, "mm", 3, (ts_tensor *[]){e->A, e->B, e->C});
+	tu_nonnull(e->ctx, f);
+	return f;
+}
+
+static int count(const char *text, const char *part)
+{
+	int n = 0;
+	for (const char *p = text; (p = strstr(p, part)) != NULL; p++)
+		n++;
+	return n;
+}
+
+/* Rows of B a block of k reads, prefetched one block ahead; k = 10 is not
+ * divisible by 4, so the last block reads 2 rows and the prefetch of
+ * block 2 (rows 8..11) would leave B: it is skipped, as is every block's
+ * past the end. */
+START_TEST(test_prefetch_matmul)
+{
+	mm e = matmul(7, 40, 10);
+	ts_axis *ko, *ki, *i = ts_axis_of(e.sc, 0), *j = ts_axis_of(e.sc, 1);
+	tu_ok(e.ctx, ts_split(e.sc, ts_reduce_axis_of(e.sc, 0), 4, &ko, &ki));
+	tu_ok(e.ctx, ts_reorder(e.sc, TS_AXES(i, ko, ki, j)));
+	tu_ok(e.ctx, ts_prefetch(e.sc, e.B, ko, 1));
+	ts_func *f = lower(&e);
+	const char *text = ir_func_str(e.ctx, f);
+	ck_assert_msg(count(text, "prefetch(B[") == 1, "%s", text);
+	/* 4 rows x 40 floats = 160 contiguous floats, 10 lines of 16 */
+	ck_assert_msg(strstr(text, "< 10") != NULL, "%s", text);
+	tu_check_func(e.ctx, f, 1e-5);
+	/* the backends: llvm.prefetch, __builtin_prefetch */
+	ts_module *m = ts_build(e.ctx, f, "llvm");
+	tu_nonnull(e.ctx, m);
+	ck_assert(strstr(ts_module_source(m, "llvm"), "llvm.prefetch") != NULL);
+	ck_assert(strstr(ts_module_source(m, "asm"), "prefetch") != NULL);
+	const char *c = cg_emit_c(e.ctx, f);
+	tu_nonnull(e.ctx, c);
+	ck_assert_msg(strstr(c, "__builtin_prefetch(&B[") != NULL, "%s", c);
+	ts_module_free(m);
+	ts_ctx_free(e.ctx);
+}
+END_TEST
+
+/* A negative offset prefetches what an earlier iteration read; the first
+ * iteration has none. */
+START_TEST(test_prefetch_negative)
+{
+	mm e = matmul(5, 9, 6);
+	tu_ok(e.ctx, ts_prefetch(e.sc, e.A, ts_axis_of(e.sc, 0), -2));
+	ts_func *f = lower(&e);
+	ck_assert(strstr(ir_func_str(e.ctx, f), "prefetch(A[") != NULL);
+	tu_check_func(e.ctx, f, 1e-5);
+	ts_ctx_free(e.ctx);
+}
+END_TEST
+
+/* ts_prefetch_ahead: in each step of k, the row of A the next row of the
+ * tile loop reads there.  The tile of 3 rows does not divide 8, so rows
+ * past the end are guarded in the body and never prefetched. */
+START_TEST(test_prefetch_ahead)
+{
+	mm e = matmul(8, 12, 5);
+	ts_axis *io, *ii, *k = ts_reduce_axis_of(e.sc, 0), *j = ts_axis_of(e.sc, 1);
+	tu_ok(e.ctx, ts_split(e.sc, ts_axis_of(e.sc, 0), 3, &io, &ii));
+	tu_ok(e.ctx, ts_reorder(e.sc, TS_AXES(io, k, ii, j)));
+	tu_ok(e.ctx, ts_parallel(e.sc, io));
+	tu_ok(e.ctx, ts_prefetch_ahead(e.sc, e.A, k, io, 1));
+	ts_func *f = lower(&e);
+	ck_assert(strstr(ir_func_str(e.ctx, f), "prefetch(A[") != NULL);
+	tu_check_func(e.ctx, f, 1e-5);
+	ts_ctx_free(e.ctx);
+}
+END_TEST
+
+/* Along a loop of the stage it is computed at: the cache of C computed at
+ * C's row loop prefetches, in each step of its k loop, the element of A
+ * the next row reads there.  An offset past the loop's end leaves no
+ * prefetch at all (its test is provably false), results unchanged. */
+START_TEST(test_prefetch_attached)
+{
+	for (int64_t off = 1; off <= 9; off += 8) {
+		mm e = matmul(6, 16, 7);
+		ts_tensor *cc = ts_cache_write(e.s, e.C, TS_SCOPE_LOCAL);
+		tu_nonnull(e.ctx, cc);
+		ts_stage *scc = ts_stage_of(e.s, cc);
+		ts_axis *i = ts_axis_of(e.sc, 0);
+		tu_ok(e.ctx, ts_compute_at(scc, e.sc, i));
+		tu_ok(e.ctx, ts_reorder(scc, TS_AXES(ts_reduce_axis_of(scc, 0), ts_axis_of(scc, 1))));
+		tu_ok(e.ctx, ts_vectorize(scc, ts_axis_of(scc, 1)));
+		tu_ok(e.ctx, ts_prefetch_ahead(scc, e.A, ts_reduce_axis_of(scc, 0), i, off));
+		ts_func *f = lower(&e);
+		ck_assert((strstr(ir_func_str(e.ctx, f), "prefetch(A[") != NULL) == (off < 6));
+		tu_check_func(e.ctx, f, 1e-5);
+		ts_ctx_free(e.ctx);
+	}
+}
+END_TEST
+
+/* A vectorized axis drops the hint; results are unchanged. */
+START_TEST(test_prefetch_vectorized)
+{
+	mm e = matmul(4, 8, 3);
+	ts_axis *j = ts_axis_of(e.sc, 1);
+	tu_ok(e.ctx, ts_reorder(e.sc, TS_AXES(ts_axis_of(e.sc, 0), ts_reduce_axis_of(e.sc, 0), j)));
+	tu_ok(e.ctx, ts_vectorize(e.sc, j));
+	tu_ok(e.ctx, ts_prefetch(e.sc, e.B, j, 1));
+	tu_check_func(e.ctx, lower(&e), 1e-5);
+	ts_ctx_free(e.ctx);
+}
+END_TEST
+
+/* The interpreter bounds-checks a prefetch as a load: a hand-built one
+ * past the buffer is an error, not a silent hint. */
+START_TEST(test_prefetch_interp_bounds)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_buffer *b = ir_buffer_new(ctx, "b", ts_float32, TS_SHAPE(4), TS_SCOPE_GLOBAL);
+	tu_nonnull(ctx, b);
+	for (int64_t at = 3; at <= 4; at++) {
+		ts_stmt *s = ir_prefetch(ctx, ts_load(ctx, b, ts_int(ctx, (int32_t)at)));
+		tu_nonnull(ctx, s);
+		ts_func f = {.name = "f", .nparams = 1, .params = &b, .body = s, .ctx = ctx};
+		float data[4] = {0};
+		ts_status st = cg_interp_run(ctx, &f, (void *[]){data});
+		if (at < 4)
+			tu_ok(ctx, st);
+		else
+			ck_assert_int_ne(st, TS_OK);
+	}
+	/* only a scalar READ or LOAD can be prefetched */
+	ts_clear_error(ctx);
+	ck_assert_ptr_null(ir_prefetch(ctx, ts_int(ctx, 1)));
+	tu_assert_error(ctx, "scalar READ or LOAD");
+	ck_assert_ptr_null(ir_prefetch(ctx, NULL));
+	ck_assert_ptr_null(ir_prefetch(ctx, ts_load(ctx, b, ts_ramp(ctx, ts_int(ctx, 0), 1, 4))));
+	ck_assert_ptr_null(ir_prefetch(NULL, ts_load(ctx, b, ts_int(ctx, 0))));
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(test_prefetch_refusals)
+{
+	mm e = matmul(4, 4, 4);
+	mm other = matmul(4, 4, 4);
+	ts_axis *i = ts_axis_of(e.sc, 0), *j = ts_axis_of(e.sc, 1), *o, *in;
+	ts_clear_error(e.ctx);
+	ck_assert_int_ne(ts_prefetch(NULL, e.A, i, 1), TS_OK);
+	ts_clear_error(e.ctx);
+	ck_assert_int_ne(ts_prefetch(e.sc, NULL, i, 1), TS_OK);
+	tu_assert_error(e.ctx, "tensor is NULL");
+	ts_clear_error(e.ctx);
+	ck_assert_int_ne(ts_prefetch(e.sc, e.A, NULL, 1), TS_OK);
+	tu_assert_error(e.ctx, "axis is NULL");
+	ts_clear_error(e.ctx);
+	ck_assert_int_ne(ts_prefetch(e.sc, e.C, i, 1), TS_OK);
+	tu_assert_error(e.ctx, "only inputs");
+	ts_clear_error(e.ctx);
+	ck_assert_int_ne(ts_prefetch(e.sc, other.A, i, 1), TS_OK);
+	tu_assert_error(e.ctx, "does not read A");
+	ts_clear_error(e.ctx);
+	ck_assert_int_ne(ts_prefetch(e.sc, e.A, ts_axis_of(other.sc, 0), 1), TS_OK);
+	tu_assert_error(e.ctx, "does not belong");
+	ts_clear_error(e.ctx);
+	ck_assert_int_ne(ts_prefetch(e.sc, e.A, i, 0), TS_OK);
+	tu_assert_error(e.ctx, "nonzero");
+	ts_clear_error(e.ctx);
+	ck_assert_int_ne(ts_prefetch(e.sc, e.A, i, INT64_MIN), TS_OK);
+	ts_clear_error(e.ctx);
+	ck_assert_int_ne(ts_prefetch(e.sc, e.A, i, (int64_t)1 << 31), TS_OK);
+	tu_assert_error(e.ctx, "below 2^31");
+	ts_clear_error(e.ctx);
+	ck_assert_int_ne(ts_prefetch_ahead(e.sc, e.A, i, NULL, 1), TS_OK);
+	tu_assert_error(e.ctx, "is NULL");
+	ts_clear_error(e.ctx);
+	ck_assert_int_ne(ts_prefetch_ahead(e.sc, e.A, i, ts_axis_of(other.sc, 0), 1), TS_OK);
+	tu_assert_error(e.ctx, "belongs to no stage");
+	for (int n = 0; n < TS_MAX_PREFETCH; n++)
+		tu_ok(e.ctx, ts_prefetch(e.sc, e.B, j, n + 1));
+	ts_clear_error(e.ctx);
+	ck_assert_int_ne(ts_prefetch(e.sc, e.B, j, 99), TS_OK);
+	tu_assert_error(e.ctx, "more than 8 prefetches");
+	/* a split axis is no longer a leaf */
+	tu_ok(other.ctx, ts_split(other.sc, ts_axis_of(other.sc, 0), 2, &o, &in));
+	ts_clear_error(other.ctx);
+	ck_assert_int_ne(ts_prefetch(other.sc, other.A, ts_axis_of(other.sc, 0), 1), TS_OK);
+	tu_assert_error(other.ctx, "no longer a leaf");
+	ts_ctx_free(other.ctx);
+	ts_ctx_free(e.ctx);
+}
+END_TEST
+
+/* Lowering refuses an offset axis whose loop does not enclose the
+ * prefetch's, and a tensor the loop no longer reads. */
+START_TEST(test_prefetch_lowering_refusals)
+{
+	mm e = matmul(4, 4, 4);
+	ts_axis *i = ts_axis_of(e.sc, 0), *j = ts_axis_of(e.sc, 1);
+	tu_ok(e.ctx, ts_prefetch_ahead(e.sc, e.A, i, j, 1));
+	ck_assert_ptr_null(ts_lower(e.s, "mm", 3, (ts_tensor *[]){e.A, e.B, e.C}));
+	tu_assert_error(e.ctx, "does not enclose");
+	ts_ctx_free(e.ctx);
+
+	e = matmul(4, 4, 4);
+	tu_ok(e.ctx, ts_prefetch(e.sc, e.A, ts_axis_of(e.sc, 0), 1));
+	tu_nonnull(e.ctx, ts_cache_read(e.s, e.A, TS_SCOPE_LOCAL, 1, &e.C));
+	ck_assert_ptr_null(ts_lower(e.s, "mm", 3, (ts_tensor *[]){e.A, e.B, e.C}));
+	tu_assert_error(e.ctx, "nothing inside loop");
+	ts_ctx_free(e.ctx);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("prefetch");
+	TCase *tc = tcase_create("prefetch");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_prefetch_matmul);
+	tcase_add_test(tc, test_prefetch_negative);
+	tcase_add_test(tc, test_prefetch_ahead);
+	tcase_add_test(tc, test_prefetch_attached);
+	tcase_add_test(tc, test_prefetch_vectorized);
+	tcase_add_test(tc, test_prefetch_interp_bounds);
+	tcase_add_test(tc, test_prefetch_refusals);
+	tcase_add_test(tc, test_prefetch_lowering_refusals);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}
