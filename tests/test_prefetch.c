@@ -7,6 +7,8 @@
  */
 #include "testutil.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "build.h"
@@ -47,6 +49,25 @@ static ts_func *lower(mm *e)
 	return f;
 }
 
+/* The emitted C compiles warning-free with the system's compiler. */
+static void compiles(const char *src)
+{
+	if (system("cc --version >/dev/null 2>&1") != 0)
+		return;
+	char dir[] = "/tmp/tessera_pf_XXXXXX", path[64], cmd[256];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/k.c", dir);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(src, f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "cd %s && cc -std=c11 -Wall -Werror -O2 -c k.c -o k.o", dir);
+	int rc = system(cmd);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_msg(rc == 0, "the emitted C does not compile:\n%s", src);
+}
+
 static int count(const char *text, const char *part)
 {
 	int n = 0;
@@ -80,6 +101,7 @@ START_TEST(test_prefetch_matmul)
 	const char *c = cg_emit_c(e.ctx, f);
 	tu_nonnull(e.ctx, c);
 	ck_assert_msg(strstr(c, "__builtin_prefetch(&B[") != NULL, "%s", c);
+	compiles(c);
 	ts_module_free(m);
 	ts_ctx_free(e.ctx);
 }
@@ -137,6 +159,23 @@ START_TEST(test_prefetch_attached)
 		tu_check_func(e.ctx, f, 1e-5);
 		ts_ctx_free(e.ctx);
 	}
+}
+END_TEST
+
+/* CUDA code has no prefetch: the emitter leaves the hint out. */
+START_TEST(test_prefetch_cuda)
+{
+	mm e = matmul(8, 32, 4);
+	tu_ok(e.ctx, ts_bind(e.sc, ts_axis_of(e.sc, 0), TS_BLOCK_X));
+	tu_ok(e.ctx, ts_bind(e.sc, ts_axis_of(e.sc, 1), TS_THREAD_X));
+	tu_ok(e.ctx, ts_prefetch(e.sc, e.B, ts_reduce_axis_of(e.sc, 0), 1));
+	ts_func *f = lower(&e);
+	ck_assert(strstr(ir_func_str(e.ctx, f), "prefetch(B[") != NULL);
+	cg_launch launch;
+	const char *src = cg_emit_cuda(e.ctx, f, &launch);
+	tu_nonnull(e.ctx, src);
+	ck_assert_msg(strstr(src, "prefetch") == NULL, "%s", src);
+	ts_ctx_free(e.ctx);
 }
 END_TEST
 
@@ -263,6 +302,7 @@ int main(void)
 	tcase_add_test(tc, test_prefetch_ahead);
 	tcase_add_test(tc, test_prefetch_attached);
 	tcase_add_test(tc, test_prefetch_vectorized);
+	tcase_add_test(tc, test_prefetch_cuda);
 	tcase_add_test(tc, test_prefetch_interp_bounds);
 	tcase_add_test(tc, test_prefetch_refusals);
 	tcase_add_test(tc, test_prefetch_lowering_refusals);
