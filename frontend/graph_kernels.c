@@ -656,6 +656,54 @@ static ts_tensor *matmul_const_b(kb *b, ts_tensor *A, const xval *B, bool trans_
 	return ts_compute(c, name, TS_SHAPE(A->shape[0], N), TS_VARS(i, j), TS_SUM(c, prod, k));
 }
 
+/* The collapsed batch index into operand x (its batch dimensions aligned
+ * with the last of Y's, an extent of 1 broadcast) at Y's collapsed batch
+ * index bv. */
+static ts_expr *batch_of(kb *b, ts_expr *bv, const xval *Y, const xval *x)
+{
+	ts_ctx *c = b->ctx;
+	int bd = Y->ndim - 2, xd = x->ndim - 2;
+	ts_expr *at = idx(b, 0);
+	int64_t ystride = 1, xstride = 1;
+	for (int d = bd - 1; d >= 0 && at; d--) {
+		int e = d - (bd - xd); /* x's dimension under Y's d, if any */
+		if (e >= 0 && x->shape[e] != 1) {
+			ts_expr *i = ts_floormod(c, ts_floordiv(c, bv, idx(b, ystride)), idx(b, Y->shape[d]));
+			at = ts_add(c, at, ts_mul(c, i, idx(b, xstride)));
+		}
+		if (e >= 0)
+			xstride *= x->shape[e];
+		ystride *= Y->shape[d];
+	}
+	return at;
+}
+
+/* C[bv, i, j] = sum_k A[a(bv), i, k] B[b(bv), k, j] over Y's collapsed
+ * batch, A and B collapsed to [batch, rows, columns] with their own
+ * batches, broadcast by batch_of: a 3-D product with one reduction, so
+ * ts_schedule_batch_matmul_cpu schedules it as it does equal batches. */
+static ts_tensor *broadcast_matmul(kb *b, ts_tensor *At, const xval *A, ts_tensor *Bt, const xval *B,
+				   const xval *Y)
+{
+	ts_ctx *c = b->ctx;
+	int bd = Y->ndim - 2;
+	int64_t batch = 1;
+	for (int d = 0; d < bd; d++)
+		batch *= Y->shape[d];
+	/* which dimensions broadcast is part of what the kernel computes */
+	key(b, "bcast");
+	key_shape(b, A->ndim - 2, A->shape);
+	key_shape(b, B->ndim - 2, B->shape);
+	key_shape(b, bd, Y->shape);
+	int64_t M = At->shape[1], K = At->shape[2], N = Bt->shape[2];
+	ts_iter *k = ts_reduce_axis(c, "k", 0, K);
+	ts_expr *bv = ts_var(c, "b"), *i = ts_var(c, "i"), *j = ts_var(c, "j");
+	ts_expr *a = TS_READ(c, At, batch_of(b, bv, Y, A), i, k->var);
+	ts_expr *w = TS_READ(c, Bt, batch_of(b, bv, Y, B), k->var, j);
+	return ts_compute(c, "batch_matmul", TS_SHAPE(batch, M, N), TS_VARS(bv, i, j),
+			  TS_SUM(c, ts_mul(c, a, w), k));
+}
+
 /* Gemm and MatMul: a 2-D (or collapsed) product with the dense schedule
  * and its epilogue, or a batched product. */
 static ts_schedule *matmul(kb *b, epi *ep, const gnode *n)
@@ -708,22 +756,19 @@ static ts_schedule *matmul(kb *b, epi *ep, const gnode *n)
 		ts_tensor *Yt = ep->T ? output_tensor(ep, n->name) : NULL;
 		return default_schedule(c, Yt);
 	}
-	/* batched: both operands carry the batch dimensions of Y */
+	/* batched: the batch dimensions of Y, collapsed into one */
 	int bd = Y->ndim - 2;
 	int64_t batch = 1;
 	for (int d = 0; d < bd; d++)
 		batch *= Y->shape[d];
-	if (A->ndim != Y->ndim || B->ndim != Y->ndim || memcmp(A->shape, Y->shape, sizeof(int64_t) * (size_t)bd) ||
-	    memcmp(B->shape, Y->shape, sizeof(int64_t) * (size_t)bd)) {
-		ts_error(c, TS_ERR_UNSUPPORTED,
-			 "node '%s' (MatMul): broadcasting the batch dimensions of %s x %s is not supported",
-			 n->name, g_shape_str(c, A->ndim, A->shape), g_shape_str(c, B->ndim, B->shape));
-		return NULL;
-	}
 	collapse_leading(b, b->y, 2);
-	int64_t as[3] = {batch, A->shape[bd], A->shape[bd + 1]}, bs[3] = {batch, B->shape[bd], B->shape[bd + 1]};
+	int64_t as[3] = {numel(A) / (A->shape[A->ndim - 2] * K), A->shape[A->ndim - 2], K};
+	int64_t bs[3] = {numel(B) / (K * Y->shape[bd + 1]), K, Y->shape[bd + 1]};
 	ts_tensor *At = arg(b, b->gv2x[n->in[0]], 3, as), *Bt = At ? arg(b, b->gv2x[n->in[1]], 3, bs) : NULL;
-	ep->T = Bt ? ts_op_batch_matmul(c, At, Bt, false, false) : NULL;
+	if (as[0] == batch && bs[0] == batch)
+		ep->T = Bt ? ts_op_batch_matmul(c, At, Bt, false, false) : NULL;
+	else /* numpy broadcasting of the batch dimensions */
+		ep->T = Bt ? broadcast_matmul(b, At, A, Bt, B, Y) : NULL;
 	ts_tensor *Yt = ep->T ? output_tensor(ep, n->name) : NULL;
 	ts_schedule *s = Yt ? ts_create_schedule(c, 1, &Yt) : NULL;
 	return s && ts_schedule_batch_matmul_cpu(s, Yt, NULL) == TS_OK ? s : NULL;

@@ -407,6 +407,48 @@ START_TEST(test_concat_matmul_batched)
 }
 END_TEST
 
+/* MatMul with numpy broadcasting of the batch dimensions: an extent of 1
+ * against a larger one, fewer batch dimensions on either side, a 2-D
+ * operand against a batched one, a constant operand; then a fused
+ * epilogue (add, relu). */
+START_TEST(test_matmul_broadcast)
+{
+	static const struct {
+		int an, bn;
+		int64_t as[4], bs[4];
+		bool b_const;
+	} cases[] = {
+		{4, 4, {2, 1, 5, 4}, {1, 3, 4, 6}, false},
+		{4, 3, {2, 3, 5, 4}, {3, 4, 6}, false},
+		{3, 4, {3, 5, 4}, {2, 3, 4, 6}, false},
+		{2, 3, {5, 4}, {3, 4, 6}, false},
+		{3, 3, {1, 7, 4}, {3, 4, 9}, true},
+		{4, 3, {2, 3, 5, 4}, {1, 4, 6}, true},
+	};
+	for (size_t c = 0; c < TS_COUNT_OF(cases); c++) {
+		ts_ctx *ctx = ts_ctx_new();
+		tg *t = tg_new(ctx, 70 + (uint64_t)c);
+		int a = tg_input(t, "a", cases[c].an, cases[c].as);
+		int b = cases[c].b_const ? tg_const(t, "b", cases[c].bn, cases[c].bs, -1, 1)
+					 : tg_input(t, "b", cases[c].bn, cases[c].bs);
+		int m = tg_node(t, "mm", TS_GOP_MATMUL, 2, (int[]){a, b}, NULL);
+		ck_assert_msg(m >= 0, "case %zu: %s", c, ts_last_error(ctx));
+		int y = m;
+		if (c % 2) {
+			int64_t one = 1;
+			int bias = tg_const(t, "bias", 1, &one, -1, 1);
+			int s = tg_node(t, "add", TS_GOP_ADD, 2, (int[]){m, bias}, NULL);
+			y = tg_node(t, "relu", TS_GOP_RELU, 1, &s, NULL);
+		}
+		ck_assert_msg(y >= 0, "case %zu: %s", c, ts_last_error(ctx));
+		tg_output(t, y);
+		ts_graph_exec_free(check_all(ctx, t));
+		tg_free(t);
+		ts_ctx_free(ctx);
+	}
+}
+END_TEST
+
 /* Random chains of convolutions, pooling and elementwise nodes. */
 START_TEST(test_random_graphs)
 {
@@ -641,6 +683,7 @@ int main(void)
 	tcase_add_test(tc, test_region_escape);
 	tcase_add_test(tc, test_elementwise_broadcast);
 	tcase_add_test(tc, test_concat_matmul_batched);
+	tcase_add_test(tc, test_matmul_broadcast);
 	tcase_add_test(tc, test_random_graphs);
 	tcase_add_test(tc, test_random_sequence_graphs);
 	tcase_add_test(tc, test_constant_views);
