@@ -601,6 +601,10 @@ ts_status ts_prefetch_ahead(ts_stage *st, ts_tensor *t, ts_axis *axis, ts_axis *
 			    t->name);
 	if (!stage_reads(st, t))
 		return fail(st, "prefetch", "the stage does not read %s", t->name);
+	for (int d = 0; d < t->ndim; d++)
+		if (t->dim_var[d])
+			return fail(st, "prefetch", "%s has a symbolic extent; its region would be clipped to "
+				    "the bound, past the array a call passes", t->name);
 	if (!ahead)
 		return fail(st, "prefetch", "the axis the offset applies to is NULL", NULL);
 	if (!known_axis(st, ahead))

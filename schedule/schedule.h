@@ -202,8 +202,8 @@ ts_status ts_store_root(ts_stage *st);
 /* TVM's s[C].prefetch(t, axis, offset): at the top of each iteration of
  * axis (a leaf of st), a software prefetch of every cache line of the
  * elements of t that iteration axis + offset reads (on the CPU,
- * llvm.prefetch; CUDA code ignores it).  t is an input (a placeholder)
- * that st reads; offset is nonzero, |offset| < 2^31.  The region is the
+ * llvm.prefetch; CUDA code ignores it).  t is an input (a placeholder of
+ * constant extents) that st reads; offset is nonzero, |offset| < 2^31.  The region is the
  * box of t's indices over the loops inside axis, taken from the lowered
  * nest; a dimension whose index is not monotone in those loops is
  * prefetched whole.  Iterations whose region would leave t prefetch

@@ -252,6 +252,19 @@ START_TEST(test_prefetch_refusals)
 	ck_assert_int_ne(ts_prefetch(e.sc, e.A, i, (int64_t)1 << 31), TS_OK);
 	tu_assert_error(e.ctx, "below 2^31");
 	ts_clear_error(e.ctx);
+	{
+		int64_t n = ts_size_var(e.ctx, "n", 64);
+		ts_tensor *S = ts_placeholder(e.ctx, "S", TS_SHAPE(n), ts_float32);
+		ts_expr *x = ts_var(e.ctx, "x");
+		ts_tensor *T = ts_compute(e.ctx, "T", TS_SHAPE(n), TS_VARS(x), TS_READ(e.ctx, S, x));
+		ts_schedule *ss = ts_create_schedule(e.ctx, 1, &T);
+		ts_stage *st = ts_stage_of(ss, T);
+		ck_assert_ptr_nonnull(st);
+		ts_clear_error(e.ctx);
+		ck_assert_int_ne(ts_prefetch(st, S, ts_axis_of(st, 0), 1), TS_OK);
+		tu_assert_error(e.ctx, "symbolic extent");
+	}
+	ts_clear_error(e.ctx);
 	ck_assert_int_ne(ts_prefetch_ahead(e.sc, e.A, i, NULL, 1), TS_OK);
 	tu_assert_error(e.ctx, "is NULL");
 	ts_clear_error(e.ctx);
