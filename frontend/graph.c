@@ -443,7 +443,8 @@ static bool infer_matmul(const infer *c, int *ndim, int64_t *s)
 		return false;
 	const gvalue *A = arg(c, 0), *B = arg(c, 1);
 	if (A->ndim < 2 || B->ndim < 2)
-		return fail(c, "1-D operands are not supported: %s x %s", shp(c, 0), shp(c, 1));
+		return fail(c, "two 1-D operands (a dot product) are not supported: %s x %s (a scalar "
+			    "result has no kernel)", shp(c, 0), shp(c, 1));
 	if (A->shape[A->ndim - 1] != B->shape[B->ndim - 2])
 		return fail(c, "inner extents differ: %s x %s (%lld vs %lld)", shp(c, 0), shp(c, 1),
 			    (long long)A->shape[A->ndim - 1], (long long)B->shape[B->ndim - 2]);
@@ -755,6 +756,50 @@ static bool check_node_output(ts_graph *g, const char *name, ts_gop op, int ndim
 	return true;
 }
 
+/* A Reshape node of x to [d0, d1] (or [d0] when d1 is 0). */
+static int reshape_node(ts_graph *g, const char *name, int x, int64_t d0, int64_t d1)
+{
+	ts_gattrs a = ts_gattrs_default();
+	a.nshape = d1 ? 2 : 1;
+	a.shape[0] = d0;
+	a.shape[1] = d1;
+	return ts_graph_node(g, name, TS_GOP_RESHAPE, 1, &x, &a);
+}
+
+/* MatMul with one 1-D operand, as numpy: a vector a[K] is the matrix
+ * [1, K] and b[K] is [K, 1], and the dimension they add is dropped from
+ * the product.  Built from Reshape views around a MatMul of matrices, so
+ * the kernels see only those; the last view is `name`. */
+static int matmul_vector(ts_graph *g, const char *name, const int *in, const ts_gattrs *attrs)
+{
+	const gvalue *A = &g->v[in[0]], *B = &g->v[in[1]];
+	bool va = A->ndim == 1;
+	const gvalue *V = va ? A : B;
+	int64_t ka = A->shape[A->ndim - 1], kb = B->ndim == 1 ? B->shape[0] : B->shape[B->ndim - 2];
+	if (ka != kb)
+		return ts_error(g->ctx, TS_ERR_INVALID, "node '%s' (MatMul): inner extents differ: %s%s x %s%s "
+				"(%lld vs %lld)", name, A->name, g_shape_str(g->ctx, A->ndim, A->shape), B->name,
+				g_shape_str(g->ctx, B->ndim, B->shape), (long long)ka, (long long)kb), -1;
+	char vname[300], mname[300];
+	snprintf(vname, sizeof(vname), "%s.%s2d", name, va ? "a" : "b");
+	snprintf(mname, sizeof(mname), "%s.2d", name);
+	int v = reshape_node(g, vname, va ? in[0] : in[1], va ? 1 : V->shape[0], va ? V->shape[0] : 1);
+	if (v < 0)
+		return -1;
+	int m = ts_graph_node(g, mname, TS_GOP_MATMUL, 2, va ? (int[]){v, in[1]} : (int[]){in[0], v},
+			      attrs);
+	if (m < 0)
+		return -1;
+	const gvalue *M = &g->v[m];
+	ts_gattrs a = ts_gattrs_default();
+	/* the product without the dimension the vector added */
+	int drop = va ? M->ndim - 2 : M->ndim - 1;
+	for (int d = 0; d < M->ndim; d++)
+		if (d != drop)
+			a.shape[a.nshape++] = M->shape[d];
+	return ts_graph_node(g, name, TS_GOP_RESHAPE, 1, &m, &a);
+}
+
 int ts_graph_node(ts_graph *g, const char *name, ts_gop op, int ninputs, const int *inputs,
 		  const ts_gattrs *attrs)
 {
@@ -767,6 +812,9 @@ int ts_graph_node(ts_graph *g, const char *name, ts_gop op, int ninputs, const i
 	}
 	if (!check_node_args(g, name, op, ninputs, inputs))
 		return -1;
+	if (op == TS_GOP_MATMUL && ninputs == 2 &&
+	    (g->v[inputs[0]].ndim == 1) != (g->v[inputs[1]].ndim == 1))
+		return matmul_vector(g, name, inputs, attrs);
 	ts_gattrs a = node_attrs(attrs);
 	if ((op == TS_GOP_MAXPOOL || op == TS_GOP_AVGPOOL) && (a.kernel[0] < 1 || a.kernel[1] < 1))
 		return ts_error(g->ctx, TS_ERR_INVALID, "node '%s' (%s): kernel %lldx%lld must be positive", name,

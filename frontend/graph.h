@@ -72,7 +72,10 @@ typedef enum ts_gop {
 	/* anchors */
 	TS_GOP_CONV,          /* X[N,C,H,W], W[O,C/group,KH,KW] (, B[O]) */
 	TS_GOP_GEMM,          /* ONNX Gemm: alpha * A' B' + beta * C, A', B' 2-D */
-	TS_GOP_MATMUL,        /* numpy matmul: 2-D or batched (broadcast batch) */
+	TS_GOP_MATMUL,        /* numpy matmul: 2-D or batched (broadcast batch);
+			       * one 1-D operand becomes Reshape views around
+			       * a MatMul of matrices (nodes NAME.a2d or
+			       * NAME.b2d, NAME.2d, then NAME) */
 	TS_GOP_MAXPOOL,       /* kernel, stride, pad, dilation 1 */
 	TS_GOP_AVGPOOL,       /* kernel, stride, pad, count_include_pad */
 	TS_GOP_GLOBALAVGPOOL, /* [N,C,H,W] -> [N,C,1,1] */

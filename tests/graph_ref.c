@@ -272,11 +272,14 @@ static void matmul(tg *t, const tnode *n, double *y)
 	shp as = shape_of(t, n->in[0]), bs = shape_of(t, n->in[1]), ys = shape_of(t, n->out);
 	const double *A = t->val[n->in[0]], *B = t->val[n->in[1]];
 	bool gemm = n->op == TS_GOP_GEMM, ta = gemm && n->a.trans_a, tb = gemm && n->a.trans_b;
-	int64_t M = ys.s[ys.nd - 2], N = ys.s[ys.nd - 1];
+	/* a 1-D operand (MatMul) is a row on the left, a column on the
+	 * right, and Y lacks that dimension */
+	bool va = as.nd == 1, vb = bs.nd == 1;
+	int64_t M = va ? 1 : ta ? as.s[1] : as.s[as.nd - 2], N = vb ? 1 : tb ? bs.s[0] : bs.s[bs.nd - 1];
 	int64_t K = ta ? as.s[0] : as.s[as.nd - 1];
 	int64_t batches = ys.n / (M * N);
 	/* batch offsets through broadcasting of the leading dimensions */
-	shp yb = {.nd = ys.nd - 2}, ab = {.nd = as.nd - 2}, bb = {.nd = bs.nd - 2};
+	shp yb = {.nd = ys.nd - !va - !vb}, ab = {.nd = as.nd - 2}, bb = {.nd = bs.nd - 2};
 	memcpy(yb.s, ys.s, sizeof(int64_t) * (size_t)yb.nd);
 	memcpy(ab.s, as.s, sizeof(int64_t) * (size_t)(ab.nd > 0 ? ab.nd : 0));
 	memcpy(bb.s, bs.s, sizeof(int64_t) * (size_t)(bb.nd > 0 ? bb.nd : 0));

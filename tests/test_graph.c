@@ -449,6 +449,46 @@ START_TEST(test_matmul_broadcast)
 }
 END_TEST
 
+/* MatMul with one 1-D operand, as numpy: a vector on the left is a row,
+ * on the right a column, and the product loses that dimension. */
+START_TEST(test_matmul_vector)
+{
+	static const struct {
+		int an, bn;
+		int64_t as[3], bs[3];
+		int yn;
+		int64_t ys[2];
+	} cases[] = {
+		{1, 2, {5}, {5, 7}, 1, {7}},
+		{2, 1, {6, 5}, {5}, 1, {6}},
+		{3, 1, {2, 6, 5}, {5}, 2, {2, 6}},
+		{1, 3, {5}, {3, 5, 4}, 2, {3, 4}},
+	};
+	for (size_t c = 0; c < TS_COUNT_OF(cases); c++) {
+		ts_ctx *ctx = ts_ctx_new();
+		tg *t = tg_new(ctx, 90 + (uint64_t)c);
+		int a = tg_input(t, "a", cases[c].an, cases[c].as);
+		int b = c == 1 ? tg_const(t, "b", cases[c].bn, cases[c].bs, -1, 1)
+			       : tg_input(t, "b", cases[c].bn, cases[c].bs);
+		int m = tg_node(t, "mm", TS_GOP_MATMUL, 2, (int[]){a, b}, NULL);
+		ck_assert_msg(m >= 0, "case %zu: %s", c, ts_last_error(ctx));
+		int r = tg_node(t, "relu", TS_GOP_RELU, 1, &m, NULL);
+		ck_assert_msg(r >= 0, "case %zu: %s", c, ts_last_error(ctx));
+		tg_output(t, r);
+		ts_graph_exec *e = check_all(ctx, t);
+		int nd = 0;
+		int64_t ys[TS_GRAPH_MAX_DIMS];
+		ck_assert(ts_graph_value_shape(tg_graph(t), m, &nd, ys));
+		ck_assert_int_eq(nd, cases[c].yn);
+		for (int d = 0; d < nd; d++)
+			ck_assert_int_eq(ys[d], cases[c].ys[d]);
+		ts_graph_exec_free(e);
+		tg_free(t);
+		ts_ctx_free(ctx);
+	}
+}
+END_TEST
+
 /* Random chains of convolutions, pooling and elementwise nodes. */
 START_TEST(test_random_graphs)
 {
@@ -684,6 +724,7 @@ int main(void)
 	tcase_add_test(tc, test_elementwise_broadcast);
 	tcase_add_test(tc, test_concat_matmul_batched);
 	tcase_add_test(tc, test_matmul_broadcast);
+	tcase_add_test(tc, test_matmul_vector);
 	tcase_add_test(tc, test_random_graphs);
 	tcase_add_test(tc, test_random_sequence_graphs);
 	tcase_add_test(tc, test_constant_views);

@@ -570,7 +570,12 @@ START_TEST(matmul_gemm_bad_shapes)
 	int v = ts_graph_input(g, "v", ts_float32, TS_SHAPE(3));
 	int c = ts_graph_input(g, "c", ts_float32, TS_SHAPE(3, 5));
 	NODE_FAILS(g, "mm", TS_GOP_MATMUL, 2, ((int[]){a, b}), NULL, "node 'mm' (MatMul): inner extents differ: a[2, 3] x b[4, 5] (3 vs 4)");
-	NODE_FAILS(g, "mm", TS_GOP_MATMUL, 2, ((int[]){a, v}), NULL, "1-D operands are not supported: a[2, 3] x v[3]");
+	NODE_FAILS(g, "mm", TS_GOP_MATMUL, 2, ((int[]){b, v}), NULL,
+		   "node 'mm' (MatMul): inner extents differ: b[4, 5] x v[3] (5 vs 3)");
+	NODE_FAILS(g, "mm", TS_GOP_MATMUL, 2, ((int[]){v, b}), NULL,
+		   "node 'mm' (MatMul): inner extents differ: v[3] x b[4, 5] (3 vs 4)");
+	NODE_FAILS(g, "mm", TS_GOP_MATMUL, 2, ((int[]){v, v}), NULL,
+		   "two 1-D operands (a dot product) are not supported: v[3] x v[3]");
 	NODE_FAILS(g, "g", TS_GOP_GEMM, 2, ((int[]){a, b}), NULL, "node 'g' (Gemm): inner extents differ: a[2, 3] x b[4, 5] (3 vs 4)");
 	NODE_FAILS(g, "g", TS_GOP_GEMM, 2, ((int[]){a, v}), NULL, "input 1 must have 2 dimensions: v[3]");
 	ts_gattrs at = attrs();
