@@ -208,7 +208,10 @@ ts_status ts_store_root(ts_stage *st);
  * nest; a dimension whose index is not monotone in those loops is
  * prefetched whole.  Iterations whose region would leave t prefetch
  * nothing, so the last `offset` iterations issue none.  A hint: results
- * never change, and a vectorized axis drops it. */
+ * never change, and a vectorized axis drops it.  Lowering refuses a
+ * prefetch whose axis was split or fused afterwards, one of a stage
+ * computed inline, and one whose loop no longer reads t (a cache_read
+ * took the reads). */
 ts_status ts_prefetch(ts_stage *st, ts_tensor *t, ts_axis *axis, int64_t offset);
 /* ts_prefetch with the offset applied to another loop variable: at the
  * top of each iteration of axis, what that iteration reads when `ahead`

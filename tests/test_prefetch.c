@@ -302,6 +302,29 @@ START_TEST(test_prefetch_lowering_refusals)
 	ck_assert_ptr_null(ts_lower(e.s, "mm", 3, (ts_tensor *[]){e.A, e.B, e.C}));
 	tu_assert_error(e.ctx, "nothing inside loop");
 	ts_ctx_free(e.ctx);
+
+	/* an axis split after the prefetch named it */
+	e = matmul(4, 4, 4);
+	ts_axis *o, *in;
+	tu_ok(e.ctx, ts_prefetch(e.sc, e.A, ts_axis_of(e.sc, 0), 1));
+	tu_ok(e.ctx, ts_split(e.sc, ts_axis_of(e.sc, 0), 2, &o, &in));
+	ck_assert_ptr_null(ts_lower(e.s, "mm", 3, (ts_tensor *[]){e.A, e.B, e.C}));
+	tu_assert_error(e.ctx, "was split or fused after the prefetch");
+	ts_ctx_free(e.ctx);
+
+	/* a stage inlined after its prefetch */
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(8), ts_float32);
+	ts_expr *x = ts_var(ctx, "x");
+	ts_tensor *P = ts_compute(ctx, "P", TS_SHAPE(8), TS_VARS(x), ts_add(ctx, TS_READ(ctx, A, x), ts_float(ctx, 1)));
+	ts_tensor *Q = ts_compute(ctx, "Q", TS_SHAPE(8), TS_VARS(x), ts_mul(ctx, TS_READ(ctx, P, x), ts_float(ctx, 2)));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &Q);
+	ts_stage *sp = ts_stage_of(s, P);
+	tu_ok(ctx, ts_prefetch(sp, A, ts_axis_of(sp, 0), 1));
+	tu_ok(ctx, ts_compute_inline(sp));
+	ck_assert_ptr_null(ts_lower(s, "f", 2, (ts_tensor *[]){A, Q}));
+	tu_assert_error(ctx, "computed inline");
+	ts_ctx_free(ctx);
 }
 END_TEST
 

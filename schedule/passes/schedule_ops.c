@@ -966,6 +966,36 @@ static ts_status check_store(ops *o, const ts_stage *x)
 	return TS_OK;
 }
 
+static bool leaf_of_any(const ts_schedule *s, const ts_axis *a)
+{
+	for (int i = 0; i < s->nstages; i++)
+		for (int l = 0; l < s->stages[i]->nleaf; l++)
+			if (s->stages[i]->leaf[l] == a)
+				return true;
+	return false;
+}
+
+/* A prefetch names loops: axes split or fused after it name none. */
+static ts_status check_prefetches(ops *o)
+{
+	for (int i = 0; i < o->s->nstages; i++) {
+		const ts_stage *x = o->s->stages[i];
+		if (x->nprefetch && x->attach == SCH_ATTACH_INLINE)
+			return ts_error(o->ctx, TS_ERR_INVALID, "lower: stage %s is computed inline: it has no "
+					"loops for its prefetch of %s", x->name, x->prefetch[0].tensor->name);
+		for (int p = 0; p < x->nprefetch; p++) {
+			const sch_prefetch *pf = &x->prefetch[p];
+			const ts_axis *gone = !leaf_of_any(o->s, pf->axis) ? pf->axis
+					      : !leaf_of_any(o->s, pf->ahead) ? pf->ahead : NULL;
+			if (gone)
+				return ts_error(o->ctx, TS_ERR_INVALID, "lower: prefetch(%s) of stage %s: axis '%s' "
+						"was split or fused after the prefetch named it (name its parts)",
+						pf->tensor->name, x->name, gone->name);
+		}
+	}
+	return TS_OK;
+}
+
 static ts_status check_attachments(ops *o)
 {
 	for (int i = 0; i < o->s->nstages; i++) {
@@ -1064,6 +1094,7 @@ ts_stmt *pass_schedule_ops(ts_ctx *ctx, ts_schedule *s, ts_sbuf *log)
 	o->body = ts_alloc_array(ctx, (size_t)s->nstages, sizeof(ts_expr *));
 	o->built = ts_alloc_array(ctx, (size_t)s->nstages, sizeof(bool));
 	if (!o->body || !o->built || inline_all(o) != TS_OK || check_attachments(o) != TS_OK ||
+	    check_prefetches(o) != TS_OK ||
 	    choose_index_type(o) != TS_OK)
 		return NULL;
 	ts_stmt *body = NULL;
