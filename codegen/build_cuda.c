@@ -8,6 +8,16 @@
  * (cuda_check.h).  Barriers are inserted before emission so shared-memory
  * tiles are never read while other threads still write them, and each must
  * be reached by every thread of the block.
+ *
+ * Several kernels: a function whose body is a sequence of nests each bound
+ * to its own blocks and threads, under allocations of global buffers (the
+ * stages computed at root with their own bindings: softmax's row maximum,
+ * then its sum, then the output), needs every thread of one nest done
+ * before the next reads its result.  That is a kernel boundary: each nest
+ * becomes a kernel "<name>_k<i>" whose parameters are the function's and
+ * then every such buffer, which the module allocates on the device once
+ * and passes to each launch; the kernels are launched in order on one
+ * stream, so each starts after the one before has finished.
  */
 #include "build_cuda.h"
 
@@ -20,11 +30,19 @@
 #include "ident.h"
 #include "nvrtc.h"
 
+/* Most kernels one function becomes, and global buffers between them. */
+#define MAX_KERNELS 16
+#define MAX_SCRATCH 16
+
 struct cg_cuda_module {
 	ts_cuda *cuda; /* NULL when compiled without a device */
-	ts_cuda_module *mod;
-	ts_cuda_kernel kernel;
-	cg_launch launch;
+	int nk;        /* kernels, launched in order */
+	ts_cuda_module *mod[MAX_KERNELS];
+	ts_cuda_kernel kernel[MAX_KERNELS];
+	cg_launch launch[MAX_KERNELS];
+	int ns;        /* global buffers between kernels, after f's parameters */
+	ts_buffer *scratch[MAX_SCRATCH];
+	ts_array *scratch_array[MAX_SCRATCH]; /* on the device (NULL without one) */
 	const char *source;
 	char arch[CG_ARCH_MAX];
 	const char *name;
@@ -65,23 +83,127 @@ const char *cg_cuda_kernel_source(ts_ctx *ctx, const ts_func *f, ts_launch *laun
 	return cg_emit_cuda(ctx, &synced, launch);
 }
 
-static ts_status compile(ts_ctx *ctx, const ts_func *f, cg_cuda_module *m, ts_phase_times *times)
+/* The kernels of f: its top-level thread-bound nests, under allocations
+ * of global buffers (recorded as scratch).  false when f is not of that
+ * form with two nests or more: it is then one kernel, as it stands. */
+typedef struct split {
+	ts_stmt *nest[MAX_KERNELS];
+	int nk, ns;
+	ts_buffer *scratch[MAX_SCRATCH];
+	bool ok;
+} split;
+
+static void collect(split *sp, ts_stmt *s)
+{
+	int64_t v;
+	if (!sp->ok)
+		return;
+	switch (s->kind) {
+	case IR_S_ALLOCATE:
+		if (s->u.alloc.buf->scope != TS_SCOPE_GLOBAL || sp->ns == MAX_SCRATCH) {
+			sp->ok = false;
+			return;
+		}
+		sp->scratch[sp->ns++] = s->u.alloc.buf;
+		collect(sp, s->u.alloc.body);
+		return;
+	case IR_S_SEQ:
+		for (int i = 0; i < s->u.seq.n; i++)
+			collect(sp, s->u.seq.s[i]);
+		return;
+	case IR_S_FOR:
+		if (s->u.for_.kind != TS_FOR_THREAD || sp->nk == MAX_KERNELS) {
+			sp->ok = false;
+			return;
+		}
+		sp->nest[sp->nk++] = s;
+		return;
+	case IR_S_EVALUATE: /* the empty statement */
+		if (ir_is_const_int(s->u.eval.value, &v))
+			return;
+		sp->ok = false;
+		return;
+	default:
+		sp->ok = false;
+		return;
+	}
+}
+
+/* Kernel i of a split f: f's parameters, then the scratch buffers. */
+static ts_func *kernel_func(ts_ctx *ctx, const ts_func *f, const split *sp, int i)
+{
+	ts_func *k = ts_alloc(ctx, sizeof(*k));
+	int n = f->nparams + sp->ns;
+	ts_buffer **p = ts_alloc_array(ctx, (size_t)n, sizeof(*p));
+	ts_tensor **t = ts_alloc_array(ctx, (size_t)n, sizeof(*t));
+	const char *name = ts_sprintf(ctx, "%s_k%d", f->name, i);
+	if (!k || !p || !t || !name)
+		return NULL;
+	for (int j = 0; j < f->nparams; j++) {
+		p[j] = f->params[j];
+		t[j] = f->param_tensors ? f->param_tensors[j] : NULL;
+	}
+	for (int j = 0; j < sp->ns; j++)
+		p[f->nparams + j] = sp->scratch[j];
+	*k = *f;
+	k->name = name;
+	k->nparams = n;
+	k->params = p;
+	k->param_tensors = t;
+	k->body = sp->nest[i];
+	return k;
+}
+
+/* Kernel i's source, compiled, and loaded when there is a device. */
+static ts_status compile_kernel(ts_ctx *ctx, const ts_func *k, cg_cuda_module *m, int i,
+				ts_phase_times *times)
 {
 	uint64_t t0 = ts_now_ns();
-	m->source = cg_cuda_kernel_source(ctx, f, &m->launch);
-	times->llvm_build_ms = ts_ms_since(t0); /* source emission */
+	const char *src = cg_cuda_kernel_source(ctx, k, &m->launch[i]);
+	times->llvm_build_ms += ts_ms_since(t0); /* source emission */
+	if (!src)
+		return ts_last_status(ctx);
+	m->source = m->nk == 1 ? src
+		    : ts_sprintf(ctx, "%s/* ---- kernel %d of %d: %s */\n%s", i ? m->source : "", i + 1,
+				 m->nk, k->name, src);
 	if (!m->source)
 		return ts_last_status(ctx);
 	cg_nvrtc_result r = {0};
-	ts_status st = cg_nvrtc_compile(ctx, m->source, f->name, m->arch, &r);
-	times->nvrtc_ms = r.compile_ms;
+	ts_status st = cg_nvrtc_compile(ctx, src, k->name, m->arch, &r);
+	times->nvrtc_ms += r.compile_ms;
 	if (st == TS_OK && m->cuda) {
-		m->mod = ts_cuda_module_load(ctx, m->cuda, r.image, r.size);
-		st = m->mod ? ts_cuda_module_kernel(ctx, m->mod, cg_c_ident(ctx, f->name), &m->kernel)
-			    : ts_last_status(ctx);
+		m->mod[i] = ts_cuda_module_load(ctx, m->cuda, r.image, r.size);
+		st = m->mod[i] ? ts_cuda_module_kernel(ctx, m->mod[i], cg_c_ident(ctx, k->name), &m->kernel[i])
+			       : ts_last_status(ctx);
 	}
 	cg_nvrtc_result_free(&r);
 	return st;
+}
+
+static ts_status compile(ts_ctx *ctx, const ts_func *f, cg_cuda_module *m, ts_phase_times *times)
+{
+	split sp = {.ok = true};
+	collect(&sp, f->body);
+	times->llvm_build_ms = times->nvrtc_ms = 0;
+	if (!sp.ok || sp.nk < 2) {
+		m->nk = 1;
+		return compile_kernel(ctx, f, m, 0, times);
+	}
+	m->nk = sp.nk;
+	m->ns = sp.ns;
+	for (int j = 0; j < sp.ns; j++) {
+		m->scratch[j] = sp.scratch[j];
+		if (m->cuda && !(m->scratch_array[j] = ts_cuda_array_new(ctx, m->cuda, sp.scratch[j]->dtype, 1,
+								      &sp.scratch[j]->size)))
+			return ts_last_status(ctx);
+	}
+	for (int i = 0; i < sp.nk; i++) {
+		ts_func *k = kernel_func(ctx, f, &sp, i);
+		ts_status st = k ? compile_kernel(ctx, k, m, i, times) : ts_last_status(ctx);
+		if (st != TS_OK)
+			return st;
+	}
+	return TS_OK;
 }
 
 ts_status cg_cuda_build(ts_ctx *ctx, const ts_func *f, const char *target, cg_cuda_module **out,
@@ -98,10 +220,30 @@ ts_status cg_cuda_build(ts_ctx *ctx, const ts_func *f, const char *target, cg_cu
 
 static ts_status runnable(ts_ctx *ctx, const cg_cuda_module *m)
 {
-	if (!m->mod)
+	if (!m->mod[0])
 		return ts_error(ctx, TS_ERR_NO_DEVICE,
 				"call %s: compiled for %s without a GPU; it can be inspected but not run here",
 				m->name, m->arch);
+	return TS_OK;
+}
+
+/* Every kernel in order, each given the arguments and the scratch
+ * buffers: one stream, so kernel i + 1 starts once kernel i is done. */
+static ts_status launch_all(ts_ctx *ctx, cg_cuda_module *m, int nargs, ts_array *const *args)
+{
+	if (nargs < 0 || nargs + m->ns > 64 || (nargs > 0 && !args))
+		return ts_error(ctx, TS_ERR_INVALID, "call %s: bad argument list (%d arguments)", m->name,
+				nargs);
+	ts_array *all[64];
+	for (int i = 0; i < nargs; i++)
+		all[i] = args[i];
+	for (int j = 0; j < m->ns; j++)
+		all[nargs + j] = m->scratch_array[j];
+	for (int i = 0; i < m->nk; i++) {
+		ts_status st = ts_cuda_launch(ctx, &m->kernel[i], &m->launch[i], nargs + m->ns, all);
+		if (st != TS_OK)
+			return st;
+	}
 	return TS_OK;
 }
 
@@ -109,14 +251,27 @@ ts_status cg_cuda_run(ts_ctx *ctx, cg_cuda_module *m, int nargs, ts_array *const
 {
 	ts_status st = runnable(ctx, m);
 	if (st == TS_OK)
-		st = ts_cuda_launch(ctx, &m->kernel, &m->launch, nargs, args);
+		st = launch_all(ctx, m, nargs, args);
 	return st == TS_OK ? ts_cuda_synchronize(ctx, m->cuda) : st;
 }
 
 ts_status cg_cuda_launch(ts_ctx *ctx, cg_cuda_module *m, int nargs, ts_array *const *args)
 {
 	ts_status st = runnable(ctx, m);
-	return st == TS_OK ? ts_cuda_launch(ctx, &m->kernel, &m->launch, nargs, args) : st;
+	return st == TS_OK ? launch_all(ctx, m, nargs, args) : st;
+}
+
+typedef struct all_work {
+	ts_ctx *ctx;
+	cg_cuda_module *m;
+	int nargs;
+	ts_array *const *args;
+} all_work;
+
+static int all_work_fn(void *arg)
+{
+	all_work *w = arg;
+	return launch_all(w->ctx, w->m, w->nargs, w->args) != TS_OK;
 }
 
 ts_status cg_cuda_time(ts_ctx *ctx, cg_cuda_module *m, int nargs, ts_array *const *args,
@@ -124,8 +279,12 @@ ts_status cg_cuda_time(ts_ctx *ctx, cg_cuda_module *m, int nargs, ts_array *cons
 {
 	ts_status st = runnable(ctx, m);
 	ts_cuda_time_opts o = {.warmup = warmup, .repeats = repeat, .what = m->name};
-	return st == TS_OK ? ts_cuda_time_kernel(ctx, &m->kernel, &m->launch, nargs, args, &o, out)
-			   : st;
+	if (st != TS_OK)
+		return st;
+	if (m->nk == 1)
+		return ts_cuda_time_kernel(ctx, &m->kernel[0], &m->launch[0], nargs, args, &o, out);
+	all_work w = {ctx, m, nargs, args};
+	return ts_cuda_time(ctx, m->cuda, all_work_fn, &w, &o, out);
 }
 
 const char *cg_cuda_source(const cg_cuda_module *m)
@@ -142,7 +301,10 @@ void cg_cuda_free(cg_cuda_module *m)
 {
 	if (!m)
 		return;
-	ts_cuda_module_unload(m->mod);
+	for (int i = 0; i < m->nk; i++)
+		ts_cuda_module_unload(m->mod[i]);
+	for (int j = 0; j < m->ns; j++)
+		ts_cuda_array_free(m->scratch_array[j]);
 	ts_cuda_close(m->cuda);
 	free(m);
 }

@@ -126,20 +126,39 @@ ts_status ts_schedule_default_cuda(ts_schedule *s, int threads)
 	ts_stage *out = ts_stage_of(s, s->outputs[0]);
 	ts_axis *tx;
 	TRY(default_stage_cuda(out, threads, &tx));
-	/* elementwise stages inline; a reduction read only by the output runs
-	 * in the output's thread, in registers: the function stays one kernel */
+	/* elementwise stages inline; a reduction read only by the output, at
+	 * its own element (a pooling window), runs in the output's thread, in
+	 * registers.  Any other (softmax's row maximum and sum, layer norm's
+	 * mean) is computed once per element of its own, at root, one thread
+	 * each, accumulating in a register: a kernel of its own, launched
+	 * before its readers' (build_cuda.c). */
+	int64_t nout = ts_tensor_numel(out->tensor);
+	ts_stage *red[64];
+	int nred = 0;
 	for (int i = 0; i < s->nstages; i++) {
-		ts_stage *st = s->stages[i], *readers[2];
+		ts_stage *st = s->stages[i];
 		if (st == out)
 			continue;
-		if (st->body->kind != IR_REDUCE) {
+		if (st->body->kind != IR_REDUCE)
 			TRY(ts_compute_inline(st));
+		else if (nred < (int)TS_COUNT_OF(red))
+			red[nred++] = st;
+		else
+			return ts_error(s->ctx, TS_ERR_UNSUPPORTED, "schedule_default_cuda: more than %d "
+					"reductions", (int)TS_COUNT_OF(red));
+	}
+	for (int i = 0; i < nred; i++) {
+		ts_stage *st = red[i], *readers[2];
+		if (sch_consumers(s, st->tensor, readers, 2) != 1 || readers[0] != out ||
+		    ts_tensor_numel(st->tensor) < nout) {
+			ts_tensor *acc = ts_cache_write(s, st->tensor, TS_SCOPE_LOCAL);
+			ts_axis *t;
+			if (!acc)
+				return ts_last_status(s->ctx);
+			TRY(default_stage_cuda(st, threads, &t));
+			TRY(ts_compute_at(ts_stage_of(s, acc), st, t));
 			continue;
 		}
-		if (sch_consumers(s, st->tensor, readers, 2) != 1 || readers[0] != out)
-			return ts_error(s->ctx, TS_ERR_UNSUPPORTED,
-					"schedule_default_cuda: reduction %s is read by stages other than %s; it would need a kernel of its own (a tessera function is one kernel)",
-					st->name, out->name);
 		TRY(ts_set_scope(st, TS_SCOPE_LOCAL));
 		TRY(ts_compute_at(st, out, tx));
 	}

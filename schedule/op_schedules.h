@@ -39,7 +39,12 @@ ts_status ts_schedule_default_cpu(ts_schedule *s, int lanes);
 
 /* The GPU counterpart: elementwise intermediates inlined; every other stage
  * fuses its data-parallel axes, one output element per thread, `threads`
- * threads per block (reductions run serially in their thread). */
+ * threads per block (reductions run serially in their thread, in a
+ * register).  A reduction read only by the output at its own element (a
+ * pooling window) is computed in the output's thread; any other (softmax's
+ * row maximum and sum, layer norm's mean and variance) at root with its
+ * own threads, so the function builds as several kernels launched in
+ * order (docs/ARCHITECTURE.md, "CUDA: kernels"). */
 ts_status ts_schedule_default_cuda(ts_schedule *s, int threads);
 
 /* Softmax (Y = ts_op_softmax(X)) over rows: the leading axes fused into one

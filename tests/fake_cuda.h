@@ -6,6 +6,9 @@
  * Enough of the driver API to run kg_vadd_cuda ("vadd") on the CPU, with
  * the driver's error codes for out of memory (2), invalid launches (1),
  * missing kernels (500) and anything else (999, CUDA_ERROR_UNKNOWN).
+ * Kernels of a function built as several ("<name>_k<i>") load too and do
+ * nothing when launched but append their name and a space to
+ * fake_kernel_log (read with fake_str).
  * Environment variables shape it:
  *   FAKE_CUDA_NO_DEVICE=1   no device
  *   FAKE_CUDA_TICKS=a,b,... each event record advances the fake clock by
@@ -83,13 +86,19 @@ static const char *const fake_driver =
 	"static void vadd(unsigned n, void **a) {\n"
 	"  float *x = *(float **)a[0], *y = *(float **)a[1], *z = *(float **)a[2];\n"
 	"  for (unsigned i = 0; i < n; i++) z[i] = x[i] + y[i]; }\n"
+	"static char knames[16][64]; static int nknames;\n"
+	"char fake_kernel_log[1024];\n"
 	"int cuModuleGetFunction(void **f, void *m, const char *name) { (void)m;\n"
-	"  if (strcmp(name, \"vadd\")) return 500;\n"
-	"  *f = (void *)vadd; return 0; }\n"
+	"  if (!strcmp(name, \"vadd\")) { *f = (void *)vadd; return 0; }\n"
+	"  if (!strstr(name, \"_k\") || nknames == 16) return 500;\n"
+	"  strncpy(knames[nknames], name, 63); *f = knames[nknames++]; return 0; }\n"
 	"int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,\n"
 	"  unsigned bz, unsigned sh, void *st, void **p, void **e) { (void)sh; (void)st; (void)e;\n"
 	"  if (bx * by * bz > 1024) return 1;\n"
 	"  fake_launches++;\n"
+	"  if (f != (void *)vadd) { size_t n = strlen(fake_kernel_log);\n"
+	"    if (n + strlen(f) + 2 < sizeof(fake_kernel_log)) { strcat(fake_kernel_log, f); strcat(fake_kernel_log, \" \"); }\n"
+	"    return 0; }\n"
 	"  ((void (*)(unsigned, void **))f)(gx * gy * gz * bx * by * bz * 4, p); return 0; }\n"
 	"int cuEventCreate(void **e, unsigned f) { (void)f; FAIL_AT(\"cuEventCreate\");\n"
 	"  *e = malloc(sizeof(float)); fake_live_events++; return 0; }\n"
@@ -123,6 +132,18 @@ static bool build_fake_driver(char dir[64], char lib[128])
 	ck_assert_int_eq(system(cmd), 0);
 	unlink(path);
 	return true;
+}
+
+/* A copy (in buf) of a string of the loaded stand-in. */
+static inline const char *fake_str(const char *lib, const char *name, char *buf, size_t size)
+{
+	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	ck_assert_ptr_nonnull(h);
+	const char *v = dlsym(h, name);
+	ck_assert_msg(v != NULL, "the stand-in has no %s", name);
+	snprintf(buf, size, "%s", v);
+	dlclose(h);
+	return buf;
 }
 
 /* A counter of the loaded stand-in (the runtime opened lib; dlopen of the

@@ -509,6 +509,54 @@ START_TEST(test_readme_flow_fake_driver)
 }
 END_TEST
 
+/* A function built as several kernels (softmax under the default GPU
+ * schedule: row maximum, row sum, output): the module allocates the two
+ * buffers between them once, launches the kernels in order at every run,
+ * launch and timed repeat, and frees the buffers with the module. */
+START_TEST(test_kernels_fake_driver)
+{
+	char dir[64], lib[128], log[1024];
+	if (!build_fake_driver(dir, lib))
+		return;
+	setenv("TESSERA_CUDA_LIB", lib, 1);
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(37, 50), ts_float32);
+	ts_tensor *Y = ts_op_softmax(ctx, X);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+	tu_ok(ctx, ts_schedule_default_cuda(s, 64));
+	ts_func *f = ts_lower(s, "sm", 2, (ts_tensor *[]){X, Y});
+	tu_nonnull(ctx, f);
+	ts_cuda *gpu = ts_cuda_open(ctx);
+	tu_nonnull(ctx, gpu);
+	ts_array *d[2] = {ts_cuda_array_new(ctx, gpu, ts_float32, 2, X->shape),
+			  ts_cuda_array_new(ctx, gpu, ts_float32, 2, Y->shape)};
+	long live = fake_stat(lib, "fake_live_allocs");
+	ts_module *m = ts_build(ctx, f, "cuda");
+	tu_nonnull(ctx, m);
+	ck_assert_int_eq(fake_stat(lib, "fake_live_allocs"), live + 2);
+	tu_ok(ctx, ts_module_run(m, 2, d));
+	ck_assert_str_eq(fake_str(lib, "fake_kernel_log", log, sizeof(log)), "sm_k0 sm_k1 sm_k2 ");
+	long launches = fake_stat(lib, "fake_launches");
+	tu_ok(ctx, ts_module_launch(m, 2, d));
+	tu_ok(ctx, ts_cuda_synchronize(ctx, gpu));
+	ts_timing t;
+	tu_ok(ctx, ts_module_time(m, 2, d, 1, 2, &t));
+	ck_assert_int_eq(fake_stat(lib, "fake_launches"), launches + 3 * (1 + 1 + 2));
+	/* the arguments are still checked, naming the function's own */
+	ck_assert_int_ne(ts_module_run(m, 1, d), TS_OK);
+	ts_clear_error(ctx);
+	ts_module_free(m);
+	ck_assert_int_eq(fake_stat(lib, "fake_live_allocs"), live);
+	for (int k = 0; k < 2; k++)
+		ts_cuda_array_free(d[k]);
+	ts_cuda_close(gpu);
+	unsetenv("TESSERA_CUDA_LIB");
+	ts_ctx_free(ctx);
+	unlink(lib);
+	rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
 	bool nvrtc = have_nvrtc();
@@ -525,6 +573,7 @@ int main(void)
 	if (nvrtc) {
 		tc = tcase_create("nvrtc");
 		tcase_add_test(tc, test_readme_flow_fake_driver);
+		tcase_add_test(tc, test_kernels_fake_driver);
 		tcase_set_timeout(tc, 300);
 		tcase_add_test(tc, test_gemm_sm80);
 		tcase_add_test(tc, test_half_kernels);
