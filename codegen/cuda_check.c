@@ -116,7 +116,7 @@ static ts_status refuse_xread(ts_ctx *ctx, const ts_func *f, const xread *x, int
 	const char *p = x->buf->name, *c = x->consumer ? x->consumer->name : "another stage";
 	if (depth == 0)
 		return ts_error(ctx, TS_ERR_INVALID,
-				"build %s: stage %s is computed at root with its own thread bindings; its consumer %s would read it across threads without a grid-wide sync (compute %s at %s's loops with compute_at, or inline it)",
+				"build %s: stage %s is computed at root with its own thread bindings; its consumer %s would read it across threads without a grid-wide sync (compute %s at %s's loops with compute_at, or inline it; in global memory, at root, it would be a kernel of its own)",
 				f->name, p, c, p, c);
 	if (x->shared)
 		return ts_error(ctx, TS_ERR_INVALID,

@@ -246,6 +246,28 @@ START_TEST(test_scheduled_gemm_and_conv)
 }
 END_TEST
 
+/* Functions built as several kernels (softmax and layer norm under the
+ * default GPU schedule: each row reduction a kernel of its own) match the
+ * reference evaluator on the GPU. */
+START_TEST(test_default_schedule_kernels)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *M = ts_placeholder(ctx, "M", TS_SHAPE(300, 77), ts_float32);
+	ts_tensor *gamma = ts_placeholder(ctx, "gamma", TS_SHAPE(77), ts_float32);
+	ts_tensor *beta = ts_placeholder(ctx, "beta", TS_SHAPE(77), ts_float32);
+	ts_tensor *outs[2] = {ts_op_softmax(ctx, M), ts_op_layer_norm(ctx, M, gamma, beta, 1e-5)};
+	int nargs[2] = {2, 4};
+	ts_tensor *args[2][4] = {{M, outs[0]}, {M, gamma, beta, outs[1]}};
+	for (int i = 0; i < 2; i++) {
+		ts_schedule *s = ts_create_schedule(ctx, 1, &outs[i]);
+		tu_ok(ctx, ts_schedule_default_cuda(s, 128));
+		tu_check_func_with(ctx, ts_lower(s, outs[i]->name, nargs[i], args[i]), gpu_runner, NULL,
+				   1e-4);
+	}
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_driver_errors)
 {
 	gpu g = gpu_open(vadd, "sm_");
@@ -302,6 +324,7 @@ int main(void)
 	tcase_add_test(tc, test_conv);
 	tcase_add_test(tc, test_driver_errors);
 	tcase_add_test(tc, test_scheduled_gemm_and_conv);
+	tcase_add_test(tc, test_default_schedule_kernels);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

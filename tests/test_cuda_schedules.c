@@ -154,6 +154,41 @@ START_TEST(test_default_schedule_kernels)
 }
 END_TEST
 
+/* A producer at root with threads of its own, read by other threads of
+ * its consumer (C[i] = P[N - 1 - i] + 1): two kernels, the first done
+ * before the second reads P.  Matches through the interpreter; 1000 is
+ * not a multiple of the 64-thread blocks. */
+START_TEST(test_root_producer_kernel)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(1000), ts_float32);
+	ts_tensor *P = ts_compute(ctx, "P", TS_SHAPE(1000), TS_VARS(i),
+				  ts_mul(ctx, TS_READ(ctx, A, i), ts_float(ctx, 2.0)));
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(1000), TS_VARS(j),
+				  ts_add(ctx, TS_READ(ctx, P, ts_sub(ctx, ts_int(ctx, 999), j)), ts_float(ctx, 1.0)));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_stage *st[2] = {ts_stage_of(s, P), ts_stage_of(s, C)};
+	for (int k = 0; k < 2; k++) {
+		ts_axis *bx, *tx;
+		tu_ok(ctx, ts_split(st[k], ts_axis_of(st[k], 0), 64, &bx, &tx));
+		tu_ok(ctx, ts_bind(st[k], bx, TS_BLOCK_X));
+		tu_ok(ctx, ts_bind(st[k], tx, TS_THREAD_X));
+	}
+	ts_func *f = ts_lower(s, "f", 2, (ts_tensor *[]){A, C});
+	compiles_and_matches(ctx, f);
+	ts_module *m = ts_build(ctx, f, "cuda -arch=sm_80");
+	tu_nonnull(ctx, m);
+	const char *src = ts_module_source(m, "cuda");
+	ck_assert(strstr(src, "kernel 1 of 2: f_k0") && strstr(src, "kernel 2 of 2: f_k1"));
+	/* P is a parameter of both kernels, after A and C */
+	ck_assert_msg(strstr(src, "f_k1(float *__restrict__ A, float *__restrict__ C, float *__restrict__ P)"),
+		      "%s", src);
+	ts_module_free(m);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_gemm_tail_matches)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -343,6 +378,7 @@ int main(void)
 	tcase_add_test(tc, test_gemm_golden);
 	tcase_add_test(tc, test_default_schedule_compiles);
 	tcase_add_test(tc, test_default_schedule_kernels);
+	tcase_add_test(tc, test_root_producer_kernel);
 	tcase_add_test(tc, test_errors);
 	tcase_add_test(tc, test_gemm_tail_matches);
 	tcase_add_test(tc, test_unbound_root_producer);
