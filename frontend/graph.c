@@ -442,6 +442,8 @@ static bool infer_matmul(const infer *c, int *ndim, int64_t *s)
 	if (!want_inputs(c, 2, 2))
 		return false;
 	const gvalue *A = arg(c, 0), *B = arg(c, 1);
+	if (A->ndim < 1 || B->ndim < 1)
+		return fail(c, "a scalar operand has no rows or columns: %s x %s", shp(c, 0), shp(c, 1));
 	if (A->ndim < 2 || B->ndim < 2)
 		return fail(c, "two 1-D operands (a dot product) are not supported: %s x %s (a scalar "
 			    "result has no kernel)", shp(c, 0), shp(c, 1));
@@ -812,7 +814,7 @@ int ts_graph_node(ts_graph *g, const char *name, ts_gop op, int ninputs, const i
 	}
 	if (!check_node_args(g, name, op, ninputs, inputs))
 		return -1;
-	if (op == TS_GOP_MATMUL && ninputs == 2 &&
+	if (op == TS_GOP_MATMUL && ninputs == 2 && g->v[inputs[0]].ndim >= 1 && g->v[inputs[1]].ndim >= 1 &&
 	    (g->v[inputs[0]].ndim == 1) != (g->v[inputs[1]].ndim == 1))
 		return matmul_vector(g, name, inputs, attrs);
 	ts_gattrs a = node_attrs(attrs);

@@ -275,6 +275,11 @@ START_TEST(node_scalar_output)
 	ts_gattrs a = attrs();
 	a.nshape = 0;
 	NODE_FAILS(g, "rs", TS_GOP_RESHAPE, 1, &v, &a, "node 'rs' (Reshape): the output is a scalar");
+	/* MatMul of a scalar and a vector, either way round */
+	NODE_FAILS(g, "mm", TS_GOP_MATMUL, 2, ((int[]){s, v}), NULL,
+		   "node 'mm' (MatMul): a scalar operand has no rows or columns: s[] x v[1]");
+	NODE_FAILS(g, "mm", TS_GOP_MATMUL, 2, ((int[]){v, k}), NULL,
+		   "node 'mm' (MatMul): a scalar operand has no rows or columns: v[1] x k[]");
 	/* a scalar operand broadcasts */
 	int y = ts_graph_node(g, "m", TS_GOP_MUL, 2, (int[]){v, k}, NULL);
 	ck_assert_int_ge(y, 0);
