@@ -21,6 +21,7 @@
  */
 #include "build_cuda.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +47,10 @@ struct cg_cuda_module {
 	const char *source;
 	char arch[CG_ARCH_MAX];
 	const char *name;
+	/* a run's kernels are enqueued together, so runs from several host
+	 * threads never interleave on the stream around the shared buffers */
+	pthread_mutex_t lock;
+	bool lock_made;
 };
 
 static ts_status pick_arch(ts_ctx *ctx, const char *target, cg_cuda_module *m)
@@ -214,6 +219,7 @@ ts_status cg_cuda_build(ts_ctx *ctx, const ts_func *f, const char *target, cg_cu
 	if (!m)
 		return ts_error(ctx, TS_ERR_NOMEM, "build %s: out of memory", f->name);
 	m->name = f->name;
+	m->lock_made = pthread_mutex_init(&m->lock, NULL) == 0;
 	ts_status st = pick_arch(ctx, target, m);
 	return st == TS_OK ? compile(ctx, f, m, times) : st;
 }
@@ -239,12 +245,14 @@ static ts_status launch_all(ts_ctx *ctx, cg_cuda_module *m, int nargs, ts_array 
 		all[i] = args[i];
 	for (int j = 0; j < m->ns; j++)
 		all[nargs + j] = m->scratch_array[j];
-	for (int i = 0; i < m->nk; i++) {
-		ts_status st = ts_cuda_launch(ctx, &m->kernel[i], &m->launch[i], nargs + m->ns, all);
-		if (st != TS_OK)
-			return st;
-	}
-	return TS_OK;
+	ts_status st = TS_OK;
+	if (m->lock_made)
+		pthread_mutex_lock(&m->lock);
+	for (int i = 0; i < m->nk && st == TS_OK; i++)
+		st = ts_cuda_launch(ctx, &m->kernel[i], &m->launch[i], nargs + m->ns, all);
+	if (m->lock_made)
+		pthread_mutex_unlock(&m->lock);
+	return st;
 }
 
 ts_status cg_cuda_run(ts_ctx *ctx, cg_cuda_module *m, int nargs, ts_array *const *args)
@@ -306,5 +314,7 @@ void cg_cuda_free(cg_cuda_module *m)
 	for (int j = 0; j < m->ns; j++)
 		ts_cuda_array_free(m->scratch_array[j]);
 	ts_cuda_close(m->cuda);
+	if (m->lock_made)
+		pthread_mutex_destroy(&m->lock);
 	free(m);
 }
