@@ -218,7 +218,10 @@ static ts_func *lower(ts_schedule *s, const char *name, int nargs, ts_tensor *co
 	if (check_nesting(s, name) != TS_OK || sch_check_reads(ctx, s) != TS_OK)
 		return NULL;
 	ts_stmt *body = pass_schedule_ops(ctx, s, NULL);
-	if (!body)
+	/* a failure inside a sequence of statements leaves the others (ir_seq
+	 * drops NULL entries) but not the error slot, which lower_args
+	 * cleared: a nest that lost a part is a failure, not a smaller nest */
+	if (!body || ts_last_status(ctx) != TS_OK)
 		return NULL;
 	if (last && strcmp(last, "schedule_ops") == 0) {
 		ts_func *f = pass_flatten(ctx, ir_evaluate(ctx, ts_int(ctx, 0)), name, nargs, args);
@@ -228,6 +231,8 @@ static ts_func *lower(ts_schedule *s, const char *name, int nargs, ts_tensor *co
 		return f;
 	}
 	ts_func *f = pass_flatten(ctx, body, name, nargs, args);
+	if (f && ts_last_status(ctx) != TS_OK)
+		return NULL;
 	if (!f || step(ctx, "flatten", f, last))
 		return f && f->body ? f : NULL;
 	for (size_t i = 0; i < TS_COUNT_OF(pipeline); i++) {
@@ -241,6 +246,8 @@ static ts_func *lower(ts_schedule *s, const char *name, int nargs, ts_tensor *co
 			f->body = NULL;
 		if (f->body && pipeline[i].then_simplify)
 			f->body = pass_simplify(ctx, f->body);
+		if (f->body && ts_last_status(ctx) != TS_OK)
+			return NULL;
 		if (!f->body || step(ctx, pipeline[i].name, f, last))
 			return f->body ? f : NULL;
 	}

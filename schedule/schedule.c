@@ -1035,6 +1035,11 @@ static void print_stage(ts_sbuf *sb, const ts_stage *st)
 			ts_sb_printf(sb, "@%s", ts_for_kind_name(a->loop));
 	}
 	ts_sb_puts(sb, "\n");
+	for (int i = 0; i < st->nprefetch; i++) {
+		const sch_prefetch *p = &st->prefetch[i];
+		ts_sb_printf(sb, "  prefetch %s at %s, %s %+lld\n", p->tensor->name, p->axis->name,
+			     p->ahead->name, (long long)p->offset);
+	}
 	/* symbolic extents: the loops above are at the bounds */
 	for (int r = 0; r < st->nroot; r++) {
 		const ts_expr *v = sch_root_size_var(st, r);

@@ -159,6 +159,21 @@ static void maybe_store(rs_rng *r, const rs_options *o, ts_stage *sp, ts_stage *
 		ts_store_at(sp, reader, reader->leaf[pick]);
 }
 
+/* With o->prefetch, st (which reads input t) sometimes prefetches t at a
+ * random leaf, ahead along that leaf or another leaf of st or of the stage
+ * st is computed at, by -3..3 (0 refused).  The choices are made only
+ * then, so seeds without it keep their schedules. */
+static void maybe_prefetch(rs_rng *r, const rs_options *o, ts_stage *st, ts_tensor *t)
+{
+	if (!o->prefetch || !st || rs_pick(r, 2) == 0)
+		return;
+	ts_axis *at = leaf(r, st);
+	ts_stage *outer = st->attach == SCH_ATTACH_AT && rs_pick(r, 2) ? st->attach_stage : st;
+	ts_axis *ahead = rs_pick(r, 2) ? at : leaf(r, outer);
+	ts_prefetch_ahead(st, t, at, ahead, rs_pick(r, 7) - 3);
+	ts_clear_error(st->sch->ctx);
+}
+
 static void random_schedule(rs_rng *r, const rs_options *o, rs_case *c)
 {
 	ts_schedule *s = c->s;
@@ -188,6 +203,11 @@ static void random_schedule(rs_rng *r, const rs_options *o, rs_case *c)
 	default: break;
 	}
 	maybe_store(r, o, sp, reader);
+	/* B is read by the reduction's stage (or C), A by P or, P inlined,
+	 * by P's reader */
+	if (c->kind != RS_ROWSUM)
+		maybe_prefetch(r, o, reader, c->args[1]);
+	maybe_prefetch(r, o, sp->attach == SCH_ATTACH_INLINE ? reader : sp, c->args[0]);
 	ts_clear_error(s->ctx);
 }
 
@@ -207,5 +227,8 @@ bool rs_build(ts_ctx *ctx, rs_rng *r, const rs_options *o, rs_case *c)
 bool rs_lower_refusal_ok(const char *msg)
 {
 	return strstr(msg, "lanes") || strstr(msg, "unroll") ||
-	       strstr(msg, "its iterations would share the buffer");
+	       strstr(msg, "its iterations would share the buffer") ||
+	       (strstr(msg, "lower: prefetch(") && (strstr(msg, "does not enclose") ||
+						    strstr(msg, "was split or fused"))) ||
+	       (strstr(msg, "lower: stage ") && strstr(msg, "no loops for its prefetch"));
 }

@@ -13,7 +13,10 @@
  * with `rfactor`, sometimes C's reduction factored over a random reduction
  * leaf at a random factor axis, and the new stage scheduled at random too;
  * with `store_at`, P's buffer sometimes lives at an outer loop of its
- * reader or at root (the sliding window where the region moves).
+ * reader or at root (the sliding window where the region moves); with
+ * `prefetch`, the stage reading B (and A, when P is inlined) sometimes
+ * prefetches it at a random leaf, ahead along that leaf or one outside it,
+ * by a small offset of either sign.
  * Primitives that refuse leave the schedule as it was and are skipped.
  */
 #ifndef TESSERA_TESTS_RANDOM_SCHEDULE_H
@@ -47,6 +50,7 @@ typedef struct rs_options {
 	bool store_at;     /* a P computed at its reader is sometimes stored further
 			    * out (store_at one of the reader's outer loops, or
 			    * store_root) */
+	bool prefetch;     /* sometimes a prefetch of an input (ts_prefetch_ahead) */
 } rs_options;
 
 typedef struct rs_case {
@@ -64,8 +68,8 @@ bool rs_build(ts_ctx *ctx, rs_rng *r, const rs_options *o, rs_case *c);
 
 /* Whether a lowering error is one of the limits only lowering can check
  * (vector lanes, unrolled extent, a parallel or vector loop between a
- * buffer stored further out and its computation) rather than a lowering
- * bug. */
+ * buffer stored further out and its computation, a prefetch whose loops a
+ * later primitive changed) rather than a lowering bug. */
 bool rs_lower_refusal_ok(const char *msg);
 
 #endif

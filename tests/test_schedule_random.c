@@ -20,10 +20,10 @@
 #include "lower.h"
 #include "random_schedule.h"
 
-static void trial(uint64_t seed, bool jit, bool rfactor, bool store_at)
+static void trial(uint64_t seed, bool jit, bool rfactor, bool store_at, bool prefetch)
 {
 	rs_rng r = {seed, NULL, 0, 0};
-	rs_options o = {13, 9, rfactor, false, rfactor, store_at};
+	rs_options o = {13, 9, rfactor, false, rfactor, store_at, prefetch};
 	rs_case c;
 	ts_ctx *ctx = ts_ctx_new();
 	ck_assert_msg(rs_build(ctx, &r, &o, &c), "seed %llu: %s", (unsigned long long)seed,
@@ -52,7 +52,7 @@ static void trial(uint64_t seed, bool jit, bool rfactor, bool store_at)
 START_TEST(test_random_schedules)
 {
 	for (uint64_t seed = 1; seed <= 300; seed++)
-		trial(seed, seed % 4 == 0, false, false);
+		trial(seed, seed % 4 == 0, false, false, false);
 }
 END_TEST
 
@@ -61,7 +61,7 @@ END_TEST
 START_TEST(test_random_schedules_rfactor)
 {
 	for (uint64_t seed = 1000; seed < 1300; seed++)
-		trial(seed, seed % 4 == 0, true, false);
+		trial(seed, seed % 4 == 0, true, false, false);
 }
 END_TEST
 
@@ -70,7 +70,18 @@ END_TEST
 START_TEST(test_random_schedules_store_at)
 {
 	for (uint64_t seed = 2000; seed < 2300; seed++)
-		trial(seed, seed % 4 == 0, true, true);
+		trial(seed, seed % 4 == 0, true, true, false);
+}
+END_TEST
+
+/* Everything above, and prefetches of the inputs at random loops, ahead
+ * along random enclosing loops by -3..3: results unchanged, and every
+ * prefetched address in bounds (the interpreter checks a prefetch as a
+ * load): seeds 3000 and up. */
+START_TEST(test_random_schedules_prefetch)
+{
+	for (uint64_t seed = 3000; seed < 3300; seed++)
+		trial(seed, seed % 4 == 0, true, true, true);
 }
 END_TEST
 
@@ -82,6 +93,7 @@ int main(void)
 	tcase_add_test(tc, test_random_schedules);
 	tcase_add_test(tc, test_random_schedules_rfactor);
 	tcase_add_test(tc, test_random_schedules_store_at);
+	tcase_add_test(tc, test_random_schedules_prefetch);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
