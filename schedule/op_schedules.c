@@ -940,6 +940,14 @@ static ts_status schedule_gemm_like_cuda(ts_schedule *s, ts_tensor *C, int a_in,
 	TRY(ts_split(sc, yi, d->thread_m, &ty, &yr));
 	TRY(ts_split(sc, xi, d->thread_n, &tx, &xr));
 	TRY(ts_reorder(sc, TS_AXES(by, bx, ty, tx, yr, xr)));
+	if (C->ndim > 2) {
+		/* a batched product: the batches (fused) are the grid's z, so
+		 * every batch's tiles run at once */
+		ts_axis *bz = ts_axis_of(sc, 0);
+		for (int i = 1; i < C->ndim - 2; i++)
+			TRY(ts_fuse(sc, bz, ts_axis_of(sc, i), &bz));
+		TRY(ts_bind(sc, bz, TS_BLOCK_Z));
+	}
 	TRY(ts_bind(sc, by, TS_BLOCK_Y));
 	TRY(ts_bind(sc, bx, TS_BLOCK_X));
 	TRY(ts_bind(sc, ty, TS_THREAD_Y));
@@ -1004,6 +1012,12 @@ ts_status ts_schedule_matmul_cuda(ts_schedule *s, ts_tensor *C, const ts_matmul_
 	if (C->ninputs != 2 || C->nreduce != 1 || C->ndim < 2)
 		return ts_error(s->ctx, TS_ERR_INVALID, "schedule_matmul_cuda: %s is not a matmul", C->name);
 	d = fit_tiles(d, C->shape[C->ndim - 2], C->shape[C->ndim - 1], C->reduce_axis[0]->extent, !p);
+	int64_t batches = 1;
+	for (int i = 0; i + 2 < C->ndim; i++)
+		batches *= C->shape[i]; /* no overflow: C has fewer than 2^31 elements */
+	if (batches > 65535)
+		return ts_error(s->ctx, TS_ERR_INVALID, "schedule_matmul_cuda: %lld batches, more than the "
+				"65535 blocks of the grid's z (%s)", (long long)batches, C->name);
 	/* each factor is at most 2^16 where the tiles fit: no overflow */
 	bool huge = d.block_m > 65536 || d.block_n > 65536 || d.tile_k > 65536;
 	int64_t bytes = huge ? INT64_MAX : (int64_t)(C->dtype.bits / 8) * (d.block_m + d.block_n) * d.tile_k;

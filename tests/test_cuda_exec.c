@@ -235,6 +235,14 @@ START_TEST(test_scheduled_gemm_and_conv)
 		tu_check_func_with(ctx, ts_lower(s, "gemm", 3, (ts_tensor *[]){A, B, C}), gpu_runner,
 				   NULL, 1e-4);
 	}
+	/* batched: the batches on the grid's z */
+	ts_tensor *BA = ts_placeholder(ctx, "BA", TS_SHAPE(12, 128, 64), ts_float32);
+	ts_tensor *BB = ts_placeholder(ctx, "BB", TS_SHAPE(12, 64, 100), ts_float32);
+	ts_tensor *BC = ts_op_batch_matmul(ctx, BA, BB, false, false);
+	ts_schedule *sb = ts_create_schedule(ctx, 1, &BC);
+	tu_ok(ctx, ts_schedule_matmul_cuda(sb, BC, NULL));
+	tu_check_func_with(ctx, ts_lower(sb, "bmm", 3, (ts_tensor *[]){BA, BB, BC}), gpu_runner, NULL,
+			   1e-4);
 	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(1, 64, 28, 28), ts_float32);
 	ts_tensor *W = ts_placeholder(ctx, "W", TS_SHAPE(64, 64, 3, 3), ts_float32);
 	ts_tensor *Y = ts_op_conv2d_nchw(ctx, X, W, 1, 1, 1, 1, 1, 1, 1);

@@ -189,6 +189,34 @@ START_TEST(test_root_producer_kernel)
 }
 END_TEST
 
+/* A batched product: the batches are the grid's z; shapes the tiles do
+ * not divide, compiled and checked through the interpreter.  Too many
+ * batches for the grid are refused. */
+START_TEST(test_batch_matmul)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(3, 37, 20), ts_float32);
+	ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(3, 20, 45), ts_float32);
+	ts_tensor *C = ts_op_batch_matmul(ctx, A, B, false, false);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	tu_ok(ctx, ts_schedule_matmul_cuda(s, C, NULL));
+	ts_func *f = ts_lower(s, "bmm", 3, (ts_tensor *[]){A, B, C});
+	compiles_and_matches(ctx, f);
+	ts_module *m = ts_build(ctx, f, "cuda -arch=sm_90");
+	tu_nonnull(ctx, m);
+	const char *src = ts_module_source(m, "cuda");
+	ck_assert_msg(strstr(src, "grid (1, 1, 3)") && strstr(src, "blockIdx.z"), "%s", src);
+	ts_module_free(m);
+	ts_tensor *A2 = ts_placeholder(ctx, "A2", TS_SHAPE(70000, 2, 2), ts_float32);
+	ts_tensor *B2 = ts_placeholder(ctx, "B2", TS_SHAPE(70000, 2, 2), ts_float32);
+	ts_tensor *C2 = ts_op_batch_matmul(ctx, A2, B2, false, false);
+	s = ts_create_schedule(ctx, 1, &C2);
+	ck_assert_int_eq(ts_schedule_matmul_cuda(s, C2, NULL), TS_ERR_INVALID);
+	tu_assert_error(ctx, "70000 batches, more than the 65535 blocks");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_gemm_tail_matches)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -379,6 +407,7 @@ int main(void)
 	tcase_add_test(tc, test_default_schedule_compiles);
 	tcase_add_test(tc, test_default_schedule_kernels);
 	tcase_add_test(tc, test_root_producer_kernel);
+	tcase_add_test(tc, test_batch_matmul);
 	tcase_add_test(tc, test_errors);
 	tcase_add_test(tc, test_gemm_tail_matches);
 	tcase_add_test(tc, test_unbound_root_producer);
