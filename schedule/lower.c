@@ -224,13 +224,13 @@ static ts_func *lower(ts_schedule *s, const char *name, int nargs, ts_tensor *co
 	if (!body || ts_last_status(ctx) != TS_OK)
 		return NULL;
 	if (last && strcmp(last, "schedule_ops") == 0) {
-		ts_func *f = pass_flatten(ctx, ir_evaluate(ctx, ts_int(ctx, 0)), name, nargs, args);
+		ts_func *f = pass_flatten(ctx, ir_evaluate(ctx, ts_int(ctx, 0)), name, nargs, args, s);
 		if (f)
 			f->body = body;
 		show(ctx, "schedule_ops", f);
 		return f;
 	}
-	ts_func *f = pass_flatten(ctx, body, name, nargs, args);
+	ts_func *f = pass_flatten(ctx, body, name, nargs, args, s);
 	if (f && ts_last_status(ctx) != TS_OK)
 		return NULL;
 	if (!f || step(ctx, "flatten", f, last))

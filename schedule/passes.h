@@ -13,7 +13,8 @@
  *  flatten         tensors -> flat buffers: REALIZE becomes ALLOCATE,
  *                  PROVIDE/READ become STORE/LOAD with row-major offsets
  *                  relative to the realized region (int64 offsets for
- *                  buffers of 2^31 elements or more); yields the ts_func,
+ *                  buffers of 2^31 elements or more; storage_align pads
+ *                  strides); yields the ts_func,
  *                  whose size variables are read from a last parameter or
  *                  replaced by the values a specialization gives
  *  simplify        arithmetic simplification with loop ranges; drops guards
@@ -38,7 +39,7 @@
 /* log, when not NULL, receives the inferred region of every stage. */
 ts_stmt *pass_schedule_ops(ts_ctx *ctx, ts_schedule *s, ts_sbuf *log);
 ts_func *pass_flatten(ts_ctx *ctx, ts_stmt *body, const char *name, int nargs,
-		      ts_tensor *const *args);
+		      ts_tensor *const *args, const ts_schedule *s);
 ts_stmt *pass_simplify(ts_ctx *ctx, ts_stmt *s);
 ts_stmt *pass_version_guards(ts_ctx *ctx, ts_stmt *s);
 ts_stmt *pass_loop_partition(ts_ctx *ctx, ts_stmt *s);

@@ -630,6 +630,30 @@ ts_status ts_prefetch_ahead(ts_stage *st, ts_tensor *t, ts_axis *axis, ts_axis *
 	return TS_OK;
 }
 
+ts_status ts_storage_align(ts_stage *st, int dim, int64_t factor, int64_t offset)
+{
+	if (!check_stage(NULL, st, "storage_align"))
+		return TS_ERR_INVALID;
+	char msg[160];
+	if (st->is_output)
+		return fail(st, "storage_align", "%s is an output: its layout is the caller's", st->name);
+	if (dim < 0 || dim > st->tensor->ndim - 2) {
+		snprintf(msg, sizeof(msg), "dimension %d: give 0 to %d (the last dimension's stride is 1)",
+			 dim, st->tensor->ndim - 2);
+		return fail(st, "storage_align", "%s", msg);
+	}
+	if (factor < 1 || factor > (1 << 20) || offset < 0 || offset >= factor) {
+		snprintf(msg, sizeof(msg), "factor %lld and offset %lld: needs 1 <= factor <= 2^20 and "
+			 "0 <= offset < factor", (long long)factor, (long long)offset);
+		return fail(st, "storage_align", "%s", msg);
+	}
+	st->align_factor[dim] = factor;
+	st->align_offset[dim] = offset;
+	sch_step(st->sch, "storage_align(%s, %d, %lld, %lld)", st->name, dim, (long long)factor,
+		 (long long)offset);
+	return TS_OK;
+}
+
 ts_status ts_prefetch(ts_stage *st, ts_tensor *t, ts_axis *axis, int64_t offset)
 {
 	return ts_prefetch_ahead(st, t, axis, axis, offset);
@@ -1035,6 +1059,10 @@ static void print_stage(ts_sbuf *sb, const ts_stage *st)
 			ts_sb_printf(sb, "@%s", ts_for_kind_name(a->loop));
 	}
 	ts_sb_puts(sb, "\n");
+	for (int d = 0; d < st->tensor->ndim; d++)
+		if (st->align_factor[d])
+			ts_sb_printf(sb, "  storage_align dimension %d: stride = k * %lld + %lld\n", d,
+				     (long long)st->align_factor[d], (long long)st->align_offset[d]);
 	for (int i = 0; i < st->nprefetch; i++) {
 		const sch_prefetch *p = &st->prefetch[i];
 		ts_sb_printf(sb, "  prefetch %s at %s, %s %+lld\n", p->tensor->name, p->axis->name,

@@ -130,6 +130,8 @@ struct ts_stage {
 	int rf_factor_axis;
 	int nprefetch;
 	sch_prefetch prefetch[TS_MAX_PREFETCH];
+	/* ts_storage_align, per dimension of the tensor: factor 0 = none */
+	int64_t align_factor[TS_MAX_DIMS], align_offset[TS_MAX_DIMS];
 };
 
 struct ts_schedule {
@@ -223,6 +225,18 @@ ts_status ts_prefetch(ts_stage *st, ts_tensor *t, ts_axis *axis, int64_t offset)
  * axis: the reduction's outer loop), so memory and arithmetic overlap. */
 ts_status ts_prefetch_ahead(ts_stage *st, ts_tensor *t, ts_axis *axis, ts_axis *ahead,
 			    int64_t offset);
+/* TVM's s[T].storage_align(axis, factor, offset): the buffer T is
+ * realized in (an intermediate stage: computed at root or attached) gets
+ * a stride for dimension `dim` (0-based, of T's shape) that is
+ * k * factor + offset elements for the smallest k making it at least the
+ * packed stride, and the dimensions before it strides to match.  Padding
+ * the rows of a shared-memory tile this way (factor 32, offset 1, say)
+ * moves the column a warp reads across the 32 banks, so reads that would
+ * all fall in one bank no longer conflict.  Results never change; the
+ * buffer grows by the padding.  factor >= 1, 0 <= offset < factor; dim
+ * in [0, ndim - 2] (the last dimension's stride is 1); not an output or
+ * an input of the function (their layout is the caller's). */
+ts_status ts_storage_align(ts_stage *st, int dim, int64_t factor, int64_t offset);
 /* Where the stage's result lives when it is realized (TVM's set_scope). */
 ts_status ts_set_scope(ts_stage *st, ts_scope scope);
 /* A stage that copies t into `scope` and is read by `readers` instead of t. */

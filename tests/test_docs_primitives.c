@@ -266,6 +266,13 @@ START_TEST(test_primitives_page)
 		"data arrive a little at a time while this row computes (the NCHW[x]c convolution "
 		"schedule fetches the next channel block's weights this way).", matmul,
 	    ts_reorder(e.sc, TS_AXES(e.i, e.k, e.j)); ts_prefetch_ahead(e.sc, e.A, e.k, e.i, 1));
+	DOC(&out, "storage_align", "TVM's storage_align: the stride of a dimension of a stage's "
+		"buffer becomes k * factor + offset (the smallest such stride at least the packed "
+		"one), here rows of 8 padded to 9, so that a column read by a warp spreads over "
+		"shared memory's banks instead of falling in one.  The buffer grows by the "
+		"padding; results never change.", matmul,
+	    ts_tensor *aa = ts_cache_read(e.s, e.A, TS_SCOPE_LOCAL, 1, &e.C);
+	    ts_storage_align(ts_stage_of(e.s, aa), 0, 8, 1));
 	DOC(&out, "bind", "Binds axes to GPU block and thread indices.", elementwise,
 	    ts_bind(e.sc, e.i, TS_BLOCK_X); ts_bind(e.sc, e.j, TS_THREAD_X));
 	ck_assert(!out.oom);

@@ -10,6 +10,9 @@
  * elements; otherwise int64 (schedule_ops chose int64 indices for the whole
  * function in that case, so this only widens a region's int32 start).
  *
+ * A stage given ts_storage_align gets padded strides (and a larger
+ * buffer) for the dimensions it names; offsets use the buffer's strides.
+ *
  * A parameter with a size-variable extent is addressed with strides built
  * from the run-time extents (i*n + j); temporaries keep the bound's
  * constant strides.  The size variables the function uses are bound at its
@@ -28,6 +31,7 @@ typedef struct binding {
 } binding;
 
 typedef struct flat {
+	const ts_schedule *s; /* its stages' storage_align; NULL: none */
 	binding b[512];
 	int n;
 	const char *names[1024]; /* every buffer name handed out */
@@ -83,8 +87,8 @@ static ts_expr *stride(ts_ctx *ctx, const ts_buffer *buf, int d, ts_dtype t)
 		ts_expr *v = ir_index_cast(ctx, buf->dim_var[e], t);
 		sym = sym ? ts_mul(ctx, sym, v) : v;
 	}
-	if (!sym)
-		return k == 1 ? NULL : ts_const(ctx, t, buf->strides[d]);
+	if (!sym) /* the buffer's own strides: storage_align may pad them */
+		return buf->strides[d] == 1 ? NULL : ts_const(ctx, t, buf->strides[d]);
 	return k == 1 ? sym : ts_mul(ctx, sym, ts_const(ctx, t, k));
 }
 
@@ -122,6 +126,35 @@ static ts_expr *flat_expr(ts_ctx *ctx, ts_expr *e, void *data)
 	return b ? ts_load(ctx, b->buf, offset(ctx, b, m->u.read.n, m->u.read.idx)) : NULL;
 }
 
+/* ts_storage_align of t's stage on buf: each aligned stride rounded up
+ * to k * factor + offset, the outer strides and the size following. */
+static ts_status align(ts_ctx *ctx, const flat *f, const ts_tensor *t, ts_buffer *buf)
+{
+	const ts_stage *st = NULL;
+	for (int i = 0; f->s && i < f->s->nstages && !st; i++)
+		if (f->s->stages[i]->tensor == t)
+			st = f->s->stages[i];
+	if (!st)
+		return TS_OK;
+	int64_t stride = 1;
+	bool padded = false;
+	for (int d = buf->ndim - 1; d >= 0; d--) {
+		int64_t fa = st->align_factor[d], of = st->align_offset[d];
+		if (fa && stride % fa != of) {
+			stride += ((of - stride % fa) + fa) % fa; /* factors are at most 2^20 */
+			padded = true;
+		}
+		buf->strides[d] = stride;
+		if (buf->shape[d] > INT64_MAX / stride)
+			return ts_error(ctx, TS_ERR_INVALID, "lower: storage_align of %s: the padded "
+					"buffer's size overflows", t->name);
+		stride *= buf->shape[d];
+	}
+	if (padded)
+		buf->size = stride;
+	return TS_OK;
+}
+
 static ts_stmt *flat_stmt(ts_ctx *ctx, ts_stmt *s, void *data)
 {
 	flat *f = data;
@@ -144,6 +177,8 @@ static ts_stmt *flat_stmt(ts_ctx *ctx, ts_stmt *s, void *data)
 					       s->u.realize.extent, s->u.realize.scope)
 			       : NULL;
 	if (!buf)
+		return NULL;
+	if (align(ctx, f, t, buf) != TS_OK)
 		return NULL;
 	f->b[f->n++] = (binding){t, buf, s->u.realize.min};
 	ts_stmt *body = flat_stmt(ctx, s->u.realize.body, f);
@@ -243,12 +278,13 @@ ts_stmt *sch_bind_sizes(ts_ctx *ctx, int n, ts_expr *const *vars, ts_buffer *siz
 }
 
 ts_func *pass_flatten(ts_ctx *ctx, ts_stmt *body, const char *name, int nargs,
-		      ts_tensor *const *args)
+		      ts_tensor *const *args, const ts_schedule *s)
 {
 	flat *f = ts_alloc(ctx, sizeof(*f));
 	ts_func *fn = ts_alloc(ctx, sizeof(*fn));
 	if (!f || !fn || !body)
 		return NULL;
+	f->s = s;
 	fn->name = ts_strdup(ctx, name);
 	fn->ctx = ctx;
 	fn->nparams = nargs;
