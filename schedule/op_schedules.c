@@ -922,6 +922,21 @@ static ts_matmul_cuda_params fit_tiles(ts_matmul_cuda_params d, int64_t m, int64
 /* C tiled into blocks of block_m x block_n, each thread accumulating a
  * thread_m x thread_n block in registers; the A and B tiles of each k step
  * are staged in shared memory by all threads of the block. */
+/* Elements added to each row of the shared A tile: a warp's threads read
+ * one column of it, rows thread_m apart per threadIdx.y; when those rows
+ * are a multiple of 32 elements apart they fall in one bank, and 4 more
+ * per row (keeping rows 16-byte aligned) moves them apart, where the
+ * tiles still fit the 48 KB of static shared memory (a skinny shape's
+ * widened tiles may fill it). */
+static int64_t a_tile_pad(const ts_matmul_cuda_params *d, int64_t elem_bytes)
+{
+	if ((d->thread_m * d->tile_k) % 32 != 0 || (d->thread_m * (d->tile_k + 4)) % 32 == 0 ||
+	    d->block_m > 65536 || d->block_n > 65536 || d->tile_k > 65536)
+		return 0;
+	int64_t bytes = elem_bytes * (d->block_m * (d->tile_k + 4) + d->block_n * d->tile_k);
+	return bytes <= 49152 ? 4 : 0;
+}
+
 static ts_status schedule_gemm_like_cuda(ts_schedule *s, ts_tensor *C, int a_in, int b_in,
 					 const ts_matmul_cuda_params *d)
 {
@@ -932,6 +947,9 @@ static ts_status schedule_gemm_like_cuda(ts_schedule *s, ts_tensor *C, int a_in,
 	ts_tensor *CL = BS ? ts_cache_write(s, C, TS_SCOPE_LOCAL) : NULL;
 	if (!CL)
 		return ts_last_status(ctx);
+	int64_t pad = a_tile_pad(d, C->dtype.bits / 8);
+	if (pad && AS->ndim >= 2)
+		TRY(ts_storage_align(ts_stage_of(s, AS), AS->ndim - 2, 32, (d->tile_k + pad) % 32));
 	ts_stage *sc = ts_stage_of(s, C), *sl = ts_stage_of(s, CL);
 	int64_t tm = ceil_div64(d->block_m, d->thread_m), tn = ceil_div64(d->block_n, d->thread_n);
 	ts_axis *by, *bx, *yi, *xi, *ty, *tx, *yr, *xr;
@@ -1020,7 +1038,10 @@ ts_status ts_schedule_matmul_cuda(ts_schedule *s, ts_tensor *C, const ts_matmul_
 				"65535 blocks of the grid's z (%s)", (long long)batches, C->name);
 	/* each factor is at most 2^16 where the tiles fit: no overflow */
 	bool huge = d.block_m > 65536 || d.block_n > 65536 || d.tile_k > 65536;
-	int64_t bytes = huge ? INT64_MAX : (int64_t)(C->dtype.bits / 8) * (d.block_m + d.block_n) * d.tile_k;
+	int64_t bytes = huge ? INT64_MAX
+			     : (int64_t)(C->dtype.bits / 8) *
+				       (d.block_m * (d.tile_k + a_tile_pad(&d, C->dtype.bits / 8)) +
+					d.block_n * d.tile_k);
 	int64_t tm = ceil_div64(d.block_m, d.thread_m), tn = ceil_div64(d.block_n, d.thread_n);
 	int64_t threads = tm > 1024 || tn > 1024 ? (tm > tn ? tm : tn) : tm * tn; /* no overflow */
 	TRY(fits_block(s, "schedule_matmul_cuda", threads, bytes));

@@ -189,7 +189,9 @@ ts_matmul_cuda_params ts_matmul_cuda_default(void);
  * clamped to the shape (and, for the defaults, widened along the larger
  * dimension of a skinny shape); see fit_tiles in op_schedules.c.  Tiles of
  * more than 1024 threads per block, or shared tiles over 48 KB, are
- * refused (TS_ERR_INVALID).  A batched product (ts_op_batch_matmul
+ * refused (TS_ERR_INVALID).  A's shared tile has its rows padded by 4
+ * elements (ts_storage_align) where its rows thread_m apart would share a
+ * bank, and the padded tiles still fit.  A batched product (ts_op_batch_matmul
  * without transposes: C[b, M, N]) gets the same tiles per batch, its
  * batches bound to the grid's z (at most 65535). */
 ts_status ts_schedule_matmul_cuda(ts_schedule *s, ts_tensor *C, const ts_matmul_cuda_params *p);

@@ -124,7 +124,9 @@ static const tut_step steps[] = {
 	 shared_tiles},
 	{"register blocking (ts_schedule_matmul_cuda)",
 	 "The library schedule: 64x64 tiles per block, a 4x4 block of C per thread held in "
-	 "registers, 8-deep shared tiles loaded with float4 by all threads.",
+	 "registers, 8-deep shared tiles loaded with float4 by all threads; A's tile rows "
+	 "padded to 12 floats (storage_align), so the two rows a warp reads fall in different "
+	 "banks.",
 	 "ts_schedule_matmul_cuda(s, C, NULL);", library},
 };
 

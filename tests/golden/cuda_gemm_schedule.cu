@@ -1,4 +1,4 @@
-/* tessera: gemm, grid (2, 2, 1), block (16, 16, 1), 4096 bytes of shared memory */
+/* tessera: gemm, grid (2, 2, 1), block (16, 16, 1), 5120 bytes of shared memory */
 
 static __device__ __forceinline__ int ts_floordiv_i32(int a, int b)
 {
@@ -14,7 +14,7 @@ static __device__ __forceinline__ int ts_floormod_i32(int a, int b)
 
 extern "C" __global__ void __launch_bounds__(256) gemm(float *__restrict__ A, float *__restrict__ B, float *__restrict__ matmul)
 {
-  __shared__ __align__(16) float A_shared[512];
+  __shared__ __align__(16) float A_shared[768];
   __shared__ __align__(16) float B_shared[512];
   int i_outer = blockIdx.y;
   int j_outer = blockIdx.x;
@@ -41,7 +41,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm(float *__restrict__ A, fl
     int ax0_ax1_fused_outer_inner_outer = threadIdx.y;
     if (threadIdx.y < 8) {
       int ax0_ax1_fused_outer_inner_inner = threadIdx.x;
-      *(float4 *)&A_shared[ax0_ax1_fused_outer_inner_outer*64 + ax0_ax1_fused_outer_inner_inner*4] = *(const float4 *)&A[i_outer*4096 + ax0_ax1_fused_outer_inner_outer*512 + ts_floordiv_i32(ax0_ax1_fused_outer_inner_inner, 2)*64 + k_outer*8 + ts_floormod_i32(ax0_ax1_fused_outer_inner_inner, 2)*4];
+      *(float4 *)&A_shared[ax0_ax1_fused_outer_inner_outer*96 + ts_floordiv_i32(ax0_ax1_fused_outer_inner_inner, 2)*12 + ts_floormod_i32(ax0_ax1_fused_outer_inner_inner, 2)*4] = *(const float4 *)&A[i_outer*4096 + ax0_ax1_fused_outer_inner_outer*512 + ts_floordiv_i32(ax0_ax1_fused_outer_inner_inner, 2)*64 + k_outer*8 + ts_floormod_i32(ax0_ax1_fused_outer_inner_inner, 2)*4];
     }
     int ax0_ax1_fused_outer_inner_outer_1 = threadIdx.y;
     if (threadIdx.y < 8) {
@@ -50,22 +50,22 @@ extern "C" __global__ void __launch_bounds__(256) gemm(float *__restrict__ A, fl
     }
     __syncthreads();
     for (int k_inner = 0; k_inner < 8; ++k_inner) {
-      matmul_local[0] = matmul_local[0] + A_shared[i_inner_outer*32 + k_inner]*B_shared[k_inner*64 + j_inner_outer*4];
-      matmul_local[1] = matmul_local[1] + A_shared[i_inner_outer*32 + k_inner]*B_shared[k_inner*64 + j_inner_outer*4 + 1];
-      matmul_local[2] = matmul_local[2] + A_shared[i_inner_outer*32 + k_inner]*B_shared[k_inner*64 + j_inner_outer*4 + 2];
-      matmul_local[3] = matmul_local[3] + A_shared[i_inner_outer*32 + k_inner]*B_shared[k_inner*64 + j_inner_outer*4 + 3];
-      matmul_local[4] = matmul_local[4] + A_shared[i_inner_outer*32 + k_inner + 8]*B_shared[k_inner*64 + j_inner_outer*4];
-      matmul_local[5] = matmul_local[5] + A_shared[i_inner_outer*32 + k_inner + 8]*B_shared[k_inner*64 + j_inner_outer*4 + 1];
-      matmul_local[6] = matmul_local[6] + A_shared[i_inner_outer*32 + k_inner + 8]*B_shared[k_inner*64 + j_inner_outer*4 + 2];
-      matmul_local[7] = matmul_local[7] + A_shared[i_inner_outer*32 + k_inner + 8]*B_shared[k_inner*64 + j_inner_outer*4 + 3];
-      matmul_local[8] = matmul_local[8] + A_shared[i_inner_outer*32 + k_inner + 16]*B_shared[k_inner*64 + j_inner_outer*4];
-      matmul_local[9] = matmul_local[9] + A_shared[i_inner_outer*32 + k_inner + 16]*B_shared[k_inner*64 + j_inner_outer*4 + 1];
-      matmul_local[10] = matmul_local[10] + A_shared[i_inner_outer*32 + k_inner + 16]*B_shared[k_inner*64 + j_inner_outer*4 + 2];
-      matmul_local[11] = matmul_local[11] + A_shared[i_inner_outer*32 + k_inner + 16]*B_shared[k_inner*64 + j_inner_outer*4 + 3];
-      matmul_local[12] = matmul_local[12] + A_shared[i_inner_outer*32 + k_inner + 24]*B_shared[k_inner*64 + j_inner_outer*4];
-      matmul_local[13] = matmul_local[13] + A_shared[i_inner_outer*32 + k_inner + 24]*B_shared[k_inner*64 + j_inner_outer*4 + 1];
-      matmul_local[14] = matmul_local[14] + A_shared[i_inner_outer*32 + k_inner + 24]*B_shared[k_inner*64 + j_inner_outer*4 + 2];
-      matmul_local[15] = matmul_local[15] + A_shared[i_inner_outer*32 + k_inner + 24]*B_shared[k_inner*64 + j_inner_outer*4 + 3];
+      matmul_local[0] = matmul_local[0] + A_shared[i_inner_outer*48 + k_inner]*B_shared[k_inner*64 + j_inner_outer*4];
+      matmul_local[1] = matmul_local[1] + A_shared[i_inner_outer*48 + k_inner]*B_shared[k_inner*64 + j_inner_outer*4 + 1];
+      matmul_local[2] = matmul_local[2] + A_shared[i_inner_outer*48 + k_inner]*B_shared[k_inner*64 + j_inner_outer*4 + 2];
+      matmul_local[3] = matmul_local[3] + A_shared[i_inner_outer*48 + k_inner]*B_shared[k_inner*64 + j_inner_outer*4 + 3];
+      matmul_local[4] = matmul_local[4] + A_shared[i_inner_outer*48 + k_inner + 12]*B_shared[k_inner*64 + j_inner_outer*4];
+      matmul_local[5] = matmul_local[5] + A_shared[i_inner_outer*48 + k_inner + 12]*B_shared[k_inner*64 + j_inner_outer*4 + 1];
+      matmul_local[6] = matmul_local[6] + A_shared[i_inner_outer*48 + k_inner + 12]*B_shared[k_inner*64 + j_inner_outer*4 + 2];
+      matmul_local[7] = matmul_local[7] + A_shared[i_inner_outer*48 + k_inner + 12]*B_shared[k_inner*64 + j_inner_outer*4 + 3];
+      matmul_local[8] = matmul_local[8] + A_shared[i_inner_outer*48 + k_inner + 24]*B_shared[k_inner*64 + j_inner_outer*4];
+      matmul_local[9] = matmul_local[9] + A_shared[i_inner_outer*48 + k_inner + 24]*B_shared[k_inner*64 + j_inner_outer*4 + 1];
+      matmul_local[10] = matmul_local[10] + A_shared[i_inner_outer*48 + k_inner + 24]*B_shared[k_inner*64 + j_inner_outer*4 + 2];
+      matmul_local[11] = matmul_local[11] + A_shared[i_inner_outer*48 + k_inner + 24]*B_shared[k_inner*64 + j_inner_outer*4 + 3];
+      matmul_local[12] = matmul_local[12] + A_shared[i_inner_outer*48 + k_inner + 36]*B_shared[k_inner*64 + j_inner_outer*4];
+      matmul_local[13] = matmul_local[13] + A_shared[i_inner_outer*48 + k_inner + 36]*B_shared[k_inner*64 + j_inner_outer*4 + 1];
+      matmul_local[14] = matmul_local[14] + A_shared[i_inner_outer*48 + k_inner + 36]*B_shared[k_inner*64 + j_inner_outer*4 + 2];
+      matmul_local[15] = matmul_local[15] + A_shared[i_inner_outer*48 + k_inner + 36]*B_shared[k_inner*64 + j_inner_outer*4 + 3];
     }
     __syncthreads();
   }
