@@ -212,8 +212,9 @@ ts_status ts_store_root(ts_stage *st);
  * nothing, so the last `offset` iterations issue none.  A hint: results
  * never change, and a vectorized axis drops it.  Lowering refuses a
  * prefetch whose axis was split or fused afterwards, one of a stage
- * computed inline, and one whose loop no longer reads t (a cache_read
- * took the reads). */
+ * computed inline, one whose loop no longer reads t (a cache_read took
+ * the reads), and one of more than 65536 cache lines (4 MB) per
+ * iteration. */
 ts_status ts_prefetch(ts_stage *st, ts_tensor *t, ts_axis *axis, int64_t offset);
 /* ts_prefetch with the offset applied to another loop variable: at the
  * top of each iteration of axis, what that iteration reads when `ahead`

@@ -303,6 +303,13 @@ START_TEST(test_prefetch_lowering_refusals)
 	tu_assert_error(e.ctx, "nothing inside loop");
 	ts_ctx_free(e.ctx);
 
+	/* all of a 16 MB B per row of C: more lines than a prefetch issues */
+	e = matmul(4, 1024, 4096);
+	tu_ok(e.ctx, ts_prefetch(e.sc, e.B, ts_axis_of(e.sc, 0), 1));
+	ck_assert_ptr_null(ts_lower(e.s, "mm", 3, (ts_tensor *[]){e.A, e.B, e.C}));
+	tu_assert_error(e.ctx, "lower: prefetch(B) at 'i': 262144 cache lines per iteration, more than 65536");
+	ts_ctx_free(e.ctx);
+
 	/* an axis split after the prefetch named it */
 	e = matmul(4, 4, 4);
 	ts_axis *o, *in;

@@ -19,6 +19,7 @@
 #define LINE_BYTES 64
 #define MAX_INNER 256
 #define MAX_READS 32
+#define MAX_LINES 65536 /* 4 MB of 64-byte lines */
 
 typedef struct survey {
 	const ts_tensor *t;
@@ -123,13 +124,13 @@ ts_stmt *sch_prefetch_nest(ts_ctx *ctx, const sch_prefetch *p, ts_expr *ahead, t
 	survey v = {.t = t};
 	ir_stmt_visit(body, survey_stmt, survey_expr, &v);
 	if (v.overflow) {
-		ts_error(ctx, TS_ERR_INVALID, "prefetch(%s): the loop body of '%s' holds more than %d reads of "
-			 "it or %d loops", t->name, p->axis->name, MAX_READS, MAX_INNER);
+		ts_error(ctx, TS_ERR_INVALID, "lower: prefetch(%s): the loop body of '%s' holds more than %d "
+			 "reads of it or %d loops", t->name, p->axis->name, MAX_READS, MAX_INNER);
 		return NULL;
 	}
 	if (v.nreads == 0) {
-		ts_error(ctx, TS_ERR_INVALID, "prefetch(%s): nothing inside loop '%s' reads it (a cache_read "
-			 "or an inline stage took its reads away)", t->name, p->axis->name);
+		ts_error(ctx, TS_ERR_INVALID, "lower: prefetch(%s): nothing inside loop '%s' reads it (a "
+			 "cache_read or an inline stage took its reads away)", t->name, p->axis->name);
 		return NULL;
 	}
 	int n = t->ndim;
@@ -183,6 +184,15 @@ ts_stmt *sch_prefetch_nest(ts_ctx *ctx, const sch_prefetch *p, ts_expr *ahead, t
 	int64_t step = LINE_BYTES / ts_dtype_bytes(t->dtype);
 	if (step < 1)
 		step = 1;
+	/* at most MAX_LINES per iteration: a box taken whole (an index not
+	 * monotone in the inner loops) can be the whole tensor */
+	double per_iter = (double)((ext[k] * inner + step - 1) / step);
+	for (int d = 0; d < k; d++)
+		per_iter *= (double)ext[d];
+	if (per_iter > MAX_LINES)
+		return ts_error(ctx, TS_ERR_INVALID, "lower: prefetch(%s) at '%s': %.0f cache lines per "
+				"iteration, more than %d (an index not monotone in the loops inside takes its "
+				"whole dimension)", t->name, p->axis->name, per_iter, MAX_LINES), NULL;
 	ts_expr *q = ts_var_typed(ctx, "pf", it);
 	ts_expr *off = q ? ts_mul(ctx, q, ts_const(ctx, it, step)) : NULL;
 	ts_expr *lines = ts_floordiv(ctx, ts_add(ctx, ts_mul(ctx, count[k], ts_const(ctx, it, inner)),
