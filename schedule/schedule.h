@@ -236,7 +236,8 @@ ts_status ts_prefetch_ahead(ts_stage *st, ts_tensor *t, ts_axis *axis, ts_axis *
  * all fall in one bank no longer conflict.  Results never change; the
  * buffer grows by the padding.  factor >= 1, 0 <= offset < factor; dim
  * in [0, ndim - 2] (the last dimension's stride is 1); not an output or
- * an input of the function (their layout is the caller's). */
+ * an input of the function (their layout is the caller's).  Lowering
+ * refuses it on a stage computed inline (which has no buffer). */
 ts_status ts_storage_align(ts_stage *st, int dim, int64_t factor, int64_t offset);
 /* Where the stage's result lives when it is realized (TVM's set_scope). */
 ts_status ts_set_scope(ts_stage *st, ts_scope scope);

@@ -144,6 +144,10 @@ START_TEST(test_align_refusals)
 	tu_ok(e.ctx, ts_storage_align(sa, 0, 1 << 20, 7));
 	/* a 4 x 4 buffer padded to rows of 2^20 + 7: large, but lowered */
 	tu_nonnull(e.ctx, lower(&e));
+	/* inlined, the stage has no buffer to align */
+	tu_ok(e.ctx, ts_compute_inline(sa));
+	ck_assert_ptr_null(ts_lower(e.s, "mm", 3, (ts_tensor *[]){e.A, e.B, e.C}));
+	tu_assert_error(e.ctx, "lower: stage A.local is computed inline: it has no buffer for its storage_align");
 	ts_ctx_free(e.ctx);
 }
 END_TEST

@@ -975,7 +975,9 @@ static bool leaf_of_any(const ts_schedule *s, const ts_axis *a)
 	return false;
 }
 
-/* A prefetch names loops: axes split or fused after it name none. */
+/* A prefetch names loops: axes split or fused after it name none.  A
+ * stage computed inline has no loops to prefetch in and no buffer to
+ * align. */
 static ts_status check_prefetches(ops *o)
 {
 	for (int i = 0; i < o->s->nstages; i++) {
@@ -983,6 +985,10 @@ static ts_status check_prefetches(ops *o)
 		if (x->nprefetch && x->attach == SCH_ATTACH_INLINE)
 			return ts_error(o->ctx, TS_ERR_INVALID, "lower: stage %s is computed inline: it has no "
 					"loops for its prefetch of %s", x->name, x->prefetch[0].tensor->name);
+		for (int d = 0; d < x->tensor->ndim; d++)
+			if (x->align_factor[d] && x->attach == SCH_ATTACH_INLINE)
+				return ts_error(o->ctx, TS_ERR_INVALID, "lower: stage %s is computed inline: it "
+						"has no buffer for its storage_align", x->name);
 		for (int p = 0; p < x->nprefetch; p++) {
 			const sch_prefetch *pf = &x->prefetch[p];
 			const ts_axis *gone = !leaf_of_any(o->s, pf->axis) ? pf->axis
