@@ -367,10 +367,11 @@ static ts_expr *exp_fn(ts_ctx *ctx, ts_expr *x, ts_expr *const *v, const void *k
 	return ts_exp(ctx, ts_sub(ctx, x, row_value(ctx, m->R, m->nd, v)));
 }
 
+/* x * (1 / row value): the reciprocal is the same for the whole row. */
 static ts_expr *div_fn(ts_ctx *ctx, ts_expr *x, ts_expr *const *v, const void *k)
 {
 	const row_arg *s = k;
-	return ts_div(ctx, x, row_value(ctx, s->R, s->nd, v));
+	return ts_mul(ctx, x, ts_div(ctx, ts_make_const(ctx, x->dtype, 1.0), row_value(ctx, s->R, s->nd, v)));
 }
 
 ts_tensor *ts_op_softmax(ts_ctx *ctx, ts_tensor *X)

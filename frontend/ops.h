@@ -118,7 +118,10 @@ ts_tensor *ts_op_avg_pool2d(ts_ctx *ctx, ts_tensor *X, int kernel_h, int kernel_
 			    int stride_h, int stride_w, int pad_h, int pad_w,
 			    bool count_include_pad);
 /* Softmax over the last axis of a float tensor, in four stages:
- * m = max x, e = exp(x - m), s = sum e, y = e / s. */
+ * m = max x, e = exp(x - m), s = sum e, y = e * (1 / s): one division
+ * per row, which code hoists out of the row's loop, instead of one per
+ * element (a vector division costs several multiplies; the result
+ * differs from e / s by at most an ulp or two). */
 ts_tensor *ts_op_softmax(ts_ctx *ctx, ts_tensor *X);
 /* Layer normalization over the last axis (extent n) of a float X of any
  * rank, in three stages: the mean ("layer_norm_mean", sum x/n), the
