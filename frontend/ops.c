@@ -411,7 +411,9 @@ static ts_expr *norm_fn(ts_ctx *ctx, ts_expr *x, ts_expr *const *v, const void *
 	const norm_arg *a = k;
 	ts_expr *d = ts_sub(ctx, x, row_value(ctx, a->M, a->nd, v));
 	ts_expr *sd = ts_sqrt(ctx, ts_add(ctx, row_value(ctx, a->V, a->nd, v), a->eps));
-	ts_expr *y = ts_mul(ctx, ts_div(ctx, d, sd), TS_READ(ctx, a->gamma, v[a->nd - 1]));
+	/* times the row's reciprocal, computed once per row (as softmax's) */
+	ts_expr *inv = ts_div(ctx, ts_make_const(ctx, x->dtype, 1.0), sd);
+	ts_expr *y = ts_mul(ctx, ts_mul(ctx, d, inv), TS_READ(ctx, a->gamma, v[a->nd - 1]));
 	return a->beta ? ts_add(ctx, y, TS_READ(ctx, a->beta, v[a->nd - 1])) : y;
 }
 

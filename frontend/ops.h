@@ -127,7 +127,8 @@ ts_tensor *ts_op_softmax(ts_ctx *ctx, ts_tensor *X);
  * rank, in three stages: the mean ("layer_norm_mean", sum x/n), the
  * variance about it ("layer_norm_var", sum (x - mean)^2/n: two passes, so
  * no cancellation as in the mean of squares minus the squared mean), and
- * y = (x - mean) / sqrt(var + epsilon) * gamma + beta.  gamma and beta are
+ * y = (x - mean) * (1 / sqrt(var + epsilon)) * gamma + beta (one
+ * division per row, as softmax).  gamma and beta are
  * 1-D of extent n, of X's dtype; beta may be NULL (no shift); epsilon is
  * positive and finite. */
 ts_tensor *ts_op_layer_norm(ts_ctx *ctx, ts_tensor *X, ts_tensor *gamma, ts_tensor *beta,
