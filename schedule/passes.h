@@ -59,10 +59,11 @@ typedef struct sch_spec {
 } sch_spec;
 /* schedule_ops' helper for ts_prefetch (prefetch.c): body preceded by the
  * prefetch of what its iteration reads of p->tensor once the variable
- * `ahead` (p->ahead's loop variable) is p->offset further on; `it` is the
- * index dtype.  NULL with an error when nothing in body reads the tensor. */
-ts_stmt *sch_prefetch_nest(ts_ctx *ctx, const sch_prefetch *p, ts_expr *ahead, ts_stmt *body,
-			   ts_dtype it);
+ * `ahead` (p->ahead's loop variable, over [0, ahead_ext)) is p->offset
+ * further on, where that iteration exists; `it` is the index dtype.  NULL
+ * with an error when nothing in body reads the tensor. */
+ts_stmt *sch_prefetch_nest(ts_ctx *ctx, const sch_prefetch *p, ts_expr *ahead, int64_t ahead_ext,
+			   ts_stmt *body, ts_dtype it);
 ts_func *sch_specialize(ts_ctx *ctx, ts_func *f, const sch_spec *spec);
 ts_stmt *sch_bind_sizes(ts_ctx *ctx, int n, ts_expr *const *vars, ts_buffer *sizes, ts_stmt *body);
 

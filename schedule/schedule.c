@@ -609,10 +609,10 @@ ts_status ts_prefetch_ahead(ts_stage *st, ts_tensor *t, ts_axis *axis, ts_axis *
 		return fail(st, "prefetch", "the axis the offset applies to is NULL", NULL);
 	if (!known_axis(st, ahead))
 		return fail(st, "prefetch", "axis '%s' belongs to no stage of this schedule", ahead->name);
-	if (offset == 0 || offset <= -INT32_MAX || offset >= INT32_MAX) {
+	if (offset == 0 || offset < -INT32_MAX || offset > INT32_MAX) {
 		char msg[96];
-		snprintf(msg, sizeof(msg), "offset %lld: it must be nonzero and below 2^31 in magnitude",
-			 (long long)offset);
+		snprintf(msg, sizeof(msg), "offset %lld: it must be nonzero and at most 2^31 - 1 in "
+			 "magnitude", (long long)offset);
 		return fail(st, "prefetch", "%s", msg);
 	}
 	if (st->nprefetch >= TS_MAX_PREFETCH) {

@@ -205,12 +205,14 @@ ts_status ts_store_root(ts_stage *st);
  * axis (a leaf of st), a software prefetch of every cache line of the
  * elements of t that iteration axis + offset reads (on the CPU,
  * llvm.prefetch; CUDA code ignores it).  t is an input (a placeholder of
- * constant extents) that st reads; offset is nonzero, |offset| < 2^31.  The region is the
- * box of t's indices over the loops inside axis, taken from the lowered
- * nest; a dimension whose index is not monotone in those loops is
- * prefetched whole.  Iterations whose region would leave t prefetch
- * nothing, so the last `offset` iterations issue none.  A hint: results
- * never change, and a vectorized axis drops it.  Lowering refuses a
+ * constant extents) that st reads; offset is nonzero, |offset| <= 2^31 - 1.
+ * An iteration for which iteration axis + offset does not exist (past
+ * either end of the loop) prefetches nothing: the last `offset`
+ * iterations issue none.  The region is the box of t's indices over the
+ * loops inside axis, taken from the lowered nest; a dimension whose index
+ * is not monotone in those loops is prefetched whole, and the region is
+ * clipped to t.  A hint: results never change, and a vectorized axis
+ * drops it.  Lowering refuses a
  * prefetch whose axis was split or fused afterwards, one of a stage
  * computed inline, one whose loop no longer reads t (a cache_read took
  * the reads), and one of more than 65536 cache lines (4 MB) per

@@ -117,8 +117,8 @@ static bool dim_box(ts_ctx *ctx, const survey *v, int d, ts_dtype it, ts_expr **
 	return *lo != NULL;
 }
 
-ts_stmt *sch_prefetch_nest(ts_ctx *ctx, const sch_prefetch *p, ts_expr *ahead, ts_stmt *body,
-			   ts_dtype it)
+ts_stmt *sch_prefetch_nest(ts_ctx *ctx, const sch_prefetch *p, ts_expr *ahead, int64_t ahead_ext,
+			   ts_stmt *body, ts_dtype it)
 {
 	const ts_tensor *t = p->tensor;
 	survey v = {.t = t};
@@ -134,7 +134,9 @@ ts_stmt *sch_prefetch_nest(ts_ctx *ctx, const sch_prefetch *p, ts_expr *ahead, t
 		return NULL;
 	}
 	int n = t->ndim;
-	if (n == 0) /* a scalar: nothing worth a prefetch */
+	/* a scalar is not worth a prefetch; no iteration is `offset` away
+	 * from any other of a loop no longer than that */
+	if (n == 0 || p->offset >= ahead_ext || -p->offset >= ahead_ext)
 		return body;
 	ts_expr *lo[TS_MAX_DIMS];
 	int64_t ext[TS_MAX_DIMS] = {0};
@@ -156,9 +158,14 @@ ts_stmt *sch_prefetch_nest(ts_ctx *ctx, const sch_prefetch *p, ts_expr *ahead, t
 		inner *= t->shape[k];
 		k--;
 	}
-	/* each dimension up to k clipped to the tensor: a single index must
-	 * lie inside, a range runs over its part inside (the box of a split's
-	 * last block may reach past the end) */
+	/* only where iteration ahead + offset exists, tested without forming
+	 * it (so nothing wraps: the moved indices are those of an iteration
+	 * the loop has); then each dimension up to k clipped to the tensor: a
+	 * single index must lie inside, a range runs over its part inside
+	 * (the box of a split's last block may reach past the end) */
+	ts_expr *exists = p->offset > 0
+				  ? ts_lt(ctx, ahead, ts_const(ctx, ahead->dtype, ahead_ext - p->offset))
+				  : ts_ge(ctx, ahead, ts_const(ctx, ahead->dtype, -p->offset));
 	ts_expr *cond = NULL, *first[TS_MAX_DIMS], *count[TS_MAX_DIMS];
 	for (int d = 0; d <= k; d++) {
 		ts_expr *zero = ts_const(ctx, it, 0), *size = ts_const(ctx, it, t->shape[d]);
@@ -226,5 +233,6 @@ ts_stmt *sch_prefetch_nest(ts_ctx *ctx, const sch_prefetch *p, ts_expr *ahead, t
 				   TS_THREAD_NONE, s);
 	if (s && cond)
 		s = ir_if(ctx, cond, s, NULL);
+	s = s && exists ? ir_if(ctx, exists, s, NULL) : NULL;
 	return s ? ir_seq2(ctx, s, body) : NULL;
 }

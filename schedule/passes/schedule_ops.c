@@ -478,16 +478,19 @@ static ts_stmt *prefetches(ops *o, const ts_stage *st, const ts_axis *a, ts_stmt
 		if (p->axis != a)
 			continue;
 		ts_expr *ahead = NULL;
+		int64_t ahead_ext = 0;
 		for (int d = o->depth - 1; d >= 0 && !ahead; d--)
-			if (o->stack_axis[d] == p->ahead)
+			if (o->stack_axis[d] == p->ahead) {
 				ahead = o->stack[d].var;
+				ahead_ext = o->stack[d].extent;
+			}
 		if (!ahead) {
 			ts_error(o->ctx, TS_ERR_INVALID, "lower: prefetch(%s) of stage %s at '%s': the loop of "
 				 "'%s' does not enclose it (give an outer leaf of %s or of a stage it is "
 				 "computed at)", p->tensor->name, st->name, a->name, p->ahead->name, st->name);
 			return NULL;
 		}
-		body = sch_prefetch_nest(o->ctx, p, ahead, body, o->it);
+		body = sch_prefetch_nest(o->ctx, p, ahead, ahead_ext, body, o->it);
 	}
 	return body;
 }
