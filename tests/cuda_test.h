@@ -72,4 +72,24 @@ static inline bool have_device(void)
 	return probe_child(true);
 }
 
+/* Softmax (2 arguments) and layer norm (4) of M[rows, cols] under the
+ * default GPU schedule, lowered: each row reduction a kernel of its own
+ * when built for "cuda". */
+static inline void row_ops_cuda(ts_ctx *ctx, int64_t rows, int64_t cols, int threads, ts_func *out[2])
+{
+	ts_tensor *M = ts_placeholder(ctx, "M", TS_SHAPE(rows, cols), ts_float32);
+	ts_tensor *gamma = ts_placeholder(ctx, "gamma", TS_SHAPE(cols), ts_float32);
+	ts_tensor *beta = ts_placeholder(ctx, "beta", TS_SHAPE(cols), ts_float32);
+	ts_tensor *y[2] = {ts_op_softmax(ctx, M), ts_op_layer_norm(ctx, M, gamma, beta, 1e-5)};
+	int nargs[2] = {2, 4};
+	ts_tensor *args[2][4] = {{M, y[0]}, {M, gamma, beta, y[1]}};
+	for (int i = 0; i < 2; i++) {
+		ck_assert_msg(y[i] != NULL, "%s", ts_last_error(ctx));
+		ts_schedule *s = ts_create_schedule(ctx, 1, &y[i]);
+		ck_assert_msg(s && ts_schedule_default_cuda(s, threads) == TS_OK, "%s", ts_last_error(ctx));
+		out[i] = ts_lower(s, y[i]->name, nargs[i], args[i]);
+		ck_assert_msg(out[i] != NULL, "%s", ts_last_error(ctx));
+	}
+}
+
 #endif

@@ -126,17 +126,10 @@ static void compiles_and_matches(ts_ctx *ctx, ts_func *f)
 START_TEST(test_default_schedule_kernels)
 {
 	ts_ctx *ctx = ts_ctx_new();
-	ts_tensor *M = ts_placeholder(ctx, "M", TS_SHAPE(37, 50), ts_float32);
-	ts_tensor *gamma = ts_placeholder(ctx, "gamma", TS_SHAPE(50), ts_float32);
-	ts_tensor *beta = ts_placeholder(ctx, "beta", TS_SHAPE(50), ts_float32);
-	ts_tensor *outs[2] = {ts_op_softmax(ctx, M), ts_op_layer_norm(ctx, M, gamma, beta, 1e-5)};
-	int nargs[2] = {2, 4};
-	ts_tensor *args[2][4] = {{M, outs[0]}, {M, gamma, beta, outs[1]}};
+	ts_func *fs[2];
+	row_ops_cuda(ctx, 37, 50, 64, fs);
 	for (int i = 0; i < 2; i++) {
-		tu_nonnull(ctx, outs[i]);
-		ts_schedule *s = ts_create_schedule(ctx, 1, &outs[i]);
-		tu_ok(ctx, ts_schedule_default_cuda(s, 64));
-		ts_func *f = ts_lower(s, outs[i]->name, nargs[i], args[i]);
+		ts_func *f = fs[i];
 		compiles_and_matches(ctx, f);
 		ts_module *m = ts_build(ctx, f, "cuda -arch=sm_90");
 		tu_nonnull(ctx, m);
@@ -144,7 +137,7 @@ START_TEST(test_default_schedule_kernels)
 		tu_nonnull(ctx, src);
 		for (int k = 0; k < 3; k++) {
 			char want[96];
-			snprintf(want, sizeof(want), "kernel %d of 3: %s_k%d */", k + 1, outs[i]->name, k);
+			snprintf(want, sizeof(want), "kernel %d of 3: %s_k%d */", k + 1, f->name, k);
 			ck_assert_msg(strstr(src, want) != NULL, "no '%s' in\n%s", want, src);
 		}
 		ck_assert(strstr(src, "kernel 4 of") == NULL);

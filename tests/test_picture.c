@@ -8,29 +8,12 @@
 
 #include <string.h>
 
-typedef struct gemm {
-	ts_ctx *ctx;
-	ts_tensor *A, *B, *C;
-	ts_schedule *s;
-	ts_stage *sc;
-} gemm;
+typedef tu_mm gemm;
 
 /* C[i, j] = sum_k A[i, k] * B[k, j]. */
 static gemm make_gemm(int64_t m, int64_t n, int64_t k)
 {
-	gemm g = {.ctx = ts_ctx_new()};
-	ts_ctx *ctx = g.ctx;
-	g.A = ts_placeholder(ctx, "A", TS_SHAPE(m, k), ts_float32);
-	g.B = ts_placeholder(ctx, "B", TS_SHAPE(k, n), ts_float32);
-	ts_iter *r = ts_reduce_axis(ctx, "k", 0, k);
-	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
-	g.C = ts_compute(ctx, "C", TS_SHAPE(m, n), TS_VARS(i, j),
-			 TS_SUM(ctx, ts_mul(ctx, TS_READ(ctx, g.A, i, r->var), TS_READ(ctx, g.B, r->var, j)), r));
-	tu_nonnull(ctx, g.C);
-	g.s = ts_create_schedule(ctx, 1, &g.C);
-	tu_nonnull(ctx, g.s);
-	g.sc = ts_stage_of(g.s, g.C);
-	return g;
+	return tu_matmul(m, n, k);
 }
 
 static void check_gemm(gemm *g)

@@ -18,29 +18,7 @@
 #include "printer.h"
 #include "schedule.h"
 
-typedef struct mm {
-	ts_ctx *ctx;
-	ts_tensor *A, *B, *C;
-	ts_schedule *s;
-	ts_stage *sc;
-} mm;
-
-/* C[i, j] = sum_k A[i, k] B[k, j] over m x n x k */
-static mm matmul(int64_t m, int64_t n, int64_t k)
-{
-	mm e = {.ctx = ts_ctx_new()};
-	ts_ctx *ctx = e.ctx;
-	e.A = ts_placeholder(ctx, "A", TS_SHAPE(m, k), ts_float32);
-	e.B = ts_placeholder(ctx, "B", TS_SHAPE(k, n), ts_float32);
-	ts_iter *r = ts_reduce_axis(ctx, "k", 0, k);
-	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
-	e.C = ts_compute(ctx, "C", TS_SHAPE(m, n), TS_VARS(i, j),
-			 TS_SUM(ctx, ts_mul(ctx, TS_READ(ctx, e.A, i, r->var), TS_READ(ctx, e.B, r->var, j)), r));
-	e.s = ts_create_schedule(ctx, 1, &e.C);
-	e.sc = ts_stage_of(e.s, e.C);
-	tu_nonnull(ctx, e.sc);
-	return e;
-}
+typedef tu_mm mm;
 
 static ts_func *lower(mm *e)
 {
@@ -82,7 +60,7 @@ static int count(const char *text, const char *part)
  * past the end. */
 START_TEST(test_prefetch_matmul)
 {
-	mm e = matmul(7, 40, 10);
+	mm e = tu_matmul(7, 40, 10);
 	ts_axis *ko, *ki, *i = ts_axis_of(e.sc, 0), *j = ts_axis_of(e.sc, 1);
 	tu_ok(e.ctx, ts_split(e.sc, ts_reduce_axis_of(e.sc, 0), 4, &ko, &ki));
 	tu_ok(e.ctx, ts_reorder(e.sc, TS_AXES(i, ko, ki, j)));
@@ -111,7 +89,7 @@ END_TEST
  * iteration has none. */
 START_TEST(test_prefetch_negative)
 {
-	mm e = matmul(5, 9, 6);
+	mm e = tu_matmul(5, 9, 6);
 	tu_ok(e.ctx, ts_prefetch(e.sc, e.A, ts_axis_of(e.sc, 0), -2));
 	ts_func *f = lower(&e);
 	ck_assert(strstr(ir_func_str(e.ctx, f), "prefetch(A[") != NULL);
@@ -120,7 +98,7 @@ START_TEST(test_prefetch_negative)
 	/* the largest offsets: the moved index wraps past int32 or leaves the
 	 * tensor, and the clipped region is empty, never addressed (the
 	 * interpreter would say so) */
-	e = matmul(5, 9, 6);
+	e = tu_matmul(5, 9, 6);
 	tu_ok(e.ctx, ts_prefetch(e.sc, e.A, ts_axis_of(e.sc, 0), INT32_MAX));
 	tu_ok(e.ctx, ts_prefetch(e.sc, e.B, ts_reduce_axis_of(e.sc, 0), -INT32_MAX));
 	tu_check_func(e.ctx, lower(&e), 1e-5);
@@ -133,7 +111,7 @@ END_TEST
  * past the end are guarded in the body and never prefetched. */
 START_TEST(test_prefetch_ahead)
 {
-	mm e = matmul(8, 12, 5);
+	mm e = tu_matmul(8, 12, 5);
 	ts_axis *io, *ii, *k = ts_reduce_axis_of(e.sc, 0), *j = ts_axis_of(e.sc, 1);
 	tu_ok(e.ctx, ts_split(e.sc, ts_axis_of(e.sc, 0), 3, &io, &ii));
 	tu_ok(e.ctx, ts_reorder(e.sc, TS_AXES(io, k, ii, j)));
@@ -153,7 +131,7 @@ END_TEST
 START_TEST(test_prefetch_attached)
 {
 	for (int64_t off = 1; off <= 9; off += 8) {
-		mm e = matmul(6, 16, 7);
+		mm e = tu_matmul(6, 16, 7);
 		ts_tensor *cc = ts_cache_write(e.s, e.C, TS_SCOPE_LOCAL);
 		tu_nonnull(e.ctx, cc);
 		ts_stage *scc = ts_stage_of(e.s, cc);
@@ -173,7 +151,7 @@ END_TEST
 /* CUDA code has no prefetch: the emitter leaves the hint out. */
 START_TEST(test_prefetch_cuda)
 {
-	mm e = matmul(8, 32, 4);
+	mm e = tu_matmul(8, 32, 4);
 	tu_ok(e.ctx, ts_bind(e.sc, ts_axis_of(e.sc, 0), TS_BLOCK_X));
 	tu_ok(e.ctx, ts_bind(e.sc, ts_axis_of(e.sc, 1), TS_THREAD_X));
 	tu_ok(e.ctx, ts_prefetch(e.sc, e.B, ts_reduce_axis_of(e.sc, 0), 1));
@@ -190,7 +168,7 @@ END_TEST
 /* A vectorized axis drops the hint; results are unchanged. */
 START_TEST(test_prefetch_vectorized)
 {
-	mm e = matmul(4, 8, 3);
+	mm e = tu_matmul(4, 8, 3);
 	ts_axis *j = ts_axis_of(e.sc, 1);
 	tu_ok(e.ctx, ts_reorder(e.sc, TS_AXES(ts_axis_of(e.sc, 0), ts_reduce_axis_of(e.sc, 0), j)));
 	tu_ok(e.ctx, ts_vectorize(e.sc, j));
@@ -231,8 +209,8 @@ END_TEST
 
 START_TEST(test_prefetch_refusals)
 {
-	mm e = matmul(4, 4, 4);
-	mm other = matmul(4, 4, 4);
+	mm e = tu_matmul(4, 4, 4);
+	mm other = tu_matmul(4, 4, 4);
 	ts_axis *i = ts_axis_of(e.sc, 0), *j = ts_axis_of(e.sc, 1), *o, *in;
 	ts_clear_error(e.ctx);
 	ck_assert_int_ne(ts_prefetch(NULL, e.A, i, 1), TS_OK);
@@ -297,14 +275,14 @@ END_TEST
  * prefetch's, and a tensor the loop no longer reads. */
 START_TEST(test_prefetch_lowering_refusals)
 {
-	mm e = matmul(4, 4, 4);
+	mm e = tu_matmul(4, 4, 4);
 	ts_axis *i = ts_axis_of(e.sc, 0), *j = ts_axis_of(e.sc, 1);
 	tu_ok(e.ctx, ts_prefetch_ahead(e.sc, e.A, i, j, 1));
 	ck_assert_ptr_null(ts_lower(e.s, "mm", 3, (ts_tensor *[]){e.A, e.B, e.C}));
 	tu_assert_error(e.ctx, "does not enclose");
 	ts_ctx_free(e.ctx);
 
-	e = matmul(4, 4, 4);
+	e = tu_matmul(4, 4, 4);
 	tu_ok(e.ctx, ts_prefetch(e.sc, e.A, ts_axis_of(e.sc, 0), 1));
 	tu_nonnull(e.ctx, ts_cache_read(e.s, e.A, TS_SCOPE_LOCAL, 1, &e.C));
 	ck_assert_ptr_null(ts_lower(e.s, "mm", 3, (ts_tensor *[]){e.A, e.B, e.C}));
@@ -312,14 +290,14 @@ START_TEST(test_prefetch_lowering_refusals)
 	ts_ctx_free(e.ctx);
 
 	/* all of a 16 MB B per row of C: more lines than a prefetch issues */
-	e = matmul(4, 1024, 4096);
+	e = tu_matmul(4, 1024, 4096);
 	tu_ok(e.ctx, ts_prefetch(e.sc, e.B, ts_axis_of(e.sc, 0), 1));
 	ck_assert_ptr_null(ts_lower(e.s, "mm", 3, (ts_tensor *[]){e.A, e.B, e.C}));
 	tu_assert_error(e.ctx, "lower: prefetch(B) at 'i': 262144 cache lines per iteration, more than 65536");
 	ts_ctx_free(e.ctx);
 
 	/* an axis split after the prefetch named it */
-	e = matmul(4, 4, 4);
+	e = tu_matmul(4, 4, 4);
 	ts_axis *o, *in;
 	tu_ok(e.ctx, ts_prefetch(e.sc, e.A, ts_axis_of(e.sc, 0), 1));
 	tu_ok(e.ctx, ts_split(e.sc, ts_axis_of(e.sc, 0), 2, &o, &in));

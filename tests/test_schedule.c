@@ -12,29 +12,7 @@
 #include "ops.h"
 #include "schedule.h"
 
-typedef struct mm {
-	ts_ctx *ctx;
-	ts_tensor *A, *B, *C;
-	ts_schedule *s;
-	ts_stage *sc;
-} mm;
-
-static mm matmul(int64_t M, int64_t N, int64_t K)
-{
-	mm m = {.ctx = ts_ctx_new()};
-	ts_ctx *ctx = m.ctx;
-	m.A = ts_placeholder(ctx, "A", TS_SHAPE(M, K), ts_float32);
-	m.B = ts_placeholder(ctx, "B", TS_SHAPE(K, N), ts_float32);
-	ts_iter *k = ts_reduce_axis(ctx, "k", 0, K);
-	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
-	m.C = ts_compute(ctx, "C", TS_SHAPE(M, N), TS_VARS(i, j),
-			 TS_SUM(ctx, ts_mul(ctx, TS_READ(ctx, m.A, i, k->var), TS_READ(ctx, m.B, k->var, j)), k));
-	tu_nonnull(ctx, m.C);
-	m.s = ts_create_schedule(ctx, 1, &m.C);
-	tu_nonnull(ctx, m.s);
-	m.sc = ts_stage_of(m.s, m.C);
-	return m;
-}
+typedef tu_mm mm;
 
 static ts_func *lower_mm(mm *m)
 {
@@ -47,7 +25,7 @@ static const int64_t shapes[][3] = {{32, 48, 16}, {37, 29, 23}, {5, 3, 7}};
 static void each_shape(void (*sched)(mm *m))
 {
 	for (size_t i = 0; i < TS_COUNT_OF(shapes); i++) {
-		mm m = matmul(shapes[i][0], shapes[i][1], shapes[i][2]);
+		mm m = tu_matmul(shapes[i][0], shapes[i][1], shapes[i][2]);
 		sched(&m);
 		ck_assert_msg(ts_last_status(m.ctx) == TS_OK, "schedule failed: %s", ts_last_error(m.ctx));
 		tu_check_func(m.ctx, lower_mm(&m), 1e-5);
@@ -278,7 +256,7 @@ END_TEST
 /* The printed schedule shows the relations and the loop order. */
 START_TEST(test_schedule_print)
 {
-	mm m = matmul(64, 64, 64);
+	mm m = tu_matmul(64, 64, 64);
 	s_tile_all(&m);
 	tu_assert_golden("schedule_tile_all.txt", ts_schedule_str(m.s));
 	ts_ctx_free(m.ctx);
@@ -289,7 +267,7 @@ END_TEST
  * switch prints them all; bound inference prints each stage's region. */
 START_TEST(test_passes_and_bounds)
 {
-	mm m = matmul(37, 29, 23);
+	mm m = tu_matmul(37, 29, 23);
 	s_opt_gemm(&m);
 	ts_ctx *ctx = m.ctx;
 	ts_tensor *args[3] = {m.A, m.B, m.C};
@@ -342,7 +320,7 @@ END_TEST
 
 START_TEST(test_errors)
 {
-	mm m = matmul(16, 16, 16);
+	mm m = tu_matmul(16, 16, 16);
 	ts_ctx *ctx = m.ctx;
 	ts_axis *o, *i, *f, *o2, *i2;
 	ts_axis *x = AX(&m, 0), *y = AX(&m, 1), *k = RAX(&m, 0);
@@ -359,7 +337,7 @@ START_TEST(test_errors)
 	tu_assert_error(ctx, "split(C): axis 'i' is no longer a leaf");
 	ts_clear_error(ctx);
 
-	mm other = matmul(8, 8, 8);
+	mm other = tu_matmul(8, 8, 8);
 	ck_assert_int_ne(ts_vectorize(m.sc, AX(&other, 0)), TS_OK);
 	tu_assert_error(ctx, "vectorize(C): axis 'i' does not belong to this stage");
 	ts_clear_error(ctx);
@@ -392,7 +370,7 @@ END_TEST
 
 START_TEST(test_errors_limits_and_bind)
 {
-	mm m = matmul(256, 2048, 8);
+	mm m = tu_matmul(256, 2048, 8);
 	ts_ctx *ctx = m.ctx;
 	ts_axis *o, *i;
 	ck_assert_int_ne(ts_vectorize(m.sc, AX(&m, 0)), TS_OK);

@@ -13,29 +13,7 @@
 #include "printer.h"
 #include "schedule.h"
 
-typedef struct mm {
-	ts_ctx *ctx;
-	ts_tensor *A, *B, *C;
-	ts_schedule *s;
-	ts_stage *sc;
-} mm;
-
-/* C = A x B over m x n x k */
-static mm matmul(int64_t m, int64_t n, int64_t k)
-{
-	mm e = {.ctx = ts_ctx_new()};
-	ts_ctx *ctx = e.ctx;
-	e.A = ts_placeholder(ctx, "A", TS_SHAPE(m, k), ts_float32);
-	e.B = ts_placeholder(ctx, "B", TS_SHAPE(k, n), ts_float32);
-	ts_iter *r = ts_reduce_axis(ctx, "k", 0, k);
-	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
-	e.C = ts_compute(ctx, "C", TS_SHAPE(m, n), TS_VARS(i, j),
-			 TS_SUM(ctx, ts_mul(ctx, TS_READ(ctx, e.A, i, r->var), TS_READ(ctx, e.B, r->var, j)), r));
-	e.s = ts_create_schedule(ctx, 1, &e.C);
-	e.sc = ts_stage_of(e.s, e.C);
-	tu_nonnull(ctx, e.sc);
-	return e;
-}
+typedef tu_mm mm;
 
 static ts_func *lower(mm *e)
 {
@@ -48,7 +26,7 @@ static ts_func *lower(mm *e)
  * 7 x 19 = 133 elements, row i at 19 * i. */
 START_TEST(test_align_root_cache)
 {
-	mm e = matmul(7, 9, 10);
+	mm e = tu_matmul(7, 9, 10);
 	ts_tensor *AA = ts_cache_read(e.s, e.A, TS_SCOPE_GLOBAL, 1, &e.C);
 	tu_nonnull(e.ctx, AA);
 	tu_ok(e.ctx, ts_storage_align(ts_stage_of(e.s, AA), 0, 16, 3));
@@ -68,7 +46,7 @@ END_TEST
 START_TEST(test_align_attached)
 {
 	for (int64_t off = 0; off < 2; off++) {
-		mm e = matmul(12, 20, 9);
+		mm e = tu_matmul(12, 20, 9);
 		ts_tensor *BB = ts_cache_read(e.s, e.B, TS_SCOPE_LOCAL, 1, &e.C);
 		tu_nonnull(e.ctx, BB);
 		ts_axis *io, *ii, *jo, *ji;
@@ -90,7 +68,7 @@ END_TEST
  * and computes the same through the interpreter. */
 START_TEST(test_align_cuda_shared)
 {
-	mm e = matmul(40, 24, 16);
+	mm e = tu_matmul(40, 24, 16);
 	ts_tensor *AS = ts_cache_read(e.s, e.A, TS_SCOPE_SHARED, 1, &e.C);
 	tu_nonnull(e.ctx, AS);
 	ts_axis *by, *bx, *ty, *tx;
@@ -120,7 +98,7 @@ END_TEST
 
 START_TEST(test_align_refusals)
 {
-	mm e = matmul(4, 4, 4);
+	mm e = tu_matmul(4, 4, 4);
 	ts_tensor *AA = ts_cache_read(e.s, e.A, TS_SCOPE_LOCAL, 1, &e.C);
 	ts_stage *sa = ts_stage_of(e.s, AA);
 	ck_assert_int_ne(ts_storage_align(NULL, 0, 4, 1), TS_OK);

@@ -224,3 +224,21 @@ bool tu_allocates_global(const char *text, const char *name)
 	}
 	return false;
 }
+
+tu_mm tu_matmul(int64_t M, int64_t N, int64_t K)
+{
+	tu_mm m = {.ctx = ts_ctx_new()};
+	ts_ctx *ctx = m.ctx;
+	m.A = ts_placeholder(ctx, "A", TS_SHAPE(M, K), ts_float32);
+	m.B = ts_placeholder(ctx, "B", TS_SHAPE(K, N), ts_float32);
+	ts_iter *k = ts_reduce_axis(ctx, "k", 0, K);
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	m.C = ts_compute(ctx, "C", TS_SHAPE(M, N), TS_VARS(i, j),
+			 TS_SUM(ctx, ts_mul(ctx, TS_READ(ctx, m.A, i, k->var), TS_READ(ctx, m.B, k->var, j)), k));
+	tu_nonnull(ctx, m.C);
+	m.s = ts_create_schedule(ctx, 1, &m.C);
+	tu_nonnull(ctx, m.s);
+	m.sc = ts_stage_of(m.s, m.C);
+	tu_nonnull(ctx, m.sc);
+	return m;
+}

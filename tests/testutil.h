@@ -8,6 +8,17 @@
 
 #include "tessera.h"
 
+/* C[i, j] = sum_k A[i, k] B[k, j] over M x N x K (float32) in a context
+ * of its own, with its schedule and C's stage: the shared fixture of the
+ * schedule tests.  The caller frees ctx. */
+typedef struct tu_mm {
+	ts_ctx *ctx;
+	ts_tensor *A, *B, *C;
+	ts_schedule *s;
+	ts_stage *sc;
+} tu_mm;
+tu_mm tu_matmul(int64_t M, int64_t N, int64_t K);
+
 /* Runs a suite and returns the process exit code (0, or 1 on failure). */
 int tu_run_suite(Suite *s);
 
