@@ -42,7 +42,6 @@ struct cg_cuda_module {
 	ts_cuda_kernel kernel[MAX_KERNELS];
 	cg_launch launch[MAX_KERNELS];
 	int ns;        /* global buffers between kernels, after f's parameters */
-	ts_buffer *scratch[MAX_SCRATCH];
 	ts_array *scratch_array[MAX_SCRATCH]; /* on the device (NULL without one) */
 	const char *source;
 	char arch[CG_ARCH_MAX];
@@ -197,7 +196,6 @@ static ts_status compile(ts_ctx *ctx, const ts_func *f, cg_cuda_module *m, ts_ph
 	m->nk = sp.nk;
 	m->ns = sp.ns;
 	for (int j = 0; j < sp.ns; j++) {
-		m->scratch[j] = sp.scratch[j];
 		if (m->cuda && !(m->scratch_array[j] = ts_cuda_array_new(ctx, m->cuda, sp.scratch[j]->dtype, 1,
 								      &sp.scratch[j]->size)))
 			return ts_last_status(ctx);

@@ -705,15 +705,25 @@ static ts_status schedule_window_pad(ts_schedule *s, ts_tensor *P, ts_stage *sy,
 	return ts_vectorize(sp, pi);
 }
 
+/* *p or the defaults; blocks of 0 are chosen from the shape later,
+ * negative ones refused. */
+static ts_status depthwise_params(ts_schedule *s, const char *what, const ts_depthwise_cpu_params *p,
+				  ts_depthwise_cpu_params *d)
+{
+	*d = p ? *p : ts_depthwise_cpu_default();
+	if (d->ow_block < 0 || d->oh_block < 0)
+		return ts_error(s->ctx, TS_ERR_INVALID, "%s: ow_block and oh_block must be >= 0 (0: "
+				"chosen from the shape), got %lld and %lld", what, (long long)d->ow_block,
+				(long long)d->oh_block);
+	return TS_OK;
+}
+
 ts_status ts_schedule_depthwise_cpu(ts_schedule *s, ts_tensor *Y, const ts_depthwise_cpu_params *p)
 {
 	const char *what = "schedule_depthwise_cpu";
 	TRY(need(s, Y, what));
-	ts_depthwise_cpu_params d = p ? *p : ts_depthwise_cpu_default();
-	if (d.ow_block < 0 || d.oh_block < 0)
-		return ts_error(s->ctx, TS_ERR_INVALID, "%s: ow_block and oh_block must be >= 0 (0: "
-				"chosen from the shape), got %lld and %lld", what, (long long)d.ow_block,
-				(long long)d.oh_block);
+	ts_depthwise_cpu_params d;
+	TRY(depthwise_params(s, what, p, &d));
 	if (Y->op != TS_OP_COMPUTE || Y->ndim != 4 || Y->nreduce != 2 || Y->ninputs < 1)
 		return ts_error(s->ctx, TS_ERR_INVALID, "%s: %s is not a 2-D window over NCHW (a depthwise "
 				"convolution or a max pooling: 4 axes, 2 reduction axes; an average "
@@ -836,11 +846,8 @@ ts_status ts_schedule_depthwise_nchwc_cpu(ts_schedule *s, ts_tensor *Y,
 {
 	const char *what = "schedule_depthwise_nchwc_cpu";
 	TRY(need(s, Y, what));
-	ts_depthwise_cpu_params d = p ? *p : ts_depthwise_cpu_default();
-	if (d.ow_block < 0 || d.oh_block < 0)
-		return ts_error(s->ctx, TS_ERR_INVALID, "%s: ow_block and oh_block must be >= 0 (0: "
-				"chosen from the shape), got %lld and %lld", what, (long long)d.ow_block,
-				(long long)d.oh_block);
+	ts_depthwise_cpu_params d;
+	TRY(depthwise_params(s, what, p, &d));
 	ts_tensor *chain[TS_MAX_EPILOGUE];
 	int n;
 	ts_tensor *C = find_root(s, &dw_nchwc_root, Y, chain, &n);

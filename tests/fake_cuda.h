@@ -134,6 +134,14 @@ static bool build_fake_driver(char dir[64], char lib[128])
 	return true;
 }
 
+/* Undoes build_fake_driver and TESSERA_CUDA_LIB pointing at it. */
+static inline void drop_fake_driver(const char *dir, const char *lib)
+{
+	unsetenv("TESSERA_CUDA_LIB");
+	unlink(lib);
+	rmdir(dir);
+}
+
 /* A copy (in buf) of a string of the loaded stand-in. */
 static inline const char *fake_str(const char *lib, const char *name, char *buf, size_t size)
 {

@@ -351,10 +351,8 @@ START_TEST(test_fake_driver)
 	ck_assert_int_eq(ts_last_status(ctx), TS_ERR_NO_DEVICE);
 	ck_assert_str_eq(ts_last_error(ctx), "cuda: no CUDA device found");
 	unsetenv("FAKE_CUDA_NO_DEVICE");
-	unsetenv("TESSERA_CUDA_LIB");
 	ts_ctx_free(ctx);
-	unlink(lib);
-	rmdir(dir);
+	drop_fake_driver(dir, lib);
 }
 END_TEST
 
@@ -502,10 +500,8 @@ START_TEST(test_readme_flow_fake_driver)
 	}
 	ts_module_free(m);
 	ts_cuda_close(gpu);
-	unsetenv("TESSERA_CUDA_LIB");
 	ts_ctx_free(ctx);
-	unlink(lib);
-	rmdir(dir);
+	drop_fake_driver(dir, lib);
 }
 END_TEST
 
@@ -550,10 +546,8 @@ START_TEST(test_kernels_fake_driver)
 	for (int k = 0; k < 2; k++)
 		ts_cuda_array_free(d[k]);
 	ts_cuda_close(gpu);
-	unsetenv("TESSERA_CUDA_LIB");
 	ts_ctx_free(ctx);
-	unlink(lib);
-	rmdir(dir);
+	drop_fake_driver(dir, lib);
 }
 END_TEST
 

@@ -978,10 +978,11 @@ static bool leaf_of_any(const ts_schedule *s, const ts_axis *a)
 	return false;
 }
 
-/* A prefetch names loops: axes split or fused after it name none.  A
+/* The prefetches and alignments a stage asks for: a prefetch names
+ * loops, and axes split or fused after it name none.  A
  * stage computed inline has no loops to prefetch in and no buffer to
  * align. */
-static ts_status check_prefetches(ops *o)
+static ts_status check_hints(ops *o)
 {
 	for (int i = 0; i < o->s->nstages; i++) {
 		const ts_stage *x = o->s->stages[i];
@@ -1103,7 +1104,7 @@ ts_stmt *pass_schedule_ops(ts_ctx *ctx, ts_schedule *s, ts_sbuf *log)
 	o->body = ts_alloc_array(ctx, (size_t)s->nstages, sizeof(ts_expr *));
 	o->built = ts_alloc_array(ctx, (size_t)s->nstages, sizeof(bool));
 	if (!o->body || !o->built || inline_all(o) != TS_OK || check_attachments(o) != TS_OK ||
-	    check_prefetches(o) != TS_OK ||
+	    check_hints(o) != TS_OK ||
 	    choose_index_type(o) != TS_OK)
 		return NULL;
 	ts_stmt *body = NULL;
