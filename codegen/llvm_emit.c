@@ -682,13 +682,14 @@ static LLVMValueRef strided_load(emitter *em, const ts_buffer *buf, const ts_exp
 		 : NULL;
 }
 
-/* A clamped index: base + clamp(ramp(r, 1, n)) with lane-invariant base
- * terms and bounds (min and/or max of the ramp with broadcasts), the index
+/* A clamped index: base +- clamp(ramp(r, 1, n)) with lane-invariant base
+ * terms (added or subtracted) and bounds (min and/or max of the ramp with broadcasts), the index
  * a padding stage reads its input with.  Fills *clamp and the broadcast
  * terms added to it (at most 8). */
 typedef struct clamped {
 	const ts_expr *clamp, *ramp;
 	const ts_expr *terms[8];
+	bool neg[8]; /* the term is subtracted */
 	int nterms;
 } clamped;
 
@@ -709,12 +710,13 @@ static bool match_clamp(const ts_expr *e, clamped *c)
 
 static bool match_clamped(const ts_expr *ix, clamped *c, bool top)
 {
-	if (ix->kind == IR_ADD) {
+	if (ix->kind == IR_ADD || ix->kind == IR_SUB) {
 		const ts_expr *a = ix->u.bin.a, *b = ix->u.bin.b;
-		if (a->kind == IR_BROADCAST)
+		if (ix->kind == IR_ADD && a->kind == IR_BROADCAST)
 			a = ix->u.bin.b, b = ix->u.bin.a;
 		if (b->kind != IR_BROADCAST || c->nterms >= 8)
 			return false;
+		c->neg[c->nterms] = ix->kind == IR_SUB;
 		c->terms[c->nterms++] = b;
 		return match_clamped(a, c, false);
 	}
@@ -742,7 +744,7 @@ static LLVMValueRef clamped_load(emitter *em, const ts_buffer *buf, const clampe
 	LLVMValueRef off = LLVMConstInt(em->i64, 0, 1);
 	for (int i = 0; i < c->nterms && off; i++) {
 		LLVMValueRef t = index64(em, c->terms[i]->u.bcast.value);
-		off = t ? LLVMBuildAdd(B, off, t, "") : NULL;
+		off = !t ? NULL : c->neg[i] ? LLVMBuildSub(B, off, t, "") : LLVMBuildAdd(B, off, t, "");
 	}
 	LLVMValueRef r0 = index64(em, c->ramp->u.ramp.base);
 	if (!et || !base || !cv || !lv || !off || !r0)

@@ -164,6 +164,14 @@ static ts_expr *and_cond(ts_ctx *ctx, ts_expr *acc, ts_expr *c)
 	return acc ? ts_and(ctx, acc, c) : c;
 }
 
+/* Each side's test is a likely() hint: the loops that read a padding
+ * inlined are partitioned (schedule/passes/loop_partition.c) into borders
+ * that keep the test and an interior without it or the clamps. */
+static ts_expr *likely(ts_ctx *ctx, ts_expr *c)
+{
+	return c ? ts_call(ctx, IR_INTRIN_LIKELY, 1, &c) : NULL;
+}
+
 /* Index into X for output index v of a dimension padded by (pb, pa): v - pb,
  * clamped into [0, n) on the sides that have padding; *cond gains the test
  * that v - pb is inside. */
@@ -172,11 +180,11 @@ static ts_expr *pad_index(ts_ctx *ctx, ts_expr *v, int64_t pb, int64_t pa, int64
 {
 	ts_expr *ix = pb ? ts_sub(ctx, v, fe_index(ctx, pb)) : v;
 	if (pb) {
-		*cond = and_cond(ctx, *cond, ts_ge(ctx, v, fe_index(ctx, pb)));
+		*cond = and_cond(ctx, *cond, likely(ctx, ts_ge(ctx, v, fe_index(ctx, pb))));
 		ix = ts_max(ctx, ix, fe_index(ctx, 0));
 	}
 	if (pa) {
-		*cond = and_cond(ctx, *cond, ts_lt(ctx, v, fe_index(ctx, pb + n)));
+		*cond = and_cond(ctx, *cond, likely(ctx, ts_lt(ctx, v, fe_index(ctx, pb + n))));
 		ix = ts_min(ctx, ix, fe_index(ctx, n - 1));
 	}
 	return ix;

@@ -206,7 +206,14 @@ static ts_status schedule_packing(ts_schedule *s, ts_tensor *Bp, bool parallel)
 
 static bool is_matmul(const ts_tensor *C)
 {
-	return C->op == TS_OP_COMPUTE && C->ndim == 2 && C->ninputs == 2 && C->nreduce == 1;
+	if (C->op != TS_OP_COMPUTE || C->ndim != 2 || C->nreduce != 1)
+		return false;
+	if (C->ninputs == 2)
+		return true;
+	/* A x A reads one tensor: a square A, as large as C */
+	const ts_tensor *A = C->ninputs == 1 ? C->inputs[0] : NULL;
+	return A && A->ndim == 2 && A->shape[0] == A->shape[1] && C->shape[0] == A->shape[0] &&
+	       C->shape[1] == A->shape[0] && C->reduce_axis[0]->extent == A->shape[0];
 }
 
 /* The output stage O: mr x nr tiles, column panels outside (one panel of Bp
@@ -246,8 +253,9 @@ static ts_status matmul_prologue(ts_schedule *s, const char *what, ts_tensor *C,
 		return ts_error(s->ctx, TS_ERR_INVALID,
 				"%s: %s is not a matmul (ts_op_matmul or ts_op_matmul_packed)", what,
 				C->name);
-	if (C->inputs[1]->op == TS_OP_COMPUTE)
-		TRY(schedule_packing(s, C->inputs[1], d->parallel));
+	ts_tensor *B = C->inputs[C->ninputs - 1];
+	if (B->op == TS_OP_COMPUTE)
+		TRY(schedule_packing(s, B, d->parallel));
 	if (d->mr > C->shape[0]) /* few rows (a dense layer): no idle accumulators */
 		d->mr = C->shape[0];
 	return TS_OK;
@@ -538,15 +546,20 @@ ts_conv2d_cpu_params ts_conv2d_cpu_default(void)
 }
 
 /* The padded input (any 5-D producer of the convolution C) is computed
- * once, before the convolution: inlined, its select and clamped index
- * would sit in the innermost loop. */
-static ts_status conv_input(ts_schedule *s, const ts_tensor *C, bool parallel)
+ * once, before the convolution, unless `inl`: inlined, its select and
+ * clamped index sit in the innermost loop, where only partitioning the
+ * loops around it (likely() tests, loop_partition) takes them out. */
+static ts_status conv_input(ts_schedule *s, const ts_tensor *C, bool parallel, bool inl)
 {
 	for (int i = 0; i < C->ninputs; i++) {
 		ts_tensor *P = C->inputs[i];
 		if (P->op != TS_OP_COMPUTE || P->ndim != 5)
 			continue;
 		ts_stage *sp = ts_stage_of(s, P);
+		if (inl) {
+			TRY(ts_compute_inline(sp));
+			continue;
+		}
 		ts_axis *f;
 		TRY(ts_vectorize(sp, ts_axis_of(sp, 4)));
 		TRY(ts_fuse(sp, ts_axis_of(sp, 0), ts_axis_of(sp, 1), &f));
@@ -580,8 +593,8 @@ static bool rows_outer(const ts_tensor *C)
  * vector), images, channel blocks and row blocks fused into one parallel
  * loop (rows outside the channel blocks when rows_outer); *owo is the loop
  * over a row's column blocks. */
-static ts_status conv_output(ts_stage *sy, const ts_conv2d_cpu_params *d, bool rows, ts_axis **owo,
-			     ts_axis **outer, int64_t *row_blocks)
+static ts_status conv_output(ts_stage *sy, const ts_conv2d_cpu_params *d, bool rows, bool inl,
+			     ts_axis **owo, ts_axis **outer, int64_t *row_blocks)
 {
 	int64_t ow = sy->tensor->shape[3], oh_block = d->oh_block;
 	/* a block no wider than the row: the columns past it would still
@@ -597,6 +610,12 @@ static ts_status conv_output(ts_stage *sy, const ts_conv2d_cpu_params *d, bool r
 		TRY(ts_reorder(sy, TS_AXES(img, oho, cb, *owo, ohi, owi)));
 		TRY(ts_fuse(sy, img, oho, &f1));
 		TRY(ts_fuse(sy, f1, cb, &f2));
+	} else if (inl) {
+		/* the row blocks a loop of their own, which loop_partition can
+		 * split at the padding's rows (a fused index is not monotone) */
+		TRY(ts_reorder(sy, TS_AXES(oho, *owo, ohi, owi)));
+		TRY(ts_fuse(sy, img, cb, &f2));
+		*row_blocks = 1; /* the next channel block is the next iteration */
 	} else {
 		TRY(ts_reorder(sy, TS_AXES(oho, *owo, ohi, owi)));
 		TRY(ts_fuse(sy, img, cb, &f1));
@@ -634,7 +653,11 @@ ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_co
 	ts_tensor *C = find_root(s, &conv_root, Y, chain, &n);
 	if (!C)
 		return ts_last_status(s->ctx);
-	TRY(conv_input(s, C, d.parallel));
+	bool rows = rows_outer(C);
+	/* with rows outside the channel blocks, the rows of one image only
+	 * are monotone in the fused parallel index */
+	bool inl = d.inline_pad && (!rows || C->shape[0] == 1);
+	TRY(conv_input(s, C, d.parallel, inl));
 	/* the accumulator: C itself under an epilogue, else a cache of Y (= C) */
 	ts_tensor *acc = n ? C : ts_cache_write(s, Y, TS_SCOPE_LOCAL);
 	if (!acc)
@@ -644,8 +667,7 @@ ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_co
 	ts_stage *sy = ts_stage_of(s, Y);
 	ts_axis *owo, *outer;
 	int64_t row_blocks;
-	bool rows = rows_outer(C);
-	TRY(conv_output(sy, &d, rows, &owo, &outer, &row_blocks));
+	TRY(conv_output(sy, &d, rows, inl, &owo, &outer, &row_blocks));
 	ts_stage *sc = ts_stage_of(s, acc);
 	TRY(conv_accumulator(sc, sy, owo));
 	/* weights outweigh the input: each channel block's weights come from

@@ -118,11 +118,18 @@ typedef struct ts_conv2d_cpu_params {
 	bool prefetch;    /* when the weights outweigh the input: fetch the next
 			   * channel block's weights during the current one's
 			   * reduction (ts_prefetch_ahead) */
+	bool inline_pad;  /* read the input through the padding inlined instead
+			   * of a padded copy: the loops are partitioned into
+			   * border blocks that test the padding and an interior
+			   * that does not (more code, compiled slower; taken
+			   * where the rows can be partitioned: one image, or
+			   * weights outweighing the input) */
 } ts_conv2d_cpu_params;
 
 ts_conv2d_cpu_params ts_conv2d_cpu_default(void);
 /* Schedules Y = epilogue(C), C = ts_op_conv2d_nchwc(...) (its padding stage
- * included, computed once before C), the epilogue being a chain of
+ * included, computed once before C, or inlined with p->inline_pad), the
+ * epilogue being a chain of
  * elementwise stages of C's shape [N, O/y, OH, OW, y] as in
  * ts_schedule_dense_cpu: a bias over the channels (reading bias[co*y + ci]),
  * a residual add of a 5-D input, relu, clip, ...  Y is split into blocks of

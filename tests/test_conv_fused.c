@@ -3,8 +3,8 @@
  * epilogue (bias over the channels, relu, a residual add, clip) scheduled
  * as one pass, checked against the reference evaluator on shapes the
  * register block divides and on shapes it does not (odd images, stride 2,
- * 1x1 and 3x3 kernels, channel blocks of 4, 8 and 16); the convolution
- * never gets a global buffer.
+ * 1x1 and 3x3 kernels, channel blocks of 4, 8 and 16), with the padding
+ * copied or inlined; the convolution never gets a global buffer.
  */
 #include "testutil.h"
 
@@ -61,6 +61,23 @@ static built build(ts_ctx *ctx, epi e, const conv *g)
 	return b;
 }
 
+/* Whether some line of text adds a product reading X without a select. */
+static bool has_unguarded_read(const char *text)
+{
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *end = strchr(l, '\n');
+		size_t n = end ? (size_t)(end - l) : strlen(l);
+		char line[1024];
+		if (n >= sizeof line)
+			continue;
+		memcpy(line, l, n);
+		line[n] = 0;
+		if (strstr(line, "X[") && strstr(line, "*W[") && !strstr(line, "select("))
+			return true;
+	}
+	return false;
+}
+
 static void check_conv(epi e, conv g, const ts_conv2d_cpu_params *p)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -76,11 +93,21 @@ static void check_conv(epi e, conv g, const ts_conv2d_cpu_params *p)
 	ck_assert_msg(strstr(text, " in local") != NULL, "no local accumulator:\n%s", text);
 	ck_assert_msg(!tu_allocates_global(text, b.C->name), "the convolution has a global buffer:\n%s",
 		      text);
-	/* the padded input, computed once before the convolution, does */
-	ck_assert_msg(!g.pad || tu_allocates_global(text, "pad"), "no padded input:\n%s", text);
 	/* the next channel block's weights prefetched where weights outweigh
 	 * the (padded) input, and the schedule asks for it */
 	bool deep = g.o * g.c * g.k * g.k > g.n * g.c * (g.h + 2 * g.pad) * (g.w + 2 * g.pad);
+	/* the padded input, computed once before the convolution, does,
+	 * unless it is inlined (one image, or channel blocks outside) */
+	bool inl = g.pad && p && p->inline_pad && (deep || g.n == 1);
+	bool copied = tu_allocates_global(text, "pad");
+	if (g.pad && copied == inl)
+		fputs(text, stderr);
+	ck_assert_msg(!g.pad || copied != inl, "padding %s, expected %s", copied ? "copied" : "inlined",
+		      inl ? "inlined" : "copied");
+	/* an image with room for it, in whole blocks of 14 columns, has an
+	 * interior that reads X with no test of the padding */
+	bool roomy = p && p->ow_block == 14 && g.h >= 14 && g.w % 14 == 0 && g.stride == 1;
+	ck_assert_msg(!inl || !roomy || has_unguarded_read(text), "no interior without the padding's test");
 	bool want = deep && (!p || p->prefetch);
 	ck_assert_msg((strstr(text, "prefetch(W[") != NULL) == want,
 		      "prefetch%s expected, c %lld h %lld w %lld o %lld k %lld", want ? "" : " not",
@@ -112,13 +139,42 @@ static const conv shapes[] = {
 	{.n = 1, .c = 16, .h = 5, .w = 3, .o = 24, .k = 3, .x = 8, .y = 8, .stride = 1, .pad = 1},
 };
 
+/* the padding inlined, with both kinds of blocks */
+static const ts_conv2d_cpu_params defaults_inl = {.ow_block = 14, .oh_block = 0, .parallel = true,
+						  .prefetch = true, .inline_pad = true};
+static const ts_conv2d_cpu_params odd_inl = {.ow_block = 4, .oh_block = 3, .parallel = false,
+					     .inline_pad = true};
+
 static void check_all(epi e)
 {
 	for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
 		check_conv(e, shapes[i], &defaults);
 		check_conv(e, shapes[i], &odd);
+		check_conv(e, shapes[i], &defaults_inl);
+		check_conv(e, shapes[i], &odd_inl);
 	}
 }
+
+/* Inlined paddings wider than the kernel's reach on some sides, images
+ * that the blocks do not divide, two images (whose padded copy stays when
+ * rows are outside the channel blocks), stride 2. */
+START_TEST(test_conv_inline_pad)
+{
+	static const conv more[] = {
+		{.n = 1, .c = 8, .h = 9, .w = 10, .o = 16, .k = 3, .x = 8, .y = 16, .stride = 1, .pad = 2},
+		{.n = 2, .c = 4, .h = 6, .w = 5, .o = 32, .k = 3, .x = 4, .y = 8, .stride = 1, .pad = 1},
+		{.n = 2, .c = 4, .h = 12, .w = 12, .o = 8, .k = 3, .x = 4, .y = 8, .stride = 1, .pad = 1},
+		{.n = 1, .c = 3, .h = 15, .w = 17, .o = 8, .k = 7, .x = 3, .y = 8, .stride = 2, .pad = 3},
+		{.n = 1, .c = 16, .h = 7, .w = 7, .o = 32, .k = 3, .x = 16, .y = 16, .stride = 2, .pad = 1},
+		{.n = 1, .c = 16, .h = 20, .w = 28, .o = 32, .k = 3, .x = 16, .y = 16, .stride = 1, .pad = 1},
+		{.n = 1, .c = 64, .h = 14, .w = 14, .o = 64, .k = 3, .x = 16, .y = 32, .stride = 1, .pad = 1},
+	};
+	for (size_t i = 0; i < sizeof more / sizeof *more; i++) {
+		check_conv(EPI_BIAS_RELU, more[i], &defaults_inl);
+		check_conv(EPI_RESIDUAL_RELU, more[i], &odd_inl);
+	}
+}
+END_TEST
 
 START_TEST(test_conv_bias)
 {
@@ -169,6 +225,7 @@ int main(void)
 	tcase_add_test(tc, test_conv_bias_residual_relu);
 	tcase_add_test(tc, test_conv_clip);
 	tcase_add_test(tc, test_conv_no_epilogue);
+	tcase_add_test(tc, test_conv_inline_pad);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

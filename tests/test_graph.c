@@ -489,6 +489,27 @@ START_TEST(test_matmul_vector)
 }
 END_TEST
 
+/* A product of a value with itself (x @ x, Gemm(x, x)): one tensor read
+ * twice, which the matmul schedules take as a product like any other. */
+START_TEST(test_matmul_self)
+{
+	static const ts_gop ops[] = {TS_GOP_MATMUL, TS_GOP_GEMM};
+	for (size_t c = 0; c < TS_COUNT_OF(ops); c++) {
+		ts_ctx *ctx = ts_ctx_new();
+		tg *t = tg_new(ctx, 95 + (uint64_t)c);
+		int x = tg_input(t, "x", 2, (int64_t[]){7, 7});
+		int m = tg_node(t, "mm", ops[c], 2, (int[]){x, x}, NULL);
+		ck_assert_msg(m >= 0, "case %zu: %s", c, ts_last_error(ctx));
+		int r = tg_node(t, "relu", TS_GOP_RELU, 1, &m, NULL);
+		ck_assert_msg(r >= 0, "case %zu: %s", c, ts_last_error(ctx));
+		tg_output(t, r);
+		ts_graph_exec_free(check_all(ctx, t));
+		tg_free(t);
+		ts_ctx_free(ctx);
+	}
+}
+END_TEST
+
 /* Random chains of convolutions, pooling and elementwise nodes. */
 START_TEST(test_random_graphs)
 {
@@ -725,6 +746,7 @@ int main(void)
 	tcase_add_test(tc, test_concat_matmul_batched);
 	tcase_add_test(tc, test_matmul_broadcast);
 	tcase_add_test(tc, test_matmul_vector);
+	tcase_add_test(tc, test_matmul_self);
 	tcase_add_test(tc, test_random_graphs);
 	tcase_add_test(tc, test_random_sequence_graphs);
 	tcase_add_test(tc, test_constant_views);

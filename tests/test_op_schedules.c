@@ -80,6 +80,22 @@ START_TEST(test_batch_matmul_cpu)
 }
 END_TEST
 
+/* C = A x A reads one tensor: the matmul and dense schedules take it. */
+START_TEST(test_matmul_self)
+{
+	for (int dense = 0; dense < 2; dense++) {
+		ts_ctx *ctx = ts_ctx_new();
+		ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(19, 19), ts_float32);
+		ts_tensor *C = ts_op_matmul(ctx, A, A, false, false);
+		tu_nonnull(ctx, C);
+		ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+		tu_ok(ctx, dense ? ts_schedule_dense_cpu(s, C, NULL) : ts_schedule_matmul_cpu(s, C, NULL));
+		tu_check_func(ctx, ts_lower(s, "aa", 2, (ts_tensor *[]){A, C}), 1e-4);
+		ts_ctx_free(ctx);
+	}
+}
+END_TEST
+
 START_TEST(test_conv2d_nchwc_cpu)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -206,6 +222,7 @@ int main(void)
 	tcase_add_test(tc, test_matmul_cpu_plain);
 	tcase_add_test(tc, test_batch_matmul_cpu);
 	tcase_add_test(tc, test_conv2d_nchwc_cpu);
+	tcase_add_test(tc, test_matmul_self);
 	tcase_add_test(tc, test_matmul_cuda_schedule);
 	tcase_add_test(tc, test_conv2d_cuda_schedule);
 	tcase_add_test(tc, test_default_cpu);

@@ -440,6 +440,37 @@ START_TEST(test_errors_attach)
 }
 END_TEST
 
+/* A padding's border tests are likely() hints: loop_partition splits the
+ * rows and the columns that cross a border into head, interior and tail,
+ * and the interior reads X with neither the test nor the clamps.  Padded
+ * both sides, one side, and wider than the image; results against the
+ * reference evaluator. */
+START_TEST(test_partition_padding)
+{
+	static const int64_t cases[][5] = {
+		/* h, w, pad before, pad after, (unused) */
+		{9, 13, 1, 1, 0}, {9, 13, 2, 0, 0}, {5, 3, 4, 6, 0}, {1, 1, 1, 1, 0},
+	};
+	for (size_t k = 0; k < TS_COUNT_OF(cases); k++) {
+		ts_ctx *ctx = ts_ctx_new();
+		const int64_t *c = cases[k];
+		ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(c[0], c[1]), ts_float32);
+		ts_tensor *P = ts_op_pad(ctx, X, (int64_t[]){c[2], c[2]}, (int64_t[]){c[3], c[3]}, 0.25);
+		tu_nonnull(ctx, P);
+		ts_schedule *s = ts_create_schedule(ctx, 1, &P);
+		ts_func *f = ts_lower(s, "pad", 2, (ts_tensor *[]){X, P});
+		tu_nonnull(ctx, f);
+		const char *text = ir_func_str(ctx, f);
+		ck_assert_msg(!strstr(text, "likely"), "a likely() left:\n%s", text);
+		/* an interior exists where the image is wider than 2 */
+		if (c[0] > 2 && c[1] > 2)
+			ck_assert_msg(strstr(text, "= X[") != NULL, "no unguarded interior:\n%s", text);
+		tu_check_func(ctx, f, 0);
+		ts_ctx_free(ctx);
+	}
+}
+END_TEST
+
 START_TEST(test_compute_at_cycle)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -478,6 +509,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_errors_limits_and_bind);
 	tcase_add_test(tc, test_errors_attach);
 	tcase_add_test(tc, test_compute_at_cycle);
+	tcase_add_test(tc, test_partition_padding);
 	suite_add_tcase(s, tc);
 	return s;
 }

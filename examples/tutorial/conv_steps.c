@@ -124,8 +124,8 @@ static const tut_step steps[] = {
 		       "of its own), then the seven loops of the convolution, scalar.",
 	 "/* no schedule calls: Y = ts_op_conv2d_nchw(ctx, X, W, 1, 1, 1, 1, 1, 1, 1) */", naive},
 	{"padding inlined", "No padded copy: each read of the padded input becomes a select on "
-			    "the border test, evaluated in the innermost loop (less memory, more "
-			    "work per multiply-add).",
+			    "the border test; the loops are partitioned at the border (loop_partition), "
+			    "so only border iterations keep the test (less memory, more code).",
 	 "ts_compute_inline(ts_stage_of(s, ts_op_stage(Y, \"pad\")));", pad_inline},
 	{"NCHW, vectorized along the row", "The padded copy again; output columns innermost "
 					   "in vectors of `lanes`, the reduction outside them, "

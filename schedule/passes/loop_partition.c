@@ -9,6 +9,16 @@
  * variable over its whole range.  The loop becomes a main loop over
  * [min, k) with those guards replaced by true, then a tail loop over
  * [k, min + extent) that keeps them and is partitioned further inside.
+ *
+ * Guards that fail at the first iteration (a padding's v >= pad, read
+ * through an inlined padding stage) are taken one by one: each must hold
+ * on a prefix or on a suffix of the loop, and the main loop is the range
+ * where all of them hold, with a head loop before it and a tail loop after
+ * it keeping the guards (as Halide partitions a boundary condition's
+ * loops).  Vector and thread loops take no head.  After such a split the
+ * whole statement is simplified again with the narrower ranges, so the
+ * clamps of a padding's index go from the main loop too.
+ *
  * Guards proved false remove their statement.  Finally every likely(c)
  * left becomes plain c, so no later stage sees likely().
  */
@@ -21,37 +31,66 @@ typedef struct part {
 	ts_ctx *ctx;
 	ir_range r[MAX_RANGES];
 	int nr;
+	bool headed; /* some loop got a head part: simplify again */
 } part;
 
 typedef struct collect {
 	const ts_expr *v;
 	ts_expr *conds[64];
+	bool sel[64]; /* found only in SELECT conditions (a padding's) */
 	int nc;
+	bool in_select; /* add_cond's mode */
 	ir_range inner[MAX_RANGES];
 	int ni;
 } collect;
 
+/* Records the likely() conditions under e that use v (a condition seen
+ * both in a SELECT and elsewhere counts as elsewhere). */
+static bool add_cond(ts_expr *e, void *data)
+{
+	collect *c = data;
+	if (e->kind != IR_CALL || e->u.call.op != IR_INTRIN_LIKELY ||
+	    !ir_expr_uses_var(e->u.call.args[0], c->v))
+		return true;
+	for (int i = 0; i < c->nc; i++)
+		if (ir_expr_equal(c->conds[i], e->u.call.args[0])) {
+			c->sel[i] = c->sel[i] && c->in_select;
+			return true;
+		}
+	if (c->nc < 64) {
+		c->sel[c->nc] = c->in_select;
+		c->conds[c->nc++] = e->u.call.args[0];
+	}
+	return true;
+}
+
+/* Expressions are visited before their operands, so a SELECT's conditions
+ * are recorded as such before the visit reaches them. */
 static bool collect_expr(ts_expr *e, void *data)
 {
 	collect *c = data;
-	if (e->kind == IR_CALL && e->u.call.op == IR_INTRIN_LIKELY &&
-	    ir_expr_uses_var(e->u.call.args[0], c->v) && c->nc < 64)
-		c->conds[c->nc++] = e->u.call.args[0];
-	return true;
+	c->in_select = e->kind == IR_SELECT;
+	if (c->in_select)
+		ir_expr_visit(e->u.select.cond, add_cond, c);
+	c->in_select = false;
+	return add_cond(e, c);
 }
 
 static bool collect_stmt(ts_stmt *s, void *data)
 {
 	collect *c = data;
 	int64_t mn, ex;
+	if (s->kind == IR_S_IF)
+		ir_expr_visit(s->u.if_.cond, add_cond, c);
 	if (s->kind == IR_S_FOR && ir_is_const_int(s->u.for_.min, &mn) &&
 	    ir_is_const_int(s->u.for_.extent, &ex) && c->ni < MAX_RANGES)
 		c->inner[c->ni++] = (ir_range){s->u.for_.var, mn, ex};
 	return true;
 }
 
-/* Do all conds hold for v in [lo, hi)? */
-static bool holds(part *p, collect *c, const ts_expr *v, int64_t lo, int64_t hi)
+/* Do conds[from, to) hold for v in [lo, hi)? */
+static bool holds_some(part *p, collect *c, const ts_expr *v, int64_t lo, int64_t hi, int from,
+		       int to)
 {
 	ir_range r[MAX_RANGES * 2 + 1];
 	int n = 0;
@@ -60,16 +99,31 @@ static bool holds(part *p, collect *c, const ts_expr *v, int64_t lo, int64_t hi)
 	for (int i = 0; i < c->ni; i++)
 		r[n++] = c->inner[i];
 	r[n++] = (ir_range){v, lo, hi - lo};
-	for (int i = 0; i < c->nc; i++)
+	for (int i = from; i < to; i++)
 		if (!ir_can_prove(p->ctx, c->conds[i], n, r))
 			return false;
 	return true;
 }
 
+/* Do all conds hold for v in [lo, hi)? */
+static bool holds(part *p, collect *c, const ts_expr *v, int64_t lo, int64_t hi)
+{
+	return holds_some(p, c, v, lo, hi, 0, c->nc);
+}
+
 typedef struct {
 	const ts_expr *v;
 	bool value_known;
+	const collect *only; /* when set, only these conditions are dropped */
 } likely_sub;
+
+static bool listed(const collect *c, const ts_expr *cond)
+{
+	for (int i = 0; i < c->nc; i++)
+		if (ir_expr_equal(c->conds[i], cond))
+			return true;
+	return false;
+}
 
 /* likely(c) with c using v -> true (in the main part). */
 static ts_expr *drop_likely(ts_ctx *ctx, ts_expr *e, void *data)
@@ -77,7 +131,8 @@ static ts_expr *drop_likely(ts_ctx *ctx, ts_expr *e, void *data)
 	likely_sub *l = data;
 	ts_expr *m = ir_expr_map_children(ctx, e, drop_likely, data);
 	if (m && m->kind == IR_CALL && m->u.call.op == IR_INTRIN_LIKELY &&
-	    (!l->v || ir_expr_uses_var(m->u.call.args[0], l->v)))
+	    (!l->v || ir_expr_uses_var(m->u.call.args[0], l->v)) &&
+	    (!l->only || listed(l->only, m->u.call.args[0])))
 		return l->value_known ? ts_const(ctx, ts_bool, 1) : m->u.call.args[0];
 	return m;
 }
@@ -117,6 +172,65 @@ static ts_stmt *loop(part *p, ts_stmt *s, int64_t lo, int64_t hi, ts_stmt *body)
 		      s->u.for_.kind, s->u.for_.thread, body);
 }
 
+/* The range [*a, *b) of [lo, hi) where condition i provably holds, when
+ * that is a prefix or a suffix of the loop; false otherwise. */
+static bool holding_range(part *p, collect *c, const ts_expr *v, int i, int64_t lo, int64_t hi,
+			  int64_t *a, int64_t *b)
+{
+	int64_t good, bad;
+	if (holds_some(p, c, v, lo, lo + 1, i, i + 1)) { /* a prefix: its largest end */
+		good = lo + 1, bad = hi + 1;
+		while (bad - good > 1) {
+			int64_t mid = good + (bad - good) / 2;
+			*(holds_some(p, c, v, lo, mid, i, i + 1) ? &good : &bad) = mid;
+		}
+		*a = lo, *b = good;
+		return true;
+	}
+	if (!holds_some(p, c, v, hi - 1, hi, i, i + 1))
+		return false;
+	good = hi - 1, bad = lo; /* a suffix: its smallest start */
+	while (good - bad > 1) {
+		int64_t mid = bad + (good - bad) / 2;
+		*(holds_some(p, c, v, mid, hi, i, i + 1) ? &good : &bad) = mid;
+	}
+	*a = good, *b = hi;
+	return true;
+}
+
+/* Loop s over [lo, hi), whose conditions c do not all hold at lo: a head
+ * loop, a main loop over the range where every condition holds (each on a
+ * prefix or a suffix), without them, and a tail loop.  s as it is (its
+ * body partitioned) when some condition holds on no such range. */
+static ts_stmt *partition_head(part *p, ts_stmt *s, collect *c, int64_t lo, int64_t hi)
+{
+	ts_ctx *ctx = p->ctx;
+	ts_expr *v = s->u.for_.var;
+	int64_t a = lo, b = hi;
+	bool ok = s->u.for_.kind != TS_FOR_VECTORIZED && s->u.for_.kind != TS_FOR_THREAD;
+	for (int i = 0; ok && i < c->nc; i++) {
+		int64_t ai, bi;
+		ok = holding_range(p, c, v, i, lo, hi, &ai, &bi);
+		a = ok && ai > a ? ai : a;
+		b = ok && bi < b ? bi : b;
+	}
+	if (!ok || a >= b)
+		return loop(p, s, lo, hi, s->u.for_.body);
+	likely_sub l = {v, true, c};
+	ts_stmt *main_body = drop_likely_stmt(ctx, s->u.for_.body, &l), *parts[3];
+	if (!main_body)
+		return NULL;
+	int n = 0;
+	if (a > lo && !(parts[n++] = loop(p, s, lo, a, s->u.for_.body)))
+		return NULL;
+	if (!(parts[n++] = loop(p, s, a, b, main_body)))
+		return NULL;
+	if (b < hi && !(parts[n++] = loop(p, s, b, hi, s->u.for_.body)))
+		return NULL;
+	p->headed = true;
+	return ir_seq(ctx, n, parts);
+}
+
 static ts_stmt *partition_for(part *p, ts_stmt *s)
 {
 	ts_ctx *ctx = p->ctx;
@@ -126,6 +240,15 @@ static ts_stmt *partition_for(part *p, ts_stmt *s)
 		return ir_stmt_map_children(ctx, s, walk_child, NULL, p);
 	collect c = {.v = v};
 	ir_stmt_visit(s->u.for_.body, collect_stmt, collect_expr, &c);
+	/* a vector or thread loop keeps its lanes whole: a padding's test
+	 * stays there (a clamped vector read is a masked load) */
+	if (s->u.for_.kind == TS_FOR_VECTORIZED || s->u.for_.kind == TS_FOR_THREAD) {
+		int n = 0;
+		for (int i = 0; i < c.nc; i++)
+			if (!c.sel[i])
+				c.conds[n++] = c.conds[i];
+		c.nc = n;
+	}
 	if (c.nc == 0)
 		return loop(p, s, lo, lo + ext, s->u.for_.body);
 	/* largest k in [lo, lo + ext] with the guards holding on [lo, k) */
@@ -138,8 +261,8 @@ static ts_stmt *partition_for(part *p, ts_stmt *s)
 			bad = mid;
 	}
 	if (good == lo)
-		return loop(p, s, lo, lo + ext, s->u.for_.body);
-	likely_sub l = {v, true};
+		return partition_head(p, s, &c, lo, lo + ext);
+	likely_sub l = {v, true, &c};
 	ts_stmt *main_body = drop_likely_stmt(ctx, s->u.for_.body, &l);
 	ts_stmt *main = main_body ? loop(p, s, lo, good, main_body) : NULL;
 	if (good == lo + ext || !main)
@@ -152,7 +275,7 @@ static ts_stmt *partition_for(part *p, ts_stmt *s)
 static ts_stmt *prune_if(part *p, ts_stmt *s)
 {
 	ts_ctx *ctx = p->ctx;
-	likely_sub plain = {NULL, false};
+	likely_sub plain = {NULL, false, NULL};
 	ts_expr *c = drop_likely(ctx, s->u.if_.cond, &plain);
 	if (c && ir_can_prove(ctx, ts_not(ctx, c), p->nr, p->r))
 		return s->u.if_.else_s ? walk(p, s->u.if_.else_s)
@@ -178,6 +301,6 @@ ts_stmt *pass_loop_partition(ts_ctx *ctx, ts_stmt *s)
 		return NULL;
 	p->ctx = ctx;
 	ts_stmt *r = walk(p, s);
-	likely_sub plain = {NULL, false};
+	likely_sub plain = {NULL, false, NULL};
 	return r ? drop_likely_stmt(ctx, r, &plain) : NULL;
 }
