@@ -453,6 +453,13 @@ static bool infer_matmul(const infer *c, int *ndim, int64_t *s)
 	gvalue ba = {.name = A->name, .ndim = A->ndim - 2}, bb = {.name = B->name, .ndim = B->ndim - 2};
 	memcpy(ba.shape, A->shape, sizeof(int64_t) * (size_t)ba.ndim);
 	memcpy(bb.shape, B->shape, sizeof(int64_t) * (size_t)bb.ndim);
+	for (int d = 0, n = ba.ndim > bb.ndim ? ba.ndim : bb.ndim; d < n; d++) {
+		int da = d - (n - ba.ndim), db = d - (n - bb.ndim);
+		int64_t x = da >= 0 ? ba.shape[da] : 1, y = db >= 0 ? bb.shape[db] : 1;
+		if (x != y && x != 1 && y != 1)
+			return fail(c, "batch dimensions do not broadcast: %s x %s (batch dimension %d: %lld "
+				    "vs %lld)", shp(c, 0), shp(c, 1), d, (long long)x, (long long)y);
+	}
 	if (!broadcast(c, &ba, &bb, ndim, s))
 		return false;
 	s[(*ndim)++] = A->shape[A->ndim - 2];
@@ -777,6 +784,10 @@ static int matmul_vector(ts_graph *g, const char *name, const int *in, const ts_
 	const gvalue *A = &g->v[in[0]], *B = &g->v[in[1]];
 	bool va = A->ndim == 1;
 	const gvalue *V = va ? A : B;
+	for (int i = 0; i < 2; i++) /* named here, not by the views below */
+		if (!is_f32(g->v[in[i]].dtype))
+			return ts_error(g->ctx, TS_ERR_INVALID, "node '%s' (MatMul): input %d (%s) is not "
+					"float32", name, i, g->v[in[i]].name), -1;
 	int64_t ka = A->shape[A->ndim - 1], kb = B->ndim == 1 ? B->shape[0] : B->shape[B->ndim - 2];
 	if (ka != kb)
 		return ts_error(g->ctx, TS_ERR_INVALID, "node '%s' (MatMul): inner extents differ: %s%s x %s%s "
@@ -861,7 +872,10 @@ ts_status ts_graph_output(ts_graph *g, int value, const char *name)
 	if (v->kind == GV_CONST && !is_f32(v->dtype))
 		return ts_error(g->ctx, TS_ERR_UNSUPPORTED, "graph_output: '%s' is not float32", v->name);
 	if (v->is_output)
-		return ts_error(g->ctx, TS_ERR_INVALID, "graph_output: '%s' is already an output", v->name);
+		return ts_error(g->ctx, TS_ERR_INVALID, "graph_output: value %d ('%s') is already an output%s%s%s",
+				value, v->name, name && *name && strcmp(name, v->name) ? "; it cannot also be '" : "",
+				name && *name && strcmp(name, v->name) ? name : "",
+				name && *name && strcmp(name, v->name) ? "'" : "");
 	if (!g_grow((void **)&g->out, g->nout, &g->capout, sizeof(*g->out)))
 		return ts_error(g->ctx, TS_ERR_NOMEM, "graph_output: out of memory");
 	if (name && *name && strcmp(name, v->name)) {

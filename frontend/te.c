@@ -54,7 +54,8 @@ static ts_expr *size_var_of(ts_ctx *ctx, const char *what, const char *name, int
 	int i = ts_ctx_size_handle_index(ctx, h);
 	ts_expr *v = i >= 0 ? ts_ctx_size_var(ctx, i, max) : NULL;
 	if (!v)
-		ts_error(ctx, TS_ERR_INVALID, "%s %s: extent %lld is %s", what, name, (long long)h,
+		ts_error(ctx, TS_ERR_INVALID, "%s%s%s: extent %lld is %s", what, *name ? " " : "", name,
+			 (long long)h,
 			 ts_is_size_var(h) ? "a size variable of another context (or arithmetic on one)"
 					   : "neither positive nor a size variable");
 	return v;

@@ -92,6 +92,24 @@ static bool check_leaf(ts_stage *st, const char *prim, const ts_axis *a)
 
 /* A NULL stage has no context to report in: the status alone says it. */
 /* A NULL stage; reported when another argument gives a context. */
+/* check_leaf for the axis of another stage (parent) that st is placed at:
+ * the messages name st, the primitive's subject, and parent. */
+static bool check_target_leaf(ts_stage *st, ts_stage *parent, const char *prim, const ts_axis *a)
+{
+	char msg[400];
+	if (!a)
+		snprintf(msg, sizeof(msg), "axis is NULL (a leaf axis of %s is needed)", parent->name);
+	else if (!owns(parent, a))
+		snprintf(msg, sizeof(msg), "axis '%s' is not an axis of %s", a->name, parent->name);
+	else if (leaf_index(parent, a) < 0)
+		snprintf(msg, sizeof(msg), "axis '%s' of %s is no longer a leaf (it was split or fused)",
+			 a->name, parent->name);
+	else
+		return true;
+	fail(st, prim, "%s", msg);
+	return false;
+}
+
 static bool check_stage(ts_ctx *ctx, const ts_stage *st, const char *prim)
 {
 	if (!st && ctx)
@@ -592,7 +610,7 @@ static bool known_axis(const ts_stage *st, const ts_axis *ahead)
 ts_status ts_prefetch_ahead(ts_stage *st, ts_tensor *t, ts_axis *axis, ts_axis *ahead,
 			    int64_t offset)
 {
-	if (!check_stage(NULL, st, "prefetch") || !check_leaf(st, "prefetch", axis))
+	if (!check_stage(t ? t->ctx : NULL, st, "prefetch") || !check_leaf(st, "prefetch", axis))
 		return TS_ERR_INVALID;
 	if (!t)
 		return fail(st, "prefetch", "tensor is NULL", NULL);
@@ -637,6 +655,9 @@ ts_status ts_storage_align(ts_stage *st, int dim, int64_t factor, int64_t offset
 	char msg[160];
 	if (st->is_output)
 		return fail(st, "storage_align", "%s is an output: its layout is the caller's", st->name);
+	if (st->tensor->ndim < 2)
+		return fail(st, "storage_align", "%s has fewer than two dimensions: no stride to pad (the last "
+			    "dimension's stride is 1)", st->name);
 	if (dim < 0 || dim > st->tensor->ndim - 2) {
 		snprintf(msg, sizeof(msg), "dimension %d: give 0 to %d (the last dimension's stride is 1)",
 			 dim, st->tensor->ndim - 2);
@@ -766,7 +787,7 @@ ts_status ts_compute_at(ts_stage *st, ts_stage *parent, ts_axis *axis)
 			return fail(st, "compute_at", "%s", msg);
 		}
 	}
-	if (!check_leaf(parent, "compute_at", axis))
+	if (!check_target_leaf(st, parent, "compute_at", axis))
 		return TS_ERR_INVALID;
 	st->attach = SCH_ATTACH_AT;
 	st->attach_stage = parent;
@@ -788,7 +809,7 @@ ts_status ts_store_at(ts_stage *st, ts_stage *parent, ts_axis *axis)
 			    st->name);
 	if (parent == st)
 		return fail(st, "store_at", "a stage cannot be stored inside itself", NULL);
-	if (!check_leaf(parent, "store_at", axis))
+	if (!check_target_leaf(st, parent, "store_at", axis))
 		return TS_ERR_INVALID;
 	st->store = SCH_STORE_AT;
 	st->store_stage = parent;

@@ -701,7 +701,7 @@ START_TEST(test_schedule_foreign)
 	/* x.sc is C's stage in the first schedule, sd in the second */
 	FAILS_ST(c, ts_compute_at(sc2, x.sc, x.i),
 		 "compute_at(C): stage C belongs to another schedule");
-	FAILS_ST(c, ts_compute_at(sc2, sd, x.i), "compute_at(D): axis 'i' does not belong");
+	FAILS_ST(c, ts_compute_at(sc2, sd, x.i), "compute_at(C): axis 'i' is not an axis of D");
 	FAILS_NULL(c, ts_cache_read(s2, x.A, TS_SCOPE_SHARED, 1, (ts_tensor *[]){x.B}),
 		   "stage");
 	fx_free(&x);

@@ -581,6 +581,16 @@ START_TEST(matmul_gemm_bad_shapes)
 		   "node 'mm' (MatMul): inner extents differ: v[3] x b[4, 5] (3 vs 4)");
 	NODE_FAILS(g, "mm", TS_GOP_MATMUL, 2, ((int[]){v, v}), NULL,
 		   "two 1-D operands (a dot product) are not supported: v[3] x v[3]");
+	/* batch dimensions that do not broadcast are named as such */
+	int b2 = ts_graph_input(g, "b2", ts_float32, TS_SHAPE(2, 3, 4)),
+	    b3 = ts_graph_input(g, "b3", ts_float32, TS_SHAPE(3, 4, 5));
+	NODE_FAILS(g, "mm", TS_GOP_MATMUL, 2, ((int[]){b2, b3}), NULL,
+		   "node 'mm' (MatMul): batch dimensions do not broadcast: b2[2, 3, 4] x b3[3, 4, 5] "
+		   "(batch dimension 0: 2 vs 3)");
+	/* a 1-D operand of another dtype is named by the MatMul, not its views */
+	int k = ts_graph_constant(g, "k", ts_int64, 1, (int64_t[]){5}, (int64_t[]){1, 2, 3, 4, 5});
+	NODE_FAILS(g, "mm", TS_GOP_MATMUL, 2, ((int[]){b, k}), NULL,
+		   "node 'mm' (MatMul): input 1 (k) is not float32");
 	NODE_FAILS(g, "g", TS_GOP_GEMM, 2, ((int[]){a, b}), NULL, "node 'g' (Gemm): inner extents differ: a[2, 3] x b[4, 5] (3 vs 4)");
 	NODE_FAILS(g, "g", TS_GOP_GEMM, 2, ((int[]){a, v}), NULL, "input 1 must have 2 dimensions: v[3]");
 	ts_gattrs at = attrs();
@@ -619,7 +629,8 @@ START_TEST(output_bad_arguments)
 	FAILS_ST(ctx, ts_graph_output(g, INT32_MAX, NULL), "graph_output: 2147483647 is not a value");
 	FAILS_ST(ctx, ts_graph_output(g, r, "x"), "graph_output: the name 'x' is taken");
 	tu_ok(ctx, ts_graph_output(g, r, "y"));
-	FAILS_ST(ctx, ts_graph_output(g, r, "y2"), "graph_output: 'y' is already an output");
+	FAILS_ST(ctx, ts_graph_output(g, r, "y2"),
+		 "graph_output: value 1 ('y') is already an output; it cannot also be 'y2'");
 	FAILS_ST(ctx, ts_graph_output(g, n, "y"), "graph_output: the name 'y' is taken");
 	FAILS_NEG(ctx, ts_graph_input(g, "y", ts_float32, TS_SHAPE(2)), "graph_input: the name 'y' is taken");
 	tu_ok(ctx, ts_graph_output(g, n, ""));

@@ -57,7 +57,7 @@ START_TEST(test_handles)
 		   "placeholder G: extent -7 of dimension 0 is not positive");
 	FAILS_NULL(ctx, ts_reduce_axis(ctx, "k", 0, TS_SIZE_VAR_BASE + 9), "reduce_axis k: extent");
 	FAILS_NULL(ctx, ts_size_expr(ctx, TS_SIZE_VAR_BASE + 9), "size_expr");
-	FAILS_NULL(ctx, ts_size_expr(ctx, -3), "size_expr");
+	FAILS_NULL(ctx, ts_size_expr(ctx, -3), "size_expr: extent -3 is neither positive nor a size variable");
 	ck_assert_int_eq(ts_tensor_dim(NULL, 0), 0);
 	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(n, 4), ts_float32);
 	tu_nonnull(ctx, A);

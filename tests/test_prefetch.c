@@ -214,6 +214,7 @@ START_TEST(test_prefetch_refusals)
 	ts_axis *i = ts_axis_of(e.sc, 0), *j = ts_axis_of(e.sc, 1), *o, *in;
 	ts_clear_error(e.ctx);
 	ck_assert_int_ne(ts_prefetch(NULL, e.A, i, 1), TS_OK);
+	tu_assert_error(e.ctx, "prefetch: stage is NULL"); /* reported to the tensor's context */
 	ts_clear_error(e.ctx);
 	ck_assert_int_ne(ts_prefetch(e.sc, NULL, i, 1), TS_OK);
 	tu_assert_error(e.ctx, "tensor is NULL");
@@ -294,6 +295,16 @@ START_TEST(test_prefetch_lowering_refusals)
 	tu_ok(e.ctx, ts_prefetch(e.sc, e.B, ts_axis_of(e.sc, 0), 1));
 	ck_assert_ptr_null(ts_lower(e.s, "mm", 3, (ts_tensor *[]){e.A, e.B, e.C}));
 	tu_assert_error(e.ctx, "lower: prefetch(B) at 'i': 262144 cache lines per iteration, more than 65536");
+	ts_ctx_free(e.ctx);
+
+	/* a reduction axis replaced by rfactor after the prefetch named it */
+	e = tu_matmul(7, 11, 13);
+	ts_axis *ko, *ki;
+	tu_ok(e.ctx, ts_split(e.sc, ts_reduce_axis_of(e.sc, 0), 4, &ko, &ki));
+	tu_ok(e.ctx, ts_prefetch(e.sc, e.A, ko, 1));
+	tu_nonnull(e.ctx, ts_rfactor(e.s, e.C, ki, 0));
+	ck_assert_ptr_null(ts_lower(e.s, "mm", 3, (ts_tensor *[]){e.A, e.B, e.C}));
+	tu_assert_error(e.ctx, "or replaced by rfactor");
 	ts_ctx_free(e.ctx);
 
 	/* an axis split after the prefetch named it */

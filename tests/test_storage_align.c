@@ -119,6 +119,16 @@ START_TEST(test_align_refusals)
 	ts_clear_error(e.ctx);
 	ck_assert_int_ne(ts_storage_align(sa, 0, INT64_MAX, 0), TS_OK);
 	ts_clear_error(e.ctx);
+	/* a 1-D stage has no stride to pad */
+	{
+		ts_tensor *X = ts_placeholder(e.ctx, "X", TS_SHAPE(8), ts_float32);
+		ts_tensor *T = ts_op_relu(e.ctx, X), *U = ts_op_relu(e.ctx, T);
+		ts_schedule *s1 = ts_create_schedule(e.ctx, 1, &U);
+		tu_nonnull(e.ctx, s1);
+		ck_assert_int_ne(ts_storage_align(ts_stage_of(s1, T), 0, 4, 1), TS_OK);
+		tu_assert_error(e.ctx, "has fewer than two dimensions: no stride to pad");
+		ts_clear_error(e.ctx);
+	}
 	tu_ok(e.ctx, ts_storage_align(sa, 0, 1 << 20, 7));
 	/* a 4 x 4 buffer padded to rows of 2^20 + 7: large, but lowered */
 	tu_nonnull(e.ctx, lower(&e));

@@ -171,10 +171,11 @@ START_TEST(test_store_refused)
 	ts_axis *y = ts_axis_of(sy, 0), *x = ts_axis_of(sy, 1);
 	FAILS_ST(ctx, ts_store_at(NULL, sy, y), "store_at");
 	FAILS_ST(ctx, ts_store_at(sx, NULL, y), "store_at(bx): target stage is NULL");
-	FAILS_ST(ctx, ts_store_at(sx, sy, NULL), "store_at(by): axis is NULL");
+	FAILS_ST(ctx, ts_store_at(sx, sy, NULL), "store_at(bx): axis is NULL (a leaf axis of by is needed)");
+	FAILS_ST(ctx, ts_compute_at(sx, sy, NULL), "compute_at(bx): axis is NULL (a leaf axis of by is needed)");
 	FAILS_ST(ctx, ts_store_at(sy, sx, ts_axis_of(sx, 0)), "by is an output of the schedule");
 	FAILS_ST(ctx, ts_store_at(sx, sx, ts_axis_of(sx, 0)), "cannot be stored inside itself");
-	FAILS_ST(ctx, ts_store_at(sx, sy, ts_axis_of(sx, 0)), "does not belong to this stage");
+	FAILS_ST(ctx, ts_store_at(sx, sy, ts_axis_of(sx, 0)), "store_at(bx): axis 'y' is not an axis of by");
 	ck_assert_int_ne(ts_store_root(NULL), TS_OK);
 	ts_tensor *args[2] = {b.in, b.by};
 	/* stored at by.x but computed at root */

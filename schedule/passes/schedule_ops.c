@@ -999,7 +999,8 @@ static ts_status check_hints(ops *o)
 					      : !leaf_of_any(o->s, pf->ahead) ? pf->ahead : NULL;
 			if (gone)
 				return ts_error(o->ctx, TS_ERR_INVALID, "lower: prefetch(%s) of stage %s: axis '%s' "
-						"was split or fused after the prefetch named it (name its parts)",
+						"was split or fused after the prefetch named it, or replaced by "
+						"rfactor (name the axes that are left)",
 						pf->tensor->name, x->name, gone->name);
 		}
 	}
