@@ -22,6 +22,8 @@
  * Guards proved false remove their statement.  Finally every likely(c)
  * left becomes plain c, so no later stage sees likely().
  */
+#include <string.h>
+
 #include "arith.h"
 #include "passes.h"
 
@@ -39,13 +41,15 @@ typedef struct collect {
 	ts_expr *conds[64];
 	bool sel[64]; /* found only in SELECT conditions (a padding's) */
 	int nc;
-	bool in_select; /* add_cond's mode */
+	enum { FOUND_ELSEWHERE, FOUND_IN_SELECT, FOUND_IN_IF } found; /* add_cond's mode */
 	ir_range inner[MAX_RANGES];
 	int ni;
 } collect;
 
-/* Records the likely() conditions under e that use v (a condition seen
- * both in a SELECT and elsewhere counts as elsewhere). */
+/* Records the likely() conditions under e that use v.  A condition found
+ * in an IF's condition counts as a guard even where a SELECT also tests
+ * it; the visit of a SELECT's operands, after the SELECT itself, changes
+ * nothing recorded. */
 static bool add_cond(ts_expr *e, void *data)
 {
 	collect *c = data;
@@ -54,11 +58,12 @@ static bool add_cond(ts_expr *e, void *data)
 		return true;
 	for (int i = 0; i < c->nc; i++)
 		if (ir_expr_equal(c->conds[i], e->u.call.args[0])) {
-			c->sel[i] = c->sel[i] && c->in_select;
+			if (c->found == FOUND_IN_IF)
+				c->sel[i] = false;
 			return true;
 		}
 	if (c->nc < 64) {
-		c->sel[c->nc] = c->in_select;
+		c->sel[c->nc] = c->found == FOUND_IN_SELECT;
 		c->conds[c->nc++] = e->u.call.args[0];
 	}
 	return true;
@@ -69,10 +74,11 @@ static bool add_cond(ts_expr *e, void *data)
 static bool collect_expr(ts_expr *e, void *data)
 {
 	collect *c = data;
-	c->in_select = e->kind == IR_SELECT;
-	if (c->in_select)
+	if (e->kind == IR_SELECT) {
+		c->found = FOUND_IN_SELECT;
 		ir_expr_visit(e->u.select.cond, add_cond, c);
-	c->in_select = false;
+	}
+	c->found = FOUND_ELSEWHERE;
 	return add_cond(e, c);
 }
 
@@ -80,8 +86,11 @@ static bool collect_stmt(ts_stmt *s, void *data)
 {
 	collect *c = data;
 	int64_t mn, ex;
-	if (s->kind == IR_S_IF)
+	if (s->kind == IR_S_IF) {
+		c->found = FOUND_IN_IF;
 		ir_expr_visit(s->u.if_.cond, add_cond, c);
+		c->found = FOUND_ELSEWHERE;
+	}
 	if (s->kind == IR_S_FOR && ir_is_const_int(s->u.for_.min, &mn) &&
 	    ir_is_const_int(s->u.for_.extent, &ex) && c->ni < MAX_RANGES)
 		c->inner[c->ni++] = (ir_range){s->u.for_.var, mn, ex};
@@ -198,34 +207,60 @@ static bool holding_range(part *p, collect *c, const ts_expr *v, int i, int64_t 
 	return true;
 }
 
+static ts_stmt *partition_for(part *p, ts_stmt *s);
+
+/* Loop s narrowed to [lo, hi) with body `body`, partitioned again: a part
+ * may still split where conditions that failed on the whole loop hold. */
+static ts_stmt *partition_range(part *p, ts_stmt *s, ts_stmt *body, int64_t lo, int64_t hi)
+{
+	ts_ctx *ctx = p->ctx;
+	ts_expr *v = s->u.for_.var;
+	ts_stmt *narrow = ir_for(ctx, v, ts_const(ctx, v->dtype, lo), ts_const(ctx, v->dtype, hi - lo),
+				 s->u.for_.kind, s->u.for_.thread, body);
+	return narrow ? partition_for(p, narrow) : NULL;
+}
+
+static ts_stmt *partition_part(part *p, ts_stmt *s, int64_t lo, int64_t hi)
+{
+	return partition_range(p, s, s->u.for_.body, lo, hi);
+}
+
 /* Loop s over [lo, hi), whose conditions c do not all hold at lo: a head
- * loop, a main loop over the range where every condition holds (each on a
- * prefix or a suffix), without them, and a tail loop.  s as it is (its
- * body partitioned) when some condition holds on no such range. */
+ * loop, a main loop over the range where every condition that holds on a
+ * prefix or a suffix holds, without those, and a tail loop; the head and
+ * the tail are partitioned again.  s as it is (its body partitioned) when
+ * no condition holds on such a range. */
 static ts_stmt *partition_head(part *p, ts_stmt *s, collect *c, int64_t lo, int64_t hi)
 {
 	ts_ctx *ctx = p->ctx;
 	ts_expr *v = s->u.for_.var;
 	int64_t a = lo, b = hi;
+	/* the conditions that hold on a prefix or a suffix; the others stay
+	 * in every part */
+	collect *held = ts_alloc(ctx, sizeof(*held));
+	if (!held)
+		return NULL;
 	bool ok = s->u.for_.kind != TS_FOR_VECTORIZED && s->u.for_.kind != TS_FOR_THREAD;
 	for (int i = 0; ok && i < c->nc; i++) {
 		int64_t ai, bi;
-		ok = holding_range(p, c, v, i, lo, hi, &ai, &bi);
-		a = ok && ai > a ? ai : a;
-		b = ok && bi < b ? bi : b;
+		if (!holding_range(p, c, v, i, lo, hi, &ai, &bi))
+			continue;
+		held->conds[held->nc++] = c->conds[i];
+		a = ai > a ? ai : a;
+		b = bi < b ? bi : b;
 	}
-	if (!ok || a >= b)
+	if (!ok || held->nc == 0 || a >= b || (a == lo && b == hi))
 		return loop(p, s, lo, hi, s->u.for_.body);
-	likely_sub l = {v, true, c};
+	likely_sub l = {v, true, held};
 	ts_stmt *main_body = drop_likely_stmt(ctx, s->u.for_.body, &l), *parts[3];
 	if (!main_body)
 		return NULL;
 	int n = 0;
-	if (a > lo && !(parts[n++] = loop(p, s, lo, a, s->u.for_.body)))
+	if (a > lo && !(parts[n++] = partition_part(p, s, lo, a)))
 		return NULL;
 	if (!(parts[n++] = loop(p, s, a, b, main_body)))
 		return NULL;
-	if (b < hi && !(parts[n++] = loop(p, s, b, hi, s->u.for_.body)))
+	if (b < hi && !(parts[n++] = partition_part(p, s, b, hi)))
 		return NULL;
 	p->headed = true;
 	return ir_seq(ctx, n, parts);
@@ -242,33 +277,41 @@ static ts_stmt *partition_for(part *p, ts_stmt *s)
 	ir_stmt_visit(s->u.for_.body, collect_stmt, collect_expr, &c);
 	/* a vector or thread loop keeps its lanes whole: a padding's test
 	 * stays there (a clamped vector read is a masked load) */
-	if (s->u.for_.kind == TS_FOR_VECTORIZED || s->u.for_.kind == TS_FOR_THREAD) {
-		int n = 0;
-		for (int i = 0; i < c.nc; i++)
-			if (!c.sel[i])
-				c.conds[n++] = c.conds[i];
-		c.nc = n;
-	}
-	if (c.nc == 0)
-		return loop(p, s, lo, lo + ext, s->u.for_.body);
-	/* largest k in [lo, lo + ext] with the guards holding on [lo, k) */
+	bool lanes = s->u.for_.kind == TS_FOR_VECTORIZED || s->u.for_.kind == TS_FOR_THREAD;
+	/* first the guards of statements (a split's tail): the longest prefix
+	 * where they all hold */
+	collect *g = ts_alloc(ctx, sizeof(*g));
+	if (!g)
+		return NULL;
+	for (int i = 0; i < c.nc; i++)
+		if (!c.sel[i])
+			g->conds[g->nc++] = c.conds[i];
+	g->ni = c.ni;
+	memcpy(g->inner, c.inner, sizeof(c.inner[0]) * (size_t)c.ni);
 	int64_t good = lo, bad = lo + ext + 1;
-	while (bad - good > 1) {
+	while (g->nc && bad - good > 1) {
 		int64_t mid = good + (bad - good) / 2;
-		if (holds(p, &c, v, lo, mid))
-			good = mid;
-		else
-			bad = mid;
+		*(holds(p, g, v, lo, mid) ? &good : &bad) = mid;
 	}
-	if (good == lo)
-		return partition_head(p, s, &c, lo, lo + ext);
-	likely_sub l = {v, true, &c};
-	ts_stmt *main_body = drop_likely_stmt(ctx, s->u.for_.body, &l);
-	ts_stmt *main = main_body ? loop(p, s, lo, good, main_body) : NULL;
-	if (good == lo + ext || !main)
-		return main;
-	ts_stmt *tail = loop(p, s, good, lo + ext, s->u.for_.body);
-	return tail ? ir_seq2(ctx, main, tail) : NULL;
+	if (good > lo) {
+		likely_sub l = {v, true, g};
+		ts_stmt *main_body = drop_likely_stmt(ctx, s->u.for_.body, &l), *main, *tail;
+		if (!main_body)
+			return NULL;
+		if (lanes) {
+			main = loop(p, s, lo, good, main_body);
+			tail = main && good < lo + ext ? loop(p, s, good, lo + ext, s->u.for_.body) : NULL;
+		} else {
+			main = partition_range(p, s, main_body, lo, good);
+			tail = main && good < lo + ext ? partition_part(p, s, good, lo + ext) : NULL;
+		}
+		if (!main || good == lo + ext)
+			return main;
+		return tail ? ir_seq2(ctx, main, tail) : NULL;
+	}
+	if (lanes || c.nc == 0)
+		return loop(p, s, lo, lo + ext, s->u.for_.body);
+	return partition_head(p, s, &c, lo, lo + ext);
 }
 
 /* An IF whose likely() guard is provably false disappears. */
