@@ -648,6 +648,9 @@ ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_co
 	ts_conv2d_cpu_params d = p ? *p : ts_conv2d_cpu_default();
 	TRY(positive(s, "schedule_conv2d_nchwc_cpu", 2, (int64_t[]){d.ow_block, d.oh_block + 1},
 		     (const char *[]){"ow_block", "oh_block + 1"}));
+	if ((int)d.pad < TS_PAD_AUTO || (int)d.pad > TS_PAD_INLINE)
+		return ts_error(s->ctx, TS_ERR_INVALID, "schedule_conv2d_nchwc_cpu: pad mode %d is none of "
+				"TS_PAD_AUTO, TS_PAD_COPY, TS_PAD_INLINE", (int)d.pad);
 	ts_tensor *chain[TS_MAX_EPILOGUE];
 	int n;
 	ts_tensor *C = find_root(s, &conv_root, Y, chain, &n);
@@ -656,7 +659,8 @@ ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_co
 	bool rows = rows_outer(C);
 	/* with rows outside the channel blocks, the rows of one image only
 	 * are monotone in the fused parallel index */
-	bool inl = d.inline_pad && (!rows || C->shape[0] == 1);
+	bool inl = (d.pad == TS_PAD_INLINE || (d.pad == TS_PAD_AUTO && Y->shape[3] <= d.ow_block)) &&
+		   (!rows || C->shape[0] == 1);
 	TRY(conv_input(s, C, d.parallel, inl));
 	/* the accumulator: C itself under an epilogue, else a cache of Y (= C) */
 	ts_tensor *acc = n ? C : ts_cache_write(s, Y, TS_SCOPE_LOCAL);

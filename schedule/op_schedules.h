@@ -110,6 +110,17 @@ ts_status ts_schedule_dense_cpu(ts_schedule *s, ts_tensor *Y, const ts_matmul_cp
  * are clamped to M and N; p NULL: ts_matmul_cpu_default(). */
 ts_status ts_schedule_batch_matmul_cpu(ts_schedule *s, ts_tensor *Y, const ts_matmul_cpu_params *p);
 
+/* How a convolution reads its padded input.  TS_PAD_COPY: a padded copy
+ * computed once before the convolution.  TS_PAD_INLINE: the padding
+ * inlined, no copy; its border tests are partitioned out of the loops
+ * (loop_partition), leaving them in border blocks only (more code,
+ * compiled 2-8x slower); taken where the rows can be partitioned (one
+ * image, or weights outweighing the input), else the copy.  TS_PAD_AUTO:
+ * inlined where the output row fits one register block (ResNet-50's 14x14
+ * and 7x7 layers, where the copy cost most: 1.0x-1.2x faster on one
+ * core), else copied. */
+typedef enum ts_pad_mode { TS_PAD_AUTO = 0, TS_PAD_COPY, TS_PAD_INLINE } ts_pad_mode;
+
 typedef struct ts_conv2d_cpu_params {
 	int64_t ow_block; /* output columns per register block */
 	int64_t oh_block; /* output rows per register block; 0: enough rows to
@@ -118,17 +129,12 @@ typedef struct ts_conv2d_cpu_params {
 	bool prefetch;    /* when the weights outweigh the input: fetch the next
 			   * channel block's weights during the current one's
 			   * reduction (ts_prefetch_ahead) */
-	bool inline_pad;  /* read the input through the padding inlined instead
-			   * of a padded copy: the loops are partitioned into
-			   * border blocks that test the padding and an interior
-			   * that does not (more code, compiled slower; taken
-			   * where the rows can be partitioned: one image, or
-			   * weights outweighing the input) */
+	ts_pad_mode pad;  /* how the input's padding is read (TS_PAD_AUTO: 0) */
 } ts_conv2d_cpu_params;
 
 ts_conv2d_cpu_params ts_conv2d_cpu_default(void);
 /* Schedules Y = epilogue(C), C = ts_op_conv2d_nchwc(...) (its padding stage
- * included, computed once before C, or inlined with p->inline_pad), the
+ * included, computed once before C or inlined: p->pad), the
  * epilogue being a chain of
  * elementwise stages of C's shape [N, O/y, OH, OW, y] as in
  * ts_schedule_dense_cpu: a bias over the channels (reading bias[co*y + ci]),
