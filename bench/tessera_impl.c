@@ -116,6 +116,8 @@ static int apply_tuned(tsr_state *st, const bench_problem *p, const char *path)
 			st->pack = v != 0;
 		else if (!strcmp(n, "parallel"))
 			st->mp.parallel = st->cp.parallel = v != 0;
+		else if (!strcmp(n, "pad"))
+			st->cp.pad = (ts_pad_mode)v;
 	}
 	return BENCH_OK;
 }

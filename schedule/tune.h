@@ -28,7 +28,8 @@
  *   "matmul"   matmul and dense: ts_matmul_cpu_params (mr, nr, kunroll,
  *              parallel) and, for matmul, whether B is packed in panels.
  *   "conv2d"   conv2d (NCHW[x]c): ts_conv2d_cpu_params (ow_block,
- *              oh_block, parallel) and the channel blocks ic_block and
+ *              oh_block, parallel, pad: 0 auto, 1 copy, 2 inline) and the
+ *              channel blocks ic_block and
  *              oc_block, the layout conversions being part of the function.
  *   "batch_matmul"  the default schedule (blocked 0) or each batch's
  *              matmul register-blocked with mr, nr, kunroll, parallel.
@@ -60,8 +61,9 @@ extern "C" {
 #define TS_TUNE_MAX_SHAPE 10
 #define TS_TUNE_NAME 24
 /* The version written into and required from every log record; 0.2:
- * depthwise records are for the NCHW[x]c schedule. */
-#define TS_TUNE_VERSION "0.2"
+ * depthwise records are for the NCHW[x]c schedule; 0.3: conv2d records
+ * carry the pad mode. */
+#define TS_TUNE_VERSION "0.3"
 
 typedef struct ts_tune_space {
 	const char *kind;  /* "matmul", "batch_matmul", "conv2d", "softmax", "generic" */

@@ -193,6 +193,7 @@ static void space_conv2d(ts_tune_task *t)
 	add_param(sp, "ow_block", 7, (int64_t[]){d.ow_block, 4, 7, 8, 16, 28, 2});
 	add_param(sp, "oh_block", 4, (int64_t[]){d.oh_block, 1, 2, 4});
 	add_param(sp, "parallel", 2, (int64_t[]){d.parallel, !d.parallel});
+	add_param(sp, "pad", 3, (int64_t[]){d.pad, TS_PAD_COPY, TS_PAD_INLINE});
 	/* the blocks tessera-bench uses: two vectors of output channels, up
 	 * to 16 input channels, each dividing its channel count */
 	/* the preferred block, then every power of two from 1 to 64 */
@@ -542,7 +543,8 @@ static ts_status schedule_conv2d(ts_schedule *s, const ts_tune_task *t, const ts
 	ts_conv2d_cpu_params p = {.ow_block = tune_param(sp, c, "ow_block", 14),
 				  .oh_block = tune_param(sp, c, "oh_block", 0),
 				  .parallel = tune_param(sp, c, "parallel", 1) != 0,
-				  .prefetch = ts_conv2d_cpu_default().prefetch};
+				  .prefetch = ts_conv2d_cpu_default().prefetch,
+				  .pad = (ts_pad_mode)tune_param(sp, c, "pad", TS_PAD_AUTO)};
 	TRY(ts_schedule_conv2d_nchwc_cpu(s, Y, &p));
 	/* Y reads the padded Xc (or Xc) and Wc; Wc and Xc are layout stages */
 	for (int i = 0; i < Y->ninputs; i++) {

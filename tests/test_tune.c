@@ -137,6 +137,25 @@ END_TEST
 START_TEST(test_space_conv2d)
 {
 	check_space("conv2d", TS_SHAPE(1, 8, 9, 11, 16, 3, 3, 1, 1), 6);
+	/* each pad mode (auto, copy, inline), the rest the default */
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tune_task t = task(ctx, "conv2d", TS_SHAPE(1, 8, 9, 11, 16, 3, 3, 1, 1));
+	int pad = -1;
+	for (int i = 0; i < t.space.nparams; i++)
+		if (!strcmp(t.space.name[i], "pad"))
+			pad = i;
+	ck_assert_int_ge(pad, 0);
+	ck_assert_int_eq(t.space.nchoice[pad], 3);
+	for (int m = 0; m < 3; m++) {
+		ts_tune_cand c = ts_tune_default(&t);
+		c.v[pad] = t.space.choice[pad][m];
+		ts_ctx *cc = ts_ctx_new();
+		ts_func *f = ts_tune_lower(cc, &t, &c);
+		tu_nonnull(cc, f);
+		tu_check_func_llvm(cc, f, NULL, 1e-4);
+		ts_ctx_free(cc);
+	}
+	ts_ctx_free(ctx);
 }
 END_TEST
 
