@@ -312,7 +312,7 @@ static ts_status region_of(ts_ctx *ctx, const sch_producer *p, const region_acc 
 		ts_expr *start = ts_max(ctx, lo, ts_int(ctx, 0));
 		ir_interval lo_iv = ir_bound_of(lo, nouter, r);
 		bool past = lo_iv.max == IR_POS_INF || lo_iv.max > shape - extent[d];
-		bool harmless = past && lo_iv.max != IR_POS_INF &&
+		bool harmless = past && lo_iv.max != IR_POS_INF && !p->stored_outside &&
 				may_overhang(p, d, lo_iv.max + extent[d] - 1);
 		if (edge)
 			edge[d] = p->guard_edges && past && !harmless;

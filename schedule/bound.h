@@ -40,13 +40,18 @@ typedef struct sch_producer {
 	bool guard_edges;
 	int nstaged;
 	const ts_tensor *const *staged;
+	/* Its buffer is allocated outside the loop it is computed at
+	 * (store_at, store_root), as large as the tensor or its window: a
+	 * region never passes the shape's end, whatever its reads allow. */
+	bool stored_outside;
 } sch_producer;
 
 /* The region of p->tensor read by `body`: relax[] are loops whose variables
  * range over their extent, outer[] loops whose variables stay symbolic
  * (their ranges only help simplification).  Writes min[ndim], extent[ndim].
  * A region that would reach past the shape is moved back inside it, unless
- * every read of the producer stays in bounds over the longer range: then it
+ * the producer's buffer is its own (not stored outside) and every read of
+ * the producer stays in bounds over the longer range: then it
  * keeps its natural start, which keeps tiles aligned (the extra elements
  * are computed and never read).  With p->guard_edges, edge[d] (when edge
  * is not NULL) says that the producer must guard index d below the shape.

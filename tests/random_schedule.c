@@ -90,15 +90,35 @@ static ts_tensor *consumer(ts_ctx *ctx, rs_case *c, ts_tensor *P, ts_tensor *B)
 			  TS_SUM(ctx, ts_mul(ctx, TS_READ(ctx, P, i, k->var), TS_READ(ctx, B, k->var, j)), k));
 }
 
-static bool build_compute(ts_ctx *ctx, rs_case *c)
+/* With o->pad, half the time: the paddings of P = pad(A), each 0..2 and
+ * leaving A at least one element wide; false for P = A + 1. */
+static bool pick_pads(rs_rng *r, const rs_options *o, const int64_t *ext, int64_t *before,
+		      int64_t *after)
 {
-	int64_t pn = c->kind == RS_ELEMWISE ? c->N : c->K;
-	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(c->M, pn), ts_float32);
+	if (!o->pad || !rs_pick(r, 2))
+		return false;
+	for (int d = 0; d < 2; d++) {
+		before[d] = rs_pick(r, 3), after[d] = rs_pick(r, 3);
+		while (before[d] + after[d] >= ext[d])
+			*(before[d] > after[d] ? &before[d] : &after[d]) -= 1;
+	}
+	return true;
+}
+
+static bool build_compute(ts_ctx *ctx, rs_rng *r, const rs_options *o, rs_case *c)
+{
+	int64_t pn = c->kind == RS_ELEMWISE ? c->N : c->K, pb[2] = {0}, pa[2] = {0};
+	bool padded = pick_pads(r, o, (int64_t[]){c->M, pn}, pb, pa);
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(c->M - pb[0] - pa[0], pn - pb[1] - pa[1]),
+				      ts_float32);
 	ts_tensor *B = c->kind == RS_ELEMWISE ? ts_placeholder(ctx, "B", TS_SHAPE(c->M, c->N), ts_float32)
 					      : ts_placeholder(ctx, "B", TS_SHAPE(c->K, c->N), ts_float32);
 	ts_expr *pi = ts_var(ctx, "pi"), *pk = ts_var(ctx, "pk");
-	ts_tensor *P = ts_compute(ctx, "P", TS_SHAPE(c->M, pn), TS_VARS(pi, pk),
-				  ts_add(ctx, TS_READ(ctx, A, pi, pk), ts_float(ctx, 1)));
+	ts_tensor *P = padded ? ts_op_pad(ctx, A, pb, pa, 0.5)
+			      : ts_compute(ctx, "P", TS_SHAPE(c->M, pn), TS_VARS(pi, pk),
+					   ts_add(ctx, TS_READ(ctx, A, pi, pk), ts_float(ctx, 1)));
+	if (!P)
+		return false;
 	ts_tensor *C = consumer(ctx, c, P, B);
 	if (!C)
 		return false;
@@ -218,7 +238,7 @@ bool rs_build(ts_ctx *ctx, rs_rng *r, const rs_options *o, rs_case *c)
 	c->M = 1 + rs_pick(r, o->max_mn);
 	c->N = 1 + rs_pick(r, o->max_mn);
 	c->K = 1 + rs_pick(r, o->max_k);
-	if (!build_compute(ctx, c))
+	if (!build_compute(ctx, r, o, c))
 		return false;
 	random_schedule(r, o, c);
 	return true;

@@ -51,6 +51,10 @@ typedef struct rs_options {
 			    * out (store_at one of the reader's outer loops, or
 			    * store_root) */
 	bool prefetch;     /* sometimes a prefetch of an input (ts_prefetch_ahead) */
+	bool pad;          /* P is sometimes A zero-padded (ts_op_pad, 0 to 2 on
+			    * each side of each dimension) instead of A + 1, so
+			    * that an inlined P puts the padding's likely()
+			    * tests into C's loops (loop_partition) */
 } rs_options;
 
 typedef struct rs_case {

@@ -264,7 +264,7 @@ static ts_expr *region_of(tile_case *c, ts_expr *idx, bool gpu, int64_t *ext, bo
 {
 	ts_ctx *ctx = c->ctx;
 	ts_expr *pbody = TS_READ(ctx, c->A, c->pvar);
-	sch_producer p = {c->P, pbody, 1, &c->pvar, &c->pmin, &c->pext, gpu, 0, NULL};
+	sch_producer p = {c->P, pbody, 1, &c->pvar, &c->pmin, &c->pext, gpu, 0, NULL, false};
 	ts_expr *min = NULL;
 	ts_status st = sch_infer_region(ctx, &p, TS_READ(ctx, c->P, idx), 1, &c->relax, 1,
 					&c->outer, &min, ext, edge);

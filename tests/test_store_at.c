@@ -163,6 +163,35 @@ START_TEST(test_store_root_chain)
 }
 END_TEST
 
+/* A producer whose reads stay in bounds past its own end (a padding reads
+ * its input through clamps), computed at a split's loop and stored at
+ * root: the last tile's region moves back inside the shape, because the
+ * buffer is the whole tensor, not the tile (it used to be written past
+ * its end). */
+START_TEST(test_store_root_no_overhang)
+{
+	static const int tails[] = {TS_TAIL_GUARD, TS_TAIL_PARTITION};
+	for (int t = 0; t < 2; t++) {
+		ts_ctx *ctx = ts_ctx_new();
+		ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(10, 10), ts_float32);
+		ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(12, 12), ts_float32);
+		ts_tensor *P = ts_op_pad(ctx, A, (int64_t[]){1, 0}, (int64_t[]){1, 2}, 0.5);
+		ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+		ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(12, 12), TS_VARS(i, j),
+					  ts_mul(ctx, TS_READ(ctx, P, i, j), TS_READ(ctx, B, i, j)));
+		ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+		ts_stage *sc = ts_stage_of(s, C), *sp = ts_stage_of(s, P);
+		ts_axis *o, *in;
+		tu_ok(ctx, ts_split_tail(sc, ts_axis_of(sc, 1), 5, (ts_tail)tails[t], &o, &in));
+		tu_ok(ctx, ts_compute_at(sp, sc, o));
+		tu_ok(ctx, ts_store_root(sp));
+		tu_check_func_interp(ctx, ts_lower(s, "pc", 3, (ts_tensor *[]){A, B, C}), 0);
+		tu_check_func(ctx, ts_lower(s, "pc", 3, (ts_tensor *[]){A, B, C}), 0);
+		ts_ctx_free(ctx);
+	}
+}
+END_TEST
+
 START_TEST(test_store_refused)
 {
 	blur b = make_blur(8, 8);
@@ -210,6 +239,7 @@ int main(void)
 	tcase_add_test(tc, test_store_at_no_slide);
 	tcase_add_test(tc, test_store_root_chain);
 	tcase_add_test(tc, test_store_refused);
+	tcase_add_test(tc, test_store_root_no_overhang);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -690,6 +690,13 @@ static int staged_in(const ops *o, const ts_stage *x, const ts_tensor **out)
 	return m;
 }
 
+/* Whether x's buffer lives outside the loop it is computed at. */
+static bool stored_outside(const ts_stage *x)
+{
+	return x->attach == SCH_ATTACH_AT &&
+	       (x->store == SCH_STORE_ROOT || (x->store == SCH_STORE_AT && x->store_axis != x->attach_axis));
+}
+
 /* The region of x that every read of x in inner needs: the consumer's own
  * reads and those of readers attached deeper in its loops. */
 static ts_status infer(ops *o, ts_stage *x, ts_stmt *inner, ts_expr **min, int64_t *ext,
@@ -710,19 +717,13 @@ static ts_status infer(ops *o, ts_stage *x, ts_stmt *inner, ts_expr **min, int64
 		vext[i] = a->kind == TS_ITER_DATA ? x->tensor->shape[i] : a->extent;
 	}
 	sch_producer prod = {x->tensor, o->body[stage_pos(o->s, x)], x->nroot, vars, vmin, vext,
-			     in_gpu_threads(o), 0, NULL};
+			     in_gpu_threads(o), 0, NULL, stored_outside(x)};
 	const ts_tensor *staged[64];
 	prod.nstaged = staged_in(o, x, staged);
 	prod.staged = staged;
 	return sch_infer_region_stmt(ctx, &prod, inner, relax.n, relax.l, no, outer, min, ext, edge);
 }
 
-/* Whether x's buffer lives outside the loop it is computed at. */
-static bool stored_outside(const ts_stage *x)
-{
-	return x->attach == SCH_ATTACH_AT &&
-	       (x->store == SCH_STORE_ROOT || (x->store == SCH_STORE_AT && x->store_axis != x->attach_axis));
-}
 
 /* e with its clamps against values independent of v dropped: min(x, c)
  * and max(x, c) move by no more than x does. */
