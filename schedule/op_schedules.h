@@ -114,7 +114,8 @@ ts_status ts_schedule_batch_matmul_cpu(ts_schedule *s, ts_tensor *Y, const ts_ma
  * computed once before the convolution.  TS_PAD_INLINE: the padding
  * inlined, no copy; its border tests are partitioned out of the loops
  * (loop_partition), leaving them in border blocks only (more code,
- * compiled 2-8x slower); taken where the rows can be partitioned (one
+ * compiled 2-8x slower, more with large
+ * register blocks); taken where the rows can be partitioned (one
  * image, or weights outweighing the input), else the copy.  TS_PAD_AUTO:
  * inlined where the output row fits one register block (ResNet-50's 14x14
  * and 7x7 layers, where the copy cost most: 1.0x-1.2x faster on one

@@ -15,9 +15,10 @@
  * on a prefix or on a suffix of the loop, and the main loop is the range
  * where all of them hold, with a head loop before it and a tail loop after
  * it keeping the guards (as Halide partitions a boundary condition's
- * loops).  Vector and thread loops take no head.  After such a split the
- * whole statement is simplified again with the narrower ranges, so the
- * clamps of a padding's index go from the main loop too.
+ * loops); tests that hold on neither stay in every part, and each part is
+ * partitioned again.  Vector and thread loops take no head.  The simplify
+ * that follows this pass (lower.c) then drops the clamps of a padding's
+ * index from the main loop, whose range is now narrower.
  *
  * Guards proved false remove their statement.  Finally every likely(c)
  * left becomes plain c, so no later stage sees likely().
@@ -33,7 +34,6 @@ typedef struct part {
 	ts_ctx *ctx;
 	ir_range r[MAX_RANGES];
 	int nr;
-	bool headed; /* some loop got a head part: simplify again */
 } part;
 
 typedef struct collect {
@@ -240,8 +240,7 @@ static ts_stmt *partition_head(part *p, ts_stmt *s, collect *c, int64_t lo, int6
 	collect *held = ts_alloc(ctx, sizeof(*held));
 	if (!held)
 		return NULL;
-	bool ok = s->u.for_.kind != TS_FOR_VECTORIZED && s->u.for_.kind != TS_FOR_THREAD;
-	for (int i = 0; ok && i < c->nc; i++) {
+	for (int i = 0; i < c->nc; i++) {
 		int64_t ai, bi;
 		if (!holding_range(p, c, v, i, lo, hi, &ai, &bi))
 			continue;
@@ -249,7 +248,7 @@ static ts_stmt *partition_head(part *p, ts_stmt *s, collect *c, int64_t lo, int6
 		a = ai > a ? ai : a;
 		b = bi < b ? bi : b;
 	}
-	if (!ok || held->nc == 0 || a >= b || (a == lo && b == hi))
+	if (held->nc == 0 || a >= b || (a == lo && b == hi))
 		return loop(p, s, lo, hi, s->u.for_.body);
 	likely_sub l = {v, true, held};
 	ts_stmt *main_body = drop_likely_stmt(ctx, s->u.for_.body, &l), *parts[3];
@@ -262,7 +261,6 @@ static ts_stmt *partition_head(part *p, ts_stmt *s, collect *c, int64_t lo, int6
 		return NULL;
 	if (b < hi && !(parts[n++] = partition_part(p, s, b, hi)))
 		return NULL;
-	p->headed = true;
 	return ir_seq(ctx, n, parts);
 }
 
