@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cuda_mma.h"
 #include "eval.h"
 #include "ident.h"
 #include "sbuf.h"
@@ -188,6 +189,7 @@ typedef struct emitter {
 	int64_t bound_ext[TS_THREAD_Z + 1]; /* extent of the enclosing loop bound to each tag */
 	ts_buffer *shared[32];
 	int nshared;
+	cg_mma mma; /* tensorized nests (cuda_mma.h) */
 } emitter;
 
 static void stmt(emitter *em, const ts_stmt *s);
@@ -1031,6 +1033,78 @@ static bool try_float4(emitter *em, const ts_stmt *s)
 	return true;
 }
 
+/* ---- tensorized nests (CUDA, cuda_mma.h) ------------------------------------ */
+
+/* A 16-bit float operand's bits (the buffer holds them). */
+static const char *bits16(emitter *em, const ts_buffer *b, ts_expr *idx)
+{
+	const char *n = lookup(em, b), *i = idx ? expr_text(em, idx) : NULL;
+	return n && i ? ts_sprintf(em->ctx, "%s[%s]", n, i) : NULL;
+}
+
+static const char *pack(emitter *em, const ts_buffer *b, ts_expr *lo, ts_expr *hi)
+{
+	const char *l = bits16(em, b, lo), *h = bits16(em, b, hi);
+	return l && h ? ts_sprintf(em->ctx, "ts_pack16(%s, %s)", l, h) : NULL;
+}
+
+/* The update as two mma.sync m16n8k16 (columns 0-7 and 8-15 of the tile),
+ * a's fragment loaded once; elementwise nests as the lane's 8 elements. */
+static void mma_nest(emitter *em, const ts_stmt *s)
+{
+	const cg_mma_nest *n = cg_mma_find(&em->mma, s);
+	if (!n) {
+		fail(em, TS_ERR_INTERNAL, "tensorized loop %s was not matched", s->u.for_.var->u.var.name);
+		return;
+	}
+	ts_ctx *ctx = em->ctx;
+	if (!n->update) {
+		line(em, ts_sprintf(ctx, "/* %s: this lane's 8 elements of the 16 x 16 tile */",
+				    s->u.for_.var->u.var.name));
+		for (int k = 0; k < 8 && !em->failed; k++)
+			stmt(em, cg_mma_slot(ctx, &em->mma, n, k));
+		return;
+	}
+	const char *a[4], *frag = lookup(em, em->mma.frag[n->acc]);
+	for (int j = 0; j < 4; j++)
+		a[j] = pack(em, n->a, cg_mma_a_index(ctx, &em->mma, n, 2 * j),
+			    cg_mma_a_index(ctx, &em->mma, n, 2 * j + 1));
+	line(em, ts_sprintf(ctx, "{ /* %s: 16 x 16 x 16 on tensor cores */", s->u.for_.var->u.var.name));
+	em->indent++;
+	begin_line(em);
+	ts_sb_printf(&em->out, "const unsigned mma_a[4] = {%s, %s, %s, %s};\n", a[0], a[1], a[2], a[3]);
+	const char *ty = n->bf16 ? "bf16" : "f16";
+	for (int h = 0; h < 2 && !em->failed; h++) {
+		const char *b0 = pack(em, n->b, cg_mma_b_index(ctx, &em->mma, n, h, 0),
+				      cg_mma_b_index(ctx, &em->mma, n, h, 1));
+		const char *b1 = pack(em, n->b, cg_mma_b_index(ctx, &em->mma, n, h, 2),
+				      cg_mma_b_index(ctx, &em->mma, n, h, 3));
+		const char *c[4];
+		for (int i = 0; i < 4; i++) {
+			ts_expr *ci = cg_mma_c_index(ctx, n, h, i);
+			c[i] = ci ? expr_text(em, ci) : NULL;
+		}
+		if (!frag || !b0 || !b1 || !c[0] || !c[1] || !c[2] || !c[3]) {
+			if (!em->failed)
+				fail(em, ts_last_status(ctx) != TS_OK ? ts_last_status(ctx) : TS_ERR_NOMEM,
+				     "tensorize: loop %s: out of memory", s->u.for_.var->u.var.name);
+			break;
+		}
+		begin_line(em);
+		ts_sb_printf(&em->out,
+			     "asm(\"mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 {%%0, %%1, %%2, %%3}, "
+			     "{%%4, %%5, %%6, %%7}, {%%8, %%9}, {%%0, %%1, %%2, %%3};\"\n", ty, ty);
+		ts_sb_indent(&em->out, em->indent + 1);
+		ts_sb_printf(&em->out, ": \"+f\"(%s[%s]), \"+f\"(%s[%s]), \"+f\"(%s[%s]), \"+f\"(%s[%s])\n",
+			     frag, c[0], frag, c[1], frag, c[2], frag, c[3]);
+		ts_sb_indent(&em->out, em->indent + 1);
+		ts_sb_printf(&em->out, ": \"r\"(mma_a[0]), \"r\"(mma_a[1]), \"r\"(mma_a[2]), \"r\"(mma_a[3]), "
+			     "\"r\"(%s), \"r\"(%s));\n", b0, b1);
+	}
+	em->indent--;
+	line(em, "}");
+}
+
 static void for_loop(emitter *em, const ts_stmt *s)
 {
 	const dialect *d = em->d;
@@ -1051,6 +1125,12 @@ static void for_loop(emitter *em, const ts_stmt *s)
 	case TS_FOR_UNROLLED:
 		serial_loop(em, s, d->unroll_pragma);
 		return;
+	case TS_FOR_TENSORIZED:
+		if (d->bind_threads)
+			mma_nest(em, s);
+		else
+			serial_loop(em, s, NULL);
+		return;
 	case TS_FOR_SERIAL:
 		serial_loop(em, s, NULL);
 		return;
@@ -1061,6 +1141,16 @@ static void for_loop(emitter *em, const ts_stmt *s)
 static void stored_value(emitter *em, const ts_buffer *buf, const ts_expr *v)
 {
 	bool h16 = is_f16x(buf->dtype);
+	if (h16 && em->d->bind_threads && v->kind == IR_LOAD && v->dtype.lanes == 1 && ts_dtype_eq(v->dtype, buf->dtype) &&
+	    vec_load_slot(em, v) < 0 && lookup(em, v->u.load.buf)) {
+		/* CUDA: a copy (a cache_read's fetch into shared memory) moves
+		 * the bits instead of converting to float and back; the two
+		 * differ only for a signaling NaN, which the round trip quiets */
+		ts_sb_printf(&em->out, "%s[", lookup(em, v->u.load.buf));
+		sub(em, v->u.load.index, 0);
+		put(em, "]");
+		return;
+	}
 	if (h16)
 		ts_sb_printf(&em->out, "%s(", conv16(em, buf->dtype, C16_TO));
 	em->in_value = true;
@@ -1173,6 +1263,17 @@ static void allocate(emitter *em, const ts_stmt *s)
 	ts_buffer *b = s->u.alloc.buf;
 	if (b->scope == TS_SCOPE_SHARED && em->d->shared_qual) {
 		stmt(em, s->u.alloc.body); /* declared at the top of the kernel */
+		return;
+	}
+	int acc = em->d->bind_threads ? cg_mma_acc_of(&em->mma, b) : -1;
+	if (acc >= 0) { /* a tensor-core accumulator: this lane's registers of it */
+		const ts_buffer *f = em->mma.frag[acc];
+		const char *n = define(em, f, b->name);
+		if (!n)
+			return;
+		line(em, ts_sprintf(em->ctx, "float %s[%lld]; /* %s: %lld elements, 1/32 per lane */", n,
+				    (long long)f->size, b->name, (long long)b->size));
+		stmt(em, s->u.alloc.body);
 		return;
 	}
 	const char *type = ctype(em, b->dtype);
@@ -1588,6 +1689,16 @@ static void emit_conv16(emitter *em, ts_sbuf *sb)
 				ts_sb_printf(sb, "\n%s %s", em->d->helper_qual, text[bf][c]);
 }
 
+/* What a kernel with tensorized nests needs: mma.sync m16n8k16 is sm_80's. */
+static const char mma_head[] =
+	"#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800\n"
+	"#error \"tensorize: the MMA (mma.sync m16n8k16) needs sm_80 or newer\"\n"
+	"#endif\n"
+	"static __device__ __forceinline__ unsigned ts_laneid(void)\n{\n"
+	"  unsigned r;\n  asm(\"mov.u32 %0, %%laneid;\" : \"=r\"(r));\n  return r;\n}\n"
+	"static __device__ __forceinline__ unsigned ts_pack16(unsigned short lo, unsigned short hi)\n{\n"
+	"  return (unsigned)lo | ((unsigned)hi << 16);\n}\n";
+
 static void assemble(emitter *em, ts_sbuf *sb)
 {
 	const cg_launch *l = &em->launch;
@@ -1600,6 +1711,8 @@ static void assemble(emitter *em, ts_sbuf *sb)
 	else
 		ts_sb_printf(sb, "/* tessera: %s */\n", em->fname);
 	ts_sb_puts(sb, em->d->file_head);
+	if (em->mma.nnest)
+		ts_sb_puts(sb, mma_head);
 	emit_conv16(em, sb);
 	for (int h = 0; h < H_COUNT; h++)
 		for (int t = 0; t < T_COUNT; t++)
@@ -1616,6 +1729,16 @@ static void assemble(emitter *em, ts_sbuf *sb)
 	ts_sb_puts(sb, "}\n");
 	if (em->d->packed_wrapper)
 		packed(em, sb);
+}
+
+/* The lane's place in the MMA fragments: group g = laneid / 4 and t =
+ * laneid % 4. */
+static void lane_vars(emitter *em)
+{
+	const char *g = define(em, em->mma.g, "mma_g"), *t = define(em, em->mma.t, "mma_t");
+	if (g && t)
+		line(em, ts_sprintf(em->ctx, "const int %s = (int)(ts_laneid() >> 2), %s = (int)(ts_laneid() & 3);",
+				    g, t));
 }
 
 static const char *emit(ts_ctx *ctx, const ts_func *f, const dialect *d, cg_launch *launch)
@@ -1642,6 +1765,10 @@ static const char *emit(ts_ctx *ctx, const ts_func *f, const dialect *d, cg_laun
 		check_launch(&em);
 		for (int i = 0; i < em.nshared; i++)
 			define(&em, em.shared[i], em.shared[i]->name);
+		if (!em.failed && cg_mma_scan(ctx, f->body, em.launch.block, &em.mma) != TS_OK)
+			em.failed = true;
+		if (!em.failed && em.mma.nnest)
+			lane_vars(&em);
 	}
 	stmt(&em, f->body);
 	ts_sbuf sb = {0};

@@ -1175,6 +1175,7 @@ static bool st_for(emitter *em, const ts_stmt *s)
 			return st_unrolled(em, s, n);
 		break;
 	case TS_FOR_SERIAL:
+	case TS_FOR_TENSORIZED: /* tensor cores are the cuda target's */
 	case TS_FOR_VECTORIZED: /* left serial by cg_vectorize */
 		break;
 	}

@@ -59,7 +59,7 @@ static ts_expr *mm_read(ts_ctx *ctx, ts_tensor *M, ts_expr *b, bool trans, ts_ex
 }
 
 static ts_tensor *matmul(ts_ctx *ctx, const char *op, ts_tensor *A, ts_tensor *B, bool ta,
-			 bool tb, int lead)
+			 bool tb, int lead, const ts_dtype *out)
 {
 	mm_dims d;
 	if (!fe_check_inputs(ctx, op, 2, (ts_tensor *[]){A, B}) ||
@@ -71,29 +71,47 @@ static ts_tensor *matmul(ts_ctx *ctx, const char *op, ts_tensor *A, ts_tensor *B
 	if (!k || !fe_vars(ctx, lead + 2, names + 1 - lead, v))
 		return NULL;
 	ts_expr *b = lead ? v[0] : NULL, *i = v[lead], *j = v[lead + 1];
-	ts_expr *prod = ts_mul(ctx, mm_read(ctx, A, b, ta, i, k->var),
-			       mm_read(ctx, B, b, tb, k->var, j));
+	ts_expr *x = mm_read(ctx, A, b, ta, i, k->var), *y = mm_read(ctx, B, b, tb, k->var, j);
+	if (out) {
+		x = ts_cast(ctx, *out, x);
+		y = ts_cast(ctx, *out, y);
+	}
+	ts_expr *prod = ts_mul(ctx, x, y);
 	int64_t shape[3] = {d.batch, d.m, d.n};
 	return ts_compute(ctx, op, lead + 2, shape + 1 - lead, v, TS_SUM(ctx, prod, k));
 }
 
 ts_tensor *ts_op_matmul(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA, bool transB)
 {
-	return matmul(ctx, "matmul", A, B, transA, transB, 0);
+	return matmul(ctx, "matmul", A, B, transA, transB, 0, NULL);
 }
 
 ts_tensor *ts_op_batch_matmul(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA,
 			      bool transB)
 {
-	return matmul(ctx, "batch_matmul", A, B, transA, transB, 1);
+	return matmul(ctx, "batch_matmul", A, B, transA, transB, 1, NULL);
 }
 
 static ts_tensor *bias_add(ts_ctx *ctx, const char *op, const char *name, ts_tensor *X,
 			   ts_tensor *bias, int axis);
 
+ts_tensor *ts_op_matmul_acc(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA, bool transB,
+			    ts_dtype out_dtype)
+{
+	if (out_dtype.lanes != 1 || !ts_dtype_is_float(out_dtype) ||
+	    (A && B && A->dtype.bits > out_dtype.bits)) {
+		char o[24], a[24];
+		ts_error(ctx, TS_ERR_INVALID, "matmul_acc: out_dtype %s: give a scalar float type at least "
+			 "as wide as the operands' (%s)", ts_dtype_str(out_dtype, o),
+			 A ? ts_dtype_str(A->dtype, a) : "?");
+		return NULL;
+	}
+	return matmul(ctx, "matmul", A, B, transA, transB, 0, &out_dtype);
+}
+
 ts_tensor *ts_op_dense(ts_ctx *ctx, ts_tensor *X, ts_tensor *W, ts_tensor *bias)
 {
-	ts_tensor *Y = matmul(ctx, "dense", X, W, false, true, 0);
+	ts_tensor *Y = matmul(ctx, "dense", X, W, false, true, 0, NULL);
 	if (!Y || !bias)
 		return Y;
 	return bias_add(ctx, "dense", "dense_bias", Y, bias, 1);

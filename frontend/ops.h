@@ -45,6 +45,13 @@ extern "C" {
 /* C[M, N] = sum_k A'[M, K] * B'[K, N], where A' is A, or A transposed (A is
  * [K, M]) when transA, and likewise B' (B is [N, K] when transB). */
 ts_tensor *ts_op_matmul(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA, bool transB);
+/* ts_op_matmul with each operand cast to out_dtype (TVM's out_dtype), so
+ * the product accumulates and is returned in it: float16 or bfloat16
+ * operands with a float32 result is the tensor-core GEMM's compute
+ * (ts_schedule_matmul_tensorcore).  out_dtype is a scalar float type at
+ * least as wide as the operands'. */
+ts_tensor *ts_op_matmul_acc(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA, bool transB,
+			    ts_dtype out_dtype);
 /* The same per batch: A[b, ., .], B[b, ., .] -> C[b, M, N]; equal batches. */
 ts_tensor *ts_op_batch_matmul(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA,
 			      bool transB);

@@ -143,6 +143,7 @@ const char *ts_for_kind_name(ts_for_kind k)
 	case TS_FOR_VECTORIZED: return "vectorized";
 	case TS_FOR_UNROLLED: return "unrolled";
 	case TS_FOR_THREAD: return "thread";
+	case TS_FOR_TENSORIZED: return "tensorized";
 	}
 	return "?";
 }

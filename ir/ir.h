@@ -331,7 +331,10 @@ typedef enum ts_for_kind {
 	TS_FOR_PARALLEL,
 	TS_FOR_VECTORIZED,
 	TS_FOR_UNROLLED,
-	TS_FOR_THREAD /* bound to u.for_.thread */
+	TS_FOR_THREAD, /* bound to u.for_.thread */
+	/* the top of a 16x16(x16) nest that the cuda target maps onto a
+	 * warp's tensor-core MMA (ts_tensorize); a serial loop elsewhere */
+	TS_FOR_TENSORIZED
 } ts_for_kind;
 
 typedef enum ts_thread_tag {

@@ -78,7 +78,7 @@ ts_stmt *ir_for(ts_ctx *ctx, ts_expr *var, ts_expr *min, ts_expr *extent,
 		ts_error(ctx, TS_ERR_INVALID, "for: loop variable is not a variable");
 		return NULL;
 	}
-	if ((unsigned)kind > TS_FOR_THREAD) {
+	if ((unsigned)kind > TS_FOR_TENSORIZED) {
 		ts_error(ctx, TS_ERR_INVALID, "for %s: unknown loop kind %d", var->u.var.name,
 			 (int)kind);
 		return NULL;

@@ -1226,3 +1226,144 @@ ts_status ts_schedule_layer_norm_cpu(ts_schedule *s, ts_tensor *Y, int lanes)
 	TRY(row_rfactor(s, sm, sy, row, lanes));
 	return row_rfactor(s, sv, sy, row, lanes);
 }
+
+/* ---- tensor cores ------------------------------------------------------------------ */
+
+ts_matmul_tc_params ts_matmul_tc_default(void)
+{
+	return (ts_matmul_tc_params){.block_m = 64, .block_n = 64, .warp_m = 32, .warp_n = 32,
+				     .tile_k = 32};
+}
+
+/* The largest of v, v / 2, v / 4, ... that divides n, at least 16 (n is a
+ * multiple of 16). */
+static int64_t fit16(int64_t v, int64_t n)
+{
+	while (v > 16 && n % v)
+		v /= 2;
+	return v < 16 ? 16 : v;
+}
+
+static ts_status tc_check(ts_schedule *s, const ts_tensor *C, const ts_matmul_tc_params *d)
+{
+	const char *w = "schedule_matmul_tensorcore";
+	ts_ctx *ctx = s->ctx;
+	if (C->op != TS_OP_COMPUTE || C->ndim != 2 || C->nreduce != 1 || C->ninputs != 2)
+		return ts_error(ctx, TS_ERR_INVALID, "%s: %s is not a matmul of two tensors (C[M, N] = "
+				"sum_k A x B, e.g. ts_op_matmul_acc)", w, C->name);
+	const ts_tensor *A = C->inputs[0], *B = C->inputs[1];
+	char c[24], a[24], b[24];
+	if (!ts_dtype_eq(C->dtype, ts_float32) || A->dtype.bits != 16 || !ts_dtype_is_float(A->dtype) ||
+	    !ts_dtype_eq(A->dtype, B->dtype))
+		return ts_error(ctx, TS_ERR_INVALID, "%s: %s is %s from %s and %s; tensor cores take float16 "
+				"or bfloat16 operands (both the same) into float32 (ts_op_matmul_acc(..., "
+				"ts_float32))", w, C->name, ts_dtype_str(C->dtype, c), ts_dtype_str(A->dtype, a),
+				ts_dtype_str(B->dtype, b));
+	int64_t ext[3] = {C->shape[0], C->shape[1], C->reduce_axis[0]->extent};
+	static const char *const dim[3] = {"M", "N", "K"};
+	for (int i = 0; i < 3; i++)
+		if (ext[i] % 16)
+			return ts_error(ctx, TS_ERR_INVALID, "%s: %s = %lld is not a multiple of 16, the MMA's "
+					"tile (pad the operands, or use ts_schedule_matmul_cuda)", w, dim[i],
+					(long long)ext[i]);
+	TRY(positive(s, w, 5, (int64_t[]){d->block_m, d->block_n, d->warp_m, d->warp_n, d->tile_k},
+		     (const char *[]){"block_m", "block_n", "warp_m", "warp_n", "tile_k"}));
+	const int64_t t[3][2] = {{d->block_m, ext[0]}, {d->block_n, ext[1]}, {d->tile_k, ext[2]}};
+	static const char *const name[3] = {"block_m", "block_n", "tile_k"};
+	for (int i = 0; i < 3; i++)
+		if (t[i][0] % 16 || t[i][1] % t[i][0])
+			return ts_error(ctx, TS_ERR_INVALID, "%s: %s = %lld must be a multiple of 16 that "
+					"divides %s = %lld", w, name[i], (long long)t[i][0], dim[i],
+					(long long)t[i][1]);
+	if (d->warp_m % 16 || d->block_m % d->warp_m || d->warp_n % 16 || d->block_n % d->warp_n)
+		return ts_error(ctx, TS_ERR_INVALID, "%s: warp tiles %lld x %lld must be multiples of 16 "
+				"that divide the block tile %lld x %lld", w, (long long)d->warp_m,
+				(long long)d->warp_n, (long long)d->block_m, (long long)d->block_n);
+	int64_t warps = (d->block_m / d->warp_m) * (d->block_n / d->warp_n);
+	if (warps > 32)
+		return ts_error(ctx, TS_ERR_INVALID, "%s: %lld warps per block, more than 32 (1024 threads)",
+				w, (long long)warps);
+	if (d->warp_m * d->warp_n > 64 * 64)
+		return ts_error(ctx, TS_ERR_INVALID, "%s: a warp tile of %lld x %lld holds %lld registers "
+				"per lane; at most 64 x 64 (128)", w, (long long)d->warp_m,
+				(long long)d->warp_n, (long long)(d->warp_m * d->warp_n / 32));
+	int64_t bytes = 2 * (d->block_m + d->block_n) * d->tile_k;
+	if (bytes > 49152)
+		return ts_error(ctx, TS_ERR_INVALID, "%s: shared tiles (block_m + block_n) x tile_k take "
+				"%lld bytes, more than the 48 KB of static shared memory", w, (long long)bytes);
+	return TS_OK;
+}
+
+/* The cooperative load of a shared tile: its elements spread over the
+ * block's threads, 32 lanes of threadIdx.x under the warps' y and z. */
+static ts_status tc_fetch(ts_schedule *s, ts_tensor *T, ts_stage *at, ts_axis *ko, int64_t wy,
+			  int64_t wx)
+{
+	ts_stage *ss = ts_stage_of(s, T);
+	ts_axis *f, *o, *t, *tyz, *tx, *tz, *ty;
+	TRY(ts_compute_at(ss, at, ko));
+	TRY(ts_fuse(ss, ts_axis_of(ss, 0), ts_axis_of(ss, 1), &f));
+	TRY(ts_split(ss, f, 32 * wy * wx, &o, &t));
+	TRY(ts_split(ss, t, 32, &tyz, &tx));
+	TRY(ts_split(ss, tyz, wx, &tz, &ty));
+	TRY(ts_bind(ss, tz, TS_THREAD_Z));
+	TRY(ts_bind(ss, ty, TS_THREAD_Y));
+	return ts_bind(ss, tx, TS_THREAD_X);
+}
+
+ts_status ts_schedule_matmul_tensorcore(ts_schedule *s, ts_tensor *C, const ts_matmul_tc_params *p)
+{
+	TRY(need(s, C, "schedule_matmul_tensorcore"));
+	if (!ts_stage_of(s, C))
+		return ts_last_status(s->ctx);
+	ts_matmul_tc_params d = p ? *p : ts_matmul_tc_default();
+	if (!p && C->ndim == 2 && C->nreduce == 1 && C->shape[0] % 16 == 0 && C->shape[1] % 16 == 0 &&
+	    C->reduce_axis[0]->extent % 16 == 0) {
+		/* the defaults, halved until they divide the shape */
+		d.block_m = fit16(d.block_m, C->shape[0]);
+		d.block_n = fit16(d.block_n, C->shape[1]);
+		d.tile_k = fit16(d.tile_k, C->reduce_axis[0]->extent);
+		d.warp_m = min64(d.warp_m, d.block_m);
+		d.warp_n = min64(d.warp_n, d.block_n);
+	}
+	TRY(tc_check(s, C, &d));
+	ts_tensor *A = C->inputs[0], *B = C->inputs[1];
+	ts_tensor *AS = ts_cache_read(s, A, TS_SCOPE_SHARED, 1, &C);
+	ts_tensor *BS = AS ? ts_cache_read(s, B, TS_SCOPE_SHARED, 1, &C) : NULL;
+	ts_tensor *CL = BS ? ts_cache_write(s, C, TS_SCOPE_LOCAL) : NULL;
+	if (!CL)
+		return ts_last_status(s->ctx);
+	ts_stage *sc = ts_stage_of(s, C), *sl = ts_stage_of(s, CL);
+	int64_t wy = d.block_m / d.warp_m, wx = d.block_n / d.warp_n;
+	/* C: blocks, warps (threadIdx.z, y), 16 x 16 tiles stored per lane */
+	ts_axis *by, *bx, *yi, *xi, *ty, *tx, *ym, *xm, *y16, *x16, *yw, *xw;
+	TRY(ts_tile(sc, ts_axis_of(sc, 0), ts_axis_of(sc, 1), d.block_m, d.block_n, &by, &bx, &yi, &xi));
+	TRY(ts_split(sc, yi, d.warp_m, &ty, &yw));
+	TRY(ts_split(sc, xi, d.warp_n, &tx, &xw));
+	TRY(ts_split(sc, yw, 16, &ym, &y16));
+	TRY(ts_split(sc, xw, 16, &xm, &x16));
+	TRY(ts_reorder(sc, TS_AXES(by, bx, ty, tx, ym, xm, y16, x16)));
+	TRY(ts_bind(sc, by, TS_BLOCK_Y));
+	TRY(ts_bind(sc, bx, TS_BLOCK_X));
+	TRY(ts_bind(sc, ty, TS_THREAD_Z));
+	TRY(ts_bind(sc, tx, TS_THREAD_Y));
+	/* unrolled, the accumulator's registers are indexed by constants */
+	TRY(ts_unroll(sc, ym));
+	TRY(ts_unroll(sc, xm));
+	TRY(ts_tensorize(sc, y16, TS_INTRIN_MMA_16X16X16));
+	/* the warp's accumulator: k steps of tile_k, each 16-deep MMAs over
+	 * the warp's 16 x 16 tiles */
+	TRY(ts_compute_at(sl, sc, tx));
+	ts_axis *ko, *kr, *kro, *kri, *lyo, *lyi, *lxo, *lxi;
+	TRY(ts_split(sl, ts_axis_of(sl, 0), 16, &lyo, &lyi));
+	TRY(ts_split(sl, ts_axis_of(sl, 1), 16, &lxo, &lxi));
+	TRY(ts_split(sl, ts_reduce_axis_of(sl, 0), d.tile_k, &ko, &kr));
+	TRY(ts_split(sl, kr, 16, &kro, &kri));
+	TRY(ts_reorder(sl, TS_AXES(ko, kro, lyo, lxo, lyi, lxi, kri)));
+	TRY(ts_unroll(sl, kro));
+	TRY(ts_unroll(sl, lyo));
+	TRY(ts_unroll(sl, lxo));
+	TRY(ts_tensorize(sl, lyi, TS_INTRIN_MMA_16X16X16));
+	TRY(tc_fetch(s, AS, sl, ko, wy, wx));
+	return tc_fetch(s, BS, sl, ko, wy, wx);
+}

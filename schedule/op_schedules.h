@@ -212,6 +212,25 @@ ts_status ts_schedule_matmul_cuda(ts_schedule *s, ts_tensor *C, const ts_matmul_
 /* Schedules Y = ts_op_conv2d_nchw(...) for a GPU (padding inlined). */
 ts_status ts_schedule_conv2d_cuda(ts_schedule *s, ts_tensor *Y, const ts_matmul_cuda_params *p);
 
+/* The tensor-core GEMM (sm_80 and newer). */
+typedef struct ts_matmul_tc_params {
+	int64_t block_m, block_n; /* C tile per thread block */
+	int64_t warp_m, warp_n;   /* C tile per warp, in 16 x 16 MMA tiles */
+	int64_t tile_k;           /* k step of the shared-memory tiles */
+} ts_matmul_tc_params;
+
+ts_matmul_tc_params ts_matmul_tc_default(void); /* 64 x 64 blocks, 32 x 32 warps, k 32 */
+/* Schedules C = ts_op_matmul_acc(A, B, ..., ts_float32) with A and B
+ * float16 or bfloat16 (either transposed) on tensor cores: each block
+ * stages A's and B's tiles in shared memory, each warp accumulates its
+ * warp_m x warp_n tile in registers with 16 x 16 x 16 MMAs (ts_tensorize)
+ * and stores it from them.  M, N and K are multiples of 16; the tiles are
+ * multiples of 16 that divide them (the defaults are halved until they
+ * do; given ones that do not are refused, as are more than 32 warps,
+ * warp tiles over 64 x 64 and shared tiles over 48 KB).  Any other
+ * compute is refused by name. */
+ts_status ts_schedule_matmul_tensorcore(ts_schedule *s, ts_tensor *C, const ts_matmul_tc_params *p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -539,7 +539,7 @@ static ts_status set_loop(ts_stage *st, const char *prim, ts_axis *a, ts_for_kin
 	if (a->loop != TS_FOR_SERIAL && a->loop != k)
 		return fail(st, prim, "axis '%s' is already marked with another loop kind", a->name);
 	a->loop = k;
-	if (k != TS_FOR_THREAD) /* bind prints its tag */
+	if (k != TS_FOR_THREAD && k != TS_FOR_TENSORIZED) /* they print their tag or intrinsic */
 		sch_step(st->sch, "%s(%s, %s)", prim, st->name, a->name);
 	return TS_OK;
 }
@@ -716,6 +716,41 @@ ts_status ts_bind(ts_stage *st, ts_axis *a, ts_thread_tag tag)
 		a->thread = tag;
 		sch_step(st->sch, "bind(%s, %s, %s)", st->name, a->name, ts_thread_tag_name(tag));
 	}
+	return r;
+}
+
+ts_status ts_tensorize(ts_stage *st, ts_axis *a, ts_intrin intrin)
+{
+	if (!check_stage(st ? sctx(st) : NULL, st, "tensorize") || !check_leaf(st, "tensorize", a))
+		return TS_ERR_INVALID;
+	if (intrin != TS_INTRIN_MMA_16X16X16)
+		return fail(st, "tensorize", "unknown intrinsic (give TS_INTRIN_MMA_16X16X16)", NULL);
+	int pos = leaf_index(st, a), n = st->nleaf - pos;
+	char msg[300];
+	if (n != 2 && n != 3) {
+		snprintf(msg, sizeof(msg), "the nest from '%s' has %d loops; the MMA takes 3 (16 x 16 "
+			 "x 16: two data axes and a reduction, innermost) or 2 (16 x 16: the "
+			 "accumulator's tile stored or filled)", a->name, n);
+		return fail(st, "tensorize", "%s", msg);
+	}
+	for (int i = pos; i < st->nleaf; i++) {
+		const ts_axis *o = st->leaf[i];
+		if (o->extent != 16) {
+			snprintf(msg, sizeof(msg), "loop '%s' has extent %lld; every loop of the MMA's "
+				 "nest has 16 (split by 16 first)", o->name, (long long)o->extent);
+			return fail(st, "tensorize", "%s", msg);
+		}
+		if (i > pos && o->loop != TS_FOR_SERIAL) {
+			snprintf(msg, sizeof(msg), "loop '%s' inside '%s' is %s; the MMA's nest stays "
+				 "plain loops", o->name, a->name, ts_for_kind_name(o->loop));
+			return fail(st, "tensorize", "%s", msg);
+		}
+	}
+	if (a->kind == TS_ITER_REDUCE)
+		return fail(st, "tensorize", "axis '%s' is a reduction axis; give the outermost data axis of the 16 x 16 x 16 nest", a->name);
+	ts_status r = set_loop(st, "tensorize", a, TS_FOR_TENSORIZED);
+	if (r == TS_OK)
+		sch_step(st->sch, "tensorize(%s, %s, mma_16x16x16)", st->name, a->name);
 	return r;
 }
 

@@ -241,6 +241,36 @@ ts_status ts_prefetch_ahead(ts_stage *st, ts_tensor *t, ts_axis *axis, ts_axis *
  * an input of the function (their layout is the caller's).  Lowering
  * refuses it on a stage computed inline (which has no buffer). */
 ts_status ts_storage_align(ts_stage *st, int dim, int64_t factor, int64_t offset);
+/* Tensor intrinsics for ts_tensorize. */
+typedef enum ts_intrin {
+	/* a warp's 16 x 16 x 16 matrix multiply-accumulate on tensor cores:
+	 * float16 or bfloat16 operands, float32 accumulator (PTX mma.sync
+	 * m16n8k16, sm_80 and newer) */
+	TS_INTRIN_MMA_16X16X16 = 1
+} ts_intrin;
+/* TVM's s[C].tensorize(axis, intrin): the loops from `axis` (a data axis
+ * of st) to the innermost, each of extent 16 and plain, are computed by
+ * the intrinsic.  Three forms, told apart by what the nest computes:
+ *   - the update of a sum reduction acc[m, n] += cast(float32, a(m, k)) *
+ *     cast(float32, b(k, n)), loops m, n, k in any order with k a
+ *     reduction axis: one warp-wide MMA (two mma.sync m16n8k16);
+ *   - that reduction's init (acc[m, n] = 0, made with the update): a
+ *     fill of the accumulator's registers;
+ *   - any statement that reads acc[m, n] over a 16 x 16 tile (the stage
+ *     that stores the accumulator, with an epilogue if it has one): each
+ *     lane runs it for the 8 elements its registers hold.
+ * a(m, k) and b(k, n) are loads of any layout and memory (shared or
+ * global): each lane loads the elements its fragment holds.  The
+ * accumulator is a local (cache_write) buffer of float32 whose last
+ * dimension is a multiple of 16, every tile of it at a row and column
+ * that are multiples of 16; every access to it is tensorized.  A warp
+ * runs each tensorized nest together: no loop bound to threadIdx.x may
+ * enclose it, and threads are whole warps (threadIdx.x's extent a
+ * multiple of 32 where threadIdx.y or z encloses it).  The cuda target
+ * checks all this when it builds and refuses what does not hold, naming
+ * the loop; the CPU targets, the C emitter and the interpreter run the
+ * nest as the loops it is, so results can be checked on any machine. */
+ts_status ts_tensorize(ts_stage *st, ts_axis *axis, ts_intrin intrin);
 /* Where the stage's result lives when it is realized (TVM's set_scope). */
 ts_status ts_set_scope(ts_stage *st, ts_scope scope);
 /* A stage that copies t into `scope` and is read by `readers` instead of t. */

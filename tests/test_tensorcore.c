@@ -1,0 +1,317 @@
+/*
+ * test_tensorcore.c - ts_tensorize and the tensor-core GEMM
+ * (ts_schedule_matmul_tensorcore) without a GPU: results of the lowered
+ * kernels run by the loop-IR interpreter (which runs each tensorized nest
+ * as its loops) against the reference evaluator, float16 and bfloat16,
+ * either operand transposed; the CUDA C compiled by NVRTC for sm_80 and
+ * sm_90 with one mma.sync per 16 x 8 x 16 block and the accumulator in
+ * registers; and every refusal, at scheduling and at build.  A tensorized
+ * nest on the CPU is a plain loop nest, checked through the LLVM JIT.
+ * The NVRTC tests are skipped (the rest still run) without libnvrtc.
+ * Execution on a GPU is in test_cuda_exec.c.
+ */
+#include "testutil.h"
+
+#include <string.h>
+
+#include "build.h"
+#include "c_emit.h"
+#include "cuda_test.h"
+#include "lower.h"
+#include "op_schedules.h"
+
+static bool nvrtc_ok;
+
+/* C = A x B (either transposed) in float32 from 16-bit operands. */
+static ts_tensor *tc_matmul(ts_ctx *ctx, int64_t M, int64_t N, int64_t K, ts_dtype t, bool ta,
+			    bool tb, ts_tensor **A, ts_tensor **B)
+{
+	*A = ta ? ts_placeholder(ctx, "A", TS_SHAPE(K, M), t) : ts_placeholder(ctx, "A", TS_SHAPE(M, K), t);
+	*B = tb ? ts_placeholder(ctx, "B", TS_SHAPE(N, K), t) : ts_placeholder(ctx, "B", TS_SHAPE(K, N), t);
+	return ts_op_matmul_acc(ctx, *A, *B, ta, tb, ts_float32);
+}
+
+static ts_func *tc_gemm(ts_ctx *ctx, int64_t M, int64_t N, int64_t K, ts_dtype t, bool ta, bool tb,
+			const ts_matmul_tc_params *p)
+{
+	ts_tensor *A, *B, *C = tc_matmul(ctx, M, N, K, t, ta, tb, &A, &B);
+	tu_nonnull(ctx, C);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	tu_ok(ctx, ts_schedule_matmul_tensorcore(s, C, p));
+	ts_func *f = ts_lower(s, "tc_gemm", 3, (ts_tensor *[]){A, B, C});
+	tu_nonnull(ctx, f);
+	return f;
+}
+
+static int count(const char *s, const char *part)
+{
+	int n = 0;
+	for (const char *p = s; (p = strstr(p, part)); p += strlen(part))
+		n++;
+	return n;
+}
+
+/* The CUDA C for arch: NULL (with the error in ctx) when it is refused. */
+static const char *cuda_source(ts_ctx *ctx, const ts_func *f, const char *target, ts_module **m)
+{
+	*m = ts_build(ctx, f, target);
+	return *m ? ts_module_source(*m, "cuda") : NULL;
+}
+
+START_TEST(test_results_interp)
+{
+	static const struct {
+		int64_t m, n, k;
+		bool bf16, ta, tb;
+	} cases[] = {
+		{64, 64, 32, false, false, false},
+		{128, 96, 48, false, false, false}, /* the defaults halved to divide */
+		{32, 48, 64, true, false, false},
+		{48, 32, 16, false, true, false},
+		{32, 64, 32, true, false, true},
+		{16, 16, 16, false, true, true},
+	};
+	for (size_t i = 0; i < TS_COUNT_OF(cases); i++) {
+		ts_ctx *ctx = ts_ctx_new();
+		char what[96];
+		snprintf(what, sizeof(what), "%lldx%lldx%lld %s%s%s", (long long)cases[i].m,
+			 (long long)cases[i].n, (long long)cases[i].k, cases[i].bf16 ? "bf16" : "f16",
+			 cases[i].ta ? " A^T" : "", cases[i].tb ? " B^T" : "");
+		tu_set_context(what);
+		ts_func *f = tc_gemm(ctx, cases[i].m, cases[i].n, cases[i].k,
+				     cases[i].bf16 ? ts_bfloat16 : ts_float16, cases[i].ta, cases[i].tb, NULL);
+		tu_check_func_interp(ctx, f, 1e-4);
+		ts_ctx_free(ctx);
+	}
+	tu_set_context(NULL);
+}
+END_TEST
+
+START_TEST(test_given_tiles_interp)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	/* one warp per block, a 32 x 16 warp tile, 16-deep k steps */
+	ts_matmul_tc_params p = {.block_m = 32, .block_n = 16, .warp_m = 32, .warp_n = 16, .tile_k = 16};
+	tu_check_func_interp(ctx, tc_gemm(ctx, 64, 48, 48, ts_float16, false, false, &p), 1e-4);
+	/* 8 warps, 16 x 16 each */
+	p = (ts_matmul_tc_params){.block_m = 64, .block_n = 32, .warp_m = 16, .warp_n = 16, .tile_k = 32};
+	tu_check_func_interp(ctx, tc_gemm(ctx, 64, 64, 64, ts_bfloat16, false, false, &p), 1e-4);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(test_cuda_source)
+{
+	if (!nvrtc_ok)
+		return;
+	ts_ctx *ctx = ts_ctx_new();
+	ts_func *f = tc_gemm(ctx, 128, 128, 64, ts_float16, false, false, NULL);
+	static const char *const targets[] = {"cuda -arch=sm_80", "cuda -arch=sm_90"};
+	for (int i = 0; i < 2; i++) {
+		ts_module *m;
+		const char *src = cuda_source(ctx, f, targets[i], &m);
+		ck_assert_msg(src != NULL, "%s: %s", targets[i], ts_last_error(ctx));
+		/* 64 x 64 per block, 32 x 32 per warp: 4 warps; per k step of 32,
+		 * 2 x (2 x 2) 16 x 16 x 16 MMAs of two mma.sync each */
+		ck_assert_ptr_nonnull(strstr(src, "block (32, 2, 2)"));
+		ck_assert_int_eq(count(src, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), 16);
+		/* the 32 x 32 accumulator: 32 registers per lane */
+		ck_assert_ptr_nonnull(strstr(src, "float matmul_local[32];"));
+		ck_assert_ptr_nonnull(strstr(src, "%%laneid"));
+		ck_assert(ts_module_times(m).nvrtc_ms > 0);
+		ts_module_free(m);
+	}
+	/* bfloat16 and transposed operands */
+	f = tc_gemm(ctx, 64, 32, 32, ts_bfloat16, true, true, NULL);
+	ts_module *m;
+	const char *src = cuda_source(ctx, f, "cuda -arch=sm_90", &m);
+	ck_assert_msg(src != NULL, "%s", ts_last_error(ctx));
+	ck_assert_int_gt(count(src, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"), 0);
+	ts_module_free(m);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Below sm_80 there is no m16n8k16: the build says so. */
+START_TEST(test_old_arch_refused)
+{
+	if (!nvrtc_ok)
+		return;
+	ts_ctx *ctx = ts_ctx_new();
+	ts_func *f = tc_gemm(ctx, 32, 32, 32, ts_float16, false, false, NULL);
+	ts_module *m = ts_build(ctx, f, "cuda -arch=sm_75");
+	ck_assert_ptr_null(m);
+	tu_assert_error(ctx, "needs sm_80 or newer");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+START_TEST(test_schedule_refusals)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A, *B, *C = tc_matmul(ctx, 100, 64, 64, ts_float16, false, false, &A, &B);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	FAILS_ST(ctx, ts_schedule_matmul_tensorcore(s, C, NULL), "M = 100 is not a multiple of 16");
+	C = tc_matmul(ctx, 64, 64, 64, ts_float16, false, false, &A, &B);
+	s = ts_create_schedule(ctx, 1, &C);
+	ts_matmul_tc_params p = ts_matmul_tc_default();
+	p.block_m = 48;
+	FAILS_ST(ctx, ts_schedule_matmul_tensorcore(s, C, &p), "block_m = 48 must be a multiple of 16 that divides M = 64");
+	p = ts_matmul_tc_default();
+	p.warp_n = 24;
+	FAILS_ST(ctx, ts_schedule_matmul_tensorcore(s, C, &p), "warp tiles 32 x 24");
+	p = ts_matmul_tc_default();
+	p.tile_k = 0;
+	FAILS_ST(ctx, ts_schedule_matmul_tensorcore(s, C, &p), "tile_k must be positive");
+	FAILS_ST(ctx, ts_schedule_matmul_tensorcore(s, NULL, NULL), "tensor is NULL");
+	ck_assert_int_ne(ts_schedule_matmul_tensorcore(NULL, C, NULL), TS_OK);
+	/* float32 operands: no tensor-core type */
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(32, 32), ts_float32);
+	ts_tensor *Y = ts_op_matmul(ctx, X, X, false, false);
+	s = ts_create_schedule(ctx, 1, &Y);
+	FAILS_ST(ctx, ts_schedule_matmul_tensorcore(s, Y, NULL), "not a matmul of two tensors");
+	ts_tensor *X2 = ts_placeholder(ctx, "X2", TS_SHAPE(32, 32), ts_float32);
+	Y = ts_op_matmul(ctx, X, X2, false, false);
+	s = ts_create_schedule(ctx, 1, &Y);
+	FAILS_ST(ctx, ts_schedule_matmul_tensorcore(s, Y, NULL), "tensor cores take float16 or bfloat16");
+	/* matmul_acc's out_dtype */
+	FAILS_NULL(ctx, ts_op_matmul_acc(ctx, A, B, false, false, ts_int32), "matmul_acc: out_dtype int32");
+	FAILS_NULL(ctx, ts_op_matmul_acc(ctx, X, X2, false, false, ts_float16), "at least as wide");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* The primitive's own checks. */
+START_TEST(test_tensorize_refusals)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A, *B, *C = tc_matmul(ctx, 32, 32, 32, ts_float16, false, false, &A, &B);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_stage *sc = ts_stage_of(s, C);
+	ts_axis *i = ts_axis_of(sc, 0), *k = ts_reduce_axis_of(sc, 0);
+	FAILS_ST(ctx, ts_tensorize(sc, i, TS_INTRIN_MMA_16X16X16), "loop 'i' has extent 32");
+	ts_axis *io, *ii, *jo, *ji, *ko, *ki;
+	tu_ok(ctx, ts_split(sc, i, 16, &io, &ii));
+	tu_ok(ctx, ts_split(sc, ts_axis_of(sc, 1), 16, &jo, &ji));
+	tu_ok(ctx, ts_split(sc, k, 16, &ko, &ki));
+	FAILS_ST(ctx, ts_tensorize(sc, ii, TS_INTRIN_MMA_16X16X16), "the nest from 'i.inner' has 5 loops");
+	tu_ok(ctx, ts_reorder(sc, TS_AXES(io, jo, ko, ii, ji, ki)));
+	FAILS_ST(ctx, ts_tensorize(sc, ki, TS_INTRIN_MMA_16X16X16), "has 1 loops");
+	FAILS_ST(ctx, ts_tensorize(sc, ii, (ts_intrin)7), "unknown intrinsic");
+	ck_assert_int_ne(ts_tensorize(NULL, ii, TS_INTRIN_MMA_16X16X16), TS_OK); /* no context to tell */
+	FAILS_ST(ctx, ts_tensorize(sc, NULL, TS_INTRIN_MMA_16X16X16), "tensorize");
+	tu_ok(ctx, ts_unroll(sc, ji));
+	FAILS_ST(ctx, ts_tensorize(sc, ii, TS_INTRIN_MMA_16X16X16), "loop 'j.inner' inside 'i.inner' is unrolled");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* On the CPU a tensorized nest is the loops it is: the interpreter and
+ * the C emitter run float16 (LLVM has no float16 here), the LLVM JIT the
+ * same schedule over float32. */
+static ts_func *cpu_tensorized(ts_ctx *ctx, ts_dtype t)
+{
+	ts_tensor *A, *B, *C = tc_matmul(ctx, 48, 32, 32, t, false, true, &A, &B);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_stage *sc = ts_stage_of(s, C);
+	ts_axis *io, *ii, *jo, *ji, *ko, *ki;
+	tu_ok(ctx, ts_split(sc, ts_axis_of(sc, 0), 16, &io, &ii));
+	tu_ok(ctx, ts_split(sc, ts_axis_of(sc, 1), 16, &jo, &ji));
+	tu_ok(ctx, ts_split(sc, ts_reduce_axis_of(sc, 0), 16, &ko, &ki));
+	tu_ok(ctx, ts_reorder(sc, TS_AXES(io, jo, ko, ii, ji, ki)));
+	tu_ok(ctx, ts_tensorize(sc, ii, TS_INTRIN_MMA_16X16X16));
+	ck_assert_ptr_nonnull(strstr(ts_schedule_str(s), "@tensorized"));
+	ts_func *f = ts_lower(s, "tc_cpu", 3, (ts_tensor *[]){A, B, C});
+	tu_nonnull(ctx, f);
+	ck_assert_ptr_nonnull(strstr(ir_func_str(ctx, f), "tensorized (i.inner, 0, 16)"));
+	return f;
+}
+
+START_TEST(test_cpu_runs_loops)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_func *f = cpu_tensorized(ctx, ts_float16);
+	tu_check_func_interp(ctx, f, 1e-4);
+	const char *c = cg_emit_c(ctx, f);
+	tu_nonnull(ctx, c);
+	ck_assert_ptr_null(strstr(c, "mma"));
+	tu_check_func_llvm(ctx, cpu_tensorized(ctx, ts_float32), NULL, 1e-4);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* A hand-written schedule built wrong in each way the build refuses. */
+static ts_func *partial(ts_ctx *ctx, int variant)
+{
+	ts_tensor *A, *B, *C = tc_matmul(ctx, 32, 32, 32, ts_float16, false, false, &A, &B);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_tensor *CL = ts_cache_write(s, C, TS_SCOPE_LOCAL);
+	ts_stage *sc = ts_stage_of(s, C), *sl = ts_stage_of(s, CL);
+	ts_axis *by, *bx, *yi, *xi, *lyo, *lyi, *lxo, *lxi, *ko, *ki;
+	tu_ok(ctx, ts_tile(sc, ts_axis_of(sc, 0), ts_axis_of(sc, 1), 16, 16, &by, &bx, &yi, &xi));
+	tu_ok(ctx, ts_bind(sc, by, TS_BLOCK_Y));
+	if (variant == 2) { /* lanes bound around the warp's nest */
+		ts_axis *xo, *xx;
+		tu_ok(ctx, ts_split(sc, bx, 1, &xo, &xx));
+		tu_ok(ctx, ts_bind(sc, xo, TS_BLOCK_X));
+		tu_ok(ctx, ts_bind(sc, xx, TS_THREAD_X));
+		bx = xx;
+	} else {
+		tu_ok(ctx, ts_bind(sc, bx, TS_BLOCK_X));
+	}
+	if (variant != 1)
+		tu_ok(ctx, ts_tensorize(sc, yi, TS_INTRIN_MMA_16X16X16));
+	tu_ok(ctx, ts_compute_at(sl, sc, bx));
+	tu_ok(ctx, ts_split(sl, ts_axis_of(sl, 0), 16, &lyo, &lyi));
+	tu_ok(ctx, ts_split(sl, ts_axis_of(sl, 1), 16, &lxo, &lxi));
+	tu_ok(ctx, ts_split(sl, ts_reduce_axis_of(sl, 0), 16, &ko, &ki));
+	tu_ok(ctx, ts_reorder(sl, TS_AXES(ko, lyo, lxo, lyi, lxi, ki)));
+	tu_ok(ctx, ts_tensorize(sl, lyi, TS_INTRIN_MMA_16X16X16));
+	if (variant != 0) { /* a warp: A's tile fetched by 32 lanes */
+		ts_tensor *AS = ts_cache_read(s, A, TS_SCOPE_SHARED, 1, &CL);
+		ts_stage *sa = ts_stage_of(s, AS);
+		ts_axis *f, *o, *t;
+		tu_ok(ctx, ts_compute_at(sa, sl, ko));
+		tu_ok(ctx, ts_fuse(sa, ts_axis_of(sa, 0), ts_axis_of(sa, 1), &f));
+		tu_ok(ctx, ts_split(sa, f, 32, &o, &t));
+		tu_ok(ctx, ts_bind(sa, t, TS_THREAD_X));
+	}
+	ts_func *f = ts_lower(s, "tc_partial", 3, (ts_tensor *[]){A, B, C});
+	tu_nonnull(ctx, f);
+	return f;
+}
+
+START_TEST(test_build_refusals)
+{
+	if (!nvrtc_ok)
+		return;
+	ts_ctx *ctx = ts_ctx_new();
+	/* one warp of 32 lanes is needed: a block of one thread is refused */
+	FAILS_NULL(ctx, ts_build(ctx, partial(ctx, 0), "cuda -arch=sm_90"),
+		   "the block has 1 threads, not a whole number of warps");
+	/* the accumulator stored by a plain loop */
+	FAILS_NULL(ctx, ts_build(ctx, partial(ctx, 1), "cuda -arch=sm_90"),
+		   "reads the accumulator matmul.local outside a tensorized nest");
+	/* under a threadIdx.x loop */
+	FAILS_NULL(ctx, ts_build(ctx, partial(ctx, 2), "cuda -arch=sm_90"), "bound to threadIdx.x");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+int main(void)
+{
+	nvrtc_ok = have_nvrtc();
+	Suite *s = suite_create("tensorcore");
+	TCase *tc = tcase_create("tensorcore");
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, test_results_interp);
+	tcase_add_test(tc, test_given_tiles_interp);
+	tcase_add_test(tc, test_cuda_source);
+	tcase_add_test(tc, test_old_arch_refused);
+	tcase_add_test(tc, test_schedule_refusals);
+	tcase_add_test(tc, test_tensorize_refusals);
+	tcase_add_test(tc, test_cpu_runs_loops);
+	tcase_add_test(tc, test_build_refusals);
+	suite_add_tcase(s, tc);
+	return tu_run_suite(s);
+}
