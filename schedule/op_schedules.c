@@ -1287,20 +1287,27 @@ static ts_status tc_check(ts_schedule *s, const ts_tensor *C, const ts_matmul_tc
 		return ts_error(ctx, TS_ERR_INVALID, "%s: a warp tile of %lld x %lld holds %lld registers "
 				"per lane; at most 64 x 64 (128)", w, (long long)d->warp_m,
 				(long long)d->warp_n, (long long)(d->warp_m * d->warp_n / 32));
-	int64_t bytes = 2 * (d->block_m + d->block_n) * d->tile_k;
-	if (bytes > 49152)
-		return ts_error(ctx, TS_ERR_INVALID, "%s: shared tiles (block_m + block_n) x tile_k take "
-				"%lld bytes, more than the 48 KB of static shared memory", w, (long long)bytes);
+	/* each tile's rows padded by 8 (tc_fetch), counted on the longer side */
+	int64_t bytes = 2 * (d->block_m + d->block_n + 16) * (d->tile_k + 8);
+	if (d->block_m > 4096 || d->block_n > 4096 || d->tile_k > 4096 || bytes > 49152)
+		return ts_error(ctx, TS_ERR_INVALID, "%s: shared tiles (block_m + block_n) x tile_k, their "
+				"rows padded, take more than the 48 KB of static shared memory (%lld + %lld "
+				"by %lld)", w, (long long)d->block_m, (long long)d->block_n,
+				(long long)d->tile_k);
 	return TS_OK;
 }
 
 /* The cooperative load of a shared tile: its elements spread over the
- * block's threads, 32 lanes of threadIdx.x under the warps' y and z. */
+ * block's threads, 32 lanes of threadIdx.x under the warps' y and z.  Its
+ * rows (a multiple of 16 elements) get 8 more: the 8 rows g and the 4
+ * column pairs t that a fragment's lanes read then fall in 32 different
+ * banks, where unpadded rows of 32 or 64 halves put 4 lanes in each. */
 static ts_status tc_fetch(ts_schedule *s, ts_tensor *T, ts_stage *at, ts_axis *ko, int64_t wy,
 			  int64_t wx)
 {
 	ts_stage *ss = ts_stage_of(s, T);
 	ts_axis *f, *o, *t, *tyz, *tx, *tz, *ty;
+	TRY(ts_storage_align(ss, 0, 16, 8));
 	TRY(ts_compute_at(ss, at, ko));
 	TRY(ts_fuse(ss, ts_axis_of(ss, 0), ts_axis_of(ss, 1), &f));
 	TRY(ts_split(ss, f, 32 * wy * wx, &o, &t));

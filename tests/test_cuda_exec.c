@@ -254,6 +254,45 @@ START_TEST(test_scheduled_gemm_and_conv)
 }
 END_TEST
 
+/* The tensor-core GEMM (sm_80 and newer) matches the reference evaluator:
+ * float16 and bfloat16, transposed operands, given and fitted tiles. */
+START_TEST(test_tensorcore_gemm)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_cuda *cuda = ts_cuda_open(ctx);
+	tu_nonnull(ctx, cuda);
+	bool old = atoi(ts_cuda_arch(cuda) + 3) < 80; /* "sm_XY" */
+	ts_cuda_close(cuda);
+	if (old) { /* mma.sync m16n8k16 is sm_80's */
+		ts_ctx_free(ctx);
+		return;
+	}
+	static const struct {
+		int64_t m, n, k;
+		bool bf16, ta, tb;
+	} cases[] = {
+		{256, 256, 256, false, false, false},
+		{512, 384, 160, true, false, false},
+		{96, 80, 48, false, true, false},
+		{64, 128, 96, true, false, true},
+	};
+	for (size_t i = 0; i < TS_COUNT_OF(cases); i++) {
+		ts_dtype t = cases[i].bf16 ? ts_bfloat16 : ts_float16;
+		int64_t m = cases[i].m, n = cases[i].n, k = cases[i].k;
+		ts_tensor *A = cases[i].ta ? ts_placeholder(ctx, "A", TS_SHAPE(k, m), t)
+					   : ts_placeholder(ctx, "A", TS_SHAPE(m, k), t);
+		ts_tensor *B = cases[i].tb ? ts_placeholder(ctx, "B", TS_SHAPE(n, k), t)
+					   : ts_placeholder(ctx, "B", TS_SHAPE(k, n), t);
+		ts_tensor *C = ts_op_matmul_acc(ctx, A, B, cases[i].ta, cases[i].tb, ts_float32);
+		ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+		tu_ok(ctx, ts_schedule_matmul_tensorcore(s, C, NULL));
+		tu_check_func_with(ctx, ts_lower(s, "tc_gemm", 3, (ts_tensor *[]){A, B, C}), gpu_runner,
+				   NULL, 1e-4);
+	}
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* Functions built as several kernels (softmax and layer norm under the
  * default GPU schedule: each row reduction a kernel of its own) match the
  * reference evaluator on the GPU. */
@@ -325,6 +364,7 @@ int main(void)
 	tcase_add_test(tc, test_driver_errors);
 	tcase_add_test(tc, test_scheduled_gemm_and_conv);
 	tcase_add_test(tc, test_default_schedule_kernels);
+	tcase_add_test(tc, test_tensorcore_gemm);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
