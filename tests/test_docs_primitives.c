@@ -66,6 +66,30 @@ static ex matmul(void)
 	return e;
 }
 
+/* C = A x B over 32 x 32 x 16, float16 operands accumulated in float32 */
+static ex matmul_f16(void)
+{
+	ex e = {.ctx = ts_ctx_new()};
+	ts_ctx *ctx = e.ctx;
+	e.A = ts_placeholder(ctx, "A", TS_SHAPE(32, 16), ts_float16);
+	e.B = ts_placeholder(ctx, "B", TS_SHAPE(16, 32), ts_float16);
+	ts_iter *k = ts_reduce_axis(ctx, "k", 0, 16);
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	ts_expr *a = ts_cast(ctx, ts_float32, TS_READ(ctx, e.A, i, k->var));
+	ts_expr *b = ts_cast(ctx, ts_float32, TS_READ(ctx, e.B, k->var, j));
+	e.C = ts_compute(ctx, "C", TS_SHAPE(32, 32), TS_VARS(i, j), TS_SUM(ctx, ts_mul(ctx, a, b), k));
+	e.s = ts_create_schedule(ctx, 1, &e.C);
+	e.sc = ts_stage_of(e.s, e.C);
+	e.i = ts_axis_of(e.sc, 0);
+	e.j = ts_axis_of(e.sc, 1);
+	e.k = ts_reduce_axis_of(e.sc, 0);
+	e.nargs = 3;
+	e.args[0] = e.A;
+	e.args[1] = e.B;
+	e.args[2] = e.C;
+	return e;
+}
+
 /* P[i, j] = A[i, j] + 1; C[i, j] = P[i, j] * P[i, j] over 8 x 6 */
 static ex two_stage(void)
 {
@@ -273,6 +297,18 @@ START_TEST(test_primitives_page)
 		"padding; results never change.", matmul,
 	    ts_tensor *aa = ts_cache_read(e.s, e.A, TS_SCOPE_LOCAL, 1, &e.C);
 	    ts_storage_align(ts_stage_of(e.s, aa), 0, 8, 1));
+	DOC(&out, "tensorize", "TVM's tensorize: the loops from an axis inward, each of extent 16, "
+		"are one 16 x 16 x 16 matrix multiply-accumulate (float16 or bfloat16 operands, a "
+		"float32 accumulator).  The loop IR keeps the loops, marked: the CPU, the C "
+		"emitter and the interpreter run them as written, and the cuda target (sm_80 and "
+		"newer) has a warp run each such nest as two mma.sync m16n8k16, its accumulator in "
+		"registers, 8 elements per lane.  There the accumulator must be a local buffer "
+		"(cache_write) whose init and store are tensorized too, and a whole warp must reach "
+		"the nest (ts_schedule_matmul_tensorcore builds such a schedule; "
+		"docs/TUTORIAL_GPU.md shows the CUDA C).", matmul_f16,
+	    ts_split(e.sc, e.i, 16, &yo, &yi); ts_split(e.sc, e.j, 16, &xo, &xi);
+	    ts_split(e.sc, e.k, 16, &o, &in); ts_reorder(e.sc, TS_AXES(yo, xo, o, yi, xi, in));
+	    ts_tensorize(e.sc, yi, TS_INTRIN_MMA_16X16X16));
 	DOC(&out, "bind", "Binds axes to GPU block and thread indices.", elementwise,
 	    ts_bind(e.sc, e.i, TS_BLOCK_X); ts_bind(e.sc, e.j, TS_THREAD_X));
 	ck_assert(!out.oom);

@@ -157,6 +157,9 @@ void tu_check_func(ts_ctx *ctx, const ts_func *f, double tol)
 	ir_stmt_visit(f->body, kinds_fn, NULL, &k);
 	if (k.gpu) /* GPU schedules: the interpreter here, NVRTC and the device elsewhere */
 		return;
+	for (int i = 0; i < f->nparams; i++)
+		if (ts_dtype_is_float(f->params[i]->dtype) && f->params[i]->dtype.bits == 16)
+			return; /* the LLVM backend has no 16-bit floats; the C emitter's tests cover them */
 	static const int threads[] = {1, 2, 4};
 	for (int i = 0; i < (k.parallel ? 3 : 1); i++) {
 		int old = ts_set_num_threads(threads[i]);
