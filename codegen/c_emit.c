@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "arith.h"
 #include "cuda_mma.h"
 #include "eval.h"
 #include "ident.h"
@@ -904,24 +905,6 @@ static ts_expr *strip(ts_ctx *ctx, ts_expr *e, const ts_expr *v)
 	return ts_binary(ctx, e->kind, a, b);
 }
 
-/* Whether e (NULL: 0) is a multiple of n for every value of its variables. */
-static bool divisible(const ts_expr *e, int64_t n)
-{
-	int64_t k;
-	if (!e)
-		return true;
-	if (ir_is_const_int(e, &k))
-		return k % n == 0;
-	switch (e->kind) {
-	case IR_ADD: case IR_SUB:
-		return divisible(e->u.bin.a, n) && divisible(e->u.bin.b, n);
-	case IR_MUL:
-		return divisible(e->u.bin.a, n) || divisible(e->u.bin.b, n);
-	default:
-		return false;
-	}
-}
-
 /* The aligned base index of a unit-stride access over v in [min, ...), or
  * NULL when the access is not one. */
 static ts_expr *vec_base(emitter *em, ts_buffer *buf, ts_expr *idx, const ts_stmt *loop,
@@ -935,7 +918,7 @@ static ts_expr *vec_base(emitter *em, ts_buffer *buf, ts_expr *idx, const ts_stm
 	ts_expr *base = strip(em->ctx, idx, loop->u.for_.var);
 	if (m != 0)
 		base = base ? ts_add(em->ctx, base, ts_int(em->ctx, m)) : ts_int(em->ctx, m);
-	if (!divisible(base, lanes))
+	if (!ir_multiple_of(base, lanes))
 		return NULL;
 	return base ? base : ts_int(em->ctx, 0);
 }
@@ -1033,6 +1016,50 @@ static bool try_float4(emitter *em, const ts_stmt *s)
 	return true;
 }
 
+/* The aligned base of a unit-stride 16-bit access over loop's variable
+ * (NULL: not one); lanes elements from it are one 2 * lanes-byte word. */
+static ts_expr *copy16_base(emitter *em, const ts_buffer *buf, ts_expr *idx, const ts_stmt *loop,
+			    int64_t lanes)
+{
+	int64_t c, m;
+	if (buf->dtype.bits != 16 || buf->scope == TS_SCOPE_LOCAL || idx->dtype.lanes != 1 ||
+	    !coeff(idx, loop->u.for_.var, &c) || c != 1 || !ir_is_const_int(loop->u.for_.min, &m))
+		return NULL;
+	ts_expr *base = strip(em->ctx, idx, loop->u.for_.var);
+	if (m != 0)
+		base = base ? ts_add(em->ctx, base, ts_int(em->ctx, m)) : ts_int(em->ctx, m);
+	if (!ir_multiple_of(base, lanes))
+		return NULL;
+	return base ? base : ts_int(em->ctx, 0);
+}
+
+/* A vectorized copy of 2, 4 or 8 16-bit elements (a shared tile's fetch
+ * of float16): one 4-, 8- or 16-byte move of the bits. */
+static bool try_copy16(emitter *em, const ts_stmt *s)
+{
+	int64_t lanes;
+	const ts_stmt *st = s->u.for_.body;
+	if (!em->d->float4 || !ir_is_const_int(s->u.for_.extent, &lanes) ||
+	    (lanes != 2 && lanes != 4 && lanes != 8) || st->kind != IR_S_STORE)
+		return false;
+	ts_expr *v = st->u.store.value;
+	ts_buffer *dst = st->u.store.buf;
+	if (v->kind != IR_LOAD || v->dtype.lanes != 1 || !ts_dtype_eq(v->dtype, dst->dtype) ||
+	    !lookup(em, dst) || !lookup(em, v->u.load.buf))
+		return false;
+	ts_expr *db = copy16_base(em, dst, st->u.store.index, s, lanes);
+	ts_expr *sb = db ? copy16_base(em, v->u.load.buf, v->u.load.index, s, lanes) : NULL;
+	if (!sb)
+		return false;
+	const char *type = lanes == 8 ? "uint4" : lanes == 4 ? "uint2" : "unsigned";
+	begin_line(em);
+	vec_access(em, type, dst, db, false);
+	put(em, " = ");
+	vec_access(em, type, v->u.load.buf, sb, true);
+	put(em, ";\n");
+	return true;
+}
+
 /* ---- tensorized nests (CUDA, cuda_mma.h) ------------------------------------ */
 
 /* A 16-bit float operand's bits (the buffer holds them). */
@@ -1042,10 +1069,49 @@ static const char *bits16(emitter *em, const ts_buffer *b, ts_expr *idx)
 	return n && i ? ts_sprintf(em->ctx, "%s[%s]", n, i) : NULL;
 }
 
+/* Two 16-bit elements in one register, lo in the low half: one 32-bit
+ * load where they are adjacent and the pair is 4-byte aligned (an even
+ * index: buffers are at least 16-byte aligned). */
 static const char *pack(emitter *em, const ts_buffer *b, ts_expr *lo, ts_expr *hi)
 {
+	int64_t d;
+	ts_expr *diff = lo && hi ? ir_simplify(em->ctx, ts_sub(em->ctx, hi, lo), 0, NULL) : NULL;
+	if (diff && ir_is_const_int(diff, &d) && d == 1 && ir_multiple_of(lo, 2) && b->scope != TS_SCOPE_LOCAL) {
+		const char *n = lookup(em, b), *i = expr_text(em, lo);
+		return n && i ? ts_sprintf(em->ctx, "*(const unsigned *)&%s[%s]", n, i) : NULL;
+	}
 	const char *l = bits16(em, b, lo), *h = bits16(em, b, hi);
 	return l && h ? ts_sprintf(em->ctx, "ts_pack16(%s, %s)", l, h) : NULL;
+}
+
+/* An operand's four registers: one ldmatrix.x4 where the operand's rows
+ * qualify (cg_mma_ldsm_index), else each lane's own loads, 2 elements a
+ * register (A's a0..a7; B's b0..b3 of columns 0-7, then of 8-15). */
+static bool operand_regs(emitter *em, const cg_mma_nest *n, bool b, const char *name)
+{
+	ts_ctx *ctx = em->ctx;
+	const ts_buffer *buf = b ? n->b : n->a;
+	bool trans = false;
+	ts_expr *at = cg_mma_ldsm_index(ctx, &em->mma, n, b, &trans);
+	if (at) {
+		const char *i = expr_text(em, at), *bn = lookup(em, buf);
+		if (!i || !bn)
+			return false;
+		line(em, ts_sprintf(ctx, "unsigned %s[4];", name));
+		line(em, ts_sprintf(ctx, "ts_ldsm_x4%s(%s, &%s[%s]);", trans ? "_trans" : "", name, bn, i));
+		return true;
+	}
+	const char *r[4];
+	for (int j = 0; j < 4; j++) {
+		ts_expr *lo = b ? cg_mma_b_index(ctx, &em->mma, n, j >> 1, 2 * (j & 1))
+				: cg_mma_a_index(ctx, &em->mma, n, 2 * j);
+		ts_expr *hi = b ? cg_mma_b_index(ctx, &em->mma, n, j >> 1, 2 * (j & 1) + 1)
+				: cg_mma_a_index(ctx, &em->mma, n, 2 * j + 1);
+		if (!(r[j] = pack(em, buf, lo, hi)))
+			return false;
+	}
+	line(em, ts_sprintf(ctx, "const unsigned %s[4] = {%s, %s, %s, %s};", name, r[0], r[1], r[2], r[3]));
+	return true;
 }
 
 /* The update as two mma.sync m16n8k16 (columns 0-7 and 8-15 of the tile),
@@ -1065,31 +1131,20 @@ static void mma_nest(emitter *em, const ts_stmt *s)
 			stmt(em, cg_mma_slot(ctx, &em->mma, n, k));
 		return;
 	}
-	const char *a[4], *frag = lookup(em, em->mma.frag[n->acc]);
-	for (int j = 0; j < 4; j++)
-		a[j] = pack(em, n->a, cg_mma_a_index(ctx, &em->mma, n, 2 * j),
-			    cg_mma_a_index(ctx, &em->mma, n, 2 * j + 1));
+	const char *frag = lookup(em, em->mma.frag[n->acc]);
 	line(em, ts_sprintf(ctx, "{ /* %s: 16 x 16 x 16 on tensor cores */", s->u.for_.var->u.var.name));
 	em->indent++;
-	begin_line(em);
-	ts_sb_printf(&em->out, "const unsigned mma_a[4] = {%s, %s, %s, %s};\n", a[0], a[1], a[2], a[3]);
+	bool ok = frag && operand_regs(em, n, false, "mma_a") && operand_regs(em, n, true, "mma_b");
 	const char *ty = n->bf16 ? "bf16" : "f16";
-	for (int h = 0; h < 2 && !em->failed; h++) {
-		const char *b0 = pack(em, n->b, cg_mma_b_index(ctx, &em->mma, n, h, 0),
-				      cg_mma_b_index(ctx, &em->mma, n, h, 1));
-		const char *b1 = pack(em, n->b, cg_mma_b_index(ctx, &em->mma, n, h, 2),
-				      cg_mma_b_index(ctx, &em->mma, n, h, 3));
+	for (int h = 0; ok && h < 2 && !em->failed; h++) {
 		const char *c[4];
 		for (int i = 0; i < 4; i++) {
 			ts_expr *ci = cg_mma_c_index(ctx, n, h, i);
 			c[i] = ci ? expr_text(em, ci) : NULL;
+			ok = ok && c[i];
 		}
-		if (!frag || !b0 || !b1 || !c[0] || !c[1] || !c[2] || !c[3]) {
-			if (!em->failed)
-				fail(em, ts_last_status(ctx) != TS_OK ? ts_last_status(ctx) : TS_ERR_NOMEM,
-				     "tensorize: loop %s: out of memory", s->u.for_.var->u.var.name);
+		if (!ok)
 			break;
-		}
 		begin_line(em);
 		ts_sb_printf(&em->out,
 			     "asm(\"mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 {%%0, %%1, %%2, %%3}, "
@@ -1099,8 +1154,11 @@ static void mma_nest(emitter *em, const ts_stmt *s)
 			     frag, c[0], frag, c[1], frag, c[2], frag, c[3]);
 		ts_sb_indent(&em->out, em->indent + 1);
 		ts_sb_printf(&em->out, ": \"r\"(mma_a[0]), \"r\"(mma_a[1]), \"r\"(mma_a[2]), \"r\"(mma_a[3]), "
-			     "\"r\"(%s), \"r\"(%s));\n", b0, b1);
+			     "\"r\"(mma_b[%d]), \"r\"(mma_b[%d]));\n", 2 * h, 2 * h + 1);
 	}
+	if (!ok && !em->failed)
+		fail(em, ts_last_status(ctx) != TS_OK ? ts_last_status(ctx) : TS_ERR_NOMEM,
+		     "tensorize: loop %s: out of memory", s->u.for_.var->u.var.name);
 	em->indent--;
 	line(em, "}");
 }
@@ -1119,7 +1177,7 @@ static void for_loop(emitter *em, const ts_stmt *s)
 		serial_loop(em, s, d->parallel_pragma);
 		return;
 	case TS_FOR_VECTORIZED:
-		if (!try_float4(em, s))
+		if (!try_float4(em, s) && !try_copy16(em, s))
 			serial_loop(em, s, d->simd_pragma);
 		return;
 	case TS_FOR_UNROLLED:
@@ -1689,7 +1747,15 @@ static void emit_conv16(emitter *em, ts_sbuf *sb)
 				ts_sb_printf(sb, "\n%s %s", em->d->helper_qual, text[bf][c]);
 }
 
-/* What a kernel with tensorized nests needs: mma.sync m16n8k16 is sm_80's. */
+/* What a kernel with tensorized nests needs: mma.sync m16n8k16 is sm_80's.
+ * ts_ldsm_x4 loads four 8 x 8 matrices of 16-bit elements from shared
+ * memory, each lane giving one row's address (ldmatrix wants a shared
+ * address: the generic pointer is converted). */
+#define LDSM(suffix, qual)                                                             \
+	"static __device__ __forceinline__ void ts_ldsm_x4" suffix "(unsigned *r, const void *p)\n{\n" \
+	"  asm volatile(\"{ .reg .u64 a; .reg .u32 s; cvta.to.shared.u64 a, %4; cvt.u32.u64 s, a; \"\n" \
+	"               \"ldmatrix.sync.aligned.m8n8.x4" qual ".shared.b16 {%0, %1, %2, %3}, [s]; }\"\n" \
+	"               : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"l\"(p) : \"memory\");\n}\n"
 static const char mma_head[] =
 	"#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800\n"
 	"#error \"tensorize: the MMA (mma.sync m16n8k16) needs sm_80 or newer\"\n"
@@ -1697,7 +1763,8 @@ static const char mma_head[] =
 	"static __device__ __forceinline__ unsigned ts_laneid(void)\n{\n"
 	"  unsigned r;\n  asm(\"mov.u32 %0, %%laneid;\" : \"=r\"(r));\n  return r;\n}\n"
 	"static __device__ __forceinline__ unsigned ts_pack16(unsigned short lo, unsigned short hi)\n{\n"
-	"  return (unsigned)lo | ((unsigned)hi << 16);\n}\n";
+	"  return (unsigned)lo | ((unsigned)hi << 16);\n}\n"
+	LDSM("", "") LDSM("_trans", ".trans");
 
 static void assemble(emitter *em, ts_sbuf *sb)
 {
@@ -1735,10 +1802,14 @@ static void assemble(emitter *em, ts_sbuf *sb)
  * laneid % 4. */
 static void lane_vars(emitter *em)
 {
-	const char *g = define(em, em->mma.g, "mma_g"), *t = define(em, em->mma.t, "mma_t");
-	if (g && t)
-		line(em, ts_sprintf(em->ctx, "const int %s = (int)(ts_laneid() >> 2), %s = (int)(ts_laneid() & 3);",
-				    g, t));
+	const cg_mma *m = &em->mma;
+	const char *g = define(em, m->g, "mma_g"), *t = define(em, m->t, "mma_t");
+	const char *r = define(em, m->r, "mma_r"), *q0 = define(em, m->q0, "mma_q0");
+	const char *q1 = define(em, m->q1, "mma_q1");
+	if (g && t && r && q0 && q1)
+		line(em, ts_sprintf(em->ctx, "const int %s = (int)(ts_laneid() >> 2), %s = (int)(ts_laneid() & 3), "
+				    "%s = (int)(ts_laneid() & 7), %s = (int)((ts_laneid() >> 3) & 1), "
+				    "%s = (int)(ts_laneid() >> 4);", g, t, r, q0, q1));
 }
 
 static const char *emit(ts_ctx *ctx, const ts_func *f, const dialect *d, cg_launch *launch)

@@ -127,7 +127,7 @@ static bool tile_of(scan *sc, const ts_stmt *loop, const ts_buffer *acc, ts_expr
 	if (!*row || !*col)
 		return fail(sc, loop, "the nest does not cover a 16 x 16 tile of the accumulator %s (one "
 			    "loop for its rows, one for its columns)", acc->name);
-	int64_t rest, m1, m2;
+	int64_t rest, m1 = 1, m2 = 1;
 	ts_expr *lin = ts_add(ctx, base, ts_add(ctx, ts_mul(ctx, ir_index_cast(ctx, *row, it),
 							     ts_const(ctx, it, w)),
 						ir_index_cast(ctx, *col, it)));
@@ -135,8 +135,11 @@ static bool tile_of(scan *sc, const ts_stmt *loop, const ts_buffer *acc, ts_expr
 		return sc->st == TS_OK ? fail(sc, loop, "the accumulator's index %s is not affine in the "
 					      "nest's loops", ir_expr_str(ctx, idx)) : false;
 	ts_expr *c16 = ts_const(ctx, it, 16), *cw = ts_const(ctx, it, w);
-	if (!const_of(sc, ts_floormod(ctx, base, c16), &m1) ||
-	    !const_of(sc, ts_floormod(ctx, ts_floordiv(ctx, base, cw), c16), &m2) || m1 || m2)
+	/* base = 16 i * W + 16 j: its form shows it (a multiple of 16 W plus
+	 * one of 16 below W), or its value does */
+	bool corner = ir_multiple_of(base, 16 * w);
+	if (!corner && (!const_of(sc, ts_floormod(ctx, base, c16), &m1) ||
+			!const_of(sc, ts_floormod(ctx, ts_floordiv(ctx, base, cw), c16), &m2) || m1 || m2))
 		return sc->st == TS_OK ? fail(sc, loop, "the tile at element %s of %s is not provably at "
 					      "a row and a column that are multiples of 16",
 					      ir_expr_str(ctx, base), acc->name) : false;
@@ -484,7 +487,10 @@ ts_status cg_mma_scan(ts_ctx *ctx, ts_stmt *body, const int64_t block[3], cg_mma
 		return sc.st;
 	mm->g = ts_var(ctx, "mma_g");
 	mm->t = ts_var(ctx, "mma_t");
-	if (!mm->g || !mm->t)
+	mm->r = ts_var(ctx, "mma_r");
+	mm->q0 = ts_var(ctx, "mma_q0");
+	mm->q1 = ts_var(ctx, "mma_q1");
+	if (!mm->g || !mm->t || !mm->r || !mm->q0 || !mm->q1)
 		return ts_last_status(ctx);
 	sc.updates = false;
 	walk(&sc, body);
@@ -573,4 +579,52 @@ ts_expr *cg_mma_c_index(ts_ctx *ctx, const cg_mma_nest *n, int half, int i)
 {
 	return ir_simplify(ctx, ts_add(ctx, n->tile, ts_const(ctx, n->tile->dtype, 4 * half + i)), 0,
 			   NULL);
+}
+
+/* e's value as a constant, without recording anything on failure. */
+static bool quiet_const(ts_ctx *ctx, ts_expr *e, int64_t *v)
+{
+	ts_expr *r = e ? ir_simplify(ctx, e, 0, NULL) : NULL;
+	return r && ir_is_const_int(r, v);
+}
+
+ts_expr *cg_mma_ldsm_index(ts_ctx *ctx, const cg_mma *mm, const cg_mma_nest *n, bool b, bool *trans)
+{
+	const ts_buffer *buf = b ? n->b : n->a;
+	ts_expr *idx = b ? n->b_idx : n->a_idx, *p = b ? n->n : n->m, *k = n->k;
+	if (!n->update || buf->scope != TS_SCOPE_SHARED || ts_last_status(ctx) != TS_OK)
+		return NULL;
+	ts_expr *vars[2] = {p, k};
+	ts_expr *zero = ts_const(ctx, ts_int32, 0), *one = ts_const(ctx, ts_int32, 1);
+	ts_expr *base = subst(ctx, idx, 2, vars, (ts_expr *[]){zero, zero});
+	int64_t dp, dk, rest;
+	if (!base || !quiet_const(ctx, ts_sub(ctx, subst(ctx, idx, 2, vars, (ts_expr *[]){one, zero}), base), &dp) ||
+	    !quiet_const(ctx, ts_sub(ctx, subst(ctx, idx, 2, vars, (ts_expr *[]){zero, one}), base), &dk))
+		goto none;
+	ts_dtype it = idx->dtype;
+	ts_expr *lin = ts_add(ctx, base, ts_add(ctx, ts_mul(ctx, ir_index_cast(ctx, p, it), ts_const(ctx, it, dp)),
+					      ts_mul(ctx, ir_index_cast(ctx, k, it), ts_const(ctx, it, dk))));
+	/* affine in both, rows of 8 contiguous elements starting at multiples
+	 * of 8: 16-byte aligned in a 16-byte aligned shared buffer */
+	if (!quiet_const(ctx, ts_sub(ctx, idx, lin), &rest) || rest != 0 || (dk != 1 && dp != 1) ||
+	    (dk == 1 ? dp : dk) % 8 != 0 ||
+	    !ir_multiple_of(base, 8))
+		goto none;
+	*trans = dk != 1;
+	/* matrix i = laneid / 8 of A is (rows 8 * (i % 2), k 8 * (i / 2)); of B
+	 * (columns 8 * (i / 2), k 8 * (i % 2)); the lane gives row laneid % 8
+	 * of its matrix, along the operand's dimension that is not contiguous */
+	ts_expr *pm = b ? mm->q1 : mm->q0, *km = b ? mm->q0 : mm->q1;
+	ts_expr *pv = lane(ctx, pm, 8, 0), *kv = lane(ctx, km, 8, 0);
+	if (*trans)
+		kv = ts_add(ctx, kv, mm->r);
+	else
+		pv = ts_add(ctx, pv, mm->r);
+	ts_expr *e = subst(ctx, idx, 2, vars, (ts_expr *[]){pv, kv});
+	e = e ? ir_simplify(ctx, e, 0, NULL) : NULL;
+	if (e)
+		return e;
+none:
+	ts_clear_error(ctx);
+	return NULL;
 }

@@ -51,6 +51,9 @@ typedef struct cg_mma {
 	int nnest, cap;
 	cg_mma_nest *nest;
 	ts_expr *g, *t; /* int32 variables: laneid / 4 and laneid % 4 */
+	/* laneid % 8, (laneid / 8) % 2 and laneid / 16: the row and the
+	 * matrix whose address a lane gives to ldmatrix */
+	ts_expr *r, *q0, *q1;
 } cg_mma;
 
 /* Records the tensorized nests of body (a kernel launched with `block`
@@ -70,5 +73,15 @@ ts_stmt *cg_mma_slot(ts_ctx *ctx, const cg_mma *mm, const cg_mma_nest *n, int s)
 ts_expr *cg_mma_a_index(ts_ctx *ctx, const cg_mma *mm, const cg_mma_nest *n, int i);
 ts_expr *cg_mma_b_index(ts_ctx *ctx, const cg_mma *mm, const cg_mma_nest *n, int half, int i);
 ts_expr *cg_mma_c_index(ts_ctx *ctx, const cg_mma_nest *n, int half, int i);
+/* Where an update's operand (b: B, else A) can come from one
+ * ldmatrix.x4 (four 8 x 8 matrices of 16-bit elements, each row 8
+ * contiguous, 16-byte aligned elements of shared memory): the element
+ * whose address this lane gives, and whether the matrices are read
+ * transposed (.trans: rows of the operand's other dimension are
+ * contiguous).  The four registers are A's fragment a0..a7, or B's b0..b3
+ * for columns 0-7 and then for columns 8-15.  NULL (nothing recorded in
+ * ctx) where the operand does not qualify: each lane then loads its
+ * elements itself. */
+ts_expr *cg_mma_ldsm_index(ts_ctx *ctx, const cg_mma *mm, const cg_mma_nest *n, bool b, bool *trans);
 
 #endif

@@ -979,3 +979,30 @@ ts_buffer *ir_buffer_new(ts_ctx *ctx, const char *name, ts_dtype t, int ndim,
 	b->id = ts_ctx_next_id(ctx);
 	return b->name && b->data ? b : NULL;
 }
+
+bool ir_multiple_of(const ts_expr *e, int64_t n)
+{
+	int64_t k;
+	if (!e)
+		return true;
+	if (n <= 0)
+		return false;
+	if (ir_is_const_int(e, &k))
+		return k % n == 0;
+	switch (e->kind) {
+	case IR_ADD: case IR_SUB:
+		return ir_multiple_of(e->u.bin.a, n) && ir_multiple_of(e->u.bin.b, n);
+	case IR_MUL:
+		return ir_multiple_of(e->u.bin.a, n) || ir_multiple_of(e->u.bin.b, n);
+	case IR_CAST: /* an integer widened keeps its value */
+		return e->u.un.a->dtype.code == e->dtype.code && e->u.un.a->dtype.bits <= e->dtype.bits &&
+		       ir_multiple_of(e->u.un.a, n);
+	case IR_INT_IMM: case IR_FLOAT_IMM: case IR_VAR: case IR_DIV: case IR_TRUNCDIV:
+	case IR_TRUNCMOD: case IR_FLOORDIV: case IR_FLOORMOD: case IR_MIN: case IR_MAX: case IR_EQ:
+	case IR_NE: case IR_LT: case IR_LE: case IR_GT: case IR_GE: case IR_AND: case IR_OR:
+	case IR_NOT: case IR_SELECT: case IR_CALL: case IR_READ: case IR_LOAD: case IR_RAMP:
+	case IR_BROADCAST: case IR_REDUCE: case IR_EXPR_KIND_COUNT:
+		break;
+	}
+	return false;
+}

@@ -569,6 +569,10 @@ bool ir_expr_reads(ts_expr *e, const ts_tensor *t);
 bool ir_expr_loads(ts_expr *e, const ts_buffer *b);
 bool ir_expr_equal(const ts_expr *a, const ts_expr *b); /* structural */
 bool ir_is_const_int(const ts_expr *e, int64_t *out);
+/* Whether e is a multiple of n (> 0) for every value of its variables,
+ * seen from its form: constants, sums and differences of multiples, and
+ * products with a multiple (NULL is 0).  false when it cannot tell. */
+bool ir_multiple_of(const ts_expr *e, int64_t n);
 
 #ifdef __cplusplus
 }

@@ -1306,11 +1306,14 @@ static ts_status tc_fetch(ts_schedule *s, ts_tensor *T, ts_stage *at, ts_axis *k
 			  int64_t wx)
 {
 	ts_stage *ss = ts_stage_of(s, T);
-	ts_axis *f, *o, *t, *tyz, *tx, *tz, *ty;
+	ts_axis *f, *fo, *fv, *o, *t, *tyz, *tx, *tz, *ty;
 	TRY(ts_storage_align(ss, 0, 16, 8));
 	TRY(ts_compute_at(ss, at, ko));
 	TRY(ts_fuse(ss, ts_axis_of(ss, 0), ts_axis_of(ss, 1), &f));
-	TRY(ts_split(ss, f, 32 * wy * wx, &o, &t));
+	/* 8 halves per thread: one 16-byte move (rows are multiples of 8) */
+	TRY(ts_split(ss, f, 8, &fo, &fv));
+	TRY(ts_vectorize(ss, fv));
+	TRY(ts_split(ss, fo, 32 * wy * wx, &o, &t));
 	TRY(ts_split(ss, t, 32, &tyz, &tx));
 	TRY(ts_split(ss, tyz, wx, &tz, &ty));
 	TRY(ts_bind(ss, tz, TS_THREAD_Z));

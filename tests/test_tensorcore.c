@@ -15,7 +15,9 @@
 #include <string.h>
 
 #include "build.h"
+#include "arith.h"
 #include "c_emit.h"
+#include "cuda_mma.h"
 #include "cuda_test.h"
 #include "lower.h"
 #include "op_schedules.h"
@@ -118,6 +120,11 @@ START_TEST(test_cuda_source)
 		/* the 32 x 32 accumulator: 32 registers per lane */
 		ck_assert_ptr_nonnull(strstr(src, "float matmul_local[32];"));
 		ck_assert_ptr_nonnull(strstr(src, "%%laneid"));
+		/* A's fragments by ldmatrix, B's (k rows of contiguous columns) by
+		 * ldmatrix.trans; the shared tiles filled 16 bytes at a time */
+		ck_assert_int_eq(count(src, "ts_ldsm_x4(mma_a"), 8);
+		ck_assert_int_eq(count(src, "ts_ldsm_x4_trans(mma_b"), 8);
+		ck_assert_int_eq(count(src, "*(uint4 *)&"), 2);
 		ck_assert(ts_module_times(m).nvrtc_ms > 0);
 		ts_module_free(m);
 	}
@@ -129,6 +136,75 @@ START_TEST(test_cuda_source)
 	ck_assert_int_gt(count(src, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"), 0);
 	ts_module_free(m);
 	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* e for lane L: the lane variables replaced by their values. */
+static ts_expr *at_lane(ts_ctx *ctx, const cg_mma *mm, ts_expr *e, int L)
+{
+	ts_expr *vars[5] = {mm->g, mm->t, mm->r, mm->q0, mm->q1};
+	ts_expr *vals[5] = {ts_int(ctx, L >> 2), ts_int(ctx, L & 3), ts_int(ctx, L & 7),
+			    ts_int(ctx, (L >> 3) & 1), ts_int(ctx, L >> 4)};
+	return ir_substitute(ctx, e, 5, vars, vals);
+}
+
+static bool same_index(ts_ctx *ctx, ts_expr *a, ts_expr *b)
+{
+	int64_t d;
+	ts_expr *diff = ir_simplify(ctx, ts_sub(ctx, a, b), 0, NULL);
+	return diff && ir_is_const_int(diff, &d) && d == 0;
+}
+
+/* ldmatrix.x4 as PTX defines it, given each lane's row address: matrix i
+ * takes its 8 rows from lanes 8i..8i+7; lane L's register i holds row
+ * L / 4, elements 2 (L % 4) and + 1 (.trans: rows 2 (L % 4) and + 1,
+ * element L / 4).  Each must be the element the lane's fragment holds
+ * (the per-lane loads' indices, which follow PTX's fragment layout). */
+static void check_ldsm(ts_ctx *ctx, const cg_mma *mm, const cg_mma_nest *n, bool b, bool want_trans)
+{
+	bool trans = !want_trans;
+	ts_expr *at = cg_mma_ldsm_index(ctx, mm, n, b, &trans);
+	ck_assert_msg(at != NULL, "operand %c does not use ldmatrix", b ? 'B' : 'A');
+	ck_assert_int_eq(trans, want_trans);
+	for (int L = 0; L < 32; L++)
+		for (int i = 0; i < 4; i++)
+			for (int e = 0; e < 2; e++) {
+				int src = trans ? 8 * i + 2 * (L & 3) + e : 8 * i + (L >> 2);
+				int off = trans ? L >> 2 : 2 * (L & 3) + e;
+				ts_expr *got = ts_add(ctx, at_lane(ctx, mm, at, src), ts_int(ctx, off));
+				ts_expr *want = b ? cg_mma_b_index(ctx, mm, n, i >> 1, 2 * (i & 1) + e)
+						  : cg_mma_a_index(ctx, mm, n, 2 * i + e);
+				got = ir_index_cast(ctx, got, want->dtype);
+				ck_assert_msg(same_index(ctx, got, at_lane(ctx, mm, want, L)),
+					      "%c lane %d register %d element %d: ldmatrix reads %s, the fragment holds %s",
+					      b ? 'B' : 'A', L, i, e,
+					      ir_expr_str(ctx, ir_simplify(ctx, got, 0, NULL)),
+					      ir_expr_str(ctx, ir_simplify(ctx, at_lane(ctx, mm, want, L), 0, NULL)));
+			}
+}
+
+/* Operands in shared memory with 8 contiguous elements per row come in by
+ * ldmatrix: plain where k is contiguous (A, or B transposed), .trans
+ * where it is not. */
+START_TEST(test_ldmatrix_layout)
+{
+	for (int ta = 0; ta < 2; ta++)
+		for (int tb = 0; tb < 2; tb++) {
+			ts_ctx *ctx = ts_ctx_new();
+			ts_func *f = tc_gemm(ctx, 64, 64, 32, ts_float16, ta, tb, NULL);
+			cg_mma mm;
+			tu_ok(ctx, cg_mma_scan(ctx, f->body, (int64_t[]){32, 2, 2}, &mm));
+			int updates = 0;
+			for (int i = 0; i < mm.nnest; i++) {
+				if (!mm.nest[i].update)
+					continue;
+				updates++;
+				check_ldsm(ctx, &mm, &mm.nest[i], false, ta);
+				check_ldsm(ctx, &mm, &mm.nest[i], true, !tb);
+			}
+			ck_assert_int_eq(updates, 8);
+			ts_ctx_free(ctx);
+		}
 }
 END_TEST
 
@@ -308,6 +384,7 @@ int main(void)
 	tcase_add_test(tc, test_given_tiles_interp);
 	tcase_add_test(tc, test_cuda_source);
 	tcase_add_test(tc, test_old_arch_refused);
+	tcase_add_test(tc, test_ldmatrix_layout);
 	tcase_add_test(tc, test_schedule_refusals);
 	tcase_add_test(tc, test_tensorize_refusals);
 	tcase_add_test(tc, test_cpu_runs_loops);
