@@ -159,6 +159,15 @@ typedef struct name_entry {
 	const char *cname;
 } name_entry;
 
+/* An operand fragment loaded by ldmatrix: the buffer, the lane's row
+ * index as printed, .trans, and the register array's name. */
+typedef struct mma_frag {
+	const ts_buffer *buf;
+	const char *at;
+	bool trans;
+	const char *name;
+} mma_frag;
+
 typedef struct emitter {
 	ts_ctx *ctx;
 	const dialect *d;
@@ -191,6 +200,11 @@ typedef struct emitter {
 	ts_buffer *shared[32];
 	int nshared;
 	cg_mma mma; /* tensorized nests (cuda_mma.h) */
+	/* within a run of tensorized updates (mma_run): the operand
+	 * fragments loaded so far, each loaded once for the run */
+	bool in_run;
+	int nfrag;
+	mma_frag frag[64];
 } emitter;
 
 static void stmt(emitter *em, const ts_stmt *s);
@@ -1084,23 +1098,40 @@ static const char *pack(emitter *em, const ts_buffer *b, ts_expr *lo, ts_expr *h
 	return l && h ? ts_sprintf(em->ctx, "ts_pack16(%s, %s)", l, h) : NULL;
 }
 
-/* An operand's four registers: one ldmatrix.x4 where the operand's rows
- * qualify (cg_mma_ldsm_index), else each lane's own loads, 2 elements a
- * register (A's a0..a7; B's b0..b3 of columns 0-7, then of 8-15). */
-static bool operand_regs(emitter *em, const cg_mma_nest *n, bool b, const char *name)
+/* An operand loaded by one ldmatrix.x4 where its rows qualify
+ * (cg_mma_ldsm_index): the register array's name, the load printed here,
+ * before the nest's block, unless this run of updates loaded it already.
+ * "" where the operand does not qualify, NULL on failure. */
+static const char *operand_ldsm(emitter *em, const cg_mma_nest *n, bool b)
 {
 	ts_ctx *ctx = em->ctx;
 	const ts_buffer *buf = b ? n->b : n->a;
 	bool trans = false;
 	ts_expr *at = cg_mma_ldsm_index(ctx, &em->mma, n, b, &trans);
-	if (at) {
-		const char *i = expr_text(em, at), *bn = lookup(em, buf);
-		if (!i || !bn)
-			return false;
-		line(em, ts_sprintf(ctx, "unsigned %s[4];", name));
-		line(em, ts_sprintf(ctx, "ts_ldsm_x4%s(%s, &%s[%s]);", trans ? "_trans" : "", name, bn, i));
-		return true;
-	}
+	if (!at)
+		return ts_last_status(ctx) == TS_OK ? "" : NULL;
+	const char *i = expr_text(em, at), *bn = lookup(em, buf);
+	if (!i || !bn)
+		return NULL;
+	for (int f = 0; em->in_run && f < em->nfrag; f++)
+		if (em->frag[f].buf == buf && em->frag[f].trans == trans && !strcmp(em->frag[f].at, i))
+			return em->frag[f].name;
+	const char *name = define(em, at, b ? "mma_fb" : "mma_fa");
+	if (!name)
+		return NULL;
+	line(em, ts_sprintf(ctx, "unsigned %s[4];", name));
+	line(em, ts_sprintf(ctx, "ts_ldsm_x4%s(%s, &%s[%s]);", trans ? "_trans" : "", name, bn, i));
+	if (em->in_run && em->nfrag < (int)TS_COUNT_OF(em->frag))
+		em->frag[em->nfrag++] = (mma_frag){buf, i, trans, name};
+	return name;
+}
+
+/* An operand each lane loads itself, 2 elements a register (A's a0..a7;
+ * B's b0..b3 of columns 0-7, then of 8-15), as array `name`. */
+static bool operand_lanes(emitter *em, const cg_mma_nest *n, bool b, const char *name)
+{
+	ts_ctx *ctx = em->ctx;
+	const ts_buffer *buf = b ? n->b : n->a;
 	const char *r[4];
 	for (int j = 0; j < 4; j++) {
 		ts_expr *lo = b ? cg_mma_b_index(ctx, &em->mma, n, j >> 1, 2 * (j & 1))
@@ -1132,9 +1163,18 @@ static void mma_nest(emitter *em, const ts_stmt *s)
 		return;
 	}
 	const char *frag = lookup(em, em->mma.frag[n->acc]);
+	const char *fa = operand_ldsm(em, n, false), *fb = fa ? operand_ldsm(em, n, true) : NULL;
 	line(em, ts_sprintf(ctx, "{ /* %s: 16 x 16 x 16 on tensor cores */", s->u.for_.var->u.var.name));
 	em->indent++;
-	bool ok = frag && operand_regs(em, n, false, "mma_a") && operand_regs(em, n, true, "mma_b");
+	bool ok = frag && fa && fb;
+	if (ok && *fa)
+		line(em, ts_sprintf(ctx, "const unsigned *mma_a = %s;", fa));
+	else if (ok)
+		ok = operand_lanes(em, n, false, "mma_a");
+	if (ok && *fb)
+		line(em, ts_sprintf(ctx, "const unsigned *mma_b = %s;", fb));
+	else if (ok)
+		ok = operand_lanes(em, n, true, "mma_b");
 	const char *ty = n->bf16 ? "bf16" : "f16";
 	for (int h = 0; ok && h < 2 && !em->failed; h++) {
 		const char *c[4];
@@ -1402,6 +1442,54 @@ static void let(emitter *em, const ts_stmt *s)
 	stmt(em, s->u.let.body);
 }
 
+/* Whether s is a tensorized update the CUDA dialect prints as MMAs. */
+static bool is_update(const emitter *em, const ts_stmt *s)
+{
+	const cg_mma_nest *n;
+	return em->d->bind_threads && s->kind == IR_S_FOR && s->u.for_.kind == TS_FOR_TENSORIZED &&
+	       (n = cg_mma_find(&em->mma, s)) && n->update;
+}
+
+static void end_run(emitter *em)
+{
+	if (!em->in_run)
+		return;
+	em->in_run = false;
+	em->indent--;
+	line(em, "}");
+}
+
+/* The statements of s, nested sequences flattened, so that a run of
+ * tensorized updates (the unrolled tiles of a warp) shares one block in
+ * which each operand fragment is loaded once. */
+static void seq_leaves(emitter *em, const ts_stmt *s)
+{
+	for (int i = 0; i < s->u.seq.n && !em->failed; i++) {
+		const ts_stmt *c = s->u.seq.s[i];
+		if (c && c->kind == IR_S_SEQ) {
+			seq_leaves(em, c);
+			continue;
+		}
+		if (c && is_update(em, c) && !em->in_run) {
+			line(em, "{ /* tensorized updates: each fragment loaded once */");
+			em->indent++;
+			em->in_run = true;
+			em->nfrag = 0;
+		} else if (c && !is_update(em, c)) {
+			end_run(em);
+		}
+		stmt(em, c);
+	}
+}
+
+static void seq(emitter *em, const ts_stmt *s)
+{
+	bool outer = !em->in_run;
+	seq_leaves(em, s);
+	if (outer)
+		end_run(em);
+}
+
 static void stmt(emitter *em, const ts_stmt *s)
 {
 	if (!s || em->failed)
@@ -1412,8 +1500,7 @@ static void stmt(emitter *em, const ts_stmt *s)
 	case IR_S_ALLOCATE: allocate(em, s); return;
 	case IR_S_IF: if_stmt(em, s); return;
 	case IR_S_SEQ:
-		for (int i = 0; i < s->u.seq.n; i++)
-			stmt(em, s->u.seq.s[i]);
+		seq(em, s);
 		return;
 	case IR_S_LET: let(em, s); return;
 	case IR_S_EVALUATE:

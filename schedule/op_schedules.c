@@ -1327,6 +1327,13 @@ ts_status ts_schedule_matmul_tensorcore(ts_schedule *s, ts_tensor *C, const ts_m
 	if (!ts_stage_of(s, C))
 		return ts_last_status(s->ctx);
 	ts_matmul_tc_params d = p ? *p : ts_matmul_tc_default();
+	if (!p && C->ndim == 2 && C->shape[0] % 128 == 0 && C->shape[1] % 128 == 0 &&
+	    C->shape[0] * C->shape[1] >= 2048 * 2048) {
+		/* enough 128 x 128 blocks to fill a GPU: 64 x 64 per warp, so
+		 * that each fragment loaded feeds 4 MMAs (about 220 registers) */
+		d = (ts_matmul_tc_params){.block_m = 128, .block_n = 128, .warp_m = 64, .warp_n = 64,
+					  .tile_k = 32};
+	}
 	if (!p && C->ndim == 2 && C->nreduce == 1 && C->shape[0] % 16 == 0 && C->shape[1] % 16 == 0 &&
 	    C->reduce_axis[0]->extent % 16 == 0) {
 		/* the defaults, halved until they divide the shape */

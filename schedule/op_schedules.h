@@ -219,7 +219,10 @@ typedef struct ts_matmul_tc_params {
 	int64_t tile_k;           /* k step of the shared-memory tiles */
 } ts_matmul_tc_params;
 
-ts_matmul_tc_params ts_matmul_tc_default(void); /* 64 x 64 blocks, 32 x 32 warps, k 32 */
+/* 64 x 64 blocks, 32 x 32 warps, k steps of 32.  Without parameters,
+ * ts_schedule_matmul_tensorcore takes 128 x 128 blocks of 64 x 64 warps
+ * where M and N are multiples of 128 and M x N is at least 2048 x 2048. */
+ts_matmul_tc_params ts_matmul_tc_default(void);
 /* Schedules C = ts_op_matmul_acc(A, B, ..., ts_float32) with A and B
  * float16 or bfloat16 (either transposed) on tensor cores: each block
  * stages A's and B's tiles in shared memory, each warp accumulates its

@@ -98,6 +98,9 @@ START_TEST(test_given_tiles_interp)
 	/* 8 warps, 16 x 16 each */
 	p = (ts_matmul_tc_params){.block_m = 64, .block_n = 32, .warp_m = 16, .warp_n = 16, .tile_k = 32};
 	tu_check_func_interp(ctx, tc_gemm(ctx, 64, 64, 64, ts_bfloat16, false, false, &p), 1e-4);
+	/* the large shapes' tiles: 128 x 128 blocks, 64 x 64 warps */
+	p = (ts_matmul_tc_params){.block_m = 128, .block_n = 128, .warp_m = 64, .warp_n = 64, .tile_k = 32};
+	tu_check_func_interp(ctx, tc_gemm(ctx, 128, 256, 64, ts_float16, false, false, &p), 1e-4);
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -122,12 +125,24 @@ START_TEST(test_cuda_source)
 		ck_assert_ptr_nonnull(strstr(src, "%%laneid"));
 		/* A's fragments by ldmatrix, B's (k rows of contiguous columns) by
 		 * ldmatrix.trans; the shared tiles filled 16 bytes at a time */
-		ck_assert_int_eq(count(src, "ts_ldsm_x4(mma_a"), 8);
-		ck_assert_int_eq(count(src, "ts_ldsm_x4_trans(mma_b"), 8);
+		ck_assert_int_eq(count(src, "ts_ldsm_x4(mma_fa"), 4); /* once per (k, row tile) */
+		ck_assert_int_eq(count(src, "ts_ldsm_x4_trans(mma_fb"), 4);
 		ck_assert_int_eq(count(src, "*(uint4 *)&"), 2);
 		ck_assert(ts_module_times(m).nvrtc_ms > 0);
 		ts_module_free(m);
 	}
+	/* a large shape: 128 x 128 blocks of 64 x 64 warps, 128 registers of
+	 * accumulator per lane, each fragment feeding 4 MMAs */
+	f = tc_gemm(ctx, 2048, 2048, 64, ts_float16, false, false, NULL);
+	ts_module *ml;
+	const char *big = cuda_source(ctx, f, "cuda -arch=sm_90", &ml);
+	ck_assert_msg(big != NULL, "%s", ts_last_error(ctx));
+	ck_assert_ptr_nonnull(strstr(big, "grid (16, 16, 1), block (32, 2, 2)"));
+	ck_assert_ptr_nonnull(strstr(big, "float matmul_local[128];"));
+	ck_assert_int_eq(count(big, "mma.sync.aligned.m16n8k16"), 64);
+	ck_assert_int_eq(count(big, "ts_ldsm_x4(mma_fa"), 8);
+	ck_assert_int_eq(count(big, "ts_ldsm_x4_trans(mma_fb"), 8);
+	ts_module_free(ml);
 	/* bfloat16 and transposed operands */
 	f = tc_gemm(ctx, 64, 32, 32, ts_bfloat16, true, true, NULL);
 	ts_module *m;
