@@ -380,6 +380,13 @@ static bool warp_uniform(scan *sc, const ts_stmt *top)
 	return true;
 }
 
+static bool find_tensorized(ts_stmt *s, void *data)
+{
+	if (s->kind == IR_S_FOR && s->u.for_.kind == TS_FOR_TENSORIZED && !*(const ts_stmt **)data)
+		*(const ts_stmt **)data = s;
+	return true;
+}
+
 static void tensorized(scan *sc, ts_stmt *s)
 {
 	ts_expr *vars[3];
@@ -396,6 +403,12 @@ static void tensorized(scan *sc, ts_stmt *s)
 	}
 	if (!warp_uniform(sc, s))
 		return;
+	const ts_stmt *inner = NULL;
+	ir_stmt_visit((ts_stmt *)body, find_tensorized, NULL, &inner);
+	if (inner) {
+		fail(sc, s, "loop '%s' inside its nest is tensorized too", inner->u.for_.var->u.var.name);
+		return;
+	}
 	bool ok = nv == 3 ? match_update(sc, s, vars, body, &n)
 			  : match_elementwise(sc, s, vars, (ts_stmt *)body, &n);
 	if (ok)
