@@ -605,8 +605,9 @@ ts_expr *cg_mma_ldsm_index(ts_ctx *ctx, const cg_mma *mm, const cg_mma_nest *n, 
 {
 	const ts_buffer *buf = b ? n->b : n->a;
 	ts_expr *idx = b ? n->b_idx : n->a_idx, *p = b ? n->n : n->m, *k = n->k;
-	if (!n->update || buf->scope != TS_SCOPE_SHARED || ts_last_status(ctx) != TS_OK)
+	if (!n->update || buf->scope != TS_SCOPE_SHARED)
 		return NULL;
+	ts_status before = ts_last_status(ctx);
 	ts_expr *vars[2] = {p, k};
 	ts_expr *zero = ts_const(ctx, ts_int32, 0), *one = ts_const(ctx, ts_int32, 1);
 	ts_expr *base = subst(ctx, idx, 2, vars, (ts_expr *[]){zero, zero});
@@ -638,6 +639,7 @@ ts_expr *cg_mma_ldsm_index(ts_ctx *ctx, const cg_mma *mm, const cg_mma_nest *n, 
 	if (e)
 		return e;
 none:
-	ts_clear_error(ctx);
+	if (before == TS_OK) /* what failed here only means: not this way */
+		ts_clear_error(ctx);
 	return NULL;
 }
