@@ -35,10 +35,11 @@ static void random_primitive(rs_rng *r, const rs_options *o, ts_stage *st)
 		li++;
 	switch (rs_pick(r, o->tile ? 7 : 6)) {
 	case 0:
-	case 1:
-		ts_split_tail(st, a, 1 + rs_pick(r, 7), rs_pick(r, 2) ? TS_TAIL_PARTITION : TS_TAIL_GUARD,
-			      &out, &in);
+	case 1: {
+		int64_t factor = o->tensorize && rs_pick(r, 3) == 0 ? 16 : 1 + rs_pick(r, 7);
+		ts_split_tail(st, a, factor, rs_pick(r, 2) ? TS_TAIL_PARTITION : TS_TAIL_GUARD, &out, &in);
 		break;
+	}
 	case 2:
 		ts_split_nparts(st, a, 1 + rs_pick(r, 4), &out, &in);
 		break;
@@ -56,7 +57,9 @@ static void random_primitive(rs_rng *r, const rs_options *o, ts_stage *st)
 		random_tile(r, st, a);
 		break;
 	default:
-		if (a->kind == TS_ITER_REDUCE || rs_pick(r, 2))
+		if (o->tensorize && rs_pick(r, 2) == 0)
+			ts_tensorize(st, a, TS_INTRIN_MMA_16X16X16); /* refused unless 16s end the nest */
+		else if (a->kind == TS_ITER_REDUCE || rs_pick(r, 2))
 			ts_unroll(st, a);
 		else
 			ts_vectorize(st, a);
@@ -194,6 +197,33 @@ static void maybe_prefetch(rs_rng *r, const rs_options *o, ts_stage *st, ts_tens
 	ts_clear_error(st->sch->ctx);
 }
 
+/* With o->tensorize, half the time: the innermost two or three leaves of
+ * st split by 16 where they are longer and tensorized (refused unless the
+ * nest is then 16s: a split of a shorter axis, or one made earlier by
+ * another factor, leaves it as it is). */
+static void maybe_tensorize(rs_rng *r, const rs_options *o, ts_stage *st)
+{
+	if (!o->tensorize || rs_pick(r, 2))
+		return;
+	int n = 2 + rs_pick(r, 2), nout = 0;
+	if (st->nleaf < n)
+		return;
+	ts_axis *outs[3], *ins[3], *order[6];
+	for (int i = 0; i < n; i++) {
+		ts_axis *a = st->leaf[st->nleaf - n + i], *out; /* each split adds one leaf before */
+		ins[i] = a;
+		if (a->extent > 16 && ts_split(st, a, 16, &out, &ins[i]) == TS_OK)
+			outs[nout++] = out;
+	}
+	for (int i = 0; i < nout; i++)
+		order[i] = outs[i];
+	for (int i = 0; i < n; i++)
+		order[nout + i] = ins[i];
+	if (nout)
+		ts_reorder(st, nout + n, order);
+	ts_tensorize(st, ins[0], TS_INTRIN_MMA_16X16X16);
+}
+
 static void random_schedule(rs_rng *r, const rs_options *o, rs_case *c)
 {
 	ts_schedule *s = c->s;
@@ -217,6 +247,7 @@ static void random_schedule(rs_rng *r, const rs_options *o, rs_case *c)
 	}
 	/* P is read by the cache stage or C.rf when there is one */
 	ts_stage *reader = cache ? cache : rf ? rf : sc;
+	maybe_tensorize(r, o, reader); /* before anything is placed at its leaves */
 	switch (rs_pick(r, 3)) {
 	case 0: ts_compute_inline(sp); break;
 	case 1: ts_compute_at(sp, reader, leaf(r, reader)); break;

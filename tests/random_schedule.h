@@ -55,6 +55,9 @@ typedef struct rs_options {
 			    * each side of each dimension) instead of A + 1, so
 			    * that an inlined P puts the padding's likely()
 			    * tests into C's loops (loop_partition) */
+	bool tensorize;    /* splits by 16 and ts_tensorize are among the
+			    * primitives (a tensorized nest runs as its loops
+			    * on the CPU: the passes must keep it so) */
 } rs_options;
 
 typedef struct rs_case {

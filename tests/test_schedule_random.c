@@ -20,10 +20,10 @@
 #include "lower.h"
 #include "random_schedule.h"
 
-static void trial(uint64_t seed, bool jit, bool rfactor, bool store_at, bool prefetch, bool pad)
+static void trial_with(uint64_t seed, bool jit, const rs_options *opts)
 {
 	rs_rng r = {seed, NULL, 0, 0};
-	rs_options o = {13, 9, rfactor, false, rfactor, store_at, prefetch, pad};
+	rs_options o = *opts;
 	rs_case c;
 	ts_ctx *ctx = ts_ctx_new();
 	ck_assert_msg(rs_build(ctx, &r, &o, &c), "seed %llu: %s", (unsigned long long)seed,
@@ -47,6 +47,12 @@ static void trial(uint64_t seed, bool jit, bool rfactor, bool store_at, bool pre
 		tu_check_func_interp(ctx, f, 1e-4);
 	tu_set_context(NULL);
 	ts_ctx_free(ctx);
+}
+
+static void trial(uint64_t seed, bool jit, bool rfactor, bool store_at, bool prefetch, bool pad)
+{
+	rs_options o = {13, 9, rfactor, false, rfactor, store_at, prefetch, pad, false};
+	trial_with(seed, jit, &o);
 }
 
 START_TEST(test_random_schedules)
@@ -95,6 +101,26 @@ START_TEST(test_random_schedules_pad)
 }
 END_TEST
 
+/* Extents up to 40, splits by 16 and tensorize among the primitives: a
+ * tensorized nest is the loops it marks on the CPU, through every pass
+ * (seeds 5000 and up; those whose tensorize was accepted are counted). */
+START_TEST(test_random_schedules_tensorize)
+{
+	rs_options o = {40, 40, true, true, true, true, false, true, true};
+	int tensorized = 0;
+	for (uint64_t seed = 5000; seed < 5150; seed++) {
+		trial_with(seed, seed % 8 == 0, &o);
+		rs_rng r = {seed, NULL, 0, 0};
+		rs_case c;
+		ts_ctx *ctx = ts_ctx_new();
+		if (rs_build(ctx, &r, &o, &c) && strstr(ts_schedule_str(c.s), "@tensorized"))
+			tensorized++;
+		ts_ctx_free(ctx);
+	}
+	ck_assert_int_gt(tensorized, 5);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("schedule_random");
@@ -105,6 +131,7 @@ int main(void)
 	tcase_add_test(tc, test_random_schedules_store_at);
 	tcase_add_test(tc, test_random_schedules_prefetch);
 	tcase_add_test(tc, test_random_schedules_pad);
+	tcase_add_test(tc, test_random_schedules_tensorize);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -5,7 +5,7 @@
  * The input bytes, one per choice, pick a small compute (matmul-like,
  * elementwise or a row sum, extents 1..40) and a random schedule over it:
  * the space of tests/test_schedule_random.c plus tile (the generator is
- * tests/random_schedule.c), rfactor included.  The lowered function runs in the loop-IR
+ * tests/random_schedule.c), rfactor and tensorize included.  The lowered function runs in the loop-IR
  * interpreter (every access bounds-checked) and through the LLVM JIT, and
  * both must match the reference evaluator (ts_eval) on random data.
  *
@@ -125,7 +125,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!ctx)
 		return 0;
 	rs_rng rng = {0, data, size, 0};
-	rs_options o = {40, 40, true, true, true, true, true, true};
+	rs_options o = {40, 40, true, true, true, true, true, true, true};
 	rs_case c;
 	run r = {ctx, &c, NULL, {NULL}, {NULL}};
 	if (!rs_build(ctx, &rng, &o, &c)) {
