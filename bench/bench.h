@@ -69,6 +69,10 @@ extern const char *const bench_impl_names[BENCH_NIMPL];
 
 /* C[M, N] = A[M, K] B[K, N], row-major. */
 typedef struct bench_gemm { int64_t M, N, K; } bench_gemm;
+/* The element type of a GEMM's A and B (--dtype): float32 everywhere, or
+ * float16 / bfloat16 into a float32 C (tessera's tensor-core GEMM and
+ * cublasGemmEx, --target cuda only).  C is float32 in all three. */
+typedef enum bench_dtype { BENCH_F32, BENCH_F16, BENCH_BF16 } bench_dtype;
 /* Y[N, K, OH, OW] = conv(X[N, C, H, W], W[K, C, R, S]), NCHW / OIHW, the
  * same stride and padding in both spatial dimensions. */
 typedef struct bench_conv { int64_t N, C, H, W, K, R, S, stride, pad; } bench_conv;
@@ -81,6 +85,7 @@ typedef struct bench_problem {
 	char name[40];  /* "bert.ffn1", "res2_3x3", "sq512", ... */
 	bench_gemm g;   /* BENCH_GEMM */
 	bench_conv c;   /* BENCH_CONV2D, BENCH_DEPTHWISE */
+	bench_dtype dtype; /* BENCH_GEMM: A's and B's type; BENCH_F32 for the others */
 } bench_problem;
 
 #define BENCH_MAX_PROBLEMS 64
@@ -100,6 +105,7 @@ typedef struct bench_opts {
 	bool list_layers;     /* --layer list: print the layer table and stop */
 	bool flush_l2;        /* --flush-l2: cold GPU L2 before each timed call */
 	const char *tuned;    /* --tuned LOG: tessera's CPU kernels from a tuning log */
+	bench_dtype dtype;    /* --dtype; the parser copies it into every GEMM problem */
 } bench_opts;
 
 /* ---- softmax.c ------------------------------------------------------------------ */
@@ -143,6 +149,9 @@ double bench_flops(const bench_problem *p);
 /* "512x512x512" / "1x64x56x56 k64 3x3 s1 p1" into buf. */
 const char *bench_shape_str(const bench_problem *p, char *buf, size_t n);
 const char *bench_op_name(bench_op op);
+/* "f32", "f16", "bf16" (as --dtype takes them), and the tessera type. */
+const char *bench_dtype_name(bench_dtype t);
+ts_dtype bench_dtype_ts(bench_dtype t);
 bool bench_impl_selected(const bench_opts *o, bench_impl i);
 /* The GPU part of `summary`: o with --target cuda and the GPU summary
  * problems (squares 1024..4096, ResNet-50's 3x3 layers).  0, or -1. */
@@ -219,6 +228,12 @@ int bench_make_openblas(const bench_problem *p, const bench_opts *o, bench_kerne
 			char *err, size_t n);
 int bench_make_onednn(const bench_problem *p, const bench_opts *o, bench_kernel *k,
 		      char *err, size_t n);
+/* libs.c: C = A B of a GEMM in double (OpenBLAS dgemm on `threads`
+ * threads) from A's and B's elements of any float type, widened exactly,
+ * then rounded to float into C: the reference of the 16-bit GEMMs.  0, or
+ * -1 when out of memory. */
+int bench_gemm_ref_f64(const bench_gemm *g, const ts_array *A, const ts_array *B, float *C,
+		       int threads);
 /* gpu.c: the tessera kernel on the GPU (--target cuda). */
 int bench_make_tessera_cuda(const bench_problem *p, const bench_opts *o, bench_kernel *k,
 			    char *err, size_t n);
@@ -275,7 +290,9 @@ typedef struct bench_result {
 	char verdict[200];    /* ts_timing_verdict when flagged, else "" */
 } bench_result;
 
-/* Relative tolerance of the correctness check (fp32). */
+/* Relative tolerance of the correctness check (fp32; also the 16-bit
+ * GEMMs', whose products are exact in fp32 and accumulate in it, checked
+ * against the double product of the same 16-bit inputs). */
 #define BENCH_RTOL 1e-3
 
 /* Runs every selected implementation on every problem of o, appending to

@@ -8,7 +8,8 @@
  * MobileNet-v2's depthwise 3x3 layers at batch 1.  `summary` runs a
  * small subset of both so that it finishes in a few minutes on two cores.
  * With --target cuda the defaults are the sizes a GPU is judged on: GEMM
- * 4096^3 (1024..4096 in the summary) and ResNet-50's 3x3 layers.
+ * 4096^3 (1024..4096 in the summary) and ResNet-50's 3x3 layers; there
+ * alone a GEMM may take 16-bit inputs (--dtype f16|bf16).
  * Parsing never exits: every mistake comes back as one line naming the
  * argument, so main decides the exit code and tests can check the message.
  */
@@ -141,6 +142,12 @@ void bench_usage(FILE *f)
 	      "  --flush-l2             GPU only: before each timed call, overwrite a device\n"
 	      "                         buffer twice the L2 size (outside the timed events),\n"
 	      "                         so every call starts with a cold L2\n"
+	      "  --dtype f32|f16|bf16   gemm --target cuda only: A and B in float32 (default),\n"
+	      "                         float16 or bfloat16, C in float32; tessera runs its\n"
+	      "                         tensor-core GEMM (sm_80+, M, N, K multiples of 16,\n"
+	      "                         else the row is skipped), cuBLAS cublasGemmEx (fp32\n"
+	      "                         accumulation); both checked against the double\n"
+	      "                         product of the same 16-bit inputs\n"
 	      "  --impl A,B,...         only these of: tessera,naive,openblas,onednn,cublas,cudnn\n"
 	      "                         (each at most once)\n"
 	      "  --json PATH            write the results as a JSON array of records (with\n"
@@ -157,8 +164,9 @@ void bench_usage(FILE *f)
 	      "before anything runs.\n"
 	      "\n"
 	      "Naive kernels run on one thread.  GFLOP/s is also given as %% of the measured\n"
-	      "peak (one core with --threads 1, all cores otherwise) and as ratios to the\n"
-	      "baselines (row GFLOP/s / baseline GFLOP/s, >1 is faster).\n"
+	      "CPU fp32 peak (one core with --threads 1, all cores otherwise; none on the\n"
+	      "GPU) and as ratios to the baselines (row GFLOP/s / baseline GFLOP/s, >1 is\n"
+	      "faster).\n"
 	      "\n"
 	      "exit status: 0 all results correct, 1 a result was wrong or a kernel failed,\n"
 	      "2 bad command line (or unwritable --json/--plot path), 3 --target cuda\n"
@@ -532,6 +540,18 @@ void bench_print_layers(FILE *f, bool depthwise)
 	}
 }
 
+static int parse_dtype(bench_opts *o, const char *v, char *err, size_t n)
+{
+	static const bench_dtype all[] = {BENCH_F32, BENCH_F16, BENCH_BF16};
+	for (size_t i = 0; i < TS_COUNT_OF(all); i++) {
+		if (strcmp(v, bench_dtype_name(all[i])) == 0) {
+			o->dtype = all[i];
+			return 0;
+		}
+	}
+	return fail(err, n, "--dtype: unknown type '%s' (f32, f16 or bf16)", v);
+}
+
 static int parse_target(bench_opts *o, const char *v, char *err, size_t n)
 {
 	if (strcmp(v, "cpu") == 0)
@@ -572,6 +592,8 @@ static int apply_flag(bench_opts *o, const char *flag, const char *v, char *err,
 		return parse_int_flag(flag, v, 1, BENCH_MAX_REPEAT, &o->repeat, err, n);
 	if (!strcmp(flag, "--target"))
 		return parse_target(o, v, err, n);
+	if (!strcmp(flag, "--dtype"))
+		return parse_dtype(o, v, err, n);
 	if (!strcmp(flag, "--impl"))
 		return parse_impls(o, v, err, n);
 	if (!strcmp(flag, "--tuned")) {
@@ -593,7 +615,8 @@ static bool known_flag(const char *a, size_t len)
 {
 	static const char *const flags[] = {"--sizes", "--size",   "--shape", "--layer",
 					    "--conv",  "--threads", "--target", "--repeat",
-					    "--impl",  "--json",   "--plot",  "--tuned"};
+					    "--impl",  "--json",   "--plot",  "--tuned",
+					    "--dtype"};
 	for (size_t i = 0; i < TS_COUNT_OF(flags); i++)
 		if (strlen(flags[i]) == len && !strncmp(a, flags[i], len))
 			return true;
@@ -637,6 +660,22 @@ static int dense_refuses(const bench_opts *o, char *err, size_t n)
 			    ? "dense: %s does not apply (dense times fixed CPU kernels and prints one table)"
 			    : "symbolic: %s does not apply (symbolic times fixed CPU kernels and prints one table)",
 			    flag);
+	return 0;
+}
+
+/* The 16-bit types are the GPU GEMMs' only: every other kernel, and every
+ * CPU library, is fp32. */
+static int dtype_refused(const bench_opts *o, char *err, size_t n)
+{
+	const char *t = bench_dtype_name(o->dtype);
+	if (o->dtype == BENCH_F32 || o->cmd == BENCH_CMD_HELP)
+		return 0;
+	if (o->cmd != BENCH_CMD_GEMM)
+		return fail(err, n, "--dtype %s applies to the gemm command only (with --target cuda; "
+			    "the other commands run in fp32)", t);
+	if (o->target != BENCH_CUDA)
+		return fail(err, n, "--dtype %s applies to --target cuda only (tessera's CPU GEMM, "
+			    "OpenBLAS and oneDNN run in fp32)", t);
 	return 0;
 }
 
@@ -697,8 +736,12 @@ int bench_parse_args(int argc, char **argv, bench_opts *o, char *err, size_t err
 	if ((o->cmd == BENCH_CMD_DENSE || o->cmd == BENCH_CMD_SYMBOLIC) &&
 	    dense_refuses(o, err, errlen))
 		return -1;
-	if (o->nproblems == 0)
-		return add_defaults(o, err, errlen);
+	if (dtype_refused(o, err, errlen))
+		return -1;
+	if (o->nproblems == 0 && add_defaults(o, err, errlen))
+		return -1;
+	for (int i = 0; i < o->nproblems; i++)
+		o->problems[i].dtype = o->problems[i].op == BENCH_GEMM ? o->dtype : BENCH_F32;
 	return 0;
 }
 
@@ -719,6 +762,16 @@ bool bench_impl_selected(const bench_opts *o, bench_impl i)
 const char *bench_op_name(bench_op op)
 {
 	return op == BENCH_GEMM ? "gemm" : op == BENCH_CONV2D ? "conv2d" : "depthwise";
+}
+
+const char *bench_dtype_name(bench_dtype t)
+{
+	return t == BENCH_F16 ? "f16" : t == BENCH_BF16 ? "bf16" : "f32";
+}
+
+ts_dtype bench_dtype_ts(bench_dtype t)
+{
+	return t == BENCH_F16 ? ts_float16 : t == BENCH_BF16 ? ts_bfloat16 : ts_float32;
 }
 
 double bench_flops(const bench_problem *p)

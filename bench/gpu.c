@@ -10,7 +10,10 @@
  *
  * The tessera GPU kernels are the operator library's GPU schedules on the
  * plain layouts (GEMM A[M,K] B[K,N]; conv2d NCHW with OIHW weights), so no
- * layout conversion is needed.
+ * layout conversion is needed.  A GEMM with float16 or bfloat16 inputs
+ * (--dtype) is ts_op_matmul_acc into float32 under
+ * ts_schedule_matmul_tensorcore; its row is skipped, saying why, where
+ * the shape is not made of 16 x 16 x 16 tiles or the GPU predates sm_80.
  *
  * Every GPU kernel (tessera, cuBLAS, cuDNN) is timed by bench_gpu_time
  * below: its enqueue starts one call without waiting, and ts_cuda_time
@@ -174,11 +177,18 @@ static ts_schedule *build_cuda_op(ts_ctx *ctx, const bench_problem *p, ts_tensor
 {
 	if (p->op == BENCH_GEMM) {
 		const bench_gemm *g = &p->g;
-		a[0] = ts_placeholder(ctx, "A", TS_SHAPE(g->M, g->K), ts_float32);
-		a[1] = ts_placeholder(ctx, "B", TS_SHAPE(g->K, g->N), ts_float32);
-		a[2] = ts_op_matmul(ctx, a[0], a[1], false, false);
+		bool tc = p->dtype != BENCH_F32;
+		ts_dtype t = bench_dtype_ts(p->dtype);
+		a[0] = ts_placeholder(ctx, "A", TS_SHAPE(g->M, g->K), t);
+		a[1] = ts_placeholder(ctx, "B", TS_SHAPE(g->K, g->N), t);
+		a[2] = tc ? ts_op_matmul_acc(ctx, a[0], a[1], false, false, ts_float32)
+			  : ts_op_matmul(ctx, a[0], a[1], false, false);
 		ts_schedule *s = a[2] ? ts_create_schedule(ctx, 1, &a[2]) : NULL;
-		return s && ts_schedule_matmul_cuda(s, a[2], NULL) == TS_OK ? s : NULL;
+		if (!s)
+			return NULL;
+		ts_status st = tc ? ts_schedule_matmul_tensorcore(s, a[2], NULL)
+				  : ts_schedule_matmul_cuda(s, a[2], NULL);
+		return st == TS_OK ? s : NULL;
 	}
 	const bench_conv *c = &p->c;
 	int st = (int)c->stride, pd = (int)c->pad;
@@ -264,10 +274,40 @@ static int tcu_compile(bench_kernel *k, char *err, size_t n)
 	return BENCH_OK;
 }
 
+/* A 16-bit GEMM runs on tensor cores: BENCH_SKIP, saying why, for a shape
+ * the MMA's 16 x 16 x 16 tile does not divide (cuBLAS still runs it). */
+static int tc_shape_applies(const bench_problem *p, char *err, size_t n)
+{
+	const bench_gemm *g = &p->g;
+	bool tiles = g->M % 16 == 0 && g->N % 16 == 0 && g->K % 16 == 0;
+	if (p->op != BENCH_GEMM || p->dtype == BENCH_F32 || tiles)
+		return BENCH_OK;
+	snprintf(err, n, "tessera: the %s tensor-core GEMM needs M, N and K multiples of 16, got "
+		 "%lldx%lldx%lld", bench_dtype_name(p->dtype), (long long)g->M, (long long)g->N,
+		 (long long)g->K);
+	return BENCH_SKIP;
+}
+
+/* ... and a GPU that has the MMA (mma.sync m16n8k16 is sm_80's). */
+static int tc_device_applies(const bench_problem *p, ts_cuda *cuda, char *err, size_t n)
+{
+	int major = 0, minor = 0;
+	if (p->dtype == BENCH_F32)
+		return BENCH_OK;
+	ts_cuda_compute_capability(cuda, &major, &minor);
+	if (major >= 8)
+		return BENCH_OK;
+	snprintf(err, n, "tessera: the %s tensor-core GEMM needs sm_80 or newer, this GPU is %s",
+		 bench_dtype_name(p->dtype), ts_cuda_arch(cuda));
+	return BENCH_SKIP;
+}
+
 int bench_make_tessera_cuda(const bench_problem *p, const bench_opts *o, bench_kernel *k,
 			    char *err, size_t n)
 {
 	int rc = gpu_applies("tessera", p, 1u << BENCH_GEMM | 1u << BENCH_CONV2D, o, err, n);
+	if (rc == BENCH_OK)
+		rc = tc_shape_applies(p, err, n);
 	if (rc != BENCH_OK)
 		return rc;
 	tcu_state *st = calloc(1, sizeof *st);
@@ -277,9 +317,12 @@ int bench_make_tessera_cuda(const bench_problem *p, const bench_opts *o, bench_k
 	*k = (bench_kernel){.impl = BENCH_IMPL_TESSERA, .p = p, .threads = 1, .bind = tcu_bind,
 			    .run = tcu_run, .enqueue = tcu_enqueue, .sync = tcu_sync, .free = tcu_free,
 			    .state = st};
-	if (gpu_dev_open(&st->dev, "tessera", err, n)) {
+	rc = gpu_dev_open(&st->dev, "tessera", err, n);
+	if (rc == BENCH_OK)
+		rc = tc_device_applies(p, st->dev.cuda, err, n);
+	if (rc != BENCH_OK) {
 		tcu_free(k);
-		return BENCH_ERROR;
+		return rc;
 	}
 	k->cuda = st->dev.cuda;
 	return tcu_compile(k, err, n);

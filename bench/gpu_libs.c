@@ -16,7 +16,10 @@
  * Both run in plain fp32: cuBLAS's default math mode never uses TF32 for
  * sgemm, and cuDNN is held to FMA math (CUDNN_FMA_MATH), since its default
  * lets Ampere and later GPUs round the inputs to TF32, which would compare
- * a 10-bit-mantissa product with tessera's fp32 one.
+ * a 10-bit-mantissa product with tessera's fp32 one.  A GEMM with float16
+ * or bfloat16 inputs (--dtype) is cublasGemmEx with a float32 C and
+ * CUBLAS_COMPUTE_32F: tensor cores with fp32 accumulation, the compute of
+ * tessera's tensor-core GEMM.
  *
  * TESSERA_CUBLAS_LIB / TESSERA_CUDNN_LIB name the one file to open instead
  * of the usual names (libcublas.so.13/.12/.11, libcudnn.so.9).
@@ -61,6 +64,12 @@ static int resolve(void *lib, const char *libname, const char *sym, void **slot,
 typedef int cublas_status;
 typedef struct cublas_ctx *cublas_handle;
 enum { CUBLAS_STATUS_SUCCESS = 0, CUBLAS_OP_N = 0 };
+/* cublasGemmEx's enums, values as in cublas_api.h (cublasComputeType_t,
+ * cublasGemmAlgo_t) and library_types.h (cudaDataType). */
+enum {
+	CUDA_R_32F = 0, CUDA_R_16F = 2, CUDA_R_16BF = 14,
+	CUBLAS_COMPUTE_32F = 68, CUBLAS_GEMM_DEFAULT = -1,
+};
 
 #define CUBLAS_SYMS(X)                                                                  \
 	X(create, cublas_status (*)(cublas_handle *), "cublasCreate_v2")                 \
@@ -70,6 +79,11 @@ enum { CUBLAS_STATUS_SUCCESS = 0, CUBLAS_OP_N = 0 };
 			    const float *, int, const float *, int, const float *, float *, \
 			    int),                                                        \
 	  "cublasSgemm_v2")                                                              \
+	X(gemm_ex,                                                                       \
+	  cublas_status (*)(cublas_handle, int, int, int, int, int, const void *,         \
+			    const void *, int, int, const void *, int, int, const void *, \
+			    void *, int, int, int, int),                                 \
+	  "cublasGemmEx")                                                                \
 	X(status_string, const char *(*)(cublas_status), "cublasGetStatusString")
 
 /* __typeof__ turns the function pointer type into a declaration */
@@ -229,19 +243,31 @@ static int cublas_bind(bench_kernel *k, char *err, size_t n)
 }
 
 /* Row-major C = A B is column-major C^T = B^T A^T: the column-major
- * product of B (n x k, ld n) and A (k x m, ld k) into C (n x m, ld n). */
+ * product of B (n x k, ld n) and A (k x m, ld k) into C (n x m, ld n).
+ * 16-bit A and B go through cublasGemmEx with the same operands, a
+ * float32 C and fp32 accumulation (so alpha and beta are floats, as for
+ * cublasSgemm_v2). */
+static cublas_status cublas_gemm(cublas_state *st, const bench_problem *p, ts_array *const *a)
+{
+	const float one = 1, zero = 0;
+	int m = (int)p->g.M, nn = (int)p->g.N, kk = (int)p->g.K;
+	void *A = gpu_dev_ptr(a[0]), *B = gpu_dev_ptr(a[1]), *C = gpu_dev_ptr(a[2]);
+	if (p->dtype == BENCH_F32)
+		return st->api.sgemm(st->h, CUBLAS_OP_N, CUBLAS_OP_N, nn, m, kk, &one, B, nn, A, kk,
+				     &zero, C, nn);
+	int in = p->dtype == BENCH_F16 ? CUDA_R_16F : CUDA_R_16BF;
+	return st->api.gemm_ex(st->h, CUBLAS_OP_N, CUBLAS_OP_N, nn, m, kk, &one, B, in, nn, A, in,
+			       kk, &zero, C, CUDA_R_32F, nn, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
+
 static int cublas_enqueue(bench_kernel *k, int i)
 {
 	cublas_state *st = k->state;
-	const bench_gemm *g = &k->p->g;
-	ts_array *const *a = st->dev.arr[i];
-	const float one = 1, zero = 0;
-	int m = (int)g->M, nn = (int)g->N, kk = (int)g->K;
-	cublas_status s = st->api.sgemm(st->h, CUBLAS_OP_N, CUBLAS_OP_N, nn, m, kk, &one,
-					gpu_dev_ptr(a[1]), nn, gpu_dev_ptr(a[0]), kk, &zero,
-					gpu_dev_ptr(a[2]), nn);
+	cublas_status s = cublas_gemm(st, k->p, st->dev.arr[i]);
 	if (s != CUBLAS_STATUS_SUCCESS) {
-		fprintf(stderr, "cublas: cublasSgemm_v2 failed: %s (%d)\n", cublas_why(&st->api, s), s);
+		fprintf(stderr, "cublas: %s failed: %s (%d)\n",
+			k->p->dtype == BENCH_F32 ? "cublasSgemm_v2" : "cublasGemmEx",
+			cublas_why(&st->api, s), s);
 		return -1;
 	}
 	return 0;

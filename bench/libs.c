@@ -1,7 +1,8 @@
 /*
  * libs.c - the library baselines on the CPU: OpenBLAS (cblas_sgemm, and
  * conv2d as im2col + sgemm, Caffe style) and oneDNN (matmul and convolution
- * primitives through the C API).
+ * primitives through the C API); and the double-precision reference of the
+ * 16-bit GEMMs (cblas_dgemm on the widened inputs).
  *
  * Depthwise convolution is oneDNN's convolution with groups = channels.
  * oneDNN convolution is measured the way benchdnn measures it: the
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "eval.h"
 
 /* ---- OpenBLAS ---------------------------------------------------------------- */
 
@@ -98,6 +100,36 @@ int bench_make_openblas(const bench_problem *p, const bench_opts *o, bench_kerne
 	*k = (bench_kernel){.impl = BENCH_IMPL_OPENBLAS, .p = p, .threads = o->threads,
 			    .compile_ms = -1, .run = blas_run, .free = blas_free, .state = st};
 	return BENCH_OK;
+}
+
+/* Every element of a float array (float16 and bfloat16 included) as double:
+ * exact, since double holds every value of the narrower types. */
+static void widen(const ts_array *a, double *out)
+{
+	int64_t n = ts_array_numel(a);
+	for (int64_t i = 0; i < n; i++)
+		out[i] = ts_elem_get_f64(a->data, a->dtype, i);
+}
+
+int bench_gemm_ref_f64(const bench_gemm *g, const ts_array *A, const ts_array *B, float *C,
+		       int threads)
+{
+	size_t na = (size_t)(g->M * g->K), nb = (size_t)(g->K * g->N), nc = (size_t)(g->M * g->N);
+	double *a = malloc(na * sizeof *a), *b = malloc(nb * sizeof *b), *c = malloc(nc * sizeof *c);
+	int rc = a && b && c ? 0 : -1;
+	if (rc == 0) {
+		widen(A, a);
+		widen(B, b);
+		openblas_set_num_threads(threads);
+		cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)g->M, (int)g->N, (int)g->K,
+			    1.0, a, (int)g->K, b, (int)g->N, 0.0, c, (int)g->N);
+		for (size_t i = 0; i < nc; i++)
+			C[i] = (float)c[i];
+	}
+	free(a);
+	free(b);
+	free(c);
+	return rc;
 }
 
 /* ---- oneDNN ------------------------------------------------------------------------ */

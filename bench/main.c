@@ -83,6 +83,10 @@ static int run(const bench_opts *o)
 			return BENCH_EXIT_DEVICE;
 		}
 		printf("GPU: %s%s\n", why, o->flush_l2 ? "; L2 flushed before each timed call" : "");
+		if (o->dtype != BENCH_F32)
+			printf("GEMM inputs A and B %s, C float32 (fp32 accumulation): tessera's "
+			       "tensor-core GEMM vs cublasGemmEx\n",
+			       o->dtype == BENCH_F16 ? "float16" : "bfloat16");
 	} else {
 		pk = bench_measure_peak(o->threads, 0.4);
 		print_peak(&pk);

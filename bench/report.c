@@ -250,6 +250,8 @@ static void json_record(FILE *f, const bench_result *r)
 	json_str(f, r->p->name);
 	fputs(", \"shape\": ", f);
 	json_str(f, bench_shape_str(r->p, shape, sizeof shape));
+	fputs(", \"dtype\": ", f);
+	json_str(f, bench_dtype_name(r->p->dtype));
 	fputs(", \"impl\": ", f);
 	json_str(f, bench_impl_names[r->impl]);
 	fprintf(f, ", \"threads\": %d, \"target\": ", r->threads);

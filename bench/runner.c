@@ -5,7 +5,10 @@
  * Per problem: random inputs in [-1, 1) (never zeros); a reference output
  * from the baseline library (OpenBLAS for GEMM, oneDNN for conv2d and
  * depthwise; naive C
- * when the library cannot run it).  Per implementation: build the kernel,
+ * when the library cannot run it).  A GEMM with 16-bit inputs (--dtype
+ * f16|bf16, GPU only) has them rounded to float16 / bfloat16 on the host,
+ * and its reference is the double product of those rounded inputs (the
+ * output is float32 in every case).  Per implementation: build the kernel,
  * bind it to the buffers, run it once and compare with the reference (max
  * |got - ref| / max |ref| <= 1e-3, normwise so that outputs near zero after
  * cancellation do not count as errors); only a correct kernel is timed.
@@ -94,22 +97,25 @@ static void free_data(problem_data *d)
 	memset(d, 0, sizeof *d);
 }
 
+/* The inputs are random values of their type (16-bit ones rounded to it);
+ * the output is float32 whatever the inputs are. */
 static int alloc_data(const bench_problem *p, problem_data *d)
 {
 	int nd[3];
 	int64_t sh[3][4], numel[3] = {1, 1, 1};
+	ts_dtype in = bench_dtype_ts(p->dtype);
 	problem_shapes(p, nd, sh);
 	for (int a = 0; a < 3; a++)
 		for (int i = 0; i < nd[a]; i++)
 			numel[a] *= sh[a][i];
-	double bytes = 4.0 * (double)(numel[0] + numel[1] + numel[2]);
+	double bytes = ts_dtype_bytes(in) * (double)(numel[0] + numel[1]) + 4.0 * (double)numel[2];
 	int sets = bytes < 8.0 * (1 << 20) ? (int)ceil(32.0 * (1 << 20) / bytes) : 1;
 	d->nsets = sets > BENCH_MAX_SETS ? BENCH_MAX_SETS : sets;
 	d->out_numel = numel[2];
 	for (int i = 0; i < d->nsets; i++) {
 		bench_bufs *b = &d->sets[i];
-		b->in0 = ts_array_new(NULL, ts_float32, nd[0], sh[0]);
-		b->in1 = ts_array_new(NULL, ts_float32, nd[1], sh[1]);
+		b->in0 = ts_array_new(NULL, in, nd[0], sh[0]);
+		b->in1 = ts_array_new(NULL, in, nd[1], sh[1]);
 		b->out = ts_array_new(NULL, ts_float32, nd[2], sh[2]);
 		if (!b->in0 || !b->in1 || !b->out)
 			return -1;
@@ -161,9 +167,17 @@ static int run_once(bench_kernel *k)
 	return k->sync ? k->sync(k, 0) : 0;
 }
 
-/* The reference output of set 0: the baseline library, else naive C. */
+/* The reference output of set 0: the baseline library, else naive C; for
+ * 16-bit inputs, their product in double (no CPU kernel takes them). */
 static int compute_reference(const bench_problem *p, const bench_opts *o, problem_data *d)
 {
+	if (p->dtype != BENCH_F32) {
+		const bench_bufs *b = &d->sets[0];
+		d->ref_impl = "the fp64 product";
+		int rc = bench_gemm_ref_f64(&p->g, b->in0, b->in1, d->ref, o->threads);
+		quiesce(BENCH_IMPL_OPENBLAS);
+		return rc;
+	}
 	bench_opts cpu = *o;
 	cpu.target = BENCH_CPU;
 	bench_impl order[2] = {p->op == BENCH_GEMM ? BENCH_IMPL_OPENBLAS : BENCH_IMPL_ONEDNN,

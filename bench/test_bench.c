@@ -19,6 +19,7 @@
 #include "tune.h"
 #include "fake_cuda.h"
 #include "build.h"
+#include "eval.h"
 #include "ops.h"
 
 static int parse(bench_opts *o, char *err, const char *line)
@@ -147,6 +148,51 @@ START_TEST(test_cli_errors)
 	assert_parse_error("symbolic --target cuda", "symbolic: --target cuda does not apply");
 	assert_parse_error("symbolic --layer conv1", "--layer applies to the conv2d and depthwise commands only");
 	assert_parse_error("dense --layer conv1", "--layer applies to the conv2d and depthwise commands only");
+	assert_parse_error("gemm --target cuda --dtype fp8", "--dtype: unknown type 'fp8' (f32, f16 or bf16)");
+	assert_parse_error("gemm --target cuda --dtype F16", "--dtype: unknown type 'F16'");
+	assert_parse_error("gemm --target cuda --dtype", "--dtype needs a value");
+	assert_parse_error("gemm --dtype f16", "--dtype f16 applies to --target cuda only (tessera's CPU "
+			   "GEMM, OpenBLAS and oneDNN run in fp32)");
+	assert_parse_error("gemm --target cpu --dtype=bf16 --shape 16,16,16",
+			   "--dtype bf16 applies to --target cuda only");
+	assert_parse_error("conv2d --target cuda --dtype f16", "--dtype f16 applies to the gemm command only");
+	assert_parse_error("summary --dtype bf16", "--dtype bf16 applies to the gemm command only");
+	assert_parse_error("dense --dtype f16", "--dtype f16 applies to the gemm command only");
+	assert_parse_error("softmax --dtype f16", "--dtype f16 applies to the gemm command only");
+}
+END_TEST
+
+/* --dtype: float32 by default and accepted anywhere; f16 and bf16 reach
+ * every GEMM problem of gemm --target cuda, given or default. */
+START_TEST(test_cli_dtype)
+{
+	bench_opts o;
+	char err[256];
+	ck_assert_int_eq(parse(&o, err, "gemm --shape 33,17,29"), 0);
+	ck_assert_int_eq(o.dtype, BENCH_F32);
+	ck_assert_int_eq(o.problems[0].dtype, BENCH_F32);
+	ck_assert_int_eq(parse(&o, err, "gemm --target cuda --dtype f16"), 0);
+	ck_assert_int_eq(o.dtype, BENCH_F16);
+	ck_assert_int_eq(o.nproblems, 1);
+	ck_assert_int_eq(o.problems[0].g.M, 4096);
+	ck_assert_int_eq(o.problems[0].dtype, BENCH_F16);
+	/* before or after the shapes, with or without '=' */
+	ck_assert_int_eq(parse(&o, err, "gemm --dtype=bf16 --shape 33,17,29 --size 64 --target cuda"), 0);
+	ck_assert_int_eq(o.nproblems, 2);
+	ck_assert_int_eq(o.problems[0].dtype, BENCH_BF16);
+	ck_assert_int_eq(o.problems[1].dtype, BENCH_BF16);
+	ck_assert_int_eq(parse(&o, err, "gemm --dtype f32 --shape 8,8,8"), 0);
+	ck_assert_int_eq(o.problems[0].dtype, BENCH_F32);
+	ck_assert_int_eq(parse(&o, err, "conv2d --dtype f32"), 0);
+	ck_assert_int_eq(o.problems[0].dtype, BENCH_F32);
+	ck_assert_int_eq(parse(&o, err, "conv2d --dtype f16 --help"), 0);
+	ck_assert_int_eq(o.cmd, BENCH_CMD_HELP);
+	ck_assert_str_eq(bench_dtype_name(BENCH_F32), "f32");
+	ck_assert_str_eq(bench_dtype_name(BENCH_F16), "f16");
+	ck_assert_str_eq(bench_dtype_name(BENCH_BF16), "bf16");
+	ck_assert(ts_dtype_eq(bench_dtype_ts(BENCH_F16), ts_float16));
+	ck_assert(ts_dtype_eq(bench_dtype_ts(BENCH_BF16), ts_bfloat16));
+	ck_assert(ts_dtype_eq(bench_dtype_ts(BENCH_F32), ts_float32));
 }
 END_TEST
 
@@ -460,6 +506,20 @@ START_TEST(test_tessera_cuda_schedules)
 		tu_check_func(ctx, f, 1e-4);
 		ts_ctx_free(ctx);
 	}
+	/* --dtype: the tensor-core GEMM, 16-bit A and B into a float32 C */
+	bench_problem tc[] = {
+		{.op = BENCH_GEMM, .name = "h", .g = {64, 48, 32}, .dtype = BENCH_F16},
+		{.op = BENCH_GEMM, .name = "b", .g = {32, 96, 64}, .dtype = BENCH_BF16},
+	};
+	for (size_t i = 0; i < TS_COUNT_OF(tc); i++) {
+		ts_ctx *ctx = ts_ctx_new();
+		ts_func *f = bench_tessera_cuda_lower(ctx, &tc[i]);
+		tu_nonnull(ctx, f);
+		ck_assert(ts_dtype_eq(f->params[0]->dtype, bench_dtype_ts(tc[i].dtype)));
+		ck_assert(ts_dtype_eq(f->params[2]->dtype, ts_float32));
+		tu_check_func_interp(ctx, f, 1e-4);
+		ts_ctx_free(ctx);
+	}
 }
 END_TEST
 
@@ -470,6 +530,8 @@ START_TEST(test_tessera_cuda_compiles)
 	bench_problem ps[] = {
 		{.op = BENCH_GEMM, .name = "sq4096", .g = {4096, 4096, 4096}},
 		{.op = BENCH_CONV2D, .name = "res3_3x3s2", .c = {1, 128, 56, 56, 128, 3, 3, 2, 1}},
+		{.op = BENCH_GEMM, .name = "sq4096", .g = {4096, 4096, 4096}, .dtype = BENCH_F16},
+		{.op = BENCH_GEMM, .name = "sq4096", .g = {4096, 4096, 4096}, .dtype = BENCH_BF16},
 	};
 	for (size_t i = 0; i < TS_COUNT_OF(ps); i++) {
 		ts_ctx *ctx = ts_ctx_new();
@@ -481,7 +543,10 @@ START_TEST(test_tessera_cuda_compiles)
 			return;
 		}
 		tu_nonnull(ctx, m);
-		ck_assert_ptr_nonnull(strstr(ts_module_source(m, "cuda"), "__global__"));
+		const char *src = ts_module_source(m, "cuda");
+		ck_assert_ptr_nonnull(strstr(src, "__global__"));
+		/* the 16-bit GEMMs on tensor cores, the fp32 ones not */
+		ck_assert_int_eq(strstr(src, "mma.sync") != NULL, ps[i].dtype != BENCH_F32);
 		ck_assert_double_gt(ts_module_times(m).nvrtc_ms, 0);
 		ts_module_free(m);
 		ts_ctx_free(ctx);
@@ -511,6 +576,71 @@ START_TEST(test_gpu_libs)
 	char why[256];
 	ck_assert(!bench_gpu_lib_check("cufft", why, sizeof why));
 	ck_assert_str_eq(why, "unknown GPU library 'cufft' (cublas or cudnn)");
+}
+END_TEST
+
+/* The tensor-core row is skipped, saying why, on a shape the MMA's tile
+ * does not divide, before any device is opened; cuBLAS is not. */
+START_TEST(test_tensorcore_skips)
+{
+	bench_opts o;
+	char err[256];
+	ck_assert_int_eq(parse(&o, err, "gemm --target cuda --dtype f16 --shape 33,17,29 --shape 48,16,40"), 0);
+	for (int i = 0; i < 2; i++) {
+		bench_kernel k;
+		char why[256];
+		memset(&k, 0, sizeof k);
+		ck_assert_int_eq(bench_make_tessera_cuda(&o.problems[i], &o, &k, why, sizeof why), BENCH_SKIP);
+		ck_assert_str_eq(why, i == 0 ? "tessera: the f16 tensor-core GEMM needs M, N and K multiples "
+					       "of 16, got 33x17x29"
+					     : "tessera: the f16 tensor-core GEMM needs M, N and K multiples "
+					       "of 16, got 48x16x40");
+		ck_assert_ptr_null(k.state);
+	}
+}
+END_TEST
+
+/* The 16-bit GEMMs' reference: the double product of the rounded inputs,
+ * rounded once to float. */
+static void check_gemm_ref(ts_dtype t, int64_t M, int64_t N, int64_t K)
+{
+	bench_gemm g = {M, N, K};
+	ts_array *A = ts_array_new(NULL, t, 2, (int64_t[]){M, K});
+	ts_array *B = ts_array_new(NULL, t, 2, (int64_t[]){K, N});
+	float *C = malloc((size_t)(M * N) * sizeof *C);
+	ck_assert(A && B && C);
+	ts_array_fill_random(A, 11, -1, 1);
+	ts_array_fill_random(B, 12, -1, 1);
+	ck_assert_int_eq(bench_gemm_ref_f64(&g, A, B, C, 2), 0);
+	double worst = 0;
+	for (int64_t i = 0; i < M; i++) {
+		for (int64_t j = 0; j < N; j++) {
+			double want = 0;
+			for (int64_t k = 0; k < K; k++)
+				want += ts_elem_get_f64(A->data, t, i * K + k) *
+					ts_elem_get_f64(B->data, t, k * N + j);
+			worst = fmax(worst, fabs(C[i * N + j] - want) / fmax(fabs(want), 1e-30));
+		}
+	}
+	/* one rounding to float; the double sums agree far below it */
+	ck_assert_double_le(worst, 1.0 / (1 << 23));
+	/* the inputs hold values of their type: significands of 11 (float16),
+	 * 8 (bfloat16) or 24 bits */
+	int bits = ts_dtype_eq(t, ts_float16) ? 11 : ts_dtype_eq(t, ts_bfloat16) ? 8 : 24, e;
+	for (int64_t i = 0; i < M * K; i++) {
+		double m = ldexp(frexp(ts_elem_get_f64(A->data, t, i), &e), bits);
+		ck_assert_double_eq(m, floor(m));
+	}
+	free(C);
+	ts_array_free(A);
+	ts_array_free(B);
+}
+
+START_TEST(test_gemm_ref_f64)
+{
+	check_gemm_ref(ts_float16, 7, 5, 33);
+	check_gemm_ref(ts_bfloat16, 16, 9, 64);
+	check_gemm_ref(ts_float32, 3, 4, 5);
 }
 END_TEST
 
@@ -704,7 +834,7 @@ static void assert_json_records(const char *s, int want_records)
 	ck_assert(!in_str);
 	ck_assert_int_eq(records, want_records);
 	const char *keys[] = {"\"op\": \"gemm\"", "\"shape\": \"33x17x29\"", "\"impl\": ",
-			      "\"threads\": ", "\"target\": \"cpu\"", "\"median_ms\": ",
+			      "\"threads\": ", "\"target\": \"cpu\"", "\"dtype\": \"f32\"", "\"median_ms\": ",
 			      "\"gflops\": ", "\"compile_ms\": ", "\"pct_peak\": ",
 			      "\"min_ms\": ", "\"stddev_ms\": ", "\"p10_ms\": ", "\"p90_ms\": ",
 			      "\"warmups\": ", "\"flags\": [", "\"verdict\": ", "\"reliable\": "};
@@ -941,6 +1071,11 @@ START_TEST(test_binary_errors)
 	ck_assert(strstr(slurp("bench_stderr.txt"), "unknown implementation 'blas'"));
 	ck_assert_int_eq(run_bench("frobnicate"), BENCH_EXIT_USAGE);
 	ck_assert_int_eq(run_bench("--help"), BENCH_EXIT_OK);
+	ck_assert(strstr(slurp("bench_stdout.txt"), "--dtype f32|f16|bf16"));
+	ck_assert_int_eq(run_bench("gemm --dtype f16"), BENCH_EXIT_USAGE);
+	ck_assert(strstr(slurp("bench_stderr.txt"), "--dtype f16 applies to --target cuda only"));
+	ck_assert_int_eq(run_bench("gemm --target cuda --dtype f64"), BENCH_EXIT_USAGE);
+	ck_assert(strstr(slurp("bench_stderr.txt"), "--dtype: unknown type 'f64' (f32, f16 or bf16)"));
 	char why[256];
 	if (!bench_gpu_available(why, sizeof why)) {
 		ck_assert_int_eq(run_bench("gemm --shape 8,8,8 --target cuda"), BENCH_EXIT_DEVICE);
@@ -948,7 +1083,46 @@ START_TEST(test_binary_errors)
 		ck_assert(strstr(slurp("bench_stderr.txt"), "--target cpu"));
 		ck_assert_int_eq(run_bench("conv2d --target cuda"), BENCH_EXIT_DEVICE);
 		ck_assert(strstr(slurp("bench_stderr.txt"), why));
+		/* the 16-bit GEMM exits as every GPU run does without a GPU */
+		ck_assert_int_eq(run_bench("gemm --target cuda --dtype f16"), BENCH_EXIT_DEVICE);
+		ck_assert(strstr(slurp("bench_stderr.txt"), why));
+		ck_assert(strstr(slurp("bench_stderr.txt"), "--target cpu"));
+		ck_assert_int_eq(run_bench("gemm --target cuda --dtype bf16 --shape 33,17,29"), BENCH_EXIT_DEVICE);
+		ck_assert(strstr(slurp("bench_stderr.txt"), why));
 	}
+	remove("bench_stderr.txt");
+	remove("bench_stdout.txt");
+}
+END_TEST
+
+/* --dtype through the runner on the stand-in driver (a "GPU" that runs no
+ * kernel): the 16-bit inputs and their double reference are made, a shape
+ * the MMA's tile does not divide skips tessera's row saying why, one it
+ * divides is built for the device (and then fails on the stand-in). */
+START_TEST(test_binary_dtype_fake_gpu)
+{
+	char dir[64], lib[128];
+	if (!build_fake_driver(dir, lib))
+		return;
+	setenv("TESSERA_CUDA_LIB", lib, 1);
+	remove("bench_tc.json");
+	int rc = run_bench("gemm --target cuda --dtype f16 --shape 33,17,29 --impl tessera --repeat 1 "
+			   "--json bench_tc.json");
+	ck_assert_msg(rc == 0, "tessera-bench exited %d: %s", rc, slurp("bench_stderr.txt"));
+	const char *out = slurp("bench_stdout.txt");
+	ck_assert_msg(strstr(out, "GPU: Fake GPU (sm_90)\nGEMM inputs A and B float16, C float32 "
+				  "(fp32 accumulation): tessera's tensor-core GEMM vs cublasGemmEx\n"), "%s", out);
+	ck_assert_msg(strstr(out, "skipped: tessera: the f16 tensor-core GEMM needs M, N and K "
+				  "multiples of 16, got 33x17x29"), "%s", out);
+	const char *json = slurp("bench_tc.json");
+	ck_assert_msg(strstr(json, "\"shape\": \"33x17x29\", \"dtype\": \"f16\""), "%s", json);
+	rc = run_bench("gemm --target cuda --dtype bf16 --shape 32,48,64 --impl tessera --repeat 1");
+	ck_assert_int_eq(rc, BENCH_EXIT_FAILED); /* the stand-in has no such kernel */
+	out = slurp("bench_stdout.txt");
+	ck_assert_msg(strstr(out, "GEMM inputs A and B bfloat16"), "%s", out);
+	ck_assert_msg(strstr(out, "FAILED: tessera: build: ") && !strstr(out, "skipped"), "%s", out);
+	drop_fake_driver(dir, lib);
+	remove("bench_tc.json");
 	remove("bench_stderr.txt");
 	remove("bench_stdout.txt");
 }
@@ -1022,6 +1196,7 @@ int main(void)
 	tcase_add_test(tc, test_cli_defaults);
 	tcase_add_test(tc, test_cli_flags);
 	tcase_add_test(tc, test_cli_errors);
+	tcase_add_test(tc, test_cli_dtype);
 	tcase_add_test(tc, test_cli_output_paths);
 	tcase_add_test(tc, test_naive_gemm);
 	tcase_add_test(tc, test_naive_conv);
@@ -1036,6 +1211,8 @@ int main(void)
 	tcase_add_test(tc, test_tessera_cuda_schedules);
 	tcase_add_test(tc, test_tessera_cuda_compiles);
 	tcase_add_test(tc, test_gpu_libs);
+	tcase_add_test(tc, test_tensorcore_skips);
+	tcase_add_test(tc, test_gemm_ref_f64);
 	tcase_add_test(tc, test_gpu_time_shared);
 	tcase_add_test(tc, test_rel_err);
 	tcase_add_test(tc, test_table_flagged_row);
@@ -1044,6 +1221,7 @@ int main(void)
 	tcase_add_test(tc, test_binary_gemm_json);
 	tcase_add_test(tc, test_binary_summary_gpu_part);
 	tcase_add_test(tc, test_binary_errors);
+	tcase_add_test(tc, test_binary_dtype_fake_gpu);
 	tcase_add_test(tc, test_binary_tuned);
 	tcase_add_test(tc, test_binary_tune);
 	tcase_add_test(tc, test_binary_depthwise);

@@ -147,6 +147,11 @@ if have "$bench"; then
 	expect "--plot: cannot write '/proc/x.png'" "$b" gemm --plot /proc/x.png
 	expect "--json: empty path" "$b" gemm --json=
 	expect "unknown target 'tpu'" "$b" gemm --target tpu
+	expect "--dtype: unknown type 'fp8' (f32, f16 or bf16)" "$b" gemm --target cuda --dtype fp8
+	expect "--dtype needs a value" "$b" gemm --target cuda --dtype
+	expect "--dtype f16 applies to --target cuda only" "$b" gemm --dtype f16
+	expect "--dtype bf16 applies to the gemm command only" "$b" conv2d --target cuda --dtype=bf16
+	expect "--dtype f16 applies to the gemm command only" "$b" summary --dtype f16
 	expect "--tuned: tune log /nonexistent/t.jsonl: cannot read" "$b" gemm --tuned /nonexistent/t.jsonl
 	expect "--tuned: empty path" "$b" gemm --tuned=
 	expect "--tuned applies to the CPU gemm, conv2d, depthwise and summary commands" "$b" dense --tuned x
