@@ -387,18 +387,35 @@ static bool find_tensorized(ts_stmt *s, void *data)
 	return true;
 }
 
+static bool find_barrier(ts_stmt *s, void *data)
+{
+	*(bool *)data |= s->kind == IR_S_BARRIER;
+	return true;
+}
+
 static void tensorized(scan *sc, ts_stmt *s)
 {
 	ts_expr *vars[3];
 	const ts_stmt *body;
+	bool barrier = false;
+	ir_stmt_visit(s, find_barrier, NULL, &barrier);
+	if (barrier) {
+		fail(sc, s, "a barrier was placed inside its nest: it writes a buffer that the block's "
+		     "threads share (the accumulator must be local: cache_write(C, local))");
+		return;
+	}
 	int nv = peel(sc, s, vars, &body);
 	if (nv < 0)
 		return;
 	cg_mma_nest n = {.loop = s};
 	if (sc->updates) {
+		/* the updates name the accumulators; one that does not match is
+		 * refused here, saying why, before the nests that would miss it */
 		ts_buffer *b = nv == 3 && body->kind == IR_S_STORE ? body->u.store.buf : NULL;
-		if (b && is_f32(b->dtype) && b->scope == TS_SCOPE_LOCAL) /* else refused below */
-			add_acc(sc, s, b);
+		if (b && is_f32(b->dtype) && b->scope == TS_SCOPE_LOCAL && !add_acc(sc, s, b))
+			return;
+		if (nv == 3)
+			match_update(sc, s, vars, body, &n);
 		return;
 	}
 	if (!warp_uniform(sc, s))

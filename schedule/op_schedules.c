@@ -1244,14 +1244,55 @@ static int64_t fit16(int64_t v, int64_t n)
 	return v < 16 ? 16 : v;
 }
 
+/* f32(read of one input) */
+static bool tc_operand(const ts_expr *e)
+{
+	return e->kind == IR_CAST && ts_dtype_eq(e->dtype, ts_float32) && e->u.un.a->kind == IR_READ;
+}
+
+/* C's body is sum_k f32(x) * f32(y), reads of its two inputs. */
+static bool tc_body(const ts_tensor *C)
+{
+	const ts_expr *b = C->body;
+	if (!b || b->kind != IR_REDUCE || b->u.reduce.op != TS_REDUCE_SUM || b->u.reduce.init)
+		return false;
+	const ts_expr *p = b->u.reduce.source;
+	return p->kind == IR_MUL && tc_operand(p->u.bin.a) && tc_operand(p->u.bin.b) &&
+	       p->u.bin.a->u.un.a->u.read.tensor != p->u.bin.b->u.un.a->u.read.tensor;
+}
+
 static ts_status tc_check(ts_schedule *s, const ts_tensor *C, const ts_matmul_tc_params *d)
 {
 	const char *w = "schedule_matmul_tensorcore";
 	ts_ctx *ctx = s->ctx;
+	if (C->op == TS_OP_COMPUTE && C->ndim == 2 && C->nreduce == 1 && C->ninputs == 1 &&
+	    C->inputs[0]->ndim == 2)
+		return ts_error(ctx, TS_ERR_INVALID, "%s: both operands of %s are %s; the shared tiles "
+				"need two tensors (read one of them through a copy)", w, C->name,
+				C->inputs[0]->name);
 	if (C->op != TS_OP_COMPUTE || C->ndim != 2 || C->nreduce != 1 || C->ninputs != 2)
 		return ts_error(ctx, TS_ERR_INVALID, "%s: %s is not a matmul of two tensors (C[M, N] = "
-				"sum_k A x B, e.g. ts_op_matmul_acc)", w, C->name);
+				"sum_k float32(A) x float32(B), e.g. ts_op_matmul_acc)", w, C->name);
 	const ts_tensor *A = C->inputs[0], *B = C->inputs[1];
+	for (int i = 0; i < 2; i++)
+		if (C->inputs[i]->ndim != 2)
+			return ts_error(ctx, TS_ERR_INVALID, "%s: operand %s has %d dimensions; the "
+					"tensor-core GEMM takes 2-D A and B", w, C->inputs[i]->name,
+					C->inputs[i]->ndim);
+	for (int i = 0; i < 3; i++) {
+		const ts_tensor *t = i < 2 ? C->inputs[i] : C;
+		for (int d = 0; d < t->ndim; d++)
+			if (t->dim_var[d])
+				return ts_error(ctx, TS_ERR_INVALID, "%s: %s has a symbolic extent; the "
+						"tensor-core GEMM needs constant shapes", w, t->name);
+	}
+	const ts_stage *st = ts_stage_of(s, C);
+	bool fresh = st && st->nrel == 0 && st->attach == SCH_ATTACH_ROOT && st->nleaf == st->nroot;
+	for (int i = 0; fresh && i < st->nleaf; i++)
+		fresh = st->leaf[i] == st->root[i] && st->leaf[i]->loop == TS_FOR_SERIAL;
+	if (!fresh)
+		return ts_error(ctx, TS_ERR_INVALID, "%s: %s is already scheduled (split, reordered, "
+				"annotated or attached); give it a schedule of its own", w, C->name);
 	char c[24], a[24], b[24];
 	if (!ts_dtype_eq(C->dtype, ts_float32) || A->dtype.bits != 16 || !ts_dtype_is_float(A->dtype) ||
 	    !ts_dtype_eq(A->dtype, B->dtype))
@@ -1259,6 +1300,9 @@ static ts_status tc_check(ts_schedule *s, const ts_tensor *C, const ts_matmul_tc
 				"or bfloat16 operands (both the same) into float32 (ts_op_matmul_acc(..., "
 				"ts_float32))", w, C->name, ts_dtype_str(C->dtype, c), ts_dtype_str(A->dtype, a),
 				ts_dtype_str(B->dtype, b));
+	if (!tc_body(C))
+		return ts_error(ctx, TS_ERR_INVALID, "%s: %s is not a sum of products float32(A) x "
+				"float32(B) of its two operands (ts_op_matmul_acc)", w, C->name);
 	int64_t ext[3] = {C->shape[0], C->shape[1], C->reduce_axis[0]->extent};
 	static const char *const dim[3] = {"M", "N", "K"};
 	for (int i = 0; i < 3; i++)
@@ -1287,9 +1331,10 @@ static ts_status tc_check(ts_schedule *s, const ts_tensor *C, const ts_matmul_tc
 		return ts_error(ctx, TS_ERR_INVALID, "%s: a warp tile of %lld x %lld holds %lld registers "
 				"per lane; at most 64 x 64 (128)", w, (long long)d->warp_m,
 				(long long)d->warp_n, (long long)(d->warp_m * d->warp_n / 32));
-	/* each tile's rows padded by 8 (tc_fetch), counted on the longer side */
-	int64_t bytes = 2 * (d->block_m + d->block_n + 16) * (d->tile_k + 8);
-	if (d->block_m > 4096 || d->block_n > 4096 || d->tile_k > 4096 || bytes > 49152)
+	/* each tile's rows padded by 8 (tc_fetch), counted on the longer side;
+	 * the tiles are bounded first, so the product cannot overflow */
+	if (d->block_m > 4096 || d->block_n > 4096 || d->tile_k > 4096 ||
+	    2 * (d->block_m + d->block_n + 16) * (d->tile_k + 8) > 49152)
 		return ts_error(ctx, TS_ERR_INVALID, "%s: shared tiles (block_m + block_n) x tile_k, their "
 				"rows padded, take more than the 48 KB of static shared memory (%lld + %lld "
 				"by %lld)", w, (long long)d->block_m, (long long)d->block_n,

@@ -538,6 +538,13 @@ static ts_status set_loop(ts_stage *st, const char *prim, ts_axis *a, ts_for_kin
 		return TS_ERR_INVALID;
 	if (a->loop != TS_FOR_SERIAL && a->loop != k)
 		return fail(st, prim, "axis '%s' is already marked with another loop kind", a->name);
+	for (int i = 0; i < st->nleaf && st->leaf[i] != a; i++)
+		if (st->leaf[i]->loop == TS_FOR_TENSORIZED) {
+			char msg[300];
+			snprintf(msg, sizeof(msg), "axis '%s' is inside the nest tensorized at '%s', whose "
+				 "loops stay plain", a->name, st->leaf[i]->name);
+			return fail(st, prim, "%s", msg);
+		}
 	a->loop = k;
 	if (k != TS_FOR_THREAD && k != TS_FOR_TENSORIZED) /* they print their tag or intrinsic */
 		sch_step(st->sch, "%s(%s, %s)", prim, st->name, a->name);
@@ -735,7 +742,9 @@ ts_status ts_tensorize(ts_stage *st, ts_axis *a, ts_intrin intrin)
 	}
 	for (int i = pos; i < st->nleaf; i++) {
 		const ts_axis *o = st->leaf[i];
-		if (o->extent != 16) {
+		/* a stage computed at another has its extents fixed only at
+		 * lowering; the cuda target checks them then */
+		if (o->extent != 16 && st->attach != SCH_ATTACH_AT) {
 			snprintf(msg, sizeof(msg), "loop '%s' has extent %lld; every loop of the MMA's "
 				 "nest has 16 (split by 16 first)", o->name, (long long)o->extent);
 			return fail(st, "tensorize", "%s", msg);

@@ -232,7 +232,7 @@ START_TEST(test_old_arch_refused)
 	ts_func *f = tc_gemm(ctx, 32, 32, 32, ts_float16, false, false, NULL);
 	ts_module *m = ts_build(ctx, f, "cuda -arch=sm_75");
 	ck_assert_ptr_null(m);
-	tu_assert_error(ctx, "needs sm_80 or newer");
+	tu_assert_error(ctx, "need sm_80 or newer; the target is sm_75");
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -260,11 +260,51 @@ START_TEST(test_schedule_refusals)
 	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(32, 32), ts_float32);
 	ts_tensor *Y = ts_op_matmul(ctx, X, X, false, false);
 	s = ts_create_schedule(ctx, 1, &Y);
-	FAILS_ST(ctx, ts_schedule_matmul_tensorcore(s, Y, NULL), "not a matmul of two tensors");
+	FAILS_ST(ctx, ts_schedule_matmul_tensorcore(s, Y, NULL), "both operands of matmul are X");
 	ts_tensor *X2 = ts_placeholder(ctx, "X2", TS_SHAPE(32, 32), ts_float32);
 	Y = ts_op_matmul(ctx, X, X2, false, false);
 	s = ts_create_schedule(ctx, 1, &Y);
 	FAILS_ST(ctx, ts_schedule_matmul_tensorcore(s, Y, NULL), "tensor cores take float16 or bfloat16");
+	/* not a matmul: a max of products, a 1-D operand; symbolic extents;
+	 * scheduled twice */
+	ts_tensor *H = ts_placeholder(ctx, "H", TS_SHAPE(32, 32), ts_float16);
+	ts_tensor *G = ts_placeholder(ctx, "G", TS_SHAPE(32, 32), ts_float16);
+	ts_tensor *v = ts_placeholder(ctx, "v", TS_SHAPE(32), ts_float16);
+	ts_iter *r = ts_reduce_axis(ctx, "k", 0, 32);
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	ts_expr *prod = ts_mul(ctx, ts_cast(ctx, ts_float32, TS_READ(ctx, H, i, r->var)),
+			       ts_cast(ctx, ts_float32, TS_READ(ctx, G, r->var, j)));
+	ts_tensor *mx = ts_compute(ctx, "mx", TS_SHAPE(32, 32), TS_VARS(i, j),
+				   TS_MAX(ctx, prod, r));
+	s = ts_create_schedule(ctx, 1, &mx);
+	FAILS_ST(ctx, ts_schedule_matmul_tensorcore(s, mx, NULL), "mx is not a sum of products");
+	ts_iter *r2 = ts_reduce_axis(ctx, "k", 0, 32);
+	ts_expr *i2 = ts_var(ctx, "i"), *j2 = ts_var(ctx, "j");
+	ts_tensor *mv = ts_compute(ctx, "mv", TS_SHAPE(32, 32), TS_VARS(i2, j2),
+				   TS_SUM(ctx, ts_mul(ctx, ts_cast(ctx, ts_float32, TS_READ(ctx, H, i2, r2->var)),
+						      ts_cast(ctx, ts_float32, TS_READ(ctx, v, r2->var))), r2));
+	s = ts_create_schedule(ctx, 1, &mv);
+	FAILS_ST(ctx, ts_schedule_matmul_tensorcore(s, mv, NULL), "operand v has 1 dimensions");
+	int64_t m = ts_size_var(ctx, "m", 64);
+	ts_tensor *SA = ts_placeholder(ctx, "SA", TS_SHAPE(m, 32), ts_float16);
+	ts_tensor *SC = ts_op_matmul_acc(ctx, SA, G, false, false, ts_float32);
+	if (SC) {
+		s = ts_create_schedule(ctx, 1, &SC);
+		FAILS_ST(ctx, ts_schedule_matmul_tensorcore(s, SC, NULL), "symbolic extent");
+	}
+	C = tc_matmul(ctx, 64, 64, 64, ts_float16, false, false, &A, &B);
+	s = ts_create_schedule(ctx, 1, &C);
+	tu_ok(ctx, ts_schedule_matmul_tensorcore(s, C, NULL));
+	FAILS_ST(ctx, ts_schedule_matmul_tensorcore(s, C, NULL), "matmul is already scheduled");
+	/* overflow-sized parameters on a huge (never allocated) shape */
+	int64_t big = (int64_t)1 << 49;
+	ts_tensor *HA = ts_placeholder(ctx, "HA", TS_SHAPE(8192, big), ts_float16);
+	ts_tensor *HB = ts_placeholder(ctx, "HB", TS_SHAPE(big, 16), ts_float16);
+	ts_tensor *HC = ts_op_matmul_acc(ctx, HA, HB, false, false, ts_float32);
+	tu_nonnull(ctx, HC);
+	s = ts_create_schedule(ctx, 1, &HC);
+	p = (ts_matmul_tc_params){.block_m = 8192, .block_n = 16, .warp_m = 256, .warp_n = 16, .tile_k = big};
+	FAILS_ST(ctx, ts_schedule_matmul_tensorcore(s, HC, &p), "more than the 48 KB");
 	/* matmul_acc's out_dtype */
 	FAILS_NULL(ctx, ts_op_matmul_acc(ctx, A, B, false, false, ts_int32), "matmul_acc: out_dtype int32");
 	FAILS_NULL(ctx, ts_op_matmul_acc(ctx, X, X2, false, false, ts_float16), "at least as wide");
@@ -293,6 +333,20 @@ START_TEST(test_tensorize_refusals)
 	FAILS_ST(ctx, ts_tensorize(sc, NULL, TS_INTRIN_MMA_16X16X16), "tensorize");
 	tu_ok(ctx, ts_unroll(sc, ji));
 	FAILS_ST(ctx, ts_tensorize(sc, ii, TS_INTRIN_MMA_16X16X16), "loop 'j.inner' inside 'i.inner' is unrolled");
+	/* once tensorized, the nest's inner loops stay plain */
+	ts_tensor *C2 = tc_matmul(ctx, 32, 32, 32, ts_float16, false, false, &A, &B);
+	ts_schedule *s2 = ts_create_schedule(ctx, 1, &C2);
+	ts_stage *s2c = ts_stage_of(s2, C2);
+	tu_ok(ctx, ts_split(s2c, ts_axis_of(s2c, 0), 16, &io, &ii));
+	tu_ok(ctx, ts_split(s2c, ts_axis_of(s2c, 1), 16, &jo, &ji));
+	tu_ok(ctx, ts_split(s2c, ts_reduce_axis_of(s2c, 0), 16, &ko, &ki));
+	tu_ok(ctx, ts_reorder(s2c, TS_AXES(io, jo, ko, ii, ji, ki)));
+	tu_ok(ctx, ts_tensorize(s2c, ii, TS_INTRIN_MMA_16X16X16));
+	FAILS_ST(ctx, ts_unroll(s2c, ki), "axis 'k.inner' is inside the nest tensorized at 'i.inner'");
+	FAILS_ST(ctx, ts_bind(s2c, ji, TS_THREAD_X), "inside the nest tensorized");
+	FAILS_ST(ctx, ts_tensorize(s2c, ji, TS_INTRIN_MMA_16X16X16), "inside the nest tensorized");
+	tu_ok(ctx, ts_tensorize(s2c, ii, TS_INTRIN_MMA_16X16X16)); /* again: the same */
+	tu_ok(ctx, ts_unroll(s2c, ko)); /* outside the nest */
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -332,11 +386,11 @@ START_TEST(test_cpu_runs_loops)
 END_TEST
 
 /* A hand-written schedule built wrong in each way the build refuses. */
-static ts_func *partial(ts_ctx *ctx, int variant)
+static ts_func *partial_with(ts_ctx *ctx, int variant, int64_t K, ts_scope acc)
 {
-	ts_tensor *A, *B, *C = tc_matmul(ctx, 32, 32, 32, ts_float16, false, false, &A, &B);
+	ts_tensor *A, *B, *C = tc_matmul(ctx, 32, 32, K, ts_float16, false, false, &A, &B);
 	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
-	ts_tensor *CL = ts_cache_write(s, C, TS_SCOPE_LOCAL);
+	ts_tensor *CL = ts_cache_write(s, C, acc);
 	ts_stage *sc = ts_stage_of(s, C), *sl = ts_stage_of(s, CL);
 	ts_axis *by, *bx, *yi, *xi, *lyo, *lyi, *lxo, *lxi, *ko, *ki;
 	tu_ok(ctx, ts_tile(sc, ts_axis_of(sc, 0), ts_axis_of(sc, 1), 16, 16, &by, &bx, &yi, &xi));
@@ -372,6 +426,11 @@ static ts_func *partial(ts_ctx *ctx, int variant)
 	return f;
 }
 
+static ts_func *partial(ts_ctx *ctx, int variant)
+{
+	return partial_with(ctx, variant, 32, TS_SCOPE_LOCAL);
+}
+
 START_TEST(test_build_refusals)
 {
 	if (!nvrtc_ok)
@@ -385,6 +444,15 @@ START_TEST(test_build_refusals)
 		   "reads the accumulator matmul.local outside a tensorized nest");
 	/* under a threadIdx.x loop */
 	FAILS_NULL(ctx, ts_build(ctx, partial(ctx, 2), "cuda -arch=sm_90"), "bound to threadIdx.x");
+	/* K = 24: the k split's tail guards the update (the interpreter runs it) */
+	ts_func *f = partial_with(ctx, 3, 24, TS_SCOPE_LOCAL);
+	tu_check_func_interp(ctx, f, 1e-4);
+	FAILS_NULL(ctx, ts_build(ctx, f, "cuda -arch=sm_90"), "a guard there means the tiles do not divide");
+	/* accumulators that are not local */
+	FAILS_NULL(ctx, ts_build(ctx, partial_with(ctx, 3, 32, TS_SCOPE_GLOBAL), "cuda -arch=sm_90"),
+		   "the MMA's accumulator is a local float32 buffer");
+	FAILS_NULL(ctx, ts_build(ctx, partial_with(ctx, 3, 32, TS_SCOPE_SHARED), "cuda -arch=sm_90"),
+		   "a barrier was placed inside its nest");
 	ts_ctx_free(ctx);
 }
 END_TEST

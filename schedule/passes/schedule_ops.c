@@ -783,6 +783,8 @@ static ts_stmt *stored_nest(ops *o, ts_stage *x, ts_expr **min, int64_t *ext, co
 				 o->stack[i].var->u.var.name, x->name,
 				 o->stack[i].kind == TS_FOR_THREAD
 					 ? ts_sprintf(ctx, "bound to %s", ts_thread_tag_name(o->stack[i].thread))
+				 : o->stack[i].kind == TS_FOR_TENSORIZED
+					 ? "tensorized (a warp's lanes run its iterations, not one after another)"
 					 : ts_for_kind_name(o->stack[i].kind));
 			return NULL;
 		}
