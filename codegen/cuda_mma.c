@@ -255,7 +255,7 @@ static bool match_update(scan *sc, const ts_stmt *top, ts_expr **vars, const ts_
 		return fail(sc, top, "%s", what);
 	if (xb->dtype.code != yb->dtype.code)
 		return fail(sc, top, "its operands %s and %s mix float16 and bfloat16", xb->name, yb->name);
-	ts_expr *row, *col;
+	ts_expr *row = NULL, *col = NULL;
 	if (!tile_of(sc, top, acc, idx, vars, 3, &row, &col, n))
 		return false;
 	ts_expr *k = NULL;
