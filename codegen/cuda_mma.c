@@ -1,9 +1,11 @@
 /*
  * cuda_mma.c - tensorized nests on a warp's tensor cores (cuda_mma.h).
  *
- * Two walks over a kernel: the first finds the updates (their stores name
- * the accumulators), the second matches every tensorized nest, checks that
- * a whole warp runs it with one tile, and that nothing else touches an
+ * Two walks over a kernel: the first matches the updates (their stores name
+ * the accumulators, and one that does not match is refused there, saying
+ * why, before a nest that reads its accumulator could only say that it
+ * reads none); the second matches every tensorized nest, checks that a
+ * whole warp runs it with one tile, and that nothing else touches an
  * accumulator, since a lane holds only 8 of each tile's 256 elements.
  */
 #include "cuda_mma.h"

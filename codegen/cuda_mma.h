@@ -19,6 +19,11 @@
  * elementwise (its init, the stage that stores it) run per lane for the 8
  * elements that lane holds, and the update runs as two mma.sync.
  *
+ * An update's operands reach the lanes as mma.sync's A and B fragments:
+ * by ldmatrix where an operand sits in shared memory in rows of 8
+ * contiguous, 16-byte aligned elements (cg_mma_ldsm_index), else by each
+ * lane's own loads of the elements its fragment holds.
+ *
  * cg_mma_scan checks those conditions over a kernel's body and records each
  * nest; the CUDA C emitter (c_emit.c) prints what it recorded.
  */

@@ -230,8 +230,12 @@ ts_matmul_tc_params ts_matmul_tc_default(void);
  * and stores it from them.  M, N and K are multiples of 16; the tiles are
  * multiples of 16 that divide them (the defaults are halved until they
  * do; given ones that do not are refused, as are more than 32 warps,
- * warp tiles over 64 x 64 and shared tiles over 48 KB).  Any other
- * compute is refused by name. */
+ * warp tiles over 64 x 64 and shared tiles over 48 KB).  Refused by name:
+ * a compute that is not sum_k float32(A) x float32(B) of two 2-D tensors
+ * (the same tensor twice included), symbolic extents, and a C whose stage
+ * is already scheduled.  The shared tiles' rows are padded by 8 halves
+ * (no bank conflicts in the ldmatrix reads) and filled 16 bytes at a
+ * time. */
 ts_status ts_schedule_matmul_tensorcore(ts_schedule *s, ts_tensor *C, const ts_matmul_tc_params *p);
 
 #ifdef __cplusplus

@@ -259,17 +259,24 @@ typedef enum ts_intrin {
  *   - any statement that reads acc[m, n] over a 16 x 16 tile (the stage
  *     that stores the accumulator, with an epilogue if it has one): each
  *     lane runs it for the 8 elements its registers hold.
- * a(m, k) and b(k, n) are loads of any layout and memory (shared or
- * global): each lane loads the elements its fragment holds.  The
- * accumulator is a local (cache_write) buffer of float32 whose last
- * dimension is a multiple of 16, every tile of it at a row and column
- * that are multiples of 16; every access to it is tensorized.  A warp
- * runs each tensorized nest together: no loop bound to threadIdx.x may
- * enclose it, and threads are whole warps (threadIdx.x's extent a
- * multiple of 32 where threadIdx.y or z encloses it).  The cuda target
- * checks all this when it builds and refuses what does not hold, naming
- * the loop; the CPU targets, the C emitter and the interpreter run the
- * nest as the loops it is, so results can be checked on any machine. */
+ * a(m, k) and b(k, n) are loads of any layout and memory: from shared
+ * memory with rows of 8 contiguous, 16-byte aligned elements a fragment is
+ * one ldmatrix (.trans where k is not the contiguous dimension), loaded
+ * once per run of updates; otherwise each lane loads the elements its
+ * fragment holds.  The accumulator is a local (cache_write) buffer of
+ * float32 whose rows are a multiple of 16 elements, every tile of it at a
+ * row and column that are multiples of 16; every access to it is
+ * tensorized.  A warp runs each tensorized nest together: no loop bound
+ * to threadIdx.x may enclose it, no condition over it reads memory, and
+ * threads are whole warps (threadIdx.x's extent a multiple of 32 where
+ * threadIdx.y or z is used).  The cuda target checks all this when it
+ * builds and refuses what does not hold, naming the loop; tensorize
+ * itself refuses a nest that is not 2 or 3 loops of 16 (checked at
+ * lowering for a stage computed at another), and once it is given, the
+ * loops inside the nest take no other kind (unroll, vectorize, parallel,
+ * bind, tensorize).  The CPU targets, the C emitter and the interpreter
+ * run the nest as the loops it is, so results can be checked on any
+ * machine. */
 ts_status ts_tensorize(ts_stage *st, ts_axis *axis, ts_intrin intrin);
 /* Where the stage's result lives when it is realized (TVM's set_scope). */
 ts_status ts_set_scope(ts_stage *st, ts_scope scope);
