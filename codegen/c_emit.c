@@ -919,15 +919,15 @@ static ts_expr *strip(ts_ctx *ctx, ts_expr *e, const ts_expr *v)
 	return ts_binary(ctx, e->kind, a, b);
 }
 
-/* The aligned base index of a unit-stride access over v in [min, ...), or
- * NULL when the access is not one. */
-static ts_expr *vec_base(emitter *em, ts_buffer *buf, ts_expr *idx, const ts_stmt *loop,
-			 int lanes)
+/* The aligned base index of a unit-stride access over loop's variable in
+ * [min, ...) of a buffer outside local memory, `lanes` elements from a
+ * multiple of lanes, or NULL when the access is not one. */
+static ts_expr *unit_base(emitter *em, const ts_buffer *buf, ts_expr *idx, const ts_stmt *loop,
+			  int64_t lanes)
 {
 	int64_t c, m;
-	if (!ts_dtype_eq(buf->dtype, ts_float32) || buf->scope == TS_SCOPE_LOCAL ||
-	    idx->dtype.lanes != 1 || !coeff(idx, loop->u.for_.var, &c) || c != 1 ||
-	    !ir_is_const_int(loop->u.for_.min, &m))
+	if (buf->scope == TS_SCOPE_LOCAL || idx->dtype.lanes != 1 ||
+	    !coeff(idx, loop->u.for_.var, &c) || c != 1 || !ir_is_const_int(loop->u.for_.min, &m))
 		return NULL;
 	ts_expr *base = strip(em->ctx, idx, loop->u.for_.var);
 	if (m != 0)
@@ -935,6 +935,13 @@ static ts_expr *vec_base(emitter *em, ts_buffer *buf, ts_expr *idx, const ts_stm
 	if (!ir_multiple_of(base, lanes))
 		return NULL;
 	return base ? base : ts_int(em->ctx, 0);
+}
+
+/* unit_base of a float32 buffer: a float2/float4 access. */
+static ts_expr *vec_base(emitter *em, ts_buffer *buf, ts_expr *idx, const ts_stmt *loop,
+			 int lanes)
+{
+	return ts_dtype_eq(buf->dtype, ts_float32) ? unit_base(em, buf, idx, loop, lanes) : NULL;
 }
 
 /* Collects the loads of the loop variable in value; false if v appears in
@@ -1030,23 +1037,6 @@ static bool try_float4(emitter *em, const ts_stmt *s)
 	return true;
 }
 
-/* The aligned base of a unit-stride 16-bit access over loop's variable
- * (NULL: not one); lanes elements from it are one 2 * lanes-byte word. */
-static ts_expr *copy16_base(emitter *em, const ts_buffer *buf, ts_expr *idx, const ts_stmt *loop,
-			    int64_t lanes)
-{
-	int64_t c, m;
-	if (buf->dtype.bits != 16 || buf->scope == TS_SCOPE_LOCAL || idx->dtype.lanes != 1 ||
-	    !coeff(idx, loop->u.for_.var, &c) || c != 1 || !ir_is_const_int(loop->u.for_.min, &m))
-		return NULL;
-	ts_expr *base = strip(em->ctx, idx, loop->u.for_.var);
-	if (m != 0)
-		base = base ? ts_add(em->ctx, base, ts_int(em->ctx, m)) : ts_int(em->ctx, m);
-	if (!ir_multiple_of(base, lanes))
-		return NULL;
-	return base ? base : ts_int(em->ctx, 0);
-}
-
 /* A vectorized copy of 2, 4 or 8 16-bit elements (a shared tile's fetch
  * of float16): one 4-, 8- or 16-byte move of the bits. */
 static bool try_copy16(emitter *em, const ts_stmt *s)
@@ -1061,8 +1051,9 @@ static bool try_copy16(emitter *em, const ts_stmt *s)
 	if (v->kind != IR_LOAD || v->dtype.lanes != 1 || !ts_dtype_eq(v->dtype, dst->dtype) ||
 	    !lookup(em, dst) || !lookup(em, v->u.load.buf))
 		return false;
-	ts_expr *db = copy16_base(em, dst, st->u.store.index, s, lanes);
-	ts_expr *sb = db ? copy16_base(em, v->u.load.buf, v->u.load.index, s, lanes) : NULL;
+	/* lanes 16-bit elements from a multiple of lanes: 2 * lanes aligned bytes */
+	ts_expr *db = dst->dtype.bits == 16 ? unit_base(em, dst, st->u.store.index, s, lanes) : NULL;
+	ts_expr *sb = db ? unit_base(em, v->u.load.buf, v->u.load.index, s, lanes) : NULL;
 	if (!sb)
 		return false;
 	const char *type = lanes == 8 ? "uint4" : lanes == 4 ? "uint2" : "unsigned";

@@ -970,6 +970,18 @@ static int64_t a_tile_pad(const ts_matmul_cuda_params *d, int64_t elem_bytes)
 	return bytes <= 49152 ? 4 : 0;
 }
 
+/* A GPU GEMM's tile loops: block rows and columns on blockIdx.y/x, the
+ * threads' (the SIMT GEMM's) or warps' (the tensor-core GEMM's, its lanes
+ * on threadIdx.x) rows and columns on `rows` and the next index below. */
+static ts_status bind_tiles(ts_stage *sc, ts_axis *by, ts_axis *bx, ts_axis *ty, ts_axis *tx,
+			    ts_thread_tag rows)
+{
+	TRY(ts_bind(sc, by, TS_BLOCK_Y));
+	TRY(ts_bind(sc, bx, TS_BLOCK_X));
+	TRY(ts_bind(sc, ty, rows));
+	return ts_bind(sc, tx, (ts_thread_tag)(rows - 1));
+}
+
 static ts_status schedule_gemm_like_cuda(ts_schedule *s, ts_tensor *C, int a_in, int b_in,
 					 const ts_matmul_cuda_params *d)
 {
@@ -999,10 +1011,7 @@ static ts_status schedule_gemm_like_cuda(ts_schedule *s, ts_tensor *C, int a_in,
 			TRY(ts_fuse(sc, bz, ts_axis_of(sc, i), &bz));
 		TRY(ts_bind(sc, bz, TS_BLOCK_Z));
 	}
-	TRY(ts_bind(sc, by, TS_BLOCK_Y));
-	TRY(ts_bind(sc, bx, TS_BLOCK_X));
-	TRY(ts_bind(sc, ty, TS_THREAD_Y));
-	TRY(ts_bind(sc, tx, TS_THREAD_X));
+	TRY(bind_tiles(sc, by, bx, ty, tx, TS_THREAD_Y));
 	/* unrolled, the register block is indexed by constants: a loop would
 	 * index it dynamically and put it in local memory */
 	TRY(ts_unroll(sc, yr));
@@ -1405,10 +1414,7 @@ ts_status ts_schedule_matmul_tensorcore(ts_schedule *s, ts_tensor *C, const ts_m
 	TRY(ts_split(sc, yw, 16, &ym, &y16));
 	TRY(ts_split(sc, xw, 16, &xm, &x16));
 	TRY(ts_reorder(sc, TS_AXES(by, bx, ty, tx, ym, xm, y16, x16)));
-	TRY(ts_bind(sc, by, TS_BLOCK_Y));
-	TRY(ts_bind(sc, bx, TS_BLOCK_X));
-	TRY(ts_bind(sc, ty, TS_THREAD_Z));
-	TRY(ts_bind(sc, tx, TS_THREAD_Y));
+	TRY(bind_tiles(sc, by, bx, ty, tx, TS_THREAD_Z));
 	/* unrolled, the accumulator's registers are indexed by constants */
 	TRY(ts_unroll(sc, ym));
 	TRY(ts_unroll(sc, xm));

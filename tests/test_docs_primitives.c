@@ -43,17 +43,22 @@ static ex elementwise(void)
 	return e;
 }
 
-/* C = A x B over 8 x 8 x 8 */
-static ex matmul(void)
+/* C = A x B over n x n x k; operands of dtype t, cast to float32 unless
+ * they are float32 already */
+static ex matmul_of(int64_t n, int64_t k, ts_dtype t)
 {
 	ex e = {.ctx = ts_ctx_new()};
 	ts_ctx *ctx = e.ctx;
-	e.A = ts_placeholder(ctx, "A", TS_SHAPE(8, 8), ts_float32);
-	e.B = ts_placeholder(ctx, "B", TS_SHAPE(8, 8), ts_float32);
-	ts_iter *k = ts_reduce_axis(ctx, "k", 0, 8);
+	e.A = ts_placeholder(ctx, "A", TS_SHAPE(n, k), t);
+	e.B = ts_placeholder(ctx, "B", TS_SHAPE(k, n), t);
+	ts_iter *r = ts_reduce_axis(ctx, "k", 0, k);
 	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
-	e.C = ts_compute(ctx, "C", TS_SHAPE(8, 8), TS_VARS(i, j),
-			 TS_SUM(ctx, ts_mul(ctx, TS_READ(ctx, e.A, i, k->var), TS_READ(ctx, e.B, k->var, j)), k));
+	ts_expr *a = TS_READ(ctx, e.A, i, r->var), *b = TS_READ(ctx, e.B, r->var, j);
+	if (!ts_dtype_eq(t, ts_float32)) {
+		a = ts_cast(ctx, ts_float32, a);
+		b = ts_cast(ctx, ts_float32, b);
+	}
+	e.C = ts_compute(ctx, "C", TS_SHAPE(n, n), TS_VARS(i, j), TS_SUM(ctx, ts_mul(ctx, a, b), r));
 	e.s = ts_create_schedule(ctx, 1, &e.C);
 	e.sc = ts_stage_of(e.s, e.C);
 	e.i = ts_axis_of(e.sc, 0);
@@ -66,28 +71,16 @@ static ex matmul(void)
 	return e;
 }
 
+/* C = A x B over 8 x 8 x 8 */
+static ex matmul(void)
+{
+	return matmul_of(8, 8, ts_float32);
+}
+
 /* C = A x B over 32 x 32 x 16, float16 operands accumulated in float32 */
 static ex matmul_f16(void)
 {
-	ex e = {.ctx = ts_ctx_new()};
-	ts_ctx *ctx = e.ctx;
-	e.A = ts_placeholder(ctx, "A", TS_SHAPE(32, 16), ts_float16);
-	e.B = ts_placeholder(ctx, "B", TS_SHAPE(16, 32), ts_float16);
-	ts_iter *k = ts_reduce_axis(ctx, "k", 0, 16);
-	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
-	ts_expr *a = ts_cast(ctx, ts_float32, TS_READ(ctx, e.A, i, k->var));
-	ts_expr *b = ts_cast(ctx, ts_float32, TS_READ(ctx, e.B, k->var, j));
-	e.C = ts_compute(ctx, "C", TS_SHAPE(32, 32), TS_VARS(i, j), TS_SUM(ctx, ts_mul(ctx, a, b), k));
-	e.s = ts_create_schedule(ctx, 1, &e.C);
-	e.sc = ts_stage_of(e.s, e.C);
-	e.i = ts_axis_of(e.sc, 0);
-	e.j = ts_axis_of(e.sc, 1);
-	e.k = ts_reduce_axis_of(e.sc, 0);
-	e.nargs = 3;
-	e.args[0] = e.A;
-	e.args[1] = e.B;
-	e.args[2] = e.C;
-	return e;
+	return matmul_of(32, 16, ts_float16);
 }
 
 /* P[i, j] = A[i, j] + 1; C[i, j] = P[i, j] * P[i, j] over 8 x 6 */
