@@ -200,6 +200,7 @@ typedef struct emitter {
 	ts_buffer *shared[32];
 	int nshared;
 	cg_mma mma; /* tensorized nests (cuda_mma.h) */
+	bool tf32;  /* ts_round_tf32 is used */
 	/* within a run of tensorized updates (mma_run): the operand
 	 * fragments loaded so far, each loaded once for the run */
 	bool in_run;
@@ -598,6 +599,10 @@ static void call(emitter *em, const ts_expr *e)
 	const char *fn = t.bits == 64 ? em->d->math64[op] : em->d->math32[op];
 	if (op == IR_INTRIN_SIGMOID)
 		fn = helper(em, H_SIGMOID, h16 ? ts_float32 : t);
+	if (op == IR_INTRIN_ROUND_TF32) { /* float32 only (ts_call) */
+		em->tf32 = true;
+		fn = "ts_round_tf32";
+	}
 	if (!fn || (t.bits != 32 && t.bits != 64 && !h16)) {
 		ctype(em, t);
 		return;
@@ -1858,6 +1863,16 @@ static void assemble(emitter *em, ts_sbuf *sb)
 	ts_sb_puts(sb, em->d->file_head);
 	if (em->mma.nnest)
 		ts_sb_puts(sb, mma_head);
+	if (em->tf32) /* round_tf32 as ir_round_tf32 */
+		ts_sb_puts(sb, em->d->bind_threads
+			? "static __device__ __forceinline__ float ts_round_tf32(float a)\n{\n"
+			  "  unsigned u = __float_as_uint(a);\n"
+			  "  if ((u & 0x7f800000u) != 0x7f800000u)\n    u = (u + 0x1000u) & 0xffffe000u;\n"
+			  "  return __uint_as_float(u);\n}\n"
+			: "static inline float ts_round_tf32(float a)\n{\n"
+			  "  union { float f; uint32_t u; } v = {a};\n"
+			  "  if ((v.u & 0x7f800000u) != 0x7f800000u)\n    v.u = (v.u + 0x1000u) & 0xffffe000u;\n"
+			  "  return v.f;\n}\n");
 	emit_conv16(em, sb);
 	for (int h = 0; h < H_COUNT; h++)
 		for (int t = 0; t < T_COUNT; t++)

@@ -324,6 +324,7 @@ static double intrinsic(ir_intrinsic op, ts_dtype t, double a, double b)
 	case IR_INTRIN_SIGMOID: r = d ? 1 / (1 + exp(-a)) : 1.0f / (1.0f + expf(-x)); break;
 	case IR_INTRIN_FLOOR: r = d ? floor(a) : floorf(x); break;
 	case IR_INTRIN_CEIL: r = d ? ceil(a) : ceilf(x); break;
+	case IR_INTRIN_ROUND_TF32: r = ir_round_tf32(x); break;
 	case IR_INTRIN_LIKELY: /* handled by ev_call */
 	case IR_INTRIN_COUNT: break;
 	}

@@ -513,6 +513,22 @@ static LLVMValueRef ex_call(emitter *em, const ts_expr *e)
 		return libm_call(em, "tanhf", "tanh", e->dtype, args[0]);
 	case IR_INTRIN_ERF:
 		return libm_call(em, "erff", "erf", e->dtype, args[0]);
+	case IR_INTRIN_ROUND_TF32: {
+		/* finite x: (bits + 0x1000) & ~0x1fff (nearest, ties away), as
+		 * ir_round_tf32 */
+		int n = e->dtype.lanes;
+		LLVMTypeRef iv = n > 1 ? LLVMVectorType(em->i32, (unsigned)n) : em->i32;
+		LLVMValueRef c[3];
+		static const unsigned k[3] = {0x7f800000u, 0x1000u, 0xffffe000u};
+		for (int i = 0; i < 3; i++) {
+			c[i] = LLVMConstInt(em->i32, k[i], 0);
+			c[i] = n > 1 ? splat(em, c[i], n) : c[i];
+		}
+		LLVMValueRef bits = LLVMBuildBitCast(em->b, args[0], iv, "");
+		LLVMValueRef fin = LLVMBuildICmp(em->b, LLVMIntNE, LLVMBuildAnd(em->b, bits, c[0], ""), c[0], "");
+		LLVMValueRef r = LLVMBuildAnd(em->b, LLVMBuildAdd(em->b, bits, c[1], ""), c[2], "");
+		return LLVMBuildBitCast(em->b, LLVMBuildSelect(em->b, fin, r, bits, ""), ty, "");
+	}
 	case IR_INTRIN_SIGMOID: {
 		/* 1 / (1 + exp(-x)), with vector exp */
 		LLVMValueRef n = LLVMBuildFNeg(em->b, args[0], "");

@@ -113,6 +113,8 @@ double ir_round_float(ts_dtype t, double v);
 /* A math intrinsic in double precision (the value both the folder and the
  * reference evaluator use); likely(x) is x. */
 double ir_intrinsic_eval(ir_intrinsic op, double x, double y);
+/* x rounded to TF32 as ts_round_tf32 says. */
+float ir_round_tf32(float x);
 
 #ifdef __cplusplus
 }

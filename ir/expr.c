@@ -634,6 +634,10 @@ ts_expr *ts_call(ts_ctx *ctx, ir_intrinsic op, int nargs, ts_expr **args)
 				 ts_dtype_str(args[0]->dtype, b1));
 			return NULL;
 		}
+	} else if (op == IR_INTRIN_ROUND_TF32 && !ts_dtype_eq(ts_dtype_element(args[0]->dtype), ts_float32)) {
+		ts_error(ctx, TS_ERR_INVALID, "round_tf32: argument must be float32, got %s",
+			 ts_dtype_str(args[0]->dtype, b1));
+		return NULL;
 	} else if (!ts_dtype_is_float(args[0]->dtype)) {
 		ts_error(ctx, TS_ERR_INVALID, "%s: argument must be float, got %s", name,
 			 ts_dtype_str(args[0]->dtype, b1));
@@ -669,6 +673,7 @@ ts_expr *ts_exp2(ts_ctx *c, ts_expr *a) { return call1(c, IR_INTRIN_EXP2, a); }
 ts_expr *ts_fabs(ts_ctx *c, ts_expr *a) { return call1(c, IR_INTRIN_FABS, a); }
 ts_expr *ts_erf(ts_ctx *c, ts_expr *a) { return call1(c, IR_INTRIN_ERF, a); }
 ts_expr *ts_sigmoid(ts_ctx *c, ts_expr *a) { return call1(c, IR_INTRIN_SIGMOID, a); }
+ts_expr *ts_round_tf32(ts_ctx *c, ts_expr *a) { return call1(c, IR_INTRIN_ROUND_TF32, a); }
 
 ts_expr *ts_pow(ts_ctx *ctx, ts_expr *a, ts_expr *b)
 {

@@ -13,6 +13,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <string.h>
 
 /* Rounds to a binary format with `sig` significand bits, smallest normal
  * exponent emin, and largest finite value max. */
@@ -138,6 +139,16 @@ static bool float_bin(ir_expr_kind k, double a, double b, double *out)
 	return false;
 }
 
+float ir_round_tf32(float x)
+{
+	uint32_t u;
+	memcpy(&u, &x, sizeof(u));
+	if ((u & 0x7f800000u) != 0x7f800000u) /* finite: half a TF32 ulp added, then cut */
+		u = (u + 0x1000u) & 0xffffe000u;
+	memcpy(&x, &u, sizeof(x));
+	return x;
+}
+
 double ir_intrinsic_eval(ir_intrinsic op, double x, double y)
 {
 	switch (op) {
@@ -153,6 +164,7 @@ double ir_intrinsic_eval(ir_intrinsic op, double x, double y)
 	case IR_INTRIN_LIKELY: return x; /* bool argument: never folded here */
 	case IR_INTRIN_FLOOR: return floor(x);
 	case IR_INTRIN_CEIL: return ceil(x);
+	case IR_INTRIN_ROUND_TF32: return ir_round_tf32((float)x);
 	case IR_INTRIN_COUNT: break;
 	}
 	return NAN;

@@ -170,7 +170,8 @@ typedef enum ir_expr_kind {
 	X(TANH, "tanh", 1) X(EXP2, "exp2", 1) X(FABS, "fabs", 1)               \
 	X(POW, "pow", 2) X(ERF, "erf", 1) X(SIGMOID, "sigmoid", 1)             \
 	X(FLOOR, "floor", 1) X(CEIL, "ceil", 1)                                \
-	X(LIKELY, "likely", 1) /* bool guard a loop partition may remove */
+	X(LIKELY, "likely", 1) /* bool guard a loop partition may remove */  \
+	X(ROUND_TF32, "round_tf32", 1) /* float32 to TF32's 10-bit mantissa */
 
 typedef enum ir_intrinsic {
 #define X(e, s, n) IR_INTRIN_##e,
@@ -478,6 +479,10 @@ ts_expr *ts_fabs(ts_ctx *ctx, ts_expr *a);
 ts_expr *ts_pow(ts_ctx *ctx, ts_expr *a, ts_expr *b);
 ts_expr *ts_erf(ts_ctx *ctx, ts_expr *a);
 ts_expr *ts_sigmoid(ts_ctx *ctx, ts_expr *a);
+/* a (float32) rounded to TF32, the tensor cores' 19-bit float: its low 13
+ * mantissa bits rounded off to nearest, ties away from zero (PTX
+ * cvt.rna.tf32.f32), still a float32; infinities unchanged, NaNs stay NaN. */
+ts_expr *ts_round_tf32(ts_ctx *ctx, ts_expr *a);
 /* Element of a tensor; indices are integer scalars, one per dimension. */
 ts_expr *ts_read(ts_ctx *ctx, ts_tensor *t, int n, ts_expr *const *idx);
 #define TS_NARGS(...) ((int)(sizeof((ts_expr *[]){__VA_ARGS__}) / sizeof(ts_expr *)))

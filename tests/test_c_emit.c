@@ -366,6 +366,64 @@ START_TEST(test_c_narrow_and_nan)
 }
 END_TEST
 
+/* round_tf32 in C, the interpreter and LLVM, bit for bit, on the cases
+ * that matter: ties (away from zero), a carry into the exponent, the
+ * largest finite floats (to infinity), subnormals, infinities; NaNs stay
+ * NaNs. */
+START_TEST(test_c_round_tf32)
+{
+	enum { N = 16 };
+	static const uint32_t bits[N] = {
+		0x3f800000u, 0x3f801000u, 0xbf801000u, 0x3f800fffu, 0x3f803000u, 0x3fffffffu,
+		0x7f7fffffu, 0xff7ff000u, 0x00001000u, 0x80000fffu, 0x7f800000u, 0xff800000u,
+		0x7fc00001u, 0x7fa00000u, 0x00000000u, 0x4049fdb0u,
+	};
+	static const uint32_t want[N] = {
+		0x3f800000u, 0x3f802000u, 0xbf802000u, 0x3f800000u, 0x3f804000u, 0x40000000u,
+		0x7f800000u, 0xff800000u, 0x00002000u, 0x80000000u, 0x7f800000u, 0xff800000u,
+		0x7fc00001u, 0x7fa00000u, 0x00000000u, 0x404a0000u,
+	};
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(N), ts_float32);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_tensor *Y = ts_compute(ctx, "Y", TS_SHAPE(N), TS_VARS(i), ts_round_tf32(ctx, TS_READ(ctx, X, i)));
+	ts_func *fn = ts_lower(ts_create_schedule(ctx, 1, &Y), "tf32", 2, (ts_tensor *[]){X, Y});
+	tu_nonnull(ctx, fn);
+	float x[N], y[3][N];
+	memcpy(x, bits, sizeof(x));
+	tu_ok(ctx, cg_interp_run(ctx, fn, (void *[]){x, y[0]}));
+	ts_module *m = ts_build(ctx, fn, "llvm");
+	tu_nonnull(ctx, m);
+	ts_array *xa = ts_array_new(ctx, ts_float32, 1, (int64_t[]){N});
+	ts_array *ya = ts_array_new(ctx, ts_float32, 1, (int64_t[]){N});
+	memcpy(xa->data, x, sizeof(x));
+	tu_ok(ctx, ts_module_run(m, 2, (ts_array *[]){xa, ya}));
+	memcpy(y[1], ya->data, sizeof(y[1]));
+	const char *src = cg_emit_c(ctx, fn);
+	tu_nonnull(ctx, src);
+	int runs = 2;
+	if (have_cc()) {
+		built b = build(src);
+		ck_assert_int_eq(packed(&b, "tf32")((void *[]){x, y[2]}), 0);
+		unbuild(&b);
+		runs = 3;
+	}
+	for (int r = 0; r < runs; r++)
+		for (int k = 0; k < N; k++) {
+			uint32_t got;
+			memcpy(&got, &y[r][k], 4);
+			if (isnan(y[r][k]) && (want[k] & 0x7fffffffu) > 0x7f800000u)
+				continue; /* a NaN stays one (the interpreter's may come back quiet) */
+			ck_assert_msg(got == want[k], "%s: round_tf32(0x%08x) = 0x%08x, want 0x%08x",
+				      r == 0 ? "interpreter" : r == 1 ? "llvm" : "C", bits[k], got, want[k]);
+		}
+	ts_array_free(xa), ts_array_free(ya);
+	ts_module_free(m);
+	FAILS_NULL(ctx, ts_round_tf32(ctx, ts_fconst(ctx, ts_float64, 1.0)), "round_tf32: argument must be float32");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_c_misc)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -875,6 +933,7 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("c");
 	tcase_add_test(tc, test_c_vadd);
 	tcase_add_test(tc, test_c_misc);
+	tcase_add_test(tc, test_c_round_tf32);
 	tcase_add_test(tc, test_c_warning_free);
 	tcase_add_test(tc, test_c_float16);
 	tcase_add_test(tc, test_c_bfloat16);
