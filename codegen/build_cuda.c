@@ -172,12 +172,14 @@ static ts_status compile_kernel(ts_ctx *ctx, const ts_func *k, cg_cuda_module *m
 				 m->nk, k->name, src);
 	if (!m->source)
 		return ts_last_status(ctx);
-	/* tensorized nests print mma.sync m16n8k16, which sm_80 introduced:
+	/* tensorized nests print mma.sync m16n8k16 (m16n8k8 with TF32), which
+	 * sm_80 introduced for these types:
 	 * said here rather than as NVRTC's dump of the source's #error */
 	const char *num = strrchr(m->arch, '_');
-	if (strstr(src, "mma.sync.aligned.m16n8k16") && num && atoi(num + 1) < 80)
+	if (strstr(src, "mma.sync.aligned.m16n8k") && num && atoi(num + 1) < 80)
 		return ts_error(ctx, TS_ERR_UNSUPPORTED, "build %s: its tensorized nests (mma.sync "
-				"m16n8k16) need sm_80 or newer; the target is %s", k->name, m->arch);
+				"m16n8k16, m16n8k8 for TF32) need sm_80 or newer; the target is %s", k->name,
+				m->arch);
 	cg_nvrtc_result r = {0};
 	ts_status st = cg_nvrtc_compile(ctx, src, k->name, m->arch, &r);
 	times->nvrtc_ms += r.compile_ms;

@@ -1141,6 +1141,59 @@ static bool operand_lanes(emitter *em, const cg_mma_nest *n, bool b, const char 
 	return true;
 }
 
+/* An operand element rounded to TF32, as the bits mma.sync takes. */
+static const char *tf32_bits(emitter *em, const ts_buffer *b, ts_expr *idx)
+{
+	const char *n = lookup(em, b), *i = idx ? expr_text(em, idx) : NULL;
+	em->tf32 = true;
+	return n && i ? ts_sprintf(em->ctx, "__float_as_uint(ts_round_tf32(%s[%s]))", n, i) : NULL;
+}
+
+/* A TF32 update: per k step of 8, each lane's A fragment (4 elements),
+ * then for each 8 columns its B fragment (2) and one mma.sync m16n8k8. */
+static void mma_tf32(emitter *em, const cg_mma_nest *n, const ts_stmt *s)
+{
+	ts_ctx *ctx = em->ctx;
+	const cg_mma *mm = &em->mma;
+	const char *frag = lookup(em, mm->frag[n->acc]);
+	line(em, ts_sprintf(ctx, "{ /* %s: 16 x 16 x 16 on tensor cores, TF32 */", s->u.for_.var->u.var.name));
+	em->indent++;
+	bool ok = frag != NULL;
+	for (int ks = 0; ok && ks < 2; ks++) {
+		const char *a[4], *b[2], *c[4];
+		for (int i = 0; i < 4; i++)
+			ok = ok && (a[i] = tf32_bits(em, n->a, cg_mma_tf32_a_index(ctx, mm, n, ks, i)));
+		if (!ok)
+			break;
+		line(em, ts_sprintf(ctx, "const unsigned mma_a%d[4] = {%s, %s, %s, %s};", ks, a[0], a[1], a[2], a[3]));
+		for (int h = 0; ok && h < 2; h++) {
+			for (int i = 0; i < 2; i++)
+				ok = ok && (b[i] = tf32_bits(em, n->b, cg_mma_tf32_b_index(ctx, mm, n, ks, h, i)));
+			for (int i = 0; i < 4; i++) {
+				ts_expr *ci = ok ? cg_mma_c_index(ctx, n, h, i) : NULL;
+				ok = ok && ci && (c[i] = expr_text(em, ci));
+			}
+			if (!ok)
+				break;
+			begin_line(em);
+			ts_sb_printf(&em->out,
+				     "asm(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%%0, %%1, %%2, %%3}, "
+				     "{%%4, %%5, %%6, %%7}, {%%8, %%9}, {%%0, %%1, %%2, %%3};\"\n");
+			ts_sb_indent(&em->out, em->indent + 1);
+			ts_sb_printf(&em->out, ": \"+f\"(%s[%s]), \"+f\"(%s[%s]), \"+f\"(%s[%s]), \"+f\"(%s[%s])\n",
+				     frag, c[0], frag, c[1], frag, c[2], frag, c[3]);
+			ts_sb_indent(&em->out, em->indent + 1);
+			ts_sb_printf(&em->out, ": \"r\"(mma_a%d[0]), \"r\"(mma_a%d[1]), \"r\"(mma_a%d[2]), "
+				     "\"r\"(mma_a%d[3]), \"r\"(%s), \"r\"(%s));\n", ks, ks, ks, ks, b[0], b[1]);
+		}
+	}
+	if (!ok && !em->failed)
+		fail(em, ts_last_status(ctx) != TS_OK ? ts_last_status(ctx) : TS_ERR_NOMEM,
+		     "tensorize: loop %s: out of memory", s->u.for_.var->u.var.name);
+	em->indent--;
+	line(em, "}");
+}
+
 /* The update as two mma.sync m16n8k16 (columns 0-7 and 8-15 of the tile),
  * a's fragment loaded once; elementwise nests as the lane's 8 elements. */
 static void mma_nest(emitter *em, const ts_stmt *s)
@@ -1158,6 +1211,10 @@ static void mma_nest(emitter *em, const ts_stmt *s)
 			stmt(em, cg_mma_slot(ctx, &em->mma, n, k));
 		return;
 	}
+	if (n->type == CG_MMA_TF32) {
+		mma_tf32(em, n, s);
+		return;
+	}
 	const char *frag = lookup(em, em->mma.frag[n->acc]);
 	const char *fa = operand_ldsm(em, n, false), *fb = fa ? operand_ldsm(em, n, true) : NULL;
 	line(em, ts_sprintf(ctx, "{ /* %s: 16 x 16 x 16 on tensor cores */", s->u.for_.var->u.var.name));
@@ -1171,7 +1228,7 @@ static void mma_nest(emitter *em, const ts_stmt *s)
 		line(em, ts_sprintf(ctx, "const unsigned *mma_b = %s;", fb));
 	else if (ok)
 		ok = operand_lanes(em, n, true, "mma_b");
-	const char *ty = n->bf16 ? "bf16" : "f16";
+	const char *ty = n->type == CG_MMA_BF16 ? "bf16" : "f16";
 	for (int h = 0; ok && h < 2 && !em->failed; h++) {
 		const char *c[4];
 		for (int i = 0; i < 4; i++) {

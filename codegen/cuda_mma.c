@@ -213,13 +213,20 @@ static int peel(scan *sc, const ts_stmt *top, ts_expr **vars, const ts_stmt **bo
 	return n;
 }
 
-/* cast(float32, a 16-bit float load): the load's buffer and index. */
-static ts_expr *operand(ts_expr *e, ts_buffer **buf)
+/* cast(float32, a 16-bit float load), or round_tf32(a float32 load): the
+ * load's buffer and index, and the operand's type. */
+static ts_expr *operand(ts_expr *e, ts_buffer **buf, cg_mma_type *type)
 {
-	if (e->kind != IR_CAST || !is_f32(e->dtype))
-		return NULL;
-	ts_expr *l = e->u.un.a;
-	if (l->kind != IR_LOAD || l->dtype.lanes != 1 || l->dtype.bits != 16 || !ts_dtype_is_float(l->dtype))
+	ts_expr *l = NULL;
+	if (e->kind == IR_CAST && is_f32(e->dtype) && e->u.un.a->dtype.bits == 16 &&
+	    ts_dtype_is_float(e->u.un.a->dtype)) {
+		l = e->u.un.a;
+		*type = l->dtype.code == TS_TYPE_BFLOAT ? CG_MMA_BF16 : CG_MMA_F16;
+	} else if (e->kind == IR_CALL && e->u.call.op == IR_INTRIN_ROUND_TF32 && is_f32(e->dtype)) {
+		l = e->u.call.args[0];
+		*type = CG_MMA_TF32;
+	}
+	if (!l || l->kind != IR_LOAD || l->dtype.lanes != 1)
 		return NULL;
 	*buf = l->u.load.buf;
 	return l->u.load.index;
@@ -230,7 +237,8 @@ static bool match_update(scan *sc, const ts_stmt *top, ts_expr **vars, const ts_
 			 cg_mma_nest *n)
 {
 	static const char what[] = "its body is not acc[m, n] = acc[m, n] + cast(float32, a[m, k]) * "
-				   "cast(float32, b[k, n]) with float16 or bfloat16 a and b (a guard "
+				   "cast(float32, b[k, n]) with float16 or bfloat16 a and b, or with "
+				   "round_tf32(a[m, k]) and round_tf32(b[k, n]) of float32 ones (a guard "
 				   "there means the tiles do not divide the shape)";
 	if (st->kind != IR_S_STORE)
 		return fail(sc, top, "%s", what);
@@ -252,11 +260,13 @@ static bool match_update(scan *sc, const ts_stmt *top, ts_expr **vars, const ts_
 			    "local float32 buffer (cache_write(C, local))", acc->name,
 			    ts_scope_name(acc->scope), ts_dtype_str(acc->dtype, (char[24]){0}));
 	ts_buffer *xb = NULL, *yb = NULL;
-	ts_expr *x = operand(p->u.bin.a, &xb), *y = operand(p->u.bin.b, &yb);
+	cg_mma_type xt = CG_MMA_F16, yt = CG_MMA_F16;
+	ts_expr *x = operand(p->u.bin.a, &xb, &xt), *y = operand(p->u.bin.b, &yb, &yt);
 	if (!x || !y)
 		return fail(sc, top, "%s", what);
-	if (xb->dtype.code != yb->dtype.code)
-		return fail(sc, top, "its operands %s and %s mix float16 and bfloat16", xb->name, yb->name);
+	if (xt != yt)
+		return fail(sc, top, "its operands %s and %s are of two types (float16, bfloat16, TF32)",
+			    xb->name, yb->name);
 	ts_expr *row = NULL, *col = NULL;
 	if (!tile_of(sc, top, acc, idx, vars, 3, &row, &col, n))
 		return false;
@@ -273,7 +283,7 @@ static bool match_update(scan *sc, const ts_stmt *top, ts_expr **vars, const ts_
 	}
 	n->update = true;
 	n->m = row, n->n = col, n->k = k;
-	n->bf16 = xb->dtype.code == TS_TYPE_BFLOAT;
+	n->type = xt;
 	n->acc = acc_index(sc->mm, acc);
 	return n->acc >= 0 || fail(sc, top, "internal: accumulator %s not recorded", acc->name);
 }
@@ -607,6 +617,25 @@ ts_expr *cg_mma_b_index(ts_ctx *ctx, const cg_mma *mm, const cg_mma_nest *n, int
 	return e ? ir_simplify(ctx, e, 0, NULL) : NULL;
 }
 
+/* mma.sync m16n8k8 with TF32 operands: a_i at row g + 8 (i % 2), column
+ * t + 4 (i / 2); b_i at row t + 4 i, column g (PTX's fragment layout). */
+ts_expr *cg_mma_tf32_a_index(ts_ctx *ctx, const cg_mma *mm, const cg_mma_nest *n, int ks, int i)
+{
+	ts_expr *vars[2] = {n->m, n->k};
+	ts_expr *vals[2] = {lane(ctx, mm->g, 1, 8 * (i & 1)), lane(ctx, mm->t, 1, 4 * (i >> 1) + 8 * ks)};
+	ts_expr *e = subst(ctx, n->a_idx, 2, vars, vals);
+	return e ? ir_simplify(ctx, e, 0, NULL) : NULL;
+}
+
+ts_expr *cg_mma_tf32_b_index(ts_ctx *ctx, const cg_mma *mm, const cg_mma_nest *n, int ks, int half,
+			     int i)
+{
+	ts_expr *vars[2] = {n->k, n->n};
+	ts_expr *vals[2] = {lane(ctx, mm->t, 1, 4 * i + 8 * ks), lane(ctx, mm->g, 1, 8 * half)};
+	ts_expr *e = subst(ctx, n->b_idx, 2, vars, vals);
+	return e ? ir_simplify(ctx, e, 0, NULL) : NULL;
+}
+
 ts_expr *cg_mma_c_index(ts_ctx *ctx, const cg_mma_nest *n, int half, int i)
 {
 	return ir_simplify(ctx, ts_add(ctx, n->tile, ts_const(ctx, n->tile->dtype, 4 * half + i)), 0,
@@ -624,8 +653,8 @@ ts_expr *cg_mma_ldsm_index(ts_ctx *ctx, const cg_mma *mm, const cg_mma_nest *n, 
 {
 	const ts_buffer *buf = b ? n->b : n->a;
 	ts_expr *idx = b ? n->b_idx : n->a_idx, *p = b ? n->n : n->m, *k = n->k;
-	if (!n->update || buf->scope != TS_SCOPE_SHARED)
-		return NULL;
+	if (!n->update || n->type == CG_MMA_TF32 || buf->scope != TS_SCOPE_SHARED)
+		return NULL; /* ldmatrix moves 16-bit elements */
 	ts_status before = ts_last_status(ctx);
 	ts_expr *vars[2] = {p, k};
 	ts_expr *zero = ts_const(ctx, ts_int32, 0), *one = ts_const(ctx, ts_int32, 1);

@@ -34,15 +34,20 @@
 
 #define CG_MMA_MAX_ACC 16
 
+/* An update's operands: float16 or bfloat16 (mma.sync m16n8k16), or
+ * float32 rounded to TF32 (round_tf32; two mma.sync m16n8k8 per k step
+ * of 16, each lane loading its own elements). */
+typedef enum cg_mma_type { CG_MMA_F16, CG_MMA_BF16, CG_MMA_TF32 } cg_mma_type;
+
 typedef struct cg_mma_nest {
 	const ts_stmt *loop; /* the tensorized loop */
 	bool update;         /* acc += a * b over 16 x 16 x 16; else elementwise */
 	int acc;             /* index in cg_mma.acc */
 	ts_expr *tile;       /* the tile's first register in the lane's array */
-	/* update: element (m, k) of a and (k, n) of b; bfloat16 operands? */
+	/* update: element (m, k) of a and (k, n) of b, and their type */
 	ts_buffer *a, *b;
 	ts_expr *a_idx, *b_idx, *m, *n, *k;
-	bool bf16;
+	cg_mma_type type;
 	/* elementwise: the statement under the two loops, its row and column
 	 * variables and the accumulator element it accesses */
 	ts_stmt *body;
@@ -78,6 +83,12 @@ ts_stmt *cg_mma_slot(ts_ctx *ctx, const cg_mma *mm, const cg_mma_nest *n, int s)
 ts_expr *cg_mma_a_index(ts_ctx *ctx, const cg_mma *mm, const cg_mma_nest *n, int i);
 ts_expr *cg_mma_b_index(ts_ctx *ctx, const cg_mma *mm, const cg_mma_nest *n, int half, int i);
 ts_expr *cg_mma_c_index(ts_ctx *ctx, const cg_mma_nest *n, int half, int i);
+/* A TF32 update's operands in k step ks (0, 1: k 0-7, 8-15) of mma.sync
+ * m16n8k8: a's element for fragment element i (0..3), b's for element i
+ * (0, 1) of the 8 columns from 8 * half. */
+ts_expr *cg_mma_tf32_a_index(ts_ctx *ctx, const cg_mma *mm, const cg_mma_nest *n, int ks, int i);
+ts_expr *cg_mma_tf32_b_index(ts_ctx *ctx, const cg_mma *mm, const cg_mma_nest *n, int ks, int half,
+			     int i);
 /* Where an update's operand (b: B, else A) can come from one
  * ldmatrix.x4 (four 8 x 8 matrices of 16-bit elements, each row 8
  * contiguous, 16-byte aligned elements of shared memory): the element

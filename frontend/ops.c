@@ -59,7 +59,7 @@ static ts_expr *mm_read(ts_ctx *ctx, ts_tensor *M, ts_expr *b, bool trans, ts_ex
 }
 
 static ts_tensor *matmul(ts_ctx *ctx, const char *op, ts_tensor *A, ts_tensor *B, bool ta,
-			 bool tb, int lead, const ts_dtype *out)
+			 bool tb, int lead, const ts_dtype *out, bool tf32)
 {
 	mm_dims d;
 	if (!fe_check_inputs(ctx, op, 2, (ts_tensor *[]){A, B}) ||
@@ -76,6 +76,10 @@ static ts_tensor *matmul(ts_ctx *ctx, const char *op, ts_tensor *A, ts_tensor *B
 		x = ts_cast(ctx, *out, x);
 		y = ts_cast(ctx, *out, y);
 	}
+	if (tf32) {
+		x = ts_round_tf32(ctx, x);
+		y = ts_round_tf32(ctx, y);
+	}
 	ts_expr *prod = ts_mul(ctx, x, y);
 	int64_t shape[3] = {d.batch, d.m, d.n};
 	return ts_compute(ctx, op, lead + 2, shape + 1 - lead, v, TS_SUM(ctx, prod, k));
@@ -83,13 +87,13 @@ static ts_tensor *matmul(ts_ctx *ctx, const char *op, ts_tensor *A, ts_tensor *B
 
 ts_tensor *ts_op_matmul(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA, bool transB)
 {
-	return matmul(ctx, "matmul", A, B, transA, transB, 0, NULL);
+	return matmul(ctx, "matmul", A, B, transA, transB, 0, NULL, false);
 }
 
 ts_tensor *ts_op_batch_matmul(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA,
 			      bool transB)
 {
-	return matmul(ctx, "batch_matmul", A, B, transA, transB, 1, NULL);
+	return matmul(ctx, "batch_matmul", A, B, transA, transB, 1, NULL, false);
 }
 
 static ts_tensor *bias_add(ts_ctx *ctx, const char *op, const char *name, ts_tensor *X,
@@ -106,12 +110,23 @@ ts_tensor *ts_op_matmul_acc(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA
 			 A ? ts_dtype_str(A->dtype, a) : "?");
 		return NULL;
 	}
-	return matmul(ctx, "matmul", A, B, transA, transB, 0, &out_dtype);
+	return matmul(ctx, "matmul", A, B, transA, transB, 0, &out_dtype, false);
+}
+
+ts_tensor *ts_op_matmul_tf32(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA, bool transB)
+{
+	if (A && B && (!ts_dtype_eq(A->dtype, ts_float32) || !ts_dtype_eq(B->dtype, ts_float32))) {
+		char a[24], b[24];
+		ts_error(ctx, TS_ERR_INVALID, "matmul_tf32: operands must be float32, got %s and %s",
+			 ts_dtype_str(A->dtype, a), ts_dtype_str(B->dtype, b));
+		return NULL;
+	}
+	return matmul(ctx, "matmul", A, B, transA, transB, 0, NULL, true);
 }
 
 ts_tensor *ts_op_dense(ts_ctx *ctx, ts_tensor *X, ts_tensor *W, ts_tensor *bias)
 {
-	ts_tensor *Y = matmul(ctx, "dense", X, W, false, true, 0, NULL);
+	ts_tensor *Y = matmul(ctx, "dense", X, W, false, true, 0, NULL, false);
 	if (!Y || !bias)
 		return Y;
 	return bias_add(ctx, "dense", "dense_bias", Y, bias, 1);

@@ -52,6 +52,12 @@ ts_tensor *ts_op_matmul(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA, bo
  * least as wide as the operands'. */
 ts_tensor *ts_op_matmul_acc(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA, bool transB,
 			    ts_dtype out_dtype);
+/* ts_op_matmul of float32 A and B with each operand rounded to TF32 first
+ * (ts_round_tf32: 10 mantissa bits), the products exact and summed in
+ * float32: what tensor cores compute for a float32 GEMM in TF32 mode
+ * (ts_schedule_matmul_tensorcore), a relative error of about 2^-11 per
+ * operand that the plain matmul does not have. */
+ts_tensor *ts_op_matmul_tf32(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA, bool transB);
 /* The same per batch: A[b, ., .], B[b, ., .] -> C[b, M, N]; equal batches. */
 ts_tensor *ts_op_batch_matmul(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA,
 			      bool transB);

@@ -1253,10 +1253,17 @@ static int64_t fit16(int64_t v, int64_t n)
 	return v < 16 ? 16 : v;
 }
 
-/* f32(read of one input) */
+/* f32(read of one input), or round_tf32(read) */
 static bool tc_operand(const ts_expr *e)
 {
+	if (e->kind == IR_CALL && e->u.call.op == IR_INTRIN_ROUND_TF32)
+		return e->u.call.args[0]->kind == IR_READ;
 	return e->kind == IR_CAST && ts_dtype_eq(e->dtype, ts_float32) && e->u.un.a->kind == IR_READ;
+}
+
+static const ts_tensor *tc_read(const ts_expr *e)
+{
+	return (e->kind == IR_CALL ? e->u.call.args[0] : e->u.un.a)->u.read.tensor;
 }
 
 /* C's body is sum_k f32(x) * f32(y), reads of its two inputs. */
@@ -1267,7 +1274,8 @@ static bool tc_body(const ts_tensor *C)
 		return false;
 	const ts_expr *p = b->u.reduce.source;
 	return p->kind == IR_MUL && tc_operand(p->u.bin.a) && tc_operand(p->u.bin.b) &&
-	       p->u.bin.a->u.un.a->u.read.tensor != p->u.bin.b->u.un.a->u.read.tensor;
+	       p->u.bin.a->kind == p->u.bin.b->kind &&
+	       tc_read(p->u.bin.a) != tc_read(p->u.bin.b);
 }
 
 static ts_status tc_check(ts_schedule *s, const ts_tensor *C, const ts_matmul_tc_params *d)
@@ -1303,15 +1311,18 @@ static ts_status tc_check(ts_schedule *s, const ts_tensor *C, const ts_matmul_tc
 		return ts_error(ctx, TS_ERR_INVALID, "%s: %s is already scheduled (split, reordered, "
 				"annotated or attached); give it a schedule of its own", w, C->name);
 	char c[24], a[24], b[24];
-	if (!ts_dtype_eq(C->dtype, ts_float32) || A->dtype.bits != 16 || !ts_dtype_is_float(A->dtype) ||
-	    !ts_dtype_eq(A->dtype, B->dtype))
+	bool f32 = ts_dtype_eq(A->dtype, ts_float32);
+	if (!ts_dtype_eq(C->dtype, ts_float32) || !ts_dtype_is_float(A->dtype) ||
+	    (A->dtype.bits != 16 && !f32) || !ts_dtype_eq(A->dtype, B->dtype))
 		return ts_error(ctx, TS_ERR_INVALID, "%s: %s is %s from %s and %s; tensor cores take float16 "
 				"or bfloat16 operands (both the same) into float32 (ts_op_matmul_acc(..., "
-				"ts_float32))", w, C->name, ts_dtype_str(C->dtype, c), ts_dtype_str(A->dtype, a),
-				ts_dtype_str(B->dtype, b));
-	if (!tc_body(C))
+				"ts_float32)), or float32 ones rounded to TF32 (ts_op_matmul_tf32)", w, C->name,
+				ts_dtype_str(C->dtype, c), ts_dtype_str(A->dtype, a), ts_dtype_str(B->dtype, b));
+	if (!tc_body(C) || (f32 != (C->body->u.reduce.source->u.bin.a->kind == IR_CALL)))
 		return ts_error(ctx, TS_ERR_INVALID, "%s: %s is not a sum of products float32(A) x "
-				"float32(B) of its two operands (ts_op_matmul_acc)", w, C->name);
+				"float32(B) of its two operands (ts_op_matmul_acc), nor of round_tf32(A) x "
+				"round_tf32(B) (ts_op_matmul_tf32)%s", w, C->name,
+				f32 ? "; float32 operands take tensor cores rounded to TF32 first" : "");
 	int64_t ext[3] = {C->shape[0], C->shape[1], C->reduce_axis[0]->extent};
 	static const char *const dim[3] = {"M", "N", "K"};
 	for (int i = 0; i < 3; i++)
@@ -1343,7 +1354,7 @@ static ts_status tc_check(ts_schedule *s, const ts_tensor *C, const ts_matmul_tc
 	/* each tile's rows padded by 8 (tc_fetch), counted on the longer side;
 	 * the tiles are bounded first, so the product cannot overflow */
 	if (d->block_m > 4096 || d->block_n > 4096 || d->tile_k > 4096 ||
-	    2 * (d->block_m + d->block_n + 16) * (d->tile_k + 8) > 49152)
+	    (A->dtype.bits / 8) * (d->block_m + d->block_n + 16) * (d->tile_k + 8) > 49152)
 		return ts_error(ctx, TS_ERR_INVALID, "%s: shared tiles (block_m + block_n) x tile_k, their "
 				"rows padded, take more than the 48 KB of static shared memory (%lld + %lld "
 				"by %lld)", w, (long long)d->block_m, (long long)d->block_n,
@@ -1355,17 +1366,21 @@ static ts_status tc_check(ts_schedule *s, const ts_tensor *C, const ts_matmul_tc
  * block's threads, 32 lanes of threadIdx.x under the warps' y and z.  Its
  * rows (a multiple of 16 elements) get 8 more: the 8 rows g and the 4
  * column pairs t that a fragment's lanes read then fall in 32 different
- * banks, where unpadded rows of 32 or 64 halves put 4 lanes in each. */
+ * banks, where unpadded rows of 32 or 64 halves put 4 lanes in each.
+ * TF32 operands (float32, each lane loading its elements) get rows 4
+ * more (A: rows g read at columns t: 4 g + t covers the banks) or 8 more
+ * (B: rows t read at columns g: 8 t + g). */
 static ts_status tc_fetch(ts_schedule *s, ts_tensor *T, ts_stage *at, ts_axis *ko, int64_t wy,
-			  int64_t wx)
+			  int64_t wx, int64_t pad)
 {
 	ts_stage *ss = ts_stage_of(s, T);
 	ts_axis *f, *fo, *fv, *o, *t, *tyz, *tx, *tz, *ty;
-	TRY(ts_storage_align(ss, 0, 16, 8));
+	int64_t vec = 16 / (T->dtype.bits / 8);
+	TRY(ts_storage_align(ss, 0, 16, pad));
 	TRY(ts_compute_at(ss, at, ko));
 	TRY(ts_fuse(ss, ts_axis_of(ss, 0), ts_axis_of(ss, 1), &f));
-	/* 8 halves per thread: one 16-byte move (rows are multiples of 8) */
-	TRY(ts_split(ss, f, 8, &fo, &fv));
+	/* 16 bytes per thread: one move (rows are multiples of 16 bytes) */
+	TRY(ts_split(ss, f, vec, &fo, &fv));
 	TRY(ts_vectorize(ss, fv));
 	TRY(ts_split(ss, fo, 32 * wy * wx, &o, &t));
 	TRY(ts_split(ss, t, 32, &tyz, &tx));
@@ -1432,6 +1447,7 @@ ts_status ts_schedule_matmul_tensorcore(ts_schedule *s, ts_tensor *C, const ts_m
 	TRY(ts_unroll(sl, lyo));
 	TRY(ts_unroll(sl, lxo));
 	TRY(ts_tensorize(sl, lyi, TS_INTRIN_MMA_16X16X16));
-	TRY(tc_fetch(s, AS, sl, ko, wy, wx));
-	return tc_fetch(s, BS, sl, ko, wy, wx);
+	bool tf32 = A->dtype.bits == 32;
+	TRY(tc_fetch(s, AS, sl, ko, wy, wx, tf32 ? 4 : 8));
+	return tc_fetch(s, BS, sl, ko, wy, wx, 8);
 }

@@ -224,7 +224,8 @@ typedef struct ts_matmul_tc_params {
  * where M and N are multiples of 128 and M x N is at least 2048 x 2048. */
 ts_matmul_tc_params ts_matmul_tc_default(void);
 /* Schedules C = ts_op_matmul_acc(A, B, ..., ts_float32) with A and B
- * float16 or bfloat16 (either transposed) on tensor cores: each block
+ * float16 or bfloat16, or C = ts_op_matmul_tf32(A, B, ...) with float32 A
+ * and B (TF32), either transposed, on tensor cores: each block
  * stages A's and B's tiles in shared memory, each warp accumulates its
  * warp_m x warp_n tile in registers with 16 x 16 x 16 MMAs (ts_tensorize)
  * and stores it from them.  M, N and K are multiples of 16; the tiles are

@@ -244,16 +244,18 @@ ts_status ts_storage_align(ts_stage *st, int dim, int64_t factor, int64_t offset
 /* Tensor intrinsics for ts_tensorize. */
 typedef enum ts_intrin {
 	/* a warp's 16 x 16 x 16 matrix multiply-accumulate on tensor cores:
-	 * float16 or bfloat16 operands, float32 accumulator (PTX mma.sync
-	 * m16n8k16, sm_80 and newer) */
+	 * float16 or bfloat16 operands (PTX mma.sync m16n8k16), or float32
+	 * ones rounded to TF32 (ts_round_tf32; four mma.sync m16n8k8), into
+	 * a float32 accumulator; sm_80 and newer */
 	TS_INTRIN_MMA_16X16X16 = 1
 } ts_intrin;
 /* TVM's s[C].tensorize(axis, intrin): the loops from `axis` (a data axis
  * of st) to the innermost, each of extent 16 and plain, are computed by
  * the intrinsic.  Three forms, told apart by what the nest computes:
  *   - the update of a sum reduction acc[m, n] += cast(float32, a(m, k)) *
- *     cast(float32, b(k, n)), loops m, n, k in any order with k a
- *     reduction axis: one warp-wide MMA (two mma.sync m16n8k16);
+ *     cast(float32, b(k, n)) (16-bit a and b), or += round_tf32(a(m, k)) *
+ *     round_tf32(b(k, n)) (float32 a and b), loops m, n, k in any order
+ *     with k a reduction axis: one warp-wide MMA;
  *   - that reduction's init (acc[m, n] = 0, made with the update): a
  *     fill of the accumulator's registers;
  *   - any statement that reads acc[m, n] over a 16 x 16 tile (the stage

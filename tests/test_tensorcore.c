@@ -24,12 +24,15 @@
 
 static bool nvrtc_ok;
 
-/* C = A x B (either transposed) in float32 from 16-bit operands. */
+/* C = A x B (either transposed) in float32 from 16-bit operands, or from
+ * float32 ones rounded to TF32. */
 static ts_tensor *tc_matmul(ts_ctx *ctx, int64_t M, int64_t N, int64_t K, ts_dtype t, bool ta,
 			    bool tb, ts_tensor **A, ts_tensor **B)
 {
 	*A = ta ? ts_placeholder(ctx, "A", TS_SHAPE(K, M), t) : ts_placeholder(ctx, "A", TS_SHAPE(M, K), t);
 	*B = tb ? ts_placeholder(ctx, "B", TS_SHAPE(N, K), t) : ts_placeholder(ctx, "B", TS_SHAPE(K, N), t);
+	if (ts_dtype_eq(t, ts_float32)) /* TF32 */
+		return ts_op_matmul_tf32(ctx, *A, *B, ta, tb);
 	return ts_op_matmul_acc(ctx, *A, *B, ta, tb, ts_float32);
 }
 
@@ -64,24 +67,29 @@ START_TEST(test_results_interp)
 {
 	static const struct {
 		int64_t m, n, k;
-		bool bf16, ta, tb;
+		int type; /* 0 float16, 1 bfloat16, 2 TF32 */
+		bool ta, tb;
 	} cases[] = {
-		{64, 64, 32, false, false, false},
-		{128, 96, 48, false, false, false}, /* the defaults halved to divide */
-		{32, 48, 64, true, false, false},
-		{48, 32, 16, false, true, false},
-		{32, 64, 32, true, false, true},
-		{16, 16, 16, false, true, true},
+		{64, 64, 32, 0, false, false},
+		{128, 96, 48, 0, false, false}, /* the defaults halved to divide */
+		{32, 48, 64, 1, false, false},
+		{48, 32, 16, 0, true, false},
+		{32, 64, 32, 1, false, true},
+		{16, 16, 16, 0, true, true},
+		{64, 64, 32, 2, false, false},
+		{32, 48, 48, 2, true, true},
 	};
+	static const char *const tname[3] = {"f16", "bf16", "tf32"};
+	const ts_dtype types[3] = {ts_float16, ts_bfloat16, ts_float32};
 	for (size_t i = 0; i < TS_COUNT_OF(cases); i++) {
 		ts_ctx *ctx = ts_ctx_new();
 		char what[96];
 		snprintf(what, sizeof(what), "%lldx%lldx%lld %s%s%s", (long long)cases[i].m,
-			 (long long)cases[i].n, (long long)cases[i].k, cases[i].bf16 ? "bf16" : "f16",
+			 (long long)cases[i].n, (long long)cases[i].k, tname[cases[i].type],
 			 cases[i].ta ? " A^T" : "", cases[i].tb ? " B^T" : "");
 		tu_set_context(what);
-		ts_func *f = tc_gemm(ctx, cases[i].m, cases[i].n, cases[i].k,
-				     cases[i].bf16 ? ts_bfloat16 : ts_float16, cases[i].ta, cases[i].tb, NULL);
+		ts_func *f = tc_gemm(ctx, cases[i].m, cases[i].n, cases[i].k, types[cases[i].type],
+				     cases[i].ta, cases[i].tb, NULL);
 		tu_check_func_interp(ctx, f, 1e-4);
 		ts_ctx_free(ctx);
 	}
@@ -143,6 +151,16 @@ START_TEST(test_cuda_source)
 	ck_assert_int_eq(count(big, "ts_ldsm_x4(mma_fa"), 8);
 	ck_assert_int_eq(count(big, "ts_ldsm_x4_trans(mma_fb"), 8);
 	ts_module_free(ml);
+	/* TF32: float32 tiles, two mma.sync m16n8k8 per 16 columns and k step of 16 */
+	f = tc_gemm(ctx, 128, 128, 64, ts_float32, false, false, NULL);
+	ts_module *mt;
+	const char *tf = cuda_source(ctx, f, "cuda -arch=sm_80", &mt);
+	ck_assert_msg(tf != NULL, "%s", ts_last_error(ctx));
+	ck_assert_int_eq(count(tf, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"), 32);
+	ck_assert_int_gt(count(tf, "__float_as_uint(ts_round_tf32(A_shared["), 0);
+	ck_assert_int_eq(count(tf, "*(float4 *)&"), 2);
+	ck_assert_ptr_null(strstr(tf, "ldsm_x4(mma_f")); /* ldmatrix moves 16-bit elements */
+	ts_module_free(mt);
 	/* bfloat16 and transposed operands */
 	f = tc_gemm(ctx, 64, 32, 32, ts_bfloat16, true, true, NULL);
 	ts_module *m;
@@ -264,7 +282,14 @@ START_TEST(test_schedule_refusals)
 	ts_tensor *X2 = ts_placeholder(ctx, "X2", TS_SHAPE(32, 32), ts_float32);
 	Y = ts_op_matmul(ctx, X, X2, false, false);
 	s = ts_create_schedule(ctx, 1, &Y);
+	FAILS_ST(ctx, ts_schedule_matmul_tensorcore(s, Y, NULL), "float32 operands take tensor cores rounded to TF32 first");
+	ts_tensor *I8 = ts_placeholder(ctx, "I8", TS_SHAPE(32, 32), ts_int8);
+	ts_tensor *I8b = ts_placeholder(ctx, "I8b", TS_SHAPE(32, 32), ts_int8);
+	Y = ts_op_matmul_acc(ctx, I8, I8b, false, false, ts_float32);
+	tu_nonnull(ctx, Y);
+	s = ts_create_schedule(ctx, 1, &Y);
 	FAILS_ST(ctx, ts_schedule_matmul_tensorcore(s, Y, NULL), "tensor cores take float16 or bfloat16");
+	FAILS_NULL(ctx, ts_op_matmul_tf32(ctx, I8, I8b, false, false), "matmul_tf32: operands must be float32");
 	/* not a matmul: a max of products, a 1-D operand; symbolic extents;
 	 * scheduled twice */
 	ts_tensor *H = ts_placeholder(ctx, "H", TS_SHAPE(32, 32), ts_float16);
