@@ -255,7 +255,7 @@ START_TEST(test_scheduled_gemm_and_conv)
 END_TEST
 
 /* The tensor-core GEMM (sm_80 and newer) matches the reference evaluator:
- * float16 and bfloat16, transposed operands, given and fitted tiles. */
+ * float16, bfloat16 and TF32, transposed operands, fitted tiles. */
 START_TEST(test_tensorcore_gemm)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -269,21 +269,26 @@ START_TEST(test_tensorcore_gemm)
 	}
 	static const struct {
 		int64_t m, n, k;
-		bool bf16, ta, tb;
+		int type; /* 0 float16, 1 bfloat16, 2 TF32 */
+		bool ta, tb;
 	} cases[] = {
-		{256, 256, 256, false, false, false},
-		{512, 384, 160, true, false, false},
-		{96, 80, 48, false, true, false},
-		{64, 128, 96, true, false, true},
+		{256, 256, 256, 0, false, false},
+		{512, 384, 160, 1, false, false},
+		{96, 80, 48, 0, true, false},
+		{64, 128, 96, 1, false, true},
+		{256, 128, 64, 2, false, false},
+		{64, 96, 48, 2, true, true},
 	};
+	const ts_dtype types[3] = {ts_float16, ts_bfloat16, ts_float32};
 	for (size_t i = 0; i < TS_COUNT_OF(cases); i++) {
-		ts_dtype t = cases[i].bf16 ? ts_bfloat16 : ts_float16;
+		ts_dtype t = types[cases[i].type];
 		int64_t m = cases[i].m, n = cases[i].n, k = cases[i].k;
 		ts_tensor *A = cases[i].ta ? ts_placeholder(ctx, "A", TS_SHAPE(k, m), t)
 					   : ts_placeholder(ctx, "A", TS_SHAPE(m, k), t);
 		ts_tensor *B = cases[i].tb ? ts_placeholder(ctx, "B", TS_SHAPE(n, k), t)
 					   : ts_placeholder(ctx, "B", TS_SHAPE(k, n), t);
-		ts_tensor *C = ts_op_matmul_acc(ctx, A, B, cases[i].ta, cases[i].tb, ts_float32);
+		ts_tensor *C = cases[i].type == 2 ? ts_op_matmul_tf32(ctx, A, B, cases[i].ta, cases[i].tb)
+						  : ts_op_matmul_acc(ctx, A, B, cases[i].ta, cases[i].tb, ts_float32);
 		ts_schedule *s = ts_create_schedule(ctx, 1, &C);
 		tu_ok(ctx, ts_schedule_matmul_tensorcore(s, C, NULL));
 		tu_check_func_with(ctx, ts_lower(s, "tc_gemm", 3, (ts_tensor *[]){A, B, C}), gpu_runner,

@@ -291,8 +291,8 @@ START_TEST(test_primitives_page)
 	    ts_tensor *aa = ts_cache_read(e.s, e.A, TS_SCOPE_LOCAL, 1, &e.C);
 	    ts_storage_align(ts_stage_of(e.s, aa), 0, 8, 1));
 	DOC(&out, "tensorize", "TVM's tensorize: the loops from an axis inward, each of extent 16, "
-		"are one 16 x 16 x 16 matrix multiply-accumulate (float16 or bfloat16 operands, a "
-		"float32 accumulator).  The loop IR keeps the loops, marked: the CPU, the C "
+		"are one 16 x 16 x 16 matrix multiply-accumulate (float16 or bfloat16 operands, or "
+		"float32 ones rounded by round_tf32, and a float32 accumulator).  The loop IR keeps the loops, marked: the CPU, the C "
 		"emitter and the interpreter run them as written, and the cuda target (sm_80 and "
 		"newer) has a warp run each such nest as two mma.sync m16n8k16, its accumulator in "
 		"registers, 8 elements per lane.  There the accumulator must be a local buffer "
