@@ -1149,109 +1149,97 @@ static const char *tf32_bits(emitter *em, const ts_buffer *b, ts_expr *idx)
 	return n && i ? ts_sprintf(em->ctx, "__float_as_uint(ts_round_tf32(%s[%s]))", n, i) : NULL;
 }
 
+/* One mma.sync of shape.types onto columns 8 * half .. + 7 of n's tile:
+ * the accumulator's 4 registers there, a's 4 (array a), b's 2. */
+static bool mma_asm(emitter *em, const cg_mma_nest *n, int half, const char *shape,
+		    const char *a, const char *b0, const char *b1)
+{
+	const char *frag = lookup(em, em->mma.frag[n->acc]), *c[4];
+	for (int i = 0; i < 4; i++) {
+		ts_expr *ci = cg_mma_c_index(em->ctx, n, half, i);
+		if (!frag || !ci || !(c[i] = expr_text(em, ci)))
+			return false;
+	}
+	begin_line(em);
+	ts_sb_printf(&em->out, "asm(\"mma.sync.aligned.%s {%%0, %%1, %%2, %%3}, {%%4, %%5, %%6, %%7}, "
+		     "{%%8, %%9}, {%%0, %%1, %%2, %%3};\"\n", shape);
+	ts_sb_indent(&em->out, em->indent + 1);
+	ts_sb_printf(&em->out, ": \"+f\"(%s[%s]), \"+f\"(%s[%s]), \"+f\"(%s[%s]), \"+f\"(%s[%s])\n",
+		     frag, c[0], frag, c[1], frag, c[2], frag, c[3]);
+	ts_sb_indent(&em->out, em->indent + 1);
+	ts_sb_printf(&em->out, ": \"r\"(%s[0]), \"r\"(%s[1]), \"r\"(%s[2]), \"r\"(%s[3]), "
+		     "\"r\"(%s), \"r\"(%s));\n", a, a, a, a, b0, b1);
+	return true;
+}
+
 /* A TF32 update: per k step of 8, each lane's A fragment (4 elements),
  * then for each 8 columns its B fragment (2) and one mma.sync m16n8k8. */
-static void mma_tf32(emitter *em, const cg_mma_nest *n, const ts_stmt *s)
+static bool mma_tf32(emitter *em, const cg_mma_nest *n)
 {
 	ts_ctx *ctx = em->ctx;
 	const cg_mma *mm = &em->mma;
-	const char *frag = lookup(em, mm->frag[n->acc]);
-	line(em, ts_sprintf(ctx, "{ /* %s: 16 x 16 x 16 on tensor cores, TF32 */", s->u.for_.var->u.var.name));
-	em->indent++;
-	bool ok = frag != NULL;
-	for (int ks = 0; ok && ks < 2; ks++) {
-		const char *a[4], *b[2], *c[4];
+	for (int ks = 0; ks < 2; ks++) {
+		const char *a[4], *b[2];
 		for (int i = 0; i < 4; i++)
-			ok = ok && (a[i] = tf32_bits(em, n->a, cg_mma_tf32_a_index(ctx, mm, n, ks, i)));
-		if (!ok)
-			break;
+			if (!(a[i] = tf32_bits(em, n->a, cg_mma_tf32_a_index(ctx, mm, n, ks, i))))
+				return false;
 		line(em, ts_sprintf(ctx, "const unsigned mma_a%d[4] = {%s, %s, %s, %s};", ks, a[0], a[1], a[2], a[3]));
-		for (int h = 0; ok && h < 2; h++) {
+		for (int h = 0; h < 2; h++) {
 			for (int i = 0; i < 2; i++)
-				ok = ok && (b[i] = tf32_bits(em, n->b, cg_mma_tf32_b_index(ctx, mm, n, ks, h, i)));
-			for (int i = 0; i < 4; i++) {
-				ts_expr *ci = ok ? cg_mma_c_index(ctx, n, h, i) : NULL;
-				ok = ok && ci && (c[i] = expr_text(em, ci));
-			}
-			if (!ok)
-				break;
-			begin_line(em);
-			ts_sb_printf(&em->out,
-				     "asm(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%%0, %%1, %%2, %%3}, "
-				     "{%%4, %%5, %%6, %%7}, {%%8, %%9}, {%%0, %%1, %%2, %%3};\"\n");
-			ts_sb_indent(&em->out, em->indent + 1);
-			ts_sb_printf(&em->out, ": \"+f\"(%s[%s]), \"+f\"(%s[%s]), \"+f\"(%s[%s]), \"+f\"(%s[%s])\n",
-				     frag, c[0], frag, c[1], frag, c[2], frag, c[3]);
-			ts_sb_indent(&em->out, em->indent + 1);
-			ts_sb_printf(&em->out, ": \"r\"(mma_a%d[0]), \"r\"(mma_a%d[1]), \"r\"(mma_a%d[2]), "
-				     "\"r\"(mma_a%d[3]), \"r\"(%s), \"r\"(%s));\n", ks, ks, ks, ks, b[0], b[1]);
+				if (!(b[i] = tf32_bits(em, n->b, cg_mma_tf32_b_index(ctx, mm, n, ks, h, i))))
+					return false;
+			if (!mma_asm(em, n, h, "m16n8k8.row.col.f32.tf32.tf32.f32",
+				     ts_sprintf(ctx, "mma_a%d", ks), b[0], b[1]))
+				return false;
 		}
 	}
-	if (!ok && !em->failed)
-		fail(em, ts_last_status(ctx) != TS_OK ? ts_last_status(ctx) : TS_ERR_NOMEM,
-		     "tensorize: loop %s: out of memory", s->u.for_.var->u.var.name);
-	em->indent--;
-	line(em, "}");
+	return true;
 }
 
-/* The update as two mma.sync m16n8k16 (columns 0-7 and 8-15 of the tile),
- * a's fragment loaded once; elementwise nests as the lane's 8 elements. */
+/* A 16-bit update: A's and B's fragments (one ldmatrix each where they
+ * qualify, loaded before the block), then two mma.sync m16n8k16. */
+static bool mma_16bit(emitter *em, const cg_mma_nest *n, const char *fa, const char *fb)
+{
+	ts_ctx *ctx = em->ctx;
+	if (*fa)
+		line(em, ts_sprintf(ctx, "const unsigned *mma_a = %s;", fa));
+	else if (!operand_lanes(em, n, false, "mma_a"))
+		return false;
+	if (*fb)
+		line(em, ts_sprintf(ctx, "const unsigned *mma_b = %s;", fb));
+	else if (!operand_lanes(em, n, true, "mma_b"))
+		return false;
+	const char *shape = n->type == CG_MMA_BF16 ? "m16n8k16.row.col.f32.bf16.bf16.f32"
+						  : "m16n8k16.row.col.f32.f16.f16.f32";
+	return mma_asm(em, n, 0, shape, "mma_a", "mma_b[0]", "mma_b[1]") &&
+	       mma_asm(em, n, 1, shape, "mma_a", "mma_b[2]", "mma_b[3]");
+}
+
+/* An update as mma.sync in a block of its own; elementwise nests as the
+ * lane's 8 elements. */
 static void mma_nest(emitter *em, const ts_stmt *s)
 {
 	const cg_mma_nest *n = cg_mma_find(&em->mma, s);
+	const char *loop = s->u.for_.var->u.var.name;
 	if (!n) {
-		fail(em, TS_ERR_INTERNAL, "tensorized loop %s was not matched", s->u.for_.var->u.var.name);
+		fail(em, TS_ERR_INTERNAL, "tensorized loop %s was not matched", loop);
 		return;
 	}
 	ts_ctx *ctx = em->ctx;
 	if (!n->update) {
-		line(em, ts_sprintf(ctx, "/* %s: this lane's 8 elements of the 16 x 16 tile */",
-				    s->u.for_.var->u.var.name));
+		line(em, ts_sprintf(ctx, "/* %s: this lane's 8 elements of the 16 x 16 tile */", loop));
 		for (int k = 0; k < 8 && !em->failed; k++)
 			stmt(em, cg_mma_slot(ctx, &em->mma, n, k));
 		return;
 	}
-	if (n->type == CG_MMA_TF32) {
-		mma_tf32(em, n, s);
-		return;
-	}
-	const char *frag = lookup(em, em->mma.frag[n->acc]);
-	const char *fa = operand_ldsm(em, n, false), *fb = fa ? operand_ldsm(em, n, true) : NULL;
-	line(em, ts_sprintf(ctx, "{ /* %s: 16 x 16 x 16 on tensor cores */", s->u.for_.var->u.var.name));
+	bool tf32 = n->type == CG_MMA_TF32;
+	const char *fa = tf32 ? "" : operand_ldsm(em, n, false), *fb = fa && !tf32 ? operand_ldsm(em, n, true) : "";
+	line(em, ts_sprintf(ctx, "{ /* %s: 16 x 16 x 16 on tensor cores%s */", loop, tf32 ? ", TF32" : ""));
 	em->indent++;
-	bool ok = frag && fa && fb;
-	if (ok && *fa)
-		line(em, ts_sprintf(ctx, "const unsigned *mma_a = %s;", fa));
-	else if (ok)
-		ok = operand_lanes(em, n, false, "mma_a");
-	if (ok && *fb)
-		line(em, ts_sprintf(ctx, "const unsigned *mma_b = %s;", fb));
-	else if (ok)
-		ok = operand_lanes(em, n, true, "mma_b");
-	const char *ty = n->type == CG_MMA_BF16 ? "bf16" : "f16";
-	for (int h = 0; ok && h < 2 && !em->failed; h++) {
-		const char *c[4];
-		for (int i = 0; i < 4; i++) {
-			ts_expr *ci = cg_mma_c_index(ctx, n, h, i);
-			c[i] = ci ? expr_text(em, ci) : NULL;
-			ok = ok && c[i];
-		}
-		if (!ok)
-			break;
-		begin_line(em);
-		ts_sb_printf(&em->out,
-			     "asm(\"mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 {%%0, %%1, %%2, %%3}, "
-			     "{%%4, %%5, %%6, %%7}, {%%8, %%9}, {%%0, %%1, %%2, %%3};\"\n", ty, ty);
-		ts_sb_indent(&em->out, em->indent + 1);
-		ts_sb_printf(&em->out, ": \"+f\"(%s[%s]), \"+f\"(%s[%s]), \"+f\"(%s[%s]), \"+f\"(%s[%s])\n",
-			     frag, c[0], frag, c[1], frag, c[2], frag, c[3]);
-		ts_sb_indent(&em->out, em->indent + 1);
-		ts_sb_printf(&em->out, ": \"r\"(mma_a[0]), \"r\"(mma_a[1]), \"r\"(mma_a[2]), \"r\"(mma_a[3]), "
-			     "\"r\"(mma_b[%d]), \"r\"(mma_b[%d]));\n", 2 * h, 2 * h + 1);
-	}
+	bool ok = fa && fb && (tf32 ? mma_tf32(em, n) : mma_16bit(em, n, fa, fb));
 	if (!ok && !em->failed)
 		fail(em, ts_last_status(ctx) != TS_OK ? ts_last_status(ctx) : TS_ERR_NOMEM,
-		     "tensorize: loop %s: out of memory", s->u.for_.var->u.var.name);
+		     "tensorize: loop %s: out of memory", loop);
 	em->indent--;
 	line(em, "}");
 }

@@ -1,12 +1,13 @@
 /*
  * cuda_mma.c - tensorized nests on a warp's tensor cores (cuda_mma.h).
  *
- * Two walks over a kernel: the first matches the updates (their stores name
- * the accumulators, and one that does not match is refused there, saying
- * why, before a nest that reads its accumulator could only say that it
- * reads none); the second matches every tensorized nest, checks that a
- * whole warp runs it with one tile, and that nothing else touches an
- * accumulator, since a lane holds only 8 of each tile's 256 elements.
+ * Two walks over a kernel: the first matches and records the updates
+ * (their stores name the accumulators, and one that does not match is
+ * refused there, saying why, before a nest that reads its accumulator
+ * could only say that it reads none); the second checks that a whole warp
+ * runs each tensorized nest with one tile, matches the other nests, and
+ * checks that nothing else touches an accumulator, since a lane holds only
+ * 8 of each tile's 256 elements.
  */
 #include "cuda_mma.h"
 
@@ -405,8 +406,17 @@ static bool find_barrier(ts_stmt *s, void *data)
 	return true;
 }
 
+/* First walk: the nest's loops, and an update matched and recorded (its
+ * store names the accumulator; one that does not match is refused here,
+ * saying why, before the nests that read its accumulator would miss it).
+ * Second walk: a warp reaches the nest together, and the other nests are
+ * matched and recorded. */
 static void tensorized(scan *sc, ts_stmt *s)
 {
+	if (!sc->updates && cg_mma_find(sc->mm, s)) { /* an update, matched already */
+		warp_uniform(sc, s);
+		return;
+	}
 	ts_expr *vars[3];
 	const ts_stmt *body;
 	bool barrier = false;
@@ -417,17 +427,15 @@ static void tensorized(scan *sc, ts_stmt *s)
 		return;
 	}
 	int nv = peel(sc, s, vars, &body);
-	if (nv < 0)
+	if (nv < 0 || (sc->updates && nv != 3))
 		return;
 	cg_mma_nest n = {.loop = s};
 	if (sc->updates) {
-		/* the updates name the accumulators; one that does not match is
-		 * refused here, saying why, before the nests that would miss it */
-		ts_buffer *b = nv == 3 && body->kind == IR_S_STORE ? body->u.store.buf : NULL;
+		ts_buffer *b = body->kind == IR_S_STORE ? body->u.store.buf : NULL;
 		if (b && is_f32(b->dtype) && b->scope == TS_SCOPE_LOCAL && !add_acc(sc, s, b))
 			return;
-		if (nv == 3)
-			match_update(sc, s, vars, body, &n);
+		if (match_update(sc, s, vars, body, &n))
+			add_nest(sc, &n);
 		return;
 	}
 	if (!warp_uniform(sc, s))
@@ -438,9 +446,7 @@ static void tensorized(scan *sc, ts_stmt *s)
 		fail(sc, s, "loop '%s' inside its nest is tensorized too", inner->u.for_.var->u.var.name);
 		return;
 	}
-	bool ok = nv == 3 ? match_update(sc, s, vars, body, &n)
-			  : match_elementwise(sc, s, vars, (ts_stmt *)body, &n);
-	if (ok)
+	if (match_elementwise(sc, s, vars, (ts_stmt *)body, &n))
 		add_nest(sc, &n);
 }
 
@@ -600,40 +606,38 @@ ts_stmt *cg_mma_slot(ts_ctx *ctx, const cg_mma *mm, const cg_mma_nest *n, int s)
 	return b ? ir_simplify_stmt(ctx, b, 0, NULL) : NULL;
 }
 
+/* Operand element idx at v0 = e0, v1 = e1, simplified. */
+static ts_expr *element(ts_ctx *ctx, ts_expr *idx, ts_expr *v0, ts_expr *e0, ts_expr *v1, ts_expr *e1)
+{
+	ts_expr *e = subst(ctx, idx, 2, (ts_expr *[]){v0, v1}, (ts_expr *[]){e0, e1});
+	return e ? ir_simplify(ctx, e, 0, NULL) : NULL;
+}
+
 ts_expr *cg_mma_a_index(ts_ctx *ctx, const cg_mma *mm, const cg_mma_nest *n, int i)
 {
-	ts_expr *vars[2] = {n->m, n->k};
-	ts_expr *vals[2] = {lane(ctx, mm->g, 1, 8 * ((i >> 1) & 1)),
-			    lane(ctx, mm->t, 2, (i & 1) + 8 * (i >> 2))};
-	ts_expr *e = subst(ctx, n->a_idx, 2, vars, vals);
-	return e ? ir_simplify(ctx, e, 0, NULL) : NULL;
+	return element(ctx, n->a_idx, n->m, lane(ctx, mm->g, 1, 8 * ((i >> 1) & 1)),
+		       n->k, lane(ctx, mm->t, 2, (i & 1) + 8 * (i >> 2)));
 }
 
 ts_expr *cg_mma_b_index(ts_ctx *ctx, const cg_mma *mm, const cg_mma_nest *n, int half, int i)
 {
-	ts_expr *vars[2] = {n->k, n->n};
-	ts_expr *vals[2] = {lane(ctx, mm->t, 2, (i & 1) + 8 * (i >> 1)), lane(ctx, mm->g, 1, 8 * half)};
-	ts_expr *e = subst(ctx, n->b_idx, 2, vars, vals);
-	return e ? ir_simplify(ctx, e, 0, NULL) : NULL;
+	return element(ctx, n->b_idx, n->k, lane(ctx, mm->t, 2, (i & 1) + 8 * (i >> 1)),
+		       n->n, lane(ctx, mm->g, 1, 8 * half));
 }
 
 /* mma.sync m16n8k8 with TF32 operands: a_i at row g + 8 (i % 2), column
  * t + 4 (i / 2); b_i at row t + 4 i, column g (PTX's fragment layout). */
 ts_expr *cg_mma_tf32_a_index(ts_ctx *ctx, const cg_mma *mm, const cg_mma_nest *n, int ks, int i)
 {
-	ts_expr *vars[2] = {n->m, n->k};
-	ts_expr *vals[2] = {lane(ctx, mm->g, 1, 8 * (i & 1)), lane(ctx, mm->t, 1, 4 * (i >> 1) + 8 * ks)};
-	ts_expr *e = subst(ctx, n->a_idx, 2, vars, vals);
-	return e ? ir_simplify(ctx, e, 0, NULL) : NULL;
+	return element(ctx, n->a_idx, n->m, lane(ctx, mm->g, 1, 8 * (i & 1)),
+		       n->k, lane(ctx, mm->t, 1, 4 * (i >> 1) + 8 * ks));
 }
 
 ts_expr *cg_mma_tf32_b_index(ts_ctx *ctx, const cg_mma *mm, const cg_mma_nest *n, int ks, int half,
 			     int i)
 {
-	ts_expr *vars[2] = {n->k, n->n};
-	ts_expr *vals[2] = {lane(ctx, mm->t, 1, 4 * i + 8 * ks), lane(ctx, mm->g, 1, 8 * half)};
-	ts_expr *e = subst(ctx, n->b_idx, 2, vars, vals);
-	return e ? ir_simplify(ctx, e, 0, NULL) : NULL;
+	return element(ctx, n->b_idx, n->k, lane(ctx, mm->t, 1, 4 * i + 8 * ks),
+		       n->n, lane(ctx, mm->g, 1, 8 * half));
 }
 
 ts_expr *cg_mma_c_index(ts_ctx *ctx, const cg_mma_nest *n, int half, int i)
@@ -682,8 +686,7 @@ ts_expr *cg_mma_ldsm_index(ts_ctx *ctx, const cg_mma *mm, const cg_mma_nest *n, 
 		kv = ts_add(ctx, kv, mm->r);
 	else
 		pv = ts_add(ctx, pv, mm->r);
-	ts_expr *e = subst(ctx, idx, 2, vars, (ts_expr *[]){pv, kv});
-	e = e ? ir_simplify(ctx, e, 0, NULL) : NULL;
+	ts_expr *e = element(ctx, idx, p, pv, k, kv);
 	if (e)
 		return e;
 none:

@@ -1304,10 +1304,7 @@ static ts_status tc_check(ts_schedule *s, const ts_tensor *C, const ts_matmul_tc
 						"tensor-core GEMM needs constant shapes", w, t->name);
 	}
 	const ts_stage *st = ts_stage_of(s, C);
-	bool fresh = st && st->nrel == 0 && st->attach == SCH_ATTACH_ROOT && st->nleaf == st->nroot;
-	for (int i = 0; fresh && i < st->nleaf; i++)
-		fresh = st->leaf[i] == st->root[i] && st->leaf[i]->loop == TS_FOR_SERIAL;
-	if (!fresh)
+	if (!st || !sch_stage_untouched(st))
 		return ts_error(ctx, TS_ERR_INVALID, "%s: %s is already scheduled (split, reordered, "
 				"annotated or attached); give it a schedule of its own", w, C->name);
 	char c[24], a[24], b[24];

@@ -763,6 +763,14 @@ ts_status ts_tensorize(ts_stage *st, ts_axis *a, ts_intrin intrin)
 	return r;
 }
 
+bool sch_stage_untouched(const ts_stage *st)
+{
+	bool same = st->nrel == 0 && st->attach == SCH_ATTACH_ROOT && st->nleaf == st->nroot;
+	for (int i = 0; same && i < st->nleaf; i++)
+		same = st->leaf[i] == st->root[i] && st->leaf[i]->loop == TS_FOR_SERIAL;
+	return same;
+}
+
 /* ---- attachment -------------------------------------------------------------------- */
 
 /* Does st read t, directly or through the stages it reads?  seen[] marks
@@ -1050,10 +1058,7 @@ ts_tensor *ts_cache_write(ts_schedule *s, ts_tensor *t, ts_scope scope)
 	 * cache takes its place in the nest: a reorder, an attachment or a
 	 * loop kind already given would be lost or left pointing at axes
 	 * that moved to the cache */
-	bool moved = st->nrel > 0 || st->attach != SCH_ATTACH_ROOT || st->nleaf != st->nroot;
-	for (int i = 0; !moved && i < st->nleaf; i++)
-		moved = st->leaf[i] != st->root[i] || st->leaf[i]->loop != TS_FOR_SERIAL;
-	if (moved) {
+	if (!sch_stage_untouched(st)) {
 		fail(st, "cache_write", "must come before %s is split, fused, reordered, annotated "
 		     "(parallel, vectorize, unroll, bind), attached or inlined", st->name);
 		return NULL;

@@ -336,6 +336,9 @@ ts_stage *sch_stage_new(ts_schedule *s, ts_tensor *t, int at);
 ts_axis *sch_axis_new(ts_stage *st, const char *name, int64_t extent, ts_iter_kind kind,
 		      ts_expr *var);
 ts_expr *sch_reduce_identity(ts_ctx *ctx, ts_reduce_op op, ts_dtype t);
+/* Internal: whether st is as its schedule made it: not split, fused,
+ * reordered, annotated (a loop kind), attached or inlined. */
+bool sch_stage_untouched(const ts_stage *st);
 /* Internal: the size variable (te.h ts_size_var) root axis r of st ranges
  * over: its tensor's dim_var for a data axis, its extent_var for a
  * reduction; NULL for a constant extent. */
