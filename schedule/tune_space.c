@@ -167,6 +167,8 @@ static void space_matmul(ts_tune_task *t)
 	add_param(sp, "parallel", 2, (int64_t[]){d.parallel, !d.parallel});
 	/* packing B pays off only when many rows reuse each panel */
 	add_param(sp, "pack", 2, (int64_t[]){M >= 32, M < 32});
+	/* and where: ts_pack_mode */
+	add_param(sp, "pack_at", 3, (int64_t[]){d.pack, TS_PACK_AHEAD, TS_PACK_PANEL});
 }
 
 /* Batch matmul: the default schedule (blocked 0), or each batch's matmul
@@ -578,7 +580,8 @@ static ts_status schedule_task(ts_schedule *s, const ts_tune_task *t, const ts_t
 	if (!strcmp(sp->kind, "matmul")) {
 		ts_matmul_cpu_params p = {.mr = tune_param(sp, c, "mr", 4), .nr = tune_param(sp, c, "nr", 16),
 					  .kunroll = tune_param(sp, c, "kunroll", 4),
-					  .parallel = tune_param(sp, c, "parallel", 1) != 0};
+					  .parallel = tune_param(sp, c, "parallel", 1) != 0,
+					  .pack = (ts_pack_mode)tune_param(sp, c, "pack_at", TS_PACK_AUTO)};
 		return ts_schedule_dense_cpu(s, out, &p);
 	}
 	if (!strcmp(sp->kind, "conv2d"))

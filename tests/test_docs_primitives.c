@@ -219,7 +219,7 @@ START_TEST(test_primitives_page)
 	    ts_fuse(e.sc, e.i, e.j, &f));
 	DOC(&out, "reorder", "Changes the loop order of the named axes.", elementwise,
 	    ts_reorder(e.sc, TS_AXES(e.j, e.i)));
-	DOC(&out, "vectorize", "Marks an axis for vector code (constant extent, at most 64 lanes).",
+	DOC(&out, "vectorize", "Marks an axis for vector code (constant extent, at most 64 lanes).  An extent that is not a power of two runs as vectors of power-of-two lanes, largest first (5 as 4 then 1; 48 as 32 then 16).",
 	    elementwise, ts_split(e.sc, e.j, 5, &o, &in); ts_vectorize(e.sc, in));
 	DOC(&out, "parallel", "Runs an axis's iterations on the thread pool.", elementwise,
 	    ts_parallel(e.sc, e.i));

@@ -131,6 +131,35 @@ START_TEST(test_add_float32_vector_and_tail)
 }
 END_TEST
 
+/* A vectorized loop of 48 lanes runs as 32 + 16: LLVM handles vectors of
+ * other lengths than powers of two lane by lane. */
+START_TEST(test_vector_lanes_not_pow2)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	const int64_t n = 1003;
+	bufs3 b = {buf1(ctx, "A", ts_float32, n), buf1(ctx, "B", ts_float32, n),
+		   buf1(ctx, "C", ts_float32, n)};
+	ts_func *f = func(ctx, "add_48", 3, (ts_buffer *[]){b.a, b.b, b.c},
+			  split_loop(ctx, n, 48, add_body, &b));
+	cg_llvm_module *m = compile(ctx, f, NULL);
+	ts_array *A = arr1(ctx, ts_float32, n, 1, -5, 5), *B = arr1(ctx, ts_float32, n, 2, -5, 5);
+	ts_array *C = arr1(ctx, ts_float32, n, 3, 0, 1), *W = arr1(ctx, ts_float32, n, 4, 0, 1);
+	run(m, 3, (ts_array *[]){A, B, C});
+	for (int64_t i = 0; i < n; i++)
+		((float *)W->data)[i] = ((float *)A->data)[i] + ((float *)B->data)[i];
+	tu_assert_close(C, W, 0, 0);
+	const char *ir = cg_llvm_ir_text(ctx, m, false);
+	ck_assert_msg(strstr(ir, "<32 x float>") && strstr(ir, "<16 x float>") && !strstr(ir, "<48 x float>"),
+		      "48 lanes not run as 32 + 16:\n%s", ir);
+	cg_llvm_free(m);
+	ts_array_free(A);
+	ts_array_free(B);
+	ts_array_free(C);
+	ts_array_free(W);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_add_int32_vector_and_tail)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -647,6 +676,13 @@ START_TEST(test_vectorize_forms_and_fallbacks)
 	ts_stmt *r = ir_for(ctx, v, ci(ctx, 0), ci(ctx, 8), TS_FOR_VECTORIZED, TS_THREAD_NONE,
 			    ir_store(ctx, B, ci(ctx, 0), ts_add(ctx, ld(ctx, B, ci(ctx, 0)), ts_float(ctx, 1))));
 	ck_assert_ptr_nonnull(strstr(ir_stmt_str(ctx, cg_vectorize(ctx, r)), "for (v, 0, 8)"));
+	/* 7 lanes: loops of 4, 2 and 1 (that one serial), in order */
+	ts_stmt *seven = ir_for(ctx, v, ci(ctx, 0), ci(ctx, 7), TS_FOR_VECTORIZED, TS_THREAD_NONE,
+				ir_store(ctx, B, ts_add(ctx, ix, ci(ctx, 1)), ld(ctx, A, ix)));
+	ck_assert_str_eq(ir_stmt_str(ctx, cg_vectorize(ctx, seven)),
+			 "B[ramp(i*8 + 1, 1, 4)] = A[ramp(i*8, 1, 4)]\n"
+			 "B[ramp(i*8 + 4 + 1, 1, 2)] = A[ramp(i*8 + 4, 1, 2)]\n"
+			 "for (v, 6, 1) {\n  B[i*8 + v + 1] = A[i*8 + v]\n}\n");
 	/* nothing to do: the same statement comes back */
 	ts_stmt *plain = ir_store(ctx, B, i, ld(ctx, A, i));
 	ck_assert_ptr_eq(cg_vectorize(ctx, plain), plain);
@@ -908,6 +944,7 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("core");
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_add_float32_vector_and_tail);
+	tcase_add_test(tc, test_vector_lanes_not_pow2);
 	tcase_add_test(tc, test_add_int32_vector_and_tail);
 	tcase_add_test(tc, test_matmul_parallel_vectorized_unrolled);
 	tcase_add_test(tc, test_floordiv_floormod_negative);

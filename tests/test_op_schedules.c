@@ -5,8 +5,11 @@
  */
 #include "testutil.h"
 
+#include <string.h>
+
 #include "lower.h"
 #include "op_schedules.h"
+#include "printer.h"
 
 static void check_matmul_cpu(int64_t M, int64_t N, int64_t K, ts_matmul_cpu_params p)
 {
@@ -29,6 +32,63 @@ START_TEST(test_matmul_cpu)
 	p = (ts_matmul_cpu_params){.mr = 3, .nr = 8, .kunroll = 2, .parallel = false};
 	check_matmul_cpu(10, 13, 7, p);
 }
+
+/* Where B is packed: every mode, serial and parallel, few panels (6) and
+ * many (25), a panel width the packing does not share (B packed by 16,
+ * blocks of 8), shapes the blocks do not divide; the interpreter and the
+ * LLVM build both give the reference.  The loop IR shows the placement: per
+ * panel, Bp is allocated inside the panel loop; ahead, before the fused
+ * tile loop. */
+static void check_pack(int64_t N, int64_t pack_nr, ts_pack_mode mode, bool parallel)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(19, 13), ts_float32);
+	ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(13, N), ts_float32);
+	ts_tensor *C = ts_op_matmul_packed(ctx, A, B, pack_nr);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_matmul_cpu_params p = {.mr = 4, .nr = 8, .kunroll = 2, .parallel = parallel, .pack = mode};
+	tu_ok(ctx, ts_schedule_matmul_cpu(s, C, &p));
+	ts_func *f = ts_lower(s, "gemm", 3, (ts_tensor *[]){A, B, C});
+	tu_nonnull(ctx, f);
+	char what[96];
+	snprintf(what, sizeof what, "N %lld, packed by %lld, pack %d, parallel %d", (long long)N,
+		 (long long)pack_nr, (int)mode, (int)parallel);
+	tu_set_context(what);
+	tu_check_func(ctx, f, 1e-4);
+	tu_check_func_llvm(ctx, f, NULL, 1e-4);
+	tu_set_context(NULL);
+	bool panel = mode == TS_PACK_PANEL || (mode == TS_PACK_AUTO && (!parallel || N / 8 >= 16));
+	const char *ir = ir_func_str(ctx, f), *loop = strstr(ir, "(j.outer, 0, ");
+	const char *alloc = strstr(ir, "allocate Bp"), *fused = strstr(ir, "j.outer.i.outer.fused");
+	ck_assert_msg(panel ? loop && alloc && loop < alloc && !fused : fused && alloc < fused,
+		      "%s: B packed %s expected:\n%s", what, panel ? "per panel" : "ahead", ir);
+	if (parallel)
+		ck_assert_msg(strstr(ir, panel ? "parallel (j.outer, 0, " : "parallel (j.outer.i.outer.fused"),
+			      "%s: the wrong loop is parallel:\n%s", what, ir);
+	ts_ctx_free(ctx);
+}
+
+START_TEST(test_matmul_cpu_pack)
+{
+	static const ts_pack_mode modes[] = {TS_PACK_AUTO, TS_PACK_AHEAD, TS_PACK_PANEL};
+	for (int m = 0; m < 3; m++)
+		for (int par = 0; par < 2; par++) {
+			check_pack(45, 8, modes[m], par);  /* 6 panels */
+			check_pack(197, 8, modes[m], par); /* 25 panels */
+		}
+	check_pack(45, 16, TS_PACK_PANEL, true);
+	/* an out-of-range mode is refused, naming the parameter */
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(8, 8), ts_float32);
+	ts_tensor *C = ts_op_matmul_packed(ctx, A, A, 8);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_matmul_cpu_params p = ts_matmul_cpu_default();
+	p.pack = (ts_pack_mode)7;
+	ck_assert_int_eq(ts_schedule_matmul_cpu(s, C, &p), TS_ERR_INVALID);
+	tu_assert_error(ctx, "schedule_matmul_cpu: parameter pack must be TS_PACK_AUTO, TS_PACK_AHEAD or TS_PACK_PANEL, got 7");
+	ts_ctx_free(ctx);
+}
+END_TEST
 
 /* unpacked B, and fewer rows than the register block */
 START_TEST(test_matmul_cpu_plain)
@@ -220,6 +280,7 @@ int main(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_matmul_cpu);
 	tcase_add_test(tc, test_matmul_cpu_plain);
+	tcase_add_test(tc, test_matmul_cpu_pack);
 	tcase_add_test(tc, test_batch_matmul_cpu);
 	tcase_add_test(tc, test_conv2d_nchwc_cpu);
 	tcase_add_test(tc, test_matmul_self);

@@ -286,7 +286,7 @@ static void record(char *buf, size_t n, const char *version, const char *cpu, co
 	snprintf(buf, n,
 		 "{\"tessera\": \"%s\", \"op\": \"matmul\", \"shape\": [8, 8, 8], \"dtype\": \"float32\", "
 		 "\"target\": \"llvm\", \"cpu\": \"%s\", \"features\": \"%s\", \"threads\": 1, "
-		 "\"params\": {\"mr\": 2, \"nr\": 8, \"kunroll\": 2, \"parallel\": 0, \"pack\": 0}, "
+		 "\"params\": {\"mr\": 2, \"nr\": 8, \"kunroll\": 2, \"parallel\": 0, \"pack\": 0, \"pack_at\": 2}, "
 		 "\"median_ms\": 0.01, \"default_ms\": 0.02, \"trials\": 3}\n",
 		 version ? version : TS_TUNE_VERSION, cpu ? cpu : hc, feat ? feat : hf);
 }

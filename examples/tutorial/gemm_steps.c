@@ -128,11 +128,11 @@ const gemm_step gemm_steps[] = {
 	 true, parallel},
 	{"register blocking (tessera)",
 	 "A 6x32 (AVX-512) block of C held in registers over the whole k, panels of B outside, "
-	 "rows inside, so a panel stays in L2: ts_schedule_matmul_cpu.",
+	 "rows inside, each panel packed just before its rows, so it stays in L2: ts_schedule_matmul_cpu.",
 	 "ts_matmul_cpu_params p = ts_matmul_cpu_default();\np.parallel = false;\n"
 	 "ts_schedule_matmul_cpu(s, C, &p);",
 	 true, register_block},
-	{"register blocking, parallel (tessera)", "The same, the fused panel x row loop on all cores.",
+	{"register blocking, parallel (tessera)", "The same, the panels on all cores.",
 	 "ts_matmul_cpu_params p = ts_matmul_cpu_default();\nts_schedule_matmul_cpu(s, C, &p);", true,
 	 register_block_parallel},
 };
