@@ -460,15 +460,24 @@ ts_status ts_tune_log_lookup(ts_ctx *ctx, const ts_tune_log *log, const ts_tune_
 	const ts_tune_record *foreign = NULL;
 	ts_tune_host(cpu, feat);
 	*rec = NULL;
+	/* the newest record tuned with as many threads as now run (a schedule
+	 * tuned on one core is often serial), else the newest of any */
+	const ts_tune_record *any = NULL;
+	int threads = ts_num_threads();
 	for (int i = log->n - 1; i >= 0 && !*rec; i--) {
 		const char *want;
 		if (!same_task(&log->rec[i], t))
 			continue;
-		if (!foreign_field(&log->rec[i], cpu, feat, &want))
+		if (foreign_field(&log->rec[i], cpu, feat, &want)) {
+			if (!foreign)
+				foreign = &log->rec[i];
+		} else if (log->rec[i].threads == threads)
 			*rec = &log->rec[i];
-		else if (!foreign)
-			foreign = &log->rec[i];
+		else if (!any)
+			any = &log->rec[i];
 	}
+	if (!*rec)
+		*rec = any;
 	if (*rec)
 		return record_params(ctx, log, *rec, t, c);
 	if (!foreign)

@@ -12,6 +12,8 @@
 
 #include "testutil.h"
 
+#include "threadpool.h"
+
 #include "tune.h"
 
 static ts_tune_task task(ts_ctx *ctx, const char *op, int n, const int64_t *shape)
@@ -332,6 +334,45 @@ START_TEST(test_log_foreign)
 }
 END_TEST
 
+/* Records for one task tuned with 1 and with 2 threads (mr 3 and 5): the
+ * one of the present thread count is applied, whichever is later in the
+ * log; with neither count present, the later. */
+START_TEST(test_log_threads)
+{
+	char one[1024], two[1024], text[4096], *p;
+	record(one, sizeof one, NULL, NULL, NULL);
+	record(two, sizeof two, NULL, NULL, NULL);
+	ck_assert_ptr_nonnull(p = strstr(one, "\"mr\": 2"));
+	p[6] = '3';
+	ck_assert_ptr_nonnull(p = strstr(two, "\"mr\": 2"));
+	p[6] = '5';
+	ck_assert_ptr_nonnull(p = strstr(two, "\"threads\": 1"));
+	p[11] = '2';
+	int saved = ts_num_threads();
+	for (int order = 0; order < 2; order++)
+		for (int threads = 1; threads <= 3; threads++) {
+			ts_ctx *ctx = ts_ctx_new();
+			char path[256];
+			snprintf(text, sizeof text, "%s%s", order ? two : one, order ? one : two);
+			write_file(tmp_path(path, sizeof path), text);
+			ts_set_num_threads(threads);
+			ck_assert_int_eq(ts_num_threads(), threads);
+			ts_tune_task t = task(ctx, "matmul", TS_SHAPE(8, 8, 8));
+			ts_tune_log *log = ts_tune_log_load(ctx, path);
+			tu_nonnull(ctx, log);
+			ts_tune_cand c;
+			const ts_tune_record *rec;
+			tu_ok(ctx, ts_tune_log_lookup(ctx, log, &t, &c, &rec));
+			int64_t want = threads == 1 ? 3 : threads == 2 ? 5 : order ? 3 : 5;
+			ck_assert_msg(rec && c.v[0] == want, "%d threads, order %d: mr %lld, want %lld",
+				      threads, order, (long long)c.v[0], (long long)want);
+			unlink(path);
+			ts_ctx_free(ctx);
+		}
+	ts_set_num_threads(saved);
+}
+END_TEST
+
 static void check_malformed(const char *text, const char *want)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -414,6 +455,7 @@ int main(void)
 	tcase_add_test(tc, test_generic_user_compute);
 	tcase_add_test(tc, test_log_round_trip);
 	tcase_add_test(tc, test_log_foreign);
+	tcase_add_test(tc, test_log_threads);
 	tcase_add_test(tc, test_log_malformed);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
