@@ -60,6 +60,11 @@ static void check_dense(epi e, int64_t M, int64_t N, int64_t K, const ts_matmul_
 }
 
 static const ts_matmul_cpu_params small = {.mr = 3, .nr = 8, .kunroll = 2, .parallel = false};
+/* B packed per panel inside the parallel panel loop, and ahead */
+static const ts_matmul_cpu_params panels = {.mr = 3, .nr = 8, .kunroll = 2, .parallel = true,
+					    .pack = TS_PACK_PANEL};
+static const ts_matmul_cpu_params ahead = {.mr = 3, .nr = 8, .kunroll = 2, .parallel = false,
+					   .pack = TS_PACK_AHEAD};
 
 START_TEST(test_dense_bias)
 {
@@ -74,6 +79,8 @@ START_TEST(test_dense_bias_relu)
 	check_dense(EPI_BIAS_RELU, 37, 50, 29, NULL);
 	check_dense(EPI_BIAS_RELU, 12, 64, 16, NULL);
 	check_dense(EPI_BIAS_RELU, 10, 13, 7, &small);
+	check_dense(EPI_BIAS_RELU, 37, 50, 29, &panels);
+	check_dense(EPI_BIAS_RELU, 37, 50, 29, &ahead);
 }
 END_TEST
 
