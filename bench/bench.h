@@ -70,9 +70,10 @@ extern const char *const bench_impl_names[BENCH_NIMPL];
 /* C[M, N] = A[M, K] B[K, N], row-major. */
 typedef struct bench_gemm { int64_t M, N, K; } bench_gemm;
 /* The element type of a GEMM's A and B (--dtype): float32 everywhere, or
- * float16 / bfloat16 into a float32 C (tessera's tensor-core GEMM and
- * cublasGemmEx, --target cuda only).  C is float32 in all three. */
-typedef enum bench_dtype { BENCH_F32, BENCH_F16, BENCH_BF16 } bench_dtype;
+ * float16 / bfloat16 into a float32 C, or float32 multiplied as TF32
+ * (tessera's tensor-core GEMM and cublasGemmEx, --target cuda only).  C is
+ * float32 in all four. */
+typedef enum bench_dtype { BENCH_F32, BENCH_F16, BENCH_BF16, BENCH_TF32 } bench_dtype;
 /* Y[N, K, OH, OW] = conv(X[N, C, H, W], W[K, C, R, S]), NCHW / OIHW, the
  * same stride and padding in both spatial dimensions. */
 typedef struct bench_conv { int64_t N, C, H, W, K, R, S, stride, pad; } bench_conv;

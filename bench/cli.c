@@ -9,7 +9,7 @@
  * small subset of both so that it finishes in a few minutes on two cores.
  * With --target cuda the defaults are the sizes a GPU is judged on: GEMM
  * 4096^3 (1024..4096 in the summary) and ResNet-50's 3x3 layers; there
- * alone a GEMM may take 16-bit inputs (--dtype f16|bf16).
+ * alone a GEMM may take 16-bit or TF32 inputs (--dtype f16|bf16|tf32).
  * Parsing never exits: every mistake comes back as one line naming the
  * argument, so main decides the exit code and tests can check the message.
  */
@@ -142,12 +142,15 @@ void bench_usage(FILE *f)
 	      "  --flush-l2             GPU only: before each timed call, overwrite a device\n"
 	      "                         buffer twice the L2 size (outside the timed events),\n"
 	      "                         so every call starts with a cold L2\n"
-	      "  --dtype f32|f16|bf16   gemm --target cuda only: A and B in float32 (default),\n"
-	      "                         float16 or bfloat16, C in float32; tessera runs its\n"
-	      "                         tensor-core GEMM (sm_80+, M, N, K multiples of 16,\n"
-	      "                         else the row is skipped), cuBLAS cublasGemmEx (fp32\n"
-	      "                         accumulation); both checked against the double\n"
-	      "                         product of the same 16-bit inputs\n"
+	      "  --dtype f32|f16|bf16|tf32\n"
+	      "                         gemm --target cuda only: A and B in float32 (default),\n"
+	      "                         float16 or bfloat16, or float32 multiplied as TF32\n"
+	      "                         (inputs already TF32 values, so both libraries' products\n"
+	      "                         are exact), C in float32; tessera runs its tensor-core\n"
+	      "                         GEMM (sm_80+, M, N, K multiples of 16, else the row is\n"
+	      "                         skipped), cuBLAS cublasGemmEx (fp32 accumulation;\n"
+	      "                         CUBLAS_COMPUTE_32F_FAST_TF32 for tf32); both checked\n"
+	      "                         against the double product of the same inputs\n"
 	      "  --impl A,B,...         only these of: tessera,naive,openblas,onednn,cublas,cudnn\n"
 	      "                         (each at most once)\n"
 	      "  --json PATH            write the results as a JSON array of records (with\n"
@@ -542,14 +545,14 @@ void bench_print_layers(FILE *f, bool depthwise)
 
 static int parse_dtype(bench_opts *o, const char *v, char *err, size_t n)
 {
-	static const bench_dtype all[] = {BENCH_F32, BENCH_F16, BENCH_BF16};
+	static const bench_dtype all[] = {BENCH_F32, BENCH_F16, BENCH_BF16, BENCH_TF32};
 	for (size_t i = 0; i < TS_COUNT_OF(all); i++) {
 		if (strcmp(v, bench_dtype_name(all[i])) == 0) {
 			o->dtype = all[i];
 			return 0;
 		}
 	}
-	return fail(err, n, "--dtype: unknown type '%s' (f32, f16 or bf16)", v);
+	return fail(err, n, "--dtype: unknown type '%s' (f32, f16, bf16 or tf32)", v);
 }
 
 static int parse_target(bench_opts *o, const char *v, char *err, size_t n)
@@ -663,8 +666,8 @@ static int dense_refuses(const bench_opts *o, char *err, size_t n)
 	return 0;
 }
 
-/* The 16-bit types are the GPU GEMMs' only: every other kernel, and every
- * CPU library, is fp32. */
+/* The 16-bit types and TF32 are the GPU GEMMs' only: every other kernel,
+ * and every CPU library, is fp32. */
 static int dtype_refused(const bench_opts *o, char *err, size_t n)
 {
 	const char *t = bench_dtype_name(o->dtype);
@@ -766,7 +769,7 @@ const char *bench_op_name(bench_op op)
 
 const char *bench_dtype_name(bench_dtype t)
 {
-	return t == BENCH_F16 ? "f16" : t == BENCH_BF16 ? "bf16" : "f32";
+	return t == BENCH_F16 ? "f16" : t == BENCH_BF16 ? "bf16" : t == BENCH_TF32 ? "tf32" : "f32";
 }
 
 ts_dtype bench_dtype_ts(bench_dtype t)

@@ -11,8 +11,8 @@
  * The tessera GPU kernels are the operator library's GPU schedules on the
  * plain layouts (GEMM A[M,K] B[K,N]; conv2d NCHW with OIHW weights), so no
  * layout conversion is needed.  A GEMM with float16 or bfloat16 inputs
- * (--dtype) is ts_op_matmul_acc into float32 under
- * ts_schedule_matmul_tensorcore; its row is skipped, saying why, where
+ * (--dtype) is ts_op_matmul_acc into float32, a TF32 one ts_op_matmul_tf32,
+ * under ts_schedule_matmul_tensorcore; its row is skipped, saying why, where
  * the shape is not made of 16 x 16 x 16 tiles or the GPU predates sm_80.
  *
  * Every GPU kernel (tessera, cuBLAS, cuDNN) is timed by bench_gpu_time
@@ -181,8 +181,9 @@ static ts_schedule *build_cuda_op(ts_ctx *ctx, const bench_problem *p, ts_tensor
 		ts_dtype t = bench_dtype_ts(p->dtype);
 		a[0] = ts_placeholder(ctx, "A", TS_SHAPE(g->M, g->K), t);
 		a[1] = ts_placeholder(ctx, "B", TS_SHAPE(g->K, g->N), t);
-		a[2] = tc ? ts_op_matmul_acc(ctx, a[0], a[1], false, false, ts_float32)
-			  : ts_op_matmul(ctx, a[0], a[1], false, false);
+		a[2] = p->dtype == BENCH_TF32 ? ts_op_matmul_tf32(ctx, a[0], a[1], false, false)
+		       : tc		      ? ts_op_matmul_acc(ctx, a[0], a[1], false, false, ts_float32)
+					      : ts_op_matmul(ctx, a[0], a[1], false, false);
 		ts_schedule *s = a[2] ? ts_create_schedule(ctx, 1, &a[2]) : NULL;
 		if (!s)
 			return NULL;
@@ -274,7 +275,7 @@ static int tcu_compile(bench_kernel *k, char *err, size_t n)
 	return BENCH_OK;
 }
 
-/* A 16-bit GEMM runs on tensor cores: BENCH_SKIP, saying why, for a shape
+/* A 16-bit or TF32 GEMM runs on tensor cores: BENCH_SKIP, saying why, for a shape
  * the MMA's 16 x 16 x 16 tile does not divide (cuBLAS still runs it). */
 static int tc_shape_applies(const bench_problem *p, char *err, size_t n)
 {

@@ -19,7 +19,9 @@
  * a 10-bit-mantissa product with tessera's fp32 one.  A GEMM with float16
  * or bfloat16 inputs (--dtype) is cublasGemmEx with a float32 C and
  * CUBLAS_COMPUTE_32F: tensor cores with fp32 accumulation, the compute of
- * tessera's tensor-core GEMM.
+ * tessera's tensor-core GEMM; a TF32 one (--dtype tf32, float32 inputs
+ * that are TF32 values) is cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32,
+ * the only place TF32 is asked for.
  *
  * TESSERA_CUBLAS_LIB / TESSERA_CUDNN_LIB name the one file to open instead
  * of the usual names (libcublas.so.13/.12/.11, libcudnn.so.9).
@@ -68,7 +70,7 @@ enum { CUBLAS_STATUS_SUCCESS = 0, CUBLAS_OP_N = 0 };
  * cublasGemmAlgo_t) and library_types.h (cudaDataType). */
 enum {
 	CUDA_R_32F = 0, CUDA_R_16F = 2, CUDA_R_16BF = 14,
-	CUBLAS_COMPUTE_32F = 68, CUBLAS_GEMM_DEFAULT = -1,
+	CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_32F_FAST_TF32 = 77, CUBLAS_GEMM_DEFAULT = -1,
 };
 
 #define CUBLAS_SYMS(X)                                                                  \
@@ -255,9 +257,12 @@ static cublas_status cublas_gemm(cublas_state *st, const bench_problem *p, ts_ar
 	if (p->dtype == BENCH_F32)
 		return st->api.sgemm(st->h, CUBLAS_OP_N, CUBLAS_OP_N, nn, m, kk, &one, B, nn, A, kk,
 				     &zero, C, nn);
-	int in = p->dtype == BENCH_F16 ? CUDA_R_16F : CUDA_R_16BF;
+	bool tf32 = p->dtype == BENCH_TF32;
+	int in = tf32 ? CUDA_R_32F : p->dtype == BENCH_F16 ? CUDA_R_16F : CUDA_R_16BF;
 	return st->api.gemm_ex(st->h, CUBLAS_OP_N, CUBLAS_OP_N, nn, m, kk, &one, B, in, nn, A, in,
-			       kk, &zero, C, CUDA_R_32F, nn, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+			       kk, &zero, C, CUDA_R_32F, nn,
+			       tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+			       CUBLAS_GEMM_DEFAULT);
 }
 
 static int cublas_enqueue(bench_kernel *k, int i)

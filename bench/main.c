@@ -86,7 +86,8 @@ static int run(const bench_opts *o)
 		if (o->dtype != BENCH_F32)
 			printf("GEMM inputs A and B %s, C float32 (fp32 accumulation): tessera's "
 			       "tensor-core GEMM vs cublasGemmEx\n",
-			       o->dtype == BENCH_F16 ? "float16" : "bfloat16");
+			       o->dtype == BENCH_F16 ? "float16" : o->dtype == BENCH_BF16 ? "bfloat16"
+							  : "float32 as TF32");
 	} else {
 		pk = bench_measure_peak(o->threads, 0.4);
 		print_peak(&pk);

@@ -5,10 +5,10 @@
  * Per problem: random inputs in [-1, 1) (never zeros); a reference output
  * from the baseline library (OpenBLAS for GEMM, oneDNN for conv2d and
  * depthwise; naive C
- * when the library cannot run it).  A GEMM with 16-bit inputs (--dtype
- * f16|bf16, GPU only) has them rounded to float16 / bfloat16 on the host,
- * and its reference is the double product of those rounded inputs (the
- * output is float32 in every case).  Per implementation: build the kernel,
+ * when the library cannot run it).  A GEMM with 16-bit or TF32 inputs
+ * (--dtype f16|bf16|tf32, GPU only) has them rounded to float16 /
+ * bfloat16 / TF32 on the host, and its reference is the double product of
+ * those rounded inputs (the output is float32 in every case).  Per implementation: build the kernel,
  * bind it to the buffers, run it once and compare with the reference (max
  * |got - ref| / max |ref| <= 1e-3, normwise so that outputs near zero after
  * cancellation do not count as errors); only a correct kernel is timed.
@@ -37,6 +37,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "arith.h"
 #include "bench.h"
 #include "timer.h"
 
@@ -97,8 +98,17 @@ static void free_data(problem_data *d)
 	memset(d, 0, sizeof *d);
 }
 
-/* The inputs are random values of their type (16-bit ones rounded to it);
- * the output is float32 whatever the inputs are. */
+/* The inputs are random values of their type (16-bit ones rounded to it,
+ * TF32 ones float32 values rounded to TF32, so that a TF32 product is
+ * exact whichever rounding a library applies); the output is float32
+ * whatever the inputs are. */
+static void round_tf32(ts_array *a)
+{
+	float *x = a->data;
+	for (int64_t i = 0; i < ts_array_numel(a); i++)
+		x[i] = ir_round_tf32(x[i]);
+}
+
 static int alloc_data(const bench_problem *p, problem_data *d)
 {
 	int nd[3];
@@ -121,6 +131,8 @@ static int alloc_data(const bench_problem *p, problem_data *d)
 			return -1;
 		ts_array_fill_random(b->in0, 1000 + 2 * (uint64_t)i, -1, 1);
 		ts_array_fill_random(b->in1, 1001 + 2 * (uint64_t)i, -1, 1);
+		if (p->dtype == BENCH_TF32)
+			round_tf32(b->in0), round_tf32(b->in1);
 	}
 	d->ref = malloc((size_t)numel[2] * sizeof(float));
 	return d->ref ? 0 : -1;

@@ -148,7 +148,7 @@ START_TEST(test_cli_errors)
 	assert_parse_error("symbolic --target cuda", "symbolic: --target cuda does not apply");
 	assert_parse_error("symbolic --layer conv1", "--layer applies to the conv2d and depthwise commands only");
 	assert_parse_error("dense --layer conv1", "--layer applies to the conv2d and depthwise commands only");
-	assert_parse_error("gemm --target cuda --dtype fp8", "--dtype: unknown type 'fp8' (f32, f16 or bf16)");
+	assert_parse_error("gemm --target cuda --dtype fp8", "--dtype: unknown type 'fp8' (f32, f16, bf16 or tf32)");
 	assert_parse_error("gemm --target cuda --dtype F16", "--dtype: unknown type 'F16'");
 	assert_parse_error("gemm --target cuda --dtype", "--dtype needs a value");
 	assert_parse_error("gemm --dtype f16", "--dtype f16 applies to --target cuda only (tessera's CPU "
@@ -181,6 +181,10 @@ START_TEST(test_cli_dtype)
 	ck_assert_int_eq(o.nproblems, 2);
 	ck_assert_int_eq(o.problems[0].dtype, BENCH_BF16);
 	ck_assert_int_eq(o.problems[1].dtype, BENCH_BF16);
+	ck_assert_int_eq(parse(&o, err, "gemm --target cuda --dtype tf32 --shape 16,32,48"), 0);
+	ck_assert_int_eq(o.problems[0].dtype, BENCH_TF32);
+	ck_assert_int_ne(parse(&o, err, "gemm --target cuda --dtype tf16"), 0);
+	ck_assert_msg(strstr(err, "--dtype: unknown type 'tf16' (f32, f16, bf16 or tf32)"), "%s", err);
 	ck_assert_int_eq(parse(&o, err, "gemm --dtype f32 --shape 8,8,8"), 0);
 	ck_assert_int_eq(o.problems[0].dtype, BENCH_F32);
 	ck_assert_int_eq(parse(&o, err, "conv2d --dtype f32"), 0);
@@ -190,6 +194,8 @@ START_TEST(test_cli_dtype)
 	ck_assert_str_eq(bench_dtype_name(BENCH_F32), "f32");
 	ck_assert_str_eq(bench_dtype_name(BENCH_F16), "f16");
 	ck_assert_str_eq(bench_dtype_name(BENCH_BF16), "bf16");
+	ck_assert_str_eq(bench_dtype_name(BENCH_TF32), "tf32");
+	ck_assert(ts_dtype_eq(bench_dtype_ts(BENCH_TF32), ts_float32));
 	ck_assert(ts_dtype_eq(bench_dtype_ts(BENCH_F16), ts_float16));
 	ck_assert(ts_dtype_eq(bench_dtype_ts(BENCH_BF16), ts_bfloat16));
 	ck_assert(ts_dtype_eq(bench_dtype_ts(BENCH_F32), ts_float32));
@@ -506,10 +512,12 @@ START_TEST(test_tessera_cuda_schedules)
 		tu_check_func(ctx, f, 1e-4);
 		ts_ctx_free(ctx);
 	}
-	/* --dtype: the tensor-core GEMM, 16-bit A and B into a float32 C */
+	/* --dtype: the tensor-core GEMM, 16-bit A and B into a float32 C, or
+	 * float32 ones rounded to TF32 */
 	bench_problem tc[] = {
 		{.op = BENCH_GEMM, .name = "h", .g = {64, 48, 32}, .dtype = BENCH_F16},
 		{.op = BENCH_GEMM, .name = "b", .g = {32, 96, 64}, .dtype = BENCH_BF16},
+		{.op = BENCH_GEMM, .name = "t", .g = {48, 32, 64}, .dtype = BENCH_TF32},
 	};
 	for (size_t i = 0; i < TS_COUNT_OF(tc); i++) {
 		ts_ctx *ctx = ts_ctx_new();
@@ -532,6 +540,7 @@ START_TEST(test_tessera_cuda_compiles)
 		{.op = BENCH_CONV2D, .name = "res3_3x3s2", .c = {1, 128, 56, 56, 128, 3, 3, 2, 1}},
 		{.op = BENCH_GEMM, .name = "sq4096", .g = {4096, 4096, 4096}, .dtype = BENCH_F16},
 		{.op = BENCH_GEMM, .name = "sq4096", .g = {4096, 4096, 4096}, .dtype = BENCH_BF16},
+		{.op = BENCH_GEMM, .name = "sq4096", .g = {4096, 4096, 4096}, .dtype = BENCH_TF32},
 	};
 	for (size_t i = 0; i < TS_COUNT_OF(ps); i++) {
 		ts_ctx *ctx = ts_ctx_new();
@@ -545,8 +554,9 @@ START_TEST(test_tessera_cuda_compiles)
 		tu_nonnull(ctx, m);
 		const char *src = ts_module_source(m, "cuda");
 		ck_assert_ptr_nonnull(strstr(src, "__global__"));
-		/* the 16-bit GEMMs on tensor cores, the fp32 ones not */
+		/* the 16-bit and TF32 GEMMs on tensor cores, the fp32 ones not */
 		ck_assert_int_eq(strstr(src, "mma.sync") != NULL, ps[i].dtype != BENCH_F32);
+		ck_assert_int_eq(strstr(src, ".tf32") != NULL, ps[i].dtype == BENCH_TF32);
 		ck_assert_double_gt(ts_module_times(m).nvrtc_ms, 0);
 		ts_module_free(m);
 		ts_ctx_free(ctx);
@@ -1071,11 +1081,11 @@ START_TEST(test_binary_errors)
 	ck_assert(strstr(slurp("bench_stderr.txt"), "unknown implementation 'blas'"));
 	ck_assert_int_eq(run_bench("frobnicate"), BENCH_EXIT_USAGE);
 	ck_assert_int_eq(run_bench("--help"), BENCH_EXIT_OK);
-	ck_assert(strstr(slurp("bench_stdout.txt"), "--dtype f32|f16|bf16"));
+	ck_assert(strstr(slurp("bench_stdout.txt"), "--dtype f32|f16|bf16|tf32"));
 	ck_assert_int_eq(run_bench("gemm --dtype f16"), BENCH_EXIT_USAGE);
 	ck_assert(strstr(slurp("bench_stderr.txt"), "--dtype f16 applies to --target cuda only"));
 	ck_assert_int_eq(run_bench("gemm --target cuda --dtype f64"), BENCH_EXIT_USAGE);
-	ck_assert(strstr(slurp("bench_stderr.txt"), "--dtype: unknown type 'f64' (f32, f16 or bf16)"));
+	ck_assert(strstr(slurp("bench_stderr.txt"), "--dtype: unknown type 'f64' (f32, f16, bf16 or tf32)"));
 	char why[256];
 	if (!bench_gpu_available(why, sizeof why)) {
 		ck_assert_int_eq(run_bench("gemm --shape 8,8,8 --target cuda"), BENCH_EXIT_DEVICE);
@@ -1121,6 +1131,12 @@ START_TEST(test_binary_dtype_fake_gpu)
 	out = slurp("bench_stdout.txt");
 	ck_assert_msg(strstr(out, "GEMM inputs A and B bfloat16"), "%s", out);
 	ck_assert_msg(strstr(out, "FAILED: tessera: build: ") && !strstr(out, "skipped"), "%s", out);
+	rc = run_bench("gemm --target cuda --dtype tf32 --shape 40,24,20 --impl tessera --repeat 1");
+	ck_assert_msg(rc == 0, "tessera-bench exited %d: %s", rc, slurp("bench_stderr.txt"));
+	out = slurp("bench_stdout.txt");
+	ck_assert_msg(strstr(out, "GEMM inputs A and B float32 as TF32, C float32"), "%s", out);
+	ck_assert_msg(strstr(out, "skipped: tessera: the tf32 tensor-core GEMM needs M, N and K "
+				  "multiples of 16, got 40x24x20"), "%s", out);
 	drop_fake_driver(dir, lib);
 	remove("bench_tc.json");
 	remove("bench_stderr.txt");

@@ -147,9 +147,10 @@ if have "$bench"; then
 	expect "--plot: cannot write '/proc/x.png'" "$b" gemm --plot /proc/x.png
 	expect "--json: empty path" "$b" gemm --json=
 	expect "unknown target 'tpu'" "$b" gemm --target tpu
-	expect "--dtype: unknown type 'fp8' (f32, f16 or bf16)" "$b" gemm --target cuda --dtype fp8
+	expect "--dtype: unknown type 'fp8' (f32, f16, bf16 or tf32)" "$b" gemm --target cuda --dtype fp8
 	expect "--dtype needs a value" "$b" gemm --target cuda --dtype
 	expect "--dtype f16 applies to --target cuda only" "$b" gemm --dtype f16
+	expect "--dtype tf32 applies to --target cuda only" "$b" gemm --dtype tf32
 	expect "--dtype bf16 applies to the gemm command only" "$b" conv2d --target cuda --dtype=bf16
 	expect "--dtype f16 applies to the gemm command only" "$b" summary --dtype f16
 	expect "--tuned: tune log /nonexistent/t.jsonl: cannot read" "$b" gemm --tuned /nonexistent/t.jsonl
