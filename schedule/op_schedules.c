@@ -216,11 +216,13 @@ static bool is_matmul(const ts_tensor *C)
 	       C->shape[1] == A->shape[0] && C->reduce_axis[0]->extent == A->shape[0];
 }
 
-/* The packing stage of C's B operand, or NULL (B is an input). */
+/* The packing stage of C's B operand (Bp[panels, K, nr] of
+ * ts_op_matmul_packed), or NULL: B is an input, or a computed matrix
+ * (relu(B)), which is left computed whole before the GEMM. */
 static ts_tensor *packed_operand(const ts_tensor *C)
 {
 	ts_tensor *B = C->inputs[C->ninputs - 1];
-	return B->op == TS_OP_COMPUTE ? B : NULL;
+	return B->op == TS_OP_COMPUTE && B->ndim == 3 ? B : NULL;
 }
 
 /* Whether C's packed B is packed panel by panel at the column-panel loop
