@@ -97,14 +97,15 @@ static ts_stmt *add_body(ts_ctx *ctx, ts_expr *i, void *user)
 
 /* ---- elementwise ------------------------------------------------------------------ */
 
-START_TEST(test_add_float32_vector_and_tail)
+/* C = A + B over 1003 floats, vectorized by w lanes with a scalar tail:
+ * compiled, run and checked; the module is returned for its texts. */
+static cg_llvm_module *add_float32(ts_ctx *ctx, int w)
 {
-	ts_ctx *ctx = ts_ctx_new();
 	const int64_t n = 1003;
 	bufs3 b = {buf1(ctx, "A", ts_float32, n), buf1(ctx, "B", ts_float32, n),
 		   buf1(ctx, "C", ts_float32, n)};
 	ts_func *f = func(ctx, "add_f32", 3, (ts_buffer *[]){b.a, b.b, b.c},
-			  split_loop(ctx, n, 8, add_body, &b));
+			  split_loop(ctx, n, w, add_body, &b));
 	cg_llvm_module *m = compile(ctx, f, NULL);
 	ts_array *A = arr1(ctx, ts_float32, n, 1, -5, 5), *B = arr1(ctx, ts_float32, n, 2, -5, 5);
 	ts_array *C = arr1(ctx, ts_float32, n, 3, 0, 1), *W = arr1(ctx, ts_float32, n, 4, 0, 1);
@@ -112,6 +113,17 @@ START_TEST(test_add_float32_vector_and_tail)
 	for (int64_t i = 0; i < n; i++)
 		((float *)W->data)[i] = ((float *)A->data)[i] + ((float *)B->data)[i];
 	tu_assert_close(C, W, 0, 0);
+	ts_array_free(A);
+	ts_array_free(B);
+	ts_array_free(C);
+	ts_array_free(W);
+	return m;
+}
+
+START_TEST(test_add_float32_vector_and_tail)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	cg_llvm_module *m = add_float32(ctx, 8);
 	const char *ir = cg_llvm_ir_text(ctx, m, false);
 	ck_assert_ptr_nonnull(strstr(ir, "<8 x float>"));
 	ck_assert_ptr_nonnull(strstr(ir, "noalias"));
@@ -123,10 +135,6 @@ START_TEST(test_add_float32_vector_and_tail)
 	ck_assert(t.build_ms > 0 && t.optimize_ms > 0 && t.codegen_ms > 0);
 	ck_assert_ptr_nonnull(strstr(cg_llvm_target_str(m), "llvm -mtriple="));
 	cg_llvm_free(m);
-	ts_array_free(A);
-	ts_array_free(B);
-	ts_array_free(C);
-	ts_array_free(W);
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -136,26 +144,11 @@ END_TEST
 START_TEST(test_vector_lanes_not_pow2)
 {
 	ts_ctx *ctx = ts_ctx_new();
-	const int64_t n = 1003;
-	bufs3 b = {buf1(ctx, "A", ts_float32, n), buf1(ctx, "B", ts_float32, n),
-		   buf1(ctx, "C", ts_float32, n)};
-	ts_func *f = func(ctx, "add_48", 3, (ts_buffer *[]){b.a, b.b, b.c},
-			  split_loop(ctx, n, 48, add_body, &b));
-	cg_llvm_module *m = compile(ctx, f, NULL);
-	ts_array *A = arr1(ctx, ts_float32, n, 1, -5, 5), *B = arr1(ctx, ts_float32, n, 2, -5, 5);
-	ts_array *C = arr1(ctx, ts_float32, n, 3, 0, 1), *W = arr1(ctx, ts_float32, n, 4, 0, 1);
-	run(m, 3, (ts_array *[]){A, B, C});
-	for (int64_t i = 0; i < n; i++)
-		((float *)W->data)[i] = ((float *)A->data)[i] + ((float *)B->data)[i];
-	tu_assert_close(C, W, 0, 0);
+	cg_llvm_module *m = add_float32(ctx, 48);
 	const char *ir = cg_llvm_ir_text(ctx, m, false);
 	ck_assert_msg(strstr(ir, "<32 x float>") && strstr(ir, "<16 x float>") && !strstr(ir, "<48 x float>"),
 		      "48 lanes not run as 32 + 16:\n%s", ir);
 	cg_llvm_free(m);
-	ts_array_free(A);
-	ts_array_free(B);
-	ts_array_free(C);
-	ts_array_free(W);
 	ts_ctx_free(ctx);
 }
 END_TEST
