@@ -230,12 +230,16 @@ static ts_tensor *packed_operand(const ts_tensor *C)
  * parallel, the panels are the parallel loop's iterations, and fewer than
  * 16 of them would leave threads idle (or unevenly loaded) where the
  * fused tile loop would not. */
-static bool pack_per_panel(const ts_tensor *C, const ts_matmul_cpu_params *d)
+static bool pack_per_panel(ts_schedule *s, const ts_tensor *C, const ts_matmul_cpu_params *d)
 {
 	if (!packed_operand(C) || d->pack == TS_PACK_AHEAD)
 		return false;
+	if (d->pack == TS_PACK_PANEL)
+		return true;
+	/* an output (the caller wants Bp too) stays at root: packed ahead */
+	const ts_stage *sp = ts_stage_of(s, packed_operand(C));
 	int64_t N = C->shape[1], panels = N / d->nr + (N % d->nr != 0);
-	return d->pack == TS_PACK_PANEL || !d->parallel || panels >= 16;
+	return sp && !sp->is_output && (!d->parallel || panels >= 16);
 }
 
 /* The output stage O: mr x nr tiles, column panels outside (one panel of Bp
@@ -249,11 +253,12 @@ static ts_status tile_output(ts_schedule *s, ts_stage *so, const ts_tensor *C,
 	TRY(ts_tile(so, ts_axis_of(so, 0), ts_axis_of(so, 1), d->mr, d->nr, &mo, &no, &mi, &ni));
 	TRY(ts_reorder(so, TS_AXES(no, mo)));
 	ts_axis *outer = no;
-	if (pack_per_panel(C, d))
+	bool panel = pack_per_panel(s, C, d);
+	if (panel)
 		TRY(ts_compute_at(ts_stage_of(s, packed_operand(C)), so, no));
 	else
 		TRY(ts_fuse(so, no, mo, &outer));
-	*f = pack_per_panel(C, d) ? mo : outer;
+	*f = panel ? mo : outer;
 	TRY(ts_vectorize(so, ni));
 	return d->parallel ? ts_parallel(so, outer) : TS_OK;
 }
@@ -273,12 +278,38 @@ static ts_status schedule_accumulator(ts_stage *scc, ts_stage *so, ts_axis *f,
 	return ts_vectorize(scc, nc);
 }
 
+/* The register block's columns are one vector: at most
+ * TS_MAX_VECTOR_LANES, checked before any primitive changes the schedule. */
+static ts_status block_params(ts_schedule *s, const char *what, const ts_matmul_cpu_params *d)
+{
+	TRY(positive(s, what, 3, (int64_t[]){d->mr, d->nr, d->kunroll},
+		     (const char *[]){"mr", "nr", "kunroll"}));
+	if (d->nr > TS_MAX_VECTOR_LANES)
+		return ts_error(s->ctx, TS_ERR_INVALID,
+				"%s: parameter nr is %lld; the columns of a register block are one vector of at most %d lanes",
+				what, (long long)d->nr, TS_MAX_VECTOR_LANES);
+	return TS_OK;
+}
+
+/* A stage a schedule function is given must be as ts_create_schedule made
+ * it: the function's own primitives (cache_write first) need that. */
+static ts_status untouched(ts_schedule *s, const char *what, const ts_tensor *T)
+{
+	const ts_stage *st = ts_stage_of(s, T);
+	if (!st)
+		return ts_last_status(s->ctx);
+	if (!sch_stage_untouched(st))
+		return ts_error(s->ctx, TS_ERR_INVALID,
+				"%s: %s is already scheduled (split, reordered, annotated or attached); give it a schedule of its own",
+				what, T->name);
+	return TS_OK;
+}
+
 /* Checks the parameters and the matmul C; schedules C's packing stage. */
 static ts_status matmul_prologue(ts_schedule *s, const char *what, ts_tensor *C,
 				 ts_matmul_cpu_params *d)
 {
-	TRY(positive(s, what, 3, (int64_t[]){d->mr, d->nr, d->kunroll},
-		     (const char *[]){"mr", "nr", "kunroll"}));
+	TRY(block_params(s, what, d));
 	if (!is_matmul(C))
 		return ts_error(s->ctx, TS_ERR_INVALID,
 				"%s: %s is not a matmul (ts_op_matmul or ts_op_matmul_packed)", what,
@@ -287,9 +318,10 @@ static ts_status matmul_prologue(ts_schedule *s, const char *what, ts_tensor *C,
 		return ts_error(s->ctx, TS_ERR_INVALID,
 				"%s: parameter pack must be TS_PACK_AUTO, TS_PACK_AHEAD or TS_PACK_PANEL, got %d",
 				what, (int)d->pack);
+	TRY(untouched(s, what, C));
 	if (packed_operand(C))
 		/* a panel packed inside the parallel panel loop runs serially */
-		TRY(schedule_packing(s, packed_operand(C), d->parallel && !pack_per_panel(C, d)));
+		TRY(schedule_packing(s, packed_operand(C), d->parallel && !pack_per_panel(s, C, d)));
 	if (d->mr > C->shape[0]) /* few rows (a dense layer): no idle accumulators */
 		d->mr = C->shape[0];
 	return TS_OK;
@@ -310,11 +342,11 @@ static ts_matmul_cpu_params default_for(const ts_tensor *C)
 	return d;
 }
 
-ts_status ts_schedule_matmul_cpu(ts_schedule *s, ts_tensor *C, const ts_matmul_cpu_params *p)
+static ts_status schedule_matmul(ts_schedule *s, const char *what, ts_tensor *C,
+				 const ts_matmul_cpu_params *p)
 {
-	TRY(need(s, C, "schedule_matmul_cpu"));
 	ts_matmul_cpu_params d = p ? *p : default_for(C);
-	TRY(matmul_prologue(s, "schedule_matmul_cpu", C, &d));
+	TRY(matmul_prologue(s, what, C, &d));
 	ts_tensor *CC = ts_cache_write(s, C, TS_SCOPE_LOCAL);
 	if (!CC)
 		return ts_last_status(s->ctx);
@@ -322,6 +354,12 @@ ts_status ts_schedule_matmul_cpu(ts_schedule *s, ts_tensor *C, const ts_matmul_c
 	ts_axis *f;
 	TRY(tile_output(s, sc, C, &d, &f));
 	return schedule_accumulator(ts_stage_of(s, CC), sc, f, &d);
+}
+
+ts_status ts_schedule_matmul_cpu(ts_schedule *s, ts_tensor *C, const ts_matmul_cpu_params *p)
+{
+	TRY(need(s, C, "schedule_matmul_cpu"));
+	return schedule_matmul(s, "schedule_matmul_cpu", C, p);
 }
 
 /* ---- elementwise epilogues ----------------------------------------------------- */
@@ -519,8 +557,9 @@ ts_status ts_schedule_dense_cpu(ts_schedule *s, ts_tensor *Y, const ts_matmul_cp
 	if (!C)
 		return ts_last_status(s->ctx);
 	if (n == 0)
-		return ts_schedule_matmul_cpu(s, Y, p);
+		return schedule_matmul(s, "schedule_dense_cpu", Y, p);
 	ts_matmul_cpu_params d = p ? *p : default_for(C);
+	TRY(untouched(s, "schedule_dense_cpu", Y));
 	TRY(matmul_prologue(s, "schedule_dense_cpu", C, &d));
 	TRY(fuse_epilogue(s, chain, n, C));
 	ts_stage *sy = ts_stage_of(s, Y);
@@ -539,7 +578,9 @@ ts_status ts_schedule_batch_matmul_cpu(ts_schedule *s, ts_tensor *Y, const ts_ma
 	if (!C)
 		return ts_last_status(s->ctx);
 	ts_matmul_cpu_params d = p ? *p : ts_matmul_cpu_default();
-	TRY(positive(s, what, 3, (int64_t[]){d.mr, d.nr, d.kunroll}, (const char *[]){"mr", "nr", "kunroll"}));
+	TRY(block_params(s, what, &d));
+	TRY(untouched(s, what, Y));
+	TRY(untouched(s, what, C));
 	/* no idle accumulators past the rows or the columns */
 	if (d.mr > C->shape[1])
 		d.mr = C->shape[1];

@@ -14,7 +14,10 @@
  * block.
  *
  * A NULL params pointer means the defaults (ts_matmul_cpu_default(), ...);
- * tile sizes must be positive.  A NULL schedule gives TS_ERR_INVALID (with
+ * tile sizes must be positive, and a GEMM's nr (one vector) at most
+ * TS_MAX_VECTOR_LANES.  The CPU GEMM schedules check their parameters, and
+ * refuse a stage already scheduled (split, annotated, attached), before
+ * they change the schedule.  A NULL schedule gives TS_ERR_INVALID (with
  * no context to record a message in), a NULL tensor an error naming the
  * function.
  */
@@ -76,7 +79,8 @@ ts_status ts_schedule_layer_norm_cpu(ts_schedule *s, ts_tensor *Y, int lanes);
  * while it is still there instead of from memory: 1.1x-1.2x faster on
  * BERT's GEMMs on one core, less parallel slack with few panels.
  * TS_PACK_AUTO: per panel unless the GEMM is parallel and has fewer than
- * 16 panels. */
+ * 16 panels, or packed ahead where Bp is itself an output of the
+ * schedule. */
 typedef enum ts_pack_mode { TS_PACK_AUTO = 0, TS_PACK_AHEAD, TS_PACK_PANEL } ts_pack_mode;
 
 typedef struct ts_matmul_cpu_params {

@@ -166,6 +166,11 @@ static bool parse_number(parser *P, double *v, const char *field)
 	char *end;
 	errno = 0;
 	*v = strtod(P->p, &end);
+	/* strtod takes more than JSON does (0x10, 0x1p2): digits, sign,
+	 * point and exponent only */
+	for (const char *c = P->p; c < end; c++)
+		if (!strchr("0123456789+-.eE", *c))
+			return fail(P, "field %s: expected a JSON number", field);
 	if (errno == ERANGE || !isfinite(*v))
 		return fail(P, "field %s: number out of range", field);
 	P->p = end;

@@ -90,6 +90,58 @@ START_TEST(test_matmul_cpu_pack)
 }
 END_TEST
 
+/* Parameters and stages refused before anything changes: the schedule
+ * still takes the defaults afterwards.  A stage scheduled already is
+ * refused by name; a dense Y that is the matmul is refused as dense's.
+ * Bp as an output of the schedule is packed ahead by default (a panel
+ * buffer would not be Bp), and per panel refused by compute_at. */
+START_TEST(test_matmul_cpu_refusals)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(20, 12), ts_float32);
+	ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(12, 90), ts_float32);
+	ts_tensor *C = ts_op_matmul_packed(ctx, A, B, 16);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_matmul_cpu_params p = ts_matmul_cpu_default();
+	p.nr = 80;
+	ck_assert_int_eq(ts_schedule_matmul_cpu(s, C, &p), TS_ERR_INVALID);
+	tu_assert_error(ctx, "schedule_matmul_cpu: parameter nr is 80; the columns of a register block are one vector of at most 64 lanes");
+	ts_clear_error(ctx);
+	p = ts_matmul_cpu_default();
+	p.pack = (ts_pack_mode)-1;
+	ck_assert_int_eq(ts_schedule_dense_cpu(s, C, &p), TS_ERR_INVALID);
+	tu_assert_error(ctx, "schedule_dense_cpu: parameter pack must be");
+	ts_clear_error(ctx);
+	tu_ok(ctx, ts_schedule_matmul_cpu(s, C, NULL));
+	tu_check_func(ctx, ts_lower(s, "gemm", 3, (ts_tensor *[]){A, B, C}), 1e-4);
+	ck_assert_int_eq(ts_schedule_dense_cpu(s, C, NULL), TS_ERR_INVALID);
+	tu_assert_error(ctx, "schedule_dense_cpu: C is already scheduled");
+	ts_clear_error(ctx);
+	ts_tensor *Y = ts_op_relu(ctx, C);
+	ts_schedule *s2 = ts_create_schedule(ctx, 1, &Y);
+	ts_axis *yo, *yi;
+	tu_ok(ctx, ts_split(ts_stage_of(s2, Y), ts_axis_of(ts_stage_of(s2, Y), 0), 4, &yo, &yi));
+	ck_assert_int_eq(ts_schedule_dense_cpu(s2, Y, NULL), TS_ERR_INVALID);
+	tu_assert_error(ctx, "schedule_dense_cpu: relu is already scheduled");
+	ts_clear_error(ctx);
+	for (int panel = 0; panel < 2; panel++) {
+		ts_tensor *out[2] = {C, C->inputs[1]};
+		ts_schedule *s3 = ts_create_schedule(ctx, 2, out);
+		p = (ts_matmul_cpu_params){.mr = 4, .nr = 16, .kunroll = 2, .parallel = false,
+					   .pack = panel ? TS_PACK_PANEL : TS_PACK_AUTO};
+		if (panel) {
+			ck_assert_int_eq(ts_schedule_matmul_cpu(s3, C, &p), TS_ERR_INVALID);
+			tu_assert_error(ctx, "Bp is an output of the schedule");
+			ts_clear_error(ctx);
+			continue;
+		}
+		tu_ok(ctx, ts_schedule_matmul_cpu(s3, C, &p));
+		tu_check_func(ctx, ts_lower(s3, "gemm_bp", 4, (ts_tensor *[]){A, B, C, C->inputs[1]}), 1e-4);
+	}
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* unpacked B, and fewer rows than the register block */
 START_TEST(test_matmul_cpu_plain)
 {
@@ -289,6 +341,7 @@ int main(void)
 	tcase_add_test(tc, test_matmul_cpu);
 	tcase_add_test(tc, test_matmul_cpu_plain);
 	tcase_add_test(tc, test_matmul_cpu_pack);
+	tcase_add_test(tc, test_matmul_cpu_refusals);
 	tcase_add_test(tc, test_batch_matmul_cpu);
 	tcase_add_test(tc, test_conv2d_nchwc_cpu);
 	tcase_add_test(tc, test_matmul_unusual_operands);

@@ -400,6 +400,8 @@ START_TEST(test_log_malformed)
 	check_malformed("{\"shape\": [1e400]}\n", ":1: field shape: number out of range");
 	check_malformed("{\"shape\": [99999999999999999999]}\n", ":1: field shape: 1e+20 is out of range");
 	check_malformed("{\"shape\": [1.5]}\n", ":1: field shape: expected an integer");
+	check_malformed("{\"shape\": [0x10]}\n", ":1: field shape: expected a JSON number");
+	check_malformed("{\"median_ms\": 0x1p-4}\n", ":1: field median_ms: expected a JSON number");
 	check_malformed("{\"threads\": \"two\"}\n", ":1: field threads: expected a number");
 	check_malformed("{\"op\": \"a\", \"op\": \"b\"}\n", ":1: field op appears twice");
 	check_malformed("{\"params\": {\"mr\": -1}}\n", ":1: field mr: -1 is out of range");
