@@ -172,12 +172,16 @@ ts_matmul_cpu_params ts_matmul_cpu_default(void)
 				      .parallel = true};
 }
 
-static ts_status need(ts_schedule *s, const void *p, const char *what)
+static ts_status need(ts_schedule *s, const ts_tensor *t, const char *what)
 {
 	if (!s)
 		return TS_ERR_INVALID;
-	if (!p)
+	if (!t)
 		return ts_error(s->ctx, TS_ERR_INVALID, "%s: tensor is NULL", what);
+	/* named here, before a primitive names one of its operands */
+	if (t->ctx && t->ctx != s->ctx)
+		return ts_error(s->ctx, TS_ERR_INVALID, "%s: tensor %s belongs to another context", what,
+				t->name);
 	return TS_OK;
 }
 

@@ -475,6 +475,13 @@ START_TEST(test_foreign_tensors)
 		   "create_schedule: output 0 (C) belongs to another context");
 	FAILS_NULL(c, ts_lower(x.s, "mm", 3, (ts_tensor *[]){x.A, y.B, x.C}), "lower(mm)");
 	ts_clear_error(c);
+	/* the operator schedules name the tensor they were given */
+	FAILS_ST(c, ts_schedule_matmul_cpu(x.s, y.C, NULL),
+		 "schedule_matmul_cpu: tensor C belongs to another context");
+	FAILS_ST(c, ts_schedule_matmul_cuda(x.s, y.C, NULL),
+		 "schedule_matmul_cuda: tensor C belongs to another context");
+	FAILS_ST(c, ts_schedule_dense_cpu(x.s, y.C, NULL),
+		 "schedule_dense_cpu: tensor C belongs to another context");
 	FAILS_NULL(c, ts_rename(c, y.A, "Q"), "rename: tensor A belongs to another context");
 	FAILS_ST(c, ts_eval(c, 1, &y.A, (void *[]){&i}), "eval: tensor A belongs to another context");
 	/* a lowered function of another context */
