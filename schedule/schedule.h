@@ -209,9 +209,10 @@ ts_status ts_store_root(ts_stage *st);
  * An iteration for which iteration axis + offset does not exist (past
  * either end of the loop) prefetches nothing: the last `offset`
  * iterations issue none.  The region is the box of t's indices over the
- * loops inside axis, taken from the lowered nest; a dimension whose index
- * is not monotone in those loops is prefetched whole, and the region is
- * clipped to t.  A hint: results never change, and a vectorized axis
+ * loops inside axis, taken from the lowered nest (an index clamped to a
+ * constant, min(x*16 + z, 39), counts as unclamped); a dimension whose
+ * index is not monotone in those loops is prefetched whole, and the
+ * region is clipped to t.  A hint: results never change, and a vectorized axis
  * drops it.  Lowering refuses a
  * prefetch whose axis was split or fused afterwards, one of a stage
  * computed inline, one whose loop no longer reads t (a cache_read took

@@ -15,6 +15,7 @@
 #include "c_emit.h"
 #include "interp.h"
 #include "lower.h"
+#include "op_schedules.h"
 #include "printer.h"
 #include "schedule.h"
 
@@ -121,6 +122,38 @@ START_TEST(test_prefetch_ahead)
 	ck_assert(strstr(ir_func_str(e.ctx, f), "prefetch(A[") != NULL);
 	tu_check_func(e.ctx, f, 1e-5);
 	ts_ctx_free(e.ctx);
+}
+END_TEST
+
+/* A GEMM's packing of B, one panel per step of C's panel loop, prefetching
+ * the next panel's rows: B is read clamped (min(x*16 + z, 39), the columns
+ * past N being zeros), yet the box is the panel's 16 columns, one line per
+ * row, not the whole row of 40.  N = 40 leaves a last panel of 8 columns:
+ * its prefetch is clipped to them, results unchanged (the interpreter
+ * checks every prefetched address). */
+START_TEST(test_prefetch_clamped_panel)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(12, 9), ts_float32);
+	ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(9, 40), ts_float32);
+	ts_tensor *C = ts_op_matmul_packed(ctx, A, B, 16);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_matmul_cpu_params p = {.mr = 4, .nr = 16, .kunroll = 1, .parallel = true, .pack = TS_PACK_PANEL};
+	tu_ok(ctx, ts_schedule_matmul_cpu(s, C, &p));
+	ts_stage *sp = ts_stage_of(s, C->inputs[1]), *sc = ts_stage_of(s, C);
+	tu_ok(ctx, ts_prefetch_ahead(sp, B, ts_axis_of(sp, 1), sc->leaf[0], 1));
+	ts_func *f = ts_lower(s, "mm", 3, (ts_tensor *[]){A, B, C});
+	tu_nonnull(ctx, f);
+	const char *text = ir_func_str(ctx, f);
+	/* from the next panel's first column to its end, clipped at 40 (a
+	 * whole row would be 3 lines from column 0, whatever the panel) */
+	ck_assert_msg(strstr(text, "prefetch(B[y*40 + j.outer*16 + pf*16 + 16])") &&
+			      strstr(text, "floordiv(min(j.outer*16 + 32, 40) - 1, 16)") &&
+			      !strstr(text, "for (pf, 0, 3)"),
+		      "%s", text);
+	tu_check_func(ctx, f, 1e-5);
+	tu_check_func_llvm(ctx, f, NULL, 1e-5);
+	ts_ctx_free(ctx);
 }
 END_TEST
 
@@ -341,6 +374,7 @@ int main(void)
 	tcase_add_test(tc, test_prefetch_negative);
 	tcase_add_test(tc, test_prefetch_ahead);
 	tcase_add_test(tc, test_prefetch_attached);
+	tcase_add_test(tc, test_prefetch_clamped_panel);
 	tcase_add_test(tc, test_prefetch_vectorized);
 	tcase_add_test(tc, test_prefetch_cuda);
 	tcase_add_test(tc, test_prefetch_interp_bounds);

@@ -5,7 +5,8 @@
  * The region is the box of the tensor's indices over the loops inside the
  * body: each index with every inner loop variable at the end of its range
  * that makes it smallest (its start) or largest (its end), judged by
- * ir_monotone; a dimension that is not monotone in them, or whose extent
+ * ir_monotone, clamps to constants left out (unclamped); a dimension that
+ * is not monotone in them, or whose extent
  * is not a constant, is taken whole.  Then the `ahead` variable moves
  * `offset` on.  The trailing dimensions the box covers entirely are one
  * contiguous run, walked one cache line at a time; the others get loops.
@@ -90,14 +91,29 @@ static ts_expr *at_end(ts_ctx *ctx, const survey *v, ts_expr *e, bool hi, ts_dty
 	return e ? ir_index_cast(ctx, e, it) : NULL;
 }
 
+/* e without clamps to a constant (min(x*48 + z, 767) -> x*48 + z): the
+ * clamp makes the box's extent depend on where it lies (min(x*48 + 47,
+ * 767) - min(x*48, 767) is no constant), which would take the dimension
+ * whole.  The box of the unclamped index covers every index not clamped;
+ * the clamped ones are at the clamp, a line the box may miss, which a
+ * prefetch (a hint) may; and the box is clipped to the tensor. */
+static ts_expr *unclamped(ts_expr *e)
+{
+	while ((e->kind == IR_MIN || e->kind == IR_MAX) &&
+	       (ir_is_const_int(e->u.bin.a, NULL) || ir_is_const_int(e->u.bin.b, NULL)))
+		e = ir_is_const_int(e->u.bin.b, NULL) ? e->u.bin.a : e->u.bin.b;
+	return e;
+}
+
 /* The box of dimension d over every read: start and constant extent, or
  * the whole dimension. */
 static bool dim_box(ts_ctx *ctx, const survey *v, int d, ts_dtype it, ts_expr **lo, int64_t *ext)
 {
 	ts_expr *l = NULL, *h = NULL;
 	for (int r = 0; r < v->nreads; r++) {
-		ts_expr *a = at_end(ctx, v, v->reads[r][d], false, it);
-		ts_expr *b = a ? at_end(ctx, v, v->reads[r][d], true, it) : NULL;
+		ts_expr *x = unclamped(v->reads[r][d]);
+		ts_expr *a = at_end(ctx, v, x, false, it);
+		ts_expr *b = a ? at_end(ctx, v, x, true, it) : NULL;
 		if (!b) {
 			l = NULL;
 			break;
