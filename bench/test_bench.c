@@ -162,8 +162,8 @@ START_TEST(test_cli_errors)
 }
 END_TEST
 
-/* --dtype: float32 by default and accepted anywhere; f16 and bf16 reach
- * every GEMM problem of gemm --target cuda, given or default. */
+/* --dtype: float32 by default and accepted anywhere; f16, bf16 and tf32
+ * reach every GEMM problem of gemm --target cuda, given or default. */
 START_TEST(test_cli_dtype)
 {
 	bench_opts o;

@@ -229,27 +229,26 @@ static ts_tensor *packed_operand(const ts_tensor *C)
 	return B->op == TS_OP_COMPUTE && B->ndim == 3 ? B : NULL;
 }
 
-/* Whether C's packed B is packed panel by panel at the column-panel loop
- * (ts_pack_mode).  Serial, that only moves the packing next to its use;
- * parallel, the panels are the parallel loop's iterations, and fewer than
- * 16 of them would leave threads idle (or unevenly loaded) where the
- * fused tile loop would not. */
-static bool pack_per_panel(ts_schedule *s, const ts_tensor *C, const ts_matmul_cpu_params *d)
+/* Where C's B is packed (ts_pack_mode), TS_PACK_AUTO resolved: per panel
+ * at the column-panel loop, or ahead (also when B is not packed at all).
+ * Serial, per panel only moves the packing next to its use; parallel, the
+ * panels are the parallel loop's iterations, and fewer than 16 of them
+ * would leave threads idle (or unevenly loaded) where the fused tile loop
+ * would not. */
+static ts_pack_mode pack_mode(ts_schedule *s, const ts_tensor *C, const ts_matmul_cpu_params *d)
 {
-	if (!packed_operand(C) || d->pack == TS_PACK_AHEAD)
-		return false;
-	if (d->pack == TS_PACK_PANEL)
-		return true;
+	if (!packed_operand(C) || d->pack != TS_PACK_AUTO)
+		return packed_operand(C) ? d->pack : TS_PACK_AHEAD;
 	/* an output (the caller wants Bp too) stays at root: packed ahead */
 	const ts_stage *sp = ts_stage_of(s, packed_operand(C));
 	int64_t N = C->shape[1], panels = N / d->nr + (N % d->nr != 0);
-	return sp && !sp->is_output && (!d->parallel || panels >= 16);
+	return sp && !sp->is_output && (!d->parallel || panels >= 16) ? TS_PACK_PANEL : TS_PACK_AHEAD;
 }
 
 /* The output stage O: mr x nr tiles, column panels outside (one panel of Bp
- * stays in L2 across the rows).  With B packed per panel, the panel loop
- * is *f and the packing is computed there; else the outer loops are fused
- * into *f. */
+ * stays in L2 across the rows).  With B packed per panel (d->pack as
+ * matmul_prologue resolved it), the packing is computed at the panel loop
+ * and *f is the row loop; else the outer loops are fused into *f. */
 static ts_status tile_output(ts_schedule *s, ts_stage *so, const ts_tensor *C,
 			     const ts_matmul_cpu_params *d, ts_axis **f)
 {
@@ -257,7 +256,7 @@ static ts_status tile_output(ts_schedule *s, ts_stage *so, const ts_tensor *C,
 	TRY(ts_tile(so, ts_axis_of(so, 0), ts_axis_of(so, 1), d->mr, d->nr, &mo, &no, &mi, &ni));
 	TRY(ts_reorder(so, TS_AXES(no, mo)));
 	ts_axis *outer = no;
-	bool panel = pack_per_panel(s, C, d);
+	bool panel = d->pack == TS_PACK_PANEL;
 	if (panel)
 		TRY(ts_compute_at(ts_stage_of(s, packed_operand(C)), so, no));
 	else
@@ -309,7 +308,8 @@ static ts_status untouched(ts_schedule *s, const char *what, const ts_tensor *T)
 	return TS_OK;
 }
 
-/* Checks the parameters and the matmul C; schedules C's packing stage. */
+/* Checks the parameters and the matmul C; resolves d->pack; schedules C's
+ * packing stage. */
 static ts_status matmul_prologue(ts_schedule *s, const char *what, ts_tensor *C,
 				 ts_matmul_cpu_params *d)
 {
@@ -323,9 +323,10 @@ static ts_status matmul_prologue(ts_schedule *s, const char *what, ts_tensor *C,
 				"%s: parameter pack must be TS_PACK_AUTO, TS_PACK_AHEAD or TS_PACK_PANEL, got %d",
 				what, (int)d->pack);
 	TRY(untouched(s, what, C));
+	d->pack = pack_mode(s, C, d);
 	if (packed_operand(C))
 		/* a panel packed inside the parallel panel loop runs serially */
-		TRY(schedule_packing(s, packed_operand(C), d->parallel && !pack_per_panel(s, C, d)));
+		TRY(schedule_packing(s, packed_operand(C), d->parallel && d->pack != TS_PACK_PANEL));
 	if (d->mr > C->shape[0]) /* few rows (a dense layer): no idle accumulators */
 		d->mr = C->shape[0];
 	return TS_OK;
@@ -1382,10 +1383,7 @@ static ts_status tc_check(ts_schedule *s, const ts_tensor *C, const ts_matmul_tc
 				return ts_error(ctx, TS_ERR_INVALID, "%s: %s has a symbolic extent; the "
 						"tensor-core GEMM needs constant shapes", w, t->name);
 	}
-	const ts_stage *st = ts_stage_of(s, C);
-	if (!st || !sch_stage_untouched(st))
-		return ts_error(ctx, TS_ERR_INVALID, "%s: %s is already scheduled (split, reordered, "
-				"annotated or attached); give it a schedule of its own", w, C->name);
+	TRY(untouched(s, w, C));
 	char c[24], a[24], b[24];
 	bool f32 = ts_dtype_eq(A->dtype, ts_float32);
 	if (!ts_dtype_eq(C->dtype, ts_float32) || !ts_dtype_is_float(A->dtype) ||
