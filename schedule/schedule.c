@@ -600,9 +600,26 @@ static ts_status check_unroll_product(ts_stage *st, const ts_axis *a)
 	return r;
 }
 
+/* Whether st reads t, directly or through stages computed inline into it
+ * (an epilogue's residual, read by the stage the chain is inlined into);
+ * depth bounds the walk (a schedule's stages form no cycle). */
 static bool stage_reads(const ts_stage *st, const ts_tensor *t)
 {
 	return ir_expr_reads(st->body, t);
+}
+
+static bool reads_through_inline(const ts_stage *st, const ts_tensor *t, int depth)
+{
+	if (stage_reads(st, t))
+		return true;
+	for (int i = 0; depth > 0 && i < st->tensor->ninputs; i++)
+		for (int j = 0; j < st->sch->nstages; j++) {
+			const ts_stage *in = st->sch->stages[j];
+			if (in->tensor == st->tensor->inputs[i] && in->attach == SCH_ATTACH_INLINE &&
+			    reads_through_inline(in, t, depth - 1))
+				return true;
+		}
+	return false;
 }
 
 /* Whether axis `ahead` belongs to st or to a stage of st's schedule. */
@@ -624,8 +641,9 @@ ts_status ts_prefetch_ahead(ts_stage *st, ts_tensor *t, ts_axis *axis, ts_axis *
 	if (t->op != TS_OP_PLACEHOLDER)
 		return fail(st, "prefetch", "%s is computed here; only inputs (placeholders) are prefetched",
 			    t->name);
-	if (!stage_reads(st, t))
-		return fail(st, "prefetch", "the stage does not read %s", t->name);
+	if (!reads_through_inline(st, t, st->sch->nstages))
+		return fail(st, "prefetch", "the stage does not read %s, directly or through stages "
+			    "computed inline into it", t->name);
 	for (int d = 0; d < t->ndim; d++)
 		if (t->dim_var[d])
 			return fail(st, "prefetch", "%s has a symbolic extent; its region would be clipped to "

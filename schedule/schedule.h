@@ -205,7 +205,9 @@ ts_status ts_store_root(ts_stage *st);
  * axis (a leaf of st), a software prefetch of every cache line of the
  * elements of t that iteration axis + offset reads (on the CPU,
  * llvm.prefetch; CUDA code ignores it).  t is an input (a placeholder of
- * constant extents) that st reads; offset is nonzero, |offset| <= 2^31 - 1.
+ * constant extents) that st reads, directly or through stages computed
+ * inline into it (an epilogue's residual, read where the chain is
+ * inlined); offset is nonzero, |offset| <= 2^31 - 1.
  * An iteration for which iteration axis + offset does not exist (past
  * either end of the loop) prefetches nothing: the last `offset`
  * iterations issue none.  The region is the box of t's indices over the

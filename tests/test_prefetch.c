@@ -305,6 +305,37 @@ START_TEST(test_prefetch_refusals)
 }
 END_TEST
 
+/* An epilogue's operand is read by the stage the chain is inlined into:
+ * relu(A B + R) under ts_schedule_dense_cpu reads R in Y's tile loop, so
+ * a prefetch of the next tile's R there is taken (before, the stage "did
+ * not read R", its read being in the inlined add), and results are
+ * unchanged.  A tensor no stage of the chain reads is still refused. */
+START_TEST(test_prefetch_through_inline)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(13, 9), ts_float32);
+	ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(9, 21), ts_float32);
+	ts_tensor *R = ts_placeholder(ctx, "R", TS_SHAPE(13, 21), ts_float32);
+	ts_tensor *Q = ts_placeholder(ctx, "Q", TS_SHAPE(13, 21), ts_float32);
+	ts_tensor *Y = ts_op_relu(ctx, ts_op_add(ctx, ts_op_matmul(ctx, A, B, false, false), R));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+	ts_matmul_cpu_params p = {.mr = 4, .nr = 8, .kunroll = 1, .parallel = false};
+	tu_ok(ctx, ts_schedule_dense_cpu(s, Y, &p));
+	ts_stage *sy = ts_stage_of(s, Y);
+	tu_ok(ctx, ts_prefetch_ahead(sy, R, sy->leaf[0], sy->leaf[0], 1));
+	ts_clear_error(ctx);
+	ck_assert_int_ne(ts_prefetch(sy, Q, sy->leaf[0], 1), TS_OK);
+	tu_assert_error(ctx, "does not read Q, directly or through stages computed inline into it");
+	ts_func *f = ts_lower(s, "dense", 4, (ts_tensor *[]){A, B, R, Y});
+	tu_nonnull(ctx, f);
+	const char *text = ir_func_str(ctx, f);
+	ck_assert_msg(count(text, "prefetch(R[") >= 1, "%s", text);
+	tu_check_func(ctx, f, 1e-5);
+	tu_check_func_llvm(ctx, f, NULL, 1e-5);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* Lowering refuses an offset axis whose loop does not enclose the
  * prefetch's, and a tensor the loop no longer reads. */
 START_TEST(test_prefetch_lowering_refusals)
@@ -379,6 +410,7 @@ int main(void)
 	tcase_add_test(tc, test_prefetch_cuda);
 	tcase_add_test(tc, test_prefetch_interp_bounds);
 	tcase_add_test(tc, test_prefetch_refusals);
+	tcase_add_test(tc, test_prefetch_through_inline);
 	tcase_add_test(tc, test_prefetch_lowering_refusals);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
