@@ -29,8 +29,12 @@
  *              parallel) and, for matmul, whether B is packed in panels.
  *   "conv2d"   conv2d (NCHW[x]c): ts_conv2d_cpu_params (ow_block,
  *              oh_block, parallel, pad: 0 auto, 1 copy, 2 inline) and the
- *              channel blocks ic_block and
- *              oc_block, the layout conversions being part of the function.
+ *              channel blocks ic_block and oc_block.  ts_tune_lower's
+ *              function converts the input and weights to the blocks
+ *              (its arguments are X, W and the blocked Yc), but the search
+ *              times the kernel alone, on inputs blocked once, as
+ *              tessera-bench and the graph layer run it: a deep layer's
+ *              weight conversion costs more than the kernel.
  *   "batch_matmul"  the default schedule (blocked 0) or each batch's
  *              matmul register-blocked with mr, nr, kunroll, parallel.
  *   "softmax"  softmax: the vector lanes of ts_schedule_softmax_cpu.
@@ -63,8 +67,9 @@ extern "C" {
 /* The version written into and required from every log record; 0.2:
  * depthwise records are for the NCHW[x]c schedule; 0.3: conv2d records
  * carry the pad mode; 0.4: matmul records carry where B is packed
- * (pack_at). */
-#define TS_TUNE_VERSION "0.4"
+ * (pack_at); 0.5: conv2d is timed on the kernel alone, its conversions
+ * outside. */
+#define TS_TUNE_VERSION "0.5"
 
 typedef struct ts_tune_space {
 	const char *kind;  /* "matmul", "batch_matmul", "conv2d", "softmax", "generic" */

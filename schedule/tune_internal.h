@@ -12,6 +12,13 @@
  * Returns n, or 0 with the error in ctx. */
 int tune_graph(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c, ts_tensor **args,
 	       ts_tensor **plain);
+/* What the tuner times for candidate c of a checked task: ts_tune_lower's
+ * function, but for conv2d the kernel alone on inputs already blocked
+ * (Xc[N, C/ib, H, W, ib], Wc[K/ob, C/ib, R, S, ib, ob] -> Yc), as
+ * tessera-bench and the graph layer run it, the conversions being done
+ * once outside (timed with them, a deep layer's weight conversion outweighs
+ * the kernel and hides its differences). */
+ts_func *tune_lower_timed(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c);
 /* TS_OK when t is a task as ts_tune_task_init made it (a known operator,
  * its number of extents, its space's kind, counts within the arrays);
  * else an error naming `what`.  ctx may be NULL. */

@@ -442,6 +442,26 @@ static int graph_conv2d(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *
 	return a[2] && *plain ? 3 : 0;
 }
 
+/* conv2d as tessera-bench and the graph layer run it: Xc[N, C/ib, H, W,
+ * ib] and Wc[K/ob, C/ib, R, S, ib, ob] already blocked, Yc[N, K/ob, OH,
+ * OW, ob]. */
+static int graph_conv2d_kernel(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c,
+			       ts_tensor **a)
+{
+	const int64_t *s = t->shape;
+	int st = (int)s[7], pd = (int)s[8];
+	int64_t ib = tune_param(&t->space, c, "ic_block", 1), ob = tune_out_block(t, c);
+	if (ib < 1 || ob < 1 || s[1] % ib || s[4] % ob) {
+		ts_error(ctx, TS_ERR_INVALID, "tune conv2d: channel blocks %lld and %lld do not divide %lld "
+			 "and %lld channels", (long long)ib, (long long)ob, (long long)s[1], (long long)s[4]);
+		return 0;
+	}
+	a[0] = ph(ctx, "Xc", TS_SHAPE(s[0], s[1] / ib, s[2], s[3], ib));
+	a[1] = ph(ctx, "Wc", TS_SHAPE(s[4] / ob, s[1] / ib, s[5], s[6], ib, ob));
+	a[2] = ts_op_conv2d_nchwc(ctx, a[0], a[1], st, st, pd, pd, 1, 1);
+	return a[2] ? 3 : 0;
+}
+
 /* conv2d_nchw and conv2d_nhwc: the plain operators, for the generic space. */
 static int graph_conv_plain(ts_ctx *ctx, const ts_tune_task *t, ts_tensor **a)
 {
@@ -626,6 +646,20 @@ ts_func *ts_tune_lower(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c
 	if (!s || schedule_task(s, t, c, args[n - 1]) != TS_OK)
 		return NULL;
 	return ts_lower(s, t->op, n, args);
+}
+
+ts_func *tune_lower_timed(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c)
+{
+	if (strcmp(t->op, "conv2d"))
+		return ts_tune_lower(ctx, t, c);
+	if (check_cand(ctx, t, c) != TS_OK)
+		return NULL;
+	ts_tensor *args[3];
+	int n = graph_conv2d_kernel(ctx, t, c, args);
+	ts_schedule *s = n ? ts_create_schedule(ctx, 1, &args[2]) : NULL;
+	if (!s || schedule_task(s, t, c, args[2]) != TS_OK)
+		return NULL;
+	return ts_lower(s, "conv2d_kernel", 3, args);
 }
 
 /* ---- the generic space -------------------------------------------------------------- */

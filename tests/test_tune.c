@@ -66,6 +66,17 @@ START_TEST(test_search_depthwise)
 }
 END_TEST
 
+/* conv2d is timed on the kernel alone, its inputs blocked by the tuner
+ * for each candidate's channel blocks: every candidate measured computes
+ * ts_eval's result (a wrong blocking would make even the default wrong,
+ * failing the search), on extents no register block divides. */
+START_TEST(test_search_conv2d)
+{
+	check_search("conv2d", TS_SHAPE(1, 8, 9, 11, 16, 3, 3, 1, 1));
+	check_search("conv2d", TS_SHAPE(1, 12, 10, 7, 8, 3, 3, 2, 1));
+}
+END_TEST
+
 /* The plain convolutions in the generic space, the NHWC one with a
  * kernel that is not square. */
 START_TEST(test_search_conv2d_plain)
@@ -446,6 +457,7 @@ int main(void)
 	tcase_add_test(tc, test_search_matmul);
 	tcase_add_test(tc, test_search_pool);
 	tcase_add_test(tc, test_search_depthwise);
+	tcase_add_test(tc, test_search_conv2d);
 	tcase_add_test(tc, test_search_conv2d_plain);
 	tcase_add_test(tc, test_search_default_first);
 	tcase_add_test(tc, test_space_matmul);
