@@ -23,9 +23,10 @@
 #include "model_files.h"
 #include "threadpool.h"
 #include "timer.h"
+#include "tune.h"
 
 typedef struct model_opts {
-	const char *model, *dir, *input, *expect;
+	const char *model, *dir, *input, *expect, *tuned;
 	bool small, trace, no_fuse, no_layout, no_ort, profile;
 	int threads[8], nthreads;
 	double budget_s;
@@ -56,7 +57,11 @@ static void model_usage(FILE *f)
 	      "  --no-fuse              one kernel per node\n"
 	      "  --no-layout            every convolution converts from and to NCHW\n"
 	      "  --no-ort               do not time ONNX Runtime (the check still uses its\n"
-	      "                         output file)\n",
+	      "                         output file)\n"
+	      "  --tuned LOG            convolutions with a record in the tuning log LOG\n"
+	      "                         (tessera-tune model FILE.onnx --log LOG) take its\n"
+	      "                         schedule; the model is compiled per thread count,\n"
+	      "                         each preferring records tuned with that many threads\n",
 	      f);
 }
 
@@ -105,6 +110,8 @@ static int parse(int argc, char **argv, model_opts *o)
 			o->no_ort = true;
 		else if (!strcmp(a, "--models") && v)
 			o->dir = v, i++;
+		else if (!strcmp(a, "--tuned") && v)
+			o->tuned = v, i++;
 		else if (!strcmp(a, "--input") && v)
 			o->input = v, i++;
 		else if (!strcmp(a, "--expect") && v)
@@ -162,10 +169,20 @@ static void print_compile(const ts_graph_exec *e, double import_ms)
 	       (double)s.arena_bytes / 1e6, (double)s.unplanned_bytes / 1e6, (double)s.constant_bytes / 1e6);
 }
 
+/* How many of e's convolutions a record of the log scheduled. */
+static void print_tuned(const ts_graph_exec *e, const ts_tune_log *log)
+{
+	ts_graph_stats s = ts_graph_exec_stats(e);
+	printf("tuned: %d kernels scheduled by records of %s (of %d distinct tunable convolutions; %d thread%s)\n",
+	       s.tuned_kernels, log->path, ts_graph_exec_tune_tasks(e, NULL, 0), ts_num_threads(),
+	       ts_num_threads() > 1 ? "s" : "");
+}
+
 /* Loads, compiles and checks; returns the executable (NULL on failure,
  * with *rc set). */
-static ts_graph_exec *compile_and_check(ts_ctx *ctx, const model_opts *o, const char *onnx,
-					const char *in_path, const char *expect_path, run_arg *ra, int *rc)
+static ts_graph_exec *compile_and_check(ts_ctx *ctx, const model_opts *o, const ts_tune_log *log,
+					const char *onnx, const char *in_path, const char *expect_path,
+					run_arg *ra, int *rc)
 {
 	char err[1024];
 	uint64_t t0 = ts_now_ns();
@@ -185,7 +202,8 @@ static ts_graph_exec *compile_and_check(ts_ctx *ctx, const model_opts *o, const 
 	int64_t shape[2][TS_GRAPH_MAX_DIMS];
 	ts_graph_value_shape(g, ts_graph_input_value(g, 0), &nd[0], shape[0]);
 	ts_graph_value_shape(g, ts_graph_output_value(g, 0), &nd[1], shape[1]);
-	ts_graph_opts go = {.trace = o->trace ? stdout : NULL, .no_fuse = o->no_fuse, .no_layout = o->no_layout};
+	ts_graph_opts go = {.trace = o->trace ? stdout : NULL, .no_fuse = o->no_fuse, .no_layout = o->no_layout,
+			    .tuned = log};
 	ts_graph_exec *e = ts_graph_compile(g, &go);
 	ts_graph_free(g);
 	if (!e)
@@ -193,6 +211,8 @@ static ts_graph_exec *compile_and_check(ts_ctx *ctx, const model_opts *o, const 
 	if (o->trace)
 		ts_graph_exec_print(stdout, e);
 	print_compile(e, import_ms);
+	if (log)
+		print_tuned(e, log);
 	ra->e = e;
 	ra->in = ts_array_new(ctx, ts_float32, nd[0], shape[0]);
 	ra->out = ts_array_new(ctx, ts_float32, nd[1], shape[1]);
@@ -225,6 +245,14 @@ int bench_model_main(int argc, char **argv)
 	if (rc)
 		return rc == 1 ? BENCH_EXIT_OK : BENCH_EXIT_USAGE;
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tune_log *log = NULL;
+	/* a bad log is a bad command line: refused before any model is made */
+	if (!ctx || (o.tuned && !(log = ts_tune_log_load(ctx, o.tuned)))) {
+		fprintf(stderr, "tessera-bench model: --tuned: %s\n", ctx ? ts_last_error(ctx) : "out of memory");
+		ts_ctx_free(ctx);
+		return BENCH_EXIT_USAGE;
+	}
 	char base[4096], onnx[4200], in[4200], expect[4200], err[1024];
 	if (o.input) {
 		snprintf(onnx, sizeof onnx, "%s", o.model);
@@ -232,15 +260,19 @@ int bench_model_main(int argc, char **argv)
 		snprintf(expect, sizeof expect, "%s", o.expect);
 	} else {
 		mkdir(o.dir, 0777);
-		if (mf_make(TS_SOURCE_DIR, o.model, o.small, o.dir, base, sizeof base, err, sizeof err))
-			return fprintf(stderr, "tessera-bench model: %s\n", err), BENCH_EXIT_FAILED;
+		if (mf_make(TS_SOURCE_DIR, o.model, o.small, o.dir, base, sizeof base, err, sizeof err)) {
+			fprintf(stderr, "tessera-bench model: %s\n", err);
+			ts_ctx_free(ctx);
+			return BENCH_EXIT_FAILED;
+		}
 		snprintf(onnx, sizeof onnx, "%s.onnx", base);
 		snprintf(in, sizeof in, "%s.input.bin", base);
 		snprintf(expect, sizeof expect, "%s.ort.bin", base);
 	}
-	ts_ctx *ctx = ts_ctx_new();
 	run_arg ra = {0};
-	ts_graph_exec *e = compile_and_check(ctx, &o, onnx, in, expect, &ra, &rc);
+	/* records are looked up for the thread count at compile time */
+	ts_set_num_threads(o.threads[0]);
+	ts_graph_exec *e = compile_and_check(ctx, &o, log, onnx, in, expect, &ra, &rc);
 	if (rc == BENCH_EXIT_OK) {
 		if (o.profile) {
 			ts_set_num_threads(o.threads[0]);
@@ -249,8 +281,18 @@ int bench_model_main(int argc, char **argv)
 				fprintf(stderr, "tessera-bench model: %s\n", ts_last_error(ctx));
 		}
 		printf("\n%-8s %12s %16s %22s\n", "threads", "tessera ms", "onnxruntime ms", "speed vs onnxruntime");
-		for (int t = 0; t < o.nthreads; t++) {
+		for (int t = 0; t < o.nthreads && rc == BENCH_EXIT_OK; t++) {
 			ts_set_num_threads(o.threads[t]);
+			if (log && t > 0) {
+				ts_array_free(ra.in);
+				ts_array_free(ra.out);
+				ts_graph_exec_free(e);
+				ra = (run_arg){0};
+				printf("recompiling for %d thread%s:\n", o.threads[t], o.threads[t] > 1 ? "s" : "");
+				e = compile_and_check(ctx, &o, log, onnx, in, expect, &ra, &rc);
+				if (rc != BENCH_EXIT_OK)
+					break;
+			}
 			ts_timing tm;
 			ts_time_opts to = ts_time_opts_default();
 			to.budget_s = o.budget_s;

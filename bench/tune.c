@@ -14,6 +14,13 @@
  * 0 tuned (the log written), 1 tuning or writing failed, 2 bad command
  * line (an unreadable, malformed or unwritable log included: found before
  * anything runs).
+ *
+ *   tessera-tune model FILE.onnx --log FILE [--budget SECONDS] ...
+ *
+ * tunes each distinct convolution of a model as the graph layer compiles
+ * it (ts_graph_exec_tune_tasks: its channel blocks held at the graph's),
+ * the budget per convolution, one record each; tessera-bench model
+ * --tuned LOG (ts_graph_opts.tuned) applies them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +31,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "graph.h"
 #include "threadpool.h"
 #include "tune.h"
 
@@ -32,6 +40,7 @@ typedef struct tune_cli {
 	int nshape;
 	int64_t shape[TS_TUNE_MAX_SHAPE];
 	const char *layer;   /* conv2d by name */
+	const char *model;   /* "model": the .onnx file */
 	const char *log;
 	double budget;
 	int threads;
@@ -43,6 +52,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: tessera-tune OP SHAPE... --log FILE [--budget SECONDS] [--threads T] [--seed S]\n"
+		"       tessera-tune model FILE.onnx --log FILE [--budget SECONDS] [--threads T] [--seed S]\n"
 		"\n"
 		"Searches schedules for one operator at one shape on this machine (float32,\n"
 		"target llvm), each candidate checked against a reference before it is timed,\n"
@@ -53,6 +63,12 @@ static void usage(FILE *f)
 		"(conv2d, conv2d_nchw and conv2d_nhwc also take a ResNet-50 layer name:\n"
 		" tessera-bench --layer list; depthwise a MobileNet-v2 one:\n"
 		" tessera-bench depthwise --layer list)\n"
+		"\n"
+		"model FILE.onnx tunes each distinct convolution of the model as the graph\n"
+		"layer compiles it (its channel blocks held at the graph's), the budget per\n"
+		"convolution; tessera-bench model --tuned FILE applies the records.  The\n"
+		"bench's models are out/models/resnet50.onnx and bert-layer.onnx once\n"
+		"'tessera-bench model NAME' has made them.\n"
 		"\n"
 		"options:\n"
 		"  --log FILE        the tuning log (required; created when missing)\n"
@@ -126,6 +142,12 @@ static int parse_flag(tune_cli *c, const char *flag, const char *v)
 static int parse_shape_arg(tune_cli *c, const char *a)
 {
 	int64_t x;
+	if (!strcmp(c->op, "model")) {
+		if (c->model)
+			return bad("unexpected argument '%s' after the model file", a);
+		c->model = a;
+		return 0;
+	}
 	bool named = !strncmp(c->op, "conv2d", 6) || !strcmp(c->op, "depthwise");
 	if (named && c->nshape == 0 && !c->layer && (*a < '0' || *a > '9')) {
 		c->layer = a;
@@ -177,6 +199,8 @@ static int parse(int argc, char **argv, tune_cli *c)
 	}
 	if (!c->log)
 		return bad("missing --log FILE%s", "");
+	if (!strcmp(c->op, "model") && !c->model)
+		return bad("model: name the model's file (FILE.onnx)%s", "");
 	return 0;
 }
 
@@ -301,6 +325,85 @@ static int run(ts_ctx *ctx, const tune_cli *c)
 	return BENCH_EXIT_OK;
 }
 
+/* One search of a model's task i (of n), from the log's record for it
+ * held at the task's channel blocks; appends the result.  *def and *best
+ * get the medians. */
+static int tune_one(ts_ctx *ctx, const tune_cli *c, const ts_tune_task *t, int i, int n, double *def,
+		    double *best)
+{
+	const int64_t *s = t->shape;
+	ts_tune_cand start;
+	bool found;
+	printf("\n[%d/%d] conv2d %lld %lld %lld %lld %lld %lld %lld %lld %lld (N C H W K R S stride pad), "
+	       "channel blocks", i + 1, n, (long long)s[0], (long long)s[1], (long long)s[2], (long long)s[3],
+	       (long long)s[4], (long long)s[5], (long long)s[6], (long long)s[7], (long long)s[8]);
+	for (int p = 0; p < t->space.nparams; p++)
+		if (t->space.nchoice[p] == 1)
+			printf(" %s %lld", t->space.name[p], (long long)t->space.choice[p][0]);
+	printf("\n");
+	if (resume_from(ctx, c->log, t, &start, &found))
+		return BENCH_EXIT_FAILED;
+	/* a record of other blocks (a standalone tuning) starts at the graph's */
+	for (int p = 0; found && p < t->space.nparams; p++)
+		if (t->space.nchoice[p] == 1)
+			start.v[p] = t->space.choice[p][0];
+	ts_tune_opts o = ts_tune_opts_default();
+	o.budget_s = c->budget;
+	o.seed = c->seed;
+	o.start = found ? &start : NULL;
+	o.progress = isatty(STDOUT_FILENO) ? progress : NULL;
+	ts_tune_result r;
+	ts_status st = ts_tune(ctx, t, &o, &r);
+	if (o.progress)
+		printf("\n");
+	if (st != TS_OK)
+		return fprintf(stderr, "tessera-tune: %s\n", ts_last_error(ctx)), BENCH_EXIT_FAILED;
+	print_table(t, &r);
+	if (ts_tune_log_append(ctx, c->log, t, &r) != TS_OK)
+		return fprintf(stderr, "tessera-tune: %s\n", ts_last_error(ctx)), BENCH_EXIT_FAILED;
+	*def = r.default_ms;
+	*best = r.best_ms;
+	return BENCH_EXIT_OK;
+}
+
+static int run_model(ts_ctx *ctx, const tune_cli *c)
+{
+	if (check_log(c->log))
+		return BENCH_EXIT_USAGE;
+	ts_set_num_threads(c->threads);
+	ts_graph *g = ts_onnx_load(ctx, c->model);
+	if (!g)
+		return refuse(ctx);
+	ts_graph_exec *e = ts_graph_compile(g, NULL);
+	ts_graph_free(g);
+	if (!e)
+		return fprintf(stderr, "tessera-tune: %s\n", ts_last_error(ctx)), BENCH_EXIT_FAILED;
+	int n = ts_graph_exec_tune_tasks(e, NULL, 0);
+	ts_tune_task *tasks = n > 0 ? malloc(sizeof *tasks * (size_t)n) : NULL;
+	if (n > 0 && tasks)
+		ts_graph_exec_tune_tasks(e, tasks, n);
+	ts_graph_exec_free(e);
+	if (n > 0 && !tasks)
+		return fprintf(stderr, "tessera-tune: out of memory\n"), BENCH_EXIT_FAILED;
+	char cpu[64], feat[40];
+	ts_tune_host(cpu, feat);
+	printf("tuning %s: %d distinct convolution%s on %s, %d thread%s, budget %.1f s each, seed %llu\n",
+	       c->model, n, n == 1 ? "" : "s", cpu, c->threads, c->threads > 1 ? "s" : "", c->budget,
+	       (unsigned long long)c->seed);
+	double sum_def = 0, sum_best = 0;
+	int rc = BENCH_EXIT_OK;
+	for (int i = 0; i < n && rc == BENCH_EXIT_OK; i++) {
+		double d = 0, b = 0;
+		rc = tune_one(ctx, c, &tasks[i], i, n, &d, &b);
+		sum_def += d, sum_best += b;
+	}
+	free(tasks);
+	if (rc == BENCH_EXIT_OK && n > 0)
+		printf("\n%d convolutions, each once: default %.3f ms, tuned %.3f ms (%.2fx); log: appended to %s\n",
+		       n, sum_def, sum_best, sum_def / sum_best, c->log);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	tune_cli c;
@@ -314,7 +417,7 @@ int main(int argc, char **argv)
 	ts_ctx *ctx = ts_ctx_new();
 	if (!ctx)
 		return fprintf(stderr, "tessera-tune: out of memory\n"), BENCH_EXIT_FAILED;
-	int rc = run(ctx, &c);
+	int rc = !strcmp(c.op, "model") ? run_model(ctx, &c) : run(ctx, &c);
 	ts_ctx_free(ctx);
 	return rc;
 }

@@ -161,10 +161,22 @@ void ts_graph_print(FILE *f, const ts_graph *g);
 
 /* ---- compiling and running ------------------------------------------------------ */
 
+struct ts_tune_log;
+struct ts_tune_task;
+
 typedef struct ts_graph_opts {
 	FILE *trace;          /* what each pass did, and the kernels; NULL: quiet */
 	bool no_fuse;         /* one kernel per node (for comparisons) */
 	bool no_layout;       /* convolutions convert to and from NCHW each */
+	/* a tuning log (tune.h ts_tune_log_load), read while compiling: a
+	 * convolution on NCHW[x]c with a record for its "conv2d" task (one
+	 * group, square kernel, one stride and one pad for both dimensions,
+	 * no dilation) takes the record's register blocks, parallel and pad
+	 * mode instead of the defaults; its channel blocks stay the graph's
+	 * (the layout plan's).  A record the log refuses (another version,
+	 * CPU or feature set) fails the compile with the log's message.
+	 * NULL: the default schedules. */
+	const struct ts_tune_log *tuned;
 } ts_graph_opts;
 
 typedef struct ts_graph_exec ts_graph_exec;
@@ -195,14 +207,23 @@ typedef struct ts_graph_stats {
 	int fused_nodes;      /* nodes fused into another node's kernel */
 	int folded_nodes;     /* nodes removed by constant folding */
 	int conversions;      /* layout conversions run per inference */
+	int tuned_kernels;    /* kernels a tuning log's record scheduled */
 	int64_t arena_bytes;  /* intermediates after memory planning */
 	int64_t unplanned_bytes; /* the sum of every intermediate's size */
 	int64_t constant_bytes;  /* weights, after folding and repacking */
 } ts_graph_stats;
 
 ts_graph_stats ts_graph_exec_stats(const ts_graph_exec *e);
-/* The kernels in order, one per line, with their nodes and layouts. */
+/* The kernels in order, one per line, with their nodes and layouts (and
+ * "tuned LOG:LINE" for a convolution a log's record scheduled). */
 void ts_graph_exec_print(FILE *f, const ts_graph_exec *e);
+/* The tuning tasks of e's convolutions that a log can schedule (see
+ * ts_graph_opts.tuned): "conv2d" at the layer's shape with the space's
+ * ic_block and oc_block held at the graph's channel blocks, each distinct
+ * task once, in kernel order.  Writes at most max of them to tasks (which
+ * may be NULL when max is 0) and returns how many there are; -1 for a
+ * NULL e or a negative max. */
+int ts_graph_exec_tune_tasks(const ts_graph_exec *e, struct ts_tune_task *tasks, int max);
 
 /* ---- ONNX (onnx.c) ---------------------------------------------------------------- */
 

@@ -21,6 +21,7 @@
 #include "build.h"
 #include "ctx.h"
 #include "timer.h"
+#include "tune.h"
 
 int gx_new_value(ts_graph_exec *e, const char *name, int ndim, const int64_t *shape, int block)
 {
@@ -468,6 +469,7 @@ ts_graph_exec *ts_graph_compile(ts_graph *g, const ts_graph_opts *opts)
 		return NULL;
 	}
 	e->ctx = ts_ctx_retain(ctx);
+	e->tuned = o.tuned;
 	e->lock_made = pthread_mutex_init(&e->lock, NULL) == 0;
 	e->st.nodes = g->nn;
 	p.g = pl.g = g_clone(g);
@@ -507,6 +509,9 @@ ts_graph_exec *ts_graph_compile(ts_graph *g, const ts_graph_opts *opts)
 	e->st.fused_nodes = p.fused;
 	e->st.folded_nodes = p.folded;
 	e->st.total_ms = ts_ms_since(t_all);
+	e->tuned = NULL; /* the caller's: not kept past the compile */
+	for (int k = 0; k < e->nk; k++)
+		e->st.tuned_kernels += e->k[k].tuned != NULL;
 	free(pl.gv2x);
 	free(p.groups);
 	free(p.ns);
@@ -701,7 +706,37 @@ void ts_graph_exec_print(FILE *f, const ts_graph_exec *e)
 	for (int k = 0; k < e->nk; k++) {
 		const xkernel *kr = &e->k[k];
 		const xval *y = &e->xv[kr->arg[kr->nargs - 1].val];
-		fprintf(f, "kernel %3d: %s -> %s%s%s\n", k, kr->desc, g_shape_str(e->ctx, y->ndim, y->shape),
-			y->block > 1 ? ts_sprintf(e->ctx, " NCHW%dc", y->block) : "", kr->owns_mod ? "" : " (shared code)");
+		fprintf(f, "kernel %3d: %s -> %s%s%s%s%s\n", k, kr->desc, g_shape_str(e->ctx, y->ndim, y->shape),
+			y->block > 1 ? ts_sprintf(e->ctx, " NCHW%dc", y->block) : "", kr->owns_mod ? "" : " (shared code)",
+			kr->tuned ? ", tuned " : "", kr->tuned ? kr->tuned : "");
 	}
+}
+
+static bool same_tune_task(const ts_tune_task *a, const ts_tune_task *b)
+{
+	if (a->nshape != b->nshape || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->nshape))
+		return false;
+	for (int i = 0; i < a->space.nparams; i++)
+		if (a->space.choice[i][0] != b->space.choice[i][0])
+			return false;
+	return true;
+}
+
+int ts_graph_exec_tune_tasks(const ts_graph_exec *e, ts_tune_task *tasks, int max)
+{
+	if (!e || max < 0 || (max > 0 && !tasks))
+		return -1;
+	int n = 0;
+	for (int k = 0; k < e->nk; k++) {
+		const ts_tune_task *t = e->k[k].task;
+		bool seen = false;
+		for (int j = 0; t && j < k && !seen; j++)
+			seen = e->k[j].task && same_tune_task(e->k[j].task, t);
+		if (!t || seen)
+			continue;
+		if (n < max)
+			tasks[n] = *t;
+		n++;
+	}
+	return n;
 }

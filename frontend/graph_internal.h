@@ -136,6 +136,8 @@ typedef struct xarg {
 
 typedef struct xkernel {
 	const char *desc;     /* its nodes, for printing */
+	struct ts_tune_task *task; /* a convolution's tuning task, or NULL */
+	const char *tuned;    /* "LOG:LINE" of the record that scheduled it, or NULL */
 	const char *key;      /* equal keys: the same code */
 	ts_module *mod;
 	bool owns_mod;
@@ -153,6 +155,7 @@ struct ts_graph_exec {
 	int *in, *out;        /* xvals of the graph's inputs and outputs */
 	void *arena;
 	ts_graph_stats st;
+	const struct ts_tune_log *tuned; /* while compiling: ts_graph_opts.tuned */
 	/* runs share the arena: two threads' runs take turns */
 	pthread_mutex_t lock;
 	bool lock_made;

@@ -30,6 +30,7 @@
 #include "ops.h"
 #include "schedule.h"
 #include "timer.h"
+#include "tune.h"
 
 typedef struct kb {
 	ts_graph_exec *e;
@@ -556,12 +557,69 @@ static ts_tensor *conv_output(epi *ep, const gnode *n)
 	return ep->T ? output_tensor(ep, n->name) : NULL;
 }
 
+/* The "conv2d" tuning task of convolution node n (input x, weights w) on
+ * channel blocks xb and yb, the space's channel blocks held at them, kept
+ * in the kernel (ts_graph_exec_tune_tasks); with a log, *p takes its
+ * record's parameters.  A convolution the task cannot describe keeps *p.
+ * An error only for a record the log refuses. */
+static ts_status tuned_conv(kb *b, const gnode *n, const xval *x, const xval *w, int64_t xb,
+			    int64_t yb, ts_conv2d_cpu_params *p)
+{
+	const ts_gattrs *a = &n->a;
+	if (a->group != 1 || a->dilation[0] != 1 || a->dilation[1] != 1 || a->stride[0] != a->stride[1] ||
+	    w->shape[2] != w->shape[3] || a->pad[0] != a->pad[1] || a->pad[0] != a->pad[2] ||
+	    a->pad[0] != a->pad[3])
+		return TS_OK;
+	ts_tune_task *t = ts_alloc(b->ctx, sizeof *t);
+	if (!t)
+		return ts_last_status(b->ctx);
+	int64_t shape[9] = {x->shape[0], x->shape[1], x->shape[2], x->shape[3], w->shape[0],
+			    w->shape[2], w->shape[3], a->stride[0], a->pad[0]};
+	if (ts_tune_task_init(b->ctx, t, "conv2d", 9, shape) != TS_OK) {
+		ts_clear_error(b->ctx); /* a shape the tuner does not take: the defaults */
+		return TS_OK;
+	}
+	for (int i = 0; i < t->space.nparams; i++)
+		if (!strcmp(t->space.name[i], "ic_block") || !strcmp(t->space.name[i], "oc_block")) {
+			t->space.nchoice[i] = 1;
+			t->space.choice[i][0] = !strcmp(t->space.name[i], "ic_block") ? xb : yb;
+		}
+	b->k->task = t;
+	ts_tune_cand c;
+	const ts_tune_record *rec = NULL;
+	if (!b->e->tuned)
+		return TS_OK;
+	G_TRY(ts_tune_log_lookup(b->ctx, b->e->tuned, t, &c, &rec));
+	if (!rec)
+		return TS_OK;
+	for (int i = 0; i < t->space.nparams; i++) {
+		const char *name = t->space.name[i];
+		int64_t v = c.v[i];
+		if (!strcmp(name, "ow_block"))
+			p->ow_block = v;
+		else if (!strcmp(name, "oh_block"))
+			p->oh_block = v;
+		else if (!strcmp(name, "parallel"))
+			p->parallel = v != 0;
+		else if (!strcmp(name, "pad"))
+			p->pad = (ts_pad_mode)v;
+	}
+	b->k->tuned = ts_sprintf(b->ctx, "%s:%d", b->e->tuned->path, rec->line);
+	/* the same code only for the same parameters */
+	key(b, "tuned%lld,%lld,%d,%d", (long long)p->ow_block, (long long)p->oh_block, p->parallel,
+	    (int)p->pad);
+	return TS_OK;
+}
+
 /* Convolution on NCHW[x]c: the weights are blocked here, once. */
 static ts_schedule *conv_blocked(kb *b, epi *ep, const gnode *n)
 {
 	const xval *x = xin(b, n, 0), *w = xin(b, n, 1);
 	int64_t O = w->shape[0], C = w->shape[1], KH = w->shape[2], KW = w->shape[3];
 	int64_t xb = x->block, yb = b->e->xv[b->y].block;
+	ts_conv2d_cpu_params cp = ts_conv2d_cpu_default();
+	if (tuned_conv(b, n, x, w, xb, yb, &cp) != TS_OK) /* before new_const moves x and w */
+		return NULL;
 	float *wc = alloc_floats(b, O * C * KH * KW);
 	if (!wc)
 		return NULL;
@@ -583,7 +641,7 @@ static ts_schedule *conv_blocked(kb *b, epi *ep, const gnode *n)
 	ep->T = ts_op_conv2d_nchwc(b->ctx, wd.X, W, wd.sh, wd.sw, wd.ph, wd.pw, wd.dh, wd.dw);
 	ts_tensor *Y = conv_output(ep, n);
 	ts_schedule *s = Y ? ts_create_schedule(b->ctx, 1, &Y) : NULL;
-	return s && ts_schedule_conv2d_nchwc_cpu(s, Y, NULL) == TS_OK ? s : NULL;
+	return s && ts_schedule_conv2d_nchwc_cpu(s, Y, &cp) == TS_OK ? s : NULL;
 }
 
 /* Depthwise convolution on NCHW[x]c: W[C, 1, KH, KW] blocked here, once,

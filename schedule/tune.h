@@ -234,9 +234,11 @@ ts_status ts_tune_log_append(ts_ctx *ctx, const char *path, const ts_tune_task *
  * "PATH:LINE: what is wrong". */
 ts_tune_log *ts_tune_log_load(ts_ctx *ctx, const char *path);
 /* The last record of the log for the task (op, shape, dtype, target) into
- * *c, preferring the last one tuned with the thread pool's present size
- * (ts_num_threads()) to later ones tuned with another; *rec is NULL (and
- * TS_OK) when there is none.  A matching record
+ * *c, preferring the last one whose values are all among the task's
+ * choices (a graph's convolution task holds its channel blocks at the
+ * graph's: ts_graph_exec_tune_tasks) and then the last one tuned with the
+ * thread pool's present size (ts_num_threads()) to later ones; *rec is
+ * NULL (and TS_OK) when there is none.  A matching record
  * tuned with another tessera version, CPU or CPU features, or whose
  * parameters are not the task's, is refused with an error naming the
  * field and the line. */

@@ -444,6 +444,23 @@ static ts_status record_params(ts_ctx *ctx, const ts_tune_log *log, const ts_tun
 	return TS_OK;
 }
 
+/* Whether every parameter of r has a value among the space's choices
+ * (false when r lacks one: record_params then refuses it). */
+static bool fits_space(const ts_tune_record *r, const ts_tune_space *sp)
+{
+	for (int i = 0; i < sp->nparams; i++) {
+		int k = 0;
+		while (k < r->nparams && strcmp(r->pname[k], sp->name[i]))
+			k++;
+		bool in = false;
+		for (int j = 0; k < r->nparams && j < sp->nchoice[i] && !in; j++)
+			in = sp->choice[i][j] == r->pval[k];
+		if (!in)
+			return false;
+	}
+	return true;
+}
+
 static const char *shape_str(ts_ctx *ctx, const ts_tune_task *t)
 {
 	char buf[256];
@@ -465,24 +482,29 @@ ts_status ts_tune_log_lookup(ts_ctx *ctx, const ts_tune_log *log, const ts_tune_
 	const ts_tune_record *foreign = NULL;
 	ts_tune_host(cpu, feat);
 	*rec = NULL;
-	/* the newest record tuned with as many threads as now run (a schedule
-	 * tuned on one core is often serial), else the newest of any */
-	const ts_tune_record *any = NULL;
+	/* the newest record whose values are among the space's choices (a
+	 * graph's convolution holds its channel blocks at one value) and that
+	 * was tuned with as many threads as now run (a schedule tuned on one
+	 * core is often serial); failing both, the one failing the thread
+	 * count, then the one failing the choices, then any */
+	const ts_tune_record *best[4] = {NULL, NULL, NULL, NULL};
 	int threads = ts_num_threads();
-	for (int i = log->n - 1; i >= 0 && !*rec; i--) {
+	for (int i = log->n - 1; i >= 0 && !best[0]; i--) {
 		const char *want;
-		if (!same_task(&log->rec[i], t))
+		const ts_tune_record *r = &log->rec[i];
+		if (!same_task(r, t))
 			continue;
-		if (foreign_field(&log->rec[i], cpu, feat, &want)) {
+		if (foreign_field(r, cpu, feat, &want)) {
 			if (!foreign)
-				foreign = &log->rec[i];
-		} else if (log->rec[i].threads == threads)
-			*rec = &log->rec[i];
-		else if (!any)
-			any = &log->rec[i];
+				foreign = r;
+			continue;
+		}
+		int rank = (fits_space(r, &t->space) ? 0 : 2) + (r->threads == threads ? 0 : 1);
+		if (!best[rank])
+			best[rank] = r;
 	}
-	if (!*rec)
-		*rec = any;
+	for (int k = 0; k < 4 && !*rec; k++)
+		*rec = best[k];
 	if (*rec)
 		return record_params(ctx, log, *rec, t, c);
 	if (!foreign)

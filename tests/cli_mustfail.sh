@@ -166,6 +166,8 @@ if have "$bench"; then
 	expect "--tuned: tune log $tmp/none.jsonl: cannot read" "$b" depthwise --tuned "$tmp/none.jsonl"
 	printf 'garbage\n' >"$tmp/bad_tune.log"
 	expect "--tuned: $tmp/bad_tune.log:1: expected '{'" "$b" gemm --tuned "$tmp/bad_tune.log"
+	expect "model: --tuned: tune log /nonexistent/t.jsonl: cannot read" "$b" model resnet50 --tuned /nonexistent/t.jsonl
+	expect "model: --tuned: $tmp/bad_tune.log:1: expected '{'" "$b" model resnet50 --small --tuned "$tmp/bad_tune.log"
 	if ls "$tmp" | grep -q json; then
 		failures=$((failures + 1))
 		echo "FAIL: a refused --json path was created"
@@ -230,6 +232,11 @@ if have "$tune"; then
 	expect "depthwise: unknown layer 'res2_3x3' (tessera-bench depthwise --layer list)" \
 		"$u" depthwise res2_3x3 --log "$log"
 	expect "unexpected argument '3' after the layer name" "$u" depthwise dw1 3 --log "$log"
+	expect "model: name the model's file (FILE.onnx)" "$u" model --log "$log"
+	expect "unexpected argument 'b.onnx' after the model file" "$u" model a.onnx b.onnx --log "$log"
+	expect "/nonexistent/m.onnx" "$u" model /nonexistent/m.onnx --log "$log"
+	printf 'not a model' >"$tmp/bad.onnx"
+	expect "$tmp/bad.onnx" "$u" model "$tmp/bad.onnx" --log "$log"
 	printf '{"tessera": "0.1", "op": \n' >"$log"
 	expect "$log:1: truncated record" "$u" matmul 8 8 8 --log "$log"
 	printf '{"tessera": "0.0", "op": "matmul", "shape": [8, 8, 8], "dtype": "float32", "target": "llvm", "cpu": "x", "features": "y", "threads": 1, "params": {}, "median_ms": 1, "default_ms": 1, "trials": 1}\n' >"$log"

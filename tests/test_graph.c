@@ -11,8 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "graph_ref.h"
+#include "tune.h"
 #include "threadpool.h"
 
 #define TOL 1e-4
@@ -728,6 +730,118 @@ START_TEST(test_trace_and_print)
 }
 END_TEST
 
+/* The text of file path (NULL-terminated, malloc'd). */
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	ck_assert_ptr_nonnull(f);
+	char *buf = calloc(1, 1 << 16);
+	ck_assert_ptr_nonnull(buf);
+	size_t n = fread(buf, 1, (1 << 16) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* Convolutions scheduled by a tuning log: the graph lists its tunable
+ * convolutions (a square kernel with one stride and pad: not the
+ * asymmetric one) with their channel blocks held, records with register
+ * blocks that divide neither the rows nor the columns (and the padding
+ * inlined, or copied) schedule them, and the results stay the
+ * reference's; a record of another tessera version fails the compile with
+ * the log's message, and the calls refuse bad arguments. */
+START_TEST(test_tuned_convolutions)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	tg *t = tg_new(ctx, 71);
+	int x = tg_input(t, "x", TS_SHAPE(1, 16, 9, 11));
+	int w1 = tg_const(t, "w1", TS_SHAPE(32, 16, 3, 3), -0.3, 0.3);
+	int w2 = tg_const(t, "w2", TS_SHAPE(32, 32, 1, 1), -0.3, 0.3);
+	int w3 = tg_const(t, "w3", TS_SHAPE(16, 32, 3, 3), -0.3, 0.3);
+	ts_gattrs a1 = conv_attrs(1, 1, 1, 1, 1), a2 = conv_attrs(2, 0, 0, 0, 0), a3 = conv_attrs(1, 1, 0, 1, 2);
+	int c1 = tg_node(t, "c1", TS_GOP_CONV, 2, (int[]){x, w1}, &a1);
+	int r1 = tg_node(t, "r1", TS_GOP_RELU, 1, &c1, NULL);
+	int c2 = tg_node(t, "c2", TS_GOP_CONV, 2, (int[]){r1, w2}, &a2);
+	int c3 = tg_node(t, "c3", TS_GOP_CONV, 2, (int[]){c2, w3}, &a3);
+	ck_assert_msg(c3 >= 0, "%s", ts_last_error(ctx));
+	tg_output(t, c3);
+	ts_graph_exec *e0 = NULL;
+	ck_assert(tg_check(t, NULL, &e0) <= TOL);
+	ck_assert_int_eq(ts_graph_exec_tune_tasks(e0, NULL, 0), 2);
+	ts_tune_task task[2];
+	ck_assert_int_eq(ts_graph_exec_tune_tasks(e0, task, 2), 2);
+	ck_assert_int_eq(ts_graph_exec_tune_tasks(NULL, task, 2), -1);
+	ck_assert_int_eq(ts_graph_exec_tune_tasks(e0, NULL, 2), -1);
+	ck_assert_int_eq(ts_graph_exec_tune_tasks(e0, task, -1), -1);
+	ck_assert_int_eq(ts_graph_exec_stats(e0).tuned_kernels, 0);
+	static const int64_t want[2][9] = {{1, 16, 9, 11, 32, 3, 3, 1, 1}, {1, 32, 9, 11, 32, 1, 1, 2, 0}};
+	char path[] = "/tmp/tessera_graph_tune_XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	remove(path);
+	for (int k = 0; k < 2; k++) {
+		ck_assert_str_eq(task[k].op, "conv2d");
+		ck_assert_int_eq(task[k].nshape, 9);
+		ck_assert(!memcmp(task[k].shape, want[k], sizeof want[k]));
+		ts_tune_result r = {.best = ts_tune_default(&task[k]), .best_ms = 1, .default_ms = 1, .trials = 1};
+		r.def = r.best;
+		for (int i = 0; i < task[k].space.nparams; i++) {
+			const char *n = task[k].space.name[i];
+			if (!strcmp(n, "ic_block") || !strcmp(n, "oc_block"))
+				ck_assert_int_eq(task[k].space.nchoice[i], 1); /* the graph's */
+			else if (!strcmp(n, "ow_block"))
+				r.best.v[i] = 4;
+			else if (!strcmp(n, "oh_block"))
+				r.best.v[i] = 2;
+			else if (!strcmp(n, "pad"))
+				r.best.v[i] = k ? TS_PAD_COPY : TS_PAD_INLINE;
+		}
+		tu_ok(ctx, ts_tune_log_append(ctx, path, &task[k], &r));
+	}
+	ts_tune_log *log = ts_tune_log_load(ctx, path);
+	tu_nonnull(ctx, log);
+	ts_graph_opts o = {.tuned = log};
+	ts_graph_exec *e1 = NULL;
+	double err = tg_check(t, &o, &e1);
+	ck_assert_msg(err >= 0 && err <= TOL, "tuned: error %g: %s", err, ts_last_error(ctx));
+	ck_assert_int_eq(ts_graph_exec_stats(e1).tuned_kernels, 2);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	ts_graph_exec_print(f, e1);
+	fclose(f);
+	int ntuned = 0;
+	for (const char *q = buf; (q = strstr(q, ", tuned ")) != NULL; q++)
+		ntuned++;
+	ck_assert_msg(strstr(buf, ts_sprintf(ctx, "c1 + r1 -> [1, 32, 9, 11] NCHW32c, tuned %s:1\n", path)) &&
+			      strstr(buf, ts_sprintf(ctx, "c2 -> [1, 32, 5, 6] NCHW32c, tuned %s:2\n", path)) &&
+			      ntuned == 2,
+		      "%s", buf);
+	free(buf);
+	/* a record of another version is refused, naming the line */
+	char *text = slurp(path), *v = strstr(text, "\"tessera\": \"");
+	ck_assert_ptr_nonnull(v);
+	memcpy(v + 12, "0.1", 3);
+	FILE *g = fopen(path, "wb");
+	ck_assert_ptr_nonnull(g);
+	fputs(text, g);
+	fclose(g);
+	free(text);
+	ts_tune_log *old = ts_tune_log_load(ctx, path);
+	tu_nonnull(ctx, old);
+	o.tuned = old;
+	ck_assert_ptr_null(ts_graph_compile(tg_graph(t), &o));
+	tu_assert_error(ctx, ts_sprintf(ctx, "%s:1: the record for conv2d", path));
+	tu_assert_error(ctx, "field tessera is '0.1'");
+	remove(path);
+	ts_graph_exec_free(e0);
+	ts_graph_exec_free(e1);
+	tg_free(t);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("graph");
@@ -752,6 +866,7 @@ int main(void)
 	tcase_add_test(tc, test_constant_views);
 	tcase_add_test(tc, test_stale_error);
 	tcase_add_test(tc, test_trace_and_print);
+	tcase_add_test(tc, test_tuned_convolutions);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

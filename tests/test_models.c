@@ -10,11 +10,13 @@
 #include "testutil.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "graph.h"
 #include "model_files.h"
 #include "threadpool.h"
+#include "tune.h"
 
 typedef struct model_run {
 	double rel_err;
@@ -87,6 +89,65 @@ START_TEST(test_resnet50_small)
 }
 END_TEST
 
+/* The reduced ResNet-50 scheduled by a tuning log: its convolutions' tasks
+ * (channel blocks held at the graph's), three tuned briefly and every
+ * other given a record with register blocks and a pad mode unlike the
+ * defaults; compiled with the log, every convolution takes its record and
+ * the output still matches ONNX Runtime's. */
+START_TEST(test_resnet50_small_tuned)
+{
+	char base[4096], path[4200], err[1024];
+	mkdir("models", 0777);
+	ck_assert_msg(mf_make(TS_SOURCE_DIR, "resnet50", true, "models", base, sizeof base, err, sizeof err) == 0,
+		      "%s", err);
+	ts_ctx *ctx = ts_ctx_new();
+	snprintf(path, sizeof path, "%s.onnx", base);
+	ts_graph *g = ts_onnx_load(ctx, path);
+	tu_nonnull(ctx, g);
+	ts_graph_exec *e = ts_graph_compile(g, NULL);
+	ts_graph_free(g);
+	tu_nonnull(ctx, e);
+	ts_tune_task tasks[64];
+	int n = ts_graph_exec_tune_tasks(e, tasks, 64);
+	ck_assert_int_eq(n, 16); /* 17 convolutions, two alike */
+	ts_graph_exec_free(e);
+	snprintf(path, sizeof path, "%s.tune.jsonl", base);
+	remove(path);
+	for (int i = 0; i < n; i++) {
+		ts_tune_result r;
+		if (i < 3) {
+			ts_tune_opts o = ts_tune_opts_default();
+			o.budget_s = 0.5;
+			o.max_trials = 6;
+			o.repeat = 3;
+			tu_ok(ctx, ts_tune(ctx, &tasks[i], &o, &r));
+			ck_assert_int_eq(r.wrong, 0);
+		} else {
+			r = (ts_tune_result){.best = ts_tune_default(&tasks[i]), .best_ms = 1, .default_ms = 1};
+			r.def = r.best;
+			for (int p = 0; p < tasks[i].space.nparams; p++) {
+				const char *name = tasks[i].space.name[p];
+				if (!strcmp(name, "ow_block"))
+					r.best.v[p] = i % 2 ? 4 : 7;
+				else if (!strcmp(name, "oh_block"))
+					r.best.v[p] = 1 + i % 3;
+				else if (!strcmp(name, "pad"))
+					r.best.v[p] = i % 2 ? TS_PAD_INLINE : TS_PAD_COPY;
+			}
+		}
+		tu_ok(ctx, ts_tune_log_append(ctx, path, &tasks[i], &r));
+	}
+	ts_tune_log *log = ts_tune_log_load(ctx, path);
+	tu_nonnull(ctx, log);
+	model_run r = run_model("resnet50", &(ts_graph_opts){.tuned = log}, 2);
+	ck_assert_msg(r.rel_err <= 1e-3, "tuned: max |tessera - onnxruntime| / max |onnxruntime| = %g", r.rel_err);
+	ck_assert_int_eq(r.st.tuned_kernels, 17);
+	ck_assert_int_eq(r.st.kernels, 20);
+	remove(path);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_bert_layer_small)
 {
 	model_run r = run_model("bert-layer", NULL, 2);
@@ -107,6 +168,7 @@ int main(void)
 	TCase *tc = tcase_create("models");
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_resnet50_small);
+	tcase_add_test(tc, test_resnet50_small_tuned);
 	tcase_add_test(tc, test_bert_layer_small);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);

@@ -356,7 +356,7 @@ START_TEST(test_log_threads)
 	ck_assert_ptr_nonnull(p = strstr(one, "\"mr\": 2"));
 	p[6] = '3';
 	ck_assert_ptr_nonnull(p = strstr(two, "\"mr\": 2"));
-	p[6] = '5';
+	p[6] = '6';
 	ck_assert_ptr_nonnull(p = strstr(two, "\"threads\": 1"));
 	p[11] = '2';
 	int saved = ts_num_threads();
@@ -374,12 +374,51 @@ START_TEST(test_log_threads)
 			ts_tune_cand c;
 			const ts_tune_record *rec;
 			tu_ok(ctx, ts_tune_log_lookup(ctx, log, &t, &c, &rec));
-			int64_t want = threads == 1 ? 3 : threads == 2 ? 5 : order ? 3 : 5;
+			int64_t want = threads == 1 ? 3 : threads == 2 ? 6 : order ? 3 : 6;
 			ck_assert_msg(rec && c.v[0] == want, "%d threads, order %d: mr %lld, want %lld",
 				      threads, order, (long long)c.v[0], (long long)want);
 			unlink(path);
 			ts_ctx_free(ctx);
 		}
+	ts_set_num_threads(saved);
+}
+END_TEST
+
+/* A task whose space holds a parameter at one value (a graph's channel
+ * blocks) takes the newest record within its choices before a newer one
+ * outside them (a standalone tuning of the same shape), whatever the
+ * threads; the full space takes the newest. */
+START_TEST(test_log_fits_space)
+{
+	char one[1024], two[1024], text[4096], path[256], *p;
+	record(one, sizeof one, NULL, NULL, NULL);
+	record(two, sizeof two, NULL, NULL, NULL);
+	ck_assert_ptr_nonnull(p = strstr(one, "\"mr\": 2"));
+	p[6] = '3';
+	ck_assert_ptr_nonnull(p = strstr(two, "\"mr\": 2"));
+	p[6] = '6';
+	int saved = ts_num_threads();
+	ts_set_num_threads(1);
+	snprintf(text, sizeof text, "%s%s", one, two);
+	write_file(tmp_path(path, sizeof path), text);
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tune_log *log = ts_tune_log_load(ctx, path);
+	tu_nonnull(ctx, log);
+	ts_tune_cand c;
+	const ts_tune_record *rec;
+	ts_tune_task t = task(ctx, "matmul", TS_SHAPE(8, 8, 8));
+	tu_ok(ctx, ts_tune_log_lookup(ctx, log, &t, &c, &rec));
+	ck_assert(rec && rec->line == 2 && c.v[0] == 6);
+	ck_assert_str_eq(t.space.name[0], "mr");
+	t.space.nchoice[0] = 1;
+	t.space.choice[0][0] = 3;
+	tu_ok(ctx, ts_tune_log_lookup(ctx, log, &t, &c, &rec));
+	ck_assert(rec && rec->line == 1 && c.v[0] == 3);
+	t.space.choice[0][0] = 5; /* neither fits: the newest */
+	tu_ok(ctx, ts_tune_log_lookup(ctx, log, &t, &c, &rec));
+	ck_assert(rec && rec->line == 2 && c.v[0] == 6);
+	unlink(path);
+	ts_ctx_free(ctx);
 	ts_set_num_threads(saved);
 }
 END_TEST
@@ -470,6 +509,7 @@ int main(void)
 	tcase_add_test(tc, test_log_round_trip);
 	tcase_add_test(tc, test_log_foreign);
 	tcase_add_test(tc, test_log_threads);
+	tcase_add_test(tc, test_log_fits_space);
 	tcase_add_test(tc, test_log_malformed);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
