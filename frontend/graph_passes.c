@@ -304,6 +304,19 @@ static int pending_find(const pending *q, int v)
 	return -1;
 }
 
+/* Adds value v to the n values of list (at most G_MAX_ARGS - 1) unless it
+ * is there; false when it is not and the list is full. */
+static bool add_outside(int *list, int *n, int v)
+{
+	for (int i = 0; i < *n; i++)
+		if (list[i] == v)
+			return true;
+	if (*n == G_MAX_ARGS - 1)
+		return false;
+	list[(*n)++] = v;
+	return true;
+}
+
 /* Extends group gr, whose value so far is gr->out, with the longest run
  * of elementwise nodes after it that reads only gr's values and values
  * computed before gr's first node, and that closes again on one value (a
@@ -318,7 +331,13 @@ static void extend(gpass *p, ggroup *gr, int start)
 	q.left[0] = p->uses[gr->out];
 	if (g->v[gr->out].is_output || !q.left[0])
 		return;
-	int reg[64], nreg = 0, best = 0, best_out = -1;
+	/* room left in gr->reg; the values the kernel reads from outside
+	 * (one argument each, the output being the last of G_MAX_ARGS) */
+	int room = (int)(sizeof gr->reg / sizeof gr->reg[0]) - gr->nreg;
+	int reg[64], nreg = 0, best = 0, best_out = -1, next = 0, outside[G_MAX_ARGS];
+	const gnode *head = &g->n[gr->anchor >= 0 ? gr->anchor : gr->reg[0]];
+	for (int k = 0; k < head->nin; k++)
+		add_outside(outside, &next, head->in[k]);
 	int first = g->v[gr->out].node + 1;
 	for (int m = first; m < g->nn && q.n; m++) {
 		gnode *n = &g->n[m];
@@ -329,10 +348,11 @@ static void extend(gpass *p, ggroup *gr, int start)
 			reads |= pending_find(&q, n->in[k]) >= 0;
 		if (!reads)
 			continue;
-		if (p->ns[m].group >= 0 || !fusable_elementwise(p, m) || nreg == 64 ||
+		if (p->ns[m].group >= 0 || !fusable_elementwise(p, m) || nreg == room ||
 		    !same_shape(&g->v[n->out], shape))
 			break;
 		bool ok = true;
+		int grown = next;
 		for (int k = 0; k < n->nin && ok; k++) {
 			const gvalue *in = &g->v[n->in[k]];
 			bool inside = pending_find(&q, n->in[k]) >= 0;
@@ -343,9 +363,14 @@ static void extend(gpass *p, ggroup *gr, int start)
 			if (!inside && in->kind == GV_NODE && in->node > start &&
 			    p->ns[in->node].group < 0)
 				ok = false;
+			/* one argument more than a kernel takes: the chain
+			 * goes on in a kernel of its own */
+			if (!inside && !add_outside(outside, &grown, n->in[k]))
+				ok = false;
 		}
 		if (!ok)
 			break;
+		next = grown;
 		for (int k = 0; k < n->nin; k++) {
 			int i = pending_find(&q, n->in[k]);
 			if (i >= 0 && --q.left[i] == 0) {

@@ -730,6 +730,41 @@ START_TEST(test_trace_and_print)
 }
 END_TEST
 
+/* Elementwise chains longer than one kernel holds: 100 nodes (a kernel
+ * fuses at most 64) and 40 adds of 40 constants (a kernel reads at most
+ * 31 values) are split into several kernels, each correct; before, the
+ * first wrote past the group's node list and the second refused the
+ * model. */
+START_TEST(test_long_chains)
+{
+	for (int variant = 0; variant < 2; variant++) {
+		ts_ctx *ctx = ts_ctx_new();
+		tg *t = tg_new(ctx, 80 + variant);
+		int v = tg_input(t, "x", TS_SHAPE(4, 16));
+		int n = variant ? 40 : 100;
+		for (int i = 0; i < n; i++) {
+			char name[16];
+			snprintf(name, sizeof name, "n%d", i);
+			if (variant) {
+				int c = tg_const(t, "c", TS_SHAPE(4, 16), -0.1, 0.1);
+				v = tg_node(t, name, TS_GOP_ADD, 2, (int[]){v, c}, NULL);
+			} else {
+				v = tg_node(t, name, i % 3 ? TS_GOP_NEG : TS_GOP_RELU, 1, &v, NULL);
+			}
+			ck_assert_msg(v >= 0, "%s", ts_last_error(ctx));
+		}
+		tg_output(t, v);
+		ts_graph_exec *e = check_all(ctx, t);
+		ts_graph_stats st = ts_graph_exec_stats(e);
+		ck_assert_int_ge(st.kernels, 2);
+		ck_assert_int_le(st.kernels, variant ? 3 : 2);
+		ts_graph_exec_free(e);
+		tg_free(t);
+		ts_ctx_free(ctx);
+	}
+}
+END_TEST
+
 /* The text of file path (NULL-terminated, malloc'd). */
 static char *slurp(const char *path)
 {
@@ -867,6 +902,7 @@ int main(void)
 	tcase_add_test(tc, test_stale_error);
 	tcase_add_test(tc, test_trace_and_print);
 	tcase_add_test(tc, test_tuned_convolutions);
+	tcase_add_test(tc, test_long_chains);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
