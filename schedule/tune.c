@@ -153,10 +153,22 @@ static double cost_generic(const ts_tune_task *t, const ts_tune_cand *c)
 	return mem * overhead / (v * par);
 }
 
+static double tune_cost(const ts_tune_task *t, const ts_tune_cand *c);
+
 double ts_tune_cost(const ts_tune_task *t, const ts_tune_cand *c)
 {
 	if (!c || tune_task_check(NULL, t, "tune_cost") != TS_OK)
 		return INFINITY;
+	/* a value no schedule takes (ts_tune_lower refuses it) never ranks */
+	for (int i = 0; i < t->space.nparams; i++)
+		if (c->v[i] < 0 || c->v[i] > 4096)
+			return INFINITY;
+	double cost = tune_cost(t, c);
+	return cost >= 0 ? cost : INFINITY; /* NaN too */
+}
+
+static double tune_cost(const ts_tune_task *t, const ts_tune_cand *c)
+{
 	const char *k = t->space.kind;
 	if (!strcmp(k, "matmul"))
 		return cost_matmul(t, c);

@@ -92,7 +92,10 @@ typedef struct ts_tune_task {
 	ts_dtype dtype;          /* float32 */
 	char target[16];         /* "llvm": the host */
 	int lanes;               /* the host's float32 vector lanes */
-	ts_tune_space space;
+	ts_tune_space space;     /* a caller may narrow a parameter's choices
+				  * (the graph holds channel blocks at one) */
+	uint64_t seal;           /* ts_tune_task_init's hash of the fields above
+				  * the space: a task changed since is refused */
 } ts_tune_task;
 
 /* The operators and their shapes (every extent >= 1, every tensor below
@@ -196,7 +199,8 @@ ts_status ts_tune(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_opts *o, ts_
 
 /* The analytic cost of a candidate (lower is better): an estimate of
  * vector use, parallel use and the inner working set against the cache.
- * INFINITY for a NULL or refused task or a NULL candidate. */
+ * INFINITY for a NULL or refused task, a NULL candidate, or one with a
+ * value outside 0..4096 (which ts_tune_lower refuses). */
 double ts_tune_cost(const ts_tune_task *t, const ts_tune_cand *c);
 
 /* ---- the tuning log: JSON lines --------------------------------------------------- */
@@ -225,10 +229,14 @@ typedef struct ts_tune_log {
 void ts_tune_host(char cpu[64], char features[40]);
 
 /* Appends one record for the task's result (threads: the thread pool's
- * size).  An error names the path when it cannot be written. */
+ * size).  A result the reader would refuse (a time that is not finite or
+ * is negative, negative trials, a parameter outside 0..4096) is refused
+ * and nothing is written; an error names the path when it cannot be
+ * written. */
 ts_status ts_tune_log_append(ts_ctx *ctx, const char *path, const ts_tune_task *t,
 			     const ts_tune_result *r);
-/* Reads a log (in ctx's arena).  A file that cannot be read, is empty, or
+/* Reads a log (in ctx's arena); as ts_lower, it starts afresh (an error
+ * an earlier call left is cleared).  A file that cannot be read, is empty, or
  * has a malformed line (not one JSON object, a wrong type, a number out of
  * range, a missing or unknown field) is refused: NULL with an error
  * "PATH:LINE: what is wrong". */

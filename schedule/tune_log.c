@@ -86,6 +86,17 @@ ts_status ts_tune_log_append(ts_ctx *ctx, const char *path, const ts_tune_task *
 		return ts_error(ctx, TS_ERR_INVALID, "tune_log_append: NULL %s", !path ? "path" : "result");
 	if (tune_task_check(ctx, t, "tune_log_append") != TS_OK)
 		return ts_last_status(ctx);
+	/* what the reader would refuse is not written: one bad line refuses
+	 * the whole log */
+	if (!(isfinite(r->best_ms) && r->best_ms >= 0 && isfinite(r->default_ms) && r->default_ms >= 0) ||
+	    r->trials < 0)
+		return ts_error(ctx, TS_ERR_INVALID, "tune_log_append: the result's times must be finite and >= 0 "
+				"and its trials >= 0 (median %g ms, default %g ms, %d trials)", r->best_ms,
+				r->default_ms, r->trials);
+	for (int i = 0; i < t->space.nparams; i++)
+		if (r->best.v[i] < 0 || r->best.v[i] > 4096)
+			return ts_error(ctx, TS_ERR_INVALID, "tune_log_append: parameter %s is %lld; it must be "
+					"from 0 to 4096", t->space.name[i], (long long)r->best.v[i]);
 	FILE *f = fopen(path, "a");
 	if (!f)
 		return ts_error(ctx, TS_ERR_RUNTIME, "tune log %s: cannot write: %s", path, strerror(errno));
@@ -380,6 +391,8 @@ static bool read_records(ts_ctx *ctx, FILE *f, ts_tune_log *log)
 
 ts_tune_log *ts_tune_log_load(ts_ctx *ctx, const char *path)
 {
+	/* an error an earlier call left never refuses a good log */
+	ts_clear_error(ctx);
 	if (!path) {
 		ts_error(ctx, TS_ERR_INVALID, "tune_log_load: NULL path");
 		return NULL;

@@ -83,6 +83,24 @@ static const char *kind_of(const char *op)
 	return !strcmp(op, "softmax") ? KIND_SOFTMAX : KIND_GENERIC;
 }
 
+static bool host_avx512(void);
+
+/* FNV-1a over what ts_tune_task_init fixed: operator, extents, dtype,
+ * target and lanes (not the space, which a caller may narrow). */
+static uint64_t task_seal(const ts_tune_task *t)
+{
+	uint64_t h = 0xcbf29ce484222325u;
+	const unsigned char *parts[5] = {(const void *)t->op, (const void *)&t->nshape, (const void *)t->shape,
+					 (const void *)t->target, (const void *)&t->lanes};
+	size_t len[5] = {sizeof t->op, sizeof t->nshape, sizeof t->shape, sizeof t->target, sizeof t->lanes};
+	for (int p = 0; p < 5; p++)
+		for (size_t i = 0; i < len[p]; i++)
+			h = (h ^ parts[p][i]) * 0x100000001b3u;
+	h = (h ^ (uint64_t)t->dtype.code) * 0x100000001b3u;
+	h = (h ^ (uint64_t)t->dtype.bits) * 0x100000001b3u;
+	return (h ^ (uint64_t)t->dtype.lanes) * 0x100000001b3u;
+}
+
 ts_status tune_task_check(ts_ctx *ctx, const ts_tune_task *t, const char *what)
 {
 	if (!t)
@@ -99,6 +117,9 @@ ts_status tune_task_check(ts_ctx *ctx, const ts_tune_task *t, const char *what)
 		if (sp->nchoice[i] < 1 || sp->nchoice[i] > TS_TUNE_MAX_CHOICES ||
 		    !memchr(sp->name[i], 0, TS_TUNE_NAME))
 			return ts_error(ctx, TS_ERR_INVALID, "%s: task %s: parameter %d is malformed", what, t->op, i);
+	if (t->seal != task_seal(t))
+		return ts_error(ctx, TS_ERR_INVALID, "%s: task %s changed since ts_tune_task_init made it (its "
+				"extents, dtype, target or lanes)", what, t->op);
 	return TS_OK;
 }
 
@@ -326,11 +347,23 @@ static ts_status check_sizes(ts_ctx *ctx, const ts_tune_task *t)
 	return TS_OK;
 }
 
+static ts_status task_init(ts_ctx *ctx, ts_tune_task *t, const char *op, int nshape,
+			   const int64_t *shape);
+
 ts_status ts_tune_task_init(ts_ctx *ctx, ts_tune_task *t, const char *op, int nshape,
 			    const int64_t *shape)
 {
 	if (!t || !op || (nshape > 0 && !shape))
 		return ts_error(ctx, TS_ERR_INVALID, "tune_task_init: NULL %s", !t ? "task" : !op ? "op" : "shape");
+	ts_status st = task_init(ctx, t, op, nshape, shape);
+	if (st != TS_OK) /* a refused task is no task: every later call refuses it */
+		memset(t, 0, sizeof *t);
+	return st;
+}
+
+static ts_status task_init(ts_ctx *ctx, ts_tune_task *t, const char *op, int nshape,
+			   const int64_t *shape)
+{
 	memset(t, 0, sizeof *t);
 	const op_info *info = find_op(op);
 	if (!info)
@@ -350,6 +383,7 @@ ts_status ts_tune_task_init(ts_ctx *ctx, ts_tune_task *t, const char *op, int ns
 	TRY(check_extents(ctx, t, padded));
 	TRY(check_shape(ctx, t));
 	TRY(space_of(ctx, t));
+	t->seal = task_seal(t);
 	return check_sizes(ctx, t);
 }
 

@@ -144,6 +144,38 @@ START_TEST(test_log_misuse)
 			    .default_ms = 1, .trials = 1};
 	ck_assert_int_eq(ts_tune_log_append(ctx, "/nonexistent/dir/t.jsonl", &t, &r), TS_ERR_RUNTIME);
 	tu_assert_error(ctx, "tune log /nonexistent/dir/t.jsonl: cannot write: No such file");
+	/* a result the reader would refuse is not written (one bad line
+	 * would refuse the whole log) */
+	char path[] = "/tmp/tessera_append_XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	tu_ok(ctx, ts_tune_log_append(ctx, path, &t, &r));
+	for (int k = 0; k < 5; k++) {
+		ts_tune_result bad = r;
+		if (k == 0)
+			bad.best_ms = NAN;
+		else if (k == 1)
+			bad.default_ms = -1;
+		else if (k == 2)
+			bad.trials = -3;
+		else if (k == 3)
+			bad.best.v[0] = -1;
+		else
+			bad.best.v[0] = 5000;
+		ts_clear_error(ctx);
+		ck_assert_int_eq(ts_tune_log_append(ctx, path, &t, &bad), TS_ERR_INVALID);
+		tu_assert_error(ctx, k < 3 ? "tune_log_append: the result's times must be finite and >= 0"
+					   : "tune_log_append: parameter mr is");
+	}
+	/* an error left by an earlier call does not refuse a good log */
+	ts_tune_task none;
+	ck_assert_int_ne(ts_tune_task_init(ctx, &none, "matmul", TS_SHAPE(0, 1, 1)), TS_OK);
+	ts_tune_log *log = ts_tune_log_load(ctx, path);
+	tu_nonnull(ctx, log);
+	ck_assert_int_eq(log->n, 1);
+	unlink(path);
+	ts_clear_error(ctx);
 	ts_clear_error(ctx);
 	ck_assert_int_eq(ts_tune_log_append(ctx, NULL, &t, &r), TS_ERR_INVALID);
 	tu_assert_error(ctx, "tune_log_append: NULL path");
@@ -213,8 +245,12 @@ START_TEST(test_forged_task)
 	int fd = mkstemp(path);
 	ck_assert_int_ge(fd, 0);
 	close(fd);
-	for (int k = 0; k < 5; k++) {
-		ts_tune_task t = good;
+	ts_tune_task pool, big;
+	tu_ok(ctx, ts_tune_task_init(ctx, &pool, "pool", TS_SHAPE(1, 8, 8, 8, 3, 1, 1)));
+	/* refused at init (2^32 elements): no task for any later call */
+	ck_assert_int_ne(ts_tune_task_init(ctx, &big, "matmul", TS_SHAPE(65536, 65536, 1)), TS_OK);
+	for (int k = 0; k < 10; k++) {
+		ts_tune_task t = k == 5 ? pool : good;
 		if (k == 0)
 			t.nshape = 11;
 		else if (k == 1)
@@ -223,8 +259,18 @@ START_TEST(test_forged_task)
 			t.space.nchoice[0] = 99;
 		else if (k == 3)
 			memset(t.op, 'x', sizeof t.op); /* no terminating NUL */
-		else
+		else if (k == 4)
 			snprintf(t.op, sizeof t.op, "softmax"); /* the matmul space */
+		else if (k == 5)
+			t.shape[5] = 0; /* a zero stride (divided by, before) */
+		else if (k == 6)
+			t.shape[1] = 1 << 24; /* extents of 2^36 elements */
+		else if (k == 7)
+			memset(t.target, 'l', sizeof t.target);
+		else if (k == 8)
+			t.lanes = 1000;
+		else
+			t = big;
 		ts_clear_error(ctx);
 		ck_assert_ptr_null(ts_tune_lower(ctx, &t, &c));
 		tu_assert_error(ctx, "tune_lower: ");
@@ -244,6 +290,12 @@ START_TEST(test_forged_task)
 		for (int i = 0; i < TS_TUNE_MAX_PARAMS; i++)
 			ck_assert_int_eq(d.v[i], 0);
 	}
+	/* candidates no schedule takes never rank */
+	ts_tune_cand z = {{0}}, neg = c;
+	neg.v[0] = -1;
+	ck_assert(isinf(ts_tune_cost(&good, &z)) || ts_tune_cost(&good, &z) >= 0);
+	ck_assert(isinf(ts_tune_cost(&good, &neg)));
+	ck_assert(ts_tune_cost(&good, &c) >= 0 && isfinite(ts_tune_cost(&good, &c)));
 	ts_clear_error(ctx);
 	ck_assert_ptr_null(ts_tune_lower(ctx, NULL, &c));
 	tu_assert_error(ctx, "tune_lower: NULL task");
