@@ -524,11 +524,14 @@ static bool infer_norm(const infer *c, int *ndim, int64_t *s)
 {
 	const gvalue *x = arg(c, 0);
 	int ax = 0;
-	if (c->nin < 1 || !norm_axis(c, c->a->axis, x->ndim, false, &ax))
+	bool layer = !strcmp(c->op, "LayerNormalization");
+	/* BatchNormalization normalizes over dimension 1 whatever attrs.axis
+	 * says (ONNX gives it no axis) */
+	if (c->nin < 1 || (layer && !norm_axis(c, c->a->axis, x->ndim, false, &ax)))
 		return false;
 	if (!(c->a->epsilon > 0) || !isfinite(c->a->epsilon))
 		return fail(c, "epsilon must be positive, got %g", c->a->epsilon);
-	if (!strcmp(c->op, "LayerNormalization")) {
+	if (layer) {
 		if (!want_inputs(c, 2, 3))
 			return false;
 		if (ax != x->ndim - 1)
@@ -614,6 +617,9 @@ static bool infer_reshape(const infer *c, int *ndim, int64_t *s)
 			infer_at = d;
 			continue;
 		}
+		if (e == -1)
+			return fail(c, "the target shape has -1 at dimensions %d and %d; only one extent can be "
+				    "inferred", infer_at, d);
 		if (e < 1 || known > G_MAX_NUMEL / e)
 			return fail(c, "bad extent %lld at dimension %d of the target shape", (long long)c->a->shape[d], d);
 		s[d] = e;
@@ -878,6 +884,10 @@ ts_status ts_graph_output(ts_graph *g, int value, const char *name)
 				name && *name && strcmp(name, v->name) ? "'" : "");
 	if (!g_grow((void **)&g->out, g->nout, &g->capout, sizeof(*g->out)))
 		return ts_error(g->ctx, TS_ERR_NOMEM, "graph_output: out of memory");
+	if (name && *name && strcmp(name, v->name) && v->kind == GV_INPUT)
+		return ts_error(g->ctx, TS_ERR_INVALID, "graph_output: value %d is the input '%s'; an output of "
+				"another name ('%s') takes an Identity node (TS_GOP_IDENTITY) on it", value, v->name,
+				name);
 	if (name && *name && strcmp(name, v->name)) {
 		if (name_taken(g, name))
 			return ts_error(g->ctx, TS_ERR_INVALID, "graph_output: the name '%s' is taken", name);

@@ -143,7 +143,10 @@ int ts_graph_constant(ts_graph *g, const char *name, ts_dtype dtype, int ndim,
 /* attrs NULL: the defaults.  Inputs are earlier values. */
 int ts_graph_node(ts_graph *g, const char *name, ts_gop op, int ninputs, const int *inputs,
 		  const ts_gattrs *attrs);
-/* Marks value as an output of the graph, in the order of the calls. */
+/* Marks value as an output of the graph, in the order of the calls;
+ * name (NULL or "": the value's own) becomes the value's name.  An input
+ * keeps its name: an output of another name takes an Identity node on
+ * it. */
 ts_status ts_graph_output(ts_graph *g, int value, const char *name);
 
 /* What a value is; false for a value that does not exist. */

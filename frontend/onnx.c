@@ -98,6 +98,8 @@ typedef struct onnx_name {
 	bool data_read;         /* `data` holds the content */
 	const onnx_tensor *tensor; /* is_data: where the content is, read on first use */
 	onnx_data data;
+	const onnx_node *dropped; /* an output after the first of this node,
+				   * which tessera does not compute (Dropout's mask) */
 } onnx_name;
 
 typedef struct importer {
@@ -403,6 +405,15 @@ static bool undefined(importer *im, const char *name)
 			 name);
 }
 
+static bool dropped(importer *im, const onnx_name *n)
+{
+	const onnx_node *by = n->dropped;
+	return node_fail(im, TS_ERR_UNSUPPORTED,
+			 "input '%s' is a further output of node '%s' (%s), which tessera does not compute "
+			 "(only its first output)", n->name, by->name && *by->name ? by->name : by->output[0],
+			 str(by->op_type));
+}
+
 /* The graph value of `name`: a graph input, an earlier node's output, or a
  * float constant, made a graph constant the first time; -1 on error. */
 static int operand(importer *im, const char *name)
@@ -412,6 +423,8 @@ static int operand(importer *im, const char *name)
 	onnx_name *n = name_find(im, name);
 	if (!n)
 		return undefined(im, name), -1;
+	if (n->dropped)
+		return dropped(im, n), -1;
 	if (n->value >= 0)
 		return n->value;
 	const onnx_data *d = const_data(im, n);
@@ -437,6 +450,8 @@ static const onnx_data *input_data(importer *im, size_t i, const char *role, int
 	onnx_name *n = name_find(im, name);
 	if (!n)
 		return undefined(im, name), NULL;
+	if (n->dropped)
+		return dropped(im, n), NULL;
 	if (!n->is_data)
 		return node_fail(im, TS_ERR_UNSUPPORTED,
 				 "its %s '%s' is computed by the graph; tessera needs a constant there (an initializer or a Constant node)",
@@ -580,6 +595,11 @@ static bool check_attrs(importer *im, const char *known)
 		if (!found)
 			return node_fail(im, TS_ERR_UNSUPPORTED, "attribute '%s' is not supported%s%s%s",
 					 name, *known ? " (tessera reads: " : "", known, *known ? ")" : "");
+		/* the reader takes the first of two: which one was meant is
+		 * not for it to guess */
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(str(im->node->attribute[j]->name), name))
+				return node_fail(im, TS_ERR_INVALID, "attribute '%s' is given twice", name);
 	}
 	return true;
 }
@@ -954,12 +974,13 @@ static bool imp_node(importer *im)
 	const struct onnx_op *op = find_op(type);
 	if (!op)
 		return unsupported_op(im);
-	int nin = (int)(n->n_input < INT16_MAX ? n->n_input : INT16_MAX);
-	while (nin > 0 && !input_name(im, (size_t)nin - 1))
-		nin--;
-	if (nin < op->min_in || nin > op->max_in)
-		return node_fail(im, TS_ERR_INVALID, "takes %d to %d inputs, not %d", op->min_in,
-				 op->max_in, nin);
+	size_t given = n->n_input;
+	while (given > 0 && !input_name(im, given - 1))
+		given--;
+	if (given < (size_t)op->min_in || given > (size_t)op->max_in)
+		return node_fail(im, TS_ERR_INVALID, "takes %d to %d inputs, not %zu", op->min_in,
+				 op->max_in, given);
+	int nin = (int)given;
 	ts_gattrs a = ts_gattrs_default();
 	if (!check_attrs(im, op->attrs) || (op->fn && !op->fn(im, &a, &nin)) || !check_outputs(im, op))
 		return false;
@@ -983,6 +1004,16 @@ static bool imp_node(importer *im)
 	if (v < 0)
 		return graph_failed(im);
 	name_define(im, out)->value = v;
+	/* further outputs (Dropout's mask): defined, but not computed, so
+	 * that a reader is told which node left them out */
+	for (size_t i = 1; i < n->n_output; i++) {
+		const char *o = str(n->output[i]);
+		onnx_name *d = *o ? name_define(im, o) : NULL;
+		if (*o && !d)
+			return node_fail(im, TS_ERR_INVALID, "value '%s' is defined twice", o);
+		if (d)
+			d->dropped = n;
+	}
 	return true;
 }
 

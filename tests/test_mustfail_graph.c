@@ -429,7 +429,8 @@ START_TEST(transpose_reshape_bad_attributes)
 	a.nshape = 7;
 	NODE_FAILS(g, "r", TS_GOP_RESHAPE, 1, &x, &a, "the target shape has 7 dimensions");
 	a.nshape = 3, a.shape[0] = -1, a.shape[1] = -1, a.shape[2] = 4;
-	NODE_FAILS(g, "r", TS_GOP_RESHAPE, 1, &x, &a, "bad extent -1 at dimension 1 of the target shape");
+	NODE_FAILS(g, "r", TS_GOP_RESHAPE, 1, &x, &a,
+		   "the target shape has -1 at dimensions 0 and 1; only one extent can be inferred");
 	a.nshape = 5, a.shape[0] = 0, a.shape[1] = 0, a.shape[2] = 0, a.shape[3] = 0, a.shape[4] = 1;
 	NODE_FAILS(g, "r", TS_GOP_RESHAPE, 1, &x, &a, "bad extent 0 at dimension 3 of the target shape");
 	a.nshape = 2, a.shape[0] = -2, a.shape[1] = 12;
@@ -510,6 +511,9 @@ START_TEST(norm_softmax_bad_attributes)
 		   "scale must have 4 elements along its first dimension: c[2]");
 	NODE_FAILS(g, "bn", TS_GOP_BATCHNORM, 5, ((int[]){v, c, c, c, c}), NULL, "needs at least 2 dimensions: v[4]");
 	ck_assert_int_ge(ts_graph_node(g, "bn", TS_GOP_BATCHNORM, 5, (int[]){xb, c, c, c, c}, NULL), 0);
+	/* BatchNormalization has no axis: whatever attrs.axis says */
+	a = attrs(), a.axis = 7;
+	ck_assert_int_ge(ts_graph_node(g, "bn7", TS_GOP_BATCHNORM, 5, (int[]){xb, c, c, c, c}, &a), 0);
 	ts_graph_free(g);
 	ts_ctx_free(ctx);
 }
@@ -636,6 +640,14 @@ START_TEST(output_bad_arguments)
 	tu_ok(ctx, ts_graph_output(g, n, ""));
 	ck_assert_int_eq(ts_graph_num_outputs(g), 2);
 	ck_assert_str_eq(ts_graph_value_name(g, ts_graph_output_value(g, 1)), "n");
+	/* an input keeps its name: another name for it takes an Identity */
+	FAILS_ST(ctx, ts_graph_output(g, x, "z"),
+		 "graph_output: value 0 is the input 'x'; an output of another name ('z') takes an Identity node");
+	ck_assert_str_eq(ts_graph_value_name(g, x), "x");
+	ck_assert_int_eq(ts_graph_num_outputs(g), 2);
+	tu_ok(ctx, ts_graph_output(g, x, NULL));
+	ck_assert_int_eq(ts_graph_num_outputs(g), 3);
+	ck_assert_str_eq(ts_graph_value_name(g, x), "x");
 
 	/* queries out of range */
 	int nd = -5;
@@ -649,7 +661,8 @@ START_TEST(output_bad_arguments)
 	ck_assert_int_eq(ts_graph_input_value(g, -1), -1);
 	ck_assert_int_eq(ts_graph_input_value(g, 1), -1);
 	ck_assert_int_eq(ts_graph_input_value(g, INT32_MIN), -1);
-	ck_assert_int_eq(ts_graph_output_value(g, 2), -1);
+	ck_assert_int_eq(ts_graph_output_value(g, 2), x);
+	ck_assert_int_eq(ts_graph_output_value(g, 3), -1);
 	ck_assert_int_eq(ts_graph_output_value(g, -1), -1);
 	ck_assert_ptr_null(ts_graph_value_name(g, -1));
 	ck_assert_ptr_null(ts_graph_value_name(g, 3));

@@ -867,6 +867,34 @@ START_TEST(undefined_input)
 }
 END_TEST
 
+/* An output tessera does not compute (Dropout's mask) is named as such
+ * when read; an attribute given twice is refused (the first is not taken
+ * silently); a node given more inputs than it takes says how many. */
+START_TEST(uncomputed_and_twice)
+{
+	mb *m = relu_model(13);
+	mb_node(m, "Dropout", "drop", "y", "z,mask");
+	mb_node(m, "Add", "add", "z,mask", "s");
+	mb_output(m, "s");
+	refused(m, "node 'add' (op Add): input 'mask' is a further output of node 'drop' (Dropout), which "
+		   "tessera does not compute (only its first output)");
+	m = relu_model(13);
+	mb_node(m, "Dropout", "drop", "y", "z,mask");
+	mb_output(m, "mask");
+	refused(m, "input 'mask' is a further output of node 'drop' (Dropout)");
+	m = relu_model(13);
+	mb_node(m, "Softmax", "sm", "y", "z");
+	mb_int(m, "axis", -1);
+	mb_int(m, "axis", 0);
+	mb_output(m, "z");
+	refused(m, "node 'sm' (op Softmax): attribute 'axis' is given twice");
+	m = relu_model(13);
+	mb_node(m, "Relu", "r2", "y,y", "z");
+	mb_output(m, "z");
+	refused(m, "node 'r2' (op Relu): takes 1 to 1 inputs, not 2");
+}
+END_TEST
+
 START_TEST(defined_twice)
 {
 	mb *m = relu_model(13);
@@ -1213,6 +1241,7 @@ int main(void)
 	tcase_add_test(bad, input_not_float);
 	tcase_add_test(bad, undefined_input);
 	tcase_add_test(bad, defined_twice);
+	tcase_add_test(bad, uncomputed_and_twice);
 	tcase_add_test(bad, external_data);
 	tcase_add_test(bad, bad_initializer_size);
 	tcase_add_test(bad, bad_data_type);
