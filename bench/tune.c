@@ -294,6 +294,26 @@ static int init_task(ts_ctx *ctx, const tune_cli *c, ts_tune_task *t)
 	return 0;
 }
 
+/* The search from start (NULL: the default only), its table printed and
+ * its record appended to the log; 0, or -1 with the error printed. */
+static int search(ts_ctx *ctx, const tune_cli *c, const ts_tune_task *t, const ts_tune_cand *start,
+		  ts_tune_result *r)
+{
+	ts_tune_opts o = ts_tune_opts_default();
+	o.budget_s = c->budget;
+	o.seed = c->seed;
+	o.start = start;
+	o.progress = isatty(STDOUT_FILENO) ? progress : NULL;
+	ts_status st = ts_tune(ctx, t, &o, r);
+	if (o.progress)
+		printf("\n");
+	if (st == TS_OK)
+		print_table(t, r);
+	if (st != TS_OK || ts_tune_log_append(ctx, c->log, t, r) != TS_OK)
+		return fprintf(stderr, "tessera-tune: %s\n", ts_last_error(ctx)), -1;
+	return 0;
+}
+
 static int run(ts_ctx *ctx, const tune_cli *c)
 {
 	ts_tune_task t;
@@ -307,20 +327,9 @@ static int run(ts_ctx *ctx, const tune_cli *c)
 	printf("tuning %s (%s space, %d parameters) on %s, %d thread%s, budget %.1f s, seed %llu\n",
 	       c->op, t.space.kind, t.space.nparams, cpu, c->threads, c->threads > 1 ? "s" : "", c->budget,
 	       (unsigned long long)c->seed);
-	ts_tune_opts o = ts_tune_opts_default();
-	o.budget_s = c->budget;
-	o.seed = c->seed;
-	o.start = found ? &start : NULL;
-	o.progress = isatty(STDOUT_FILENO) ? progress : NULL;
 	ts_tune_result r;
-	ts_status st = ts_tune(ctx, &t, &o, &r);
-	if (o.progress)
-		printf("\n");
-	if (st != TS_OK)
-		return fprintf(stderr, "tessera-tune: %s\n", ts_last_error(ctx)), BENCH_EXIT_FAILED;
-	print_table(&t, &r);
-	if (ts_tune_log_append(ctx, c->log, &t, &r) != TS_OK)
-		return fprintf(stderr, "tessera-tune: %s\n", ts_last_error(ctx)), BENCH_EXIT_FAILED;
+	if (search(ctx, c, &t, found ? &start : NULL, &r))
+		return BENCH_EXIT_FAILED;
 	printf("log: appended to %s\n", c->log);
 	return BENCH_EXIT_OK;
 }
@@ -347,20 +356,9 @@ static int tune_one(ts_ctx *ctx, const tune_cli *c, const ts_tune_task *t, int i
 	for (int p = 0; found && p < t->space.nparams; p++)
 		if (t->space.nchoice[p] == 1)
 			start.v[p] = t->space.choice[p][0];
-	ts_tune_opts o = ts_tune_opts_default();
-	o.budget_s = c->budget;
-	o.seed = c->seed;
-	o.start = found ? &start : NULL;
-	o.progress = isatty(STDOUT_FILENO) ? progress : NULL;
 	ts_tune_result r;
-	ts_status st = ts_tune(ctx, t, &o, &r);
-	if (o.progress)
-		printf("\n");
-	if (st != TS_OK)
-		return fprintf(stderr, "tessera-tune: %s\n", ts_last_error(ctx)), BENCH_EXIT_FAILED;
-	print_table(t, &r);
-	if (ts_tune_log_append(ctx, c->log, t, &r) != TS_OK)
-		return fprintf(stderr, "tessera-tune: %s\n", ts_last_error(ctx)), BENCH_EXIT_FAILED;
+	if (search(ctx, c, t, found ? &start : NULL, &r))
+		return BENCH_EXIT_FAILED;
 	*def = r.default_ms;
 	*best = r.best_ms;
 	return BENCH_EXIT_OK;

@@ -348,15 +348,22 @@ END_TEST
 /* Records for one task tuned with 1 and with 2 threads (mr 3 and 5): the
  * one of the present thread count is applied, whichever is later in the
  * log; with neither count present, the later. */
+/* Two records of this machine for matmul 8 8 8, of mr mr1 and mr2. */
+static void two_records(char *one, char *two, size_t n, char mr1, char mr2)
+{
+	char *p;
+	record(one, n, NULL, NULL, NULL);
+	record(two, n, NULL, NULL, NULL);
+	ck_assert_ptr_nonnull(p = strstr(one, "\"mr\": 2"));
+	p[6] = mr1;
+	ck_assert_ptr_nonnull(p = strstr(two, "\"mr\": 2"));
+	p[6] = mr2;
+}
+
 START_TEST(test_log_threads)
 {
 	char one[1024], two[1024], text[4096], *p;
-	record(one, sizeof one, NULL, NULL, NULL);
-	record(two, sizeof two, NULL, NULL, NULL);
-	ck_assert_ptr_nonnull(p = strstr(one, "\"mr\": 2"));
-	p[6] = '3';
-	ck_assert_ptr_nonnull(p = strstr(two, "\"mr\": 2"));
-	p[6] = '6';
+	two_records(one, two, sizeof one, '3', '6');
 	ck_assert_ptr_nonnull(p = strstr(two, "\"threads\": 1"));
 	p[11] = '2';
 	int saved = ts_num_threads();
@@ -390,13 +397,8 @@ END_TEST
  * threads; the full space takes the newest. */
 START_TEST(test_log_fits_space)
 {
-	char one[1024], two[1024], text[4096], path[256], *p;
-	record(one, sizeof one, NULL, NULL, NULL);
-	record(two, sizeof two, NULL, NULL, NULL);
-	ck_assert_ptr_nonnull(p = strstr(one, "\"mr\": 2"));
-	p[6] = '3';
-	ck_assert_ptr_nonnull(p = strstr(two, "\"mr\": 2"));
-	p[6] = '6';
+	char one[1024], two[1024], text[4096], path[256];
+	two_records(one, two, sizeof one, '3', '6');
 	int saved = ts_num_threads();
 	ts_set_num_threads(1);
 	snprintf(text, sizeof text, "%s%s", one, two);
