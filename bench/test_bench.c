@@ -880,6 +880,27 @@ START_TEST(test_binary_model)
 		      "%s", out);
 	ck_assert_msg(strstr(out, "per kernel, 1 thread:"), "%s", out);
 	ck_assert_msg(strstr(out, "0 layout conversions"), "%s", out);
+	/* tessera-tune model, then the bench with its log, per thread count */
+	char cmd[1024];
+	remove("bench_model.jsonl");
+	snprintf(cmd, sizeof cmd, "'%s' model models/resnet50-small.onnx --budget 0.05 --threads 1 "
+		 "--log bench_model.jsonl >bench_stdout.txt 2>bench_stderr.txt </dev/null", TESSERA_TUNE_EXE);
+	rc = system(cmd);
+	ck_assert_msg(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "%s", slurp("bench_stderr.txt"));
+	out = slurp("bench_stdout.txt");
+	ck_assert_msg(strstr(out, "16 distinct convolutions") && strstr(out, "[16/16] conv2d ") &&
+			      strstr(out, "16 convolutions, each once: default "),
+		      "%s", out);
+	rc = run_bench("model resnet50 --small --models models --no-ort --threads 1,2 --budget 0.2 "
+		       "--tuned bench_model.jsonl");
+	ck_assert_msg(rc == 0, "tessera-bench exited %d: %s", rc, slurp("bench_stderr.txt"));
+	out = slurp("bench_stdout.txt");
+	ck_assert_msg(strstr(out, "tuned: 17 kernels scheduled by records of bench_model.jsonl (of 16 distinct "
+				  "tunable convolutions; 1 thread)") &&
+			      strstr(out, "recompiling for 2 threads") && strstr(out, "; 2 threads)") &&
+			      !strstr(out, "WRONG"),
+		      "%s", out);
+	remove("bench_model.jsonl");
 	ck_assert_int_eq(run_bench("model"), BENCH_EXIT_USAGE);
 	ck_assert(strstr(slurp("bench_stderr.txt"), "name a model (resnet50, bert-layer or FILE.onnx)"));
 	ck_assert_int_eq(run_bench("model x.onnx"), BENCH_EXIT_USAGE);
