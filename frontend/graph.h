@@ -38,7 +38,13 @@
  *              the next convolution; a conversion is placed only where a
  *              consumer needs NCHW.
  *   memory     memory planning: intermediate values share one arena by
- *              lifetime; reports the arena's size against the sum.
+ *              lifetime; reports the arena's size against the sum.  A
+ *              convolution whose fused epilogue adds a residual that
+ *              nothing reads afterwards (of its output's shape and
+ *              layout, not read by the convolution itself) writes its
+ *              sum over that residual, in place, as ONNX Runtime's Sum
+ *              fusion does: one buffer's traffic less, and a chain of
+ *              residual blocks passes one buffer on.
  *   codegen    each kernel lowered and built for the host CPU (identical
  *              kernels built once).  Reshape, Flatten and Identity of a
  *              row-major value are views of its storage: no kernel.

@@ -372,6 +372,8 @@ static ts_status plan_memory(ts_graph_exec *e, FILE *trace)
 	int m = 0;
 	int64_t sum = 0;
 	for (int i = 0; i < n; i++) {
+		if (e->xv[i].over) /* its own buffer, were it not written in place */
+			sum += (e->xv[i].bytes + 63) & ~63;
 		if (e->xv[i].is_const || e->xv[i].base >= 0 || first[i] == INT32_MAX)
 			continue;
 		slot[m] = i;

@@ -119,6 +119,8 @@ typedef struct xval {
 	int64_t shape[TS_GRAPH_MAX_DIMS];
 	int block;
 	int base;             /* -1, or the value whose storage this view shares */
+	bool over;            /* base set because this value is written over it
+			       * (a residual sum in place), not a view */
 	bool is_const;
 	float *data;          /* set at compile time (constants, planned buffers) */
 	int64_t bytes;

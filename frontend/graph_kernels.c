@@ -48,6 +48,8 @@ typedef struct kb {
 	int pndim;
 	int64_t pshape[TS_MAX_DIMS];
 	int pfirst[TS_MAX_DIMS], pend[TS_MAX_DIMS];
+	/* an input argument read in place of the output (-1: none) */
+	int inplace;
 	/* values of the fused nodes at the current element */
 	int nmemo;
 	int memo_v[80];
@@ -1052,6 +1054,87 @@ static ts_schedule *layout_ops(kb *b, epi *ep, const gnode *n)
 /* ---- driver ----------------------------------------------------------------------- */
 
 /* Lowers and builds the kernel, or takes the module of an equal one. */
+/* The xval whose storage x uses (x itself, or the one it is a view of). */
+static int root_of(const ts_graph_exec *e, int x)
+{
+	return e->xv[x].base >= 0 ? e->xv[x].base : x;
+}
+
+/* Drops argument a of kernel b (read in place of the output). */
+static void drop_arg(kb *b, int a)
+{
+	xkernel *k = b->k;
+	for (int i = a; i + 1 < k->nargs; i++) {
+		k->arg[i] = k->arg[i + 1];
+		b->ph[i] = b->ph[i + 1];
+	}
+	k->nargs--;
+}
+
+/* The output of kernel b takes the storage of its argument b->inplace,
+ * which is no longer an argument. */
+static void in_place(kb *b)
+{
+	xval *y = &b->e->xv[b->y];
+	int x = b->k->arg[b->inplace].val;
+	y->base = root_of(b->e, x);
+	y->over = true;
+	if (b->p && b->p->trace)
+		fprintf(b->p->trace, "memory: %s written over %s, which nothing reads after it\n", y->name,
+			b->e->xv[x].name);
+	drop_arg(b, b->inplace);
+}
+
+typedef struct rebind {
+	const ts_buffer *from;
+	ts_buffer *to;
+	int left;             /* loads of `from` not rebound (0 when done) */
+} rebind;
+
+static bool rebind_load(ts_expr *e, void *data)
+{
+	rebind *r = data;
+	if (e->kind == IR_LOAD && e->u.load.buf == r->from) {
+		if (r->to)
+			e->u.load.buf = r->to;
+		else
+			r->left++;
+	}
+	return true;
+}
+
+/* f with its parameter a read from the output's buffer (the last
+ * parameter) instead, and a no longer a parameter: the value of a, which
+ * no later kernel reads, is where the output is written, each element
+ * read before its own is stored (an elementwise epilogue), so the sum of
+ * a residual costs no second buffer's traffic.  false when a load of a
+ * is left (nothing is changed then). */
+static bool read_in_place(ts_ctx *ctx, ts_func *f, int a)
+{
+	int out = f->nparams - 1;
+	if (f->nsizes || a < 0 || a >= out)
+		return false;
+	rebind r = {.from = f->params[a], .to = f->params[out]};
+	ir_stmt_visit(f->body, NULL, rebind_load, &r);
+	rebind check = {.from = f->params[a]};
+	ir_stmt_visit(f->body, NULL, rebind_load, &check);
+	if (check.left)
+		return false;
+	ts_buffer **params = ts_alloc(ctx, sizeof *params * (size_t)out);
+	ts_tensor **tensors = ts_alloc(ctx, sizeof *tensors * (size_t)out);
+	if (!params || !tensors)
+		return false;
+	for (int i = 0, j = 0; i <= out; i++)
+		if (i != a) {
+			params[j] = f->params[i];
+			tensors[j++] = f->param_tensors[i];
+		}
+	f->params = params;
+	f->param_tensors = tensors;
+	f->nparams = out;
+	return true;
+}
+
 static ts_status finish(kb *b, ts_schedule *s, ts_tensor *Y)
 {
 	xkernel *k = b->k;
@@ -1071,12 +1154,20 @@ static ts_status finish(kb *b, ts_schedule *s, ts_tensor *Y)
 	for (int j = 0; j < e->nk; j++)
 		if (e->k[j].mod && !strcmp(e->k[j].key, k->key)) {
 			k->mod = e->k[j].mod;
+			if (b->inplace >= 0)
+				in_place(b);
 			return TS_OK;
 		}
 	uint64_t t0 = ts_now_ns();
 	ts_func *f = ts_lower(s, ts_sprintf(b->ctx, "k%d", e->nk), k->nargs, b->ph);
 	if (!f)
 		return ts_last_status(b->ctx);
+	if (b->inplace >= 0) {
+		if (!read_in_place(b->ctx, f, b->inplace))
+			return ts_error(b->ctx, TS_ERR_INTERNAL, "graph_compile: kernel %s: argument %d cannot be "
+					"read in place of the output", k->desc, b->inplace);
+		in_place(b);
+	}
 	k->mod = ts_build(b->ctx, f, "llvm");
 	if (!k->mod)
 		return ts_last_status(b->ctx);
@@ -1092,10 +1183,62 @@ static ts_tensor *scheduled_output(epi *ep, ts_schedule *s)
 	return s && s->nout ? s->outputs[0] : ep->T;
 }
 
+/* Whether xval x holds only values of nodes that no kernel after group
+ * `here` reads and that are no outputs of the graph (false for an xval no
+ * node value names: an input, a constant, a converted copy). */
+static bool dead_after(const kb *b, int x, int here)
+{
+	const ts_graph *g = b->g;
+	bool named = false;
+	for (int v = 0; v < g->nv; v++) {
+		if (b->gv2x[v] != x)
+			continue;
+		if (g->v[v].kind != GV_NODE || g->v[v].is_output)
+			return false;
+		named = true;
+		for (int m = 0; m < g->nn; m++)
+			for (int k = 0; k < g->n[m].nin && !b->p->ns[m].dead; k++)
+				if (g->n[m].in[k] == v && b->p->ns[m].group > here)
+					return false;
+	}
+	return named;
+}
+
+/* The argument of kernel b (of group gr, anchor n) that its output may be
+ * written over, or -1: an argument of the output's shape and layout, read
+ * here only by the fused elementwise nodes (each at its own element, as
+ * the same-layout reads are) and not by the anchor, whose storage no other
+ * argument shares and holds only values that no later kernel reads (a
+ * chain of residual blocks passes one buffer on: each block's sum is
+ * written over the sum before it). */
+static int inplace_arg(kb *b, const ggroup *gr, const gnode *n)
+{
+	const ts_graph_exec *e = b->e;
+	const xval *y = &e->xv[b->y];
+	int here = (int)(gr - b->p->groups);
+	for (int i = 0; i < b->k->nargs; i++) {
+		int x = b->k->arg[i].val, r = root_of(e, x);
+		const xval *xv = &e->xv[x];
+		if (xv->is_const || e->xv[r].is_const || xv->block != y->block || xv->ndim != y->ndim ||
+		    xv->bytes != y->bytes || memcmp(xv->shape, y->shape, sizeof(int64_t) * (size_t)y->ndim))
+			continue;
+		bool ok = true;
+		for (int k = 0; k < n->nin && ok; k++)
+			ok = b->gv2x[n->in[k]] != x;
+		for (int j = 0; j < b->k->nargs && ok; j++)
+			ok = j == i || root_of(e, b->k->arg[j].val) != r;
+		for (int v = 0; v < e->nxv && ok; v++)
+			ok = root_of(e, v) != r || v == b->y || dead_after(b, v, here);
+		if (ok)
+			return i;
+	}
+	return -1;
+}
+
 ts_status gx_build_group(ts_graph_exec *e, ts_graph *g, const gpass *p, const ggroup *gr,
 			 const int *gv2x, xkernel *k)
 {
-	kb b = {.e = e, .g = g, .p = p, .ctx = e->ctx, .k = k, .gv2x = gv2x};
+	kb b = {.e = e, .g = g, .p = p, .ctx = e->ctx, .k = k, .gv2x = gv2x, .inplace = -1};
 	epi ep = {.b = &b, .gr = gr, .bias = -1, .gemm_c = -1, .alpha = 1.0, .beta = 1.0};
 	int y = gv2x[gr->out];
 	set_output(&b, y, 0, NULL, NULL);
@@ -1113,8 +1256,10 @@ ts_status gx_build_group(ts_graph_exec *e, ts_graph *g, const gpass *p, const gg
 	case TS_GOP_CONV:
 		if (e->xv[y].block <= 0)
 			s = conv_plain(&b, &ep, n);
-		else
-			s = gx_is_depthwise(g, n) ? depthwise_blocked(&b, &ep, n) : conv_blocked(&b, &ep, n);
+		else if (gx_is_depthwise(g, n))
+			s = depthwise_blocked(&b, &ep, n);
+		else if ((s = conv_blocked(&b, &ep, n)) != NULL && (b.inplace = inplace_arg(&b, gr, n)) >= 0)
+			key(&b, "inplace%d", b.inplace);
 		break;
 	case TS_GOP_GEMM:
 	case TS_GOP_MATMUL:
@@ -1144,7 +1289,7 @@ ts_status gx_build_group(ts_graph_exec *e, ts_graph *g, const gpass *p, const gg
 
 ts_status gx_build_conversion(ts_graph_exec *e, int from, int to, xkernel *k)
 {
-	kb b = {.e = e, .ctx = e->ctx, .k = k};
+	kb b = {.e = e, .ctx = e->ctx, .k = k, .inplace = -1};
 	const xval *x = &e->xv[from], *y = &e->xv[to];
 	set_output(&b, to, 0, NULL, NULL);
 	key(&b, "layout%d->%d", x->block, y->block);
