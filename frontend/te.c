@@ -28,9 +28,15 @@ static bool check_name(ts_ctx *ctx, const char *what, const char *name)
 
 #define SIZE_VAR_MAX (INT64_C(1) << 40)
 
-int ts_is_size_var(int64_t v)
+/* Whether v lies where handles do: a handle, or arithmetic on one. */
+static bool near_handle(int64_t v)
 {
 	return v >= TS_SIZE_VAR_BASE && v < TS_SIZE_VAR_BASE + TS_SIZE_VAR_SPAN;
+}
+
+int ts_is_size_var(int64_t v)
+{
+	return near_handle(v) && (v - TS_SIZE_VAR_BASE) % TS_SIZE_VAR_STRIDE == 0;
 }
 
 int64_t ts_size_var(ts_ctx *ctx, const char *name, int64_t max)
@@ -56,8 +62,9 @@ static ts_expr *size_var_of(ts_ctx *ctx, const char *what, const char *name, int
 	if (!v)
 		ts_error(ctx, TS_ERR_INVALID, "%s%s%s: extent %lld is %s", what, *name ? " " : "", name,
 			 (long long)h,
-			 ts_is_size_var(h) ? "a size variable of another context (or arithmetic on one)"
-					   : "neither positive nor a size variable");
+			 !near_handle(h) ? "neither positive nor a size variable"
+			 : ts_is_size_var(h) ? "a size variable of another context"
+					     : "arithmetic on a size variable (a handle, not a number)");
 	return v;
 }
 
@@ -96,7 +103,7 @@ static bool check_shape(ts_ctx *ctx, const char *what, const char *name, int ndi
 	for (int d = 0; d < ndim; d++) {
 		shape[d] = given[d];
 		vars[d] = NULL;
-		if (given[d] < 0 && ts_is_size_var(given[d]) &&
+		if (given[d] < 0 && near_handle(given[d]) &&
 		    !(vars[d] = size_var_of(ctx, what, name, given[d], &shape[d])))
 			return false;
 		if (shape[d] <= 0) {
@@ -159,7 +166,7 @@ ts_iter *ts_reduce_axis(ts_ctx *ctx, const char *name, int64_t min, int64_t exte
 	if (!check_name(ctx, "reduce_axis", name))
 		return NULL;
 	ts_expr *var = NULL;
-	if (extent < 0 && ts_is_size_var(extent) &&
+	if (extent < 0 && near_handle(extent) &&
 	    !(var = size_var_of(ctx, "reduce_axis", name, extent, &extent)))
 		return NULL;
 	if (extent <= 0) {

@@ -69,7 +69,8 @@ ts_ctx *ts_ctx_new(void)
 	}
 	atomic_init(&ctx->refs, 1);
 	static atomic_int next_tag;
-	ctx->size_tag = (atomic_fetch_add(&next_tag, 1) + 1) & (int)(TS_SIZE_VAR_SPAN / TS_MAX_SIZE_VARS - 1);
+	ctx->size_tag = (atomic_fetch_add(&next_tag, 1) + 1) &
+			(int)(TS_SIZE_VAR_SPAN / TS_SIZE_VAR_STRIDE / TS_MAX_SIZE_VARS - 1);
 	const char *env = getenv("TESSERA_PRINT_PASSES");
 	atomic_init(&ctx->print_passes, env && env[0] && strcmp(env, "0") != 0);
 	env = getenv("TESSERA_PRINT_STEPS");
@@ -382,7 +383,8 @@ struct ts_expr *ts_ctx_size_var(const ts_ctx *ctx, int index, int64_t *max)
 
 int64_t ts_ctx_size_handle(const ts_ctx *ctx, int index)
 {
-	return ctx ? TS_SIZE_VAR_BASE + (int64_t)ctx->size_tag * TS_MAX_SIZE_VARS + index : 0;
+	return ctx ? TS_SIZE_VAR_BASE + ((int64_t)ctx->size_tag * TS_MAX_SIZE_VARS + index) * TS_SIZE_VAR_STRIDE
+		   : 0;
 }
 
 int ts_ctx_size_handle_index(const ts_ctx *ctx, int64_t h)
@@ -390,6 +392,9 @@ int ts_ctx_size_handle_index(const ts_ctx *ctx, int64_t h)
 	if (!ctx || h < TS_SIZE_VAR_BASE || h >= TS_SIZE_VAR_BASE + TS_SIZE_VAR_SPAN)
 		return -1;
 	int64_t off = h - TS_SIZE_VAR_BASE;
+	if (off % TS_SIZE_VAR_STRIDE)
+		return -1;
+	off /= TS_SIZE_VAR_STRIDE;
 	if (off / TS_MAX_SIZE_VARS != ctx->size_tag)
 		return -1;
 	int i = (int)(off % TS_MAX_SIZE_VARS);

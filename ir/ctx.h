@@ -119,7 +119,10 @@ int ts_ctx_size_var_count(const ts_ctx *ctx);
 struct ts_expr *ts_ctx_size_var(const ts_ctx *ctx, int index, int64_t *max);
 int ts_ctx_size_var_index(const ts_ctx *ctx, const struct ts_expr *var);
 #define TS_SIZE_VAR_BASE (-(INT64_C(1) << 62))
-#define TS_SIZE_VAR_SPAN (INT64_C(1) << 26) /* 2^20 context tags x 64 indices */
+/* Handles are TS_SIZE_VAR_STRIDE apart, so that arithmetic on one (n + 1)
+ * lands on no handle and is refused, instead of naming the next variable. */
+#define TS_SIZE_VAR_STRIDE (INT64_C(1) << 16)
+#define TS_SIZE_VAR_SPAN (INT64_C(1) << 42) /* 2^20 context tags x 64 indices x the stride */
 int64_t ts_ctx_size_handle(const ts_ctx *ctx, int index);
 int ts_ctx_size_handle_index(const ts_ctx *ctx, int64_t handle);
 

@@ -14,6 +14,7 @@
 #include "passes.h"
 #include "printer.h"
 #include "sbuf.h"
+#include "te.h"
 
 #define MAX_AXES 64 /* axes ever made in one stage */
 #define MAX_STAGES 256
@@ -349,9 +350,13 @@ static ts_status split(ts_stage *st, ts_axis *parent, int64_t value, bool by_fac
 	if (!check_tail(st, "split", tail))
 		return TS_ERR_INVALID;
 	if (value <= 0) {
-		char msg[96];
-		snprintf(msg, sizeof(msg), "%s must be positive, got %lld",
-			 by_factor ? "factor" : "nparts", (long long)value);
+		char msg[128];
+		if (ts_is_size_var(value))
+			snprintf(msg, sizeof(msg), "%s is a size variable (ts_size_var); it must be a constant",
+				 by_factor ? "factor" : "nparts");
+		else
+			snprintf(msg, sizeof(msg), "%s must be positive, got %lld",
+				 by_factor ? "factor" : "nparts", (long long)value);
 		return fail(st, "split", "%s", msg);
 	}
 	int64_t e = parent->extent;
@@ -439,9 +444,12 @@ ts_status ts_tile(ts_stage *st, ts_axis *x, ts_axis *y, int64_t fx, int64_t fy,
 		return fail(st, "tile", "%s is NULL (where the new axes go)",
 			    !xo ? "xo" : !yo ? "yo" : !xi ? "xi" : "yi");
 	if (fx <= 0 || fy <= 0) {
-		char msg[96];
-		snprintf(msg, sizeof(msg), "factor must be positive, got %lld",
-			 (long long)(fx <= 0 ? fx : fy));
+		char msg[128];
+		int64_t f = fx <= 0 ? fx : fy;
+		if (ts_is_size_var(f))
+			snprintf(msg, sizeof(msg), "factor is a size variable (ts_size_var); it must be a constant");
+		else
+			snprintf(msg, sizeof(msg), "factor must be positive, got %lld", (long long)f);
 		return fail(st, "tile", "%s", msg);
 	}
 	if (x == y)

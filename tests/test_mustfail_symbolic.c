@@ -44,7 +44,20 @@ START_TEST(test_handles)
 	/* a handle of no variable of this context */
 	FAILS_NULL(ctx, ts_placeholder(ctx, "A", TS_SHAPE(TS_SIZE_VAR_BASE + 5), ts_float32),
 		   "placeholder A: extent");
-	tu_assert_error(ctx, "is a size variable of another context (or arithmetic on one)");
+	tu_assert_error(ctx, "is arithmetic on a size variable (a handle, not a number)");
+	/* arithmetic on a handle lands on no other variable's handle: n + 1
+	 * is not m (it was, silently naming m's extent) */
+	int64_t m = ts_size_var(ctx, "m", 8);
+	ck_assert(ts_is_size_var(n) && ts_is_size_var(m) && !ts_is_size_var(n + 1) && !ts_is_size_var(n - 1));
+	for (int64_t d = -2; d <= 2; d++) {
+		if (d == 0)
+			continue;
+		FAILS_NULL(ctx, ts_placeholder(ctx, "N1", TS_SHAPE(n + d), ts_float32), "placeholder N1: extent");
+		tu_assert_error(ctx, "arithmetic on a size variable");
+		FAILS_NULL(ctx, ts_size_expr(ctx, m + d), "size_expr: extent");
+	}
+	FAILS_NULL(ctx, ts_placeholder(ctx, "M", TS_SHAPE(m + TS_SIZE_VAR_STRIDE * 3), ts_float32),
+		   "placeholder M: extent");
 	/* another context's handle, even of the same index */
 	ts_ctx *other = ts_ctx_new();
 	int64_t foreign = ts_size_var(other, "n", 1000);

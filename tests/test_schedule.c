@@ -331,6 +331,13 @@ START_TEST(test_errors)
 	ck_assert_int_ne(ts_split_nparts(m.sc, x, -2, &o, &i), TS_OK);
 	tu_assert_error(ctx, "split(C): nparts must be positive, got -2");
 	ts_clear_error(ctx);
+	int64_t n = ts_size_var(ctx, "n", 64);
+	ck_assert_int_ne(ts_split(m.sc, x, n, &o, &i), TS_OK);
+	tu_assert_error(ctx, "split(C): factor is a size variable (ts_size_var); it must be a constant");
+	ts_clear_error(ctx);
+	ck_assert_int_ne(ts_tile(m.sc, x, y, 4, n, &o, &i, &o2, &i2), TS_OK);
+	tu_assert_error(ctx, "tile(C): factor is a size variable (ts_size_var); it must be a constant");
+	ts_clear_error(ctx);
 
 	tu_ok(ctx, ts_split(m.sc, x, 4, &o, &i));
 	ck_assert_int_ne(ts_split(m.sc, x, 2, &o2, &i2), TS_OK);
