@@ -41,8 +41,10 @@ ts_tensor *ts_placeholder(ts_ctx *ctx, const char *name, int ndim, const int64_t
  * read off the arrays (ts_module_run checks that every array agrees).  The
  * returned value is a handle, usable wherever a shape extent or a reduction
  * extent is (TS_SHAPE, ts_reduce_axis); it is a large negative number, so
- * arithmetic on it is meaningless and any call taking a plain extent (a
- * split factor, a pad width) refuses it.  Returns 0 on error (empty name,
+ * arithmetic on it is meaningless: n + 1 is refused where a shape is
+ * taken ("arithmetic on a size variable"), and any call taking a plain
+ * extent (a split factor, a pad width) refuses a handle.  Returns 0 on
+ * error (empty name,
  * max outside 1..2^40, TS_MAX_SIZE_VARS taken).
  *
  * A dimension of size n may only be indexed by an axis that ranges over n
