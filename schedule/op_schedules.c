@@ -86,11 +86,25 @@ static bool read_twice(ts_schedule *s, const ts_stage *st)
 	return false;
 }
 
+/* Every stage of s as ts_create_schedule made it: a whole-schedule
+ * default refuses one already scheduled before changing any. */
+static ts_status all_untouched(ts_schedule *s, const char *what)
+{
+	for (int i = 0; i < s->nstages; i++)
+		if (!sch_stage_untouched(s->stages[i]))
+			return ts_error(s->ctx, TS_ERR_INVALID,
+					"%s: stage %s is already scheduled (split, reordered, annotated, inlined or "
+					"attached); the default schedule starts from a fresh one", what,
+					s->stages[i]->name);
+	return TS_OK;
+}
+
 ts_status ts_schedule_default_cpu(ts_schedule *s, int lanes)
 {
 	if (!s)
 		return TS_ERR_INVALID;
 	TRY(check_lanes(s, "schedule_default_cpu", lanes));
+	TRY(all_untouched(s, "schedule_default_cpu"));
 	for (int i = 0; i < s->nstages; i++) {
 		ts_stage *st = s->stages[i];
 		if (!st->is_output && st->body->kind != IR_REDUCE && !read_twice(s, st))
@@ -123,6 +137,7 @@ ts_status ts_schedule_default_cuda(ts_schedule *s, int threads)
 	if (s->nout != 1)
 		return ts_error(s->ctx, TS_ERR_UNSUPPORTED,
 				"schedule_default_cuda: a function is one kernel, so one output (got %d)", s->nout);
+	TRY(all_untouched(s, "schedule_default_cuda"));
 	ts_stage *out = ts_stage_of(s, s->outputs[0]);
 	ts_axis *tx;
 	TRY(default_stage_cuda(out, threads, &tx));
@@ -305,6 +320,14 @@ static ts_status untouched(ts_schedule *s, const char *what, const ts_tensor *T)
 		return ts_error(s->ctx, TS_ERR_INVALID,
 				"%s: %s is already scheduled (split, reordered, annotated or attached); give it a schedule of its own",
 				what, T->name);
+	return TS_OK;
+}
+
+/* untouched() of n stages. */
+static ts_status stages_untouched(ts_schedule *s, const char *what, int n, const ts_stage *const *st)
+{
+	for (int i = 0; i < n; i++)
+		TRY(untouched(s, what, st[i]->tensor));
 	return TS_OK;
 }
 
@@ -522,6 +545,35 @@ static bool same_shape(ts_schedule *s, const epilogue_root *r, const ts_tensor *
 	return false;
 }
 
+/* With an epilogue, the root and the stages between it and Y live in
+ * registers: each may be read by the next stage of the chain only, and be
+ * no output of the schedule.  Checked before anything changes. */
+static bool chain_private(ts_schedule *s, const epilogue_root *r, const ts_tensor *Y,
+			  ts_tensor *const *chain, int n, const ts_tensor *C)
+{
+	for (int i = 1; i <= n; i++) {
+		const ts_tensor *T = i < n ? chain[i] : C, *next = chain[i - 1];
+		const ts_stage *st = ts_stage_of(s, T);
+		if (!st)
+			return false;
+		if (st->is_output) {
+			ts_error(s->ctx, TS_ERR_INVALID, "%s(%s): %s is an output of the schedule; with an "
+				 "epilogue it is kept in registers and never stored", r->what, Y->name, T->name);
+			return false;
+		}
+		for (int k = 0; k < s->nstages; k++) {
+			const ts_stage *o = s->stages[k];
+			if (o->tensor != next && o->tensor != T && ir_expr_reads(o->body, T)) {
+				ts_error(s->ctx, TS_ERR_INVALID, "%s(%s): %s is also read by %s; with an epilogue it "
+					 "is kept in registers, where no other stage can read it", r->what, Y->name,
+					 T->name, o->name);
+				return false;
+			}
+		}
+	}
+	return true;
+}
+
 /* Walks from Y down the elementwise chain to the root reduction (a matmul,
  * a convolution); chain[0..*n) are the epilogue stages, Y first. */
 static ts_tensor *find_root(ts_schedule *s, const epilogue_root *r, ts_tensor *Y,
@@ -530,7 +582,8 @@ static ts_tensor *find_root(ts_schedule *s, const epilogue_root *r, ts_tensor *Y
 	*n = 0;
 	for (ts_tensor *T = Y;;) {
 		if (T->op == TS_OP_COMPUTE && T->body->kind == IR_REDUCE && r->is_root(T))
-			return same_shape(s, r, Y, T, *n ? chain[*n - 1] : Y) ? T : NULL;
+			return same_shape(s, r, Y, T, *n ? chain[*n - 1] : Y) &&
+				       chain_private(s, r, Y, chain, *n, T) ? T : NULL;
 		if (*n == TS_MAX_EPILOGUE) {
 			ts_error(s->ctx, TS_ERR_INVALID, "%s(%s): more than %d epilogue stages", r->what,
 				 Y->name, TS_MAX_EPILOGUE);
@@ -1278,6 +1331,8 @@ ts_status ts_schedule_softmax_cpu(ts_schedule *s, ts_tensor *Y, int lanes)
 	ts_stage *ss = se ? row_stage(s, Y, what, op, "softmax_sum") : NULL;
 	if (!ss)
 		return ts_last_status(s->ctx);
+	const ts_stage *mine[] = {sy, sm, se, ss};
+	TRY(stages_untouched(s, what, 4, mine));
 	ts_axis *row, *erow;
 	TRY(row_loops(sy, lanes, true, &row));
 	TRY(row_loops(se, lanes, false, &erow));
@@ -1304,6 +1359,8 @@ ts_status ts_schedule_layer_norm_cpu(ts_schedule *s, ts_tensor *Y, int lanes)
 	ts_stage *sv = sm ? row_stage(s, Y, what, op, "layer_norm_var") : NULL;
 	if (!sv)
 		return ts_last_status(s->ctx);
+	const ts_stage *mine[] = {sy, sm, sv};
+	TRY(stages_untouched(s, what, 3, mine));
 	ts_axis *row;
 	TRY(row_loops(sy, lanes, true, &row));
 	/* the mean and the variance per row of the output: the row stays in

@@ -37,7 +37,10 @@ extern "C" {
  * doubles at every stage); every other stage fuses its outer data-parallel
  * axes into one parallel loop and, when its innermost data axis is wide
  * enough, vectorizes it by `lanes` (reduction loops move outside it, the
- * tail partitioned off). */
+ * tail partitioned off).  A schedule with a stage already scheduled
+ * (split, annotated, inlined, attached: the default applied twice, say) is
+ * refused, naming the stage, before anything changes; so are the stages
+ * of ts_schedule_softmax_cpu and ts_schedule_layer_norm_cpu. */
 ts_status ts_schedule_default_cpu(ts_schedule *s, int lanes);
 
 /* The GPU counterpart: elementwise intermediates inlined; every other stage
@@ -113,7 +116,9 @@ ts_status ts_schedule_matmul_cpu(ts_schedule *s, ts_tensor *C, const ts_matmul_c
  * tile before the one store: C never goes to memory.  A stage that reduces
  * (other than the matmul), changes the shape, reads the chain at indices
  * other than its own element (a transpose) or reads two computed tensors
- * is refused (TS_ERR_INVALID).  With no epilogue (Y is the matmul) this is
+ * is refused (TS_ERR_INVALID), and so is a matmul or chain stage that is
+ * an output of the schedule or that another stage reads (it lives in
+ * registers), before the schedule changes.  With no epilogue (Y is the matmul) this is
  * ts_schedule_matmul_cpu. */
 ts_status ts_schedule_dense_cpu(ts_schedule *s, ts_tensor *Y, const ts_matmul_cpu_params *p);
 

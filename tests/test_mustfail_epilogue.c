@@ -114,20 +114,40 @@ START_TEST(two_computed_operands)
 }
 END_TEST
 
-/* the matmul or an epilogue stage also an output: it needs a global buffer,
- * and the primitive that would take it away says so */
+/* the matmul or an epilogue stage also an output, or read by another
+ * stage: it would need a global buffer, and the epilogue keeps it in
+ * registers.  Refused before the schedule changes (it was refused by the
+ * primitive that would take the buffer away, half-way through, with
+ * bias_add already inlined). */
 START_TEST(chain_stage_is_output)
 {
 	mm m = matmul(8, 12, 5);
 	ts_ctx *ctx = m.ctx;
 	ts_tensor *T = ts_op_relu(ctx, m.C), *Y = ts_op_relu(ctx, T);
 	ts_schedule *s = ts_create_schedule(ctx, 2, (ts_tensor *[]){Y, m.C});
+	const char *before = ts_schedule_str(s);
 	ck_assert_int_eq(ts_schedule_dense_cpu(s, Y, NULL), TS_ERR_INVALID);
-	tu_assert_error(ctx, "set_scope(matmul): matmul is an output of the schedule");
+	tu_assert_error(ctx, "schedule_dense_cpu(relu): matmul is an output of the schedule; with an epilogue "
+			     "it is kept in registers and never stored");
+	ck_assert_str_eq(ts_schedule_str(s), before);
 	ts_clear_error(ctx);
 	s = ts_create_schedule(ctx, 2, (ts_tensor *[]){Y, T});
 	ck_assert_int_eq(ts_schedule_dense_cpu(s, Y, NULL), TS_ERR_INVALID);
-	tu_assert_error(ctx, "compute_inline(relu): relu is an output of the schedule");
+	tu_assert_error(ctx, "relu is an output of the schedule");
+	ts_clear_error(ctx);
+	/* the matmul read by a second output */
+	ts_tensor *Z = ts_op_add(ctx, m.C, m.C);
+	s = ts_create_schedule(ctx, 2, (ts_tensor *[]){Y, Z});
+	before = ts_schedule_str(s);
+	ck_assert_int_eq(ts_schedule_dense_cpu(s, Y, NULL), TS_ERR_INVALID);
+	tu_assert_error(ctx, "schedule_dense_cpu(relu): matmul is also read by add; with an epilogue it is "
+			     "kept in registers, where no other stage can read it");
+	ck_assert_str_eq(ts_schedule_str(s), before);
+	ts_clear_error(ctx);
+	/* an epilogue stage read by a second output */
+	s = ts_create_schedule(ctx, 2, (ts_tensor *[]){Y, ts_op_gelu(ctx, T, true)});
+	ck_assert_int_eq(ts_schedule_dense_cpu(s, Y, NULL), TS_ERR_INVALID);
+	tu_assert_error(ctx, "relu is also read by gelu");
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -298,7 +318,47 @@ START_TEST(conv_is_output)
 	ts_tensor *Y = ts_op_relu(ctx, c.C);
 	ts_schedule *s = ts_create_schedule(ctx, 2, (ts_tensor *[]){Y, c.C});
 	ck_assert_int_eq(ts_schedule_conv2d_nchwc_cpu(s, Y, NULL), TS_ERR_INVALID);
-	tu_assert_error(ctx, "set_scope(conv2d_nchwc): conv2d_nchwc is an output of the schedule");
+	tu_assert_error(ctx, "schedule_conv2d_nchwc_cpu(relu): conv2d_nchwc is an output of the schedule");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Whole-operator schedules on stages already scheduled are refused before
+ * they change anything (softmax left its row axis parallel and the
+ * default schedule its stages inlined and split, with a primitive's
+ * message). */
+START_TEST(rows_and_default_on_scheduled)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(6, 20), ts_float32);
+	ts_tensor *S = ts_op_softmax(ctx, ts_op_relu(ctx, X));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &S);
+	ts_stage *st = ts_stage_of(s, S);
+	ts_axis *o, *i;
+	tu_ok(ctx, ts_split(st, ts_axis_of(st, 1), 5, &o, &i));
+	const char *before = ts_schedule_str(s);
+	ck_assert_int_eq(ts_schedule_softmax_cpu(s, S, 8), TS_ERR_INVALID);
+	tu_assert_error(ctx, "schedule_softmax_cpu: softmax is already scheduled");
+	ck_assert_str_eq(ts_schedule_str(s), before);
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_schedule_default_cpu(s, 8), TS_ERR_INVALID);
+	tu_assert_error(ctx, "schedule_default_cpu: stage softmax is already scheduled");
+	ck_assert_str_eq(ts_schedule_str(s), before);
+	/* twice on a fresh schedule: the second is refused the same way */
+	ts_schedule *s2 = ts_create_schedule(ctx, 1, &S);
+	tu_ok(ctx, ts_schedule_default_cpu(s2, 8));
+	before = ts_schedule_str(s2);
+	ck_assert_int_eq(ts_schedule_default_cpu(s2, 8), TS_ERR_INVALID);
+	tu_assert_error(ctx, "is already scheduled");
+	ck_assert_str_eq(ts_schedule_str(s2), before);
+	ts_tensor *L = ts_op_layer_norm(ctx, X, ts_placeholder(ctx, "g", TS_SHAPE(20), ts_float32),
+					ts_placeholder(ctx, "b", TS_SHAPE(20), ts_float32), 1e-5);
+	ts_schedule *s3 = ts_create_schedule(ctx, 1, &L);
+	tu_ok(ctx, ts_schedule_layer_norm_cpu(s3, L, 8));
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_schedule_layer_norm_cpu(s3, L, 8), TS_ERR_INVALID);
+	tu_assert_error(ctx, "schedule_layer_norm_cpu: ");
+	tu_assert_error(ctx, "is already scheduled");
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -325,6 +385,7 @@ int main(void)
 	tcase_add_test(tc, conv_no_convolution);
 	tcase_add_test(tc, conv_chain_too_long);
 	tcase_add_test(tc, conv_is_output);
+	tcase_add_test(tc, rows_and_default_on_scheduled);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
