@@ -14,8 +14,10 @@
  * Interval analysis over-approximates (a variable occurring twice, floormod,
  * a read inside an index), so the rule is: an index whose interval lies in
  * [0, extent) is accepted; one whose interval is exact and leaves [0,
- * extent), or lies entirely outside it, is refused; any other is accepted,
- * since the reach past the shape may be an artefact of the analysis.  An
+ * extent), or lies entirely outside it, is refused; one that reads tensor
+ * data (a gather) is refused too unless clamped into the shape, since no
+ * analysis bounds data; any other is accepted, since the reach past the
+ * shape may be an artefact of the analysis.  An
  * interval is exact when every domain variable occurs at most once in the
  * index and the index is built only from constants, variables, +, -, *,
  * min, max and division by a positive constant, with no intermediate value
@@ -241,6 +243,25 @@ static ts_status check_symbolic(const reads *c, const ts_expr *rd, int d, const 
 			n->u.var.name, n->u.var.name, why ? why : "");
 }
 
+static bool is_read(const ts_expr *e, const void *data)
+{
+	(void)data;
+	return e->kind == IR_READ;
+}
+
+/* An index computed from tensor data (a gather) that the analysis cannot
+ * bound: whatever the data holds, compiled code must not read past the
+ * tensor, so the index is to be clamped in the expression. */
+static ts_status refuse_gather(const reads *c, const ts_expr *rd, int d)
+{
+	const char *text = ir_expr_str(c->ctx, rd);
+	return ts_error(c->ctx, TS_ERR_INVALID,
+			"lower: %s reads %s: index %d is computed from tensor data, which nothing bounds, so "
+			"compiled code could read past %s; clamp it into [0, %lld) (ts_max(ts_min(i, %lld), 0))",
+			c->st->name, text ? text : rd->u.read.tensor->name, d, rd->u.read.tensor->name,
+			(long long)rd->u.read.tensor->shape[d], (long long)rd->u.read.tensor->shape[d] - 1);
+}
+
 static ts_status check_read(const reads *c, const ts_expr *rd)
 {
 	for (int d = 0; d < rd->u.read.n; d++) {
@@ -258,6 +279,8 @@ static ts_status check_read(const reads *c, const ts_expr *rd)
 			continue;
 		if (is_exact || iv.max < 0 || iv.min >= ext)
 			return refuse(c, rd, d, iv);
+		if (ir_expr_any(rd->u.read.idx[d], is_read, NULL))
+			return refuse_gather(c, rd, d);
 	}
 	return TS_OK;
 }

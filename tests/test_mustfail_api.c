@@ -804,6 +804,8 @@ START_TEST(test_build)
 	FAILS_NULL(c, ts_module_source(m, "cobol"), "module mm");
 	ST_NOCTX(ts_module_export(NULL, "/tmp/x.o", NULL));
 	FAILS_ST(c, ts_module_export(m, NULL, NULL), "export mm: the object path is NULL");
+	FAILS_ST(c, ts_module_export(m, "/tmp/tessera_same.o", "/tmp/tessera_same.o"),
+		 "export mm: the object and the header are both '/tmp/tessera_same.o'");
 	ts_phase_times pt = ts_module_times(NULL);
 	ck_assert_double_eq(pt.total_ms, 0);
 	ck_assert_ptr_null(ts_module_target(NULL));

@@ -51,6 +51,31 @@ START_TEST(test_shifted_read_past_the_end)
 }
 END_TEST
 
+/* A gather: an index read from tensor data (an int32 tensor of positions,
+ * A[i, int(A[i, j])]) is bounded by nothing, so it is refused unless the
+ * expression clamps it into the shape; clamped, it lowers and runs as the
+ * reference does on random positions. */
+START_TEST(test_gather_unclamped)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *P = ts_placeholder(ctx, "P", TS_SHAPE(9), ts_int32);
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(7), ts_float32);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_tensor *G = ts_compute(ctx, "G", TS_SHAPE(9), TS_VARS(i), TS_READ(ctx, A, TS_READ(ctx, P, i)));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &G);
+	assert_refused(ctx, ts_lower(s, "g", 3, (ts_tensor *[]){P, A, G}),
+		       "lower: G reads A[P[i]]: index 0 is computed from tensor data, which nothing bounds, so "
+		       "compiled code could read past A; clamp it into [0, 7)");
+	ts_expr *clamped = ts_max(ctx, ts_min(ctx, TS_READ(ctx, P, i), ts_int(ctx, 6)), ts_int(ctx, 0));
+	ts_tensor *H = ts_compute(ctx, "H", TS_SHAPE(9), TS_VARS(i), TS_READ(ctx, A, clamped));
+	s = ts_create_schedule(ctx, 1, &H);
+	ts_func *f = ts_lower(s, "h", 3, (ts_tensor *[]){P, A, H});
+	tu_nonnull(ctx, f);
+	tu_check_func_llvm(ctx, f, NULL, 0);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_shifted_read_before_the_start)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -402,6 +427,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_shifted_read_past_the_end);
 	tcase_add_test(tc, test_shifted_read_before_the_start);
+	tcase_add_test(tc, test_gather_unclamped);
 	tcase_add_test(tc, test_read_in_second_dimension);
 	tcase_add_test(tc, test_reduction_axis_past_the_end);
 	tcase_add_test(tc, test_reduction_past_int32_refused);
