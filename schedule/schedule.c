@@ -74,6 +74,20 @@ static bool owns(const ts_stage *st, const ts_axis *a)
 }
 
 /* Checks that axis is a leaf of st; reports under the primitive's name. */
+/* An axis being split or fused carries no annotation: its new axes would
+ * not (a tensorized axis split would lose its intrinsic, a vectorized one
+ * its vectors), silently. */
+static bool check_plain(ts_stage *st, const char *prim, const ts_axis *a)
+{
+	if (a->loop == TS_FOR_SERIAL)
+		return true;
+	char msg[200];
+	snprintf(msg, sizeof(msg), "axis '%s' is %s; %s it before annotating it (the annotation would be lost)",
+		 a->name, a->loop == TS_FOR_THREAD ? "bound to a thread" : ts_for_kind_name(a->loop), prim);
+	fail(st, prim, "%s", msg);
+	return false;
+}
+
 static bool check_leaf(ts_stage *st, const char *prim, const ts_axis *a)
 {
 	if (!a) {
@@ -347,7 +361,7 @@ static ts_status split(ts_stage *st, ts_axis *parent, int64_t value, bool by_fac
 		return TS_ERR_INVALID;
 	if (!outer || !inner)
 		return fail(st, "split", "%s is NULL (where the new axes go)", !outer ? "outer" : "inner");
-	if (!check_tail(st, "split", tail))
+	if (!check_tail(st, "split", tail) || !check_plain(st, "split", parent))
 		return TS_ERR_INVALID;
 	if (value <= 0) {
 		char msg[128];
@@ -476,6 +490,8 @@ ts_status ts_fuse(ts_stage *st, ts_axis *outer, ts_axis *inner, ts_axis **fused)
 		return TS_ERR_INVALID;
 	if (!fused)
 		return fail(st, "fuse", "fused is NULL (where the new axis goes)", NULL);
+	if (!check_plain(st, "fuse", outer) || !check_plain(st, "fuse", inner))
+		return TS_ERR_INVALID;
 	int io = leaf_index(st, outer), ii = leaf_index(st, inner);
 	if (ii != io + 1) {
 		char msg[300];

@@ -156,6 +156,9 @@ ts_stage *ts_stage_of(ts_schedule *s, const ts_tensor *t);
 ts_axis *ts_axis_of(ts_stage *st, int i);
 ts_axis *ts_reduce_axis_of(ts_stage *st, int i);
 
+/* Split, tile and fuse take leaves that carry no annotation yet (an axis
+ * vectorized, parallel, unrolled, bound or tensorized is refused: its new
+ * axes would not carry it); annotate the axes they make. */
 ts_status ts_split(ts_stage *st, ts_axis *parent, int64_t factor, ts_axis **outer,
 		   ts_axis **inner);
 ts_status ts_split_nparts(ts_stage *st, ts_axis *parent, int64_t nparts, ts_axis **outer,

@@ -338,6 +338,23 @@ START_TEST(test_errors)
 	ck_assert_int_ne(ts_tile(m.sc, x, y, 4, n, &o, &i, &o2, &i2), TS_OK);
 	tu_assert_error(ctx, "tile(C): factor is a size variable (ts_size_var); it must be a constant");
 	ts_clear_error(ctx);
+	{
+		/* an annotated axis keeps its annotation: splitting or fusing it,
+		 * which would drop it silently, is refused */
+		mm a = tu_matmul(8, 8, 8);
+		ts_axis *ax = AX(&a, 0), *ay = AX(&a, 1);
+		tu_ok(a.ctx, ts_vectorize(a.sc, ay));
+		ck_assert_int_ne(ts_split(a.sc, ay, 4, &o, &i), TS_OK);
+		tu_assert_error(a.ctx, "split(C): axis 'j' is vectorized; split it before annotating it");
+		ts_clear_error(a.ctx);
+		ck_assert_int_ne(ts_fuse(a.sc, ax, ay, &f), TS_OK);
+		tu_assert_error(a.ctx, "fuse(C): axis 'j' is vectorized; fuse it before annotating it");
+		ts_clear_error(a.ctx);
+		tu_ok(a.ctx, ts_parallel(a.sc, ax));
+		ck_assert_int_ne(ts_split(a.sc, ax, 2, &o, &i), TS_OK);
+		tu_assert_error(a.ctx, "axis 'i' is parallel; split it before annotating it");
+		ts_ctx_free(a.ctx);
+	}
 
 	tu_ok(ctx, ts_split(m.sc, x, 4, &o, &i));
 	ck_assert_int_ne(ts_split(m.sc, x, 2, &o2, &i2), TS_OK);
