@@ -48,6 +48,16 @@ int64_t ts_size_var(ts_ctx *ctx, const char *name, int64_t max)
 			 (long long)max);
 		return 0;
 	}
+	/* errors at a call name the variable: two of one name could not be
+	 * told apart */
+	for (int k = 0; k < ts_ctx_size_var_count(ctx); k++) {
+		const ts_expr *old = ts_ctx_size_var(ctx, k, NULL);
+		if (old && !strcmp(old->u.var.name, name)) {
+			ts_error(ctx, TS_ERR_INVALID, "size_var %s: the name is taken by another size variable",
+				 name);
+			return 0;
+		}
+	}
 	ts_expr *v = ts_var_typed(ctx, name, max > INT32_MAX ? ts_int64 : ts_int32);
 	int i = v ? ts_ctx_add_size_var(ctx, v, max) : -1;
 	return i < 0 ? 0 : ts_ctx_size_handle(ctx, i);

@@ -44,7 +44,7 @@ ts_tensor *ts_placeholder(ts_ctx *ctx, const char *name, int ndim, const int64_t
  * arithmetic on it is meaningless: n + 1 is refused where a shape is
  * taken ("arithmetic on a size variable"), and any call taking a plain
  * extent (a split factor, a pad width) refuses a handle.  Returns 0 on
- * error (empty name,
+ * error (empty name, a name another size variable of the context has,
  * max outside 1..2^40, TS_MAX_SIZE_VARS taken).
  *
  * A dimension of size n may only be indexed by an axis that ranges over n

@@ -29,8 +29,16 @@ START_TEST(test_declare)
 	ck_assert_int_eq(ts_size_var(ctx, "n", (INT64_C(1) << 40) + 1), 0);
 	tu_assert_error(ctx, "outside 1..2^40");
 	ts_clear_error(ctx);
-	for (int i = 0; i < TS_MAX_SIZE_VARS; i++)
-		ck_assert(ts_is_size_var(ts_size_var(ctx, "v", 4)));
+	ck_assert(ts_is_size_var(ts_size_var(ctx, "v", 4)));
+	/* a second variable of one name could not be told apart in errors */
+	ck_assert_int_eq(ts_size_var(ctx, "v", 8), 0);
+	tu_assert_error(ctx, "size_var v: the name is taken by another size variable");
+	ts_clear_error(ctx);
+	for (int i = 1; i < TS_MAX_SIZE_VARS; i++) {
+		char name[16];
+		snprintf(name, sizeof name, "v%d", i);
+		ck_assert(ts_is_size_var(ts_size_var(ctx, name, 4)));
+	}
 	ck_assert_int_eq(ts_size_var(ctx, "w", 4), 0);
 	tu_assert_error(ctx, "more than 64 size variables in one context");
 	ts_ctx_free(ctx);
