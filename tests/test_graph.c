@@ -116,6 +116,17 @@ START_TEST(test_conv_unblocked)
 }
 END_TEST
 
+/* A network's stem: input x[1, 16, h, w], a 3x3 convolution to 32
+ * channels (padding 1, named "stem") and a relu named `out`. */
+static int stem(tg *t, int64_t h, int64_t w, const char *out)
+{
+	int x = tg_input(t, "x", TS_SHAPE(1, 16, h, w));
+	ts_gattrs a = conv_attrs(1, 1, 1, 1, 1);
+	int w0 = tg_const(t, "w0", TS_SHAPE(32, 16, 3, 3), -0.3, 0.3);
+	int c0 = tg_node(t, "stem", TS_GOP_CONV, 2, (int[]){x, w0}, &a);
+	return tg_node(t, out, TS_GOP_RELU, 1, &c0, NULL);
+}
+
 /* A residual block: conv-bn-relu, conv-bn, add the input, relu; the
  * batch norms fold into the convolutions and the add and relu fuse into
  * the second one, which reads the block's input in its own layout. */
@@ -123,11 +134,8 @@ START_TEST(test_residual_block)
 {
 	ts_ctx *ctx = ts_ctx_new();
 	tg *t = tg_new(ctx, 7);
-	int x = tg_input(t, "x", TS_SHAPE(1, 16, 9, 9));
 	ts_gattrs a = conv_attrs(1, 1, 1, 1, 1);
-	int w1 = tg_const(t, "w1", TS_SHAPE(32, 16, 3, 3), -0.3, 0.3);
-	int c0 = tg_node(t, "stem", TS_GOP_CONV, 2, (int[]){x, w1}, &a);
-	int s0 = tg_node(t, "stem_relu", TS_GOP_RELU, 1, &c0, NULL);
+	int s0 = stem(t, 9, 9, "stem_relu");
 	int w2 = tg_const(t, "w2", TS_SHAPE(32, 32, 3, 3), -0.2, 0.2);
 	int c1 = tg_node(t, "conv1", TS_GOP_CONV, 2, (int[]){s0, w2}, &a);
 	int bn[4];
@@ -774,11 +782,8 @@ START_TEST(test_inplace_residuals)
 {
 	ts_ctx *ctx = ts_ctx_new();
 	tg *t = tg_new(ctx, 72);
-	int x = tg_input(t, "x", TS_SHAPE(1, 16, 7, 9));
 	ts_gattrs a = conv_attrs(1, 1, 1, 1, 1);
-	int w0 = tg_const(t, "w0", TS_SHAPE(32, 16, 3, 3), -0.3, 0.3);
-	int c0 = tg_node(t, "stem", TS_GOP_CONV, 2, (int[]){x, w0}, &a);
-	int r = tg_node(t, "r0", TS_GOP_RELU, 1, &c0, NULL);
+	int r = stem(t, 7, 9, "r0");
 	for (int k = 1; k <= 3; k++) {
 		char n[16];
 		int w1 = tg_const(t, "w", TS_SHAPE(32, 32, 3, 3), -0.2, 0.2);
