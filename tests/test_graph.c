@@ -775,9 +775,9 @@ END_TEST
 
 /* Residual sums written over their residual: a chain of three blocks
  * passes one buffer on (each sum over the one before), while a residual
- * read again later (by the last node), one the convolution itself reads,
- * and one that is an output of the graph keep their own; every result is
- * the reference's, at 1 and 3 threads, with and without fusion. */
+ * read again later (by the last node) and one the convolution itself
+ * reads keep their own; every result is the reference's, at 1 and 3
+ * threads, with and without fusion. */
 START_TEST(test_inplace_residuals)
 {
 	ts_ctx *ctx = ts_ctx_new();
