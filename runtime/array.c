@@ -7,6 +7,7 @@
  */
 #include "array.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -212,14 +213,20 @@ void ts_array_fill_random(ts_array *a, uint64_t seed, double lo, double hi)
 {
 	if (!a || !a->data || a->device != TS_DEVICE_CPU || !ts_array_dtype_ok(a->dtype))
 		return;
+	/* a range with no values in it fills nothing (NaN bounds included) */
+	if (!(isfinite(lo) && isfinite(hi) && lo <= hi))
+		return;
 	int64_t n = ts_array_numel(a);
 	uint64_t s = seed;
 	for (int64_t i = 0; i < n; i++) {
 		double u = (double)(next(&s) >> 11) / 9007199254740992.0;
 		double v = lo + (hi - lo) * u;
-		if (ts_dtype_is_float(a->dtype))
+		if (ts_dtype_is_float(a->dtype)) {
 			ts_elem_set_f64(a->data, a->dtype, i, v);
-		else
-			ts_elem_set_i64(a->data, a->dtype, i, (int64_t)v);
+			continue;
+		}
+		/* a double past int64's range has no conversion (undefined) */
+		v = v < -9.2e18 ? -9.2e18 : v > 9.2e18 ? 9.2e18 : v;
+		ts_elem_set_i64(a->data, a->dtype, i, (int64_t)v);
 	}
 }

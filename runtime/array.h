@@ -61,8 +61,10 @@ void ts_array_free(ts_array *a);
 /* Element count and size in bytes; 0 for NULL. */
 int64_t ts_array_numel(const ts_array *a);
 size_t ts_array_nbytes(const ts_array *a);
-/* Fills a float or integer host array with uniform values in [lo, hi); does
- * nothing for NULL, an array without data or not on the host. */
+/* Fills a float or integer host array with uniform values in [lo, hi)
+ * (integers: truncated toward zero); does nothing for NULL, an array
+ * without data or not on the host, and for bounds that are not finite or
+ * with hi < lo. */
 void ts_array_fill_random(ts_array *a, uint64_t seed, double lo, double hi);
 
 #ifdef __cplusplus

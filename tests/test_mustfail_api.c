@@ -966,6 +966,35 @@ END_TEST
 /* An error left by an earlier call (a refused build) neither fails a
  * later lowering or build nor stands in for its message; a NULL argument
  * that an earlier failure produced still reports that root cause. */
+/* ts_array_fill_random with bounds that hold no value leaves the array as
+ * it is (it wrote values outside them, or NaN); huge bounds on an integer
+ * array convert without undefined behaviour. */
+START_TEST(test_fill_random_bounds)
+{
+	ts_ctx *c = ts_ctx_new();
+	ts_array *f = ts_array_new(c, ts_float32, TS_SHAPE(64));
+	ts_array *i = ts_array_new(c, ts_int32, TS_SHAPE(64));
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(i);
+	float *fd = f->data;
+	double bounds[][2] = {{5, 1}, {NAN, 1}, {0, INFINITY}, {-INFINITY, 0}};
+	for (int k = 0; k < 4; k++) {
+		for (int e = 0; e < 64; e++)
+			fd[e] = 7.0f;
+		ts_array_fill_random(f, 3, bounds[k][0], bounds[k][1]);
+		for (int e = 0; e < 64; e++)
+			ck_assert_float_eq(fd[e], 7.0f);
+	}
+	ts_array_fill_random(f, 3, 1, 5);
+	for (int e = 0; e < 64; e++)
+		ck_assert(fd[e] >= 1 && fd[e] < 5);
+	ts_array_fill_random(i, 3, -1e30, 1e30); /* clamped, then narrowed */
+	ts_array_free(f);
+	ts_array_free(i);
+	ts_ctx_free(c);
+}
+END_TEST
+
 START_TEST(test_earlier_error_does_not_leak)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -1029,6 +1058,7 @@ static Suite *suite(void)
 	tcase_add_test(cg, test_runtime_misc);
 	tcase_add_test(cg, test_newer_calls);
 	tcase_add_test(cg, test_earlier_error_does_not_leak);
+	tcase_add_test(cg, test_fill_random_bounds);
 	suite_add_tcase(s, cg);
 	return s;
 }
