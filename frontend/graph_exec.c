@@ -337,7 +337,7 @@ static ts_status plan_kernels(planner *pl)
 
 /* ---- memory planning ---------------------------------------------------------------- */
 
-static int root(const ts_graph_exec *e, int x)
+int gx_root(const ts_graph_exec *e, int x)
 {
 	return e->xv[x].base >= 0 ? e->xv[x].base : x;
 }
@@ -359,12 +359,12 @@ static ts_status plan_memory(ts_graph_exec *e, FILE *trace)
 		first[e->in[i]] = -1;
 	for (int k = 0; k < e->nk; k++)
 		for (int a = 0; a < e->k[k].nargs; a++) {
-			int r = root(e, e->k[k].arg[a].val);
+			int r = gx_root(e, e->k[k].arg[a].val);
 			first[r] = first[r] < k ? first[r] : k;
 			last[r] = last[r] > k ? last[r] : k;
 		}
 	for (int i = 0; i < e->nout; i++) {
-		int r = root(e, e->out[i]);
+		int r = gx_root(e, e->out[i]);
 		last[r] = e->nk;
 		if (first[r] == INT32_MAX)
 			first[r] = -1;
@@ -432,9 +432,9 @@ static ts_status wrap_args(ts_graph_exec *e)
 		return ts_error(e->ctx, TS_ERR_NOMEM, "graph_compile: out of memory");
 	for (int k = 0; k < e->nk; k++)
 		for (int a = 0; a < e->k[k].nargs; a++)
-			used[root(e, e->k[k].arg[a].val)] = true;
+			used[gx_root(e, e->k[k].arg[a].val)] = true;
 	for (int i = 0; i < e->nout; i++)
-		used[root(e, e->out[i])] = true;
+		used[gx_root(e, e->out[i])] = true;
 	for (int i = 0; i < e->nxv; i++) {
 		if (!e->xv[i].is_const || e->xv[i].base >= 0)
 			continue;

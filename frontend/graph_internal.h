@@ -176,6 +176,9 @@ ts_status gx_build_group(ts_graph_exec *e, ts_graph *g, const gpass *p, const gg
 			 const int *gv2x, xkernel *k);
 /* The same for a layout conversion of xval from into xval to. */
 ts_status gx_build_conversion(ts_graph_exec *e, int from, int to, xkernel *k);
+/* The xval whose storage x uses: x itself, or the one it is a view of or
+ * is written over (xval.base; bases are never chained). */
+int gx_root(const ts_graph_exec *e, int x);
 /* The physical shape of xval v (blocked: [N, C/b, H, W, b]). */
 int gx_phys_shape(const xval *v, int64_t *shape);
 /* Channel block of conv node n's output, and of its input when the

@@ -1053,13 +1053,6 @@ static ts_schedule *layout_ops(kb *b, epi *ep, const gnode *n)
 
 /* ---- driver ----------------------------------------------------------------------- */
 
-/* Lowers and builds the kernel, or takes the module of an equal one. */
-/* The xval whose storage x uses (x itself, or the one it is a view of). */
-static int root_of(const ts_graph_exec *e, int x)
-{
-	return e->xv[x].base >= 0 ? e->xv[x].base : x;
-}
-
 /* Drops argument a of kernel b (read in place of the output). */
 static void drop_arg(kb *b, int a)
 {
@@ -1077,7 +1070,7 @@ static void in_place(kb *b)
 {
 	xval *y = &b->e->xv[b->y];
 	int x = b->k->arg[b->inplace].val;
-	y->base = root_of(b->e, x);
+	y->base = gx_root(b->e, x);
 	y->over = true;
 	if (b->p && b->p->trace)
 		fprintf(b->p->trace, "memory: %s written over %s, which nothing reads after it\n", y->name,
@@ -1088,18 +1081,13 @@ static void in_place(kb *b)
 typedef struct rebind {
 	const ts_buffer *from;
 	ts_buffer *to;
-	int left;             /* loads of `from` not rebound (0 when done) */
 } rebind;
 
 static bool rebind_load(ts_expr *e, void *data)
 {
 	rebind *r = data;
-	if (e->kind == IR_LOAD && e->u.load.buf == r->from) {
-		if (r->to)
-			e->u.load.buf = r->to;
-		else
-			r->left++;
-	}
+	if (e->kind == IR_LOAD && e->u.load.buf == r->from)
+		e->u.load.buf = r->to;
 	return true;
 }
 
@@ -1107,18 +1095,13 @@ static bool rebind_load(ts_expr *e, void *data)
  * parameter) instead, and a no longer a parameter: the value of a, which
  * no later kernel reads, is where the output is written, each element
  * read before its own is stored (an elementwise epilogue), so the sum of
- * a residual costs no second buffer's traffic.  false when a load of a
- * is left (nothing is changed then). */
+ * a residual costs no second buffer's traffic (an input is only
+ * loaded).  false, with nothing changed, for a function of size
+ * variables or out of memory. */
 static bool read_in_place(ts_ctx *ctx, ts_func *f, int a)
 {
 	int out = f->nparams - 1;
 	if (f->nsizes || a < 0 || a >= out)
-		return false;
-	rebind r = {.from = f->params[a], .to = f->params[out]};
-	ir_stmt_visit(f->body, NULL, rebind_load, &r);
-	rebind check = {.from = f->params[a]};
-	ir_stmt_visit(f->body, NULL, rebind_load, &check);
-	if (check.left)
 		return false;
 	ts_buffer **params = ts_alloc(ctx, sizeof *params * (size_t)out);
 	ts_tensor **tensors = ts_alloc(ctx, sizeof *tensors * (size_t)out);
@@ -1129,12 +1112,15 @@ static bool read_in_place(ts_ctx *ctx, ts_func *f, int a)
 			params[j] = f->params[i];
 			tensors[j++] = f->param_tensors[i];
 		}
+	rebind r = {.from = f->params[a], .to = f->params[out]};
+	ir_stmt_visit(f->body, NULL, rebind_load, &r);
 	f->params = params;
 	f->param_tensors = tensors;
 	f->nparams = out;
 	return true;
 }
 
+/* Lowers and builds the kernel, or takes the module of an equal one. */
 static ts_status finish(kb *b, ts_schedule *s, ts_tensor *Y)
 {
 	xkernel *k = b->k;
@@ -1217,7 +1203,7 @@ static int inplace_arg(kb *b, const ggroup *gr, const gnode *n)
 	const xval *y = &e->xv[b->y];
 	int here = (int)(gr - b->p->groups);
 	for (int i = 0; i < b->k->nargs; i++) {
-		int x = b->k->arg[i].val, r = root_of(e, x);
+		int x = b->k->arg[i].val, r = gx_root(e, x);
 		const xval *xv = &e->xv[x];
 		if (xv->is_const || e->xv[r].is_const || xv->block != y->block || xv->ndim != y->ndim ||
 		    xv->bytes != y->bytes || memcmp(xv->shape, y->shape, sizeof(int64_t) * (size_t)y->ndim))
@@ -1226,9 +1212,9 @@ static int inplace_arg(kb *b, const ggroup *gr, const gnode *n)
 		for (int k = 0; k < n->nin && ok; k++)
 			ok = b->gv2x[n->in[k]] != x;
 		for (int j = 0; j < b->k->nargs && ok; j++)
-			ok = j == i || root_of(e, b->k->arg[j].val) != r;
+			ok = j == i || gx_root(e, b->k->arg[j].val) != r;
 		for (int v = 0; v < e->nxv && ok; v++)
-			ok = root_of(e, v) != r || v == b->y || dead_after(b, v, here);
+			ok = gx_root(e, v) != r || v == b->y || dead_after(b, v, here);
 		if (ok)
 			return i;
 	}

@@ -86,17 +86,33 @@ static bool read_twice(ts_schedule *s, const ts_stage *st)
 	return false;
 }
 
-/* Every stage of s as ts_create_schedule made it: a whole-schedule
- * default refuses one already scheduled before changing any. */
+/* A stage a schedule function is given must be as ts_create_schedule made
+ * it: the function's own primitives (cache_write first) need that. */
+static ts_status untouched(ts_schedule *s, const char *what, const ts_tensor *T)
+{
+	const ts_stage *st = ts_stage_of(s, T);
+	if (!st)
+		return ts_last_status(s->ctx);
+	if (!sch_stage_untouched(st))
+		return ts_error(s->ctx, TS_ERR_INVALID,
+				"%s: %s is already scheduled (split, reordered, annotated, inlined or attached); give it a schedule of its own",
+				what, T->name);
+	return TS_OK;
+}
+
+/* untouched() of n stages. */
+static ts_status stages_untouched(ts_schedule *s, const char *what, int n, const ts_stage *const *st)
+{
+	for (int i = 0; i < n; i++)
+		TRY(untouched(s, what, st[i]->tensor));
+	return TS_OK;
+}
+
+/* Every stage of s untouched: a whole-schedule default refuses one
+ * already scheduled before changing any. */
 static ts_status all_untouched(ts_schedule *s, const char *what)
 {
-	for (int i = 0; i < s->nstages; i++)
-		if (!sch_stage_untouched(s->stages[i]))
-			return ts_error(s->ctx, TS_ERR_INVALID,
-					"%s: stage %s is already scheduled (split, reordered, annotated, inlined or "
-					"attached); the default schedule starts from a fresh one", what,
-					s->stages[i]->name);
-	return TS_OK;
+	return stages_untouched(s, what, s->nstages, (const ts_stage *const *)s->stages);
 }
 
 ts_status ts_schedule_default_cpu(ts_schedule *s, int lanes)
@@ -306,28 +322,6 @@ static ts_status block_params(ts_schedule *s, const char *what, const ts_matmul_
 		return ts_error(s->ctx, TS_ERR_INVALID,
 				"%s: parameter nr is %lld; the columns of a register block are one vector of at most %d lanes",
 				what, (long long)d->nr, TS_MAX_VECTOR_LANES);
-	return TS_OK;
-}
-
-/* A stage a schedule function is given must be as ts_create_schedule made
- * it: the function's own primitives (cache_write first) need that. */
-static ts_status untouched(ts_schedule *s, const char *what, const ts_tensor *T)
-{
-	const ts_stage *st = ts_stage_of(s, T);
-	if (!st)
-		return ts_last_status(s->ctx);
-	if (!sch_stage_untouched(st))
-		return ts_error(s->ctx, TS_ERR_INVALID,
-				"%s: %s is already scheduled (split, reordered, annotated or attached); give it a schedule of its own",
-				what, T->name);
-	return TS_OK;
-}
-
-/* untouched() of n stages. */
-static ts_status stages_untouched(ts_schedule *s, const char *what, int n, const ts_stage *const *st)
-{
-	for (int i = 0; i < n; i++)
-		TRY(untouched(s, what, st[i]->tensor));
 	return TS_OK;
 }
 

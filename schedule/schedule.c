@@ -88,6 +88,18 @@ static bool check_plain(ts_stage *st, const char *prim, const ts_axis *a)
 	return false;
 }
 
+/* The refusal of a split's factor (or nparts) that is not positive; a
+ * size-variable handle is named as such, not as its number. */
+static ts_status bad_factor(ts_stage *st, const char *prim, const char *what, int64_t value)
+{
+	char msg[128];
+	if (ts_is_size_var(value))
+		snprintf(msg, sizeof(msg), "%s is a size variable (ts_size_var); it must be a constant", what);
+	else
+		snprintf(msg, sizeof(msg), "%s must be positive, got %lld", what, (long long)value);
+	return fail(st, prim, "%s", msg);
+}
+
 static bool check_leaf(ts_stage *st, const char *prim, const ts_axis *a)
 {
 	if (!a) {
@@ -363,16 +375,8 @@ static ts_status split(ts_stage *st, ts_axis *parent, int64_t value, bool by_fac
 		return fail(st, "split", "%s is NULL (where the new axes go)", !outer ? "outer" : "inner");
 	if (!check_tail(st, "split", tail) || !check_plain(st, "split", parent))
 		return TS_ERR_INVALID;
-	if (value <= 0) {
-		char msg[128];
-		if (ts_is_size_var(value))
-			snprintf(msg, sizeof(msg), "%s is a size variable (ts_size_var); it must be a constant",
-				 by_factor ? "factor" : "nparts");
-		else
-			snprintf(msg, sizeof(msg), "%s must be positive, got %lld",
-				 by_factor ? "factor" : "nparts", (long long)value);
-		return fail(st, "split", "%s", msg);
-	}
+	if (value <= 0)
+		return bad_factor(st, "split", by_factor ? "factor" : "nparts", value);
 	int64_t e = parent->extent;
 	int64_t q = e / value + (e % value != 0); /* ceil(e / value) without overflow */
 	int64_t oe = by_factor ? q : value;
@@ -457,15 +461,8 @@ ts_status ts_tile(ts_stage *st, ts_axis *x, ts_axis *y, int64_t fx, int64_t fy,
 	if (!xo || !yo || !xi || !yi)
 		return fail(st, "tile", "%s is NULL (where the new axes go)",
 			    !xo ? "xo" : !yo ? "yo" : !xi ? "xi" : "yi");
-	if (fx <= 0 || fy <= 0) {
-		char msg[128];
-		int64_t f = fx <= 0 ? fx : fy;
-		if (ts_is_size_var(f))
-			snprintf(msg, sizeof(msg), "factor is a size variable (ts_size_var); it must be a constant");
-		else
-			snprintf(msg, sizeof(msg), "factor must be positive, got %lld", (long long)f);
-		return fail(st, "tile", "%s", msg);
-	}
+	if (fx <= 0 || fy <= 0)
+		return bad_factor(st, "tile", "factor", fx <= 0 ? fx : fy);
 	if (x == y)
 		return fail(st, "tile", "axis '%s' given twice", x->name);
 	st->sch->step_quiet++; /* one step for the whole tile */

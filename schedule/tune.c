@@ -160,9 +160,8 @@ double ts_tune_cost(const ts_tune_task *t, const ts_tune_cand *c)
 	if (!c || tune_task_check(NULL, t, "tune_cost") != TS_OK)
 		return INFINITY;
 	/* a value no schedule takes (ts_tune_lower refuses it) never ranks */
-	for (int i = 0; i < t->space.nparams; i++)
-		if (c->v[i] < 0 || c->v[i] > 4096)
-			return INFINITY;
+	if (tune_check_cand(NULL, "tune_cost", t, c) != TS_OK)
+		return INFINITY;
 	double cost = tune_cost(t, c);
 	return cost >= 0 ? cost : INFINITY; /* NaN too */
 }

@@ -19,6 +19,12 @@ int tune_graph(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c, ts_ten
  * once outside (timed with them, a deep layer's weight conversion outweighs
  * the kernel and hides its differences). */
 ts_func *tune_lower_timed(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c);
+/* The largest value a candidate's parameter may take (a schedule's
+ * blocks and factors). */
+#define TUNE_MAX_VALUE 4096
+/* TS_OK when every parameter of c is in 0..TUNE_MAX_VALUE, else an error
+ * "WHAT: parameter P is V; ..." (what NULL: "tune OP"; ctx may be NULL). */
+ts_status tune_check_cand(ts_ctx *ctx, const char *what, const ts_tune_task *t, const ts_tune_cand *c);
 /* TS_OK when t is a task as ts_tune_task_init made it (a known operator,
  * its number of extents, its space's kind, counts within the arrays);
  * else an error naming `what`.  ctx may be NULL. */

@@ -93,10 +93,8 @@ ts_status ts_tune_log_append(ts_ctx *ctx, const char *path, const ts_tune_task *
 		return ts_error(ctx, TS_ERR_INVALID, "tune_log_append: the result's times must be finite and >= 0 "
 				"and its trials >= 0 (median %g ms, default %g ms, %d trials)", r->best_ms,
 				r->default_ms, r->trials);
-	for (int i = 0; i < t->space.nparams; i++)
-		if (r->best.v[i] < 0 || r->best.v[i] > 4096)
-			return ts_error(ctx, TS_ERR_INVALID, "tune_log_append: parameter %s is %lld; it must be "
-					"from 0 to 4096", t->space.name[i], (long long)r->best.v[i]);
+	if (tune_check_cand(ctx, "tune_log_append", t, &r->best) != TS_OK)
+		return ts_last_status(ctx);
 	FILE *f = fopen(path, "a");
 	if (!f)
 		return ts_error(ctx, TS_ERR_RUNTIME, "tune log %s: cannot write: %s", path, strerror(errno));
@@ -438,6 +436,15 @@ static const char *foreign_field(const ts_tune_record *r, const char *cpu, const
 
 /* The record's parameters, by name, into c; every parameter of the space
  * must be there and no other. */
+/* The index of parameter `name` among r's, or -1. */
+static int record_param(const ts_tune_record *r, const char *name)
+{
+	for (int k = 0; k < r->nparams; k++)
+		if (!strcmp(r->pname[k], name))
+			return k;
+	return -1;
+}
+
 static ts_status record_params(ts_ctx *ctx, const ts_tune_log *log, const ts_tune_record *r,
 			       const ts_tune_task *t, ts_tune_cand *c)
 {
@@ -446,10 +453,8 @@ static ts_status record_params(ts_ctx *ctx, const ts_tune_log *log, const ts_tun
 		return ts_error(ctx, TS_ERR_INVALID, "%s:%d: field params: %d parameters, the %s space has %d",
 				log->path, r->line, r->nparams, sp->kind, sp->nparams);
 	for (int i = 0; i < sp->nparams; i++) {
-		int k = 0;
-		while (k < r->nparams && strcmp(r->pname[k], sp->name[i]))
-			k++;
-		if (k == r->nparams)
+		int k = record_param(r, sp->name[i]);
+		if (k < 0)
 			return ts_error(ctx, TS_ERR_INVALID, "%s:%d: field params: no parameter %s (the %s space's)",
 					log->path, r->line, sp->name[i], sp->kind);
 		c->v[i] = r->pval[k];
@@ -462,11 +467,9 @@ static ts_status record_params(ts_ctx *ctx, const ts_tune_log *log, const ts_tun
 static bool fits_space(const ts_tune_record *r, const ts_tune_space *sp)
 {
 	for (int i = 0; i < sp->nparams; i++) {
-		int k = 0;
-		while (k < r->nparams && strcmp(r->pname[k], sp->name[i]))
-			k++;
+		int k = record_param(r, sp->name[i]);
 		bool in = false;
-		for (int j = 0; k < r->nparams && j < sp->nchoice[i] && !in; j++)
+		for (int j = 0; k >= 0 && j < sp->nchoice[i] && !in; j++)
 			in = sp->choice[i][j] == r->pval[k];
 		if (!in)
 			return false;

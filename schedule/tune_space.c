@@ -655,12 +655,13 @@ static ts_status schedule_task(ts_schedule *s, const ts_tune_task *t, const ts_t
 
 /* Parameters a candidate may take: those of the space, each within the
  * range a schedule accepts (a log's values are checked the same way). */
-static ts_status check_cand(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c)
+ts_status tune_check_cand(ts_ctx *ctx, const char *what, const ts_tune_task *t, const ts_tune_cand *c)
 {
 	for (int i = 0; i < t->space.nparams; i++)
-		if (c->v[i] < 0 || c->v[i] > 4096)
-			return ts_error(ctx, TS_ERR_INVALID, "tune %s: parameter %s is %lld; it must be from 0 to 4096",
-					t->op, t->space.name[i], (long long)c->v[i]);
+		if (c->v[i] < 0 || c->v[i] > TUNE_MAX_VALUE)
+			return ts_error(ctx, TS_ERR_INVALID, "%s%s: parameter %s is %lld; it must be from 0 to %d",
+					what ? what : "tune ", what ? "" : t->op, t->space.name[i], (long long)c->v[i],
+					TUNE_MAX_VALUE);
 	return TS_OK;
 }
 
@@ -672,7 +673,7 @@ ts_func *ts_tune_lower(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c
 		ts_error(ctx, TS_ERR_INVALID, "tune_lower: NULL candidate");
 		return NULL;
 	}
-	if (check_cand(ctx, t, c) != TS_OK)
+	if (tune_check_cand(ctx, NULL, t, c) != TS_OK)
 		return NULL;
 	ts_tensor *args[4], *plain;
 	int n = tune_graph(ctx, t, c, args, &plain);
@@ -686,7 +687,7 @@ ts_func *tune_lower_timed(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand
 {
 	if (strcmp(t->op, "conv2d"))
 		return ts_tune_lower(ctx, t, c);
-	if (check_cand(ctx, t, c) != TS_OK)
+	if (tune_check_cand(ctx, NULL, t, c) != TS_OK)
 		return NULL;
 	ts_tensor *args[3];
 	int n = graph_conv2d_kernel(ctx, t, c, args);

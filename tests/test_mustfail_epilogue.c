@@ -342,7 +342,7 @@ START_TEST(rows_and_default_on_scheduled)
 	ck_assert_str_eq(ts_schedule_str(s), before);
 	ts_clear_error(ctx);
 	ck_assert_int_eq(ts_schedule_default_cpu(s, 8), TS_ERR_INVALID);
-	tu_assert_error(ctx, "schedule_default_cpu: stage softmax is already scheduled");
+	tu_assert_error(ctx, "schedule_default_cpu: softmax is already scheduled");
 	ck_assert_str_eq(ts_schedule_str(s), before);
 	/* twice on a fresh schedule: the second is refused the same way */
 	ts_schedule *s2 = ts_create_schedule(ctx, 1, &S);
