@@ -105,14 +105,6 @@ static ts_stage *find_stage(ts_schedule *s, const ts_tensor *t)
 	return NULL;
 }
 
-static bool find_stage_named(const ts_schedule *s, const char *name)
-{
-	for (int i = 0; i < s->nstages; i++)
-		if (strcmp(s->stages[i]->name, name) == 0)
-			return true;
-	return false;
-}
-
 /* kf: a leaf reduction axis of st not factored before. */
 static ts_status check_axis(ts_ctx *ctx, const ts_stage *st, const ts_axis *kf)
 {
@@ -286,14 +278,10 @@ static ts_expr *plan_source(rf_plan *p)
 	return src;
 }
 
-/* "C.rf", or "C.rf2", "C.rf3", ... when C was factored before: stage
- * names print in schedules and steps, so they should tell stages apart. */
+/* "C.rf", or "C.rf2", ... when C was factored before. */
 static const char *rf_name(rf_plan *p)
 {
-	const char *base = p->st->tensor->name, *name = ts_sprintf(p->ctx, "%s.rf", base);
-	for (int n = 2; name && find_stage_named(p->st->sch, name); n++)
-		name = ts_sprintf(p->ctx, "%s.rf%d", base, n);
-	return name;
+	return sch_fresh_name(p->st->sch, p->st->tensor->name, "rf");
 }
 
 /* The tensor C.rf and C's new body, reading it. */

@@ -977,14 +977,32 @@ static ts_expr *retarget_fn(ts_ctx *ctx, ts_expr *e, void *data)
 	return m;
 }
 
-/* A compute tensor "<t>.<scope>" with fresh axes, whose body is make(axes). */
-static ts_tensor *clone_tensor(ts_ctx *ctx, const ts_tensor *t, ts_scope scope)
+static bool has_stage_named(const ts_schedule *s, const char *name)
 {
+	for (int i = 0; i < s->nstages; i++)
+		if (strcmp(s->stages[i]->name, name) == 0)
+			return true;
+	return false;
+}
+
+const char *sch_fresh_name(const ts_schedule *s, const char *base, const char *suffix)
+{
+	const char *name = ts_sprintf(s->ctx, "%s.%s", base, suffix);
+	for (int n = 2; name && has_stage_named(s, name); n++)
+		name = ts_sprintf(s->ctx, "%s.%s%d", base, suffix, n);
+	return name;
+}
+
+/* A compute tensor "<t>.<scope>" (fresh in s) with fresh axes; the caller
+ * gives it a body. */
+static ts_tensor *clone_tensor(ts_schedule *s, const ts_tensor *t, ts_scope scope)
+{
+	ts_ctx *ctx = s->ctx;
 	ts_tensor *c = ts_alloc(ctx, sizeof(*c));
 	if (!c)
 		return NULL;
 	*c = *t;
-	c->name = ts_sprintf(ctx, "%s.%s", t->name, ts_scope_name(scope));
+	c->name = sch_fresh_name(s, t->name, ts_scope_name(scope));
 	c->op = TS_OP_COMPUTE;
 	c->id = ts_ctx_next_id(ctx);
 	c->axis = ts_alloc_array(ctx, (size_t)t->ndim, sizeof(ts_iter *));
@@ -1056,7 +1074,7 @@ ts_tensor *ts_cache_read(ts_schedule *s, ts_tensor *t, ts_scope scope, int nread
 		int at = stage_index(s, rs[i]);
 		first = at < first ? at : first;
 	}
-	ts_tensor *c = clone_tensor(ctx, t, scope);
+	ts_tensor *c = clone_tensor(s, t, scope);
 	if (!c)
 		return NULL;
 	ts_expr *idx[TS_MAX_DIMS];
@@ -1102,7 +1120,7 @@ ts_tensor *ts_cache_write(ts_schedule *s, ts_tensor *t, ts_scope scope)
 		     "(parallel, vectorize, unroll, bind), attached or inlined", st->name);
 		return NULL;
 	}
-	ts_tensor *c = clone_tensor(ctx, t, scope);
+	ts_tensor *c = clone_tensor(s, t, scope);
 	if (!c)
 		return NULL;
 	ts_expr *old[TS_MAX_DIMS], *fresh[TS_MAX_DIMS];

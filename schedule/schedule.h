@@ -350,6 +350,12 @@ bool sch_stage_untouched(const ts_stage *st);
  * reduction; NULL for a constant extent. */
 ts_expr *sch_root_size_var(const ts_stage *st, int r);
 
+/* Internal: "<base>.<suffix>", or "<base>.<suffix>2", "<base>.<suffix>3",
+ * ... when a stage of s already has that name: the stages a primitive
+ * makes (C.local, C.rf) print in schedules and steps, so their names
+ * should tell them apart.  NULL when out of memory. */
+const char *sch_fresh_name(const ts_schedule *s, const char *base, const char *suffix);
+
 /* Internal: the stages that read tensor t (in stage order); writes at most
  * max and returns how many there are (0 for a NULL t, -1 for a NULL
  * schedule or a NULL out with max > 0). */

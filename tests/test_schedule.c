@@ -131,6 +131,28 @@ static void s_cache_read(mm *m)
 	tu_ok(m->ctx, ts_compute_at(ts_stage_of(m->s, AA), m->sc, ko));
 }
 
+/* A read and written through two caches each: every cache its own stage,
+ * named apart as rfactor names C.rf2 (the schedule's text tells them
+ * apart), and the result unchanged. */
+static void s_caches_twice(mm *m)
+{
+	ts_tensor *A1 = ts_cache_read(m->s, m->A, TS_SCOPE_LOCAL, 1, &m->C);
+	ts_tensor *A2 = ts_cache_read(m->s, A1, TS_SCOPE_LOCAL, 1, &m->C);
+	ts_tensor *A3 = ts_cache_read(m->s, m->A, TS_SCOPE_LOCAL, 1, &A1);
+	ts_tensor *C1 = ts_cache_write(m->s, m->C, TS_SCOPE_LOCAL);
+	ts_tensor *C2 = ts_cache_write(m->s, m->C, TS_SCOPE_LOCAL);
+	tu_nonnull(m->ctx, A3);
+	tu_nonnull(m->ctx, C2);
+	ck_assert_str_eq(A1->name, "A.local");
+	ck_assert_str_eq(A2->name, "A.local.local");
+	ck_assert_str_eq(A3->name, "A.local2");
+	ck_assert_str_eq(C1->name, "C.local");
+	ck_assert_str_eq(C2->name, "C.local2");
+	const char *text = ts_schedule_str(m->s);
+	ck_assert_ptr_nonnull(strstr(text, "stage C.local2:"));
+	ck_assert_ptr_nonnull(strstr(text, "stage A.local2:"));
+}
+
 /* A GPU-style schedule: bound blocks and threads, a shared tile filled
  * cooperatively and a local accumulator (run serially by the interpreter). */
 static void s_gpu(mm *m)
@@ -173,6 +195,7 @@ START_TEST(test_combinations)
 	each_shape(s_tile_all);
 	each_shape(s_opt_gemm);
 	each_shape(s_cache_read);
+	each_shape(s_caches_twice);
 	each_shape(s_gpu);
 }
 END_TEST
