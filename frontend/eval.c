@@ -509,6 +509,40 @@ static ts_status check_args(ts_ctx *ctx, int n, ts_tensor *const *bind, void *co
 	return TS_OK;
 }
 
+/* Bytes of t's data, saturated (a shape's element count fits int64, its
+ * bytes may not). */
+static uint64_t data_bytes(const ts_tensor *t)
+{
+	uint64_t n = (uint64_t)ts_tensor_numel(t), b = (uint64_t)ts_dtype_bytes(t->dtype), out;
+	return __builtin_mul_overflow(n, b, &out) ? UINT64_MAX : out;
+}
+
+static bool overlap(const ts_tensor *a, const void *pa, const ts_tensor *b, const void *pb)
+{
+	uintptr_t a0 = (uintptr_t)pa, b0 = (uintptr_t)pb;
+	uint64_t na = data_bytes(a), nb = data_bytes(b);
+	return (uint64_t)(b0 - a0) < na || (uint64_t)(a0 - b0) < nb;
+}
+
+/* Outputs are written element by element while inputs are still read, so
+ * an output sharing a byte with another binding would be read back
+ * half-written (the same rule as ts_module_run's): inputs, only read, may
+ * alias each other, and a tensor bound twice to the same data is one
+ * binding. */
+static ts_status check_aliasing(ts_ctx *ctx, int n, ts_tensor *const *bind, void *const *data)
+{
+	for (int i = 0; i < n; i++) {
+		if (bind[i]->op != TS_OP_COMPUTE)
+			continue;
+		for (int j = 0; j < n; j++)
+			if (bind[j] != bind[i] && overlap(bind[i], data[i], bind[j], data[j]))
+				return ts_error(ctx, TS_ERR_INVALID,
+						"eval: binding %d (%s) overlaps binding %d (%s)", i,
+						bind[i]->name, j, bind[j]->name);
+	}
+	return TS_OK;
+}
+
 /* Orders the graph of the bound compute tensors, inputs first. */
 static ts_status collect_graph(evaluator *s, int n, ts_tensor *const *bind)
 {
@@ -564,6 +598,8 @@ ts_status ts_eval(ts_ctx *ctx, int n, ts_tensor *const *bind, void *const *data)
 	st = collect_graph(s, n, bind);
 	if (st == TS_OK)
 		st = check_constant_shapes(s);
+	if (st == TS_OK)
+		st = check_aliasing(ctx, n, bind, data);
 	if (st == TS_OK)
 		st = assign_storage(s, n, bind, data);
 	for (int i = 0; st == TS_OK && i < s->ntensors; i++)

@@ -21,8 +21,10 @@ extern "C" {
  * storage: every placeholder reached must be bound; bound compute tensors
  * receive their results; unbound intermediates are computed in temporary
  * memory.  Returns TS_OK or an error naming the tensor (unbound placeholder,
- * out-of-bounds read, data not aligned to the element size).  Integer division by zero is not an error: it gives 0,
- * as ir.h states. */
+ * out-of-bounds read, data not aligned to the element size, a bound compute
+ * tensor whose data shares a byte with another binding's: outputs are
+ * written while inputs are read; inputs may alias each other).  Integer
+ * division by zero is not an error: it gives 0, as ir.h states. */
 ts_status ts_eval(ts_ctx *ctx, int n, ts_tensor *const *bind, void *const *data);
 
 /* Element conversions used by evaluators for every dtype (float16 and

@@ -102,8 +102,11 @@ static ts_tensor *bias_add(ts_ctx *ctx, const char *op, const char *name, ts_ten
 ts_tensor *ts_op_matmul_acc(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA, bool transB,
 			    ts_dtype out_dtype)
 {
+	/* as wide means every operand value converts exactly: float16 and
+	 * bfloat16 have 16 bits each but neither holds the other's values */
 	if (out_dtype.lanes != 1 || !ts_dtype_is_float(out_dtype) ||
-	    (A && B && A->dtype.bits > out_dtype.bits)) {
+	    (A && B && (A->dtype.bits > out_dtype.bits ||
+			(A->dtype.bits == out_dtype.bits && !ts_dtype_eq(A->dtype, out_dtype))))) {
 		char o[24], a[24];
 		ts_error(ctx, TS_ERR_INVALID, "matmul_acc: out_dtype %s: give a scalar float type at least "
 			 "as wide as the operands' (%s)", ts_dtype_str(out_dtype, o),

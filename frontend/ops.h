@@ -49,7 +49,8 @@ ts_tensor *ts_op_matmul(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA, bo
  * the product accumulates and is returned in it: float16 or bfloat16
  * operands with a float32 result is the tensor-core GEMM's compute
  * (ts_schedule_matmul_tensorcore).  out_dtype is a scalar float type at
- * least as wide as the operands'. */
+ * least as wide as the operands' (their own, or wider: float16 and
+ * bfloat16 do not hold each other's values). */
 ts_tensor *ts_op_matmul_acc(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA, bool transB,
 			    ts_dtype out_dtype);
 /* ts_op_matmul of float32 A and B with each operand rounded to TF32 first

@@ -105,14 +105,27 @@ bool fe_window_extent(ts_ctx *ctx, const char *op, const char *dim, int64_t in, 
 			 stride, dilation, pad);
 		return false;
 	}
-	int64_t span;
-	if (__builtin_mul_overflow((int64_t)dilation, k - 1, &span) || span > in + 2 * (int64_t)pad - 1) {
+	/* last = the padded extent minus the window's span, less one: the
+	 * last window start.  in + 2*pad itself may pass int64 for an extent
+	 * near it, so the span comes off first (in - 1 - span cannot
+	 * overflow: in >= 1, 0 <= span) */
+	int64_t span, last, n;
+	if (__builtin_mul_overflow((int64_t)dilation, k - 1, &span))
+		span = INT64_MAX; /* past any input */
+	bool past = __builtin_add_overflow(in - 1 - span, 2 * (int64_t)pad, &last);
+	if (!past && last < 0) {
 		ts_error(ctx, TS_ERR_INVALID,
 			 "%s: %s window %lld (kernel %lld, dilation %d) exceeds input %lld + 2*%d padding",
-			 op, dim, (long long)span + 1, (long long)k, dilation, (long long)in, pad);
+			 op, dim, (long long)(span < INT64_MAX ? span + 1 : span), (long long)k, dilation,
+			 (long long)in, pad);
 		return false;
 	}
-	*out = (in + 2 * (int64_t)pad - span - 1) / stride + 1;
+	if (past || __builtin_add_overflow(last / stride, 1, &n)) {
+		ts_error(ctx, TS_ERR_INVALID, "%s: %s extent %lld + 2*%d padding overflows int64", op,
+			 dim, (long long)in, pad);
+		return false;
+	}
+	*out = n;
 	return true;
 }
 

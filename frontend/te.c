@@ -269,7 +269,7 @@ static bool check_var(checker *c, ts_expr *v)
 {
 	if (plist_has(&c->scope, v) || ts_ctx_size_var_index(c->ctx, v) >= 0)
 		return true;
-	if (plist_has(&c->reduce_vars, v))
+	if (v->u.var.reduction || plist_has(&c->reduce_vars, v))
 		return fail(c, "reduction axis '%s' used outside its reduction", v->u.var.name);
 	return fail(c, "unknown variable '%s'", v->u.var.name);
 }
@@ -342,6 +342,13 @@ static bool check_vars(checker *c, int nvars, ts_expr *const *vars)
 		if (v->kind != IR_VAR || !ts_dtype_is_int(v->dtype) || v->dtype.lanes != 1) {
 			return fail(c, "index %d is not an integer variable", d);
 		}
+		/* as in TVM, a reduction axis's variable stands for a point
+		 * of its reduction only; as an index it would make one
+		 * variable two axes, a data axis here and a reduction axis
+		 * wherever the sum is */
+		if (v->u.var.reduction)
+			return fail(c, "index %d is the variable of reduction axis '%s'; "
+				     "index variables come from ts_var", d, v->u.var.name);
 		if (plist_has(&c->scope, v))
 			return fail(c, "variable '%s' names two dimensions", v->u.var.name);
 		if (!plist_push(c->ctx, &c->scope, v))

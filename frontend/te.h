@@ -11,7 +11,9 @@
  * Shapes are positive constants or size variables.  ts_compute checks the body: every tensor it
  * reads exists with the right number of indices, a reduction appears only at
  * the top of the body, and a reduction axis is used only inside the
- * reduction that owns it.  Errors name the tensor and the rule broken.
+ * reduction that owns it (never as an index variable of a compute, nor
+ * as a data index outside its sum).  Errors name the tensor and the rule
+ * broken.
  */
 #ifndef TESSERA_FRONTEND_TE_H
 #define TESSERA_FRONTEND_TE_H

@@ -113,6 +113,9 @@ bool ts_dtype_parse(const char *s, ts_dtype *out)
 	} table[] = {
 		{"int8", ts_int8},       {"int16", ts_int16},     {"int32", ts_int32},
 		{"int64", ts_int64},     {"uint8", ts_uint8},     {"bool", ts_bool},
+		/* every name ts_dtype_str gives a scalar reads back */
+		{"uint16", TS_DTYPE(TS_TYPE_UINT, 16)}, {"uint32", TS_DTYPE(TS_TYPE_UINT, 32)},
+		{"uint64", TS_DTYPE(TS_TYPE_UINT, 64)},
 		{"float16", ts_float16}, {"bfloat16", ts_bfloat16}, {"float32", ts_float32},
 		{"float64", ts_float64},
 	};
@@ -925,6 +928,8 @@ ts_iter *ir_iter_new(ts_ctx *ctx, const char *name, int64_t min, int64_t extent,
 	 * rather than wrapping as int32 arithmetic does */
 	bool wide = min < INT32_MIN || end - 1 > INT32_MAX;
 	it->var = wide ? ts_var_typed(ctx, name, ts_int64) : ts_var(ctx, name);
+	if (it->var)
+		it->var->u.var.reduction = kind == TS_ITER_REDUCE;
 	it->min = min;
 	it->extent = extent;
 	it->kind = kind;

@@ -204,6 +204,10 @@ struct ts_expr {
 		struct {
 			const char *name;
 			int id; /* unique within the context */
+			/* the variable of a reduction axis (ir_iter_new): it
+			 * stands for a point of that reduction only, so no
+			 * compute may take it as an index variable (te.c) */
+			bool reduction;
 		} var;
 		struct {
 			ts_expr *a, *b;

@@ -78,6 +78,14 @@ ts_stmt *ir_for(ts_ctx *ctx, ts_expr *var, ts_expr *min, ts_expr *extent,
 		ts_error(ctx, TS_ERR_INVALID, "for: loop variable is not a variable");
 		return NULL;
 	}
+	/* every walk counts the variable as an integer (evaluators, bounds,
+	 * the emitters' induction variables) */
+	if (!ts_dtype_is_int(var->dtype) || var->dtype.lanes != 1) {
+		char b[24];
+		ts_error(ctx, TS_ERR_INVALID, "for %s: loop variable has dtype %s; it must be an integer scalar",
+			 var->u.var.name, ts_dtype_str(var->dtype, b));
+		return NULL;
+	}
 	if ((unsigned)kind > TS_FOR_TENSORIZED) {
 		ts_error(ctx, TS_ERR_INVALID, "for %s: unknown loop kind %d", var->u.var.name,
 			 (int)kind);
@@ -306,8 +314,15 @@ ts_stmt *ir_let(ts_ctx *ctx, ts_expr *var, ts_expr *value, ts_stmt *body)
 		return NULL;
 	if (!var || !value || !body)
 		return missing(ctx, "let", !var ? "variable" : !value ? "value" : "body");
-	if (var->kind != IR_VAR || !ts_dtype_eq(var->dtype, value->dtype)) {
-		ts_error(ctx, TS_ERR_INVALID, "let: variable and value disagree in dtype");
+	if (var->kind != IR_VAR) {
+		ts_error(ctx, TS_ERR_INVALID, "let: the bound name is %s, not a variable",
+			 ir_expr_kind_name(var->kind));
+		return NULL;
+	}
+	if (!ts_dtype_eq(var->dtype, value->dtype)) {
+		char b1[24], b2[24];
+		ts_error(ctx, TS_ERR_INVALID, "let %s: variable and value disagree in dtype (%s vs %s)",
+			 var->u.var.name, ts_dtype_str(var->dtype, b1), ts_dtype_str(value->dtype, b2));
 		return NULL;
 	}
 	ts_stmt *s = node(ctx, IR_S_LET);

@@ -534,6 +534,38 @@ START_TEST(test_bad_bindings)
 }
 END_TEST
 
+/* An output written over its own input would read elements it has already
+ * replaced: C[i] = A[3 - i] in place gave 0 1 1 0 for A = 0 1 2 3.  Any
+ * shared byte between an output and another binding is refused; inputs
+ * may share data, and the result stays exact. */
+START_TEST(test_output_overlaps_input)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(4), ts_int32);
+	ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(4), ts_int32);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(4), TS_VARS(i),
+				  ts_add(ctx, TS_READ(ctx, A, ts_sub(ctx, ts_int(ctx, 3), i)),
+					 TS_READ(ctx, B, i)));
+	int32_t buf[8] = {0, 1, 2, 3, 10, 20, 30, 40}, out[4];
+	ck_assert_int_eq(ts_eval(ctx, 3, (ts_tensor *[]){A, B, C}, (void *[]){buf, buf + 4, buf}),
+			 TS_ERR_INVALID);
+	tu_assert_error(ctx, "eval: binding 2 (C) overlaps binding 0 (A)");
+	ts_clear_error(ctx);
+	/* one element in common, at the end of B and the start of C */
+	ck_assert_int_eq(ts_eval(ctx, 3, (ts_tensor *[]){A, B, C}, (void *[]){buf, buf + 1, buf + 4}),
+			 TS_ERR_INVALID);
+	tu_assert_error(ctx, "eval: binding 2 (C) overlaps binding 1 (B)");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(buf[4], 10); /* nothing written */
+	tu_ok(ctx, ts_eval(ctx, 3, (ts_tensor *[]){A, B, C}, (void *[]){buf, buf, out}));
+	const int32_t want[4] = {3, 3, 3, 3}; /* A[3 - i] + A[i] */
+	for (int n = 0; n < 4; n++)
+		ck_assert_int_eq(out[n], want[n]);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("eval");
@@ -552,6 +584,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_out_of_bounds_read);
 	tcase_add_test(tc, test_division_by_zero);
 	tcase_add_test(tc, test_bad_bindings);
+	tcase_add_test(tc, test_output_overlaps_input);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -47,6 +47,27 @@ START_TEST(test_dtype_errors)
 }
 END_TEST
 
+/* Every valid scalar dtype's name reads back as that dtype: uint16, uint32
+ * and uint64, which placeholders accept and the printer names, were
+ * unknown to the parser. */
+START_TEST(test_dtype_names_read_back)
+{
+	const ts_dtype all[] = {ts_int8, ts_int16, ts_int32, ts_int64, ts_uint8,
+				TS_DTYPE(TS_TYPE_UINT, 16), TS_DTYPE(TS_TYPE_UINT, 32),
+				TS_DTYPE(TS_TYPE_UINT, 64), ts_bool, ts_float16, ts_bfloat16,
+				ts_float32, ts_float64};
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		char b[24];
+		ts_dtype t = {0, 0, 0};
+		ck_assert_msg(ts_dtype_parse(ts_dtype_str(all[i], b), &t), "%s", b);
+		ck_assert(ts_dtype_eq(t, all[i]));
+	}
+	ts_dtype t;
+	ck_assert(!ts_dtype_parse("uint1", &t));
+	ck_assert(!ts_dtype_parse("float32x4", &t));
+}
+END_TEST
+
 START_TEST(test_substitute_keeps_pointers)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -105,6 +126,7 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, test_expr_print);
 	tcase_add_test(tc, test_dtype_errors);
+	tcase_add_test(tc, test_dtype_names_read_back);
 	tcase_add_test(tc, test_substitute_keeps_pointers);
 	tcase_add_test(tc, test_alloc_failure);
 	tcase_add_test(tc, test_verifier);

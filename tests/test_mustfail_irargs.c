@@ -188,6 +188,32 @@ START_TEST(test_null_operands_say_so)
 }
 END_TEST
 
+/* A loop over a float variable was built (the emitters and evaluators
+ * count every loop variable as an integer); a LET of a non-variable was
+ * reported as a dtype disagreement. */
+START_TEST(test_loop_and_let_variables)
+{
+	fx x = fx_new();
+	ts_ctx *c = x.ctx;
+	ts_expr *f = ts_var_typed(c, "f", ts_float32);
+	ts_expr *v = ts_var_typed(c, "v", ts_dtype_with_lanes(ts_int32, 4));
+	ts_stmt *body = ir_evaluate(c, x.e);
+	FAILS_NULL(c, ir_for(c, f, ts_int(c, 0), ts_int(c, 4), TS_FOR_SERIAL, TS_THREAD_NONE, body),
+		   "for f: loop variable has dtype float32; it must be an integer scalar");
+	FAILS_NULL(c, ir_for(c, v, ts_int(c, 0), ts_int(c, 4), TS_FOR_SERIAL, TS_THREAD_NONE, body),
+		   "for v: loop variable has dtype int32x4; it must be an integer scalar");
+	FAILS_NULL(c, ir_let(c, ts_int(c, 1), ts_int(c, 2), body),
+		   "let: the bound name is INT_IMM, not a variable");
+	FAILS_NULL(c, ir_let(c, x.i, ts_float(c, 2), body),
+		   "let i: variable and value disagree in dtype (int32 vs float32)");
+	ts_clear_error(c);
+	ts_expr *w = ts_var_typed(c, "w", ts_int64);
+	tu_nonnull(c, ir_for(c, w, ts_int(c, 0), ts_int(c, 4), TS_FOR_SERIAL, TS_THREAD_NONE, body));
+	tu_nonnull(c, ir_let(c, x.i, ts_int(c, 2), body));
+	ts_ctx_free(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("mustfail_irargs");
@@ -198,6 +224,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_verify_null);
 	tcase_add_test(tc, test_indent_bounded);
 	tcase_add_test(tc, test_null_operands_say_so);
+	tcase_add_test(tc, test_loop_and_let_variables);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -252,6 +252,63 @@ START_TEST(schedule_depthwise_nchwc_bad_epilogue)
 }
 END_TEST
 
+/* A window over an extent near INT64_MAX: the padded extent in + 2*pad
+ * overflowed (undefined behaviour) before the window was checked.  It is
+ * refused by name; the same extent without padding still gives its exact
+ * output extent, and a kernel whose span passes int64 is too large. */
+START_TEST(window_extent_near_int64)
+{
+	ts_ctx *c = ts_ctx_new();
+	int64_t h = INT64_MAX - 2;
+	ts_tensor *X = ts_placeholder(c, "X", TS_SHAPE(1, 1, h, 1), ts_float32);
+	ts_tensor *W1 = ts_placeholder(c, "W1", TS_SHAPE(1, 1, 1, 1), ts_float32);
+	ts_tensor *W = ts_placeholder(c, "W", TS_SHAPE(1, 1, 3, 1), ts_float32);
+	FAILS_NULL(c, ts_op_conv2d_nchw(c, X, W1, 1, 1, 2, 0, 1, 1, 1),
+		   "conv2d_nchw: height extent 9223372036854775805 + 2*2 padding overflows int64");
+	FAILS_NULL(c, ts_op_conv2d_nchw(c, X, W, 2, 1, INT32_MAX, 0, 1, 1, 1),
+		   "conv2d_nchw: height extent 9223372036854775805 + 2*2147483647 padding overflows int64");
+	FAILS_NULL(c, ts_op_max_pool2d(c, X, 3, 1, 1, 1, 2, 0),
+		   "pad: X[1, 1, 9223372036854775805, 1]: padding (2, 2) of dimension 2 overflows its extent");
+	ts_clear_error(c);
+	ts_tensor *Y = ts_op_conv2d_nchw(c, X, W, 1, 1, 0, 0, 1, 1, 1);
+	tu_nonnull(c, Y);
+	ck_assert_int_eq(Y->shape[2], h - 2);
+	Y = ts_op_conv2d_nchw(c, X, W, 4, 1, 0, 0, 1, 1, 1);
+	tu_nonnull(c, Y);
+	ck_assert_int_eq(Y->shape[2], (h - 3) / 4 + 1);
+	ts_tensor *K = ts_placeholder(c, "K", TS_SHAPE(1, 1, INT64_MAX / 2, 1), ts_float32);
+	ts_tensor *X4 = ts_placeholder(c, "X4", TS_SHAPE(1, 1, 4, 1), ts_float32);
+	FAILS_NULL(c, ts_op_conv2d_nchw(c, X4, K, 1, 1, 1, 0, 4, 1, 1),
+		   "conv2d_nchw: height window 9223372036854775807 (kernel 4611686018427387903, "
+		   "dilation 4) exceeds input 4 + 2*1 padding");
+	ts_ctx_free(c);
+}
+END_TEST
+
+/* float16 and bfloat16 are both 16 bits wide, but a bfloat16 past 65504
+ * became infinity in a float16 accumulation (and float16 lost mantissa
+ * bits the other way): neither is as wide as the other. */
+START_TEST(matmul_acc_16_bit_across)
+{
+	ts_ctx *c = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(c, "A", TS_SHAPE(3, 4), ts_bfloat16);
+	ts_tensor *B = ts_placeholder(c, "B", TS_SHAPE(4, 5), ts_bfloat16);
+	FAILS_NULL(c, ts_op_matmul_acc(c, A, B, false, false, ts_float16),
+		   "matmul_acc: out_dtype float16: give a scalar float type at least as wide as the "
+		   "operands' (bfloat16)");
+	ts_tensor *H = ts_placeholder(c, "H", TS_SHAPE(3, 4), ts_float16);
+	ts_tensor *G = ts_placeholder(c, "G", TS_SHAPE(4, 5), ts_float16);
+	FAILS_NULL(c, ts_op_matmul_acc(c, H, G, false, false, ts_bfloat16),
+		   "matmul_acc: out_dtype bfloat16");
+	ts_clear_error(c);
+	ts_tensor *C = ts_op_matmul_acc(c, A, B, false, false, ts_bfloat16);
+	tu_nonnull(c, C);
+	ck_assert(ts_dtype_eq(C->dtype, ts_bfloat16));
+	tu_nonnull(c, ts_op_matmul_acc(c, H, G, false, false, ts_float32));
+	ts_ctx_free(c);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("mustfail_ops");
@@ -269,6 +326,8 @@ int main(void)
 	tcase_add_test(tc, schedule_depthwise_nchwc_bad_arguments);
 	tcase_add_test(tc, schedule_depthwise_nchwc_not_one);
 	tcase_add_test(tc, schedule_depthwise_nchwc_bad_epilogue);
+	tcase_add_test(tc, window_extent_near_int64);
+	tcase_add_test(tc, matmul_acc_16_bit_across);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -148,6 +148,44 @@ START_TEST(test_reduce_axis_outside)
 }
 END_TEST
 
+/* A reduction axis's variable stands for a point of its reduction: taken
+ * as a compute's index variable (a data axis, read outside any sum) it is
+ * refused by name, as a body reading it without its sum is. */
+START_TEST(test_reduce_axis_as_index)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(4, 6), ts_float32);
+	ts_iter *k = ts_reduce_axis(ctx, "k", 0, 6), *r = ts_reduce_axis(ctx, "r", 0, 4);
+	ts_expr *i = ts_var(ctx, "i");
+	ck_assert_ptr_null(ts_compute(ctx, "T", TS_SHAPE(4, 6), TS_VARS(i, k->var),
+				      TS_READ(ctx, A, i, k->var)));
+	tu_assert_error(ctx, "compute T: index 1 is the variable of reduction axis 'k'; "
+			     "index variables come from ts_var");
+	ts_clear_error(ctx);
+	/* a data index beside a sum over another axis */
+	ck_assert_ptr_null(ts_compute(ctx, "U", TS_SHAPE(6), TS_VARS(k->var),
+				      TS_SUM(ctx, TS_READ(ctx, A, r->var, k->var), r)));
+	tu_assert_error(ctx, "compute U: index 0 is the variable of reduction axis 'k'");
+	ts_clear_error(ctx);
+	/* read by a body that has no reduction over it */
+	ck_assert_ptr_null(ts_compute(ctx, "V", TS_SHAPE(4), TS_VARS(i), TS_READ(ctx, A, i, k->var)));
+	tu_assert_error(ctx, "compute V: reduction axis 'k' used outside its reduction");
+	ts_clear_error(ctx);
+	ck_assert_ptr_null(ts_compute(ctx, "W", TS_SHAPE(4), TS_VARS(i),
+				      TS_SUM(ctx, TS_READ(ctx, A, r->var, k->var), r)));
+	tu_assert_error(ctx, "compute W: reduction axis 'k' used outside its reduction");
+	ts_clear_error(ctx);
+	/* its own variables are fine, and the axis still serves its sum */
+	ts_expr *j = ts_var(ctx, "j");
+	ts_tensor *T = ts_compute(ctx, "T", TS_SHAPE(4, 6), TS_VARS(i, j), TS_READ(ctx, A, i, j));
+	ck_assert_ptr_nonnull(T);
+	ts_tensor *S = ts_compute(ctx, "S", TS_SHAPE(4), TS_VARS(i), TS_SUM(ctx, TS_READ(ctx, T, i, k->var), k));
+	ck_assert_ptr_nonnull(S);
+	ck_assert_int_eq(S->nreduce, 1);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_reduce_not_top)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -256,6 +294,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_bad_index_count);
 	tcase_add_test(tc, test_bad_extents);
 	tcase_add_test(tc, test_reduce_axis_outside);
+	tcase_add_test(tc, test_reduce_axis_as_index);
 	tcase_add_test(tc, test_reduce_not_top);
 	tcase_add_test(tc, test_unknown_tensor);
 	tcase_add_test(tc, test_unknown_variable);
