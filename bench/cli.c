@@ -257,6 +257,16 @@ static int add_gemm(bench_opts *o, const char *name, int64_t M, int64_t N, int64
 	return 0;
 }
 
+/* a * b * c * d, or INT64_MAX when the product leaves int64. */
+static int64_t elems4(int64_t a, int64_t b, int64_t c, int64_t d)
+{
+	int64_t r;
+	if (__builtin_mul_overflow(a, b, &r) || __builtin_mul_overflow(r, c, &r) ||
+	    __builtin_mul_overflow(r, d, &r))
+		return INT64_MAX;
+	return r;
+}
+
 static int check_conv(const bench_conv *c, const char *name, char *err, size_t n)
 {
 	const int64_t *v = &c->N;
@@ -266,7 +276,12 @@ static int check_conv(const bench_conv *c, const char *name, char *err, size_t n
 	}
 	if (c->R > c->H + 2 * c->pad || c->S > c->W + 2 * c->pad)
 		return fail(err, n, "conv %s: the kernel is larger than the padded image", name);
-	if (c->N * c->C * c->H * c->W > INT32_MAX || c->K * c->C * c->R * c->S > INT32_MAX)
+	/* every value is below 2^31, so four of them multiply past int64, and
+	 * a large padding or output is as real a tensor as the input */
+	int64_t oh = bench_conv_out(c->H, c->R, c->stride, c->pad);
+	int64_t ow = bench_conv_out(c->W, c->S, c->stride, c->pad);
+	if (elems4(c->N, c->C, c->H + 2 * c->pad, c->W + 2 * c->pad) > INT32_MAX ||
+	    elems4(c->K, c->C, c->R, c->S) > INT32_MAX || elems4(c->N, c->K, oh, ow) > INT32_MAX)
 		return fail(err, n, "conv %s: a tensor has more than 2^31 elements", name);
 	return 0;
 }

@@ -118,6 +118,15 @@ START_TEST(test_cli_errors)
 	assert_parse_error("gemm --shape 4,5", "--shape: expected M,N,K");
 	assert_parse_error("conv2d --conv 1,3,8,8,4,3,3,1", "--conv: expected N,C,H,W,K,R,S,stride,pad");
 	assert_parse_error("conv2d --conv 1,3,2,2,4,5,5,1,0", "larger than the padded image");
+	/* products of four extents below 2^31 each, and tensors other than
+	 * the input and the weights: the padded input and the output */
+	assert_parse_error("conv2d --conv 65536,65536,65536,65536,1,1,1,1,0",
+			   "conv conv1x1_0: a tensor has more than 2^31 elements");
+	assert_parse_error("conv2d --conv 1,1,40000,40000,40000,1,1,1,0",
+			   "a tensor has more than 2^31 elements");
+	assert_parse_error("conv2d --conv 1,1,1,1,1,1,1,1,2000000000", "a tensor has more than 2^31 elements");
+	assert_parse_error("depthwise --conv 1,1,1,1,1,1,1,2147483647,2000000000",
+			   "a tensor has more than 2^31 elements");
 	assert_parse_error("gemm --threads 0", "--threads: must be an integer from 1 to 1024, got '0'");
 	assert_parse_error("gemm --threads 100000", "--threads: must be an integer from 1 to 1024");
 	assert_parse_error("gemm --threads -1", "--threads: must be an integer from 1 to 1024");

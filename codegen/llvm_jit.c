@@ -24,9 +24,11 @@
 
 #include <ctype.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "ident.h"
@@ -426,11 +428,21 @@ static ts_status write_file(ts_ctx *ctx, const char *name, const char *path, con
 {
 	FILE *fp = fopen(path, "wb");
 	if (!fp)
-		return ts_error(ctx, TS_ERR_RUNTIME, "llvm(%s): cannot open '%s' for writing", name, path);
+		return ts_error(ctx, TS_ERR_RUNTIME, "llvm(%s): cannot open '%s' for writing: %s", name,
+				path, strerror(errno));
 	size_t w = fwrite(data, 1, n, fp);
 	if (fclose(fp) != 0 || w != n)
 		return ts_error(ctx, TS_ERR_RUNTIME, "llvm(%s): cannot write '%s'", name, path);
 	return TS_OK;
+}
+
+/* Whether two paths name one file ("./x.o" and "x.o", a link to it): asked
+ * once the first exists, since names alone cannot tell. */
+static bool same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
 }
 
 ts_status cg_llvm_write_object(ts_ctx *ctx, cg_llvm_module *m, const char *obj_path,
@@ -450,6 +462,10 @@ ts_status cg_llvm_write_object(ts_ctx *ctx, cg_llvm_module *m, const char *obj_p
 	ts_status st = write_file(ctx, m->name, obj_path, LLVMGetBufferStart(buf),
 				  LLVMGetBufferSize(buf));
 	LLVMDisposeMemoryBuffer(buf);
+	if (!st && header_path && same_file(obj_path, header_path))
+		return ts_error(ctx, TS_ERR_INVALID,
+				"llvm(%s): the header '%s' is the object file '%s' under another name; "
+				"it would overwrite the object", m->name, header_path, obj_path);
 	if (!st && header_path)
 		st = write_file(ctx, m->name, header_path, ts_sb_str(&m->header), m->header.len);
 	return st;

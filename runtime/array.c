@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "eval.h"
 
@@ -104,13 +105,31 @@ static ts_array *describe(ts_dtype t, int ndim, const int64_t *shape)
 	return a;
 }
 
+/* The machine's memory in bytes (SIZE_MAX when unknown). */
+static size_t phys_bytes(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+	if (pages <= 0 || size <= 0 || (unsigned long)pages > SIZE_MAX / (unsigned long)size)
+		return SIZE_MAX;
+	return (size_t)pages * (size_t)size;
+}
+
 ts_array *ts_array_new(ts_ctx *ctx, ts_dtype t, int ndim, const int64_t *shape)
 {
 	int64_t n = checked_numel(ctx, "array", t, ndim, shape);
 	if (n < 0)
 		return NULL;
-	ts_array *a = describe(t, ndim, shape);
 	size_t bytes = (size_t)n * (size_t)ts_dtype_bytes(t);
+	/* the array is zeroed, so every page of it is touched: one larger than
+	 * the machine's memory could only end in the kernel's out-of-memory
+	 * killer (or a sanitizer's abort), never in a usable array */
+	size_t phys = phys_bytes();
+	if (bytes > phys) {
+		ts_error(ctx, TS_ERR_NOMEM, "array: %zu bytes is more than this machine's memory (%zu bytes)",
+			 bytes, phys);
+		return NULL;
+	}
+	ts_array *a = describe(t, ndim, shape);
 	size_t rounded = (bytes + TS_ARRAY_ALIGN - 1) & ~(size_t)(TS_ARRAY_ALIGN - 1);
 	void *data = a ? aligned_alloc(TS_ARRAY_ALIGN, rounded ? rounded : TS_ARRAY_ALIGN) : NULL;
 	if (!data) {
@@ -209,6 +228,35 @@ static uint64_t next(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
+/* A uniform double in [lo, hi) (lo when they are equal).  hi - lo
+ * overflows for bounds near the largest doubles; halves of it do not. */
+static double uniform(uint64_t *s, double lo, double hi)
+{
+	double u = (double)(next(s) >> 11) / 9007199254740992.0;
+	double v;
+	if (isfinite(hi - lo)) {
+		v = lo + (hi - lo) * u;
+	} else {
+		double half = 0.5 * hi - 0.5 * lo;
+		v = lo + half * u + half * u;
+	}
+	/* rounding may reach hi itself */
+	return v < hi || lo == hi ? v : nextafter(hi, lo);
+}
+
+static bool in_range(double v, double lo, double hi)
+{
+	return v >= lo && (v < hi || (lo == hi && v == lo));
+}
+
+/* The largest finite value of a float dtype narrower than float64. */
+static double float_max(ts_dtype t)
+{
+	if (t.code == TS_TYPE_BFLOAT)
+		return 0x1.fep127;
+	return t.bits == 16 ? 65504.0 : 0x1.fffffep127;
+}
+
 void ts_array_fill_random(ts_array *a, uint64_t seed, double lo, double hi)
 {
 	if (!a || !a->data || a->device != TS_DEVICE_CPU || !ts_array_dtype_ok(a->dtype))
@@ -216,17 +264,30 @@ void ts_array_fill_random(ts_array *a, uint64_t seed, double lo, double hi)
 	/* a range with no values in it fills nothing (NaN bounds included) */
 	if (!(isfinite(lo) && isfinite(hi) && lo <= hi))
 		return;
+	ts_dtype t = a->dtype;
+	/* a float16, bfloat16 or float32 element rounds the double drawn, which
+	 * may then be hi or leave the range: it is drawn again.  When 64 draws
+	 * in a row all leave it, the dtype holds (almost) no value there: the
+	 * search stops and the rounded values are kept, infinities made
+	 * finite */
+	bool narrow = ts_dtype_is_float(t) && t.bits < 64, search = narrow;
 	int64_t n = ts_array_numel(a);
 	uint64_t s = seed;
 	for (int64_t i = 0; i < n; i++) {
-		double u = (double)(next(&s) >> 11) / 9007199254740992.0;
-		double v = lo + (hi - lo) * u;
-		if (ts_dtype_is_float(a->dtype)) {
-			ts_elem_set_f64(a->data, a->dtype, i, v);
-			continue;
+		/* integers: the IR's float-to-integer cast, which saturates at the
+		 * dtype's limits rather than wrapping, of the value truncated
+		 * (for bool too, so that [0, 2) gives 0 and 1 evenly) */
+		double v = uniform(&s, lo, hi);
+		ts_elem_set_f64(a->data, t, i, ts_dtype_is_float(t) ? v : trunc(v));
+		for (int k = 1; search && !in_range(ts_elem_get_f64(a->data, t, i), lo, hi); k++) {
+			if (k == 64) {
+				search = false;
+				break;
+			}
+			ts_elem_set_f64(a->data, t, i, uniform(&s, lo, hi));
 		}
-		/* a double past int64's range has no conversion (undefined) */
-		v = v < -9.2e18 ? -9.2e18 : v > 9.2e18 ? 9.2e18 : v;
-		ts_elem_set_i64(a->data, a->dtype, i, (int64_t)v);
+		double r = narrow ? ts_elem_get_f64(a->data, t, i) : 0;
+		if (isinf(r))
+			ts_elem_set_f64(a->data, t, i, copysign(float_max(t), r));
 	}
 }

@@ -39,7 +39,8 @@ bool ts_array_dtype_ok(ts_dtype t);
 
 /* A zeroed host array; NULL (with an error in ctx if given) on a bad dtype,
  * a bad shape (ndim outside 0..TS_MAX_DIMS, a NULL shape for ndim > 0, an
- * extent < 1) or out of memory. */
+ * extent < 1) or out of memory, and (TS_ERR_NOMEM) for more bytes than the
+ * machine's memory, which zeroing it would have to touch. */
 ts_array *ts_array_new(ts_ctx *ctx, ts_dtype t, int ndim, const int64_t *shape);
 /* A host array shaped like tensor t (NULL with an error if t is NULL). */
 ts_array *ts_array_for(ts_ctx *ctx, const ts_tensor *t);
@@ -62,9 +63,13 @@ void ts_array_free(ts_array *a);
 int64_t ts_array_numel(const ts_array *a);
 size_t ts_array_nbytes(const ts_array *a);
 /* Fills a float or integer host array with uniform values in [lo, hi)
- * (integers: truncated toward zero); does nothing for NULL, an array
- * without data or not on the host, and for bounds that are not finite or
- * with hi < lo. */
+ * (lo everywhere when lo == hi), whatever the bounds' magnitude; a float
+ * narrower than float64 holds only values of [lo, hi) after rounding, or,
+ * when it has (almost) none there, the rounded values made finite.
+ * Integers (bool included) are truncated toward zero, then converted as
+ * the IR casts a float: saturated at the dtype's limits, never wrapped
+ * (bool: 1 for non-zero).  Does nothing for NULL, an array without data or not on the
+ * host, and for bounds that are not finite or with hi < lo. */
 void ts_array_fill_random(ts_array *a, uint64_t seed, double lo, double hi);
 
 #ifdef __cplusplus

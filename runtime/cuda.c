@@ -110,6 +110,20 @@ struct ts_cuda_module {
 
 /* ---- errors ------------------------------------------------------------------ */
 
+/* The codes that say there is no usable driver, for a library that cannot
+ * name them itself: the toolkit's stub libcuda (found where no NVIDIA
+ * driver is installed) fails every call, cuGetErrorName included. */
+static const struct {
+	cu_result r;
+	const char *name, *desc;
+} no_driver_codes[] = {
+	{3, "CUDA_ERROR_NOT_INITIALIZED", "the driver is not initialized"},
+	{34, "CUDA_ERROR_STUB_LIBRARY", "the library is the CUDA toolkit's stub, not an NVIDIA "
+	 "driver: no GPU driver is installed; CPU path only"},
+	{35, "CUDA_ERROR_INSUFFICIENT_DRIVER", "the NVIDIA driver is older than this CUDA"},
+	{100, "CUDA_ERROR_NO_DEVICE", "no CUDA device found"},
+};
+
 __attribute__((format(printf, 5, 6)))
 static ts_status report(ts_ctx *ctx, const ts_cuda *c, cu_result r, ts_status st,
 			const char *fmt, ...)
@@ -119,6 +133,12 @@ static ts_status report(ts_ctx *ctx, const ts_cuda *c, cu_result r, ts_status st
 		name = NULL;
 	if (c->api.error_string && c->api.error_string(r, &desc) != CU_SUCCESS)
 		desc = NULL;
+	for (size_t i = 0; i < sizeof no_driver_codes / sizeof no_driver_codes[0]; i++) {
+		if (no_driver_codes[i].r != r)
+			continue;
+		name = name ? name : no_driver_codes[i].name;
+		desc = desc ? desc : no_driver_codes[i].desc;
+	}
 	char what[256], code[32];
 	va_list ap;
 	va_start(ap, fmt);
@@ -382,8 +402,12 @@ ts_cuda_module *ts_cuda_module_load(ts_ctx *ctx, ts_cuda *c, const void *image, 
 {
 	if (!ctx)
 		return NULL;
-	if (!c || !image || size == 0) {
-		ts_error(ctx, TS_ERR_INVALID, "cuda: module load: %s", c ? "empty image" : "no device");
+	if (!c) {
+		ts_error(ctx, TS_ERR_NO_DEVICE, "cuda: module load: no device (ts_cuda_open failed)");
+		return NULL;
+	}
+	if (!image || size == 0) {
+		ts_error(ctx, TS_ERR_INVALID, "cuda: module load: empty image");
 		return NULL;
 	}
 	bool elf = size >= 4 && memcmp(image, "\x7f" "ELF", 4) == 0;
@@ -542,8 +566,10 @@ ts_status ts_cuda_l2_bytes(ts_ctx *ctx, const ts_cuda *c, int64_t *bytes)
 {
 	if (!ctx)
 		return TS_ERR_INVALID;
-	if (!c || !bytes)
-		return ts_error(ctx, TS_ERR_INVALID, "cuda: L2 size: %s is NULL", c ? "bytes" : "device");
+	if (!c)
+		return ts_error(ctx, TS_ERR_NO_DEVICE, "cuda: L2 size: no device (ts_cuda_open failed)");
+	if (!bytes)
+		return ts_error(ctx, TS_ERR_INVALID, "cuda: L2 size: bytes is NULL");
 	int v = 0;
 	*bytes = 0;
 	if (CHECK(ctx, c, c->api.device_attr(&v, CU_ATTR_L2_CACHE_SIZE, c->device),

@@ -28,22 +28,36 @@ double ts_ms_since(uint64_t start_ns)
 	return (double)(ts_now_ns() - start_ns) / 1e6;
 }
 
+/* NaN after every number: a comparison that orders NaN with nothing is no
+ * order at all, and qsort would then place the numbers by their input
+ * order. */
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
+	if (isnan(x) || isnan(y))
+		return isnan(x) - isnan(y);
 	return (x > y) - (x < y);
+}
+
+/* The mean of two sorted neighbours without overflowing their sum. */
+static double midpoint(double a, double b)
+{
+	return a == b ? a : 0.5 * a + 0.5 * b;
 }
 
 double ts_median(const double *v, int n)
 {
 	if (n <= 0 || !v)
 		return NAN;
+	for (int i = 0; i < n; i++)
+		if (isnan(v[i]))
+			return NAN; /* a median of unordered values has no meaning */
 	double *s = malloc((size_t)n * sizeof(double));
 	if (!s)
 		return NAN;
 	memcpy(s, v, (size_t)n * sizeof(double));
 	qsort(s, (size_t)n, sizeof(double), cmp_double);
-	double m = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+	double m = n % 2 ? s[n / 2] : midpoint(s[n / 2 - 1], s[n / 2]);
 	free(s);
 	return m;
 }
@@ -227,7 +241,7 @@ static double median_rel_ci(stable_run *r)
 	int lo = (int)floor(n / 2.0 - h) - 1, hi = (int)ceil(1 + n / 2.0 + h) - 1;
 	lo = lo < 0 ? 0 : lo;
 	hi = hi > n - 1 ? n - 1 : hi;
-	double med = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+	double med = n % 2 ? s[n / 2] : midpoint(s[n / 2 - 1], s[n / 2]);
 	double width = s[hi] - s[lo];
 	return width == 0 ? 0 : med > 0 ? width / (2 * med) : INFINITY;
 }

@@ -140,7 +140,9 @@ ts_status ts_time_run_stable(ts_ctx *ctx, int (*fn)(void *), void *arg, const ts
  * TS_TIMING_QUANTIZED assumes it), into *out: min, median, mean, max,
  * population standard deviation, n, percentiles, MAD and the quality
  * flags.  Every timer (ts_time_run, ts_time_run_stable, ts_cuda_time)
- * reports through this one function.  No samples (s NULL or n < 1), or no
+ * reports through this one function.  A NaN sample sorts above every
+ * number (so max, and the percentiles it reaches, are NaN), whatever its
+ * place in s.  No samples (s NULL or n < 1), or no
  * memory for a sorted copy, give NaN statistics, 0 samples and
  * TS_TIMING_FEW; a NULL out is ignored. */
 void ts_timing_from_samples(const double *s, int n, ts_timing *out);
@@ -152,8 +154,8 @@ void ts_timing_from_samples(const double *s, int n, ts_timing *out);
 const char *ts_timing_verdict(const ts_timing *t, char *buf, size_t n);
 
 /* The median of v[0..n) (mean of the middle two for even n), from a sorted
- * copy; v is unchanged.  NaN when n <= 0, v is NULL or the copy cannot be
- * made. */
+ * copy; v is unchanged.  NaN when n <= 0, v is NULL, a value is NaN or the
+ * copy cannot be made. */
 double ts_median(const double *v, int n);
 
 /* Wall time of each phase of one compilation, in milliseconds; a phase a

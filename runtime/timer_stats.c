@@ -19,9 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* NaN after every number, so that the statistics of samples with a NaN
+ * do not depend on where it was (as ts_median's order in timer.c). */
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
+	if (isnan(x) || isnan(y))
+		return isnan(x) - isnan(y);
 	return (x > y) - (x < y);
 }
 
@@ -34,7 +38,10 @@ static double percentile(const double *s, int n, double p)
 
 static double sorted_median(const double *s, int n)
 {
-	return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+	if (n % 2)
+		return s[n / 2];
+	double a = s[n / 2 - 1], b = s[n / 2];
+	return a == b ? a : 0.5 * a + 0.5 * b; /* a + b may overflow */
 }
 
 /* The median absolute deviation, from a scratch copy. */

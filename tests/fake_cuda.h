@@ -11,6 +11,8 @@
  * fake_kernel_log (read with fake_str).
  * Environment variables shape it:
  *   FAKE_CUDA_NO_DEVICE=1   no device
+ *   FAKE_CUDA_STUB=1        the toolkit's stub library: cuInit fails with
+ *                           34 (CUDA_ERROR_STUB_LIBRARY) and cannot name it
  *   FAKE_CUDA_TICKS=a,b,... each event record advances the fake clock by
  *                           the next value (ms, cycling); default 1.5 ms
  *   FAKE_CUDA_L2=N          CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE (default 4 MiB)
@@ -60,7 +62,7 @@ static const char *const fake_driver =
 	"  long n = 0; const char *p = e; while (p) { n++; p = strchr(p, ','); if (p) p++; }\n"
 	"  long i = k++ % n; p = e; while (i-- > 0) p = strchr(p, ',') + 1;\n"
 	"  return strtof(p, NULL); }\n"
-	"int cuInit(unsigned f) { (void)f; return 0; }\n"
+	"int cuInit(unsigned f) { (void)f; return getenv(\"FAKE_CUDA_STUB\") ? 34 : 0; }\n"
 	"int cuDeviceGetCount(int *n) { *n = getenv(\"FAKE_CUDA_NO_DEVICE\") ? 0 : 1; return 0; }\n"
 	"int cuDeviceGet(int *d, int i) { *d = i; return 0; }\n"
 	"int cuDeviceGetName(char *s, int n, int d) { (void)d; strncpy(s, \"Fake GPU\", n); return 0; }\n"
@@ -109,10 +111,12 @@ static const char *const fake_driver =
 	"int cuEventElapsedTime(float *ms, void *a, void *b) { FAIL_AT(\"cuEventElapsedTime\");\n"
 	"  *ms = *(float *)b - *(float *)a; return 0; }\n"
 	"int cuEventDestroy_v2(void *e) { fake_live_events--; free(e); return 0; }\n"
-	"int cuGetErrorName(int r, const char **s) { *s = r == 2 ? \"CUDA_ERROR_OUT_OF_MEMORY\" :\n"
+	"int cuGetErrorName(int r, const char **s) { if (getenv(\"FAKE_CUDA_STUB\")) return 34;\n"
+	"  *s = r == 2 ? \"CUDA_ERROR_OUT_OF_MEMORY\" :\n"
 	"  r == 1 ? \"CUDA_ERROR_INVALID_VALUE\" : r == 500 ? \"CUDA_ERROR_NOT_FOUND\" : \"CUDA_ERROR_UNKNOWN\";\n"
 	"  return 0; }\n"
-	"int cuGetErrorString(int r, const char **s) { *s = r == 2 ? \"out of memory\" : \"fake error\"; return 0; }\n";
+	"int cuGetErrorString(int r, const char **s) { if (getenv(\"FAKE_CUDA_STUB\")) return 34;\n"
+	"  *s = r == 2 ? \"out of memory\" : \"fake error\"; return 0; }\n";
 
 /* Builds the stand-in as dir/libcuda.so.1; false when there is no compiler. */
 static bool build_fake_driver(char dir[64], char lib[128])

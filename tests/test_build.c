@@ -147,6 +147,45 @@ START_TEST(test_export_object)
 }
 END_TEST
 
+/* The header may not overwrite the object under another spelling of its
+ * path or through a link; a path that cannot be written says why. */
+START_TEST(test_export_same_file_other_name)
+{
+	fixture x = add_fixture();
+	ts_ctx *ctx = x.ctx;
+	ts_module *m = ts_build(ctx, x.f, "llvm");
+	tu_nonnull(ctx, m);
+	char dir[] = "/tmp/tessera-buildXXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char obj[256], dotted[256], link[256];
+	snprintf(obj, sizeof(obj), "%s/vadd.o", dir);
+	snprintf(dotted, sizeof(dotted), "%s/./vadd.o", dir);
+	snprintf(link, sizeof(link), "%s/vadd.h", dir);
+	const char *headers[] = {dotted, link};
+	for (int i = 0; i < 2; i++) {
+		if (i == 1)
+			ck_assert_int_eq(symlink(obj, link), 0);
+		ck_assert_int_eq(ts_module_export(m, obj, headers[i]), TS_ERR_INVALID);
+		tu_assert_error(ctx, "is the object file");
+		ts_clear_error(ctx);
+		/* the object is still the object */
+		char magic[4] = {0};
+		FILE *f = fopen(obj, "rb");
+		ck_assert_ptr_nonnull(f);
+		ck_assert_uint_eq(fread(magic, 1, 4, f), 4);
+		fclose(f);
+		ck_assert_mem_eq(magic, "\x7f" "ELF", 4);
+	}
+	ck_assert_int_eq(ts_module_export(m, dir, NULL), TS_ERR_RUNTIME);
+	tu_assert_error(ctx, "for writing: Is a directory");
+	unlink(link);
+	unlink(obj);
+	rmdir(dir);
+	ts_module_free(m);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("build");
@@ -155,6 +194,7 @@ int main(void)
 	tcase_add_test(tc, test_argument_errors);
 	tcase_add_test(tc, test_target_errors);
 	tcase_add_test(tc, test_export_object);
+	tcase_add_test(tc, test_export_same_file_other_name);
 	suite_add_tcase(s, tc);
 	int rc = tu_run_suite(s);
 	ts_threadpool_shutdown();

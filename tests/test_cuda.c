@@ -252,7 +252,12 @@ START_TEST(test_no_driver)
 	tu_assert_error(ctx, "cuda: array: no device (ts_cuda_open failed)");
 	ts_clear_error(ctx);
 	ck_assert_ptr_null(ts_cuda_module_load(ctx, NULL, "x", 2));
-	tu_assert_error(ctx, "cuda: module load: no device");
+	ck_assert_int_eq(ts_last_status(ctx), TS_ERR_NO_DEVICE);
+	tu_assert_error(ctx, "cuda: module load: no device (ts_cuda_open failed)");
+	ts_clear_error(ctx);
+	int64_t l2 = 7;
+	ck_assert_int_eq(ts_cuda_l2_bytes(ctx, NULL, &l2), TS_ERR_NO_DEVICE);
+	tu_assert_error(ctx, "cuda: L2 size: no device (ts_cuda_open failed)");
 	ts_clear_error(ctx);
 	ck_assert_int_eq(ts_cuda_synchronize(ctx, NULL), TS_ERR_NO_DEVICE);
 	ts_clear_error(ctx);
@@ -351,6 +356,16 @@ START_TEST(test_fake_driver)
 	ck_assert_int_eq(ts_last_status(ctx), TS_ERR_NO_DEVICE);
 	ck_assert_str_eq(ts_last_error(ctx), "cuda: no CUDA device found");
 	unsetenv("FAKE_CUDA_NO_DEVICE");
+
+	/* the toolkit's stub library, which cannot name its own error */
+	setenv("FAKE_CUDA_STUB", "1", 1);
+	ts_clear_error(ctx);
+	ck_assert_ptr_null(ts_cuda_open(ctx));
+	ck_assert_int_eq(ts_last_status(ctx), TS_ERR_NO_DEVICE);
+	ck_assert_str_eq(ts_last_error(ctx), "cuda: cuInit failed: CUDA_ERROR_STUB_LIBRARY (the library "
+			 "is the CUDA toolkit's stub, not an NVIDIA driver: no GPU driver is "
+			 "installed; CPU path only)");
+	unsetenv("FAKE_CUDA_STUB");
 	ts_ctx_free(ctx);
 	drop_fake_driver(dir, lib);
 }

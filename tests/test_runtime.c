@@ -27,6 +27,13 @@ START_TEST(test_array_bad_shapes)
 	/* overflowing element counts are refused, not wrapped */
 	ck_assert_ptr_null(ts_array_new(ctx, ts_float64, 2, (int64_t[]){1 << 20, 1LL << 40}));
 	tu_assert_error(ctx, "array: bad extent 1099511627776 in dimension 1");
+	ts_clear_error(ctx);
+	/* 2^52 bytes count without overflow but exceed any machine's memory:
+	 * refused before an allocation (which under a sanitizer aborts, and
+	 * otherwise zeroing would end in the out-of-memory killer) */
+	ck_assert_ptr_null(ts_array_new(ctx, ts_float32, 2, (int64_t[]){1LL << 30, 1LL << 20}));
+	ck_assert_int_eq(ts_last_status(ctx), TS_ERR_NOMEM);
+	tu_assert_error(ctx, "array: 4503599627370496 bytes is more than this machine's memory");
 	/* without a context the failure is still a NULL */
 	ck_assert_ptr_null(ts_array_new(NULL, ts_float32, 1, (int64_t[]){0}));
 	ts_ctx_free(ctx);
@@ -96,6 +103,58 @@ START_TEST(test_fill_random_deterministic)
 	ts_array_free(c);
 	ts_array_free(i1);
 	ts_array_free(i2);
+}
+END_TEST
+
+/* [lo, hi) holds for every dtype and bound: hi - lo past the largest double,
+ * 16-bit floats that round a draw up to hi, integers past the dtype's
+ * limits (which saturate rather than wrap), and a range a dtype cannot
+ * hold (its largest finite value, not infinity). */
+static void assert_filled_within(ts_dtype t, double lo, double hi)
+{
+	enum { N = 100000 };
+	ts_array *a = ts_array_new(NULL, t, 1, (int64_t[]){N});
+	ck_assert_ptr_nonnull(a);
+	ts_array_fill_random(a, 11, lo, hi);
+	int distinct = 0;
+	for (int64_t i = 0; i < N; i++) {
+		double v = ts_elem_get_f64(a->data, t, i);
+		ck_assert_msg(v >= lo && v < hi, "element %lld is %g, outside [%g, %g)", (long long)i,
+			      v, lo, hi);
+		distinct += i > 0 && v != ts_elem_get_f64(a->data, t, i - 1);
+	}
+	ck_assert_int_gt(distinct, N / 4);
+	ts_array_free(a);
+}
+
+START_TEST(test_fill_random_bounds)
+{
+	assert_filled_within(ts_float64, -1e308, 1e308);
+	assert_filled_within(ts_float32, -3e38, 3e38);
+	assert_filled_within(ts_float16, 0, 1);
+	assert_filled_within(ts_bfloat16, 0, 1);
+	assert_filled_within(ts_float16, 250, 300);
+	assert_filled_within(ts_bfloat16, 0.5, 0.6);
+	assert_filled_within(ts_uint8, 0, 3);
+	assert_filled_within(ts_bool, 0, 2);
+	/* negative draws saturate to 0 in an unsigned dtype, not to 254, 255 */
+	ts_array *u = ts_array_new(NULL, ts_uint8, 1, (int64_t[]){1000});
+	ts_array_fill_random(u, 3, -3, 3);
+	for (int i = 0; i < 1000; i++)
+		ck_assert_int_le(((uint8_t *)u->data)[i], 2);
+	/* past int8's limits: its largest value, not a wrapped negative one */
+	ts_array *i8 = ts_array_new(NULL, ts_int8, 1, (int64_t[]){1000});
+	ts_array_fill_random(i8, 3, 250, 300);
+	for (int i = 0; i < 1000; i++)
+		ck_assert_int_eq(((int8_t *)i8->data)[i], 127);
+	/* float16 holds nothing in [1e20, 1e30): its largest finite value */
+	ts_array *h = ts_array_new(NULL, ts_float16, 1, (int64_t[]){1000});
+	ts_array_fill_random(h, 3, 1e20, 1e30);
+	for (int i = 0; i < 1000; i++)
+		ck_assert_double_eq(ts_elem_get_f64(h->data, ts_float16, i), 65504.0);
+	ts_array_free(u);
+	ts_array_free(i8);
+	ts_array_free(h);
 }
 END_TEST
 
@@ -188,6 +247,24 @@ START_TEST(test_median)
 	ck_assert_double_eq(ts_median(even, 4), 3.0);
 	ck_assert_double_eq(ts_median(even, 1), 4.0);
 	ck_assert(isnan(ts_median(even, 0)));
+}
+END_TEST
+
+/* A NaN makes the median NaN wherever it is (sorting with a comparison
+ * that orders NaN with nothing gave 1, NaN or 2 by position), and the
+ * middle two of an even count are averaged without overflowing. */
+START_TEST(test_median_nan_and_extremes)
+{
+	double nan_first[] = {NAN, 1.0, 2.0}, nan_mid[] = {1.0, NAN, 2.0}, nan_last[] = {1.0, 2.0, NAN};
+	ck_assert(isnan(ts_median(nan_first, 3)));
+	ck_assert(isnan(ts_median(nan_mid, 3)));
+	ck_assert(isnan(ts_median(nan_last, 3)));
+	double big[] = {1.5e308, 1e308};
+	ck_assert_double_eq(ts_median(big, 2), 1.25e308);
+	double low[] = {-1.5e308, -1e308, 7.0, -1.75e308};
+	ck_assert_double_eq(ts_median(low, 4), -1.25e308);
+	double inf[] = {INFINITY, 3.0, 1.0};
+	ck_assert_double_eq(ts_median(inf, 3), 3.0);
 }
 END_TEST
 
@@ -353,12 +430,14 @@ static Suite *suite(void)
 	tcase_add_test(arrays, test_array_bad_shapes);
 	tcase_add_test(arrays, test_array_layout_and_alignment);
 	tcase_add_test(arrays, test_fill_random_deterministic);
+	tcase_add_test(arrays, test_fill_random_bounds);
 	suite_add_tcase(s, arrays);
 	TCase *timer = tcase_create("timer");
 	tcase_add_test(timer, test_now_monotonic);
 	tcase_add_test(timer, test_time_run_statistics);
 	tcase_add_test(timer, test_time_run_errors);
 	tcase_add_test(timer, test_median);
+	tcase_add_test(timer, test_median_nan_and_extremes);
 	tcase_add_test(timer, test_phase_times_str);
 	suite_add_tcase(s, timer);
 	TCase *args = tcase_create("args");

@@ -174,6 +174,29 @@ START_TEST(test_few)
 }
 END_TEST
 
+/* A NaN sample sorts above the numbers wherever it is, so the statistics
+ * of the same samples do not depend on their order. */
+START_TEST(test_nan_sample_any_position)
+{
+	double a[6] = {NAN, 1.0e-3, 2.0e-3, 1.5e-3, 1.2e-3, 1.1e-3};
+	double b[6] = {1.0e-3, 2.0e-3, 1.5e-3, NAN, 1.2e-3, 1.1e-3};
+	ts_timing ta, tb;
+	ts_timing_from_samples(a, 6, &ta);
+	ts_timing_from_samples(b, 6, &tb);
+	ck_assert_double_eq(ta.min, 1.0e-3);
+	ck_assert_double_eq(tb.min, 1.0e-3);
+	ck_assert(isnan(ta.max) && isnan(tb.max));
+	ck_assert_double_eq_tol(ta.median, 1.35e-3, 1e-15);
+	ck_assert_double_eq(ta.median, tb.median);
+	ck_assert_double_eq(ta.p10, tb.p10);
+	ck_assert_uint_eq(ta.flags, tb.flags);
+	/* the middle two are averaged without overflowing */
+	double big[6] = {1e308, 1.5e308, 1e308, 1.5e308, 1e308, 1.5e308};
+	ts_timing_from_samples(big, 6, &ta);
+	ck_assert_double_eq(ta.median, 1.25e308);
+}
+END_TEST
+
 /* Truncation keeps the string terminated; several reasons are joined. */
 START_TEST(test_verdict_buffer)
 {
@@ -422,6 +445,7 @@ int main(void)
 	tcase_add_test(tc, test_quantized_grid);
 	tcase_add_test(tc, test_quantized_step);
 	tcase_add_test(tc, test_few);
+	tcase_add_test(tc, test_nan_sample_any_position);
 	tcase_add_test(tc, test_verdict_buffer);
 	tcase_add_test(tc, test_stable_stops_at_min);
 	tcase_add_test(tc, test_warmup_until_agree);
