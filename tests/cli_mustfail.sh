@@ -161,6 +161,9 @@ if have "$bench"; then
 	expect "depthwise conv3x3_0: K must equal C (multiplier 1), got K 8, C 4" "$b" depthwise --conv 1,4,9,9,8,3,3,1,1
 	expect "conv conv5x5_0: the kernel is larger than the padded image" "$b" depthwise --conv 1,4,2,2,4,5,5,1,0
 	expect "conv conv3x3_0: N, C, H, W, K, R, S and stride must be >= 1" "$b" depthwise --conv 1,4,9,9,4,3,3,0,1
+	for c in 65536,65536,65536,65536,1,1,1,1,0 1,1,40000,40000,40000,1,1,1,0 1,1,1,1,1,1,1,1,2000000000; do
+		expect "a tensor has more than 2^31 elements" "$b" conv2d --conv "$c"
+	done
 	expect "depthwise runs on the CPU only" "$b" depthwise --target cuda
 	expect "--sizes applies to the gemm, dense and symbolic commands only" "$b" depthwise --sizes 64
 	expect "--tuned: tune log $tmp/none.jsonl: cannot read" "$b" depthwise --tuned "$tmp/none.jsonl"
@@ -188,6 +191,9 @@ if have "$exercise"; then
 	expect "unexpected argument '2'" "$e" check 1 2
 	expect "--svg needs a file name" "$e" check 1 --svg
 	expect "--svg needs a file name" "$e" check 1 --svg ""
+	expect "--svg: cannot write '/nonexistent/x.svg'" "$e" check 1 --svg /nonexistent/x.svg
+	mkdir -p "$tmp/ex_dir.svg"
+	expect "--svg: cannot write '$tmp/ex_dir.svg'" "$e" check 1 --svg "$tmp/ex_dir.svg"
 	expect "--svg draws one exercise, not all" "$e" check all --svg "$tmp/x.svg"
 	if [ -e "$tmp/x.svg" ]; then
 		failures=$((failures + 1))

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "exercise.h"
+#include "../writable.h"
 
 #define ROUNDS 5
 #define WARMUP 2
@@ -326,6 +327,9 @@ static int parse_option(int argc, char **argv, int *i, opts *o)
 		if (*i + 1 >= argc || !argv[*i + 1][0])
 			return bad("--svg needs a file name", NULL);
 		o->svg = argv[++*i];
+		/* asked now: the answer would otherwise come after the run */
+		if (!writable(o->svg))
+			return bad("--svg: cannot write '%s'", o->svg);
 	} else if (a[0] == '-')
 		return bad("unknown option '%s'", a);
 	else

@@ -14,10 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "fair_blas.h"
+#include "../writable.h"
 #include "tutorial.h"
 
 #define MAX_THREADS 1024
@@ -98,25 +97,6 @@ static int step_flag(const tutorial *t, const char *v, int *only)
 	}
 	*only = (int)x;
 	return 0;
-}
-
-/* Whether path could be written, without creating or truncating it: an
- * existing file must be writable, a new one needs a writable folder. */
-static bool writable(const char *path)
-{
-	struct stat st;
-	if (stat(path, &st) == 0)
-		return !S_ISDIR(st.st_mode) && access(path, W_OK) == 0;
-	char dir[4096];
-	const char *slash = strrchr(path, '/');
-	size_t n = slash ? (size_t)(slash - path) : 1;
-	if (n >= sizeof(dir))
-		return false;
-	memcpy(dir, slash ? path : ".", n);
-	dir[n ? n : 1] = 0;
-	if (slash == path)
-		dir[0] = '/';
-	return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && access(dir, W_OK | X_OK) == 0;
 }
 
 /* The chart's path: FILE.svg, writable now (so that a long run does not
