@@ -30,7 +30,10 @@ typedef struct model_opts {
 	bool small, trace, no_fuse, no_layout, no_ort, profile;
 	int threads[8], nthreads;
 	double budget_s;
+	int rounds;
 } model_opts;
+
+#define MAX_ROUNDS 50
 
 static void model_usage(FILE *f)
 {
@@ -38,8 +41,11 @@ static void model_usage(FILE *f)
 	      "\n"
 	      "Imports an ONNX model, compiles it (the time of each phase printed), runs it,\n"
 	      "checks its output against ONNX Runtime's (max |err| / max |ref| <= 1e-3)\n"
-	      "and times both on the same input, per thread count (median of repeated\n"
-	      "runs after warm-up; speed = ONNX Runtime's time / tessera's).\n"
+	      "and times both on the same input, per thread count: in rounds, each timing\n"
+	      "tessera then ONNX Runtime (median of repeated runs after warm-up), so that\n"
+	      "a change in the machine's load falls on both; the times are the medians\n"
+	      "over the rounds, the speed the median of the rounds' ratios (ONNX Runtime's\n"
+	      "time / tessera's).\n"
 	      "\n"
 	      "  resnet50, bert-layer   made by scripts/onnx_models.py with random weights\n"
 	      "                         (ResNet-50 batch 1 at 224x224; one BERT-base encoder\n"
@@ -50,7 +56,9 @@ static void model_usage(FILE *f)
 	      "  --small                the reduced models (as the tests use)\n"
 	      "  --models DIR           where the named models are (default out/models)\n"
 	      "  --threads N[,M...]     thread counts (default: 1 and all cores)\n"
-	      "  --budget SECONDS       timing budget per measurement (default 3)\n"
+	      "  --budget SECONDS       timing budget of each side per thread count, split\n"
+	      "                         over the rounds (default 3)\n"
+	      "  --rounds N             rounds of tessera then ONNX Runtime, 1..50 (default 3)\n"
 	      "  --trace                print what each graph pass did and the kernels\n"
 	      "  --profile              time each kernel (on the first thread count) and list\n"
 	      "                         them slowest first\n"
@@ -86,7 +94,7 @@ static int parse_threads(const char *s, model_opts *o)
 
 static int parse(int argc, char **argv, model_opts *o)
 {
-	*o = (model_opts){.dir = "out/models", .budget_s = 3};
+	*o = (model_opts){.dir = "out/models", .budget_s = 3, .rounds = 3};
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	o->threads[o->nthreads++] = 1;
 	if (cores > 1)
@@ -125,6 +133,15 @@ static int parse(int argc, char **argv, model_opts *o)
 			o->budget_s = strtod(v, &end);
 			if (*end || !(o->budget_s > 0 && o->budget_s <= 600))
 				return fprintf(stderr, "tessera-bench model: --budget takes seconds in (0, 600], got '%s'\n", v), 2;
+			i++;
+		} else if (!strcmp(a, "--rounds") && v) {
+			char *end;
+			errno = 0;
+			long r = strtol(v, &end, 10);
+			if (errno || end == v || *end || r < 1 || r > MAX_ROUNDS)
+				return fprintf(stderr, "tessera-bench model: --rounds takes a number 1..%d, got '%s'\n",
+					       MAX_ROUNDS, v), 2;
+			o->rounds = (int)r;
 			i++;
 		} else if (a[0] == '-')
 			return fprintf(stderr, "tessera-bench model: unknown option or missing value: '%s'\n", a), 2;
@@ -238,6 +255,72 @@ static ts_graph_exec *compile_and_check(ts_ctx *ctx, const model_opts *o, const 
 	return e;
 }
 
+/* One thread count's figures (ort_ms and speed NaN when ONNX Runtime was
+ * not timed). */
+typedef struct figures {
+	double tessera_ms, ort_ms, speed;
+	double ratio[MAX_ROUNDS]; /* per round: ONNX Runtime's time / tessera's */
+	int nratio;
+	int flagged;              /* rounds whose tessera timings were flagged */
+	char verdict[256];        /* the last flagged round's verdict */
+} figures;
+
+/* Times tessera and ONNX Runtime alternately, o->rounds rounds of
+ * budget / rounds seconds each: a shared machine's load changes over a
+ * run, and timing one side after the other for the whole budget would
+ * put such a change on one side only.  -1 when tessera's run fails. */
+static int time_rounds(ts_ctx *ctx, const model_opts *o, run_arg *ra, const char *onnx, const char *in,
+		       int threads, figures *f)
+{
+	double tess[MAX_ROUNDS], ort[MAX_ROUNDS];
+	bool with_ort = !o->no_ort;
+	*f = (figures){.ort_ms = NAN, .speed = NAN};
+	ts_time_opts to = ts_time_opts_default();
+	to.budget_s = o->budget_s / o->rounds;
+	for (int r = 0; r < o->rounds; r++) {
+		ts_timing tm;
+		if (ts_time_run_stable(ctx, run_once, ra, &to, &tm) != TS_OK)
+			return fprintf(stderr, "tessera-bench model: %s\n", ts_last_error(ctx)), -1;
+		tess[r] = tm.median * 1e3;
+		if (tm.flags) {
+			f->flagged++;
+			ts_timing_verdict(&tm, f->verdict, sizeof f->verdict);
+		}
+		char err[1024];
+		if (with_ort && mf_ort_time(TS_SOURCE_DIR, onnx, in, threads, to.budget_s, &ort[r], err, sizeof err)) {
+			fprintf(stderr, "tessera-bench model: %s\n", err);
+			with_ort = false; /* the same failure each round: said once */
+		}
+		if (with_ort)
+			f->ratio[r] = ort[r] / tess[r];
+	}
+	f->tessera_ms = ts_median(tess, o->rounds);
+	if (with_ort) {
+		f->nratio = o->rounds;
+		f->ort_ms = ts_median(ort, o->rounds);
+		f->speed = ts_median(f->ratio, o->rounds);
+	}
+	return 0;
+}
+
+static void print_figures(const model_opts *o, int threads, const figures *f)
+{
+	if (f->nratio) {
+		printf("%-8d %12.3f %16.3f %21.2fx%s", threads, f->tessera_ms, f->ort_ms, f->speed,
+		       f->flagged ? "  !" : "");
+		if (f->nratio > 1) {
+			printf("  rounds:");
+			for (int r = 0; r < f->nratio; r++)
+				printf(" %.2fx", f->ratio[r]);
+		}
+		printf("\n");
+	} else {
+		printf("%-8d %12.3f %16s %22s%s\n", threads, f->tessera_ms, "-", "-", f->flagged ? "  !" : "");
+	}
+	if (f->flagged)
+		printf("  ! tessera timings, %d of %d rounds: %s\n", f->flagged, o->rounds, f->verdict);
+}
+
 int bench_model_main(int argc, char **argv)
 {
 	model_opts o;
@@ -293,27 +376,12 @@ int bench_model_main(int argc, char **argv)
 				if (rc != BENCH_EXIT_OK)
 					break;
 			}
-			ts_timing tm;
-			ts_time_opts to = ts_time_opts_default();
-			to.budget_s = o.budget_s;
-			double ort = NAN;
-			if (ts_time_run_stable(ctx, run_once, &ra, &to, &tm) != TS_OK) {
-				fprintf(stderr, "tessera-bench model: %s\n", ts_last_error(ctx));
+			figures f;
+			if (time_rounds(ctx, &o, &ra, onnx, in, o.threads[t], &f)) {
 				rc = BENCH_EXIT_FAILED;
 				break;
 			}
-			if (!o.no_ort && mf_ort_time(TS_SOURCE_DIR, onnx, in, o.threads[t], &ort, err, sizeof err))
-				fprintf(stderr, "tessera-bench model: %s\n", err);
-			char verdict[256];
-			ts_timing_verdict(&tm, verdict, sizeof verdict);
-			if (ort == ort)
-				printf("%-8d %12.3f %16.3f %21.2fx%s\n", o.threads[t], tm.median * 1e3, ort,
-				       ort / (tm.median * 1e3), tm.flags ? "  !" : "");
-			else
-				printf("%-8d %12.3f %16s %22s%s\n", o.threads[t], tm.median * 1e3, "-", "-",
-				       tm.flags ? "  !" : "");
-			if (tm.flags)
-				printf("  ! tessera timings: %s\n", verdict);
+			print_figures(&o, o.threads[t], &f);
 		}
 	}
 	ts_array_free(ra.in);

@@ -106,7 +106,7 @@ int mf_read_floats(const char *path, float *out, int64_t count, char *err, size_
 	return 0;
 }
 
-int mf_ort_time(const char *src, const char *onnx, const char *input, int threads,
+int mf_ort_time(const char *src, const char *onnx, const char *input, int threads, double min_seconds,
 		double *median_ms, char *err, size_t errn)
 {
 	char py[4096], cmd[12800], line[512] = "";
@@ -114,8 +114,8 @@ int mf_ort_time(const char *src, const char *onnx, const char *input, int thread
 		return -1;
 	if (!quotable(onnx) || !quotable(input) || !quotable(src))
 		return fail(err, errn, "a path holds a quote");
-	snprintf(cmd, sizeof cmd, "'%s' '%s/scripts/onnx_models.py' time '%s' '%s' --threads %d", py, src, onnx,
-		 input, threads);
+	snprintf(cmd, sizeof cmd, "'%s' '%s/scripts/onnx_models.py' time '%s' '%s' --threads %d --min-seconds %.3f",
+		 py, src, onnx, input, threads, min_seconds);
 	FILE *p = popen(cmd, "r");
 	if (!p)
 		return fail(err, errn, "cannot run %s", py);

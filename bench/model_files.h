@@ -27,8 +27,9 @@ int mf_make(const char *src, const char *model, bool small, const char *dir, cha
 /* Reads exactly count floats from path into out. */
 int mf_read_floats(const char *path, float *out, int64_t count, char *err, size_t errn);
 
-/* ONNX Runtime's median time of one inference (ms) on `threads` threads. */
-int mf_ort_time(const char *src, const char *onnx, const char *input, int threads,
+/* ONNX Runtime's median time of one inference (ms) on `threads` threads,
+ * timed for at least min_seconds (and 20 runs) after 5 warm-up runs. */
+int mf_ort_time(const char *src, const char *onnx, const char *input, int threads, double min_seconds,
 		double *median_ms, char *err, size_t errn);
 
 /* max |a - ref| / max |ref| (max |a - ref| when ref is all zeros); NaN

@@ -171,6 +171,9 @@ if have "$bench"; then
 	expect "--tuned: $tmp/bad_tune.log:1: expected '{'" "$b" gemm --tuned "$tmp/bad_tune.log"
 	expect "model: --tuned: tune log /nonexistent/t.jsonl: cannot read" "$b" model resnet50 --tuned /nonexistent/t.jsonl
 	expect "model: --tuned: $tmp/bad_tune.log:1: expected '{'" "$b" model resnet50 --small --tuned "$tmp/bad_tune.log"
+	for r in 0 51 -1 x 2x "" 99999999999999999999; do
+		expect "model: --rounds takes a number 1..50, got '$r'" "$b" model resnet50 --small --rounds "$r"
+	done
 	if ls "$tmp" | grep -q json; then
 		failures=$((failures + 1))
 		echo "FAIL: a refused --json path was created"
