@@ -131,6 +131,9 @@ ts_status cg_cuda_check_arch(ts_ctx *ctx, const char *arch)
 static ts_status target_option(ts_ctx *ctx, const char *target, const char *opt, size_t len,
 			       char arch[CG_ARCH_MAX])
 {
+	if (len == 6 && strncmp(opt, "-arch=", 6) == 0) /* as llvm's "-mcpu=" */
+		return ts_error(ctx, TS_ERR_INVALID, "target '%s': option '-arch' has no value (expected -arch=sm_XY)",
+				target);
 	if (len > 6 && strncmp(opt, "-arch=", 6) == 0) {
 		char a[64];
 		snprintf(a, sizeof(a), "%.*s", (int)(len - 6), opt + 6);

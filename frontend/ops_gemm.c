@@ -17,6 +17,11 @@ ts_tensor *ts_op_matmul_packed(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, int64_t 
 	if (!fe_check_inputs(ctx, "matmul_packed", 2, (ts_tensor *[]){A, B}) ||
 	    !fe_check_constant(ctx, "matmul_packed", A) || !fe_check_constant(ctx, "matmul_packed", B))
 		return NULL;
+	if (ts_is_size_var(nr)) {
+		ts_error(ctx, TS_ERR_INVALID, "matmul_packed: nr is a size variable (ts_size_var); the panel "
+			 "width must be a constant");
+		return NULL;
+	}
 	/* nr is an int32 constant in the index arithmetic */
 	if (A->ndim != 2 || B->ndim != 2 || A->shape[1] != B->shape[0] || nr <= 0 ||
 	    nr > INT32_MAX) {

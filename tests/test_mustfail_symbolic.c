@@ -106,6 +106,10 @@ START_TEST(test_handles)
 	FAILS_NULL(ctx, ts_op_max_pool2d(ctx, X, 2, 2, 2, 2, 0, 0), "max_pool2d: X[1, n, 8, 8] has the symbolic extent n");
 	FAILS_NULL(ctx, ts_op_layout_nchw_to_nchwc(ctx, X, 4), "has the symbolic extent n");
 	FAILS_NULL(ctx, ts_op_matmul_packed(ctx, A, W, 4), "matmul_packed: A[n, 4] has the symbolic extent n");
+	/* a size variable where a constant is meant is named, not printed as
+	 * its handle's number */
+	FAILS_NULL(ctx, ts_op_matmul_packed(ctx, V, W, n),
+		   "matmul_packed: nr is a size variable (ts_size_var); the panel width must be a constant");
 	FAILS_NULL(ctx, ts_op_pad(ctx, A, (int64_t[]){1, 0}, (int64_t[]){0, 0}, 0),
 		   "pad: A[n, 4]: dimension 0 has the symbolic extent n; a padded dimension needs a constant extent");
 	ts_tensor *Pd = ts_op_pad(ctx, A, (int64_t[]){0, 1}, (int64_t[]){0, 1}, 0);
