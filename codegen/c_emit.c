@@ -1660,6 +1660,9 @@ static void check_launch(emitter *em)
 		fail(em, TS_ERR_UNSUPPORTED, "%lld threads per block (%lld x %lld x %lld), the limit is %d",
 		     (long long)threads, (long long)l->block[0], (long long)l->block[1],
 		     (long long)l->block[2], CG_CUDA_MAX_THREADS);
+	else if (l->block[2] > CG_CUDA_MAX_BLOCK_Z)
+		fail(em, TS_ERR_UNSUPPORTED, "a block %lld threads deep in z (threadIdx.z), the limit is %d",
+		     (long long)l->block[2], CG_CUDA_MAX_BLOCK_Z);
 	else if (l->grid[0] > INT32_MAX || l->grid[1] > 65535 || l->grid[2] > 65535)
 		fail(em, TS_ERR_UNSUPPORTED, "grid (%lld, %lld, %lld) exceeds the CUDA limits",
 		     (long long)l->grid[0], (long long)l->grid[1], (long long)l->grid[2]);

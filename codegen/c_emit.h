@@ -42,6 +42,9 @@ typedef ts_launch cg_launch;
 
 /* Limits of the CUDA C dialect checked at emission time. */
 #define CG_CUDA_MAX_THREADS 1024
+/* blockDim.z is bounded on its own (x and y only by the product): a larger
+ * block compiles but its launch fails. */
+#define CG_CUDA_MAX_BLOCK_Z 64
 #define CG_CUDA_MAX_STATIC_SHARED 49152
 
 const char *cg_emit_c(ts_ctx *ctx, const ts_func *f);

@@ -23,6 +23,7 @@
  */
 #include "cuda_check.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "printer.h"
@@ -111,10 +112,13 @@ static void scan(xread *x, const ts_stmt *s, bool reads)
 	}
 }
 
-static ts_status refuse_xread(ts_ctx *ctx, const ts_func *f, const xread *x, int depth)
+/* bound: the block/thread tags of the loops around the allocation, a bit
+ * (1u << tag) each. */
+static ts_status refuse_xread(ts_ctx *ctx, const ts_func *f, const xread *x, unsigned bound)
 {
 	const char *p = x->buf->name, *c = x->consumer ? x->consumer->name : "another stage";
-	if (depth == 0)
+	const unsigned threads = (1u << TS_THREAD_X) | (1u << TS_THREAD_Y) | (1u << TS_THREAD_Z);
+	if (bound == 0)
 		return ts_error(ctx, TS_ERR_INVALID,
 				"build %s: stage %s is computed at root with its own thread bindings; its consumer %s would read it across threads without a grid-wide sync (compute %s at %s's loops with compute_at, or inline it; in global memory, at root, it would be a kernel of its own)",
 				f->name, p, c, p, c);
@@ -122,6 +126,13 @@ static ts_status refuse_xread(ts_ctx *ctx, const ts_func *f, const xread *x, int
 		return ts_error(ctx, TS_ERR_INVALID,
 				"build %s: stage %s is computed outside %s's block loops with its own block bindings; blocks do not see each other's shared memory (compute %s at %s's loops with compute_at)",
 				f->name, p, c, p, c);
+	/* already inside the consumer's thread loops: its own binding is what
+	 * splits the buffer between threads, so moving it would not help */
+	if (bound & threads)
+		return ts_error(ctx, TS_ERR_INVALID,
+				"build %s: stage %s is computed inside %s's thread loops, in per-thread memory, with a thread binding of its own (loop %s bound to %s): each thread would write only its part of its own copy and %s would read the rest, never written (give %s shared scope, or leave that loop unbound)",
+				f->name, p, c, x->wkey->u.for_.var->u.var.name,
+				ts_thread_tag_name(x->wkey->u.for_.thread), c, p);
 	return ts_error(ctx, TS_ERR_INVALID,
 			"build %s: stage %s is computed outside %s's thread loops with its own thread bindings, in per-thread memory; %s would read other threads' copies (give %s shared scope, or compute it at %s's thread loops)",
 			f->name, p, c, c, p, c);
@@ -138,14 +149,15 @@ static ts_status check_local_size(ts_ctx *ctx, const ts_func *f, const ts_buffer
 			f->name, b->name, (long long)bytes, CG_CUDA_MAX_LOCAL);
 }
 
-/* depth: the number of bound loops around s. */
-static ts_status check_allocs(ts_ctx *ctx, const ts_func *f, const ts_stmt *s, int depth)
+/* bound: the block/thread tags of the loops around s, a bit each. */
+static ts_status check_allocs(ts_ctx *ctx, const ts_func *f, const ts_stmt *s, unsigned bound)
 {
 	if (!s)
 		return TS_OK;
 	switch (s->kind) {
 	case IR_S_FOR:
-		return check_allocs(ctx, f, s->u.for_.body, depth + (s->u.for_.kind == TS_FOR_THREAD));
+		return check_allocs(ctx, f, s->u.for_.body,
+				    bound | (s->u.for_.kind == TS_FOR_THREAD ? 1u << s->u.for_.thread : 0));
 	case IR_S_ALLOCATE: {
 		if (check_local_size(ctx, f, s->u.alloc.buf) != TS_OK)
 			return ts_last_status(ctx);
@@ -154,17 +166,17 @@ static ts_status check_allocs(ts_ctx *ctx, const ts_func *f, const ts_stmt *s, i
 		if (x.bound)
 			scan(&x, s->u.alloc.body, true);
 		if (x.stray)
-			return refuse_xread(ctx, f, &x, depth);
-		return check_allocs(ctx, f, s->u.alloc.body, depth);
+			return refuse_xread(ctx, f, &x, bound);
+		return check_allocs(ctx, f, s->u.alloc.body, bound);
 	}
-	case IR_S_LET: return check_allocs(ctx, f, s->u.let.body, depth);
+	case IR_S_LET: return check_allocs(ctx, f, s->u.let.body, bound);
 	case IR_S_IF: {
-		ts_status st = check_allocs(ctx, f, s->u.if_.then_s, depth);
-		return st == TS_OK ? check_allocs(ctx, f, s->u.if_.else_s, depth) : st;
+		ts_status st = check_allocs(ctx, f, s->u.if_.then_s, bound);
+		return st == TS_OK ? check_allocs(ctx, f, s->u.if_.else_s, bound) : st;
 	}
 	case IR_S_SEQ:
 		for (int i = 0; i < s->u.seq.n; i++)
-			if (check_allocs(ctx, f, s->u.seq.s[i], depth) != TS_OK)
+			if (check_allocs(ctx, f, s->u.seq.s[i], bound) != TS_OK)
 				return ts_last_status(ctx);
 		return TS_OK;
 	case IR_S_STORE: case IR_S_EVALUATE: case IR_S_BARRIER: case IR_S_PROVIDE:
@@ -181,6 +193,42 @@ static bool find_bound(ts_stmt *s, void *data)
 	return !*(bool *)data;
 }
 
+/* The local memory of one thread: every buffer that is not shared.  The
+ * emitter declares them all in the kernel's scope (no braces around an
+ * allocation), so they are live together and ptxas gives each its own
+ * part of the stack frame; a frame over CUDA's limit compiles, and only
+ * the launch fails. */
+typedef struct local_use {
+	int64_t bytes;
+	int n;
+	const ts_buffer *largest;
+} local_use;
+
+static bool sum_local(ts_stmt *s, void *data)
+{
+	local_use *u = data;
+	if (s->kind != IR_S_ALLOCATE || s->u.alloc.buf->scope == TS_SCOPE_SHARED)
+		return true;
+	const ts_buffer *b = s->u.alloc.buf;
+	int64_t bytes = b->size * ts_dtype_bytes(b->dtype);
+	u->bytes = bytes > INT64_MAX - u->bytes ? INT64_MAX : u->bytes + bytes;
+	u->n++;
+	if (!u->largest || bytes > u->largest->size * ts_dtype_bytes(u->largest->dtype))
+		u->largest = b;
+	return true;
+}
+
+static ts_status check_local_total(ts_ctx *ctx, const ts_func *f)
+{
+	local_use u = {0};
+	ir_stmt_visit(f->body, sum_local, NULL, &u);
+	if (u.bytes <= CG_CUDA_MAX_LOCAL)
+		return TS_OK;
+	return ts_error(ctx, TS_ERR_INVALID,
+			"build %s: its %d buffers that are not shared need %lld bytes of local memory in every thread together (the largest: stage %s), the limit is %d (compute them at their consumers' thread loops with compute_at, or inline them)",
+			f->name, u.n, (long long)u.bytes, u.largest->name, CG_CUDA_MAX_LOCAL);
+}
+
 ts_status cg_cuda_check(ts_ctx *ctx, const ts_func *f)
 {
 	bool bound = false;
@@ -189,7 +237,8 @@ ts_status cg_cuda_check(ts_ctx *ctx, const ts_func *f)
 		return ts_error(ctx, TS_ERR_INVALID,
 				"build %s: no loop is bound to blockIdx/threadIdx, so the kernel would run on one GPU thread (bind an axis with ts_bind)",
 				f->name);
-	return check_allocs(ctx, f, f->body, 0);
+	ts_status st = check_allocs(ctx, f, f->body, 0u);
+	return st == TS_OK ? check_local_total(ctx, f) : st;
 }
 
 /* ---- barriers under divergent conditions --------------------------------------- */

@@ -17,8 +17,9 @@
  * on one GPU thread), and a buffer written under its own block/thread loops
  * (block loops, for a shared one) but read outside them: each thread
  * (block) holds a private copy of it, so such a read sees what other
- * threads never wrote into this copy.  Refuses a buffer that is not shared
- * and is larger than CG_CUDA_MAX_LOCAL: every thread holds a copy. */
+ * threads never wrote into this copy.  Refuses buffers that are not shared
+ * and together are larger than CG_CUDA_MAX_LOCAL: every thread holds a copy
+ * of each. */
 ts_status cg_cuda_check(ts_ctx *ctx, const ts_func *f);
 /* Refuses a BARRIER that some threads of a block may not reach: one under a
  * threadIdx loop narrower than the block, or under a condition or a loop

@@ -5,8 +5,9 @@
  * inside its consumer (its consumer would read other threads' or blocks'
  * copies; at root in global memory it is a kernel of its own, as
  * test_cuda_schedules checks), a function with no loop bound
- * to a block or thread (a one-thread kernel), and a __syncthreads() that
- * only some threads of a block would reach.  The refusals come before
+ * to a block or thread (a one-thread kernel), per-thread buffers past
+ * CUDA's local memory together, a block deeper than 64 threads in z, and a
+ * __syncthreads() that only some threads of a block would reach.  The refusals come before
  * NVRTC runs, so these tests need no GPU and no NVRTC.  The legal
  * neighbours of each rule are in test_cuda_schedules.c.
  */
@@ -109,6 +110,88 @@ START_TEST(test_unbound_root_producer_too_big)
 			     "build f: stage P needs 800000 bytes of local memory in every thread, "
 			     "the limit is 524288");
 	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* A local copy of A's row computed at Y's thread loop, its own loop bound
+ * to threadIdx.x again: each thread fills one element of its copy.  The
+ * refusal says so, rather than asking for the compute_at it already has. */
+START_TEST(test_local_cache_rebound_inside_thread_loop)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(64, 8), ts_float32);
+	ts_tensor *Y = ts_compute(ctx, "Y", TS_SHAPE(64, 8), TS_VARS(i, j),
+				  ts_mul(ctx, TS_READ(ctx, A, i, j), ts_float(ctx, 2.0)));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+	ts_tensor *L = ts_cache_read(s, A, TS_SCOPE_LOCAL, 1, &Y);
+	tu_nonnull(ctx, L);
+	ts_stage *sy = ts_stage_of(s, Y), *sl = ts_stage_of(s, L);
+	ts_axis *tx = bind_1d(sy, 16);
+	tu_ok(ctx, ts_compute_at(sl, sy, tx));
+	tu_ok(ctx, ts_bind(sl, ts_axis_of(sl, 1), TS_THREAD_X));
+	ts_func *f = ts_lower(s, "f", 2, (ts_tensor *[]){A, Y});
+	assert_build_refused(ctx, f,
+			     "build f: stage A.local is computed inside Y's thread loops, in per-thread "
+			     "memory, with a thread binding of its own (loop ax1 bound to threadIdx.x)");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Two root producers that fit CUDA's local memory one by one but not
+ * together: every thread holds both copies at once (ptxas compiles the
+ * 560000-byte frame; only the launch would fail). */
+START_TEST(test_unbound_root_producers_too_big_together)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j"), *k = ts_var(ctx, "k");
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(70000), ts_float32);
+	ts_tensor *P = ts_compute(ctx, "P", TS_SHAPE(70000), TS_VARS(i),
+				  ts_mul(ctx, TS_READ(ctx, A, i), ts_float(ctx, 2.0)));
+	ts_tensor *Q = ts_compute(ctx, "Q", TS_SHAPE(70000), TS_VARS(j),
+				  ts_mul(ctx, TS_READ(ctx, A, j), ts_float(ctx, 3.0)));
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(70000), TS_VARS(k),
+				  ts_add(ctx, TS_READ(ctx, P, k), TS_READ(ctx, Q, k)));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	bind_1d(ts_stage_of(s, C), 256);
+	ts_func *f = ts_lower(s, "f", 2, (ts_tensor *[]){A, C});
+	assert_build_refused(ctx, f,
+			     "build f: its 2 buffers that are not shared need 560000 bytes of local "
+			     "memory in every thread together (the largest: stage P), the limit is 524288");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* blockDim.z has a limit of its own, 64, below the 1024 threads of a
+ * block: a block (2, 1, 128) compiles, and only its launch would fail. */
+START_TEST(test_block_z_over_64)
+{
+	for (int64_t z = 64; z <= 65; z++) {
+		ts_ctx *ctx = ts_ctx_new();
+		ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+		ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(z, 2), ts_float32);
+		ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(z, 2), TS_VARS(i, j),
+					  ts_mul(ctx, TS_READ(ctx, A, i, j), ts_float(ctx, 2.0)));
+		ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+		ts_stage *sc = ts_stage_of(s, C);
+		tu_ok(ctx, ts_bind(sc, ts_axis_of(sc, 0), TS_THREAD_Z));
+		tu_ok(ctx, ts_bind(sc, ts_axis_of(sc, 1), TS_THREAD_X));
+		ts_func *f = ts_lower(s, "f", 2, (ts_tensor *[]){A, C});
+		tu_nonnull(ctx, f);
+		ts_launch l;
+		const char *src = cg_emit_cuda(ctx, f, &l);
+		if (z == 64) {
+			ck_assert_msg(src != NULL, "%s", ts_last_error(ctx));
+			ck_assert_int_eq(l.block[2], 64);
+		} else {
+			ck_assert_ptr_null(src);
+			ck_assert_int_eq(ts_last_status(ctx), TS_ERR_UNSUPPORTED);
+			tu_assert_error(ctx, "cuda: f: a block 65 threads deep in z (threadIdx.z), the limit is 64");
+			ck_assert_ptr_null(ts_build(ctx, f, "cuda -arch=sm_90"));
+			tu_assert_error(ctx, "the limit is 64");
+		}
+		ts_ctx_free(ctx);
+	}
 }
 END_TEST
 
@@ -249,6 +332,9 @@ int main(void)
 	tcase_add_test(tc, test_root_producer_bound_to_blocks_in_shared);
 	tcase_add_test(tc, test_attached_producer_with_own_bindings);
 	tcase_add_test(tc, test_unbound_root_producer_too_big);
+	tcase_add_test(tc, test_unbound_root_producers_too_big_together);
+	tcase_add_test(tc, test_local_cache_rebound_inside_thread_loop);
+	tcase_add_test(tc, test_block_z_over_64);
 	tcase_add_test(tc, test_no_binding);
 	tcase_add_test(tc, test_barrier_under_thread_guard);
 	tcase_add_test(tc, test_barrier_under_divergent_guard);
