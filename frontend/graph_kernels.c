@@ -265,7 +265,14 @@ static ts_expr *operand(kb *b, int v, ts_expr *const *ax, ts_expr *const *L)
 		ts_tensor *t = arg(b, v, b->pndim, b->pshape);
 		return t ? ts_read(c, t, b->pndim, ax) : NULL;
 	}
-	/* numpy broadcasting: x's dimensions align with y's last ones */
+	/* numpy broadcasting: x's dimensions align with y's last ones.  The
+	 * element read depends on both logical shapes, which the arguments'
+	 * shapes do not tell apart ([C, 1, 1] and [C] are both a plain
+	 * argument of C elements; [3, 2, 2, N] and [2, 2, 3, N] both iterate
+	 * as [12, N] rows): kernels that differ there share no code. */
+	key(b, "bc");
+	key_shape(b, x->ndim, x->shape);
+	key_shape(b, y->ndim, y->shape);
 	ts_expr *Lx[TS_GRAPH_MAX_DIMS];
 	for (int d = 0; d < x->ndim; d++) {
 		int yd = d + y->ndim - x->ndim;

@@ -773,6 +773,36 @@ START_TEST(test_long_chains)
 }
 END_TEST
 
+/* Kernels that differ only in how an operand broadcasts do not share
+ * code: [4, 1, 1] and [4] are both a plain argument of 4 elements, read
+ * per channel in one kernel and per column in the other; and one operand
+ * [1, 2, 1, 1] under two products that both run as [12, 5] rows (of
+ * logical [3, 2, 2, 5] and [2, 2, 3, 5]) is read at another row of each. */
+START_TEST(test_broadcast_kernels_distinct)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	tg *t = tg_new(ctx, 90);
+	int x = tg_input(t, "x", TS_SHAPE(1, 4, 4, 4));
+	int c1 = tg_const(t, "c1", TS_SHAPE(4, 1, 1), -1, 1);
+	int c2 = tg_const(t, "c2", TS_SHAPE(4), -1, 1);
+	tg_output(t, tg_node(t, "per_channel", TS_GOP_ADD, 2, (int[]){x, c1}, NULL));
+	tg_output(t, tg_node(t, "per_column", TS_GOP_ADD, 2, (int[]){x, c2}, NULL));
+	int a1 = tg_input(t, "a1", TS_SHAPE(3, 2, 2, 7));
+	int a2 = tg_input(t, "a2", TS_SHAPE(2, 2, 3, 7));
+	int w = tg_const(t, "w", TS_SHAPE(7, 5), -1, 1);
+	int c = tg_const(t, "c", TS_SHAPE(1, 2, 1, 1), -1, 1);
+	int m1 = tg_node(t, "mm1", TS_GOP_MATMUL, 2, (int[]){a1, w}, NULL);
+	int m2 = tg_node(t, "mm2", TS_GOP_MATMUL, 2, (int[]){a2, w}, NULL);
+	tg_output(t, tg_node(t, "add1", TS_GOP_ADD, 2, (int[]){m1, c}, NULL));
+	int add2 = tg_node(t, "add2", TS_GOP_ADD, 2, (int[]){m2, c}, NULL);
+	ck_assert_msg(add2 >= 0, "%s", ts_last_error(ctx));
+	tg_output(t, add2);
+	ts_graph_exec_free(check_all(ctx, t));
+	tg_free(t);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* Residual sums written over their residual: a chain of three blocks
  * passes one buffer on (each sum over the one before), while a residual
  * read again later (by the last node) and one the convolution itself
@@ -970,6 +1000,7 @@ int main(void)
 	tcase_add_test(tc, test_tuned_convolutions);
 	tcase_add_test(tc, test_long_chains);
 	tcase_add_test(tc, test_inplace_residuals);
+	tcase_add_test(tc, test_broadcast_kernels_distinct);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
