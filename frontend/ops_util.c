@@ -167,7 +167,18 @@ ts_tensor *fe_map(ts_ctx *ctx, const char *name, ts_tensor *t, fe_map_fn fn, con
 	if (!fe_vars(ctx, t->ndim, NULL, v))
 		return NULL;
 	fe_dims(t, dims);
-	return ts_compute(ctx, name, t->ndim, dims, v, fn(ctx, fe_read(ctx, t, v), v, k));
+	ts_expr *body = fn(ctx, fe_read(ctx, t, v), v, k);
+	if (!body) {
+		/* the expression builder names its operation (max, mul), not the
+		 * operator called nor its tensor: say which, before what failed */
+		char why[512];
+		snprintf(why, sizeof why, "%s", ts_last_error(ctx));
+		ts_status st = ts_last_status(ctx);
+		ts_clear_error(ctx); /* the first error recorded is kept: replace it */
+		ts_error(ctx, st != TS_OK ? st : TS_ERR_INVALID, "%s(%s): %s", name, t->name, why);
+		return NULL;
+	}
+	return ts_compute(ctx, name, t->ndim, dims, v, body);
 }
 
 /* ---- padding ------------------------------------------------------------------ */

@@ -309,6 +309,20 @@ START_TEST(matmul_acc_16_bit_across)
 }
 END_TEST
 
+/* An elementwise operator on bool fails in the expression builder, whose
+ * message names only its own operation (max, mul): the operator called and
+ * its tensor come first. */
+START_TEST(elementwise_on_bool_named)
+{
+	ts_ctx *c = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(c, "X", TS_SHAPE(2, 3), ts_bool);
+	FAILS_NULL(c, ts_op_relu(c, X), "relu(X): max: arithmetic on bool");
+	FAILS_NULL(c, ts_op_clip(c, X, 0, 1), "clip(X): ");
+	ck_assert_int_eq(ts_last_status(c), TS_ERR_INVALID);
+	ts_ctx_free(c);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("mustfail_ops");
@@ -328,6 +342,7 @@ int main(void)
 	tcase_add_test(tc, schedule_depthwise_nchwc_bad_epilogue);
 	tcase_add_test(tc, window_extent_near_int64);
 	tcase_add_test(tc, matmul_acc_16_bit_across);
+	tcase_add_test(tc, elementwise_on_bool_named);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
