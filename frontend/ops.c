@@ -423,29 +423,53 @@ ts_tensor *ts_op_softmax(ts_ctx *ctx, ts_tensor *X)
 /* ---- layer normalization ------------------------------------------------------------ */
 
 /* The per-row operands of layer_norm's stages (rows of extent n). */
+/* M is the mean of each row less its first element, x0: a float sum of
+ * x * (1/n) over values far from zero (300 +- 1) loses their spread to
+ * rounding (1e-4 of the result, where the shifted sum keeps 1e-7), and
+ * the variance and the output take x - x0 - M, which is as exact. */
 typedef struct norm_arg {
-	ts_tensor *M, *V, *gamma, *beta; /* mean, variance; beta may be NULL */
+	ts_tensor *X, *M, *V, *gamma, *beta; /* input, shifted mean, variance; beta may be NULL */
 	ts_expr *inv_n, *eps;
 	int nd;
 } norm_arg;
 
+/* x - X[row, 0]: the element shifted by its row's first (x itself with no
+ * X: a row of symbolic length, where reads must range over the whole
+ * dimension). */
+static ts_expr *shifted(ts_ctx *ctx, const norm_arg *a, ts_expr *x, ts_expr *const *v)
+{
+	if (!a->X)
+		return x;
+	ts_expr *idx[TS_MAX_DIMS];
+	for (int d = 0; d < a->nd - 1; d++)
+		idx[d] = v[d];
+	idx[a->nd - 1] = fe_index(ctx, 0);
+	return ts_sub(ctx, x, fe_read(ctx, a->X, idx));
+}
+
 static ts_expr *mean_fn(ts_ctx *ctx, ts_expr *x, ts_expr *const *v, const void *k)
 {
-	(void)v;
-	return ts_mul(ctx, x, ((const norm_arg *)k)->inv_n);
+	const norm_arg *a = k;
+	return ts_mul(ctx, shifted(ctx, a, x, v), a->inv_n);
+}
+
+/* x - x0 - M: the element less its row's mean. */
+static ts_expr *centered(ts_ctx *ctx, const norm_arg *a, ts_expr *x, ts_expr *const *v)
+{
+	return ts_sub(ctx, shifted(ctx, a, x, v), row_value(ctx, a->M, a->nd, v));
 }
 
 static ts_expr *var_fn(ts_ctx *ctx, ts_expr *x, ts_expr *const *v, const void *k)
 {
 	const norm_arg *a = k;
-	ts_expr *d = ts_sub(ctx, x, row_value(ctx, a->M, a->nd, v));
+	ts_expr *d = centered(ctx, a, x, v);
 	return ts_mul(ctx, ts_mul(ctx, d, d), a->inv_n);
 }
 
 static ts_expr *norm_fn(ts_ctx *ctx, ts_expr *x, ts_expr *const *v, const void *k)
 {
 	const norm_arg *a = k;
-	ts_expr *d = ts_sub(ctx, x, row_value(ctx, a->M, a->nd, v));
+	ts_expr *d = centered(ctx, a, x, v);
 	ts_expr *sd = ts_sqrt(ctx, ts_add(ctx, row_value(ctx, a->V, a->nd, v), a->eps));
 	/* times the row's reciprocal, computed once per row (as softmax's) */
 	ts_expr *inv = ts_div(ctx, ts_make_const(ctx, x->dtype, 1.0), sd);
@@ -504,7 +528,7 @@ ts_tensor *ts_op_layer_norm(ts_ctx *ctx, ts_tensor *X, ts_tensor *gamma, ts_tens
 {
 	if (!norm_check(ctx, X, gamma, beta, epsilon))
 		return NULL;
-	norm_arg a = {.gamma = gamma, .beta = beta, .inv_n = inverse_last(ctx, X),
+	norm_arg a = {.X = X->dim_var[X->ndim - 1] ? NULL : X, .gamma = gamma, .beta = beta, .inv_n = inverse_last(ctx, X),
 		      .eps = ts_make_const(ctx, X->dtype, epsilon), .nd = X->ndim};
 	if (!a.inv_n || !a.eps)
 		return NULL;

@@ -138,7 +138,9 @@ ts_tensor *ts_op_avg_pool2d(ts_ctx *ctx, ts_tensor *X, int kernel_h, int kernel_
  * differs from e / s by at most an ulp or two). */
 ts_tensor *ts_op_softmax(ts_ctx *ctx, ts_tensor *X);
 /* Layer normalization over the last axis (extent n) of a float X of any
- * rank, in three stages: the mean ("layer_norm_mean", sum x/n), the
+ * rank, in three stages: the mean ("layer_norm_mean", sum (x - x0)/n, x0
+ * the row's first element, so that rows far from zero keep their spread
+ * in a float sum; unshifted for a symbolic n), the
  * variance about it ("layer_norm_var", sum (x - mean)^2/n: two passes, so
  * no cancellation as in the mean of squares minus the squared mean), and
  * y = (x - mean) * (1 / sqrt(var + epsilon)) * gamma + beta (one

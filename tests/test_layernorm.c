@@ -230,6 +230,57 @@ START_TEST(layer_norm_constant_row)
 }
 END_TEST
 
+/* Rows far from zero (300 + [-1, 1)), compiled with float accumulation:
+ * the mean is taken of each element less its row's first, so the spread
+ * is not lost to rounding a sum near 300 * n (under 1e-6 of the output's
+ * magnitude off a double reference; unshifted, 2.5e-5). */
+START_TEST(layer_norm_offset_rows)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	int64_t rows_ = 6, n = 100;
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(rows_, n), ts_float32);
+	ts_tensor *G = ts_placeholder(ctx, "gamma", TS_SHAPE(n), ts_float32);
+	ts_tensor *B = ts_placeholder(ctx, "beta", TS_SHAPE(n), ts_float32);
+	ts_tensor *Y = ts_op_layer_norm(ctx, X, G, B, 1e-5);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+	tu_ok(ctx, ts_schedule_layer_norm_cpu(s, Y, 16));
+	ts_func *f = ts_lower(s, "layer_norm", 4, (ts_tensor *[]){X, G, B, Y});
+	tu_nonnull(ctx, f);
+	ts_module *m = ts_build(ctx, f, "llvm");
+	tu_nonnull(ctx, m);
+	ts_array *a[4];
+	for (int i = 0; i < 4; i++) {
+		a[i] = ts_array_for(ctx, f->param_tensors[i]);
+		ck_assert_ptr_nonnull(a[i]);
+	}
+	ts_array_fill_random(a[0], 31, 299, 301);
+	ts_array_fill_random(a[1], 32, 0.5, 1.5);
+	ts_array_fill_random(a[2], 33, -1, 1);
+	tu_ok(ctx, ts_module_run(m, 4, a));
+	const float *x = a[0]->data, *g = a[1]->data, *b = a[2]->data, *y = a[3]->data;
+	double maxerr = 0, maxref = 0;
+	for (int64_t r = 0; r < rows_; r++) {
+		double mean = 0, var = 0;
+		for (int64_t j = 0; j < n; j++)
+			mean += x[r * n + j];
+		mean /= (double)n;
+		for (int64_t j = 0; j < n; j++)
+			var += (x[r * n + j] - mean) * (x[r * n + j] - mean);
+		var /= (double)n;
+		for (int64_t j = 0; j < n; j++) {
+			double want = (x[r * n + j] - mean) / sqrt(var + 1e-5) * g[j] + b[j];
+			maxerr = fmax(maxerr, fabs(y[r * n + j] - want));
+			maxref = fmax(maxref, fabs(want));
+		}
+	}
+	ck_assert_msg(maxerr <= 2e-6 * maxref, "max error %g of max %g", maxerr, maxref);
+	for (int i = 0; i < 4; i++)
+		ts_array_free(a[i]);
+	ts_module_free(m);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* ---- refusals ---------------------------------------------------------------------- */
 
 START_TEST(layer_norm_refusals)
@@ -295,6 +346,7 @@ int main(void)
 	tcase_add_test(tc, layer_norm_symbolic);
 	tcase_add_test(tc, layer_norm_stages);
 	tcase_add_test(tc, layer_norm_constant_row);
+	tcase_add_test(tc, layer_norm_offset_rows);
 	tcase_add_test(tc, layer_norm_refusals);
 	tcase_add_test(tc, layer_norm_schedule_refusals);
 	suite_add_tcase(s, tc);
