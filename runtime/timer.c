@@ -7,6 +7,7 @@
  * grows.
  */
 #include "timer.h"
+#include "timer_internal.h"
 
 #include <limits.h>
 #include <math.h>
@@ -28,23 +29,6 @@ double ts_ms_since(uint64_t start_ns)
 	return (double)(ts_now_ns() - start_ns) / 1e6;
 }
 
-/* NaN after every number: a comparison that orders NaN with nothing is no
- * order at all, and qsort would then place the numbers by their input
- * order. */
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	if (isnan(x) || isnan(y))
-		return isnan(x) - isnan(y);
-	return (x > y) - (x < y);
-}
-
-/* The mean of two sorted neighbours without overflowing their sum. */
-static double midpoint(double a, double b)
-{
-	return a == b ? a : 0.5 * a + 0.5 * b;
-}
-
 double ts_median(const double *v, int n)
 {
 	if (n <= 0 || !v)
@@ -56,8 +40,8 @@ double ts_median(const double *v, int n)
 	if (!s)
 		return NAN;
 	memcpy(s, v, (size_t)n * sizeof(double));
-	qsort(s, (size_t)n, sizeof(double), cmp_double);
-	double m = n % 2 ? s[n / 2] : midpoint(s[n / 2 - 1], s[n / 2]);
+	rt_sort_doubles(s, n);
+	double m = rt_sorted_median(s, n);
 	free(s);
 	return m;
 }
@@ -236,12 +220,12 @@ static double median_rel_ci(stable_run *r)
 	int n = r->n;
 	double *s = r->sorted;
 	memcpy(s, r->samples, (size_t)n * sizeof(double));
-	qsort(s, (size_t)n, sizeof(double), cmp_double);
+	rt_sort_doubles(s, n);
 	double h = 0.98 * sqrt((double)n);
 	int lo = (int)floor(n / 2.0 - h) - 1, hi = (int)ceil(1 + n / 2.0 + h) - 1;
 	lo = lo < 0 ? 0 : lo;
 	hi = hi > n - 1 ? n - 1 : hi;
-	double med = n % 2 ? s[n / 2] : midpoint(s[n / 2 - 1], s[n / 2]);
+	double med = rt_sorted_median(s, n);
 	double width = s[hi] - s[lo];
 	return width == 0 ? 0 : med > 0 ? width / (2 * med) : INFINITY;
 }

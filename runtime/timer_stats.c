@@ -12,6 +12,7 @@
  * assumes the samples are in seconds, as every tessera timer gives them.
  */
 #include "timer.h"
+#include "timer_internal.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -19,14 +20,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* NaN after every number, so that the statistics of samples with a NaN
- * do not depend on where it was (as ts_median's order in timer.c). */
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 	if (isnan(x) || isnan(y))
 		return isnan(x) - isnan(y);
 	return (x > y) - (x < y);
+}
+
+void rt_sort_doubles(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(double), cmp_double);
 }
 
 /* Nearest-rank percentile p (0..1) of sorted s[0..n). */
@@ -36,7 +40,7 @@ static double percentile(const double *s, int n, double p)
 	return s[i < 0 ? 0 : i >= n ? n - 1 : i];
 }
 
-static double sorted_median(const double *s, int n)
+double rt_sorted_median(const double *s, int n)
 {
 	if (n % 2)
 		return s[n / 2];
@@ -49,8 +53,8 @@ static double mad_of(const double *s, int n, double median, double *scratch)
 {
 	for (int i = 0; i < n; i++)
 		scratch[i] = fabs(s[i] - median);
-	qsort(scratch, (size_t)n, sizeof(double), cmp_double);
-	return sorted_median(scratch, n);
+	rt_sort_doubles(scratch, n);
+	return rt_sorted_median(scratch, n);
 }
 
 /* The widest gap between two clusters that each hold a fair share of the
@@ -72,8 +76,8 @@ static bool find_bimodal(const double *s, int n, ts_timing *t)
 		return false;
 	t->low_count = best + 1;
 	t->high_count = n - best - 1;
-	t->low_median = sorted_median(s, best + 1);
-	t->high_median = sorted_median(s + best + 1, n - best - 1);
+	t->low_median = rt_sorted_median(s, best + 1);
+	t->high_median = rt_sorted_median(s + best + 1, n - best - 1);
 	return true;
 }
 
@@ -168,12 +172,12 @@ void ts_timing_from_samples(const double *s, int n, ts_timing *out)
 	if (!sorted)
 		return; /* no samples (or no memory): NaN statistics, 0 samples */
 	memcpy(sorted, s, (size_t)n * sizeof(double));
-	qsort(sorted, (size_t)n, sizeof(double), cmp_double);
+	rt_sort_doubles(sorted, n);
 	moments(s, n, out);
 	out->samples = n;
 	out->min = sorted[0];
 	out->max = sorted[n - 1];
-	out->median = sorted_median(sorted, n);
+	out->median = rt_sorted_median(sorted, n);
 	out->p10 = percentile(sorted, n, 0.1);
 	out->p90 = percentile(sorted, n, 0.9);
 	out->mad = mad_of(sorted, n, out->median, sorted + n);
