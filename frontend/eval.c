@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "arith.h"
 #include "printer.h"
 #include "te.h"
@@ -517,13 +518,6 @@ static uint64_t data_bytes(const ts_tensor *t)
 	return __builtin_mul_overflow(n, b, &out) ? UINT64_MAX : out;
 }
 
-static bool overlap(const ts_tensor *a, const void *pa, const ts_tensor *b, const void *pb)
-{
-	uintptr_t a0 = (uintptr_t)pa, b0 = (uintptr_t)pb;
-	uint64_t na = data_bytes(a), nb = data_bytes(b);
-	return (uint64_t)(b0 - a0) < na || (uint64_t)(a0 - b0) < nb;
-}
-
 /* Outputs are written element by element while inputs are still read, so
  * an output sharing a byte with another binding would be read back
  * half-written (the same rule as ts_module_run's): inputs, only read, may
@@ -535,7 +529,8 @@ static ts_status check_aliasing(ts_ctx *ctx, int n, ts_tensor *const *bind, void
 		if (bind[i]->op != TS_OP_COMPUTE)
 			continue;
 		for (int j = 0; j < n; j++)
-			if (bind[j] != bind[i] && overlap(bind[i], data[i], bind[j], data[j]))
+			if (bind[j] != bind[i] &&
+			    ts_bytes_overlap(data[i], data_bytes(bind[i]), data[j], data_bytes(bind[j])))
 				return ts_error(ctx, TS_ERR_INVALID,
 						"eval: binding %d (%s) overlaps binding %d (%s)", i,
 						bind[i]->name, j, bind[j]->name);

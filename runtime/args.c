@@ -144,10 +144,15 @@ static bool is_output(const ts_func *f, int i)
 	       f->param_tensors[i]->op == TS_OP_COMPUTE;
 }
 
+bool ts_bytes_overlap(const void *a, uint64_t na, const void *b, uint64_t nb)
+{
+	uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
+	return (uint64_t)(b0 - a0) < na || (uint64_t)(a0 - b0) < nb;
+}
+
 static bool overlap(const ts_array *a, const ts_array *b)
 {
-	uintptr_t a0 = (uintptr_t)a->data, b0 = (uintptr_t)b->data;
-	return a0 < b0 + ts_array_nbytes(b) && b0 < a0 + ts_array_nbytes(a);
+	return ts_bytes_overlap(a->data, ts_array_nbytes(a), b->data, ts_array_nbytes(b));
 }
 
 /* Compiled code assumes its buffers do not overlap (LLVM `noalias`, C

@@ -40,6 +40,10 @@ ts_status ts_check_args_sizes(ts_ctx *ctx, const ts_func *f, int n, ts_array *co
 			      ts_device want, int64_t *sizes);
 /* The arrays a call passes: the parameters but the sizes one. */
 int ts_func_nargs(const ts_func *f);
+/* Whether bytes [a, a + na) and [b, b + nb) share one, without address
+ * arithmetic that could wrap: the aliasing rule of ts_check_args and of
+ * ts_eval (frontend/eval.h). */
+bool ts_bytes_overlap(const void *a, uint64_t na, const void *b, uint64_t nb);
 
 #ifdef __cplusplus
 }
