@@ -198,10 +198,6 @@ ts_status ts_module_export(ts_module *m, const char *obj_path, const char *heade
 	if (!obj_path)
 		return ts_error(m->ctx, TS_ERR_INVALID, "export %s: the object path is NULL",
 				m->func->name);
-	if (header_path && !strcmp(header_path, obj_path))
-		return ts_error(m->ctx, TS_ERR_INVALID,
-				"export %s: the object and the header are both '%s'; the header would overwrite "
-				"the object", m->func->name, obj_path);
 	if (!m->llvm)
 		return ts_error(m->ctx, TS_ERR_UNSUPPORTED,
 				"export %s: only CPU modules are written as object files (target '%s')",

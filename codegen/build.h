@@ -55,8 +55,9 @@ const char *ts_module_source(ts_module *m, const char *kind);
  * becomes "main_", "3d conv" "v3d_conv"), the same in the object, the
  * header and the "c" source; the header's comment names the arguments the
  * same way, so no name can end the comment or add code.  header_path NULL:
- * the object only; a NULL obj_path, or the same path for both, is
- * refused. */
+ * the object only; a NULL obj_path is refused, and so is a header that
+ * names the object's file (the same path, another spelling of it or a
+ * link), which is left as the object. */
 ts_status ts_module_export(ts_module *m, const char *obj_path, const char *header_path);
 
 /* Per-phase compile times of ts_build (lowering is timed by the caller). */
