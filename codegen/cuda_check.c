@@ -138,17 +138,6 @@ static ts_status refuse_xread(ts_ctx *ctx, const ts_func *f, const xread *x, uns
 			f->name, p, c, c, p, c);
 }
 
-/* A buffer that is not shared is a local array in every thread. */
-static ts_status check_local_size(ts_ctx *ctx, const ts_func *f, const ts_buffer *b)
-{
-	int64_t bytes = b->size * ts_dtype_bytes(b->dtype);
-	if (b->scope == TS_SCOPE_SHARED || bytes <= CG_CUDA_MAX_LOCAL)
-		return TS_OK;
-	return ts_error(ctx, TS_ERR_INVALID,
-			"build %s: stage %s needs %lld bytes of local memory in every thread, the limit is %d (every thread holds its own copy: compute it at its consumer's thread loops with compute_at, or inline it)",
-			f->name, b->name, (long long)bytes, CG_CUDA_MAX_LOCAL);
-}
-
 /* bound: the block/thread tags of the loops around s, a bit each. */
 static ts_status check_allocs(ts_ctx *ctx, const ts_func *f, const ts_stmt *s, unsigned bound)
 {
@@ -159,8 +148,6 @@ static ts_status check_allocs(ts_ctx *ctx, const ts_func *f, const ts_stmt *s, u
 		return check_allocs(ctx, f, s->u.for_.body,
 				    bound | (s->u.for_.kind == TS_FOR_THREAD ? 1u << s->u.for_.thread : 0));
 	case IR_S_ALLOCATE: {
-		if (check_local_size(ctx, f, s->u.alloc.buf) != TS_OK)
-			return ts_last_status(ctx);
 		xread x = {.buf = s->u.alloc.buf, .shared = s->u.alloc.buf->scope == TS_SCOPE_SHARED};
 		scan(&x, s->u.alloc.body, false);
 		if (x.bound)
@@ -199,7 +186,7 @@ static bool find_bound(ts_stmt *s, void *data)
  * part of the stack frame; a frame over CUDA's limit compiles, and only
  * the launch fails. */
 typedef struct local_use {
-	int64_t bytes;
+	int64_t bytes, largest_bytes;
 	int n;
 	const ts_buffer *largest;
 } local_use;
@@ -213,17 +200,25 @@ static bool sum_local(ts_stmt *s, void *data)
 	int64_t bytes = b->size * ts_dtype_bytes(b->dtype);
 	u->bytes = bytes > INT64_MAX - u->bytes ? INT64_MAX : u->bytes + bytes;
 	u->n++;
-	if (!u->largest || bytes > u->largest->size * ts_dtype_bytes(u->largest->dtype))
+	if (!u->largest || bytes > u->largest_bytes) {
 		u->largest = b;
+		u->largest_bytes = bytes;
+	}
 	return true;
 }
 
+/* Refuses the buffers that are not shared when one thread's copies of them
+ * exceed CG_CUDA_MAX_LOCAL, naming the one that does alone. */
 static ts_status check_local_total(ts_ctx *ctx, const ts_func *f)
 {
 	local_use u = {0};
 	ir_stmt_visit(f->body, sum_local, NULL, &u);
 	if (u.bytes <= CG_CUDA_MAX_LOCAL)
 		return TS_OK;
+	if (u.largest_bytes > CG_CUDA_MAX_LOCAL)
+		return ts_error(ctx, TS_ERR_INVALID,
+				"build %s: stage %s needs %lld bytes of local memory in every thread, the limit is %d (every thread holds its own copy: compute it at its consumer's thread loops with compute_at, or inline it)",
+				f->name, u.largest->name, (long long)u.largest_bytes, CG_CUDA_MAX_LOCAL);
 	return ts_error(ctx, TS_ERR_INVALID,
 			"build %s: its %d buffers that are not shared need %lld bytes of local memory in every thread together (the largest: stage %s), the limit is %d (compute them at their consumers' thread loops with compute_at, or inline them)",
 			f->name, u.n, (long long)u.bytes, u.largest->name, CG_CUDA_MAX_LOCAL);
