@@ -77,6 +77,19 @@ END_TEST
 
 /* The operator itself, evaluated by ts_eval, against a hand-written loop
  * in double precision. */
+/* The mean and 1 / sqrt(variance + eps) of row x[0..n), in double. */
+static void row_stats(const float *x, int64_t n, double eps, double *mean, double *inv_sd)
+{
+	double m = 0, var = 0;
+	for (int64_t j = 0; j < n; j++)
+		m += x[j];
+	m /= (double)n;
+	for (int64_t j = 0; j < n; j++)
+		var += (x[j] - m) * (x[j] - m);
+	*mean = m;
+	*inv_sd = 1 / sqrt(var / (double)n + eps);
+}
+
 static void check_values(int64_t rows_, int64_t n, bool beta)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -93,15 +106,10 @@ static void check_values(int64_t rows_, int64_t n, bool beta)
 			   (void *[]){a[0]->data, a[1]->data, a[2]->data, a[3]->data}));
 	const float *x = a[0]->data, *g = a[1]->data, *b = a[2]->data, *y = a[3]->data;
 	for (int64_t r = 0; r < rows_; r++) {
-		double mean = 0, var = 0;
-		for (int64_t j = 0; j < n; j++)
-			mean += x[r * n + j];
-		mean /= (double)n;
-		for (int64_t j = 0; j < n; j++)
-			var += (x[r * n + j] - mean) * (x[r * n + j] - mean);
-		var /= (double)n;
+		double mean, inv_sd;
+		row_stats(x + r * n, n, 1e-3, &mean, &inv_sd);
 		for (int64_t j = 0; j < n; j++) {
-			double want = (x[r * n + j] - mean) / sqrt(var + 1e-3) * g[j] + (beta ? b[j] : 0);
+			double want = (x[r * n + j] - mean) * inv_sd * g[j] + (beta ? b[j] : 0);
 			ck_assert_msg(fabs(y[r * n + j] - want) <= 1e-5 + 1e-5 * fabs(want),
 				      "row %lld of %lld: y[%lld] = %g, want %g", (long long)r,
 				      (long long)n, (long long)j, y[r * n + j], want);
@@ -194,39 +202,59 @@ START_TEST(layer_norm_stages)
 }
 END_TEST
 
+/* layer_norm(X[rows, n], gamma, beta) scheduled with `lanes`, built by
+ * LLVM, with its four arrays (X, gamma, beta, Y) filled at random in
+ * [-1, 1). */
+typedef struct compiled {
+	ts_ctx *ctx;
+	ts_module *m;
+	ts_array *a[4];
+} compiled;
+
+static compiled build_compiled(int64_t rows_, int64_t n, double eps, int lanes)
+{
+	compiled c = {.ctx = ts_ctx_new()};
+	ts_ctx *ctx = c.ctx;
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(rows_, n), ts_float32);
+	ts_tensor *G = ts_placeholder(ctx, "gamma", TS_SHAPE(n), ts_float32);
+	ts_tensor *B = ts_placeholder(ctx, "beta", TS_SHAPE(n), ts_float32);
+	ts_tensor *Y = ts_op_layer_norm(ctx, X, G, B, eps);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+	tu_ok(ctx, ts_schedule_layer_norm_cpu(s, Y, lanes));
+	ts_func *f = ts_lower(s, "layer_norm", 4, (ts_tensor *[]){X, G, B, Y});
+	tu_nonnull(ctx, f);
+	c.m = ts_build(ctx, f, "llvm");
+	tu_nonnull(ctx, c.m);
+	for (int i = 0; i < 4; i++) {
+		c.a[i] = ts_array_for(ctx, f->param_tensors[i]);
+		ck_assert_ptr_nonnull(c.a[i]);
+		ts_array_fill_random(c.a[i], 77 + (uint64_t)i, -1, 1);
+	}
+	return c;
+}
+
+static void free_compiled(compiled *c)
+{
+	for (int i = 0; i < 4; i++)
+		ts_array_free(c->a[i]);
+	ts_module_free(c->m);
+	ts_ctx_free(c->ctx);
+}
+
 /* A row of a constant: variance 0, so y = beta exactly (epsilon keeps the
  * division finite). */
 START_TEST(layer_norm_constant_row)
 {
-	ts_ctx *ctx = ts_ctx_new();
-	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(2, 19), ts_float32);
-	ts_tensor *G = ts_placeholder(ctx, "gamma", TS_SHAPE(19), ts_float32);
-	ts_tensor *B = ts_placeholder(ctx, "beta", TS_SHAPE(19), ts_float32);
-	ts_tensor *Y = ts_op_layer_norm(ctx, X, G, B, 1e-3);
-	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
-	tu_ok(ctx, ts_schedule_layer_norm_cpu(s, Y, 8));
-	ts_func *f = ts_lower(s, "layer_norm", 4, (ts_tensor *[]){X, G, B, Y});
-	tu_nonnull(ctx, f);
-	ts_module *m = ts_build(ctx, f, "llvm");
-	tu_nonnull(ctx, m);
-	ts_array *a[4];
-	for (int i = 0; i < 4; i++) {
-		a[i] = ts_array_for(ctx, f->param_tensors[i]);
-		ck_assert_ptr_nonnull(a[i]);
-		ts_array_fill_random(a[i], 77 + (uint64_t)i, -1, 1);
-	}
-	float *x = a[0]->data;
+	compiled c = build_compiled(2, 19, 1e-3, 8);
+	float *x = c.a[0]->data;
 	for (int i = 0; i < 38; i++)
 		x[i] = 0.25f;
-	tu_ok(ctx, ts_module_run(m, 4, a));
-	const float *y = a[3]->data, *beta = a[2]->data;
+	tu_ok(c.ctx, ts_module_run(c.m, 4, c.a));
+	const float *y = c.a[3]->data, *beta = c.a[2]->data;
 	for (int i = 0; i < 38; i++)
 		ck_assert_msg(fabsf(y[i] - beta[i % 19]) <= 1e-6f, "y[%d] = %g, beta %g", i, y[i],
 			      beta[i % 19]);
-	for (int i = 0; i < 4; i++)
-		ts_array_free(a[i]);
-	ts_module_free(m);
-	ts_ctx_free(ctx);
+	free_compiled(&c);
 }
 END_TEST
 
@@ -236,48 +264,24 @@ END_TEST
  * magnitude off a double reference; unshifted, 2.5e-5). */
 START_TEST(layer_norm_offset_rows)
 {
-	ts_ctx *ctx = ts_ctx_new();
 	int64_t rows_ = 6, n = 100;
-	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(rows_, n), ts_float32);
-	ts_tensor *G = ts_placeholder(ctx, "gamma", TS_SHAPE(n), ts_float32);
-	ts_tensor *B = ts_placeholder(ctx, "beta", TS_SHAPE(n), ts_float32);
-	ts_tensor *Y = ts_op_layer_norm(ctx, X, G, B, 1e-5);
-	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
-	tu_ok(ctx, ts_schedule_layer_norm_cpu(s, Y, 16));
-	ts_func *f = ts_lower(s, "layer_norm", 4, (ts_tensor *[]){X, G, B, Y});
-	tu_nonnull(ctx, f);
-	ts_module *m = ts_build(ctx, f, "llvm");
-	tu_nonnull(ctx, m);
-	ts_array *a[4];
-	for (int i = 0; i < 4; i++) {
-		a[i] = ts_array_for(ctx, f->param_tensors[i]);
-		ck_assert_ptr_nonnull(a[i]);
-	}
-	ts_array_fill_random(a[0], 31, 299, 301);
-	ts_array_fill_random(a[1], 32, 0.5, 1.5);
-	ts_array_fill_random(a[2], 33, -1, 1);
-	tu_ok(ctx, ts_module_run(m, 4, a));
-	const float *x = a[0]->data, *g = a[1]->data, *b = a[2]->data, *y = a[3]->data;
+	compiled c = build_compiled(rows_, n, 1e-5, 16);
+	ts_array_fill_random(c.a[0], 31, 299, 301);
+	ts_array_fill_random(c.a[1], 32, 0.5, 1.5);
+	tu_ok(c.ctx, ts_module_run(c.m, 4, c.a));
+	const float *x = c.a[0]->data, *g = c.a[1]->data, *b = c.a[2]->data, *y = c.a[3]->data;
 	double maxerr = 0, maxref = 0;
 	for (int64_t r = 0; r < rows_; r++) {
-		double mean = 0, var = 0;
-		for (int64_t j = 0; j < n; j++)
-			mean += x[r * n + j];
-		mean /= (double)n;
-		for (int64_t j = 0; j < n; j++)
-			var += (x[r * n + j] - mean) * (x[r * n + j] - mean);
-		var /= (double)n;
+		double mean, inv_sd;
+		row_stats(x + r * n, n, 1e-5, &mean, &inv_sd);
 		for (int64_t j = 0; j < n; j++) {
-			double want = (x[r * n + j] - mean) / sqrt(var + 1e-5) * g[j] + b[j];
+			double want = (x[r * n + j] - mean) * inv_sd * g[j] + b[j];
 			maxerr = fmax(maxerr, fabs(y[r * n + j] - want));
 			maxref = fmax(maxref, fabs(want));
 		}
 	}
 	ck_assert_msg(maxerr <= 2e-6 * maxref, "max error %g of max %g", maxerr, maxref);
-	for (int i = 0; i < 4; i++)
-		ts_array_free(a[i]);
-	ts_module_free(m);
-	ts_ctx_free(ctx);
+	free_compiled(&c);
 }
 END_TEST
 
