@@ -63,7 +63,7 @@ static ts_tensor *matmul(ts_ctx *ctx, const char *op, ts_tensor *A, ts_tensor *B
 {
 	mm_dims d;
 	if (!fe_check_inputs(ctx, op, 2, (ts_tensor *[]){A, B}) ||
-	    !mm_check(ctx, op, A, B, ta, tb, lead, &d))
+	    !mm_check(ctx, op, A, B, ta, tb, lead, &d) || (!out && !fe_check_numeric(ctx, op, A)))
 		return NULL;
 	static const char *const names[] = {"b", "i", "j"};
 	ts_expr *v[3];
@@ -269,7 +269,7 @@ typedef struct pool {
 static bool pool_check(ts_ctx *ctx, const char *op, ts_tensor *X, pool *p)
 {
 	if (!fe_check_inputs(ctx, op, 1, &X) || !fe_check_ndim(ctx, op, X, 4) ||
-	    !fe_check_constant(ctx, op, X))
+	    !fe_check_numeric(ctx, op, X) || !fe_check_constant(ctx, op, X))
 		return false;
 	static const char *const dims[2] = {"height", "width"};
 	for (int d = 0; d < 2; d++) {

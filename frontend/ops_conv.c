@@ -56,7 +56,8 @@ static bool conv_inputs(ts_ctx *ctx, const char *op, ts_tensor *X, ts_tensor *W,
 {
 	return fe_check_inputs(ctx, op, 2, (ts_tensor *[]){X, W}) &&
 	       fe_check_ndim(ctx, op, X, wdims == 6 ? 5 : 4) && fe_check_ndim(ctx, op, W, wdims) &&
-	       fe_check_same_dtype(ctx, op, X, W) && fe_check_constant(ctx, op, X) &&
+	       fe_check_same_dtype(ctx, op, X, W) && fe_check_numeric(ctx, op, X) &&
+	       fe_check_constant(ctx, op, X) &&
 	       fe_check_constant(ctx, op, W);
 }
 
@@ -289,6 +290,7 @@ ts_tensor *ts_op_depthwise_conv2d_nchwc(ts_ctx *ctx, ts_tensor *Xc, ts_tensor *W
 	conv_geom g = geom(stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w);
 	if (!fe_check_inputs(ctx, op, 2, (ts_tensor *[]){Xc, Wc}) || !fe_check_ndim(ctx, op, Xc, 5) ||
 	    !fe_check_ndim(ctx, op, Wc, 4) || !fe_check_same_dtype(ctx, op, Xc, Wc) ||
+	    !fe_check_numeric(ctx, op, Xc) ||
 	    !fe_check_constant(ctx, op, Xc) || !fe_check_constant(ctx, op, Wc) ||
 	    !check_depthwise_nchwc(ctx, op, Xc, Wc) ||
 	    !conv_windows(ctx, op, Xc->shape + 2, Wc->shape + 1, &g))

@@ -15,7 +15,8 @@
 ts_tensor *ts_op_matmul_packed(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, int64_t nr)
 {
 	if (!fe_check_inputs(ctx, "matmul_packed", 2, (ts_tensor *[]){A, B}) ||
-	    !fe_check_constant(ctx, "matmul_packed", A) || !fe_check_constant(ctx, "matmul_packed", B))
+	    !fe_check_constant(ctx, "matmul_packed", A) || !fe_check_constant(ctx, "matmul_packed", B) ||
+	    !fe_check_numeric(ctx, "matmul_packed", A))
 		return NULL;
 	if (ts_is_size_var(nr)) {
 		ts_error(ctx, TS_ERR_INVALID, "matmul_packed: nr is a size variable (ts_size_var); the panel "

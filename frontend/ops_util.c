@@ -86,6 +86,15 @@ bool fe_check_same_dtype(ts_ctx *ctx, const char *op, const ts_tensor *a, const 
 	return false;
 }
 
+bool fe_check_numeric(ts_ctx *ctx, const char *op, const ts_tensor *t)
+{
+	if (!ts_dtype_is_bool(t->dtype))
+		return true;
+	ts_error(ctx, TS_ERR_INVALID, "%s: %s has dtype bool; %s needs a numeric dtype", op,
+		 fe_shape_str(ctx, t), op);
+	return false;
+}
+
 bool fe_check_float(ts_ctx *ctx, const char *op, const ts_tensor *t)
 {
 	if (ts_dtype_is_float(t->dtype))

@@ -323,11 +323,43 @@ START_TEST(elementwise_on_bool_named)
 }
 END_TEST
 
+/* Operators that multiply or compare on bool are refused at their own
+ * name, before the expression builder's mul or max; matmul_acc into a
+ * float dtype counts on bool and stays legal. */
+START_TEST(reductions_on_bool_named)
+{
+	ts_ctx *c = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(c, "A", TS_SHAPE(4, 4), ts_bool);
+	ts_tensor *B = ts_placeholder(c, "B", TS_SHAPE(4, 4), ts_bool);
+	ts_tensor *X = ts_placeholder(c, "X", TS_SHAPE(1, 4, 8, 8), ts_bool);
+	ts_tensor *W = ts_placeholder(c, "W", TS_SHAPE(4, 4, 3, 3), ts_bool);
+	ts_tensor *Xc = ts_placeholder(c, "Xc", TS_SHAPE(1, 1, 8, 8, 4), ts_bool);
+	ts_tensor *Wc = ts_placeholder(c, "Wc", TS_SHAPE(1, 1, 3, 3, 4, 4), ts_bool);
+	FAILS_NULL(c, ts_op_matmul(c, A, B, false, false),
+		   "matmul: A[4, 4] has dtype bool; matmul needs a numeric dtype");
+	FAILS_NULL(c, ts_op_dense(c, A, B, NULL), "dense: A[4, 4] has dtype bool");
+	FAILS_NULL(c, ts_op_matmul_packed(c, A, B, 4), "matmul_packed: A[4, 4] has dtype bool");
+	FAILS_NULL(c, ts_op_conv2d_nchw(c, X, W, 1, 1, 1, 1, 1, 1, 1),
+		   "conv2d_nchw: X[1, 4, 8, 8] has dtype bool");
+	FAILS_NULL(c, ts_op_conv2d_nchwc(c, Xc, Wc, 1, 1, 1, 1, 1, 1),
+		   "conv2d_nchwc: Xc[1, 1, 8, 8, 4] has dtype bool");
+	FAILS_NULL(c, ts_op_max_pool2d(c, X, 2, 2, 2, 2, 0, 0),
+		   "max_pool2d: X[1, 4, 8, 8] has dtype bool");
+	ck_assert_int_eq(ts_last_status(c), TS_ERR_INVALID);
+	ts_clear_error(c);
+	ts_tensor *C = ts_op_matmul_acc(c, A, B, false, false, ts_float32);
+	tu_nonnull(c, C);
+	ck_assert(ts_dtype_eq(C->dtype, ts_float32));
+	ts_ctx_free(c);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("mustfail_ops");
 	TCase *tc = tcase_create("mustfail_ops");
 	tcase_add_test(tc, op_stage_unknown_name);
+	tcase_add_test(tc, reductions_on_bool_named);
 	tcase_add_test(tc, op_stage_placeholder_name);
 	tcase_add_test(tc, op_stage_not_a_dependency);
 	tcase_add_test(tc, op_stage_null_arguments);
