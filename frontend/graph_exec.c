@@ -269,9 +269,9 @@ static const char *group_desc(ts_ctx *ctx, const ts_graph *g, const ggroup *gr)
 {
 	/* arena copies: the working graph is freed after compiling */
 	const char *s = ts_strdup(ctx, gr->anchor >= 0 ? g->n[gr->anchor].name : "");
-	for (int r = 0; r < gr->nreg; r++)
+	for (int r = 0; s && r < gr->nreg; r++)
 		s = ts_sprintf(ctx, "%s%s%s", s, *s ? " + " : "", g->n[gr->reg[r]].name);
-	return s;
+	return s; /* NULL: out of memory, recorded */
 }
 
 static ts_status plan_kernels(planner *pl)
@@ -316,7 +316,8 @@ static ts_status plan_kernels(planner *pl)
 		if (y < 0)
 			return ts_last_status(e->ctx);
 		pl->gv2x[gr->out] = y;
-		xkernel *k = new_kernel(e, group_desc(e->ctx, g, gr));
+		const char *desc = group_desc(e->ctx, g, gr);
+		xkernel *k = desc ? new_kernel(e, desc) : NULL;
 		if (!k)
 			return ts_last_status(e->ctx);
 		G_TRY(gx_build_group(e, g, p, gr, pl->gv2x, k));

@@ -579,12 +579,17 @@ static ts_status tuned_conv(kb *b, const gnode *n, const xval *x, const xval *w,
 	    w->shape[2] != w->shape[3] || a->pad[0] != a->pad[1] || a->pad[0] != a->pad[2] ||
 	    a->pad[0] != a->pad[3])
 		return TS_OK;
+	if (ts_last_status(b->ctx) != TS_OK) /* not to be cleared below */
+		return ts_last_status(b->ctx);
 	ts_tune_task *t = ts_alloc(b->ctx, sizeof *t);
 	if (!t)
 		return ts_last_status(b->ctx);
 	int64_t shape[9] = {x->shape[0], x->shape[1], x->shape[2], x->shape[3], w->shape[0],
 			    w->shape[2], w->shape[3], a->stride[0], a->pad[0]};
-	if (ts_tune_task_init(b->ctx, t, "conv2d", 9, shape) != TS_OK) {
+	ts_status st = ts_tune_task_init(b->ctx, t, "conv2d", 9, shape);
+	if (st == TS_ERR_NOMEM)
+		return st;
+	if (st != TS_OK) {
 		ts_clear_error(b->ctx); /* a shape the tuner does not take: the defaults */
 		return TS_OK;
 	}
@@ -1026,7 +1031,9 @@ static ts_expr *concat_body(ts_ctx *c, ts_expr *const *ax, void *user)
 		ts_expr *local = ts_sub(c, ax[cc->axis], idx(cc->b, start[k]));
 		i[cc->axis] = ts_min(c, ts_max(c, local, idx(cc->b, 0)), idx(cc->b, cc->X[k]->shape[cc->axis] - 1));
 		ts_expr *r = ts_read(c, cc->X[k], nd, i);
-		v = v ? ts_select(c, ts_lt(c, ax[cc->axis], idx(cc->b, start[k] + cc->X[k]->shape[cc->axis])), r, v) : r;
+		v = k == n->nin - 1 ? r : ts_select(c, ts_lt(c, ax[cc->axis], idx(cc->b, start[k] + cc->X[k]->shape[cc->axis])), r, v);
+		if (!v) /* not the later inputs alone */
+			return NULL;
 	}
 	return v;
 }
@@ -1132,9 +1139,14 @@ static ts_status finish(kb *b, ts_schedule *s, ts_tensor *Y)
 {
 	xkernel *k = b->k;
 	ts_graph_exec *e = b->e;
+	/* an error recorded while building (an allocation that failed inside
+	 * an expression, the kernel's key) fails the kernel even with a
+	 * schedule: ts_lower clears errors on entry, and would build what was
+	 * left */
+	if (ts_last_status(b->ctx) != TS_OK)
+		return ts_last_status(b->ctx);
 	if (!s)
-		return ts_last_status(b->ctx) ? ts_last_status(b->ctx)
-					      : ts_error(b->ctx, TS_ERR_INTERNAL, "graph_compile: kernel %s failed", k->desc);
+		return ts_error(b->ctx, TS_ERR_INTERNAL, "graph_compile: kernel %s failed", k->desc);
 	key(b, "->");
 	key_shape(b, b->pndim, b->pshape);
 	k->key = b->key ? b->key : "";

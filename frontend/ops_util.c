@@ -192,32 +192,35 @@ ts_tensor *fe_map(ts_ctx *ctx, const char *name, ts_tensor *t, fe_map_fn fn, con
 
 /* ---- padding ------------------------------------------------------------------ */
 
-static ts_expr *and_cond(ts_ctx *ctx, ts_expr *acc, ts_expr *c)
-{
-	return acc ? ts_and(ctx, acc, c) : c;
-}
-
 /* Each side's test is a likely() hint: the loops that read a padding
  * inlined are partitioned (schedule/passes/loop_partition.c) into borders
- * that keep the test and an interior without it or the clamps. */
-static ts_expr *likely(ts_ctx *ctx, ts_expr *c)
+ * that keep the test and an interior without it or the clamps.  *cond
+ * gains it (NULL: no test yet); false when a part could not be built, so
+ * that a test is never dropped for a read without it. */
+static bool add_test(ts_ctx *ctx, ts_expr **cond, ts_expr *test)
 {
-	return c ? ts_call(ctx, IR_INTRIN_LIKELY, 1, &c) : NULL;
+	ts_expr *t = test ? ts_call(ctx, IR_INTRIN_LIKELY, 1, &test) : NULL;
+	if (!t)
+		return false;
+	*cond = *cond ? ts_and(ctx, *cond, t) : t;
+	return *cond != NULL;
 }
 
 /* Index into X for output index v of a dimension padded by (pb, pa): v - pb,
  * clamped into [0, n) on the sides that have padding; *cond gains the test
- * that v - pb is inside. */
+ * that v - pb is inside.  NULL when an expression could not be built. */
 static ts_expr *pad_index(ts_ctx *ctx, ts_expr *v, int64_t pb, int64_t pa, int64_t n,
 			  ts_expr **cond)
 {
 	ts_expr *ix = pb ? ts_sub(ctx, v, fe_index(ctx, pb)) : v;
 	if (pb) {
-		*cond = and_cond(ctx, *cond, likely(ctx, ts_ge(ctx, v, fe_index(ctx, pb))));
+		if (!add_test(ctx, cond, ts_ge(ctx, v, fe_index(ctx, pb))))
+			return NULL;
 		ix = ts_max(ctx, ix, fe_index(ctx, 0));
 	}
 	if (pa) {
-		*cond = and_cond(ctx, *cond, likely(ctx, ts_lt(ctx, v, fe_index(ctx, pb + n))));
+		if (!add_test(ctx, cond, ts_lt(ctx, v, fe_index(ctx, pb + n))))
+			return NULL;
 		ix = ts_min(ctx, ix, fe_index(ctx, n - 1));
 	}
 	return ix;
@@ -267,6 +270,8 @@ ts_tensor *ts_op_pad(ts_ctx *ctx, ts_tensor *X, const int64_t *pad_before,
 		shape[d] = pad_before[d] || pad_after[d] ? X->shape[d] + pad_before[d] + pad_after[d]
 							 : ts_tensor_dim(X, d);
 		ix[d] = pad_index(ctx, v[d], pad_before[d], pad_after[d], X->shape[d], &cond);
+		if (!ix[d])
+			return NULL;
 	}
 	ts_expr *body = fe_read(ctx, X, ix);
 	if (cond) /* the read is clamped, so both arms are safe to evaluate */

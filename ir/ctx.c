@@ -116,6 +116,16 @@ void ts_ctx_fail_alloc_after(ts_ctx *ctx, long n)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
+long ts_ctx_fail_alloc_pending(ts_ctx *ctx)
+{
+	if (!ctx)
+		return 0;
+	pthread_mutex_lock(&ctx->lock);
+	long n = ctx->fail_after;
+	pthread_mutex_unlock(&ctx->lock);
+	return n;
+}
+
 /* ---- errors ------------------------------------------------------------- */
 
 /* The calling thread's slot, or NULL when it has none; under the lock. */

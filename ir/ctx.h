@@ -70,8 +70,12 @@ char *ts_strdup(ts_ctx *ctx, const char *s);
 char *ts_sprintf(ts_ctx *ctx, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* Test hook: make the n-th arena allocation from now fail (0 disables). */
+/* Test hook: make the n-th arena allocation from now fail (0 disables).
+ * ts_ctx_fail_alloc_pending: the allocations still to come before that
+ * failure, 0 once it has happened or when none is set (a sweep over n
+ * ends where a call made fewer than n allocations). */
 void ts_ctx_fail_alloc_after(ts_ctx *ctx, long n);
+long ts_ctx_fail_alloc_pending(ts_ctx *ctx);
 
 /* Records an error for the calling thread unless one is already pending
  * there; returns `status`. */

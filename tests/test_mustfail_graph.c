@@ -1036,6 +1036,76 @@ START_TEST(onnx_bad_arguments)
 }
 END_TEST
 
+/* A padded convolution with a bias and relu, and a concat of it with
+ * its input: the kernels whose expressions (the padding's bounds tests,
+ * the concat's selects) are built from many small allocations. */
+static ts_graph *pad_concat_graph(ts_ctx *ctx)
+{
+	ts_graph *g = ts_graph_new(ctx);
+	int x = ts_graph_input(g, "x", ts_float32, TS_SHAPE(1, 4, 5, 5));
+	int w = ts_graph_constant(g, "w", ts_float32, TS_SHAPE(16, 4, 3, 3), data);
+	int b = ts_graph_constant(g, "b", ts_float32, TS_SHAPE(16), data + 5);
+	ts_gattrs a = attrs();
+	a.pad[0] = a.pad[1] = a.pad[2] = a.pad[3] = 1;
+	int c = ts_graph_node(g, "conv", TS_GOP_CONV, 3, (int[]){x, w, b}, &a);
+	int r = ts_graph_node(g, "relu", TS_GOP_RELU, 1, &c, NULL);
+	ts_gattrs ca = attrs();
+	ca.axis = 1;
+	int y = ts_graph_node(g, "cat", TS_GOP_CONCAT, 2, (int[]){r, x}, &ca);
+	tu_ok(ctx, ts_graph_output(g, y, "y"));
+	return g;
+}
+
+/* The n-th allocation of a compile failing: the compile fails with
+ * TS_ERR_NOMEM, or it succeeds and the executable computes what the
+ * compile without a failure computes.  Every n over the planning and the
+ * first kernels' expressions (group names, the padding's bounds tests, the
+ * tuning task), then a sample of n up to the compile's last allocation
+ * (lowering and code generation: tens of thousands of allocations). */
+START_TEST(compile_allocation_failures)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_graph *g = pad_concat_graph(ctx);
+	ts_graph_exec *e = ts_graph_compile(g, NULL);
+	tu_nonnull(ctx, e);
+	ts_array *in = ts_array_new(ctx, ts_float32, TS_SHAPE(1, 4, 5, 5));
+	ts_array *want = ts_array_new(ctx, ts_float32, TS_SHAPE(1, 20, 5, 5));
+	ts_array *got = ts_array_new(ctx, ts_float32, TS_SHAPE(1, 20, 5, 5));
+	ts_array_fill_random(in, 3, -1, 1);
+	tu_ok(ctx, ts_graph_run(e, 1, &in, 1, &want));
+	ts_graph_exec_free(e);
+	ts_graph_free(g);
+	int failed = 0;
+	for (long n = 1;; n += n < 800 ? 1 : 997) {
+		ts_ctx *c = ts_ctx_new();
+		g = pad_concat_graph(c);
+		ts_ctx_fail_alloc_after(c, n);
+		e = ts_graph_compile(g, NULL);
+		bool past_end = ts_ctx_fail_alloc_pending(c) > 0;
+		if (!e) {
+			ck_assert_msg(ts_last_status(c) == TS_ERR_NOMEM, "allocation %ld: status %d: %s", n,
+				      ts_last_status(c), ts_last_error(c));
+			failed++;
+		} else {
+			ck_assert_msg(past_end, "allocation %ld failed and the compile succeeded", n);
+			ts_array_fill_random(got, 9, 100, 200);
+			tu_ok(c, ts_graph_run(e, 1, &in, 1, &got));
+			ck_assert(!memcmp(got->data, want->data, ts_array_nbytes(want)));
+			ts_graph_exec_free(e);
+		}
+		ts_graph_free(g);
+		ts_ctx_free(c);
+		if (past_end)
+			break;
+	}
+	ck_assert_int_gt(failed, 800);
+	ts_array_free(in);
+	ts_array_free(want);
+	ts_array_free(got);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 int main(void)
 {
 	for (int i = 0; i < (int)TS_COUNT_OF(data); i++)
@@ -1044,6 +1114,10 @@ int main(void)
 	TCase *tc = tcase_create("mustfail_graph");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, gop_names_out_of_range);
+	TCase *slow = tcase_create("allocation_failures");
+	tcase_set_timeout(slow, 900);
+	tcase_add_test(slow, compile_allocation_failures);
+	suite_add_tcase(s, slow);
 	tcase_add_test(tc, null_graph);
 	tcase_add_test(tc, input_bad_arguments);
 	tcase_add_test(tc, long_names);

@@ -354,12 +354,55 @@ START_TEST(reductions_on_bool_named)
 }
 END_TEST
 
+/* The n-th allocation of an operator failing, for every n until the
+ * operator is built: it returns NULL with TS_ERR_NOMEM, never a tensor
+ * built from what was left (a failed allocation in the padding's bounds
+ * test once dropped the test, leaving a read of the clamped border). */
+static ts_tensor *padded_conv(ts_ctx *c, ts_tensor *X, ts_tensor *W)
+{
+	return ts_op_conv2d_nchw(c, X, W, 1, 1, 1, 2, 1, 1, 1);
+}
+
+static ts_tensor *padded(ts_ctx *c, ts_tensor *X, ts_tensor *W)
+{
+	(void)W;
+	return ts_op_pad(c, X, (const int64_t[]){0, 1, 2, 0}, (const int64_t[]){0, 0, 1, 3}, -1.0);
+}
+
+START_TEST(allocation_failures_fail_the_operator)
+{
+	ts_tensor *(*const build[])(ts_ctx *, ts_tensor *, ts_tensor *) = {padded_conv, padded};
+	for (int b = 0; b < 2; b++) {
+		int failed = 0;
+		for (long n = 1;; n++) {
+			ts_ctx *c = ts_ctx_new();
+			ts_tensor *X = ts_placeholder(c, "X", TS_SHAPE(1, 3, 6, 5), ts_float32);
+			ts_tensor *W = ts_placeholder(c, "W", TS_SHAPE(4, 3, 3, 3), ts_float32);
+			ts_ctx_fail_alloc_after(c, n);
+			ts_tensor *T = build[b](c, X, W);
+			bool past_end = ts_ctx_fail_alloc_pending(c) > 0;
+			if (T)
+				ck_assert_msg(past_end && ts_last_status(c) == TS_OK,
+					      "operator %d: allocation %ld failed and it returned a tensor", b, n);
+			else
+				ck_assert_int_eq(ts_last_status(c), TS_ERR_NOMEM);
+			failed += !T;
+			ts_ctx_free(c);
+			if (past_end)
+				break;
+		}
+		ck_assert_int_gt(failed, 20);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("mustfail_ops");
 	TCase *tc = tcase_create("mustfail_ops");
 	tcase_add_test(tc, op_stage_unknown_name);
 	tcase_add_test(tc, reductions_on_bool_named);
+	tcase_add_test(tc, allocation_failures_fail_the_operator);
 	tcase_add_test(tc, op_stage_placeholder_name);
 	tcase_add_test(tc, op_stage_not_a_dependency);
 	tcase_add_test(tc, op_stage_null_arguments);
