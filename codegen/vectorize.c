@@ -344,6 +344,7 @@ static ts_expr *lane_reduce(ts_ctx *ctx, ts_reduce_op op, ts_expr *src)
 	if (!e)
 		return NULL;
 	e->kind = IR_REDUCE;
+	e->ctx = ctx;
 	e->depth = src->depth + 1;
 	e->nodes = src->nodes + 1; /* one node over a refused-size bound is harmless */
 	e->dtype = ts_dtype_element(src->dtype);

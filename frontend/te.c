@@ -132,6 +132,24 @@ static bool check_shape(ts_ctx *ctx, const char *what, const char *name, int ndi
 	return true;
 }
 
+/* Whether the bytes of a tensor of these extents and dtype fit int64: no
+ * array could hold more, and a compiled function's offsets would wrap.  A
+ * size variable's extent counts as 1: its bound is no size, and the array
+ * of each call is checked when it is made. */
+static bool check_bytes(ts_ctx *ctx, const char *what, const char *name, int ndim,
+			const int64_t *shape, ts_expr *const *vars, ts_dtype dtype)
+{
+	int64_t n = ts_dtype_bytes(dtype);
+	for (int d = 0; d < ndim; d++)
+		if (!vars[d] && __builtin_mul_overflow(n, shape[d], &n)) {
+			char b[24];
+			ts_error(ctx, TS_ERR_INVALID, "%s %s: its size in bytes overflows (%s elements)",
+				 what, name, ts_dtype_str(dtype, b));
+			return false;
+		}
+	return true;
+}
+
 static ts_tensor *tensor_new(ts_ctx *ctx, const char *name, int ndim, const int64_t *shape,
 			     ts_expr *const *vars, ts_dtype dtype, ts_op_kind op)
 {
@@ -166,6 +184,8 @@ ts_tensor *ts_placeholder(ts_ctx *ctx, const char *name, int ndim, const int64_t
 			 name, ts_dtype_str(dtype, b));
 		return NULL;
 	}
+	if (!check_bytes(ctx, "placeholder", name, ndim, ext, vars, dtype))
+		return NULL;
 	return tensor_new(ctx, name, ndim, ext, vars, dtype, TS_OP_PLACEHOLDER);
 }
 
@@ -339,6 +359,9 @@ static bool check_vars(checker *c, int nvars, ts_expr *const *vars)
 				 c->name, d);
 			return false;
 		}
+		if (v->ctx != c->ctx)
+			return fail(c, "index variable %d belongs to another context (an expression is "
+				    "used only with the context that made it)", d);
 		if (v->kind != IR_VAR || !ts_dtype_is_int(v->dtype) || v->dtype.lanes != 1) {
 			return fail(c, "index %d is not an integer variable", d);
 		}
@@ -378,6 +401,11 @@ static bool check_compute_args(checker *c, int ndim, const int64_t *shape, int n
 		ts_error(c->ctx, TS_ERR_INVALID, "compute %s: body is NULL", c->name);
 		return false;
 	}
+	/* its constructors refused operands of other contexts: the root's
+	 * context is every node's */
+	if (body->ctx != c->ctx)
+		return fail(c, "the body belongs to another context (an expression is used only "
+			    "with the context that made it)");
 	if (body->dtype.lanes != 1 || body->dtype.code == TS_TYPE_HANDLE) {
 		char b[24];
 		return fail(c, "body has dtype %s; it must be a scalar", ts_dtype_str(body->dtype, b));
@@ -430,6 +458,8 @@ ts_tensor *ts_compute_n(ts_ctx *ctx, const char *name, int ndim, const int64_t *
 			return NULL;
 		}
 	}
+	if (!check_bytes(ctx, "compute", name, ndim, ext, dim_vars, body->dtype))
+		return NULL;
 	ts_tensor *t = tensor_new(ctx, name, ndim, ext, dim_vars, body->dtype, TS_OP_COMPUTE);
 	if (!t || !fill_compute(ctx, t, vars, body, &c.inputs))
 		return NULL;

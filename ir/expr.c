@@ -269,11 +269,21 @@ static ts_expr *node(ts_ctx *ctx, ir_expr_kind k, ts_dtype t, int below, int64_t
 	ts_expr *e = ctx ? ts_alloc(ctx, sizeof(*e)) : NULL;
 	if (e) {
 		e->kind = k;
+		e->ctx = ctx;
 		e->dtype = t;
 		e->depth = below + 1;
 		e->nodes = nodes_below + 1;
 	}
 	return e;
+}
+
+bool ir_expr_owned(ts_ctx *ctx, const char *what, const char *which, const ts_expr *e)
+{
+	if (!e || e->ctx == ctx)
+		return true;
+	ts_error(ctx, TS_ERR_INVALID, "%s: %s belongs to another context (an expression is used "
+		 "only with the context that made it)", what, which);
+	return false;
 }
 
 /* Records that operand `which` of `what` is NULL (a root cause recorded
@@ -454,6 +464,8 @@ ts_expr *ts_binary(ts_ctx *ctx, ir_expr_kind k, ts_expr *a, ts_expr *b)
 	}
 	if (!a || !b)
 		return null_operand(ctx, op_name(k), !a ? "operand a" : "operand b");
+	if (!ir_expr_owned(ctx, op_name(k), "operand a", a) || !ir_expr_owned(ctx, op_name(k), "operand b", b))
+		return NULL;
 	if (!ts_dtype_eq(a->dtype, b->dtype)) {
 		if (is_imm(b) && !is_imm(a))
 			b = adapt_imm(ctx, b, a->dtype);
@@ -536,6 +548,8 @@ ts_expr *ts_not(ts_ctx *ctx, ts_expr *a)
 		return NULL;
 	if (!a)
 		return null_operand(ctx, "not", "operand");
+	if (!ir_expr_owned(ctx, "not", "operand", a))
+		return NULL;
 	if (!ts_dtype_is_bool(a->dtype)) {
 		char t[24];
 		ts_error(ctx, TS_ERR_INVALID, "not: operand must be bool, got %s",
@@ -554,6 +568,9 @@ ts_expr *ts_select(ts_ctx *ctx, ts_expr *cond, ts_expr *t, ts_expr *f)
 		return NULL;
 	if (!cond || !t || !f)
 		return null_operand(ctx, "select", !cond ? "condition" : !t ? "true value" : "false value");
+	if (!ir_expr_owned(ctx, "select", "the condition", cond) ||
+	    !ir_expr_owned(ctx, "select", "the true value", t) || !ir_expr_owned(ctx, "select", "the false value", f))
+		return NULL;
 	char b1[24], b2[24];
 	if (!ts_dtype_is_bool(cond->dtype)) {
 		ts_error(ctx, TS_ERR_INVALID, "select: condition must be bool, got %s",
@@ -589,6 +606,8 @@ ts_expr *ts_cast(ts_ctx *ctx, ts_dtype t, ts_expr *a)
 		return NULL;
 	if (!a)
 		return null_operand(ctx, "cast", "operand");
+	if (!ir_expr_owned(ctx, "cast", "the operand", a))
+		return NULL;
 	if (!ts_dtype_check(ctx, "cast", t))
 		return NULL;
 	if (ts_dtype_eq(t, a->dtype))
@@ -629,6 +648,8 @@ ts_expr *ts_call(ts_ctx *ctx, ir_intrinsic op, int nargs, ts_expr **args)
 			ts_error(ctx, TS_ERR_INVALID, "%s: argument %d is NULL", name, i);
 			return NULL;
 		}
+		if (!ir_expr_owned(ctx, name, i ? "argument 1" : "argument 0", args[i]))
+			return NULL;
 	}
 	char b1[24], b2[24];
 	if (op == IR_INTRIN_LIKELY) {
@@ -689,6 +710,11 @@ static bool check_index(ts_ctx *ctx, const char *what, const char *name, int dim
 {
 	if (!ix) {
 		ts_error(ctx, TS_ERR_INVALID, "%s %s: index %d is NULL", what, name, dim);
+		return false;
+	}
+	if (ix->ctx != ctx) {
+		ts_error(ctx, TS_ERR_INVALID, "%s %s: index %d belongs to another context (an expression "
+			 "is used only with the context that made it)", what, name, dim);
 		return false;
 	}
 	if (!ts_dtype_is_int(ix->dtype) || ix->dtype.lanes != 1) {
@@ -753,6 +779,8 @@ ts_expr *ts_load(ts_ctx *ctx, ts_buffer *buf, ts_expr *index)
 		ts_error(ctx, TS_ERR_INVALID, "load %s: index is NULL", buf->name);
 		return NULL;
 	}
+	if (!ir_expr_owned(ctx, "load", "the index", index))
+		return NULL;
 	if (!ts_dtype_is_int(index->dtype)) {
 		char b[24];
 		ts_error(ctx, TS_ERR_INVALID, "load %s: index must be an integer, got %s",
@@ -794,6 +822,8 @@ ts_expr *ts_ramp(ts_ctx *ctx, ts_expr *base, int64_t stride, int lanes)
 		return NULL;
 	if (!base)
 		return null_operand(ctx, "ramp", "base");
+	if (!ir_expr_owned(ctx, "ramp", "the base", base))
+		return NULL;
 	if (lanes < 2 || lanes > TS_MAX_VECTOR_LANES || base->dtype.lanes != 1 ||
 	    !ts_dtype_is_int(base->dtype)) {
 		ts_error(ctx, TS_ERR_INVALID,
@@ -822,6 +852,8 @@ ts_expr *ts_broadcast(ts_ctx *ctx, ts_expr *value, int lanes)
 		return NULL;
 	if (!value)
 		return null_operand(ctx, "broadcast", "value");
+	if (!ir_expr_owned(ctx, "broadcast", "the value", value))
+		return NULL;
 	if (lanes < 2 || lanes > TS_MAX_VECTOR_LANES || value->dtype.lanes != 1) {
 		ts_error(ctx, TS_ERR_INVALID, "broadcast: needs a scalar and lanes 2..%d (got %d)",
 			 TS_MAX_VECTOR_LANES, lanes);
@@ -848,6 +880,8 @@ ts_expr *ts_reduce(ts_ctx *ctx, ts_reduce_op op, ts_expr *source, int naxes,
 	}
 	if (!source)
 		return null_operand(ctx, name, "source");
+	if (!ir_expr_owned(ctx, name, "the source", source) || !ir_expr_owned(ctx, name, "the init", init))
+		return NULL;
 	if (naxes > 0 && !axes) {
 		ts_error(ctx, TS_ERR_INVALID, "%s: the axis list is NULL", name);
 		return NULL;
@@ -867,6 +901,8 @@ ts_expr *ts_reduce(ts_ctx *ctx, ts_reduce_op op, ts_expr *source, int naxes,
 				 name, axes[i]->var->u.var.name);
 			return NULL;
 		}
+		if (!ir_expr_owned(ctx, name, "a reduction axis", axes[i]->var))
+			return NULL;
 	}
 	if (source->dtype.lanes != 1 || ts_dtype_is_bool(source->dtype)) {
 		ts_error(ctx, TS_ERR_INVALID, "%s: source must be a numeric scalar", name);

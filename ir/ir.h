@@ -195,6 +195,7 @@ typedef struct ts_buffer ts_buffer;
 
 struct ts_expr {
 	ir_expr_kind kind;
+	ts_ctx *ctx; /* the context whose arena holds it: operands come from one */
 	ts_dtype dtype;
 	int depth; /* 1 for a leaf, else 1 + the deepest child's; <= TS_MAX_EXPR_DEPTH */
 	int64_t nodes; /* 1 + the children's nodes: the size as a tree; <= TS_MAX_EXPR_NODES */
@@ -352,6 +353,7 @@ const char *ts_thread_tag_name(ts_thread_tag t); /* "blockIdx.x", ... */
 
 struct ts_stmt {
 	ir_stmt_kind kind;
+	ts_ctx *ctx; /* the context whose arena holds it */
 	union {
 		struct {
 			ts_expr *var;
@@ -578,6 +580,10 @@ bool ir_expr_reads(ts_expr *e, const ts_tensor *t);
 bool ir_expr_loads(ts_expr *e, const ts_buffer *b);
 bool ir_expr_equal(const ts_expr *a, const ts_expr *b); /* structural */
 bool ir_is_const_int(const ts_expr *e, int64_t *out);
+/* Whether e (NULL passes) lives in ctx; if not, records "`what`: `which`
+ * belongs to another context" there.  Expressions of one computation come
+ * from one context: another's are freed with it. */
+bool ir_expr_owned(ts_ctx *ctx, const char *what, const char *which, const ts_expr *e);
 /* Whether e is a multiple of n (> 0) for every value of its variables,
  * seen from its form: constants, sums and differences of multiples, and
  * products with a multiple (NULL is 0).  false when it cannot tell. */

@@ -23,9 +23,27 @@ static ts_stmt *missing(ts_ctx *ctx, const char *what, const char *which)
 static ts_stmt *node(ts_ctx *ctx, ir_stmt_kind k)
 {
 	ts_stmt *s = ts_alloc(ctx, sizeof(*s));
-	if (s)
+	if (s) {
 		s->kind = k;
+		s->ctx = ctx;
+	}
 	return s;
+}
+
+/* Whether the operands given (NULL passes) live in ctx: a statement and
+ * its parts come from one context, another's die with it. */
+static bool owned(ts_ctx *ctx, const char *what, const ts_expr *a, const ts_expr *b)
+{
+	return ir_expr_owned(ctx, what, "an operand", a) && ir_expr_owned(ctx, what, "an operand", b);
+}
+
+static bool owned_stmts(ts_ctx *ctx, const char *what, const ts_stmt *a, const ts_stmt *b)
+{
+	if ((!a || a->ctx == ctx) && (!b || b->ctx == ctx))
+		return true;
+	ts_error(ctx, TS_ERR_INVALID, "%s: a statement belongs to another context (a statement is "
+		 "used only with the context that made it)", what);
+	return false;
 }
 
 static bool int_scalar(ts_ctx *ctx, const char *what, const ts_expr *e)
@@ -34,6 +52,8 @@ static bool int_scalar(ts_ctx *ctx, const char *what, const ts_expr *e)
 		ts_error(ctx, TS_ERR_INVALID, "%s is NULL", what);
 		return false;
 	}
+	if (!ir_expr_owned(ctx, what, "the expression", e))
+		return false;
 	if (!ts_dtype_is_int(e->dtype) || e->dtype.lanes != 1) {
 		char b[24];
 		ts_error(ctx, TS_ERR_INVALID, "%s must be an integer scalar, got %s", what,
@@ -72,7 +92,8 @@ ts_stmt *ir_for(ts_ctx *ctx, ts_expr *var, ts_expr *min, ts_expr *extent,
 		return NULL;
 	if (!var || !body)
 		return missing(ctx, "for", !var ? "loop variable" : "body");
-	if (!int_scalar(ctx, "for: min", min) || !int_scalar(ctx, "for: extent", extent))
+	if (!int_scalar(ctx, "for: min", min) || !int_scalar(ctx, "for: extent", extent) ||
+	    !owned(ctx, "for", var, NULL) || !owned_stmts(ctx, "for", body, NULL))
 		return NULL;
 	if (var->kind != IR_VAR) {
 		ts_error(ctx, TS_ERR_INVALID, "for: loop variable is not a variable");
@@ -127,6 +148,8 @@ ts_stmt *ir_store(ts_ctx *ctx, ts_buffer *buf, ts_expr *index, ts_expr *value)
 			 !index ? "index" : "value");
 		return NULL;
 	}
+	if (!owned(ctx, "store", index, value))
+		return NULL;
 	ts_dtype want = ts_dtype_with_lanes(buf->dtype, index->dtype.lanes);
 	if (!ts_dtype_is_int(index->dtype) || !ts_dtype_eq(want, value->dtype)) {
 		char b1[24], b2[24];
@@ -154,6 +177,8 @@ ts_stmt *ir_provide(ts_ctx *ctx, ts_tensor *t, int n, ts_expr *const *idx, ts_ex
 			 !value ? "value" : "the index list");
 		return NULL;
 	}
+	if (!owned(ctx, "provide", value, NULL))
+		return NULL;
 	if (n != t->ndim || !ts_dtype_eq(t->dtype, value->dtype)) {
 		ts_error(ctx, TS_ERR_INVALID, "provide %s: wrong arity or dtype", t->name);
 		return NULL;
@@ -190,6 +215,8 @@ ts_stmt *ir_realize(ts_ctx *ctx, ts_tensor *t, int n, ts_expr *const *min,
 			 !body ? "body" : !min ? "the min list" : "the extent list");
 		return NULL;
 	}
+	if (!owned_stmts(ctx, "realize", body, NULL))
+		return NULL;
 	if (n < 0 || n > TS_MAX_DIMS || (unsigned)scope > TS_SCOPE_LOCAL) {
 		if (n < 0 || n > TS_MAX_DIMS)
 			ts_error(ctx, TS_ERR_INVALID, "realize %s: %d dimensions (0 to %d allowed)",
@@ -238,6 +265,8 @@ ts_stmt *ir_allocate(ts_ctx *ctx, ts_buffer *buf, ts_stmt *body)
 		ts_error(ctx, TS_ERR_INVALID, "allocate %s: body is NULL", buf->name);
 		return NULL;
 	}
+	if (!owned_stmts(ctx, "allocate", body, NULL))
+		return NULL;
 	ts_stmt *s = node(ctx, IR_S_ALLOCATE);
 	if (s) {
 		s->u.alloc.buf = buf;
@@ -252,6 +281,8 @@ ts_stmt *ir_if(ts_ctx *ctx, ts_expr *cond, ts_stmt *then_s, ts_stmt *else_s)
 		return NULL;
 	if (!cond || !then_s)
 		return missing(ctx, "if", !cond ? "condition" : "then branch");
+	if (!owned(ctx, "if", cond, NULL) || !owned_stmts(ctx, "if", then_s, else_s))
+		return NULL;
 	if (!ts_dtype_is_bool(cond->dtype) || cond->dtype.lanes != 1) {
 		char b[24];
 		ts_error(ctx, TS_ERR_INVALID, "if: condition must be a bool scalar, got %s",
@@ -277,8 +308,11 @@ ts_stmt *ir_seq(ts_ctx *ctx, int n, ts_stmt *const *in)
 		return NULL;
 	}
 	int m = 0;
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
+		if (!owned_stmts(ctx, "seq", in[i], NULL))
+			return NULL;
 		m += in[i] != NULL;
+	}
 	if (m == 0) {
 		/* an earlier failure keeps its own message: the first one wins */
 		ts_error(ctx, TS_ERR_INVALID, "seq: no statement among %d (the empty statement is "
@@ -314,6 +348,8 @@ ts_stmt *ir_let(ts_ctx *ctx, ts_expr *var, ts_expr *value, ts_stmt *body)
 		return NULL;
 	if (!var || !value || !body)
 		return missing(ctx, "let", !var ? "variable" : !value ? "value" : "body");
+	if (!owned(ctx, "let", var, value) || !owned_stmts(ctx, "let", body, NULL))
+		return NULL;
 	if (var->kind != IR_VAR) {
 		ts_error(ctx, TS_ERR_INVALID, "let: the bound name is %s, not a variable",
 			 ir_expr_kind_name(var->kind));
@@ -340,6 +376,8 @@ ts_stmt *ir_evaluate(ts_ctx *ctx, ts_expr *value)
 		return NULL;
 	if (!value)
 		return missing(ctx, "evaluate", "value");
+	if (!owned(ctx, "evaluate", value, NULL))
+		return NULL;
 	ts_stmt *s = node(ctx, IR_S_EVALUATE);
 	if (s)
 		s->u.eval.value = value;
@@ -352,6 +390,8 @@ ts_stmt *ir_prefetch(ts_ctx *ctx, ts_expr *value)
 		return NULL;
 	if (!value)
 		return missing(ctx, "prefetch", "value");
+	if (!owned(ctx, "prefetch", value, NULL))
+		return NULL;
 	if ((value->kind != IR_READ && value->kind != IR_LOAD) || value->dtype.lanes != 1) {
 		ts_error(ctx, TS_ERR_INVALID, "prefetch: the value must be a scalar READ or LOAD, got %s",
 			 ir_expr_kind_name(value->kind));

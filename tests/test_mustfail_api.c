@@ -470,7 +470,28 @@ START_TEST(test_foreign_tensors)
 	ts_expr *ybody = TS_READ(y.ctx, y.A, yi, yj);
 	tu_nonnull(y.ctx, ybody);
 	FAILS_NULL(c, ts_compute(c, "D", TS_SHAPE(13, 7), TS_VARS(yi, yj), ybody),
-		   "compute D: reads tensor A of another context");
+		   "compute D: index variable 0 belongs to another context");
+	FAILS_NULL(c, ts_compute(c, "D", TS_SHAPE(13, 7), TS_VARS(i, j), ybody),
+		   "compute D: the body belongs to another context");
+	/* expressions of another context: refused where they are combined,
+	 * not taken into a body that outlives them */
+	FAILS_NULL(c, ts_add(c, TS_READ(c, x.A, i, j), ts_float(y.ctx, 2.5)),
+		   "add: operand b belongs to another context");
+	FAILS_NULL(c, TS_READ(c, x.A, yi, j), "read A: index 0 belongs to another context");
+	FAILS_NULL(c, ts_select(c, ts_lt(y.ctx, yi, yj), ts_float(c, 1), ts_float(c, 2)),
+		   "select: the condition belongs to another context");
+	FAILS_NULL(c, ts_cast(c, ts_int32, yi), "cast: the operand belongs to another context");
+	FAILS_NULL(c, ts_exp(c, ts_float(y.ctx, 1)), "exp: argument 0 belongs to another context");
+	FAILS_NULL(c, ts_sum(c, ts_float(c, 1), 1, y.C->reduce_axis),
+		   "sum: a reduction axis belongs to another context");
+	FAILS_NULL(c, ts_sum(c, ts_float(y.ctx, 1), 1, x.C->reduce_axis),
+		   "sum: the source belongs to another context");
+	FAILS_NULL(c, ir_evaluate(c, yi), "evaluate: an operand belongs to another context");
+	FAILS_NULL(c, ir_for(c, i, ts_int(c, 0), ts_int(y.ctx, 4), TS_FOR_SERIAL, TS_THREAD_NONE,
+			     ir_evaluate(c, i)),
+		   "for: extent: the expression belongs to another context");
+	FAILS_NULL(c, ir_seq2(c, ir_evaluate(c, i), ir_evaluate(y.ctx, yi)),
+		   "seq: a statement belongs to another context");
 	FAILS_NULL(c, ts_op_add(c, x.A, y.A), "add: tensor A belongs to another context");
 	FAILS_NULL(c, ts_create_schedule(c, 1, &y.C),
 		   "create_schedule: output 0 (C) belongs to another context");

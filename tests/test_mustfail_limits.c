@@ -429,6 +429,18 @@ START_TEST(test_shape_and_axis_overflow)
 	ck_assert_ptr_null(ts_placeholder(ctx, "A", TS_SHAPE(INT64_MAX / 2, 3), ts_float32));
 	tu_assert_error(ctx, "placeholder A: number of elements overflows");
 	ts_clear_error(ctx);
+	/* elements that fit int64 in more bytes than it counts: no array could
+	 * hold them, and a compiled function's byte offsets would wrap */
+	ck_assert_ptr_null(ts_placeholder(ctx, "A", TS_SHAPE(INT64_MAX), ts_float32));
+	tu_assert_error(ctx, "placeholder A: its size in bytes overflows (float32 elements)");
+	ts_clear_error(ctx);
+	ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(INT64_MAX / 4), ts_int8);
+	tu_nonnull(ctx, B);
+	ts_expr *b = ts_var(ctx, "b");
+	ck_assert_ptr_null(ts_compute(ctx, "D", TS_SHAPE(INT64_MAX / 4), TS_VARS(b),
+				      ts_cast(ctx, ts_float64, TS_READ(ctx, B, b))));
+	tu_assert_error(ctx, "compute D: its size in bytes overflows (float64 elements)");
+	ts_clear_error(ctx);
 	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
 	ck_assert_ptr_null(ts_compute(ctx, "C", TS_SHAPE((int64_t)1 << 40, (int64_t)1 << 40),
 				      TS_VARS(i, j), ts_add(ctx, i, j)));

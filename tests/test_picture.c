@@ -170,7 +170,7 @@ START_TEST(picture_huge_shape)
 {
 	ts_ctx *ctx = ts_ctx_new();
 	int64_t n = (int64_t)1 << 31;
-	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(n, n), ts_float32);
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(n, n), ts_int8); /* 2^62 bytes */
 	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
 	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(n, n), TS_VARS(i, j), TS_READ(ctx, A, i, j));
 	ts_schedule *s = ts_create_schedule(ctx, 1, &C);

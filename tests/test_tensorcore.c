@@ -322,7 +322,7 @@ START_TEST(test_schedule_refusals)
 	tu_ok(ctx, ts_schedule_matmul_tensorcore(s, C, NULL));
 	FAILS_ST(ctx, ts_schedule_matmul_tensorcore(s, C, NULL), "matmul is already scheduled");
 	/* overflow-sized parameters on a huge (never allocated) shape */
-	int64_t big = (int64_t)1 << 49;
+	int64_t big = (int64_t)1 << 48; /* HA: 2^62 bytes, as large as a tensor gets */
 	ts_tensor *HA = ts_placeholder(ctx, "HA", TS_SHAPE(8192, big), ts_float16);
 	ts_tensor *HB = ts_placeholder(ctx, "HB", TS_SHAPE(big, 16), ts_float16);
 	ts_tensor *HC = ts_op_matmul_acc(ctx, HA, HB, false, false, ts_float32);
