@@ -22,6 +22,7 @@
  * stacks grow by doubling, so a run mallocs a handful of times in all.
  */
 #include "interp.h"
+#include "args.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -745,6 +746,42 @@ static ts_status check_sizes(ts_ctx *ctx, const ts_func *f, void *const *args)
 	return TS_OK;
 }
 
+/* The bytes parameter i spans at this call: its extents, a size
+ * variable's taken from the call's sizes. */
+static uint64_t param_bytes(const ts_func *f, int i, void *const *args)
+{
+	const ts_buffer *b = f->params[i];
+	const int64_t *v = f->nsizes > 0 ? args[f->nparams - 1] : NULL;
+	uint64_t n = (uint64_t)ts_dtype_bytes(b->dtype);
+	for (int d = 0; d < b->ndim; d++) {
+		int64_t e = b->shape[d];
+		for (int k = 0; v && b->dim_var[d] && k < f->nsizes; k++)
+			if (f->size_vars[k] == b->dim_var[d])
+				e = v[k];
+		n *= (uint64_t)e; /* each extent within its checked bound */
+	}
+	return n;
+}
+
+/* As ts_module_run: an output shares no byte with another argument (the
+ * interpreter would run what an aliased call computes, which no compiled
+ * function promises). */
+static ts_status check_aliasing(ts_ctx *ctx, const ts_func *f, void *const *args)
+{
+	int n = f->nsizes > 0 ? f->nparams - 1 : f->nparams;
+	for (int i = 0; i < n; i++) {
+		if (!f->param_tensors || !f->param_tensors[i] || f->param_tensors[i]->op != TS_OP_COMPUTE)
+			continue;
+		for (int j = 0; j < n; j++)
+			if (j != i && ts_bytes_overlap(args[i], param_bytes(f, i, args), args[j],
+						       param_bytes(f, j, args)))
+				return ts_error(ctx, TS_ERR_INVALID, "interp: %s: argument %d (%s) overlaps "
+						"argument %d (%s)", f->name, i, f->params[i]->name, j,
+						f->params[j]->name);
+	}
+	return TS_OK;
+}
+
 ts_status cg_interp_run(ts_ctx *ctx, const ts_func *f, void *const *args)
 {
 	if (!ctx)
@@ -762,6 +799,7 @@ ts_status cg_interp_run(ts_ctx *ctx, const ts_func *f, void *const *args)
 				name, f->nparams);
 	TRY(check_bindings(ctx, name, f->nparams, f->params, args));
 	TRY(check_sizes(ctx, f, args));
+	TRY(check_aliasing(ctx, f, args));
 	return run(ctx, f->body, f->nparams, f->params, args);
 }
 

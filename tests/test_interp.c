@@ -694,6 +694,46 @@ START_TEST(test_too_many_lanes)
 END_TEST
 
 /* IR that is not lowered, an unbound variable and an unbound buffer. */
+/* An output sharing bytes with another argument is refused, as
+ * ts_module_run refuses it (C[i] = sum A over A itself gave 3 8 23 68);
+ * inputs may alias each other, and a symbolic extent counts at its
+ * value in this call. */
+START_TEST(test_aliased_output)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(4), ts_float32);
+	ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(4), ts_float32);
+	ts_iter *k = ts_reduce_axis(ctx, "k", 0, 4);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(4), TS_VARS(i),
+				  TS_SUM(ctx, ts_mul(ctx, TS_READ(ctx, A, k->var), TS_READ(ctx, B, i)), k));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_func *f = ts_lower(s, "sum", 3, (ts_tensor *[]){A, B, C});
+	tu_nonnull(ctx, f);
+	float a[8] = {1, 1, 1, 1, 1, 1, 1, 1}, c[4];
+	ck_assert_int_eq(cg_interp_run(ctx, f, (void *[]){a, a, a}), TS_ERR_INVALID);
+	tu_assert_error(ctx, "interp: sum: argument 2 (C) overlaps argument 0 (A)");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(cg_interp_run(ctx, f, (void *[]){a, a, a + 3}), TS_ERR_INVALID);
+	ts_clear_error(ctx);
+	tu_ok(ctx, cg_interp_run(ctx, f, (void *[]){a, a + 1, c}));
+	ck_assert(c[0] == 4 && c[3] == 4);
+	tu_ok(ctx, cg_interp_run(ctx, f, (void *[]){a, a, a + 4}));
+	/* C[n] = A[n] + 1 over size n: at n = 2, A + 2 is past A's bytes */
+	int64_t n = ts_size_var(ctx, "n", 8);
+	ts_tensor *X = ts_placeholder(ctx, "X", 1, &n, ts_float32);
+	ts_tensor *Y = ts_compute(ctx, "Y", 1, &n, TS_VARS(i), ts_add(ctx, TS_READ(ctx, X, i), ts_float(ctx, 1)));
+	ts_schedule *s2 = ts_create_schedule(ctx, 1, &Y);
+	ts_func *g = ts_lower(s2, "inc", 2, (ts_tensor *[]){X, Y});
+	tu_nonnull(ctx, g);
+	int64_t two = 2;
+	tu_ok(ctx, cg_interp_run(ctx, g, (void *[]){a, a + 2, &two}));
+	ck_assert_int_eq(cg_interp_run(ctx, g, (void *[]){a, a + 1, &two}), TS_ERR_INVALID);
+	tu_assert_error(ctx, "interp: inc: argument 1 (Y) overlaps argument 0 (X)");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_unbound_and_unlowered)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -745,6 +785,7 @@ static Suite *suite(void)
 	tcase_add_test(te, test_null_args);
 	tcase_add_test(te, test_too_many_lanes);
 	tcase_add_test(te, test_unbound_and_unlowered);
+	tcase_add_test(te, test_aliased_output);
 	suite_add_tcase(s, te);
 	return s;
 }
