@@ -182,6 +182,36 @@ ts_status ts_error(ts_ctx *ctx, ts_status status, const char *fmt, ...)
 	return status;
 }
 
+ts_status ts_error_within(ts_ctx *ctx, ts_status status, const char *fmt, ...)
+{
+	if (!ctx)
+		return status;
+	char prefix[ERR_SIZE];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof(prefix), fmt ? fmt : "", ap);
+	va_end(ap);
+	pthread_mutex_lock(&ctx->lock);
+	err_slot *s = take_slot(ctx);
+	if (s && s->status != TS_OK) {
+		char old[ERR_SIZE];
+		memcpy(old, s->msg, sizeof(old));
+		/* prefix, ": ", old, cut at the slot's size */
+		size_t n = 0;
+		const char *parts[3] = {prefix, ": ", old};
+		for (int i = 0; i < 3; i++)
+			for (const char *c = parts[i]; *c && n + 1 < sizeof(s->msg); c++)
+				s->msg[n++] = *c;
+		s->msg[n] = '\0';
+		status = s->status;
+	} else if (s && status != TS_OK) {
+		memcpy(s->msg, prefix, sizeof(s->msg));
+		s->status = status;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return status;
+}
+
 const char *ts_last_error(const ts_ctx *ctx)
 {
 	if (!ctx)

@@ -82,6 +82,12 @@ long ts_ctx_fail_alloc_pending(ts_ctx *ctx);
 ts_status ts_error(ts_ctx *ctx, ts_status status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 ts_status ts_verror(ts_ctx *ctx, ts_status status, const char *fmt, va_list ap);
+/* Puts "<fmt...>: " before the calling thread's pending error, keeping its
+ * status (a caller naming what it was doing when a callee failed: the
+ * callee names only its own step); with none pending, records the prefix
+ * alone as `status`.  Returns the error's status. */
+ts_status ts_error_within(ts_ctx *ctx, ts_status status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 /* The calling thread's pending error message ("" if none; valid until that
  * thread clears it) and status (TS_OK if none). */
 const char *ts_last_error(const ts_ctx *ctx);

@@ -112,6 +112,34 @@ START_TEST(test_null_context)
 	ts_ctx *ctx = ts_ctx_new();
 	ck_assert_ptr_null(ts_strdup(ctx, NULL));
 	tu_assert_error(ctx, "strdup: the string is NULL");
+	ck_assert_int_eq(ts_error_within(NULL, TS_ERR_INVALID, "x"), TS_ERR_INVALID);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* ts_error_within puts what the caller did before the pending error and
+ * keeps its status; with none pending it records its own. */
+START_TEST(test_error_within)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ck_assert_int_eq(ts_error(ctx, TS_ERR_NOMEM, "alloc failed"), TS_ERR_NOMEM);
+	ck_assert_int_eq(ts_error_within(ctx, TS_ERR_INVALID, "building %s", "k1"), TS_ERR_NOMEM);
+	ck_assert_str_eq(ts_last_error(ctx), "building k1: alloc failed");
+	ck_assert_int_eq(ts_last_status(ctx), TS_ERR_NOMEM);
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_error_within(ctx, TS_ERR_INTERNAL, "step %d", 2), TS_ERR_INTERNAL);
+	ck_assert_str_eq(ts_last_error(ctx), "step 2");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_error_within(ctx, TS_OK, "nothing"), TS_OK);
+	ck_assert_int_eq(ts_last_status(ctx), TS_OK);
+	/* a long prefix and message are cut at the slot, still terminated */
+	char big[1500];
+	memset(big, 'a', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	ts_error(ctx, TS_ERR_INVALID, "%s", big);
+	ts_error_within(ctx, TS_ERR_INVALID, "%s", big);
+	ck_assert_uint_gt(strlen(ts_last_error(ctx)), 500);
+	ck_assert_uint_lt(strlen(ts_last_error(ctx)), sizeof big);
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -215,6 +243,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_module_outlives_context);
 	tcase_add_test(tc, test_retain_counts);
 	tcase_add_test(tc, test_null_context);
+	tcase_add_test(tc, test_error_within);
 	tcase_add_test(tc, test_concurrent_errors_per_thread);
 	tcase_add_test(tc, test_error_stays_on_its_thread);
 	suite_add_tcase(s, tc);
