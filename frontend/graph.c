@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arith.h"
 #include "ctx.h"
 
 /* The most elements a value may hold, and the largest extent: 2^31 - 1, so
@@ -531,6 +532,9 @@ static bool infer_norm(const infer *c, int *ndim, int64_t *s)
 		return false;
 	if (!(c->a->epsilon > 0) || !isfinite(c->a->epsilon))
 		return fail(c, "epsilon must be positive, got %g", c->a->epsilon);
+	/* a layer norm adds it in float32, where a smaller one is 0 */
+	if (layer && !(ir_round_float(ts_float32, c->a->epsilon) > 0))
+		return fail(c, "epsilon %g rounds to 0 in float32", c->a->epsilon);
 	if (layer) {
 		if (!want_inputs(c, 2, 3))
 			return false;

@@ -7,6 +7,7 @@
  * one compute per stage; a reduction is always the whole body of its stage,
  * so anything applied after it (bias, division) is a stage of its own.
  */
+#include "arith.h"
 #include "ops_util.h"
 
 #include <math.h>
@@ -255,6 +256,20 @@ ts_tensor *ts_op_clip(ts_ctx *ctx, ts_tensor *X, double lo, double hi)
 		ts_error(ctx, TS_ERR_INVALID, "clip: %s: bounds [%g, %g] are empty",
 			 fe_shape_str(ctx, X), lo, hi);
 		return NULL;
+	}
+	/* an integer dtype clips to the integers inside [lo, hi], which must
+	 * hold one of its values (converting the bounds would move them out) */
+	double min, top;
+	if (fe_int_range(X->dtype, &min, &top)) {
+		double l = ceil(lo), h = floor(hi);
+		if (l > h || l >= top || h < min) {
+			char b[24];
+			ts_error(ctx, TS_ERR_INVALID, "clip: %s: no %s value lies in [%g, %g]",
+				 fe_shape_str(ctx, X), ts_dtype_str(X->dtype, b), lo, hi);
+			return NULL;
+		}
+		lo = l > min ? l : min;
+		hi = h < top ? h : top - 1;
 	}
 	return fe_map(ctx, "clip", X, clip_fn, (const double[]){lo, hi});
 }
@@ -518,6 +533,13 @@ static bool norm_check(ts_ctx *ctx, ts_tensor *X, ts_tensor *gamma, ts_tensor *b
 	if (!(epsilon > 0) || isinf(epsilon)) {
 		ts_error(ctx, TS_ERR_INVALID, "layer_norm: %s: epsilon must be positive and finite, got %g",
 			 fe_shape_str(ctx, X), epsilon);
+		return false;
+	}
+	/* the kernel adds it in X's dtype: one that rounds to 0 there is 0 */
+	if (!(ir_round_float(X->dtype, epsilon) > 0)) {
+		char b[24];
+		ts_error(ctx, TS_ERR_INVALID, "layer_norm: %s: epsilon %g rounds to 0 in %s",
+			 fe_shape_str(ctx, X), epsilon, ts_dtype_str(X->dtype, b));
 		return false;
 	}
 	return true;

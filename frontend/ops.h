@@ -76,10 +76,13 @@ ts_tensor *ts_op_bias_add(ts_ctx *ctx, ts_tensor *X, ts_tensor *bias, int axis);
 /* Float only: x * Phi(x) with the erf form of the normal CDF, or, when
  * approximate, the tanh approximation (BERT's). */
 ts_tensor *ts_op_gelu(ts_ctx *ctx, ts_tensor *X, bool approximate);
-ts_tensor *ts_op_clip(ts_ctx *ctx, ts_tensor *X, double lo, double hi); /* lo <= hi */
+/* min(max(X, lo), hi), lo <= hi; on an integer dtype the integers inside
+ * [lo, hi] (at least one of the dtype's values, else refused). */
+ts_tensor *ts_op_clip(ts_ctx *ctx, ts_tensor *X, double lo, double hi);
 
 /* Pads every dimension d of X with pad_before[d] and pad_after[d] elements
- * (each >= 0) of `value` (converted to X's dtype). */
+ * (each >= 0) of `value`, which must be one of X's dtype's values (an
+ * integer dtype refuses 0.5 and values out of its range). */
 ts_tensor *ts_op_pad(ts_ctx *ctx, ts_tensor *X, const int64_t *pad_before,
 		     const int64_t *pad_after, double value);
 

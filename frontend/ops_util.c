@@ -4,6 +4,7 @@
  */
 #include "ops_util.h"
 
+#include <math.h>
 #include <stdio.h>
 
 const char *fe_shape_str(ts_ctx *ctx, const ts_tensor *t)
@@ -180,11 +181,7 @@ ts_tensor *fe_map(ts_ctx *ctx, const char *name, ts_tensor *t, fe_map_fn fn, con
 	if (!body) {
 		/* the expression builder names its operation (max, mul), not the
 		 * operator called nor its tensor: say which, before what failed */
-		char why[512];
-		snprintf(why, sizeof why, "%s", ts_last_error(ctx));
-		ts_status st = ts_last_status(ctx);
-		ts_clear_error(ctx); /* the first error recorded is kept: replace it */
-		ts_error(ctx, st != TS_OK ? st : TS_ERR_INVALID, "%s(%s): %s", name, t->name, why);
+		ts_error_within(ctx, TS_ERR_INVALID, "%s(%s)", name, t->name);
 		return NULL;
 	}
 	return ts_compute(ctx, name, t->ndim, dims, v, body);
@@ -256,11 +253,35 @@ static bool check_pads(ts_ctx *ctx, const ts_tensor *X, const int64_t *pb, const
 	return true;
 }
 
+bool fe_int_range(ts_dtype t, double *lo, double *top)
+{
+	if (ts_dtype_is_float(t))
+		return false;
+	int bits = ts_dtype_is_bool(t) ? 1 : t.bits;
+	bool sign = t.code == TS_TYPE_INT;
+	*lo = sign ? -ldexp(1.0, bits - 1) : 0;
+	*top = ldexp(1.0, sign ? bits - 1 : bits);
+	return true;
+}
+
+/* Whether v is one of dtype t's values exactly (a float dtype takes any). */
+static bool value_fits(ts_dtype t, double v)
+{
+	double lo, top;
+	return !fe_int_range(t, &lo, &top) || (v == trunc(v) && v >= lo && v < top);
+}
+
 ts_tensor *ts_op_pad(ts_ctx *ctx, ts_tensor *X, const int64_t *pad_before,
 		     const int64_t *pad_after, double value)
 {
 	if (!fe_check_inputs(ctx, "pad", 1, &X) || !check_pads(ctx, X, pad_before, pad_after))
 		return NULL;
+	if (!value_fits(X->dtype, value)) {
+		char b[24];
+		ts_error(ctx, TS_ERR_INVALID, "pad: %s: the value %g is not a %s value", fe_shape_str(ctx, X),
+			 value, ts_dtype_str(X->dtype, b));
+		return NULL;
+	}
 	ts_expr *v[TS_MAX_DIMS], *ix[TS_MAX_DIMS], *cond = NULL;
 	int64_t shape[TS_MAX_DIMS];
 	if (!fe_vars(ctx, X->ndim, NULL, v))

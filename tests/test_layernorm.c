@@ -299,6 +299,17 @@ START_TEST(layer_norm_refusals)
 	ts_tensor *Gi = ts_placeholder(ctx, "gi", TS_SHAPE(6), ts_int32);
 	FAILS_NULL(ctx, ts_op_layer_norm(ctx, Xi, Gi, NULL, 1e-5),
 		   "layer_norm: Xi[4, 6] has dtype int32; a float dtype is required");
+	/* an epsilon X's dtype holds only as 0 (a constant row gave NaN) */
+	FAILS_NULL(ctx, ts_op_layer_norm(ctx, X, G, NULL, 1e-50),
+		   "layer_norm: X[4, 6]: epsilon 1e-50 rounds to 0 in float32");
+	ts_tensor *Xh = ts_placeholder(ctx, "Xh", TS_SHAPE(4, 6), ts_float16);
+	ts_tensor *Gh = ts_placeholder(ctx, "gh", TS_SHAPE(6), ts_float16);
+	FAILS_NULL(ctx, ts_op_layer_norm(ctx, Xh, Gh, NULL, 1e-8),
+		   "layer_norm: Xh[4, 6]: epsilon 1e-08 rounds to 0 in float16");
+	ts_clear_error(ctx);
+	tu_nonnull(ctx, ts_op_layer_norm(ctx, Xh, Gh, NULL, 1e-7)); /* a float16 subnormal */
+	ts_tensor *Xd = ts_placeholder(ctx, "Xd", TS_SHAPE(4, 6), ts_float64);
+	tu_nonnull(ctx, ts_op_layer_norm(ctx, Xd, Gd, NULL, 1e-50));
 	FAILS_NULL(ctx, ts_op_layer_norm(ctx, X, G5, NULL, 1e-5),
 		   "layer_norm: gamma g5[5] does not match the last axis of X[4, 6]");
 	FAILS_NULL(ctx, ts_op_layer_norm(ctx, X, G2, NULL, 1e-5),

@@ -479,6 +479,8 @@ START_TEST(norm_softmax_bad_attributes)
 		   "node 'ln' (LayerNormalization): epsilon must be positive, got nan");
 	a.epsilon = 0;
 	NODE_FAILS(g, "ln", TS_GOP_LAYERNORM, 2, ((int[]){x, s}), &a, "epsilon must be positive, got 0");
+	a.epsilon = 1e-50; /* positive, but 0 in the float32 kernel */
+	NODE_FAILS(g, "ln", TS_GOP_LAYERNORM, 2, ((int[]){x, s}), &a, "epsilon 1e-50 rounds to 0 in float32");
 	a.epsilon = -1;
 	NODE_FAILS(g, "ln", TS_GOP_LAYERNORM, 2, ((int[]){x, s}), &a, "epsilon must be positive, got -1");
 	a.epsilon = INFINITY;

@@ -6,8 +6,10 @@
  */
 #include "testutil.h"
 
+#include <math.h>
 #include <string.h>
 
+#include "eval.h"
 #include "op_schedules.h"
 #include "ops.h"
 
@@ -255,14 +257,15 @@ END_TEST
 /* A window over an extent near INT64_MAX: the padded extent in + 2*pad
  * overflowed (undefined behaviour) before the window was checked.  It is
  * refused by name; the same extent without padding still gives its exact
- * output extent, and a kernel whose span passes int64 is too large. */
+ * output extent, and a kernel whose span passes int64 is too large (int8:
+ * a float32 tensor that long has more bytes than int64 counts). */
 START_TEST(window_extent_near_int64)
 {
 	ts_ctx *c = ts_ctx_new();
 	int64_t h = INT64_MAX - 2;
-	ts_tensor *X = ts_placeholder(c, "X", TS_SHAPE(1, 1, h, 1), ts_float32);
-	ts_tensor *W1 = ts_placeholder(c, "W1", TS_SHAPE(1, 1, 1, 1), ts_float32);
-	ts_tensor *W = ts_placeholder(c, "W", TS_SHAPE(1, 1, 3, 1), ts_float32);
+	ts_tensor *X = ts_placeholder(c, "X", TS_SHAPE(1, 1, h, 1), ts_int8);
+	ts_tensor *W1 = ts_placeholder(c, "W1", TS_SHAPE(1, 1, 1, 1), ts_int8);
+	ts_tensor *W = ts_placeholder(c, "W", TS_SHAPE(1, 1, 3, 1), ts_int8);
 	FAILS_NULL(c, ts_op_conv2d_nchw(c, X, W1, 1, 1, 2, 0, 1, 1, 1),
 		   "conv2d_nchw: height extent 9223372036854775805 + 2*2 padding overflows int64");
 	FAILS_NULL(c, ts_op_conv2d_nchw(c, X, W, 2, 1, INT32_MAX, 0, 1, 1, 1),
@@ -276,8 +279,8 @@ START_TEST(window_extent_near_int64)
 	Y = ts_op_conv2d_nchw(c, X, W, 4, 1, 0, 0, 1, 1, 1);
 	tu_nonnull(c, Y);
 	ck_assert_int_eq(Y->shape[2], (h - 3) / 4 + 1);
-	ts_tensor *K = ts_placeholder(c, "K", TS_SHAPE(1, 1, INT64_MAX / 2, 1), ts_float32);
-	ts_tensor *X4 = ts_placeholder(c, "X4", TS_SHAPE(1, 1, 4, 1), ts_float32);
+	ts_tensor *K = ts_placeholder(c, "K", TS_SHAPE(1, 1, INT64_MAX / 2, 1), ts_int8);
+	ts_tensor *X4 = ts_placeholder(c, "X4", TS_SHAPE(1, 1, 4, 1), ts_int8);
 	FAILS_NULL(c, ts_op_conv2d_nchw(c, X4, K, 1, 1, 1, 0, 4, 1, 1),
 		   "conv2d_nchw: height window 9223372036854775807 (kernel 4611686018427387903, "
 		   "dilation 4) exceeds input 4 + 2*1 padding");
@@ -396,12 +399,49 @@ START_TEST(allocation_failures_fail_the_operator)
 }
 END_TEST
 
+/* Integer clip bounds and pad values: clip keeps the integers inside
+ * [lo, hi] and refuses a range holding none of the dtype's values; pad
+ * refuses a value the dtype does not hold (converted, 1000 became 127 and
+ * 0.5 became 0). */
+START_TEST(integer_clip_and_pad_values)
+{
+	ts_ctx *c = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(c, "X", TS_SHAPE(6), ts_int8);
+	FAILS_NULL(c, ts_op_clip(c, X, 0.5, 0.7), "clip: X[6]: no int8 value lies in [0.5, 0.7]");
+	FAILS_NULL(c, ts_op_clip(c, X, 200, 300), "clip: X[6]: no int8 value lies in [200, 300]");
+	FAILS_NULL(c, ts_op_clip(c, X, -300, -129), "no int8 value lies in [-300, -129]");
+	const int64_t zero[1] = {0}, two[1] = {2};
+	FAILS_NULL(c, ts_op_pad(c, X, two, zero, 1000), "pad: X[6]: the value 1000 is not a int8 value");
+	FAILS_NULL(c, ts_op_pad(c, X, two, zero, 0.5), "pad: X[6]: the value 0.5 is not a int8 value");
+	FAILS_NULL(c, ts_op_pad(c, X, two, zero, NAN), "pad: X[6]: the value nan is not a int8 value");
+	ts_tensor *U = ts_placeholder(c, "U", TS_SHAPE(6), ts_uint8);
+	FAILS_NULL(c, ts_op_pad(c, U, two, zero, -1), "pad: U[6]: the value -1 is not a uint8 value");
+	ts_tensor *L = ts_placeholder(c, "L", TS_SHAPE(6), ts_int64);
+	tu_nonnull(c, ts_op_pad(c, L, two, zero, -0x1p63)); /* int64's minimum, as max pooling pads */
+	ts_tensor *C = ts_op_clip(c, X, -2.5, 3.5), *W = ts_op_clip(c, X, -1000, 1000);
+	ts_tensor *P = ts_op_pad(c, X, two, zero, -128);
+	tu_nonnull(c, C);
+	tu_nonnull(c, W);
+	tu_nonnull(c, P);
+	int8_t x[6] = {-100, -3, -2, 0, 3, 100}, y[6], w[6], p[8];
+	tu_ok(c, ts_eval(c, 4, (ts_tensor *[]){X, C, W, P}, (void *[]){x, y, w, p}));
+	static const int8_t want[6] = {-2, -2, -2, 0, 3, 3};
+	ck_assert(!memcmp(y, want, sizeof y));
+	ck_assert(!memcmp(w, x, sizeof w));
+	ck_assert_int_eq(p[0], -128);
+	ck_assert_int_eq(p[1], -128);
+	ck_assert(!memcmp(p + 2, x, sizeof x));
+	ts_ctx_free(c);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("mustfail_ops");
 	TCase *tc = tcase_create("mustfail_ops");
 	tcase_add_test(tc, op_stage_unknown_name);
 	tcase_add_test(tc, reductions_on_bool_named);
+	tcase_add_test(tc, integer_clip_and_pad_values);
 	tcase_add_test(tc, allocation_failures_fail_the_operator);
 	tcase_add_test(tc, op_stage_placeholder_name);
 	tcase_add_test(tc, op_stage_not_a_dependency);
