@@ -655,7 +655,15 @@ static ts_schedule *conv_blocked(kb *b, epi *ep, const gnode *n)
 	ep->T = ts_op_conv2d_nchwc(b->ctx, wd.X, W, wd.sh, wd.sw, wd.ph, wd.pw, wd.dh, wd.dw);
 	ts_tensor *Y = conv_output(ep, n);
 	ts_schedule *s = Y ? ts_create_schedule(b->ctx, 1, &Y) : NULL;
-	return s && ts_schedule_conv2d_nchwc_cpu(s, Y, &cp) == TS_OK ? s : NULL;
+	if (!s)
+		return NULL;
+	if (ts_schedule_conv2d_nchwc_cpu(s, Y, &cp) != TS_OK) {
+		if (b->k->tuned) /* the record's values: say which record */
+			ts_error_within(b->ctx, TS_ERR_INVALID, "graph_compile: node '%s': the tuning record %s",
+					n->name, b->k->tuned);
+		return NULL;
+	}
+	return s;
 }
 
 /* Depthwise convolution on NCHW[x]c: W[C, 1, KH, KW] blocked here, once,

@@ -237,7 +237,7 @@ static bool parse_params(parser *P, ts_tune_record *r)
 		if (r->nparams == TS_TUNE_MAX_PARAMS)
 			return fail(P, "field %s: too many parameters", "params");
 		if (!parse_string(P, r->pname[r->nparams], TS_TUNE_NAME, "params") || !expect(P, ':') ||
-		    !parse_int(P, &r->pval[r->nparams], 0, 1 << 20, r->pname[r->nparams]))
+		    !parse_int(P, &r->pval[r->nparams], 0, TUNE_MAX_VALUE, r->pname[r->nparams]))
 			return false;
 		skip_ws(P);
 		if (*P->p == '}')

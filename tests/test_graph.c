@@ -966,6 +966,21 @@ START_TEST(test_tuned_convolutions)
 	tu_assert_error(ctx, ts_sprintf(ctx, "%s:1: the record for conv2d", path));
 	tu_assert_error(ctx, "field tessera is '0.1'");
 	remove(path);
+	/* a record whose values the schedule refuses: the error names the
+	 * node and the record */
+	ts_tune_result bad = {.best = ts_tune_default(&task[0]), .best_ms = 1, .default_ms = 1, .trials = 1};
+	for (int i = 0; i < task[0].space.nparams; i++)
+		if (!strcmp(task[0].space.name[i], "ow_block"))
+			bad.best.v[i] = 0;
+	bad.def = bad.best;
+	tu_ok(ctx, ts_tune_log_append(ctx, path, &task[0], &bad));
+	ts_tune_log *zero = ts_tune_log_load(ctx, path);
+	tu_nonnull(ctx, zero);
+	o.tuned = zero;
+	ck_assert_ptr_null(ts_graph_compile(tg_graph(t), &o));
+	tu_assert_error(ctx, ts_sprintf(ctx, "graph_compile: node 'c1': the tuning record %s:1: "
+				       "schedule_conv2d_nchwc_cpu: parameter ow_block must be positive", path));
+	remove(path);
 	ts_graph_exec_free(e0);
 	ts_graph_exec_free(e1);
 	tg_free(t);

@@ -225,6 +225,16 @@ START_TEST(test_log_wrong_params)
 	const ts_tune_record *rec;
 	ck_assert_int_eq(ts_tune_log_lookup(ctx, log, &t, &c, &rec), TS_ERR_INVALID);
 	tu_assert_error(ctx, ":1: field params: no parameter pack (the matmul space's)");
+	/* the reader takes the values the writer writes, 0 to 4096 */
+	f = fopen(path, "w");
+	fprintf(f, "{\"tessera\": \"%s\", \"op\": \"matmul\", \"shape\": [4, 4, 4], \"dtype\": \"float32\", "
+		   "\"target\": \"llvm\", \"cpu\": \"%s\", \"features\": \"%s\", \"threads\": 1, "
+		   "\"params\": {\"mr\": 4097}, \"median_ms\": 0.01, \"default_ms\": 0.02, \"trials\": 3}\n",
+		TS_TUNE_VERSION, cpu, feat);
+	fclose(f);
+	ts_clear_error(ctx);
+	ck_assert_ptr_null(ts_tune_log_load(ctx, path));
+	tu_assert_error(ctx, ":1: field mr: 4097 is out of range (0 to 4096)");
 	unlink(path);
 	ts_ctx_free(ctx);
 }
