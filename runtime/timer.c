@@ -291,8 +291,10 @@ static size_t put_phase(char *buf, size_t cap, size_t len, const char *name, dou
 {
 	if ((ms == 0 && !always) || len >= cap)
 		return len;
-	int n = snprintf(buf + len, cap - len, "%s%s %.*f ms", len ? ", " : "", name,
-			 ms < 1 ? 2 : 1, ms);
+	/* absurd times in exponent form: every phase and the total fit buf */
+	int n = fabs(ms) < 1e9 ? snprintf(buf + len, cap - len, "%s%s %.*f ms", len ? ", " : "", name,
+					   ms < 1 ? 2 : 1, ms)
+			       : snprintf(buf + len, cap - len, "%s%s %.3g ms", len ? ", " : "", name, ms);
 	return n < 0 ? len : len + (size_t)n;
 }
 

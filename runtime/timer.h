@@ -171,7 +171,8 @@ typedef struct ts_phase_times {
 
 /* "lower 0.41 ms, llvm ir 0.83 ms, opt 12.1 ms, machine code 9.7 ms,
  * total 23.0 ms": zero phases are left out, total never is.  Below 1 ms two
- * decimals, else one.  The string lives in ctx's arena (NULL if out of
+ * decimals, else one; from 1e9 ms (and NaN, infinities) three digits with
+ * an exponent.  The string lives in ctx's arena (NULL if out of
  * memory, for a NULL ctx, and with an error for NULL times). */
 const char *ts_phase_times_str(ts_ctx *ctx, const ts_phase_times *t);
 

@@ -279,6 +279,11 @@ START_TEST(test_phase_times_str)
 	ck_assert_str_eq(ts_phase_times_str(ctx, &cuda), "lower 1.3 ms, nvrtc 180.4 ms, total 182.0 ms");
 	ts_phase_times none = {0};
 	ck_assert_str_eq(ts_phase_times_str(ctx, &none), "total 0.00 ms");
+	/* absurd values take an exponent: the total is never cut off */
+	ts_phase_times huge = {.lower_ms = 1e300, .llvm_build_ms = -1e300, .optimize_ms = NAN,
+			       .codegen_ms = INFINITY, .nvrtc_ms = 1e300, .total_ms = 1e300};
+	ck_assert_str_eq(ts_phase_times_str(ctx, &huge), "lower 1e+300 ms, llvm ir -1e+300 ms, opt nan ms, "
+			 "machine code inf ms, nvrtc 1e+300 ms, total 1e+300 ms");
 	ts_ctx_free(ctx);
 }
 END_TEST
