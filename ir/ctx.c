@@ -186,11 +186,13 @@ ts_status ts_error_within(ts_ctx *ctx, ts_status status, const char *fmt, ...)
 {
 	if (!ctx)
 		return status;
-	char prefix[ERR_SIZE];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(prefix, sizeof(prefix), fmt ? fmt : "", ap);
-	va_end(ap);
+	char prefix[ERR_SIZE] = "";
+	if (fmt) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(prefix, sizeof(prefix), fmt, ap);
+		va_end(ap);
+	}
 	pthread_mutex_lock(&ctx->lock);
 	err_slot *s = take_slot(ctx);
 	if (s && s->status != TS_OK) {
