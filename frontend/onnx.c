@@ -977,6 +977,11 @@ static bool imp_node(importer *im)
 	size_t given = n->n_input;
 	while (given > 0 && !input_name(im, given - 1))
 		given--;
+	/* a variadic operator (Concat) past the graph's inputs per node is
+	 * tessera's limit, not the model's mistake */
+	if (op->max_in == TS_GRAPH_MAX_INPUTS && given > (size_t)op->max_in)
+		return node_fail(im, TS_ERR_UNSUPPORTED, "has %zu inputs; tessera takes at most %d per node "
+				 "(TS_GRAPH_MAX_INPUTS)", given, TS_GRAPH_MAX_INPUTS);
 	if (given < (size_t)op->min_in || given > (size_t)op->max_in)
 		return node_fail(im, TS_ERR_INVALID, "takes %d to %d inputs, not %zu", op->min_in,
 				 op->max_in, given);

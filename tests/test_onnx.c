@@ -57,7 +57,7 @@ typedef struct mb {
 	TesseraOnnx__OperatorSetIdProto opset[2], *opsetp[2];
 	TesseraOnnx__GraphProto graph;
 	TesseraOnnx__NodeProto node[MB_NODES], *nodep[MB_NODES];
-	char *node_io[MB_NODES][12];
+	char *node_io[MB_NODES][24];
 	TesseraOnnx__AttributeProto attr[MB_ATTRS], *attrp[MB_ATTRS];
 	int nattr;
 	TesseraOnnx__TensorProto tensor[MB_TENSORS], *initp[MB_TENSORS];
@@ -245,9 +245,9 @@ static TesseraOnnx__NodeProto *mb_node(mb *m, const char *op, const char *name, 
 	if (name)
 		n->name = mb_str(m, name);
 	n->input = m->node_io[i];
-	n->n_input = mb_names(m, ins, n->input, 8);
+	n->n_input = mb_names(m, ins, n->input, 20);
 	n->output = m->node_io[i] + n->n_input;
-	n->n_output = mb_names(m, outs, n->output, 12 - n->n_input);
+	n->n_output = mb_names(m, outs, n->output, 24 - n->n_input);
 	n->attribute = m->attrp + m->nattr;
 	m->nodep[i] = n;
 	return n;
@@ -892,6 +892,13 @@ START_TEST(uncomputed_and_twice)
 	mb_node(m, "Relu", "r2", "y,y", "z");
 	mb_output(m, "z");
 	refused(m, "node 'r2' (op Relu): takes 1 to 1 inputs, not 2");
+	/* Concat takes any number of inputs; past tessera's 16 per node the
+	 * refusal says whose limit it is */
+	m = relu_model(13);
+	mb_node(m, "Concat", "cat", "y,y,y,y,y,y,y,y,y,y,y,y,y,y,y,y,y", "z");
+	mb_int(m, "axis", 1);
+	mb_output(m, "z");
+	refused(m, "node 'cat' (op Concat): has 17 inputs; tessera takes at most 16 per node");
 }
 END_TEST
 
