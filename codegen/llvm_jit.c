@@ -26,6 +26,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -43,6 +44,9 @@ struct cg_llvm_module {
 	cg_llvm_target target;
 	LLVMOrcThreadSafeContextRef tsc;
 	LLVMModuleRef aot; /* the optimized module, for assembly and objects */
+	/* cloning aot works in its LLVM context, which is not thread-safe:
+	 * one assembly or object emission at a time (runs need no lock) */
+	pthread_mutex_t emit_lock;
 	LLVMOrcLLJITRef jit;
 	ts_cpu_entry entry;
 	char *ir_before, *ir_after; /* LLVM messages */
@@ -352,6 +356,7 @@ cg_llvm_module *cg_llvm_compile(ts_ctx *ctx, const ts_func *f, const char *targe
 		ts_error(ctx, TS_ERR_NOMEM, "llvm(%s): out of memory", f->name);
 		return NULL;
 	}
+	pthread_mutex_init(&m->emit_lock, NULL);
 	if (compile(ctx, m, f, target)) {
 		cg_llvm_free(m);
 		return NULL;
@@ -378,6 +383,7 @@ const char *cg_llvm_ir_text(ts_ctx *ctx, const cg_llvm_module *m, bool optimized
 /* Code for the module's target into a memory buffer (assembly or object). */
 static LLVMMemoryBufferRef emit_code(ts_ctx *ctx, cg_llvm_module *m, LLVMCodeGenFileType kind)
 {
+	pthread_mutex_lock(&m->emit_lock);
 	LLVMTargetMachineRef tm = cg_llvm_target_machine(&m->target, LLVMRelocPIC,
 							 LLVMCodeModelDefault);
 	LLVMModuleRef clone = LLVMCloneModule(m->aot);
@@ -391,6 +397,7 @@ static LLVMMemoryBufferRef emit_code(ts_ctx *ctx, cg_llvm_module *m, LLVMCodeGen
 	LLVMDisposeMessage(err);
 	LLVMDisposeModule(clone);
 	LLVMDisposeTargetMachine(tm);
+	pthread_mutex_unlock(&m->emit_lock);
 	return buf;
 }
 
@@ -501,6 +508,7 @@ void cg_llvm_free(cg_llvm_module *m)
 		dlclose(m->mvec);
 	ts_sb_free(&m->header);
 	cg_llvm_target_free(&m->target);
+	pthread_mutex_destroy(&m->emit_lock);
 	free(m->name);
 	free(m);
 }

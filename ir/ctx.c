@@ -33,7 +33,7 @@ typedef struct chunk {
 
 typedef struct err_slot {
 	struct err_slot *next;
-	pthread_t owner;
+	uint64_t owner; /* thread_id() of the thread whose error it holds */
 	ts_status status; /* TS_OK: free for any thread to take */
 	char msg[ERR_SIZE];
 } err_slot;
@@ -128,12 +128,24 @@ long ts_ctx_fail_alloc_pending(ts_ctx *ctx)
 
 /* ---- errors ------------------------------------------------------------- */
 
+/* A number for the calling thread that no other thread of the process
+ * ever had: pthread_t values are reused once a thread is joined, and a
+ * new thread would see an exited one's pending error as its own. */
+static uint64_t thread_id(void)
+{
+	static atomic_uint_fast64_t next = 1;
+	static _Thread_local uint64_t id;
+	if (!id)
+		id = atomic_fetch_add(&next, 1);
+	return id;
+}
+
 /* The calling thread's slot, or NULL when it has none; under the lock. */
 static err_slot *own_slot(ts_ctx *ctx)
 {
-	pthread_t self = pthread_self();
+	uint64_t self = thread_id();
 	for (err_slot *s = ctx->slots; s; s = s->next)
-		if (s->status != TS_OK && pthread_equal(s->owner, self))
+		if (s->status != TS_OK && s->owner == self)
 			return s;
 	return NULL;
 }
@@ -155,7 +167,7 @@ static err_slot *take_slot(ts_ctx *ctx)
 		s->next = ctx->slots;
 		ctx->slots = s;
 	}
-	s->owner = pthread_self();
+	s->owner = thread_id();
 	return s;
 }
 

@@ -19,9 +19,16 @@
  * Threads: the error slot is per thread.  ts_last_error/ts_last_status/
  * ts_clear_error see only the calling thread's error, so concurrent calls
  * (ts_module_run from many threads on one module) never mix up or race on
- * messages.  The arena is guarded too, but building IR (compute, schedule,
- * lower, build) in one context from several threads at once is not
- * supported: the builders read and edit shared schedule state.
+ * messages; a thread made after another exited never sees that one's
+ * error (a thread that exits with an error pending leaves its slot, 1 KB,
+ * until the context is freed: clear it first).  The arena is guarded too,
+ * but building IR (compute, schedule, lower, build) in one context from
+ * several threads at once is not supported: the builders read and edit
+ * shared schedule state.
+ *
+ * fork(): a child may go on using tessera (the thread pool restarts in it),
+ * but not a context or graph executable that another thread of the parent
+ * was using at the fork, whose lock the child may inherit held.
  *
  * Lifetimes: a context is reference-counted.  ts_ctx_free() drops the
  * caller's reference; each module built in the context holds another, so a

@@ -236,6 +236,90 @@ START_TEST(test_error_stays_on_its_thread)
 }
 END_TEST
 
+/* A thread made after one that exited with its error pending never sees
+ * that error as its own (glibc reuses the exited thread's pthread_t). */
+typedef struct later {
+	fixture *x;
+	ts_status status;
+	char msg[256];
+} later;
+
+static void *bad_call_then_exit(void *p)
+{
+	fixture *x = p;
+	ts_array *a = ts_array_new(x->ctx, ts_float32, TS_SHAPE(7));
+	ts_module_run(x->m, 3, (ts_array *[]){a, a, a}); /* refused, not cleared */
+	ts_array_free(a);
+	return NULL;
+}
+
+static void *good_call(void *p)
+{
+	later *l = p;
+	fixture *x = l->x;
+	ts_array *a = ts_array_new(x->ctx, ts_float32, TS_SHAPE(N));
+	ts_array *b = ts_array_new(x->ctx, ts_float32, TS_SHAPE(N));
+	ts_array *c = ts_array_new(x->ctx, ts_float32, TS_SHAPE(N));
+	ts_status st = ts_module_run(x->m, 3, (ts_array *[]){a, b, c});
+	l->status = st != TS_OK ? st : ts_last_status(x->ctx);
+	snprintf(l->msg, sizeof l->msg, "%s", ts_last_error(x->ctx));
+	ts_array_free(a);
+	ts_array_free(b);
+	ts_array_free(c);
+	return NULL;
+}
+
+START_TEST(test_new_thread_inherits_no_error)
+{
+	fixture x = vadd();
+	for (int round = 0; round < 8; round++) {
+		pthread_t t;
+		ck_assert_int_eq(pthread_create(&t, NULL, bad_call_then_exit, &x), 0);
+		pthread_join(t, NULL);
+		later l = {.x = &x};
+		ck_assert_int_eq(pthread_create(&t, NULL, good_call, &l), 0);
+		pthread_join(t, NULL);
+		ck_assert_msg(l.status == TS_OK, "round %d: a new thread sees '%s'", round, l.msg);
+	}
+	ts_module_free(x.m);
+	ts_ctx_free(x.ctx);
+}
+END_TEST
+
+/* Assembly and object files of one module from several threads at once:
+ * each emission clones the module in an LLVM context that is not
+ * thread-safe (it crashed in LLVMCloneModule). */
+static const char *g_asm;
+
+static void *emit_asm(void *p)
+{
+	fixture *x = p;
+	for (int i = 0; i < 25; i++) {
+		const char *s = ts_module_source(x->m, "asm");
+		if (!s || strcmp(s, g_asm))
+			return (void *)1;
+	}
+	return NULL;
+}
+
+START_TEST(test_concurrent_assembly)
+{
+	fixture x = vadd();
+	g_asm = ts_module_source(x.m, "asm");
+	tu_nonnull(x.ctx, g_asm);
+	pthread_t t[4];
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, emit_asm, &x), 0);
+	for (int i = 0; i < 4; i++) {
+		void *r;
+		pthread_join(t[i], &r);
+		ck_assert_ptr_null(r);
+	}
+	ts_module_free(x.m);
+	ts_ctx_free(x.ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("threads_ctx");
@@ -244,6 +328,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_retain_counts);
 	tcase_add_test(tc, test_null_context);
 	tcase_add_test(tc, test_error_within);
+	tcase_add_test(tc, test_new_thread_inherits_no_error);
+	tcase_add_test(tc, test_concurrent_assembly);
 	tcase_add_test(tc, test_concurrent_errors_per_thread);
 	tcase_add_test(tc, test_error_stays_on_its_thread);
 	suite_add_tcase(s, tc);
