@@ -7,7 +7,8 @@
  * and the point of a pool is that every kernel of every compilation shares
  * the same sleeping threads instead of creating its own (OpenMP runtimes
  * are global for the same reason).  All of it lives in one struct guarded by
- * `call_lock`, which also serializes two user threads calling at once.
+ * `call_lock`; a user thread that finds it taken by another's call runs
+ * its loop serially instead of waiting (below).
  *
  * A job is published by writing (body, closure, n, nchunks) and bumping
  * `generation` under `lock`; workers spin on the generation for a short
@@ -19,7 +20,9 @@
  *
  * A thread running a chunk is marked in a thread-local flag, and a call
  * made there runs its whole range serially: nested parallelism would only
- * oversubscribe the cores, and waiting on `call_lock` would deadlock.
+ * oversubscribe the cores, and waiting on `call_lock` would deadlock.  So
+ * does a call from a user thread while another's holds the pool: waiting
+ * could deadlock too, when that call's body waits on this thread.
  *
  * Workers start lazily on the first parallel call with ts_set_num_threads'
  * count, else TESSERA_NUM_THREADS (a positive integer; larger than 1024
@@ -314,7 +317,16 @@ int32_t ts_parallel_for(int64_t n, ts_parallel_body body, void *closure)
 		return 0;
 	}
 	pool *p = &g_pool;
-	pthread_mutex_lock(&p->call_lock);
+	/* another user thread's call holds the pool: run here, serially.
+	 * Waiting would deadlock where that call's body waits on this thread
+	 * (a graph run inside a parallel body, while this thread runs the same
+	 * executable), and the cores are busy with that call anyway. */
+	if (pthread_mutex_trylock(&p->call_lock) != 0) {
+		t_in_chunk = true;
+		body(0, n, closure);
+		t_in_chunk = false;
+		return 0;
+	}
 	if (!p->started)
 		start_pool(p);
 	int nchunks = n < p->nthreads ? (int)n : p->nthreads;

@@ -21,7 +21,9 @@ typedef void (*ts_parallel_body)(int64_t begin, int64_t end, void *closure);
  * TESSERA_NUM_THREADS threads, default all cores).  Returns 0.  The calling
  * thread runs chunk 0; worker i runs the i-th of min(n, threads) near-equal
  * contiguous chunks.  n <= 0 calls nothing; a NULL body with n > 0 returns
- * -1.  Calls from two user threads run one after the other. */
+ * -1.  A call while another user thread's call has the pool runs its whole
+ * range serially in its own thread (waiting could deadlock: that call's
+ * body may be waiting on this thread). */
 int32_t ts_parallel_for(int64_t n, ts_parallel_body body, void *closure);
 
 /* Sets the number of threads used from now on (>= 1, at most 1024); returns
