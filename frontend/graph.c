@@ -664,8 +664,6 @@ static bool infer_elementwise(const infer *c, ts_gop op, int *ndim, int64_t *s)
 		return false;
 	if (op == TS_GOP_CLIP && (isnan(c->a->alpha) || isnan(c->a->beta)))
 		return fail(c, "min %g and max %g must not be NaN", c->a->alpha, c->a->beta);
-	if (op == TS_GOP_CLIP && !(c->a->alpha <= c->a->beta))
-		return fail(c, "min %g is above max %g", c->a->alpha, c->a->beta);
 	if (!binary)
 		return same_shape_as(c, 0, ndim, s);
 	return broadcast(c, arg(c, 0), arg(c, 1), ndim, s);

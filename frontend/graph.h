@@ -108,7 +108,7 @@ typedef enum ts_gop {
 	TS_GOP_EXP,
 	TS_GOP_NEG,
 	TS_GOP_GELU,          /* approximate: the tanh form */
-	TS_GOP_CLIP,          /* [lo, hi] = [alpha, beta] */
+	TS_GOP_CLIP,          /* [lo, hi] = [alpha, beta]; lo > hi: every element is hi (ONNX) */
 	TS_GOP_COUNT
 } ts_gop;
 

@@ -547,8 +547,8 @@ START_TEST(concat_elementwise_bad_attributes)
 
 	NODE_FAILS(g, "add", TS_GOP_ADD, 2, ((int[]){x, y}), NULL,
 		   "node 'add' (Add): shapes do not broadcast: x[2, 3] and y[4, 3] (dimension 0: 2 vs 4)");
-	a = attrs(), a.alpha = 2, a.beta = 1;
-	NODE_FAILS(g, "clip", TS_GOP_CLIP, 1, &x, &a, "node 'clip' (Clip): min 2 is above max 1");
+	a = attrs(), a.alpha = 2, a.beta = 1; /* min above max: ONNX's Clip gives max */
+	ck_assert_int_ge(ts_graph_node(g, "clip", TS_GOP_CLIP, 1, &x, &a), 0);
 	a.alpha = NAN;
 	NODE_FAILS(g, "clip", TS_GOP_CLIP, 1, &x, &a, "node 'clip' (Clip): min nan and max 1 must not be NaN");
 	a.alpha = -INFINITY, a.beta = NAN;
@@ -749,6 +749,27 @@ START_TEST(compile_outputs_without_nodes)
 	e = ts_graph_compile(g, NULL);
 	tu_nonnull(ctx, e);
 	run_and_check(ctx, g, e, (const float *const[]){data + 7, data, data + 1, data, data + 7});
+	ts_graph_exec_free(e);
+	ts_graph_free(g);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Clip with min above max sets every element to max, as ONNX defines it
+ * (and numpy's clip does). */
+START_TEST(compile_clip_min_above_max)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_graph *g = ts_graph_new(ctx);
+	int x = ts_graph_input(g, "x", ts_float32, TS_SHAPE(2, 3));
+	ts_gattrs a = attrs();
+	a.alpha = 2, a.beta = 1;
+	int y = ts_graph_node(g, "clip", TS_GOP_CLIP, 1, &x, &a);
+	tu_ok(ctx, ts_graph_output(g, y, "y"));
+	ts_graph_exec *e = ts_graph_compile(g, NULL);
+	tu_nonnull(ctx, e);
+	static const float ones[6] = {1, 1, 1, 1, 1, 1};
+	run_and_check(ctx, g, e, (const float *const[]){ones});
 	ts_graph_exec_free(e);
 	ts_graph_free(g);
 	ts_ctx_free(ctx);
@@ -1116,6 +1137,7 @@ int main(void)
 	TCase *tc = tcase_create("mustfail_graph");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, gop_names_out_of_range);
+	tcase_add_test(tc, compile_clip_min_above_max);
 	TCase *slow = tcase_create("allocation_failures");
 	tcase_set_timeout(slow, 900);
 	tcase_add_test(slow, compile_allocation_failures);
