@@ -745,15 +745,19 @@ static bool imp_reshape(importer *im, ts_gattrs *a, int *nin)
 	int64_t allowzero = 0;
 	if (!get_int(im, "allowzero", &allowzero))
 		return false;
-	if (allowzero)
-		return node_fail(im, TS_ERR_UNSUPPORTED,
-				 "allowzero=1 is not supported (a 0 in the shape copies the input's extent)");
 	const onnx_data *d = input_data(im, 1, "shape", DT_INT64);
 	if (!d)
 		return false;
 	if (d->ndim != 1 || d->numel < 1 || d->numel > TS_GRAPH_MAX_DIMS)
 		return node_fail(im, TS_ERR_UNSUPPORTED, "its shape '%s' has %lld entries; tessera reshapes to 1..%d dimensions",
 				 input_name(im, 1), (long long)d->numel, TS_GRAPH_MAX_DIMS);
+	/* allowzero=1 differs only where the shape holds a 0: an empty
+	 * dimension then, not the input's extent */
+	for (int64_t i = 0; allowzero && i < d->numel; i++)
+		if (((const int64_t *)d->data)[i] == 0)
+			return node_fail(im, TS_ERR_UNSUPPORTED,
+					 "allowzero=1 with a 0 in the shape makes an empty dimension; tessera has no "
+					 "empty tensors");
 	a->nshape = (int)d->numel;
 	memcpy(a->shape, d->data, (size_t)d->numel * sizeof(int64_t));
 	*nin = 1;

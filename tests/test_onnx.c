@@ -1075,12 +1075,24 @@ END_TEST
 
 START_TEST(reshape_attributes)
 {
-	static const int64_t target[2] = {2, 2};
+	static const int64_t target[2] = {2, 2}, zero[2] = {0, 2};
+	/* allowzero=1 means the same as 0 for a shape without a 0 */
 	mb *m = relu_model(13);
 	mb_init_i64(m, "shape", 2, target);
 	mb_node(m, "Reshape", "rs", "y,shape", "z");
 	mb_int(m, "allowzero", 1);
-	refused(m, "node 'rs' (op Reshape): allowzero=1 is not supported");
+	mb_output(m, "z");
+	ts_ctx *ctx = ts_ctx_new();
+	ts_graph *g = mb_load(ctx, m);
+	tu_nonnull(ctx, g);
+	assert_shape(g, ts_graph_output_value(g, 1), 2, target);
+	ts_graph_free(g);
+	ts_ctx_free(ctx);
+	m = relu_model(13);
+	mb_init_i64(m, "shape", 2, zero);
+	mb_node(m, "Reshape", "rs", "y,shape", "z");
+	mb_int(m, "allowzero", 1);
+	refused(m, "node 'rs' (op Reshape): allowzero=1 with a 0 in the shape makes an empty dimension");
 	m = relu_model(13);
 	mb_node(m, "Reshape", "rs", "y,x", "z");
 	refused(m, "node 'rs' (op Reshape): its shape 'x' is computed by the graph");
