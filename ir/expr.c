@@ -277,12 +277,14 @@ static ts_expr *node(ts_ctx *ctx, ir_expr_kind k, ts_dtype t, int below, int64_t
 	return e;
 }
 
+static const char foreign_msg[] =
+	"belongs to another context (an expression is used only with the context that made it)";
+
 bool ir_expr_owned(ts_ctx *ctx, const char *what, const char *which, const ts_expr *e)
 {
 	if (!e || e->ctx == ctx)
 		return true;
-	ts_error(ctx, TS_ERR_INVALID, "%s: %s belongs to another context (an expression is used "
-		 "only with the context that made it)", what, which);
+	ts_error(ctx, TS_ERR_INVALID, "%s: %s %s", what, which, foreign_msg);
 	return false;
 }
 
@@ -548,7 +550,7 @@ ts_expr *ts_not(ts_ctx *ctx, ts_expr *a)
 		return NULL;
 	if (!a)
 		return null_operand(ctx, "not", "operand");
-	if (!ir_expr_owned(ctx, "not", "operand", a))
+	if (!ir_expr_owned(ctx, "not", "the operand", a))
 		return NULL;
 	if (!ts_dtype_is_bool(a->dtype)) {
 		char t[24];
@@ -713,8 +715,7 @@ static bool check_index(ts_ctx *ctx, const char *what, const char *name, int dim
 		return false;
 	}
 	if (ix->ctx != ctx) {
-		ts_error(ctx, TS_ERR_INVALID, "%s %s: index %d belongs to another context (an expression "
-			 "is used only with the context that made it)", what, name, dim);
+		ts_error(ctx, TS_ERR_INVALID, "%s %s: index %d %s", what, name, dim, foreign_msg);
 		return false;
 	}
 	if (!ts_dtype_is_int(ix->dtype) || ix->dtype.lanes != 1) {
