@@ -1148,15 +1148,17 @@ static ts_status finish(kb *b, ts_schedule *s, ts_tensor *Y)
 	xkernel *k = b->k;
 	ts_graph_exec *e = b->e;
 	/* an error recorded while building (an allocation that failed inside
-	 * an expression, the kernel's key) fails the kernel even with a
-	 * schedule: ts_lower clears errors on entry, and would build what was
-	 * left */
+	 * an expression, or in the kernel's key, which would then match
+	 * another kernel's) fails the kernel even with a schedule: ts_lower
+	 * clears errors on entry, and would build what was left */
+	if (s) {
+		key(b, "->");
+		key_shape(b, b->pndim, b->pshape);
+	}
 	if (ts_last_status(b->ctx) != TS_OK)
 		return ts_last_status(b->ctx);
 	if (!s)
 		return ts_error(b->ctx, TS_ERR_INTERNAL, "graph_compile: kernel %s failed", k->desc);
-	key(b, "->");
-	key_shape(b, b->pndim, b->pshape);
 	k->key = b->key ? b->key : "";
 	/* the output is the last argument */
 	int i = k->nargs++;
