@@ -10,7 +10,9 @@
  *
  * Buffers are dense and row-major; the code assumes they do not overlap and
  * are 64-byte aligned (ts_array_new guarantees the alignment, and
- * ts_module_run checks both through ts_check_args).  It returns 0.
+ * ts_module_run checks both through ts_check_args), except the size
+ * variables' values (the last argument of a function over size variables:
+ * int64_t[nsizes], aligned as any int64 array).  It returns 0.
  *
  * Targets are strings: "llvm" (the host: its CPU name and features, so
  * AVX-512 is used where present), optionally followed by -mcpu=NAME,

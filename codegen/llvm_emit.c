@@ -1054,11 +1054,16 @@ static LLVMValueRef inner_function(emitter *em, const char *name, LLVMTypeRef re
 }
 
 /* Buffers do not overlap and are 64-byte aligned: parameters by the
- * contract of llvm.h, local buffers by st_allocate. */
+ * contract of llvm.h, local buffers by st_allocate.  The size variables'
+ * values (the last parameter of a function that has them) are a plain
+ * int64 array of the caller's, aligned as int64 only: a wide load of them
+ * assumed 64 faulted. */
 static void buffer_param(emitter *em, LLVMValueRef fn, unsigned i, const ts_buffer *b)
 {
+	const ts_func *f = em->f;
+	bool sizes = f->nsizes > 0 && b == f->params[f->nparams - 1];
 	add_attr(em, fn, i + 1, "noalias", 0);
-	add_attr(em, fn, i + 1, "align", 64);
+	add_attr(em, fn, i + 1, "align", sizes ? 8 : 64);
 	LLVMSetValueName2(LLVMGetParam(fn, i), b->name, strlen(b->name));
 }
 

@@ -9,6 +9,7 @@
  */
 #include "testutil.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "interp.h"
@@ -313,6 +314,61 @@ START_TEST(test_size_in_body)
 }
 END_TEST
 
+/* The size variables' values reach the kernel as a plain int64 array of
+ * the caller's, 8-byte aligned: with four variables, a batch matmul's
+ * entry read them with one 32-byte load that assumed 64-byte alignment,
+ * and faulted when ts_module_run's frame put the array at 16 mod 32.
+ * Calls from frames of several depths put it at every alignment. */
+static ts_status run_at_depth(ts_module *m, ts_array **args, int pad)
+{
+	volatile char *p = __builtin_alloca((size_t)pad);
+	p[0] = 0;
+	return ts_module_run(m, 3, args);
+}
+
+START_TEST(test_sizes_any_alignment)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	int64_t b = ts_size_var(ctx, "b", 4), mv = ts_size_var(ctx, "m", 64);
+	int64_t n = ts_size_var(ctx, "n", 64), k = ts_size_var(ctx, "k", 64);
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(b, mv, k), ts_float32);
+	ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(b, k, n), ts_float32);
+	ts_tensor *C = ts_op_batch_matmul(ctx, A, B, false, false);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	tu_ok(ctx, ts_schedule_batch_matmul_cpu(s, C, NULL));
+	ts_func *f = ts_lower(s, "bmm", 3, (ts_tensor *[]){A, B, C});
+	tu_nonnull(ctx, f);
+	ts_module *m = ts_build(ctx, f, "llvm");
+	tu_nonnull(ctx, m);
+	ts_array *args[3] = {ts_array_new(ctx, ts_float32, TS_SHAPE(2, 3, 5)),
+			     ts_array_new(ctx, ts_float32, TS_SHAPE(2, 5, 7)),
+			     ts_array_new(ctx, ts_float32, TS_SHAPE(2, 3, 7))};
+	ts_array *want = ts_array_new(ctx, ts_float32, TS_SHAPE(2, 3, 7));
+	ts_array_fill_random(args[0], 1, -1, 1);
+	ts_array_fill_random(args[1], 2, -1, 1);
+	const float *a = args[0]->data, *bb = args[1]->data;
+	float *w = want->data;
+	for (int q = 0; q < 2; q++)
+		for (int i = 0; i < 3; i++)
+			for (int j = 0; j < 7; j++) {
+				float acc = 0;
+				for (int r = 0; r < 5; r++)
+					acc += a[(q * 3 + i) * 5 + r] * bb[(q * 5 + r) * 7 + j];
+				w[(q * 3 + i) * 7 + j] = acc;
+			}
+	for (int pad = 8; pad <= 64; pad += 8) {
+		ts_array_fill_random(args[2], 3, 100, 200);
+		tu_ok(ctx, run_at_depth(m, args, pad));
+		const float *c = args[2]->data;
+		for (int e = 0; e < 42; e++)
+			ck_assert_msg(fabsf(c[e] - w[e]) <= 1e-5f, "pad %d, element %d: %g, want %g", pad, e, c[e],
+				      w[e]);
+	}
+	ts_module_free(m);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("symbolic");
@@ -325,6 +381,7 @@ int main(void)
 	tcase_add_test(tc, test_specialize);
 	tcase_add_test(tc, test_printing);
 	tcase_add_test(tc, test_size_in_body);
+	tcase_add_test(tc, test_sizes_any_alignment);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
