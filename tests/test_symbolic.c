@@ -364,6 +364,9 @@ START_TEST(test_sizes_any_alignment)
 			ck_assert_msg(fabsf(c[e] - w[e]) <= 1e-5f, "pad %d, element %d: %g, want %g", pad, e, c[e],
 				      w[e]);
 	}
+	for (int i = 0; i < 3; i++)
+		ts_array_free(args[i]);
+	ts_array_free(want);
 	ts_module_free(m);
 	ts_ctx_free(ctx);
 }
