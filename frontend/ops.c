@@ -260,7 +260,7 @@ ts_tensor *ts_op_clip(ts_ctx *ctx, ts_tensor *X, double lo, double hi)
 	/* an integer dtype clips to the integers inside [lo, hi], which must
 	 * hold one of its values (converting the bounds would move them out) */
 	double min, top;
-	if (fe_int_range(X->dtype, &min, &top)) {
+	if (ir_int_range(X->dtype, &min, &top)) {
 		double l = ceil(lo), h = floor(hi);
 		if (l > h || l >= top || h < min) {
 			char b[24];
@@ -320,11 +320,8 @@ static ts_tensor *pool_reduce(ts_ctx *ctx, const char *name, ts_tensor *P, const
 /* The lowest value of t: -infinity for floats, the minimum for integers. */
 static double lowest(ts_dtype t)
 {
-	if (ts_dtype_is_float(t))
-		return -INFINITY;
-	if (t.code == TS_TYPE_INT)
-		return -ldexp(1.0, t.bits - 1);
-	return 0;
+	double lo, top;
+	return ir_int_range(t, &lo, &top) ? lo : -INFINITY;
 }
 
 ts_tensor *ts_op_max_pool2d(ts_ctx *ctx, ts_tensor *X, int kernel_h, int kernel_w,
@@ -437,8 +434,8 @@ ts_tensor *ts_op_softmax(ts_ctx *ctx, ts_tensor *X)
 
 /* ---- layer normalization ------------------------------------------------------------ */
 
-/* The per-row operands of layer_norm's stages (rows of extent n). */
-/* M is the mean of each row less its first element, x0: a float sum of
+/* The per-row operands of layer_norm's stages (rows of extent n).  M is
+ * the mean of each row less its first element, x0: a float sum of
  * x * (1/n) over values far from zero (300 +- 1) loses their spread to
  * rounding (1e-4 of the result, where the shifted sum keeps 1e-7), and
  * the variance and the output take x - x0 - M, which is as exact. */
@@ -550,8 +547,9 @@ ts_tensor *ts_op_layer_norm(ts_ctx *ctx, ts_tensor *X, ts_tensor *gamma, ts_tens
 {
 	if (!norm_check(ctx, X, gamma, beta, epsilon))
 		return NULL;
-	norm_arg a = {.X = X->dim_var[X->ndim - 1] ? NULL : X, .gamma = gamma, .beta = beta, .inv_n = inverse_last(ctx, X),
-		      .eps = ts_make_const(ctx, X->dtype, epsilon), .nd = X->ndim};
+	norm_arg a = {.X = X->dim_var[X->ndim - 1] ? NULL : X, .gamma = gamma, .beta = beta,
+		      .inv_n = inverse_last(ctx, X), .eps = ts_make_const(ctx, X->dtype, epsilon),
+		      .nd = X->ndim};
 	if (!a.inv_n || !a.eps)
 		return NULL;
 	a.M = reduce_last(ctx, "layer_norm_mean", X, TS_REDUCE_SUM, mean_fn, &a);

@@ -7,6 +7,8 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "arith.h"
+
 const char *fe_shape_str(ts_ctx *ctx, const ts_tensor *t)
 {
 	char buf[256];
@@ -253,22 +255,11 @@ static bool check_pads(ts_ctx *ctx, const ts_tensor *X, const int64_t *pb, const
 	return true;
 }
 
-bool fe_int_range(ts_dtype t, double *lo, double *top)
-{
-	if (ts_dtype_is_float(t))
-		return false;
-	int bits = ts_dtype_is_bool(t) ? 1 : t.bits;
-	bool sign = t.code == TS_TYPE_INT;
-	*lo = sign ? -ldexp(1.0, bits - 1) : 0;
-	*top = ldexp(1.0, sign ? bits - 1 : bits);
-	return true;
-}
-
 /* Whether v is one of dtype t's values exactly (a float dtype takes any). */
 static bool value_fits(ts_dtype t, double v)
 {
 	double lo, top;
-	return !fe_int_range(t, &lo, &top) || (v == trunc(v) && v >= lo && v < top);
+	return !ir_int_range(t, &lo, &top) || (v == trunc(v) && v >= lo && v < top);
 }
 
 ts_tensor *ts_op_pad(ts_ctx *ctx, ts_tensor *X, const int64_t *pad_before,

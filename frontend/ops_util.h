@@ -27,9 +27,6 @@ bool fe_check_constant(ts_ctx *ctx, const char *op, const ts_tensor *t);
 bool fe_check_inputs(ts_ctx *ctx, const char *op, int n, ts_tensor *const *ts);
 bool fe_check_ndim(ts_ctx *ctx, const char *op, const ts_tensor *t, int ndim);
 bool fe_check_same_dtype(ts_ctx *ctx, const char *op, const ts_tensor *a, const ts_tensor *b);
-/* The values of integer (or bool) dtype t: [*lo, *top), exact in double;
- * false for a float dtype. */
-bool fe_int_range(ts_dtype t, double *lo, double *top);
 /* Refuses bool: the operators that multiply, add or compare their
  * elements name themselves, not the expression builder's mul or max. */
 bool fe_check_numeric(ts_ctx *ctx, const char *op, const ts_tensor *t);

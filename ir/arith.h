@@ -100,6 +100,10 @@ int64_t ir_wrap_int(ts_dtype t, int64_t v);
  * negative values of unsigned t), the rest truncates toward zero; bool is
  * v != 0.  Returned in ir_wrap_int's stored form; 0 for a non-integer t. */
 int64_t ir_float_to_int(ts_dtype t, double v);
+/* The values of integer (or bool) dtype t as doubles: [*lo, *top), both
+ * exact (0 or powers of two); false, touching neither, for a float or
+ * handle dtype. */
+bool ir_int_range(ts_dtype t, double *lo, double *top);
 /* ir.h's float min (max when `max`), the one every evaluator, the folder
  * and the C emitter's helper share: a NaN operand is ignored (either
  * operand's NaN; both NaN gives NaN), and equal operands (+0 and -0) give

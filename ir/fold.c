@@ -228,6 +228,16 @@ int64_t ir_float_to_int(ts_dtype t, double v)
 	return (int64_t)w;
 }
 
+bool ir_int_range(ts_dtype t, double *lo, double *top)
+{
+	if (!ts_dtype_is_valid(t) || ts_dtype_is_float(t) || t.code == TS_TYPE_HANDLE)
+		return false;
+	ir_ival r = ir_dtype_ival(t);
+	*lo = (double)r.lo;
+	*top = (double)(r.hi + 1);
+	return true;
+}
+
 static ts_expr *fold_cast(ts_ctx *ctx, ts_expr *e)
 {
 	ts_expr *a = e->u.un.a;
