@@ -306,37 +306,39 @@ static void stop_pool(pool *p)
 
 /* ---- the API ------------------------------------------------------------- */
 
+/* The whole range on the calling thread, marked as in a chunk so that
+ * calls nested in it run serially too. */
+static void run_serially(int64_t n, ts_parallel_body body, void *closure)
+{
+	bool outer = t_in_chunk;
+	t_in_chunk = true;
+	body(0, n, closure);
+	t_in_chunk = outer;
+}
+
 int32_t ts_parallel_for(int64_t n, ts_parallel_body body, void *closure)
 {
 	if (n <= 0)
 		return 0;
 	if (!body)
 		return -1;
-	if (t_in_chunk) {
-		body(0, n, closure);
-		return 0;
-	}
 	pool *p = &g_pool;
-	/* another user thread's call holds the pool: run here, serially.
-	 * Waiting would deadlock where that call's body waits on this thread
-	 * (a graph run inside a parallel body, while this thread runs the same
-	 * executable), and the cores are busy with that call anyway. */
-	if (pthread_mutex_trylock(&p->call_lock) != 0) {
-		t_in_chunk = true;
-		body(0, n, closure);
-		t_in_chunk = false;
+	/* inside a chunk, or another user thread's call holds the pool: run
+	 * here, serially.  Waiting would deadlock where that call's body waits
+	 * on this thread (a graph run inside a parallel body, while this
+	 * thread runs the same executable), and the cores are busy with that
+	 * call anyway. */
+	if (t_in_chunk || pthread_mutex_trylock(&p->call_lock) != 0) {
+		run_serially(n, body, closure);
 		return 0;
 	}
 	if (!p->started)
 		start_pool(p);
 	int nchunks = n < p->nthreads ? (int)n : p->nthreads;
-	if (nchunks <= 1) {
-		t_in_chunk = true;
-		body(0, n, closure);
-		t_in_chunk = false;
-	} else {
+	if (nchunks <= 1)
+		run_serially(n, body, closure);
+	else
 		dispatch(p, n, nchunks, body, closure);
-	}
 	pthread_mutex_unlock(&p->call_lock);
 	return 0;
 }
