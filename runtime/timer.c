@@ -292,9 +292,12 @@ static size_t put_phase(char *buf, size_t cap, size_t len, const char *name, dou
 	if ((ms == 0 && !always) || len >= cap)
 		return len;
 	/* absurd times in exponent form: every phase and the total fit buf */
-	int n = fabs(ms) < 1e9 ? snprintf(buf + len, cap - len, "%s%s %.*f ms", len ? ", " : "", name,
-					   ms < 1 ? 2 : 1, ms)
-			       : snprintf(buf + len, cap - len, "%s%s %.3g ms", len ? ", " : "", name, ms);
+	char num[32];
+	if (fabs(ms) < 1e9)
+		snprintf(num, sizeof num, "%.*f", ms < 1 ? 2 : 1, ms);
+	else
+		snprintf(num, sizeof num, "%.3g", ms);
+	int n = snprintf(buf + len, cap - len, "%s%s %s ms", len ? ", " : "", name, num);
 	return n < 0 ? len : len + (size_t)n;
 }
 
