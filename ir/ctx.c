@@ -208,15 +208,11 @@ ts_status ts_error_within(ts_ctx *ctx, ts_status status, const char *fmt, ...)
 	pthread_mutex_lock(&ctx->lock);
 	err_slot *s = take_slot(ctx);
 	if (s && s->status != TS_OK) {
-		char old[ERR_SIZE];
-		memcpy(old, s->msg, sizeof(old));
-		/* prefix, ": ", old, cut at the slot's size */
-		size_t n = 0;
-		const char *parts[3] = {prefix, ": ", old};
-		for (int i = 0; i < 3; i++)
-			for (const char *c = parts[i]; *c && n + 1 < sizeof(s->msg); c++)
-				s->msg[n++] = *c;
-		s->msg[n] = '\0';
+		/* room for both whole, then cut at the slot's size */
+		char both[2 * ERR_SIZE + 2];
+		snprintf(both, sizeof(both), "%s: %s", prefix, s->msg);
+		memcpy(s->msg, both, sizeof(s->msg) - 1);
+		s->msg[sizeof(s->msg) - 1] = '\0';
 		status = s->status;
 	} else if (s && status != TS_OK) {
 		memcpy(s->msg, prefix, sizeof(s->msg));
