@@ -22,7 +22,9 @@
  * made there runs its whole range serially: nested parallelism would only
  * oversubscribe the cores, and waiting on `call_lock` would deadlock.  So
  * does a call from a user thread while another's holds the pool: waiting
- * could deadlock too, when that call's body waits on this thread.
+ * could deadlock too, when that call's body waits on this thread.  For the
+ * same reason ts_set_num_threads and ts_threadpool_shutdown never wait for
+ * another thread's call: they leave the change to it (apply_pending).
  *
  * Workers start lazily on the first parallel call with ts_set_num_threads'
  * count, else TESSERA_NUM_THREADS (a positive integer; larger than 1024
@@ -60,7 +62,10 @@ typedef struct pool {
 	pthread_mutex_t lock;      /* guards the sleeps on wake and done */
 	pthread_cond_t wake;       /* workers: a new generation, or stop */
 	pthread_cond_t done;       /* the caller: pending reached zero */
-	int requested;             /* ts_set_num_threads' count; 0: default */
+	atomic_int requested;      /* ts_set_num_threads' count; 0: default */
+	/* a resize or shutdown asked for while another thread held call_lock,
+	 * applied by the holder before it lets go (see apply_pending) */
+	atomic_bool resize_pending, stop_pending;
 	bool started;
 	int nthreads;              /* caller + workers, once started */
 	int nworkers;
@@ -124,11 +129,16 @@ static int default_threads(bool report)
 	return n;
 }
 
-static int wanted_threads(const pool *p, bool report)
+/* The count the pool starts with next. */
+static int configured_threads(pool *p, bool report)
 {
-	if (p->started)
-		return p->nthreads;
-	return p->requested > 0 ? p->requested : default_threads(report);
+	int r = atomic_load(&p->requested);
+	return r > 0 ? r : default_threads(report);
+}
+
+static int wanted_threads(pool *p, bool report)
+{
+	return p->started ? p->nthreads : configured_threads(p, report);
 }
 
 /* ---- one job ------------------------------------------------------------- */
@@ -256,6 +266,8 @@ static void atfork_child(void)
 	atomic_store(&p->pending, 0);
 	atomic_store(&p->stop, false);
 	atomic_store(&p->count, 0);
+	atomic_store(&p->resize_pending, false);
+	atomic_store(&p->stop_pending, false);
 }
 
 static void register_atfork(void)
@@ -304,6 +316,41 @@ static void stop_pool(pool *p)
 	atomic_store(&p->count, 0);
 }
 
+/* Carries out a resize or shutdown asked for while another thread held
+ * call_lock; call with call_lock held and no job running. */
+static void apply_pending(pool *p)
+{
+	bool stop = atomic_exchange(&p->stop_pending, false);
+	bool resize = atomic_exchange(&p->resize_pending, false);
+	if (stop || (resize && p->started && configured_threads(p, false) != p->nthreads))
+		stop_pool(p);
+}
+
+static bool anything_pending(pool *p)
+{
+	return atomic_load(&p->stop_pending) || atomic_load(&p->resize_pending);
+}
+
+/* Releases call_lock, first carrying out what is pending.  A request made
+ * just before the unlock is seen by the check after it; one made after
+ * finds the lock free and carries itself out (request_change). */
+static void unlock_applying(pool *p)
+{
+	do {
+		apply_pending(p);
+		pthread_mutex_unlock(&p->call_lock);
+	} while (anything_pending(p) && pthread_mutex_trylock(&p->call_lock) == 0);
+}
+
+/* Raises a request flag and carries it out now if the pool is free; else
+ * the thread holding it will, before it lets go. */
+static void request_change(pool *p, atomic_bool *flag)
+{
+	atomic_store(flag, true);
+	if (pthread_mutex_trylock(&p->call_lock) == 0)
+		unlock_applying(p);
+}
+
 /* ---- the API ------------------------------------------------------------- */
 
 /* The whole range on the calling thread, marked as in a chunk so that
@@ -332,6 +379,7 @@ int32_t ts_parallel_for(int64_t n, ts_parallel_body body, void *closure)
 		run_serially(n, body, closure);
 		return 0;
 	}
+	apply_pending(p);
 	if (!p->started)
 		start_pool(p);
 	int nchunks = n < p->nthreads ? (int)n : p->nthreads;
@@ -339,19 +387,20 @@ int32_t ts_parallel_for(int64_t n, ts_parallel_body body, void *closure)
 		run_serially(n, body, closure);
 	else
 		dispatch(p, n, nchunks, body, closure);
-	pthread_mutex_unlock(&p->call_lock);
+	unlock_applying(p);
 	return 0;
 }
 
+/* None of the three below waits for another thread's parallel call: its
+ * body may be waiting on this thread.  A resize or shutdown that finds the
+ * pool taken is left to that call, which carries it out before it returns. */
 int ts_num_threads(void)
 {
-	if (t_in_chunk)
-		return atomic_load(&g_pool.count);
 	pool *p = &g_pool;
-	pthread_mutex_lock(&p->call_lock);
-	int n = wanted_threads(p, false);
-	pthread_mutex_unlock(&p->call_lock);
-	return n;
+	int running = atomic_load(&p->count);
+	if (t_in_chunk || (running > 0 && !atomic_load(&p->resize_pending)))
+		return running;
+	return configured_threads(p, false);
 }
 
 int ts_set_num_threads(int n)
@@ -359,13 +408,9 @@ int ts_set_num_threads(int n)
 	if (t_in_chunk)
 		return atomic_load(&g_pool.count);
 	pool *p = &g_pool;
-	pthread_mutex_lock(&p->call_lock);
-	int prev = wanted_threads(p, false);
-	p->requested = n > 0 ? clamp_threads(n) : 0;
-	int next = n > 0 ? p->requested : default_threads(false);
-	if (p->started && next != p->nthreads)
-		stop_pool(p);
-	pthread_mutex_unlock(&p->call_lock);
+	int prev = ts_num_threads();
+	atomic_store(&p->requested, n > 0 ? clamp_threads(n) : 0);
+	request_change(p, &p->resize_pending);
 	return prev;
 }
 
@@ -373,8 +418,5 @@ void ts_threadpool_shutdown(void)
 {
 	if (t_in_chunk)
 		return;
-	pool *p = &g_pool;
-	pthread_mutex_lock(&p->call_lock);
-	stop_pool(p);
-	pthread_mutex_unlock(&p->call_lock);
+	request_change(&g_pool, &g_pool.stop_pending);
 }

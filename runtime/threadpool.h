@@ -31,10 +31,14 @@ int32_t ts_parallel_for(int64_t n, ts_parallel_body body, void *closure);
  * else all cores), read again when the pool next starts.  A running pool of
  * another size is joined and restarts on next use.  ts_num_threads() reports
  * the current count (what the pool has, or will start with).  Both calls,
- * and ts_threadpool_shutdown, do nothing from inside a parallel body. */
+ * and ts_threadpool_shutdown, do nothing from inside a parallel body.  None
+ * of the three waits for another thread's parallel call (its body may be
+ * waiting on this thread): a resize or shutdown that finds the pool busy
+ * is carried out by that call before it returns. */
 int ts_set_num_threads(int n);
 int ts_num_threads(void);
-/* Stops and joins the workers (they restart on next use). */
+/* Stops and joins the workers (they restart on next use); while another
+ * thread's parallel call runs, that call does so when it ends. */
 void ts_threadpool_shutdown(void);
 
 #ifdef __cplusplus

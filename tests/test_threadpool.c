@@ -381,6 +381,61 @@ START_TEST(test_busy_pool_runs_caller_serially)
 }
 END_TEST
 
+/* The pool calls from a thread that a running parallel body waits on must
+ * not wait for that call: asking the size, resizing and shutting down all
+ * return at once, and the call carries out the resize and shutdown when it
+ * ends.  The body gives up after 10 s, so a regression fails, not hangs. */
+typedef struct asker {
+	atomic_int started, answered;
+	int seen_threads, prev_threads;
+} asker;
+
+static asker g_asker;
+
+static void *asker_main(void *arg)
+{
+	asker *a = arg;
+	while (!atomic_load(&a->started))
+		sched_yield();
+	a->seen_threads = ts_num_threads();
+	a->prev_threads = ts_set_num_threads(3);
+	ts_threadpool_shutdown();
+	atomic_store(&a->answered, 1);
+	return NULL;
+}
+
+static void waits_on_asker(int64_t begin, int64_t end, void *closure)
+{
+	asker *a = closure;
+	(void)end;
+	if (begin != 0)
+		return;
+	atomic_store(&a->started, 1);
+	for (int i = 0; i < 10000 && !atomic_load(&a->answered); i++)
+		usleep(1000);
+}
+
+START_TEST(test_pool_calls_never_wait_on_a_busy_pool)
+{
+	ts_set_num_threads(2);
+	asker *a = &g_asker;
+	atomic_store(&a->started, 0);
+	atomic_store(&a->answered, 0);
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, asker_main, a), 0);
+	ck_assert_int_eq(ts_parallel_for(2, waits_on_asker, a), 0);
+	ck_assert_msg(atomic_load(&a->answered), "ts_num_threads/ts_set_num_threads/ts_threadpool_shutdown "
+		"waited for the parallel call their thread was blocking");
+	pthread_join(t, NULL);
+	ck_assert_int_eq(a->seen_threads, 2);
+	ck_assert_int_eq(a->prev_threads, 2);
+	/* the resize took effect: the pool restarts with three threads */
+	ck_assert_int_eq(ts_num_threads(), 3);
+	run_cover(1000, 3);
+	ts_threadpool_shutdown();
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("threadpool");
@@ -394,6 +449,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_shutdown_then_reuse);
 	tcase_add_test(tc, test_concurrent_callers);
 	tcase_add_test(tc, test_busy_pool_runs_caller_serially);
+	tcase_add_test(tc, test_pool_calls_never_wait_on_a_busy_pool);
 	suite_add_tcase(s, tc);
 	return s;
 }
