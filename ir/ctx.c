@@ -10,8 +10,9 @@
  * ts_module_run on many threads).  One mutex guards the arena and the error
  * slots; each thread has its own error slot, so that a failed call on one
  * thread never overwrites or reads another thread's message.  A slot whose
- * error was cleared is handed to the next thread that needs one, which
- * bounds the slots by the number of threads with an error pending.
+ * error was cleared, or whose thread has exited, is handed to the next
+ * thread that needs one, which bounds the slots by the number of live
+ * threads with an error pending.
  */
 #include "ctx.h"
 
@@ -31,9 +32,18 @@ typedef struct chunk {
 	_Alignas(16) unsigned char data[];
 } chunk;
 
+/* One per thread that has recorded an error, shared by every slot that
+ * holds that thread's error: pthread_t values are reused once a thread is
+ * joined, and a new thread must not see an exited one's error as its own,
+ * nor may the exited one's slot stay taken for the context's life. */
+typedef struct thread_token {
+	atomic_int refs;    /* the thread while it runs, and each slot */
+	atomic_bool alive;  /* cleared when the thread exits */
+} thread_token;
+
 typedef struct err_slot {
 	struct err_slot *next;
-	uint64_t owner; /* thread_id() of the thread whose error it holds */
+	thread_token *owner; /* the thread whose error it holds; NULL: none */
 	ts_status status; /* TS_OK: free for any thread to take */
 	char msg[ERR_SIZE];
 } err_slot;
@@ -54,6 +64,8 @@ struct ts_ctx {
 	atomic_int nsize_vars;
 	int size_tag; /* in every size-variable handle of this context */
 };
+
+static void token_release(thread_token *t);
 
 /* What a NULL context reports: every call on one is an error, not a crash. */
 static const char null_ctx_msg[] = "tessera: the context is NULL";
@@ -95,6 +107,7 @@ static void destroy(ts_ctx *ctx)
 	}
 	for (err_slot *s = ctx->slots, *next; s; s = next) {
 		next = s->next;
+		token_release(s->owner);
 		free(s);
 	}
 	pthread_mutex_destroy(&ctx->lock);
@@ -128,37 +141,79 @@ long ts_ctx_fail_alloc_pending(ts_ctx *ctx)
 
 /* ---- errors ------------------------------------------------------------- */
 
-/* A number for the calling thread that no other thread of the process
- * ever had: pthread_t values are reused once a thread is joined, and a
- * new thread would see an exited one's pending error as its own. */
-static uint64_t thread_id(void)
+static pthread_key_t g_token_key;
+static pthread_once_t g_token_once = PTHREAD_ONCE_INIT;
+static bool g_token_key_ok;
+static _Thread_local thread_token *t_token;
+
+static void token_release(thread_token *t)
 {
-	static atomic_uint_fast64_t next = 1;
-	static _Thread_local uint64_t id;
-	if (!id)
-		id = atomic_fetch_add(&next, 1);
-	return id;
+	if (t && atomic_fetch_sub(&t->refs, 1) == 1)
+		free(t);
+}
+
+static void token_thread_exit(void *p)
+{
+	thread_token *t = p;
+	atomic_store(&t->alive, false);
+	token_release(t);
+}
+
+static void token_key_create(void)
+{
+	g_token_key_ok = pthread_key_create(&g_token_key, token_thread_exit) == 0;
+}
+
+/* The calling thread's token, made on its first error; NULL when malloc
+ * fails (the error then goes unrecorded, as when a slot cannot be made). */
+static thread_token *self_token(void)
+{
+	if (t_token)
+		return t_token;
+	pthread_once(&g_token_once, token_key_create);
+	thread_token *t = malloc(sizeof(*t));
+	if (!t)
+		return NULL;
+	atomic_init(&t->refs, 1);
+	atomic_init(&t->alive, true);
+	/* Without the key the token outlives the thread: its slots are then
+	 * only reused once cleared, as if the thread still ran. */
+	if (g_token_key_ok && pthread_setspecific(g_token_key, t) != 0)
+		atomic_fetch_add(&t->refs, 1);
+	t_token = t;
+	return t;
 }
 
 /* The calling thread's slot, or NULL when it has none; under the lock. */
 static err_slot *own_slot(ts_ctx *ctx)
 {
-	uint64_t self = thread_id();
+	thread_token *self = t_token;
+	if (!self)
+		return NULL;
 	for (err_slot *s = ctx->slots; s; s = s->next)
 		if (s->status != TS_OK && s->owner == self)
 			return s;
 	return NULL;
 }
 
+/* Free for another thread: cleared, or its thread has exited. */
+static bool slot_free(const err_slot *s)
+{
+	return s->status == TS_OK || !s->owner || !atomic_load(&s->owner->alive);
+}
+
 /* A slot for the calling thread to record into: its own, a free one, or a
  * new one.  NULL only when malloc fails. */
 static err_slot *take_slot(ts_ctx *ctx)
 {
+	thread_token *self = self_token();
+	if (!self)
+		return NULL;
 	err_slot *s = own_slot(ctx);
 	if (s)
 		return s;
 	for (s = ctx->slots; s; s = s->next)
-		if (s->status == TS_OK)
+		if (slot_free(s))
 			break;
 	if (!s) {
 		s = calloc(1, sizeof(*s));
@@ -167,7 +222,13 @@ static err_slot *take_slot(ts_ctx *ctx)
 		s->next = ctx->slots;
 		ctx->slots = s;
 	}
-	s->owner = thread_id();
+	if (s->owner != self) {
+		token_release(s->owner);
+		atomic_fetch_add(&self->refs, 1);
+		s->owner = self;
+	}
+	s->status = TS_OK;
+	s->msg[0] = '\0';
 	return s;
 }
 
@@ -257,6 +318,19 @@ void ts_clear_error(ts_ctx *ctx)
 		s->status = TS_OK;
 	}
 	pthread_mutex_unlock(&ctx->lock);
+}
+
+int ts_ctx_error_slots(const ts_ctx *ctx)
+{
+	if (!ctx)
+		return 0;
+	ts_ctx *c = (ts_ctx *)ctx;
+	int n = 0;
+	pthread_mutex_lock(&c->lock);
+	for (const err_slot *s = c->slots; s; s = s->next)
+		n++;
+	pthread_mutex_unlock(&c->lock);
+	return n;
 }
 
 /* ---- the arena ---------------------------------------------------------- */

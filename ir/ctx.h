@@ -20,8 +20,8 @@
  * ts_clear_error see only the calling thread's error, so concurrent calls
  * (ts_module_run from many threads on one module) never mix up or race on
  * messages; a thread made after another exited never sees that one's
- * error (a thread that exits with an error pending leaves its slot, 1 KB,
- * until the context is freed: clear it first).  The arena is guarded too,
+ * error, and the slot of a thread that exited with an error pending is
+ * reused by the next thread that needs one.  The arena is guarded too,
  * but building IR (compute, schedule, lower, build) in one context from
  * several threads at once is not supported: the builders read and edit
  * shared schedule state.
@@ -83,6 +83,9 @@ char *ts_sprintf(ts_ctx *ctx, const char *fmt, ...)
  * ends where a call made fewer than n allocations). */
 void ts_ctx_fail_alloc_after(ts_ctx *ctx, long n);
 long ts_ctx_fail_alloc_pending(ts_ctx *ctx);
+/* Diagnostic: the error slots the context holds (about 1 KB each), at
+ * most one per live thread that has had an error in it; 0 for NULL. */
+int ts_ctx_error_slots(const ts_ctx *ctx);
 
 /* Records an error for the calling thread unless one is already pending
  * there; returns `status`. */

@@ -286,6 +286,31 @@ START_TEST(test_new_thread_inherits_no_error)
 }
 END_TEST
 
+/* Threads that exit with an error pending do not each keep a slot for the
+ * context's life: the next thread with an error takes the exited one's. */
+START_TEST(test_exited_threads_slots_reused)
+{
+	fixture x = vadd();
+	for (int round = 0; round < 64; round++) {
+		pthread_t t;
+		ck_assert_int_eq(pthread_create(&t, NULL, bad_call_then_exit, &x), 0);
+		pthread_join(t, NULL);
+	}
+	ck_assert_int_le(ts_ctx_error_slots(x.ctx), 1);
+	/* a live thread's pending error is kept, and its slot is its own */
+	ck_assert_int_eq(ts_error(x.ctx, TS_ERR_INVALID, "mine"), TS_ERR_INVALID);
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, bad_call_then_exit, &x), 0);
+	pthread_join(t, NULL);
+	ck_assert_str_eq(ts_last_error(x.ctx), "mine");
+	ck_assert_int_le(ts_ctx_error_slots(x.ctx), 2);
+	ck_assert_int_eq(ts_ctx_error_slots(NULL), 0);
+	ts_clear_error(x.ctx);
+	ts_module_free(x.m);
+	ts_ctx_free(x.ctx);
+}
+END_TEST
+
 /* Assembly and object files of one module from several threads at once:
  * each emission clones the module in an LLVM context that is not
  * thread-safe (it crashed in LLVMCloneModule). */
@@ -329,6 +354,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_null_context);
 	tcase_add_test(tc, test_error_within);
 	tcase_add_test(tc, test_new_thread_inherits_no_error);
+	tcase_add_test(tc, test_exited_threads_slots_reused);
 	tcase_add_test(tc, test_concurrent_assembly);
 	tcase_add_test(tc, test_concurrent_errors_per_thread);
 	tcase_add_test(tc, test_error_stays_on_its_thread);
