@@ -299,9 +299,13 @@ static ts_status check_spec(ts_ctx *ctx, const char *name, int n, const int64_t 
 		int64_t max = 0;
 		ts_expr *v = ts_is_size_var(sizes[i])
 			? ts_ctx_size_var(ctx, ts_ctx_size_handle_index(ctx, sizes[i]), &max) : NULL;
+		if (!v && ts_is_size_var(sizes[i]))
+			return ts_error(ctx, TS_ERR_INVALID,
+					"lower_specialize(%s): size %d is a size variable of another context",
+					name, i);
 		if (!v)
 			return ts_error(ctx, TS_ERR_INVALID,
-					"lower_specialize(%s): size %d (%lld) is not a size variable of this context",
+					"lower_specialize(%s): size %d (%lld) is not a size variable",
 					name, i, (long long)sizes[i]);
 		if (values[i] < 1 || values[i] > max)
 			return ts_error(ctx, TS_ERR_INVALID,

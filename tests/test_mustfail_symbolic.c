@@ -205,7 +205,12 @@ START_TEST(test_specialize_args)
 	FAILS_NULL(ctx, ts_lower_specialize(p.s, "f", 2, args, 1, NULL, &v), "lower_specialize(f): 1 sizes with a NULL list");
 	FAILS_NULL(ctx, ts_lower_specialize(p.s, "f", 2, args, -1, &p.n, &v), "lower_specialize(f): -1 sizes");
 	FAILS_NULL(ctx, ts_lower_specialize(p.s, "f", 2, args, 1, &v, &v),
-		   "lower_specialize(f): size 0 (100) is not a size variable of this context");
+		   "lower_specialize(f): size 0 (100) is not a size variable");
+	ts_ctx *other = ts_ctx_new();
+	int64_t m = ts_size_var(other, "m", 64);
+	FAILS_NULL(ctx, ts_lower_specialize(p.s, "f", 2, args, 1, &m, &v),
+		   "lower_specialize(f): size 0 is a size variable of another context");
+	ts_ctx_free(other);
 	FAILS_NULL(ctx, ts_lower_specialize(p.s, "f", 2, args, 1, &p.n, &bad),
 		   "lower_specialize(f): n = 5000 is outside 1..4096");
 	FAILS_NULL(ctx, ts_lower_specialize(p.s, "f", 2, args, 2, two, vals),
