@@ -243,6 +243,9 @@ ts_status g_pass_fold(gpass *p)
 		    !x->is_output && is_const(g, c->in[1]) && (c->nin < 3 || is_const(g, c->in[2]))) {
 			char *cname = c->name;
 			G_TRY(fold_into_conv(p, i, prod));
+			/* the batch norm's readers now read the conv: a second
+			 * batch norm on it must see them before folding too */
+			G_TRY(g_count_uses(p));
 			trace(p, "fold: %s '%s' folded into the weights and bias of Conv '%s'\n",
 			      ts_gop_name(TS_GOP_BATCHNORM), g->n[i].name, cname);
 		} else {

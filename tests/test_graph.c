@@ -228,6 +228,36 @@ START_TEST(test_batchnorm_affine)
 }
 END_TEST
 
+/* conv -> bn1 -> bn2, and bn2 - bn1: bn1 folds into the conv, which makes
+ * the conv's output read twice, so bn2 must not fold into it as well (it
+ * did, and the difference came out 0). */
+START_TEST(test_batchnorm_chain_folds_once)
+{
+	for (int variant = 0; variant < 2; variant++) {
+		ts_ctx *ctx = ts_ctx_new();
+		tg *t = tg_new(ctx, 9);
+		int x = tg_input(t, "x", TS_SHAPE(1, 8, 6, 6));
+		int w = tg_const(t, "w", TS_SHAPE(8, 8, 3, 3), -0.5, 0.5);
+		ts_gattrs a = ts_gattrs_default();
+		a.pad[0] = a.pad[1] = a.pad[2] = a.pad[3] = 1;
+		int c = tg_node(t, "c", TS_GOP_CONV, 2, (int[]){x, w}, &a);
+		int bn[2];
+		for (int j = 0; j < 2; j++) {
+			int p[4];
+			for (int k = 0; k < 4; k++)
+				p[k] = tg_const(t, "p", TS_SHAPE(8), k == 3 ? 0.5 : -1, k == 3 ? 2 : 1);
+			bn[j] = tg_node(t, j ? "bn2" : "bn1", TS_GOP_BATCHNORM, 5,
+					(int[]){j ? bn[0] : c, p[0], p[1], p[2], p[3]}, NULL);
+		}
+		int y = tg_node(t, "y", variant ? TS_GOP_ADD : TS_GOP_SUB, 2, (int[]){bn[1], bn[0]}, NULL);
+		tg_output(t, y);
+		ts_graph_exec_free(check_all(ctx, t));
+		tg_free(t);
+		ts_ctx_free(ctx);
+	}
+}
+END_TEST
+
 /* Pooling on NCHW and on a convolution's blocked output, then the global
  * average, flatten and a classifier Gemm. */
 START_TEST(test_pool_head)
@@ -998,6 +1028,7 @@ int main(void)
 	tcase_add_test(tc, test_residual_block);
 	tcase_add_test(tc, test_mobilenet_block);
 	tcase_add_test(tc, test_batchnorm_affine);
+	tcase_add_test(tc, test_batchnorm_chain_folds_once);
 	tcase_add_test(tc, test_pool_head);
 	tcase_add_test(tc, test_attention);
 	tcase_add_test(tc, test_gelu_region);
