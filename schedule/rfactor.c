@@ -211,15 +211,29 @@ static void add_guard(rf_plan *p, ts_expr *c)
 	p->guard = p->guard ? ts_and(p->ctx, p->guard, c) : c;
 }
 
-/* Runs the reduction's relations backwards, as lowering does: a split's
- * parent is outer * inner_extent + inner (guarded when the split does not
- * divide), a fused pair is fused / inner_extent and fused % inner_extent. */
 /* e in dtype t when t is the wider integer type (NULL stays NULL). */
 static ts_expr *widened(ts_ctx *ctx, ts_expr *e, ts_dtype t)
 {
 	return e && e->dtype.bits < t.bits ? ts_cast(ctx, t, e) : e;
 }
 
+/* The index dtype for values up to hi, starting from t and the operands'
+ * own: int64 once hi leaves int32 (a reduction beyond int32 is rebuilt in
+ * int64, not wrapped), else the widest of them. */
+static ts_dtype index_dtype(ts_dtype t, int64_t hi, const ts_expr *a, const ts_expr *b)
+{
+	if (hi > INT32_MAX)
+		return ts_int64;
+	if (a && a->dtype.bits > t.bits)
+		t = ts_dtype_element(a->dtype);
+	if (b && b->dtype.bits > t.bits)
+		t = ts_dtype_element(b->dtype);
+	return t;
+}
+
+/* Runs the reduction's relations backwards, as lowering does: a split's
+ * parent is outer * inner_extent + inner (guarded when the split does not
+ * divide), a fused pair is fused / inner_extent and fused % inner_extent. */
 static ts_status plan_relations(rf_plan *p)
 {
 	ts_ctx *ctx = p->ctx;
@@ -228,22 +242,26 @@ static ts_status plan_relations(rf_plan *p)
 		const sch_relation *r = &st->rel[i];
 		if (r->outer->kind != TS_ITER_REDUCE)
 			continue;
-		ts_expr *ie = ts_int(ctx, r->inner->extent);
 		if (r->kind == SCH_REL_FUSE) {
 			ts_expr *f = p->val[axis_pos(st, r->fused)];
+			ts_dtype t = index_dtype(ts_int32, r->fused->extent, f, NULL);
+			ts_expr *ie = ts_const(ctx, t, r->inner->extent);
+			f = widened(ctx, f, t);
 			p->val[axis_pos(st, r->outer)] = ts_floordiv(ctx, f, ie);
 			p->val[axis_pos(st, r->inner)] = ts_floormod(ctx, f, ie);
 			continue;
 		}
-		/* in the parent's dtype: an int64 reduction variable (a range
-		 * beyond int32) is rebuilt in int64, not wrapped in int32 */
-		ts_dtype pt = ts_dtype_element(r->parent->var->dtype);
-		ts_expr *v = ts_add(ctx, ts_mul(ctx, widened(ctx, p->val[axis_pos(st, r->outer)], pt),
-						ts_const(ctx, pt, r->inner->extent)),
-				    widened(ctx, p->val[axis_pos(st, r->inner)], pt));
+		/* outer * inner_extent + inner reaches the split's span, which
+		 * passes the parent's extent when the split leaves a tail */
+		ts_expr *o = p->val[axis_pos(st, r->outer)], *in = p->val[axis_pos(st, r->inner)];
+		int64_t span = r->outer->extent * r->inner->extent;
+		ts_dtype t = index_dtype(ts_dtype_element(r->parent->var->dtype),
+					 span > r->parent->extent ? span : r->parent->extent, o, in);
+		ts_expr *v = ts_add(ctx, ts_mul(ctx, widened(ctx, o, t), ts_const(ctx, t, r->inner->extent)),
+				    widened(ctx, in, t));
 		p->val[axis_pos(st, r->parent)] = v;
-		if (r->outer->extent * r->inner->extent != r->parent->extent)
-			add_guard(p, ts_lt(ctx, v, ts_const(ctx, pt, r->parent->extent)));
+		if (span != r->parent->extent)
+			add_guard(p, ts_lt(ctx, v, ts_const(ctx, t, r->parent->extent)));
 	}
 	return ts_last_status(ctx);
 }
@@ -263,10 +281,15 @@ static ts_expr *plan_source(rf_plan *p)
 			now[n++] = p->vars[r < p->fa ? r : r + 1];
 			continue;
 		}
+		/* clamped into the axis, the value fits its variable's dtype
+		 * (int64 for a range beyond int32), and so does min + value */
 		ts_expr *v = p->val[axis_pos(st, a)];
-		if (p->guard)
-			v = ts_min(ctx, v, ts_int(ctx, a->extent - 1));
-		now[n++] = a->root->min ? ts_add(ctx, v, ts_int(ctx, a->root->min)) : v;
+		ts_dtype vt = ts_dtype_element(a->var->dtype);
+		if (v && p->guard)
+			v = ts_min(ctx, v, ts_const(ctx, ts_dtype_element(v->dtype), a->extent - 1));
+		if (v && v->dtype.bits != vt.bits)
+			v = ts_cast(ctx, vt, v);
+		now[n++] = a->root->min ? ts_add(ctx, v, ts_const(ctx, vt, a->root->min)) : v;
 	}
 	if (ts_last_status(ctx) != TS_OK)
 		return NULL;

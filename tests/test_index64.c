@@ -4,6 +4,7 @@
 #include "testutil.h"
 
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -63,34 +64,54 @@ START_TEST(test_reduce_axis_near_int32_max_split)
 }
 END_TEST
 
-/* sum of int64(k) over k < 2^31 + 8, k split by 8 and the inner part (or
- * the outer one) factored out with rfactor: C.rf's body rebuilds k as
- * ko*8 + ki, which must be int64 arithmetic (it wrapped in int32 once, 2^35
- * short of the answer). */
+/* sum of int64(k) over k in [lo, lo + K), split by a factor and one part
+ * factored out with rfactor, compared with the exact answer. */
+static void check_rfactor_sum(int64_t lo, int64_t K, int64_t fuse_with, int64_t factor, bool outer)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_iter *k = ts_reduce_axis(ctx, "k", lo, K);
+	ts_iter *l = ts_reduce_axis(ctx, "l", 0, fuse_with ? fuse_with : 1);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(1), TS_VARS(i),
+				  fuse_with ? TS_SUM(ctx, ts_cast(ctx, ts_int64, k->var), l, k)
+					    : TS_SUM(ctx, ts_cast(ctx, ts_int64, k->var), k));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_stage *sc = ts_stage_of(s, C);
+	ts_axis *r = ts_reduce_axis_of(sc, 0), *o, *in;
+	if (fuse_with)
+		tu_ok(ctx, ts_fuse(sc, r, ts_reduce_axis_of(sc, 1), &r));
+	tu_ok(ctx, ts_split(sc, r, factor, &o, &in));
+	tu_nonnull(ctx, ts_rfactor(s, C, outer ? o : in, 1));
+	ts_func *f = ts_lower(s, "f", 1, &C);
+	tu_nonnull(ctx, f);
+	ts_module *m = ts_build(ctx, f, "llvm");
+	tu_nonnull(ctx, m);
+	ts_array *c = ts_array_for(ctx, C);
+	tu_ok(ctx, ts_module_run(m, 1, &c));
+	__int128 want = ((__int128)K * lo + (__int128)K * (K - 1) / 2) * (fuse_with ? fuse_with : 1);
+	ck_assert_msg(((int64_t *)c->data)[0] == (int64_t)want, "lo %lld K %lld x %lld split %lld: %lld, want %lld",
+		      (long long)lo, (long long)K, (long long)fuse_with, (long long)factor,
+		      (long long)((int64_t *)c->data)[0], (long long)want);
+	ts_array_free(c);
+	ts_module_free(m);
+	ts_ctx_free(ctx);
+}
+
+/* C.rf's body rebuilds k as ko*f + ki, which must be int64 arithmetic (it
+ * wrapped in int32 once, 2^35 short of the answer), and so must its tail
+ * guard and clamp when f does not divide K (refused as "2147483648 does
+ * not fit int32" once), and k's offset when the range starts past int32. */
 START_TEST(test_rfactor_beyond_int32)
 {
-	for (int which = 0; which < 2; which++) {
-		ts_ctx *ctx = ts_ctx_new();
-		int64_t K = ((int64_t)1 << 31) + 8;
-		ts_iter *k = ts_reduce_axis(ctx, "k", 0, K);
-		ts_expr *i = ts_var(ctx, "i");
-		ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(1), TS_VARS(i), TS_SUM(ctx, ts_cast(ctx, ts_int64, k->var), k));
-		ts_schedule *s = ts_create_schedule(ctx, 1, &C);
-		ts_stage *sc = ts_stage_of(s, C);
-		ts_axis *o, *in;
-		tu_ok(ctx, ts_split(sc, ts_reduce_axis_of(sc, 0), 8, &o, &in));
-		tu_nonnull(ctx, ts_rfactor(s, C, which ? o : in, 1));
-		ts_func *f = ts_lower(s, "f", 1, &C);
-		tu_nonnull(ctx, f);
-		ts_module *m = ts_build(ctx, f, "llvm");
-		tu_nonnull(ctx, m);
-		ts_array *c = ts_array_for(ctx, C);
-		tu_ok(ctx, ts_module_run(m, 1, &c));
-		ck_assert_int_eq(((int64_t *)c->data)[0], (int64_t)((__int128)K * (K - 1) / 2));
-		ts_array_free(c);
-		ts_module_free(m);
-		ts_ctx_free(ctx);
+	int64_t big = ((int64_t)1 << 31) + 8;
+	for (int outer = 0; outer < 2; outer++) {
+		check_rfactor_sum(0, big, 0, 8, outer);
+		check_rfactor_sum((int64_t)1 << 31, 100, 0, 48, outer);
 	}
+	check_rfactor_sum(0, big + 1, 0, 48, false);
+	check_rfactor_sum(0, (int64_t)1 << 31, 0, 48, true);
+	/* a fused axis of 2 x (2^30 + 3) points, split with a tail */
+	check_rfactor_sum(0, ((int64_t)1 << 30) + 3, 2, 64, false);
 }
 END_TEST
 
