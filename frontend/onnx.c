@@ -100,6 +100,10 @@ typedef struct onnx_name {
 	onnx_data data;
 	const onnx_node *dropped; /* an output after the first of this node,
 				   * which tessera does not compute (Dropout's mask) */
+	size_t dropped_index;     /* that node's index, and which output */
+	size_t dropped_output;
+	bool listed_output;       /* among the graph's outputs already */
+	bool sparse;              /* a sparse initializer: refused where used */
 } onnx_name;
 
 typedef struct importer {
@@ -171,14 +175,18 @@ static bool fail(importer *im, ts_status st, const char *fmt, ...)
 }
 
 /* "node 'conv3' (op Conv)", or "node #12 (op Conv)" for a node without a name. */
-static const char *node_label(const importer *im, char *buf, size_t size)
+static const char *label_of(const onnx_node *n, size_t index, char *buf, size_t size)
 {
-	const onnx_node *n = im->node;
 	if (n->name && *n->name)
 		snprintf(buf, size, "node '%s' (op %s)", n->name, str(n->op_type));
 	else
-		snprintf(buf, size, "node #%zu (op %s)", im->node_index, str(n->op_type));
+		snprintf(buf, size, "node #%zu (op %s)", index, str(n->op_type));
 	return buf;
+}
+
+static const char *node_label(const importer *im, char *buf, size_t size)
+{
+	return label_of(im->node, im->node_index, buf, size);
 }
 
 /* fail() about the node being imported: "node 'conv3' (op Conv): message". */
@@ -249,7 +257,7 @@ static onnx_name *name_define(importer *im, const char *name)
  * node outputs), twice over. */
 static bool names_alloc(importer *im, const onnx_graph *gr)
 {
-	size_t count = gr->n_input + gr->n_initializer, size = 16;
+	size_t count = gr->n_input + gr->n_initializer + gr->n_sparse_initializer, size = 16;
 	for (size_t i = 0; i < gr->n_node; i++)
 		count += gr->node[i]->n_output;
 	while (size < 2 * count && size < ((size_t)1 << 40))
@@ -380,6 +388,9 @@ static bool tensor_read(importer *im, const onnx_tensor *t, const char *name, on
 /* The content of constant n, read from its tensor the first time. */
 static const onnx_data *const_data(importer *im, onnx_name *n)
 {
+	if (n->sparse)
+		return node_fail(im, TS_ERR_UNSUPPORTED,
+				 "'%s' is a sparse initializer; tessera reads dense initializers only", n->name), NULL;
 	if (!n->data_read) {
 		if (!tensor_read(im, n->tensor, n->name, &n->data))
 			return NULL;
@@ -405,13 +416,15 @@ static bool undefined(importer *im, const char *name)
 			 name);
 }
 
+/* A node's input, or a graph output (no node being imported), that is
+ * a further output of an earlier node. */
 static bool dropped(importer *im, const onnx_name *n)
 {
-	const onnx_node *by = n->dropped;
+	char by[512];
 	return node_fail(im, TS_ERR_UNSUPPORTED,
-			 "input '%s' is a further output of node '%s' (%s), which tessera does not compute "
-			 "(only its first output)", n->name, by->name && *by->name ? by->name : by->output[0],
-			 str(by->op_type));
+			 "%s '%s' is output %zu of %s, which tessera does not compute (only its first output)",
+			 im->node ? "input" : "graph output", n->name, n->dropped_output,
+			 label_of(n->dropped, n->dropped_index, by, sizeof(by)));
 }
 
 /* The graph value of `name`: a graph input, an earlier node's output, or a
@@ -432,7 +445,7 @@ static int operand(importer *im, const char *name)
 		return -1;
 	if (d->dtype != DT_FLOAT)
 		return node_fail(im, TS_ERR_UNSUPPORTED,
-				 "'%s' is an %s tensor; tessera computes in float32 (int64 only as Reshape's shape)",
+				 "'%s' is a tensor of %s; tessera computes in float32 (int64 only as Reshape's shape)",
 				 name, dt_name(d->dtype)), -1;
 	n->value = ts_graph_constant(im->g, name, ts_float32, d->ndim, d->dims, d->data);
 	if (n->value < 0)
@@ -722,6 +735,18 @@ static bool imp_batchnorm(importer *im, ts_gattrs *a, int *nin)
 		return false;
 	if (training)
 		return node_fail(im, TS_ERR_UNSUPPORTED, "training_mode=1 is not supported (inference only)");
+	/* statistics computed by the graph are legal ONNX, but the graph
+	 * layer folds them as data; refused here, so that a model is imported
+	 * exactly or not at all */
+	static const char *const roles[] = {"scale", "B", "input_mean", "input_var"};
+	for (size_t i = 1; i < 5; i++) {
+		const char *name = input_name(im, i);
+		const onnx_name *n = name ? name_find(im, name) : NULL;
+		if (n && !n->is_data && !n->dropped)
+			return node_fail(im, TS_ERR_UNSUPPORTED,
+					 "its %s '%s' is computed by the graph; tessera takes batch normalization "
+					 "with constant parameters and statistics only", roles[i - 1], name);
+	}
 	return true;
 }
 
@@ -748,7 +773,10 @@ static bool imp_reshape(importer *im, ts_gattrs *a, int *nin)
 	const onnx_data *d = input_data(im, 1, "shape", DT_INT64);
 	if (!d)
 		return false;
-	if (d->ndim != 1 || d->numel < 1 || d->numel > TS_GRAPH_MAX_DIMS)
+	if (d->ndim != 1)
+		return node_fail(im, TS_ERR_INVALID, "its shape '%s' has %d dimensions; a shape is 1-D",
+				 input_name(im, 1), d->ndim);
+	if (d->numel < 1 || d->numel > TS_GRAPH_MAX_DIMS)
 		return node_fail(im, TS_ERR_UNSUPPORTED, "its shape '%s' has %lld entries; tessera reshapes to 1..%d dimensions",
 				 input_name(im, 1), (long long)d->numel, TS_GRAPH_MAX_DIMS);
 	/* allowzero=1 differs only where the shape holds a 0: an empty
@@ -799,20 +827,22 @@ static bool imp_gelu(importer *im, ts_gattrs *a, int *nin)
 	static const char *const forms[] = {"none", "tanh", NULL};
 	int form;
 	(void)nin;
+	if (im->opset < 20)
+		return node_fail(im, TS_ERR_INVALID, "Gelu is an operator of opset 20 on; the model imports opset %lld",
+				 (long long)im->opset);
 	if (!get_choice(im, "approximate", forms, &form))
 		return false;
 	a->approximate = form == 1;
 	return true;
 }
 
-/* The bounds of Clip: operands since opset 11 (attributes before), each
- * one float; a bound left out is infinite. */
+/* The bounds of Clip: operands in every opset tessera imports (the min
+ * and max attributes ended at opset 11), each one float; a bound left out
+ * is infinite. */
 static bool imp_clip(importer *im, ts_gattrs *a, int *nin)
 {
 	static const char *const roles[] = {"min", "max"};
 	double bound[2] = {-INFINITY, INFINITY};
-	if (!get_float(im, "min", &bound[0]) || !get_float(im, "max", &bound[1]))
-		return false;
 	for (int i = 0; i < 2; i++) {
 		if (!input_name(im, 1 + (size_t)i))
 			continue;
@@ -868,7 +898,7 @@ static const struct onnx_op {
 	{"Exp", TS_GOP_EXP, 1, 1, "", NULL, false},
 	{"Neg", TS_GOP_NEG, 1, 1, "", NULL, false},
 	{"Gelu", TS_GOP_GELU, 1, 1, "approximate", imp_gelu, false},
-	{"Clip", TS_GOP_CLIP, 1, 3, "min max", imp_clip, false},
+	{"Clip", TS_GOP_CLIP, 1, 3, "", imp_clip, false},
 };
 
 static const struct onnx_op *find_op(const char *type)
@@ -948,6 +978,25 @@ static bool check_outputs(importer *im, const struct onnx_op *op)
 	return true;
 }
 
+/* The node's further outputs (Dropout's mask): defined, but not
+ * computed, so that a reader is told which node left them out. */
+static bool define_dropped(importer *im)
+{
+	const onnx_node *n = im->node;
+	for (size_t i = 1; i < n->n_output; i++) {
+		const char *o = str(n->output[i]);
+		onnx_name *d = *o ? name_define(im, o) : NULL;
+		if (*o && !d)
+			return node_fail(im, TS_ERR_INVALID, "value '%s' is defined twice", o);
+		if (d) {
+			d->dropped = n;
+			d->dropped_index = im->node_index;
+			d->dropped_output = i;
+		}
+	}
+	return true;
+}
+
 /* Identity (or Dropout) of a constant is that constant, kept as data: an
  * int64 shape passed through one still reaches its Reshape. */
 static bool imp_alias(importer *im, onnx_name *from)
@@ -962,7 +1011,7 @@ static bool imp_alias(importer *im, onnx_name *from)
 	n->is_data = n->data_read = true;
 	n->data = *d;
 	n->data.owned = NULL; /* the buffer stays `from`'s */
-	return true;
+	return define_dropped(im);
 }
 
 static bool imp_node(importer *im)
@@ -1013,17 +1062,7 @@ static bool imp_node(importer *im)
 	if (v < 0)
 		return graph_failed(im);
 	name_define(im, out)->value = v;
-	/* further outputs (Dropout's mask): defined, but not computed, so
-	 * that a reader is told which node left them out */
-	for (size_t i = 1; i < n->n_output; i++) {
-		const char *o = str(n->output[i]);
-		onnx_name *d = *o ? name_define(im, o) : NULL;
-		if (*o && !d)
-			return node_fail(im, TS_ERR_INVALID, "value '%s' is defined twice", o);
-		if (d)
-			d->dropped = n;
-	}
-	return true;
+	return define_dropped(im);
 }
 
 /* ---- the graph ------------------------------------------------------------------------- */
@@ -1059,6 +1098,16 @@ static bool imp_initializers(importer *im, const onnx_graph *gr)
 		n->is_data = true;
 		n->tensor = gr->initializer[i];
 	}
+	for (size_t i = 0; i < gr->n_sparse_initializer; i++) {
+		const TesseraOnnx__TensorProto *v = gr->sparse_initializer[i]->values;
+		const char *name = v ? str(v->name) : "";
+		if (!*name)
+			return fail(im, TS_ERR_INVALID, "sparse initializer #%zu has no name", i);
+		onnx_name *n = name_define(im, name);
+		if (!n)
+			return fail(im, TS_ERR_INVALID, "initializer '%s' is defined twice", name);
+		n->is_data = n->sparse = true;
+	}
 	return true;
 }
 
@@ -1088,8 +1137,9 @@ static bool input_shape(importer *im, const onnx_value_info *vi, const char *nam
 			return fail(im, TS_ERR_UNSUPPORTED, "input '%s' dimension %zu is unknown; tessera needs every extent fixed",
 				    name, d);
 		if (dim->dim_value < 1)
-			return fail(im, TS_ERR_INVALID, "input '%s' dimension %zu is %lld", name, d,
-				    (long long)dim->dim_value);
+			return fail(im, dim->dim_value ? TS_ERR_INVALID : TS_ERR_UNSUPPORTED,
+				    "input '%s' dimension %zu is %lld%s", name, d, (long long)dim->dim_value,
+				    dim->dim_value ? "" : "; tessera has no empty tensors");
 		dims[d] = dim->dim_value;
 	}
 	*ndim = (int)tt->shape->n_dim;
@@ -1128,8 +1178,13 @@ static bool imp_outputs(importer *im, const onnx_graph *gr)
 		return fail(im, TS_ERR_INVALID, "the graph has no outputs");
 	for (size_t i = 0; i < gr->n_output; i++) {
 		const char *name = str(gr->output[i]->name);
-		if (!name_find(im, name))
+		onnx_name *n = name_find(im, name);
+		if (!n)
 			return fail(im, TS_ERR_INVALID, "graph output '%s' is not computed by any node", name);
+		if (n->listed_output)
+			return fail(im, TS_ERR_UNSUPPORTED,
+				    "graph output '%s' is listed twice; tessera takes each output once", name);
+		n->listed_output = true;
 		int v = operand(im, name);
 		if (v < 0)
 			return false;

@@ -64,6 +64,7 @@ typedef struct mb {
 	int64_t tdims[MB_TENSORS][TS_GRAPH_MAX_DIMS];
 	int ntensor;
 	TesseraOnnx__StringStringEntryProto ext, *extp;
+	TesseraOnnx__SparseTensorProto sparse, *sparsep;
 	TesseraOnnx__ValueInfoProto vi[MB_VALUES], *inp[MB_VALUES], *outp[MB_VALUES];
 	TesseraOnnx__TypeProto type[MB_VALUES];
 	TesseraOnnx__TypeProto__Tensor ttype[MB_VALUES];
@@ -832,7 +833,7 @@ START_TEST(symbolic_dim)
 	refused(m, "input 'x' dimension 1 is unknown");
 	m = relu_model(13);
 	m->dim[0][1].dim_value = 0;
-	refused(m, "input 'x' dimension 1 is 0");
+	refused(m, "input 'x' dimension 1 is 0; tessera has no empty tensors");
 	m = relu_model(13);
 	m->ttype[0].shape = NULL;
 	refused(m, "input 'x' has no shape");
@@ -876,12 +877,19 @@ START_TEST(uncomputed_and_twice)
 	mb_node(m, "Dropout", "drop", "y", "z,mask");
 	mb_node(m, "Add", "add", "z,mask", "s");
 	mb_output(m, "s");
-	refused(m, "node 'add' (op Add): input 'mask' is a further output of node 'drop' (Dropout), which "
+	refused(m, "node 'add' (op Add): input 'mask' is output 1 of node 'drop' (op Dropout), which "
 		   "tessera does not compute (only its first output)");
 	m = relu_model(13);
-	mb_node(m, "Dropout", "drop", "y", "z,mask");
+	mb_node(m, "Dropout", "", "y", "z,mask");
 	mb_output(m, "mask");
-	refused(m, "input 'mask' is a further output of node 'drop' (Dropout)");
+	refused(m, "onnx: test.onnx: graph output 'mask' is output 1 of node #1 (op Dropout), which");
+	/* of a constant, Dropout is that constant; its mask is still named */
+	static float k4[4];
+	m = relu_model(13);
+	mb_init(m, "k", TS_SHAPE(4), k4, false);
+	mb_node(m, "Dropout", "dk", "k", "kz,kmask");
+	mb_output(m, "kmask");
+	refused(m, "graph output 'kmask' is output 1 of node 'dk' (op Dropout)");
 	m = relu_model(13);
 	mb_node(m, "Softmax", "sm", "y", "z");
 	mb_int(m, "axis", -1);
@@ -915,6 +923,9 @@ START_TEST(defined_twice)
 	m = relu_model(13);
 	mb_output(m, "nowhere");
 	refused(m, "graph output 'nowhere' is not computed by any node");
+	m = relu_model(13);
+	mb_output(m, "y");
+	refused(m, "onnx: test.onnx: graph output 'y' is listed twice; tessera takes each output once");
 }
 END_TEST
 
@@ -979,7 +990,28 @@ START_TEST(bad_data_type)
 	static const int64_t i4[4] = {1, 2, 3, 4};
 	m = add_const_model();
 	mb_init_i64(m, "w", 4, i4);
-	refused(m, "node 'add' (op Add): 'w' is an INT64 tensor; tessera computes in float32");
+	refused(m, "node 'add' (op Add): 'w' is a tensor of INT64; tessera computes in float32");
+}
+END_TEST
+
+/* A sparse initializer is named as such where it is used, not taken for
+ * an undefined value. */
+START_TEST(sparse_initializer)
+{
+	for (int as_output = 0; as_output < 2; as_output++) {
+		mb *m = add_const_model();
+		tessera_onnx__sparse_tensor_proto__init(&m->sparse);
+		m->sparse.values = mb_tensor(m, "w", TESSERA_ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, TS_SHAPE(1));
+		m->sparsep = &m->sparse;
+		m->graph.sparse_initializer = &m->sparsep;
+		m->graph.n_sparse_initializer = 1;
+		if (as_output) {
+			mb_output(m, "w");
+			refused(m, "'w' is a sparse initializer; tessera reads dense initializers only");
+		} else {
+			refused(m, "node 'add' (op Add): 'w' is a sparse initializer; tessera reads dense initializers only");
+		}
+	}
 }
 END_TEST
 
@@ -1100,6 +1132,12 @@ START_TEST(reshape_attributes)
 	mb_init(m, "fshape", TS_SHAPE(2), w4, false);
 	mb_node(m, "Reshape", "rs", "y,fshape", "z");
 	refused(m, "its shape 'fshape' is FLOAT, not INT64");
+	/* a rank-0 shape says so, not "1 entries" */
+	m = relu_model(13);
+	TesseraOnnx__TensorProto *t0 = mb_init_i64(m, "shape", 1, target);
+	t0->n_dims = 0;
+	mb_node(m, "Reshape", "rs", "y,shape", "z");
+	refused(m, "node 'rs' (op Reshape): its shape 'shape' has 0 dimensions; a shape is 1-D");
 	/* the shape is checked against the input by the graph */
 	m = relu_model(13);
 	static const int64_t bad[2] = {3, 3};
@@ -1132,6 +1170,18 @@ START_TEST(norm_attributes)
 	mb_int(m, "training_mode", 1);
 	mb_output(m, "y");
 	refused(m, "training_mode=1 is not supported");
+	/* statistics computed by the graph: legal ONNX, refused at import */
+	m = mb_new(15);
+	mb_input(m, "x", TS_SHAPE(1, 4, 2, 2));
+	for (int i = 0; i < 4; i++) {
+		static const char *const names[] = {"s", "b", "m0", "v"};
+		mb_init(m, names[i], TS_SHAPE(4), p4, false);
+	}
+	mb_node(m, "Exp", "exp", "m0", "m");
+	mb_node(m, "BatchNormalization", "bn", "x,s,b,m,v", "y");
+	mb_output(m, "y");
+	refused(m, "node 'bn' (op BatchNormalization): its input_mean 'm' is computed by the graph; tessera "
+		   "takes batch normalization with constant parameters and statistics only");
 }
 END_TEST
 
@@ -1141,6 +1191,9 @@ START_TEST(other_attributes)
 	mb_node(m, "Gelu", "g", "y", "z");
 	mb_string(m, "approximate", "erf");
 	refused(m, "node 'g' (op Gelu): approximate 'erf' is not supported");
+	m = relu_model(17);
+	mb_node(m, "Gelu", "g", "y", "z");
+	refused(m, "node 'g' (op Gelu): Gelu is an operator of opset 20 on; the model imports opset 17");
 	m = relu_model(13);
 	mb_node(m, "Concat", "cat", "y,y", "z");
 	refused(m, "node 'cat' (op Concat): the axis attribute is missing");
@@ -1194,6 +1247,11 @@ START_TEST(clip_bounds)
 	m = relu_model(13);
 	mb_node(m, "Clip", "clip", "y,,x", "z");
 	refused(m, "its max 'x' is computed by the graph");
+	/* the min and max attributes ended at opset 11 */
+	m = relu_model(13);
+	mb_node(m, "Clip", "clip", "y", "z");
+	mb_float(m, "max", 0.5f);
+	refused(m, "node 'clip' (op Clip): attribute 'max' is not supported");
 	/* min above max is legal ONNX (every element becomes max): imported,
 	 * and computed as such in test_mustfail_graph */
 	static float lo[1] = {2}, hi[1] = {1};
@@ -1270,6 +1328,7 @@ int main(void)
 	tcase_add_test(bad, external_data);
 	tcase_add_test(bad, bad_initializer_size);
 	tcase_add_test(bad, bad_data_type);
+	tcase_add_test(bad, sparse_initializer);
 	tcase_add_test(bad, conv_attributes);
 	tcase_add_test(bad, pool_attributes);
 	tcase_add_test(bad, reshape_attributes);

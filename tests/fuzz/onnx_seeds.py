@@ -102,7 +102,7 @@ seeds = {
          N("Relu", ["g"], ["y"], name="relu")],
         [value("a", 2, 3, 4), value("b", 2, 4, 5)], [value("y", 5, 6), value("ab", 2, 3, 5)],
         [weight("w", 6, 6), weight("c", 6)]),
-    # Softmax of opset 11 over the last axis; Clip bounds as attributes
+    # Softmax of opset 11 over the last axis; Clip with no bounds
     "opset11": model(
         [N("Softmax", ["x"], ["s"], name="sm", axis=1),
          N("Clip", ["s"], ["y"], name="clip")],
