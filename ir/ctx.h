@@ -98,6 +98,17 @@ ts_status ts_verror(ts_ctx *ctx, ts_status status, const char *fmt, va_list ap);
  * alone as `status`.  Returns the error's status. */
 ts_status ts_error_within(ts_ctx *ctx, ts_status status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* For calls made only to print something (a printer that lowers, say):
+ * ts_error_stash takes the calling thread's pending error out of the
+ * context, so the call neither fails on it nor has its own error hidden
+ * behind it; ts_error_unstash drops whatever the call left and puts the
+ * stashed error back. */
+typedef struct ts_error_stashed {
+	ts_status status;
+	char msg[1024];
+} ts_error_stashed;
+void ts_error_stash(ts_ctx *ctx, ts_error_stashed *saved);
+void ts_error_unstash(ts_ctx *ctx, const ts_error_stashed *saved);
 /* The calling thread's pending error message ("" if none; valid until that
  * thread clears it) and status (TS_OK if none). */
 const char *ts_last_error(const ts_ctx *ctx);

@@ -342,9 +342,15 @@ const char *ts_schedule_bounds_str(ts_schedule *s)
 {
 	if (!s)
 		return NULL;
+	ts_ctx *ctx = s->ctx;
+	ts_error_stashed saved;
+	ts_error_stash(ctx, &saved);
 	ts_sbuf sb = {0};
-	ts_stmt *body = pass_schedule_ops(s->ctx, s, &sb);
-	const char *r = body && !sb.oom ? ts_strdup(s->ctx, ts_sb_str(&sb)) : NULL;
+	ts_stmt *body = pass_schedule_ops(ctx, s, &sb);
+	const char *r = sb.oom ? NULL
+		: body ? ts_strdup(ctx, ts_sb_str(&sb))
+		       : ts_sprintf(ctx, "  (lowering fails: %s)\n", ts_last_error(ctx));
 	ts_sb_free(&sb);
+	ts_error_unstash(ctx, &saved);
 	return r;
 }

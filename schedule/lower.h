@@ -51,7 +51,10 @@ const char *ts_lower_warnings(const ts_func *f);
 
 /* The region bound inference gives each stage, one line per stage, and for
  * a stage computed at another, a line with its loops and the extents that
- * region gives them. */
+ * region gives them; when lowering refuses the schedule, the line
+ * "  (lowering fails: <why>)".  A printer: it neither fails on the
+ * calling thread's pending error nor leaves one (NULL only for a NULL s or
+ * out of memory). */
 const char *ts_schedule_bounds_str(ts_schedule *s);
 
 /* The names of the passes in pipeline order, NULL-terminated. */

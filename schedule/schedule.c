@@ -11,6 +11,7 @@
 
 #include <string.h>
 
+#include "lower.h"
 #include "passes.h"
 #include "printer.h"
 #include "sbuf.h"
@@ -489,6 +490,8 @@ ts_status ts_fuse(ts_stage *st, ts_axis *outer, ts_axis *inner, ts_axis **fused)
 		return fail(st, "fuse", "fused is NULL (where the new axis goes)", NULL);
 	if (!check_plain(st, "fuse", outer) || !check_plain(st, "fuse", inner))
 		return TS_ERR_INVALID;
+	if (outer == inner)
+		return fail(st, "fuse", "outer and inner are the same axis ('%s')", outer->name);
 	int io = leaf_index(st, outer), ii = leaf_index(st, inner);
 	if (ii != io + 1) {
 		char msg[300];
@@ -1247,16 +1250,9 @@ static void print_bounds(ts_sbuf *sb, ts_schedule *s)
 	bool attached = false;
 	for (int i = 0; i < s->nstages; i++)
 		attached |= s->stages[i]->attach == SCH_ATTACH_AT;
-	if (!attached || ts_last_status(s->ctx) != TS_OK)
-		return;
-	ts_sbuf log = {0};
-	ts_sb_puts(sb, "after bound inference:\n");
-	if (pass_schedule_ops(s->ctx, s, &log) && !log.oom)
-		ts_sb_puts(sb, ts_sb_str(&log));
-	else
-		ts_sb_printf(sb, "  (lowering fails: %s)\n", ts_last_error(s->ctx));
-	ts_clear_error(s->ctx);
-	ts_sb_free(&log);
+	const char *bounds = attached ? ts_schedule_bounds_str(s) : NULL;
+	if (bounds)
+		ts_sb_printf(sb, "after bound inference:\n%s", bounds);
 }
 
 const char *ts_schedule_str(ts_schedule *s)

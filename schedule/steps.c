@@ -57,18 +57,14 @@ const char *ts_schedule_step_str(ts_schedule *s)
 	ts_ctx *ctx = s->ctx;
 	/* Keep the caller's pending error (only the first is kept) and do not
 	 * leave lowering's behind. */
-	ts_status pending = ts_last_status(ctx);
-	char saved[1024];
-	snprintf(saved, sizeof(saved), "%s", ts_last_error(ctx));
-	ts_clear_error(ctx);
+	ts_error_stashed saved;
+	ts_error_stash(ctx, &saved);
 	/* one nest per step, not one IR per pass of each step's lowering */
 	int passes = ts_ctx_print_passes(ctx);
 	ts_ctx_set_print_passes(ctx, 0);
 	const char *text = lower_now(s);
 	ts_ctx_set_print_passes(ctx, passes);
-	ts_clear_error(ctx);
-	if (pending != TS_OK)
-		ts_error(ctx, pending, "%s", saved);
+	ts_error_unstash(ctx, &saved);
 	return text;
 }
 

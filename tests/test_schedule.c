@@ -259,6 +259,52 @@ START_TEST(test_conv2d_pad_compute_at)
 }
 END_TEST
 
+/* The bounds printer is a printer: a pending error neither empties it nor
+ * is lost, and a schedule lowering refuses gives the reason as text and
+ * leaves no error that would hide the caller's next one. */
+START_TEST(test_bounds_str_keeps_errors)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(8, 8), ts_float32);
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	ts_tensor *P = ts_compute(ctx, "P", TS_SHAPE(8, 8), TS_VARS(i, j),
+				  ts_add(ctx, TS_READ(ctx, A, i, j), ts_float(ctx, 1)));
+	ts_expr *y = ts_var(ctx, "y"), *x = ts_var(ctx, "x");
+	ts_tensor *Q = ts_compute(ctx, "Q", TS_SHAPE(8, 8), TS_VARS(y, x),
+				  ts_mul(ctx, TS_READ(ctx, P, y, x), ts_float(ctx, 2)));
+	ts_expr *u = ts_var(ctx, "u"), *v = ts_var(ctx, "v");
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(8, 8), TS_VARS(u, v),
+				  ts_sub(ctx, TS_READ(ctx, Q, u, v), ts_float(ctx, 3)));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_stage *sp = ts_stage_of(s, P), *sq = ts_stage_of(s, Q), *sc = ts_stage_of(s, C);
+	ts_axis *o, *in;
+	tu_ok(ctx, ts_compute_at(sq, sc, ts_axis_of(sc, 0)));
+	const char *clean = ts_schedule_bounds_str(s);
+	tu_nonnull(ctx, clean);
+	/* with the caller's error pending: the same text, the error kept */
+	ck_assert_int_ne(ts_split(sc, ts_axis_of(sc, 1), 0, &o, &in), TS_OK);
+	char pending[256];
+	snprintf(pending, sizeof pending, "%s", ts_last_error(ctx));
+	const char *again = ts_schedule_bounds_str(s);
+	ck_assert_ptr_nonnull(again);
+	ck_assert_str_eq(again, clean);
+	ck_assert_str_eq(ts_last_error(ctx), pending);
+	ck_assert_msg(strstr(ts_schedule_str(s), "after bound inference:"), "%s", ts_schedule_str(s));
+	ck_assert_str_eq(ts_last_error(ctx), pending);
+	ts_clear_error(ctx);
+	/* a schedule lowering refuses: the reason as text, no error left */
+	tu_ok(ctx, ts_compute_root(sq));
+	tu_ok(ctx, ts_compute_at(sp, sc, ts_axis_of(sc, 1)));
+	const char *bad = ts_schedule_bounds_str(s);
+	ck_assert_ptr_nonnull(bad);
+	ck_assert_msg(strstr(bad, "(lowering fails: compute_at(P)"), "%s", bad);
+	ck_assert_int_eq(ts_last_status(ctx), TS_OK);
+	ck_assert_int_ne(ts_split(sc, ts_axis_of(sc, 0), -3, &o, &in), TS_OK);
+	ck_assert_msg(strstr(ts_last_error(ctx), "split"), "%s", ts_last_error(ctx));
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_softmax_like)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -396,6 +442,9 @@ START_TEST(test_errors)
 
 	ck_assert_int_ne(ts_fuse(m.sc, o, y, &f), TS_OK);
 	tu_assert_error(ctx, "fuse(C): axes 'i.outer' and 'j' are not adjacent");
+	ts_clear_error(ctx);
+	ck_assert_int_ne(ts_fuse(m.sc, o, o, &f), TS_OK);
+	tu_assert_error(ctx, "fuse(C): outer and inner are the same axis ('i.outer')");
 	ts_clear_error(ctx);
 	ck_assert_int_ne(ts_fuse(m.sc, y, k, &f), TS_OK);
 	tu_assert_error(ctx, "fuse(C): cannot fuse a data-parallel axis with a reduction axis ('k')");
@@ -557,6 +606,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_errors_attach);
 	tcase_add_test(tc, test_compute_at_cycle);
 	tcase_add_test(tc, test_partition_padding);
+	tcase_add_test(tc, test_bounds_str_keeps_errors);
 	suite_add_tcase(s, tc);
 	return s;
 }
