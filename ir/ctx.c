@@ -285,6 +285,8 @@ ts_status ts_error_within(ts_ctx *ctx, ts_status status, const char *fmt, ...)
 
 void ts_error_stash(ts_ctx *ctx, ts_error_stashed *saved)
 {
+	if (!saved)
+		return;
 	saved->status = ts_last_status(ctx);
 	snprintf(saved->msg, sizeof(saved->msg), "%s", ctx ? ts_last_error(ctx) : "");
 	ts_clear_error(ctx);
@@ -293,7 +295,7 @@ void ts_error_stash(ts_ctx *ctx, ts_error_stashed *saved)
 void ts_error_unstash(ts_ctx *ctx, const ts_error_stashed *saved)
 {
 	ts_clear_error(ctx);
-	if (saved->status != TS_OK)
+	if (saved && saved->status != TS_OK)
 		ts_error(ctx, saved->status, "%s", saved->msg);
 }
 

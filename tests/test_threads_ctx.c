@@ -113,6 +113,20 @@ START_TEST(test_null_context)
 	ck_assert_ptr_null(ts_strdup(ctx, NULL));
 	tu_assert_error(ctx, "strdup: the string is NULL");
 	ck_assert_int_eq(ts_error_within(NULL, TS_ERR_INVALID, "x"), TS_ERR_INVALID);
+	/* stashing: NULL arguments do nothing; a stash and unstash around a
+	 * failing call leaves the first error, not the call's */
+	ts_error_stashed saved;
+	ts_error_stash(NULL, &saved);
+	ts_error_unstash(NULL, &saved);
+	ts_error_stash(ctx, NULL);
+	ts_error_unstash(ctx, NULL);
+	ts_error(ctx, TS_ERR_INVALID, "first");
+	ts_error_stash(ctx, &saved);
+	ck_assert_int_eq(ts_last_status(ctx), TS_OK);
+	ts_error(ctx, TS_ERR_RUNTIME, "printer's own");
+	ts_error_unstash(ctx, &saved);
+	ck_assert_int_eq(ts_last_status(ctx), TS_ERR_INVALID);
+	ck_assert_str_eq(ts_last_error(ctx), "first");
 	ts_ctx_free(ctx);
 }
 END_TEST
