@@ -177,10 +177,18 @@ static void note_demotions(ts_ctx *ctx, ts_func *f, ts_stmt *before)
 	ir_stmt_visit(before, vec_fn, NULL, b);
 	ir_stmt_visit(f->body, vec_fn, NULL, a);
 	ts_sbuf sb = {0};
-	for (int i = 0; i < b->n; i++)
-		if (!still_vectorized(a, b->var[i]))
+	for (int i = 0; i < b->n; i++) {
+		if (still_vectorized(a, b->var[i]))
+			continue;
+		/* a loop copied by partitioning is one loop to the user: one line */
+		bool said = false;
+		for (int j = 0; j < i && !said; j++)
+			said = !still_vectorized(a, b->var[j]) && b->why[j] == b->why[i] &&
+			       !strcmp(b->var[j]->u.var.name, b->var[i]->u.var.name);
+		if (!said)
 			ts_sb_printf(&sb, "vectorize: loop '%s' runs serially: its body has %s\n",
 				     b->var[i]->u.var.name, b->why[i]);
+	}
 	if (sb.len && !sb.oom) {
 		f->warnings = ts_strdup(ctx, ts_sb_str(&sb));
 		if (ts_ctx_print_passes(ctx))

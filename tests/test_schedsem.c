@@ -404,6 +404,24 @@ START_TEST(test_vectorize_demoted_by_attach)
 }
 END_TEST
 
+/* The same, under a split whose tail is partitioned: the loop is copied
+ * into the main part and the tail, but it is one loop to the user, and
+ * one line (it was two). */
+START_TEST(test_vectorize_demoted_once_when_partitioned)
+{
+	two g = two_stage();
+	ts_axis *o, *in;
+	tu_ok(g.ctx, ts_split_tail(g.sc, ts_axis_of(g.sc, 1), 4, TS_TAIL_PARTITION, &o, &in));
+	tu_ok(g.ctx, ts_vectorize(g.sc, in));
+	tu_ok(g.ctx, ts_compute_at(g.sp, g.sc, in));
+	ts_func *f = lower_two(&g);
+	tu_nonnull(g.ctx, f);
+	ck_assert_str_eq(ts_lower_warnings(f), "vectorize: loop 'j.inner' runs serially: its body has an allocation\n");
+	tu_check_func(g.ctx, f, 1e-5);
+	ts_ctx_free(g.ctx);
+}
+END_TEST
+
 /* An honoured vectorize: no warning anywhere. */
 START_TEST(test_vectorize_kept)
 {
@@ -437,6 +455,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_schedule_str_refused);
 	tcase_add_test(tc, test_vectorize_demoted);
 	tcase_add_test(tc, test_vectorize_demoted_by_attach);
+	tcase_add_test(tc, test_vectorize_demoted_once_when_partitioned);
 	tcase_add_test(tc, test_vectorize_kept);
 	suite_add_tcase(s, tc);
 	return s;
