@@ -43,6 +43,7 @@ typedef struct vec_ctx {
 	} *map;
 	int nmap, capmap;
 	bool fail; /* gave up: keep the loop serial */
+	int in_index; /* > 0 while vectorizing a buffer index */
 } vec_ctx;
 
 /* Makes room for one more element in an arena array (old copies are left
@@ -236,9 +237,11 @@ static ts_expr *vx_cast(vec_ctx *v, ts_expr *e)
 	if (!a || a == e->u.un.a)
 		return a ? e : NULL;
 	ts_dtype to = ts_dtype_element(e->dtype), from = ts_dtype_element(a->dtype);
-	/* widening an index keeps it affine */
+	/* widening an index keeps it affine: lowering chose the index's dtype
+	 * so that it never wraps.  A value may wrap in its narrow dtype, and
+	 * is then widened lane by lane, wrapped as the scalar code has it. */
 	if (a->kind == IR_RAMP && to.code == TS_TYPE_INT && from.code == TS_TYPE_INT &&
-	    to.bits >= from.bits)
+	    to.bits >= from.bits && (v->in_index || to.bits == from.bits))
 		return make_ramp(v, ts_cast(v->ctx, to, a->u.ramp.base), a->u.ramp.stride);
 	return ts_cast(v->ctx, ts_dtype_with_lanes(to, a->dtype.lanes), a);
 }
@@ -271,9 +274,18 @@ static ts_expr *vx_call(vec_ctx *v, ts_expr *e)
 	return ts_call(v->ctx, e->u.call.op, e->u.call.nargs, args);
 }
 
+/* e's vector form where e is a buffer index. */
+static ts_expr *vx_index(vec_ctx *v, ts_expr *e)
+{
+	v->in_index++;
+	ts_expr *r = vx(v, e);
+	v->in_index--;
+	return r;
+}
+
 static ts_expr *vx_load(vec_ctx *v, ts_expr *e)
 {
-	ts_expr *idx = vx(v, e->u.load.index);
+	ts_expr *idx = vx_index(v, e->u.load.index);
 	if (!idx || idx == e->u.load.index)
 		return idx ? e : NULL;
 	/* one element for every lane: load it once */
@@ -396,7 +408,7 @@ static ts_stmt *vx_store(vec_ctx *v, ts_stmt *s)
 	ts_buffer *b = s->u.store.buf;
 	if (!store_index_ok(v, b, s->u.store.index))
 		return give_up(v);
-	ts_expr *idx = vx(v, s->u.store.index);
+	ts_expr *idx = vx_index(v, s->u.store.index);
 	if (!idx)
 		return NULL;
 	if (idx->kind == IR_BROADCAST)

@@ -686,6 +686,43 @@ START_TEST(test_vectorize_forms_and_fallbacks)
 }
 END_TEST
 
+/* int64(i * 100000000) wraps in int32 before it is widened, vectorized or
+ * not: a widened value is not an index (whose dtype lowering chose so that
+ * it cannot wrap), so it is not kept as a 64-bit ramp, which skipped the
+ * wrap (2200000000 for -2094967296 at i = 22).  Also int64(i + INT32_MAX). */
+START_TEST(test_vectorized_widening_wraps_like_scalar)
+{
+	for (int form = 0; form < 2; form++) {
+		ts_ctx *ctx = ts_ctx_new();
+		ts_expr *i = ts_var(ctx, "i");
+		ts_expr *narrow = form ? ts_add(ctx, i, ts_int(ctx, INT32_MAX)) : ts_mul(ctx, i, ts_int(ctx, 100000000));
+		ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(64), TS_VARS(i), ts_cast(ctx, ts_int64, narrow));
+		ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+		ts_stage *st = ts_stage_of(s, C);
+		ts_axis *o, *in;
+		tu_ok(ctx, ts_split_tail(st, ts_axis_of(st, 0), 8, TS_TAIL_PARTITION, &o, &in));
+		tu_ok(ctx, ts_vectorize(st, in));
+		ts_func *f = ts_lower(s, "widen", 1, &C);
+		tu_nonnull(ctx, f);
+		tu_check_func(ctx, f, 0);
+		ts_module *m = ts_build(ctx, f, "llvm");
+		tu_nonnull(ctx, m);
+		ts_array *c = ts_array_for(ctx, C);
+		tu_ok(ctx, ts_module_run(m, 1, &c));
+		const int64_t *y = c->data;
+		for (int64_t k = 0; k < 64; k++) {
+			int32_t want = form ? (int32_t)((uint32_t)k + (uint32_t)INT32_MAX)
+					    : (int32_t)((uint32_t)k * 100000000u);
+			ck_assert_msg(y[k] == want, "form %d, i = %lld: %lld, want %d", form, (long long)k,
+				      (long long)y[k], want);
+		}
+		ts_array_free(c);
+		ts_module_free(m);
+		ts_ctx_free(ctx);
+	}
+}
+END_TEST
+
 /* Fallback loops still compute the right thing. */
 START_TEST(test_serial_fallback_runs)
 {
@@ -949,6 +986,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_allocate_local_buffers);
 	tcase_add_test(tc, test_vectorize_forms_and_fallbacks);
 	tcase_add_test(tc, test_serial_fallback_runs);
+	tcase_add_test(tc, test_vectorized_widening_wraps_like_scalar);
 	tcase_add_test(tc, test_vectorized_loop_around_inner_loop);
 	tcase_add_test(tc, test_object_and_header);
 	tcase_add_test(tc, test_explicit_targets);
