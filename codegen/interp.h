@@ -13,9 +13,10 @@
  *  - float32 results are rounded to float after every operation (and float16
  *    / bfloat16 to their width), so results match compiled float32 code; the
  *    float32 intrinsics use the C library's float functions (expf, ...);
- *  - float MIN/MAX are `a < b ? a : b` / `a > b ? a : b`, as C code spells
- *    them; a float-to-integer CAST truncates toward zero, gives 0 for NaN
- *    and saturates values beyond the dtype's range;
+ *  - float MIN/MAX are C's fmin/fmax (a NaN operand is ignored unless both
+ *    are), as ir.h specifies; a float-to-integer CAST truncates toward
+ *    zero, gives 0 for NaN and saturates values beyond the dtype's range; a
+ *    cast to float rounds as ir.h says (to 16-bit floats through float32);
  *  - vector values (lanes > 1, at most 64) come from RAMP, BROADCAST and
  *    vector LOADs; a vector LOAD/STORE touches one element per lane, in lane
  *    order.

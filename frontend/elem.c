@@ -157,7 +157,8 @@ void ts_elem_set_i64(void *data, ts_dtype t, int64_t i, int64_t v)
 		return;
 	case TS_TYPE_FLOAT:
 	case TS_TYPE_BFLOAT:
-		ts_elem_set_f64(data, t, i, (double)v);
+		/* rounded once (through double it would round twice past 2^53) */
+		ts_elem_set_f64(data, t, i, ir_cast_int_to_float(t, v, false));
 		return;
 	default:
 		return;

@@ -237,12 +237,11 @@ static bool ev_cast(evaluator *s, const ts_expr *e, val *out)
 	ts_dtype from = e->u.un.a->dtype, to = e->dtype;
 	if (ts_dtype_is_float(from)) {
 		if (ts_dtype_is_float(to))
-			out->f = round_to(to, a.f);
+			out->f = ir_cast_float_to_float(to, a.f);
 		else
 			out->i = ir_float_to_int(to, a.f);
 	} else if (ts_dtype_is_float(to)) {
-		double v = is_uint(from) ? (double)(uint64_t)a.i : (double)a.i;
-		out->f = round_to(to, v);
+		out->f = ir_cast_int_to_float(to, a.i, is_uint(from));
 	} else {
 		out->i = wrap(to, (uint64_t)a.i);
 	}

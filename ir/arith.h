@@ -113,6 +113,11 @@ double ir_fminmax(bool max, double a, double b);
 /* A double rounded to the precision and range of float dtype t (float16,
  * bfloat16, float32: round to nearest even, overflow to infinity). */
 double ir_round_float(ts_dtype t, double v);
+/* ir.h's CAST to float dtype t of an integer v (read as unsigned when
+ * `is_unsigned`) or of a float64 value d: the value every evaluator,
+ * backend and folder gives (float16 and bfloat16 through float32). */
+double ir_cast_int_to_float(ts_dtype t, int64_t v, bool is_unsigned);
+double ir_cast_float_to_float(ts_dtype t, double d);
 
 /* A math intrinsic in double precision (the value both the folder and the
  * reference evaluator use); likely(x) is x. */

@@ -40,6 +40,25 @@ double ir_round_float(ts_dtype t, double v)
 	}
 }
 
+double ir_cast_float_to_float(ts_dtype t, double d)
+{
+	if (t.code == TS_TYPE_FLOAT && t.bits == 64)
+		return d;
+	/* one C conversion to float; the 16-bit dtypes round from there */
+	float f = (float)d;
+	return t.bits == 16 ? ir_round_float(t, (double)f) : (double)f;
+}
+
+double ir_cast_int_to_float(ts_dtype t, int64_t v, bool is_unsigned)
+{
+	if (t.code == TS_TYPE_FLOAT && t.bits == 64)
+		return is_unsigned ? (double)(uint64_t)v : (double)v;
+	/* C's integer to float conversion rounds once; through double it
+	 * would round twice past 2^53 */
+	float f = is_unsigned ? (float)(uint64_t)v : (float)v;
+	return t.bits == 16 ? ir_round_float(t, (double)f) : (double)f;
+}
+
 /* ---- integers ------------------------------------------------------------------ */
 
 static bool is_uint(ts_dtype t)
@@ -245,14 +264,14 @@ static ts_expr *fold_cast(ts_ctx *ctx, ts_expr *e)
 	if (a->kind == IR_INT_IMM) {
 		ir_i128 v = ir_imm_value(a);
 		if (ts_dtype_is_float(t))
-			return ts_fconst(ctx, t, ir_round_float(t, (double)v));
+			return ts_fconst(ctx, t, ir_cast_int_to_float(t, (int64_t)v, is_uint(a->dtype)));
 		return ts_const(ctx, t, ir_wrap_int(t, (int64_t)v));
 	}
 	if (a->kind != IR_FLOAT_IMM)
 		return e;
 	double v = fval(a);
 	if (ts_dtype_is_float(t))
-		return ts_fconst(ctx, t, ir_round_float(t, v));
+		return ts_fconst(ctx, t, ir_cast_float_to_float(t, v));
 	if (ts_dtype_is_bool(t))
 		return ts_const(ctx, t, v != 0);
 	return ts_const(ctx, t, ir_float_to_int(t, v));

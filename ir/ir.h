@@ -31,6 +31,12 @@
  *    int32(-inf) = INT32_MIN.  float16 and bfloat16 convert by the same rule
  *    (their values are exact in float32).  A CAST to bool is x != 0, so NaN
  *    gives true; integer to integer casts wrap.
+ *  - A CAST to a float dtype rounds to nearest even once, from the exact
+ *    value (an int64 to float32 too), except that a cast to float16 or
+ *    bfloat16 rounds to float32 first, then to the 16-bit dtype: that
+ *    second rounding can differ from one direct rounding where the source
+ *    has more bits than float32 (float64, integers beyond 2^24), and every
+ *    evaluator, backend and folder gives this value (ir_cast_to_float).
  *  - MIN and MAX of floats are C's fmin and fmax (IEEE-754 minNum and
  *    maxNum; ir_fminmax): a NaN operand, signalling or quiet, is ignored
  *    unless both are NaN (equal operands, +0 and -0, give the second in

@@ -4,6 +4,10 @@
 #include <math.h>
 #include <string.h>
 
+#include "arith.h"
+#include "interp.h"
+#include "lower.h"
+
 static ts_array *random_array(const ts_tensor *t, uint64_t seed, double lo, double hi)
 {
 	ts_array *a = ts_array_for(NULL, t);
@@ -499,6 +503,66 @@ START_TEST(test_out_of_bounds_read)
 END_TEST
 
 /* x % 0 is 0 (ir.h), not an error. */
+/* One cast, one value: the reference evaluator, the interpreter, the LLVM
+ * JIT (where it takes the dtypes) and the constant folder all give want. */
+static void cast_agrees(ts_dtype from, ts_dtype to, double fv, int64_t iv, double want)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	const int64_t n = 1;
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(n), from);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(n), TS_VARS(i), ts_cast(ctx, to, TS_READ(ctx, A, i)));
+	_Alignas(64) unsigned char a[64] = {0}, ce[64] = {0}, ci[64] = {0}, cl[64] = {0};
+	bool fl = ts_dtype_is_float(from);
+	if (fl)
+		ts_elem_set_f64(a, from, 0, fv);
+	else
+		ts_elem_set_i64(a, from, 0, iv);
+	char b1[24], b2[24];
+	const char *what = ts_sprintf(ctx, "%s(%s)", ts_dtype_str(to, b1), ts_dtype_str(from, b2));
+	tu_ok(ctx, ts_eval(ctx, 2, (ts_tensor *[]){A, C}, (void *[]){a, ce}));
+	ck_assert_msg(ts_elem_get_f64(ce, to, 0) == want, "%s: eval %.17g, want %.17g", what,
+		      ts_elem_get_f64(ce, to, 0), want);
+	ts_func *f = ts_lower(ts_create_schedule(ctx, 1, &C), "k", 2, (ts_tensor *[]){A, C});
+	tu_nonnull(ctx, f);
+	tu_ok(ctx, cg_interp_run(ctx, f, (void *[]){a, ci}));
+	ck_assert_msg(ts_elem_get_f64(ci, to, 0) == want, "%s: interp %.17g", what, ts_elem_get_f64(ci, to, 0));
+	if (to.bits > 16) {
+		ts_module *m = ts_build(ctx, f, "llvm");
+		tu_nonnull(ctx, m);
+		ts_array *arr[2] = {ts_array_wrap(ctx, a, from, 1, &n), ts_array_wrap(ctx, cl, to, 1, &n)};
+		tu_ok(ctx, ts_module_run(m, 2, arr));
+		ck_assert_msg(ts_elem_get_f64(cl, to, 0) == want, "%s: llvm %.17g", what, ts_elem_get_f64(cl, to, 0));
+		ts_array_free(arr[0]);
+		ts_array_free(arr[1]);
+		ts_module_free(m);
+	}
+	ts_expr *k = fl ? ts_fconst(ctx, from, fv) : ts_const(ctx, from, iv);
+	ts_expr *folded = ir_simplify(ctx, ts_cast(ctx, to, k), 0, NULL);
+	ck_assert_int_eq(folded->kind, IR_FLOAT_IMM);
+	ck_assert_msg(folded->u.float_imm == want, "%s: folded %.17g", what, folded->u.float_imm);
+	ts_ctx_free(ctx);
+}
+
+/* ir.h: a cast to float rounds once from the exact value (the evaluator
+ * and the folder went through double: 2^60 for 2^60 + 2^37), and a cast to
+ * a 16-bit float goes through float32 in every path (the folder rounded
+ * directly: 1.0009765625 where the kernels give 1). */
+START_TEST(test_casts_to_float_agree)
+{
+	ts_dtype u64 = TS_DTYPE(TS_TYPE_UINT, 64);
+	cast_agrees(ts_int64, ts_float32, 0, (INT64_C(1) << 60) + (INT64_C(1) << 36) + 1,
+		    ldexp(1, 60) + ldexp(1, 37));
+	cast_agrees(u64, ts_float32, 0, (int64_t)((UINT64_C(1) << 63) + (UINT64_C(1) << 39) + 1),
+		    ldexp(1, 63) + ldexp(1, 40));
+	cast_agrees(ts_int64, ts_float64, 0, -7, -7);
+	cast_agrees(ts_float64, ts_float16, 1 + ldexp(1, -11) + ldexp(1, -30), 0, 1);
+	cast_agrees(ts_float64, ts_bfloat16, 1 + ldexp(1, -8) + ldexp(1, -30), 0, 1);
+	cast_agrees(ts_int32, ts_bfloat16, 0, 33685505, ldexp(1, 25));
+	cast_agrees(ts_float64, ts_float32, 1 + ldexp(1, -24) + ldexp(1, -40), 0, 1 + ldexp(1, -23));
+}
+END_TEST
+
 START_TEST(test_division_by_zero)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -583,6 +647,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_unbound_placeholder);
 	tcase_add_test(tc, test_out_of_bounds_read);
 	tcase_add_test(tc, test_division_by_zero);
+	tcase_add_test(tc, test_casts_to_float_agree);
 	tcase_add_test(tc, test_bad_bindings);
 	tcase_add_test(tc, test_output_overlaps_input);
 	suite_add_tcase(s, tc);
