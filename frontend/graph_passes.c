@@ -294,6 +294,15 @@ static bool same_shape(const gvalue *a, const gvalue *b)
 
 #define MAX_PENDING 64
 
+/* The most nodes a fused group's epilogue may hold counted as a tree: a
+ * node that reads a value twice (x * sigmoid(x)) doubles its operand, and
+ * the register-blocked schedules and the simplifier expand the shared DAG
+ * into that tree, so a chain of SiLUs grew its kernel's expression (and
+ * compile time and memory) exponentially until it hit TS_MAX_EXPR_DEPTH.
+ * Real epilogues (bias, batch norm, relu6, a residual, GELU) count 2 to
+ * 20; a chain past the budget goes on in a kernel of its own. */
+#define MAX_TREE 128
+
 typedef struct pending {
 	int v[MAX_PENDING], left[MAX_PENDING];
 	int n;
@@ -342,6 +351,8 @@ static void extend(gpass *p, ggroup *gr, int start)
 	for (int k = 0; k < head->nin; k++)
 		add_outside(outside, &next, head->in[k]);
 	int first = g->v[gr->out].node + 1;
+	/* tree sizes: of the group's value so far, and of each reg[] node's */
+	int out_tree = gr->anchor >= 0 ? 1 : 1 + g->n[gr->reg[0]].nin, tree[64];
 	for (int m = first; m < g->nn && q.n; m++) {
 		gnode *n = &g->n[m];
 		if (p->ns[m].dead)
@@ -355,12 +366,17 @@ static void extend(gpass *p, ggroup *gr, int start)
 		    !same_shape(&g->v[n->out], shape))
 			break;
 		bool ok = true;
-		int grown = next;
+		int grown = next, size = 1;
 		for (int k = 0; k < n->nin && ok; k++) {
 			const gvalue *in = &g->v[n->in[k]];
-			bool inside = pending_find(&q, n->in[k]) >= 0;
+			bool inside = n->in[k] == gr->out;
+			int in_tree = inside ? out_tree : 1;
 			for (int r = 0; r < nreg && !inside; r++)
-				inside = g->n[reg[r]].out == n->in[k];
+				if (g->n[reg[r]].out == n->in[k]) {
+					inside = true;
+					in_tree = tree[r];
+				}
+			size += in_tree;
 			/* computed by a node the outer loop has not reached:
 			 * its kernel would run after this one */
 			if (!inside && in->kind == GV_NODE && in->node > start &&
@@ -371,7 +387,7 @@ static void extend(gpass *p, ggroup *gr, int start)
 			if (!inside && !add_outside(outside, &grown, n->in[k]))
 				ok = false;
 		}
-		if (!ok)
+		if (!ok || size > MAX_TREE)
 			break;
 		next = grown;
 		for (int k = 0; k < n->nin; k++) {
@@ -381,6 +397,7 @@ static void extend(gpass *p, ggroup *gr, int start)
 				q.left[i] = q.left[--q.n];
 			}
 		}
+		tree[nreg] = size;
 		reg[nreg++] = m;
 		if (q.n == MAX_PENDING)
 			break;

@@ -803,6 +803,34 @@ START_TEST(test_long_chains)
 }
 END_TEST
 
+/* A conv followed by 12 SiLUs, v * sigmoid(v): each reads its operand
+ * twice, so the fused epilogue as a tree doubles per SiLU; it failed to
+ * compile (TS_MAX_EXPR_DEPTH) after seconds and gigabytes.  The chain is
+ * now cut into kernels of bounded size, and computes what the reference
+ * does. */
+START_TEST(test_silu_chain_compiles)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	tg *t = tg_new(ctx, 95);
+	int x = tg_input(t, "x", TS_SHAPE(1, 16, 8, 8));
+	int w = tg_const(t, "w", TS_SHAPE(16, 16, 3, 3), -0.2, 0.2);
+	ts_gattrs a = ts_gattrs_default();
+	a.pad[0] = a.pad[1] = a.pad[2] = a.pad[3] = 1;
+	int v = tg_node(t, "conv", TS_GOP_CONV, 2, (int[]){x, w}, &a);
+	for (int i = 0; i < 12; i++) {
+		int sg = tg_node(t, "sig", TS_GOP_SIGMOID, 1, &v, NULL);
+		v = tg_node(t, "silu", TS_GOP_MUL, 2, (int[]){v, sg}, NULL);
+		ck_assert_msg(v >= 0, "%s", ts_last_error(ctx));
+	}
+	tg_output(t, v);
+	ts_graph_exec *e = check_all(ctx, t);
+	ck_assert_int_ge(ts_graph_exec_stats(e).kernels, 2);
+	ts_graph_exec_free(e);
+	tg_free(t);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* Kernels that differ only in how an operand broadcasts do not share
  * code: [4, 1, 1] and [4] are both a plain argument of 4 elements, read
  * per channel in one kernel and per column in the other; and one operand
@@ -1045,6 +1073,7 @@ int main(void)
 	tcase_add_test(tc, test_trace_and_print);
 	tcase_add_test(tc, test_tuned_convolutions);
 	tcase_add_test(tc, test_long_chains);
+	tcase_add_test(tc, test_silu_chain_compiles);
 	tcase_add_test(tc, test_inplace_residuals);
 	tcase_add_test(tc, test_broadcast_kernels_distinct);
 	suite_add_tcase(s, tc);
