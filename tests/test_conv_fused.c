@@ -100,7 +100,11 @@ static void check_conv(epi e, conv g, const ts_conv2d_cpu_params *p)
 	 * unless it is inlined (one image, or channel blocks outside) */
 	ts_conv2d_cpu_params d = p ? *p : ts_conv2d_cpu_default();
 	int64_t ow = (g.w + 2 * g.pad - g.k) / g.stride + 1;
-	bool asked = d.pad == TS_PAD_INLINE || (d.pad == TS_PAD_AUTO && ow <= d.ow_block);
+	/* TS_PAD_AUTO inlines a row of one block, a strided convolution, and
+	 * rows of three blocks or more */
+	bool strided = g.w + 2 * g.pad >= 2 * ow;
+	bool asked = d.pad == TS_PAD_INLINE ||
+		     (d.pad == TS_PAD_AUTO && (ow <= d.ow_block || strided || ow >= 3 * d.ow_block));
 	bool inl = g.pad && asked && (deep || g.n == 1);
 	bool copied = tu_allocates_global(text, "pad");
 	ck_assert_msg(!g.pad || copied != inl, "padding %s, expected %s", copied ? "copied" : "inlined",
@@ -170,6 +174,10 @@ START_TEST(test_conv_inline_pad)
 		{.n = 1, .c = 16, .h = 7, .w = 7, .o = 32, .k = 3, .x = 16, .y = 16, .stride = 2, .pad = 1},
 		{.n = 1, .c = 16, .h = 20, .w = 28, .o = 32, .k = 3, .x = 16, .y = 16, .stride = 1, .pad = 1},
 		{.n = 1, .c = 64, .h = 14, .w = 14, .o = 64, .k = 3, .x = 16, .y = 32, .stride = 1, .pad = 1},
+		/* under TS_PAD_AUTO: inlined for three column blocks and for a
+		 * stride of 2 with two, copied for two (the 28-wide one above) */
+		{.n = 1, .c = 4, .h = 5, .w = 44, .o = 8, .k = 3, .x = 4, .y = 8, .stride = 1, .pad = 1},
+		{.n = 1, .c = 4, .h = 5, .w = 30, .o = 8, .k = 3, .x = 4, .y = 8, .stride = 2, .pad = 1},
 	};
 	for (size_t i = 0; i < sizeof more / sizeof *more; i++) {
 		check_conv(EPI_BIAS_RELU, more[i], &defaults_inl);
