@@ -283,16 +283,21 @@ static void *good_call(void *p)
 	return NULL;
 }
 
+/* fn(arg) on a thread of its own, run to its end. */
+static void run_thread(void *(*fn)(void *), void *arg)
+{
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, fn, arg), 0);
+	pthread_join(t, NULL);
+}
+
 START_TEST(test_new_thread_inherits_no_error)
 {
 	fixture x = vadd();
 	for (int round = 0; round < 8; round++) {
-		pthread_t t;
-		ck_assert_int_eq(pthread_create(&t, NULL, bad_call_then_exit, &x), 0);
-		pthread_join(t, NULL);
+		run_thread(bad_call_then_exit, &x);
 		later l = {.x = &x};
-		ck_assert_int_eq(pthread_create(&t, NULL, good_call, &l), 0);
-		pthread_join(t, NULL);
+		run_thread(good_call, &l);
 		ck_assert_msg(l.status == TS_OK, "round %d: a new thread sees '%s'", round, l.msg);
 	}
 	ts_module_free(x.m);
@@ -305,17 +310,12 @@ END_TEST
 START_TEST(test_exited_threads_slots_reused)
 {
 	fixture x = vadd();
-	for (int round = 0; round < 64; round++) {
-		pthread_t t;
-		ck_assert_int_eq(pthread_create(&t, NULL, bad_call_then_exit, &x), 0);
-		pthread_join(t, NULL);
-	}
+	for (int round = 0; round < 64; round++)
+		run_thread(bad_call_then_exit, &x);
 	ck_assert_int_le(ts_ctx_error_slots(x.ctx), 1);
 	/* a live thread's pending error is kept, and its slot is its own */
 	ck_assert_int_eq(ts_error(x.ctx, TS_ERR_INVALID, "mine"), TS_ERR_INVALID);
-	pthread_t t;
-	ck_assert_int_eq(pthread_create(&t, NULL, bad_call_then_exit, &x), 0);
-	pthread_join(t, NULL);
+	run_thread(bad_call_then_exit, &x);
 	ck_assert_str_eq(ts_last_error(x.ctx), "mine");
 	ck_assert_int_le(ts_ctx_error_slots(x.ctx), 2);
 	ck_assert_int_eq(ts_ctx_error_slots(NULL), 0);
