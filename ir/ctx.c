@@ -39,6 +39,7 @@ typedef struct chunk {
 typedef struct thread_token {
 	atomic_int refs;    /* the thread while it runs, and each slot */
 	atomic_bool alive;  /* cleared when the thread exits */
+	struct thread_token *prev, *next; /* in g_tokens */
 } thread_token;
 
 typedef struct err_slot {
@@ -145,11 +146,37 @@ static pthread_key_t g_token_key;
 static pthread_once_t g_token_once = PTHREAD_ONCE_INIT;
 static bool g_token_key_ok;
 static _Thread_local thread_token *t_token;
+/* Every token, so that one still held (the main thread's, which no
+ * thread-exit destructor releases) is reachable, not a leak to LeakSanitizer
+ * and its kind. */
+static pthread_mutex_t g_tokens_lock = PTHREAD_MUTEX_INITIALIZER;
+static thread_token *g_tokens;
 
 static void token_release(thread_token *t)
 {
-	if (t && atomic_fetch_sub(&t->refs, 1) == 1)
-		free(t);
+	if (!t || atomic_fetch_sub(&t->refs, 1) != 1)
+		return;
+	pthread_mutex_lock(&g_tokens_lock);
+	if (t->prev)
+		t->prev->next = t->next;
+	else
+		g_tokens = t->next;
+	if (t->next)
+		t->next->prev = t->prev;
+	pthread_mutex_unlock(&g_tokens_lock);
+	free(t);
+}
+
+/* The list's lock is held over a fork, so that the child's copy is whole
+ * and unlocked. */
+static void tokens_prepare(void)
+{
+	pthread_mutex_lock(&g_tokens_lock);
+}
+
+static void tokens_release_lock(void)
+{
+	pthread_mutex_unlock(&g_tokens_lock);
 }
 
 static void token_thread_exit(void *p)
@@ -162,6 +189,7 @@ static void token_thread_exit(void *p)
 static void token_key_create(void)
 {
 	g_token_key_ok = pthread_key_create(&g_token_key, token_thread_exit) == 0;
+	pthread_atfork(tokens_prepare, tokens_release_lock, tokens_release_lock);
 }
 
 /* The calling thread's token, made on its first error; NULL when malloc
@@ -176,6 +204,13 @@ static thread_token *self_token(void)
 		return NULL;
 	atomic_init(&t->refs, 1);
 	atomic_init(&t->alive, true);
+	pthread_mutex_lock(&g_tokens_lock);
+	t->prev = NULL;
+	t->next = g_tokens;
+	if (g_tokens)
+		g_tokens->prev = t;
+	g_tokens = t;
+	pthread_mutex_unlock(&g_tokens_lock);
 	/* Without the key the token outlives the thread: its slots are then
 	 * only reused once cleared, as if the thread still ran. */
 	if (g_token_key_ok && pthread_setspecific(g_token_key, t) != 0)
