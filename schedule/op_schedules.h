@@ -148,8 +148,9 @@ typedef enum ts_pad_mode { TS_PAD_AUTO = 0, TS_PAD_COPY, TS_PAD_INLINE } ts_pad_
 
 typedef struct ts_conv2d_cpu_params {
 	int64_t ow_block; /* output columns per register block */
-	int64_t oh_block; /* output rows per register block; 0: enough rows to
-			   * fill ow_block columns when the image is narrower */
+	int64_t oh_block; /* output rows per register block; 0: up to enough
+			   * rows to fill ow_block columns when the image is
+			   * narrower, as many as waste the fewest rows */
 	bool parallel;
 	bool prefetch;    /* when the weights outweigh the input: fetch the next
 			   * channel block's weights during the current one's

@@ -235,6 +235,36 @@ START_TEST(test_conv_no_epilogue)
 }
 END_TEST
 
+/* oh_block 0 on narrow images: as many rows per block as fit ow_block
+ * positions and compute the fewest rows twice: 1 row of 7 for a 7x7
+ * output (2 would compute 8), 2 for 7 columns by 8 rows; the results
+ * checked against the reference either way. */
+START_TEST(test_conv_auto_rows)
+{
+	static const struct {
+		int64_t h, w;
+		const char *split;
+	} cases[] = {
+		{7, 7, "split ax2 -> ax2.outer, ax2.inner (factor 1)"},
+		{8, 7, "split ax2 -> ax2.outer, ax2.inner (factor 2)"},
+		{9, 4, "split ax2 -> ax2.outer, ax2.inner (factor 3)"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		conv g = {.n = 1, .c = 8, .h = cases[i].h, .w = cases[i].w, .o = 32, .k = 3, .x = 8, .y = 16,
+			  .stride = 1, .pad = 1};
+		ts_ctx *ctx = ts_ctx_new();
+		built b = build(ctx, EPI_BIAS_RELU, &g);
+		ts_schedule *s = ts_create_schedule(ctx, 1, &b.Y);
+		tu_ok(ctx, ts_schedule_conv2d_nchwc_cpu(s, b.Y, NULL));
+		const char *text = ts_schedule_str(s);
+		ck_assert_msg(strstr(text, cases[i].split), "%lldx%lld: want '%s' in\n%s", (long long)g.h,
+			      (long long)g.w, cases[i].split, text);
+		ts_ctx_free(ctx);
+		check_conv(EPI_BIAS_RELU, g, NULL);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("conv_fused");
@@ -246,6 +276,7 @@ int main(void)
 	tcase_add_test(tc, test_conv_clip);
 	tcase_add_test(tc, test_conv_no_epilogue);
 	tcase_add_test(tc, test_conv_inline_pad);
+	tcase_add_test(tc, test_conv_auto_rows);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
