@@ -74,15 +74,10 @@ static int64_t wrap(ts_dtype t, uint64_t v)
 }
 
 /* Rounds a double to the nearest value of float dtype t. */
+/* v rounded to float dtype t, as a cast rounds (ir.h) */
 static double round_to(ts_dtype t, double v)
 {
-	if (t.code == TS_TYPE_FLOAT && t.bits == 64)
-		return v;
-	if (t.code == TS_TYPE_FLOAT && t.bits == 32)
-		return (double)(float)v;
-	uint16_t h;
-	ts_elem_set_f64(&h, t, 0, v);
-	return ts_elem_get_f64(&h, t, 0);
+	return ir_cast_float_to_float(t, v);
 }
 
 static int64_t int_min_of(ts_dtype t)
