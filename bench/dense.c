@@ -81,7 +81,7 @@ static int build_separate(dense_run *r)
 	ts_tensor *T = ts_op_bias_add(ctx, X, bias, 1), *Y = ts_op_relu(ctx, X);
 	ts_schedule *sb = T ? ts_create_schedule(ctx, 1, &T) : NULL;
 	ts_schedule *sr = Y ? ts_create_schedule(ctx, 1, &Y) : NULL;
-	int lanes = __builtin_cpu_supports("avx512f") ? 16 : 8;
+	int lanes = ts_cpu_vector_lanes();
 	if (!sb || !sr || ts_schedule_default_cpu(sb, lanes) || ts_schedule_default_cpu(sr, lanes))
 		return -1;
 	r->bias = build(ctx, sb, "bias_add", 3, (ts_tensor *[]){X, bias, T});

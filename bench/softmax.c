@@ -56,7 +56,7 @@ static ts_module *sm_build(ts_ctx *ctx, ts_tensor *X, int impl)
 	ts_schedule *s = Y ? ts_create_schedule(ctx, 1, &Y) : NULL;
 	if (!s)
 		return NULL;
-	int lanes = __builtin_cpu_supports("avx512f") ? 16 : 8;
+	int lanes = ts_cpu_vector_lanes();
 	ts_status st = impl == SM_DEFAULT  ? ts_schedule_softmax_cpu(s, Y, lanes)
 		       : impl == SM_GENERIC ? ts_schedule_default_cpu(s, lanes)
 					    : TS_OK;

@@ -50,21 +50,11 @@ typedef struct tsr_state {
 	ts_array *blk[TSR_MAX_SETS][3]; /* conv2d, depthwise: Xc, Wc, Yc per buffer set */
 } tsr_state;
 
-static int64_t pow2_block(int64_t channels, int64_t max)
-{
-	int64_t b = max;
-	while (b > 1 && channels % b)
-		b /= 2;
-	return b;
-}
-
 static void conv_blocks(const bench_conv *c, int64_t *xb, int64_t *yb)
 {
-	int64_t lanes = __builtin_cpu_supports("avx512f") ? 16 : 8;
-	/* two vectors of output channels per pixel: each input value broadcast
-	 * feeds two FMAs, so the kernel is bound by FMAs rather than loads */
-	*yb = pow2_block(c->K, 2 * lanes);
-	*xb = pow2_block(c->C, 16);
+	/* the blocks the default schedule is made for (op_schedules.h) */
+	*yb = ts_conv2d_cpu_out_block(c->K);
+	*xb = ts_conv2d_cpu_in_block(c->C);
 }
 
 /* The default parameters of p's schedule. */

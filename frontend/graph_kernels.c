@@ -92,7 +92,7 @@ static void key_shape(kb *b, int ndim, const int64_t *s)
 
 static int lanes(void)
 {
-	return __builtin_cpu_supports("avx512f") ? 16 : 8;
+	return ts_cpu_vector_lanes();
 }
 
 static int64_t pow2_block(int64_t channels, int64_t max)
@@ -105,16 +105,14 @@ static int64_t pow2_block(int64_t channels, int64_t max)
 
 int64_t gx_conv_out_block(int64_t channels)
 {
-	/* two vectors of output channels per pixel: each broadcast input
-	 * value feeds two FMAs (as bench/tessera_impl.c explains) */
-	return pow2_block(channels, 2 * lanes());
+	return ts_conv2d_cpu_out_block(channels);
 }
 
 int64_t gx_conv_in_block(int64_t channels, int producer_block)
 {
 	if (producer_block > 0 && channels % producer_block == 0)
 		return producer_block;
-	return pow2_block(channels, 16);
+	return ts_conv2d_cpu_in_block(channels);
 }
 
 bool gx_is_depthwise(const ts_graph *g, const gnode *n)

@@ -666,6 +666,31 @@ ts_status ts_schedule_batch_matmul_cpu(ts_schedule *s, ts_tensor *Y, const ts_ma
 	return ts_vectorize(sc, nc);
 }
 
+int ts_cpu_vector_lanes(void)
+{
+	return host_has_avx512() ? 16 : 8;
+}
+
+/* The largest power of two up to max dividing channels (>= 1). */
+static int64_t pow2_divisor(int64_t channels, int64_t max)
+{
+	int64_t b = max;
+	while (b > 1 && channels % b)
+		b /= 2;
+	return b;
+}
+
+int64_t ts_conv2d_cpu_out_block(int64_t channels)
+{
+	int lanes = ts_cpu_vector_lanes();
+	return channels < 1 ? 0 : pow2_divisor(channels, lanes == 16 ? 2 * lanes : lanes);
+}
+
+int64_t ts_conv2d_cpu_in_block(int64_t channels)
+{
+	return channels < 1 ? 0 : pow2_divisor(channels, 16);
+}
+
 ts_conv2d_cpu_params ts_conv2d_cpu_default(void)
 {
 	return (ts_conv2d_cpu_params){.ow_block = 14, .oh_block = 0, .parallel = true,
@@ -912,7 +937,7 @@ ts_status ts_schedule_depthwise_cpu(ts_schedule *s, ts_tensor *Y, const ts_depth
 		return ts_error(s->ctx, TS_ERR_INVALID, "%s: %s is not a 2-D window over NCHW (a depthwise "
 				"convolution or a max pooling: 4 axes, 2 reduction axes; an average "
 				"pooling's window is its stage avg_pool2d_sum, ts_op_stage)", what, Y->name);
-	int lanes = host_has_avx512() ? 16 : 8;
+	int lanes = ts_cpu_vector_lanes();
 	window_block(Y->shape[3], Y->shape[2], lanes, &d);
 	ts_tensor *YC = ts_cache_write(s, Y, TS_SCOPE_LOCAL);
 	if (!YC)

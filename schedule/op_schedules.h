@@ -159,6 +159,22 @@ typedef struct ts_conv2d_cpu_params {
 } ts_conv2d_cpu_params;
 
 ts_conv2d_cpu_params ts_conv2d_cpu_default(void);
+/* The float32 lanes of this CPU's vectors: 16 with AVX-512, else 8. */
+int ts_cpu_vector_lanes(void);
+/* The output-channel block (the y of NCHW[y]c) the default conv2d schedule
+ * is made for: the largest power of two dividing `channels`, up to two
+ * vectors where the CPU has 32 vector registers (AVX-512) and one where it
+ * has 16 (AVX2).  A block of ow_block columns keeps ow_block x vectors
+ * accumulators in registers, plus the weights' vectors and a broadcast
+ * input: the default 14 columns of two vectors take 31 of 32 registers,
+ * and on 16 registers would spill every accumulator at every step (2x
+ * slower), where one vector of 14 columns takes all 16.  0 for channels
+ * below 1. */
+int64_t ts_conv2d_cpu_out_block(int64_t channels);
+/* The input-channel block (the x of NCHW[x]c) tessera's conv2d kernels
+ * take when they choose: the largest power of two up to 16 dividing
+ * `channels`; 0 for channels below 1. */
+int64_t ts_conv2d_cpu_in_block(int64_t channels);
 /* Schedules Y = epilogue(C), C = ts_op_conv2d_nchwc(...) (its padding stage
  * included, computed once before C or inlined: p->pad), the
  * epilogue being a chain of

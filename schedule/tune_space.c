@@ -83,8 +83,6 @@ static const char *kind_of(const char *op)
 	return !strcmp(op, "softmax") ? KIND_SOFTMAX : KIND_GENERIC;
 }
 
-static bool host_avx512(void);
-
 /* FNV-1a over what ts_tune_task_init fixed: operator, extents, dtype,
  * target and lanes (not the space, which a caller may narrow). */
 static uint64_t task_seal(const ts_tune_task *t)
@@ -121,15 +119,6 @@ ts_status tune_task_check(ts_ctx *ctx, const ts_tune_task *t, const char *what)
 		return ts_error(ctx, TS_ERR_INVALID, "%s: task %s changed since ts_tune_task_init made it (its "
 				"extents, dtype, target or lanes)", what, t->op);
 	return TS_OK;
-}
-
-static bool host_avx512(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	return __builtin_cpu_supports("avx512f");
-#else
-	return false;
-#endif
 }
 
 int64_t tune_param(const ts_tune_space *sp, const ts_tune_cand *c, const char *name, int64_t def)
@@ -217,10 +206,11 @@ static void space_conv2d(ts_tune_task *t)
 	add_param(sp, "oh_block", 4, (int64_t[]){d.oh_block, 1, 2, 4});
 	add_param(sp, "parallel", 2, (int64_t[]){d.parallel, !d.parallel});
 	add_param(sp, "pad", 3, (int64_t[]){d.pad, TS_PAD_COPY, TS_PAD_INLINE});
-	/* the blocks tessera-bench uses: two vectors of output channels, up
-	 * to 16 input channels, each dividing its channel count */
-	/* the preferred block, then every power of two from 1 to 64 */
-	int64_t ic[8] = {pow2_block(C, 16)}, oc[8] = {pow2_block(K, 2 * t->lanes)};
+	/* the blocks tessera-bench and the graph layer use
+	 * (ts_conv2d_cpu_out_block: one vector of output channels, two where
+	 * the CPU has 32 vector registers; up to 16 input channels), then
+	 * every power of two from 1 to 64 dividing its channel count */
+	int64_t ic[8] = {ts_conv2d_cpu_in_block(C)}, oc[8] = {ts_conv2d_cpu_out_block(K)};
 	int nic = 1, noc = 1;
 	for (int64_t b = 1; b <= 64; b *= 2) {
 		if (C % b == 0)
@@ -378,7 +368,7 @@ static ts_status task_init(ts_ctx *ctx, ts_tune_task *t, const char *op, int nsh
 	memcpy(t->shape, shape, (size_t)nshape * sizeof *shape);
 	t->dtype = ts_float32;
 	snprintf(t->target, sizeof t->target, "llvm");
-	t->lanes = host_avx512() ? 16 : 8;
+	t->lanes = ts_cpu_vector_lanes();
 	bool padded = tune_is_conv(op) || !strcmp(op, "depthwise") || !strcmp(op, "pool");
 	TRY(check_extents(ctx, t, padded));
 	TRY(check_shape(ctx, t));

@@ -225,6 +225,51 @@ START_TEST(test_conv2d_nchwc_cpu)
 }
 END_TEST
 
+/* The channel blocks the default conv2d schedule is made for: powers of
+ * two dividing the channels, and a default register block (ow_block
+ * columns of out_block / lanes vectors, plus the weights' vectors and a
+ * broadcast input) that fits the CPU's vector registers: 32 with AVX-512,
+ * 16 with AVX2, where two vectors of 14 columns spilled every accumulator. */
+START_TEST(test_conv2d_cpu_blocks)
+{
+	int lanes = ts_cpu_vector_lanes();
+	ck_assert(lanes == 8 || lanes == 16);
+	int regs = lanes == 16 ? 32 : 16;
+	int64_t ow = ts_conv2d_cpu_default().ow_block;
+	for (int64_t c = 1; c <= 4096; c++) {
+		int64_t y = ts_conv2d_cpu_out_block(c), x = ts_conv2d_cpu_in_block(c);
+		ck_assert_msg(y >= 1 && c % y == 0 && (y & (y - 1)) == 0, "out block %lld for %lld", (long long)y,
+			      (long long)c);
+		ck_assert_msg(x >= 1 && x <= 16 && c % x == 0 && (x & (x - 1)) == 0, "in block %lld for %lld",
+			      (long long)x, (long long)c);
+		int64_t v = (y + lanes - 1) / lanes;
+		ck_assert_msg(ow * v + v + 1 <= regs, "%lld columns of %lld vectors need more than %d registers",
+			      (long long)ow, (long long)v, regs);
+	}
+	ck_assert_int_eq(ts_conv2d_cpu_out_block(256), lanes == 16 ? 32 : 8);
+	ck_assert_int_eq(ts_conv2d_cpu_out_block(12), 4);
+	ck_assert_int_eq(ts_conv2d_cpu_in_block(256), 16);
+	ck_assert_int_eq(ts_conv2d_cpu_in_block(24), 8);
+	ck_assert_int_eq(ts_conv2d_cpu_out_block(0), 0);
+	ck_assert_int_eq(ts_conv2d_cpu_out_block(-64), 0);
+	ck_assert_int_eq(ts_conv2d_cpu_in_block(INT64_MIN), 0);
+
+	/* those blocks under the default schedule, on a row that 14 columns
+	 * do not divide, compiled for this CPU */
+	ts_ctx *ctx = ts_ctx_new();
+	int64_t C = 24, K = 48, yb = ts_conv2d_cpu_out_block(K), xb = ts_conv2d_cpu_in_block(C);
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(1, C / xb, 9, 17, xb), ts_float32);
+	ts_tensor *W = ts_placeholder(ctx, "W", TS_SHAPE(K / yb, C / xb, 3, 3, xb, yb), ts_float32);
+	ts_tensor *Y = ts_op_conv2d_nchwc(ctx, X, W, 1, 1, 1, 1, 1, 1);
+	tu_nonnull(ctx, Y);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+	tu_ok(ctx, ts_schedule_conv2d_nchwc_cpu(s, Y, NULL));
+	ts_func *f = ts_lower(s, "conv", 3, (ts_tensor *[]){X, W, Y});
+	tu_check_func_llvm(ctx, f, NULL, 1e-4);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_matmul_cuda_schedule)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -338,6 +383,7 @@ int main(void)
 	tcase_add_test(tc, test_matmul_cpu_refusals);
 	tcase_add_test(tc, test_batch_matmul_cpu);
 	tcase_add_test(tc, test_conv2d_nchwc_cpu);
+	tcase_add_test(tc, test_conv2d_cpu_blocks);
 	tcase_add_test(tc, test_matmul_unusual_operands);
 	tcase_add_test(tc, test_matmul_cuda_schedule);
 	tcase_add_test(tc, test_conv2d_cuda_schedule);
