@@ -985,24 +985,33 @@ static int64_t divisor_in(int64_t n, int64_t lo, int64_t hi)
 }
 
 /* The register block of an NCHW[x]c depthwise convolution over ow output
- * columns and oh rows, each output one vector of channel lanes: a divisor
- * of the row from 7 to 14 columns (a partitioned tail costs a second copy
- * of the block's code), else 8, or the whole row when narrower; then one
- * row, or on rows narrower than 8 columns enough rows for about 8
- * vectors, a divisor of oh where one is near, since a guarded row costs a
- * test per row of the block.  More rows would reuse the input rows in
- * registers, but the kernel is bound by memory (each input vector feeds 9
- * multiply-adds of a 3x3 window), and taller blocks only spill. */
-static void dw_nchwc_block(int64_t ow, int64_t oh, ts_depthwise_cpu_params *d)
+ * columns and oh rows, each output `vectors` vectors of channel lanes, the
+ * window `taps` multiply-adds: at most hi columns, as many as leave the
+ * window's weights and a few input vectors in the CPU's vector registers
+ * (14 with AVX-512's 32 registers and a 3x3 window; 4 with AVX2's 16,
+ * where 14 columns spilled and ran 1.5-2x slower), a divisor of the row
+ * from about hi/2 to hi columns (a partitioned tail costs a second copy
+ * of the block's code), else the whole row when narrower than 8, else up
+ * to 8; then one row, or on rows narrower than 8 columns enough rows for
+ * about 8 vectors (hi, when fewer), a divisor of oh where one is near, since a guarded row
+ * costs a test per row of the block.  More rows would reuse the input rows
+ * in registers, but the kernel is bound by memory (each input vector
+ * feeds 9 multiply-adds of a 3x3 window), and taller blocks only spill. */
+static void dw_nchwc_block(int64_t ow, int64_t oh, int64_t vectors, int64_t taps,
+			   ts_depthwise_cpu_params *d)
 {
+	int64_t regs = ts_cpu_vector_lanes() == 16 ? 32 : 16;
+	int64_t hi = regs / (vectors > 0 ? vectors : 1) - taps - 3;
+	hi = hi < 4 ? 4 : hi > 14 ? 14 : hi;
 	if (d->ow_block <= 0) {
-		int64_t f = divisor_in(ow, 7, 14);
-		d->ow_block = f ? f : ow < 8 ? ow : 8;
+		int64_t f = divisor_in(ow, hi >= 8 ? (hi + 1) / 2 : hi - 1, hi);
+		d->ow_block = f ? f : ow < 8 ? ow : hi < 8 ? hi : 8;
 	}
 	if (d->ow_block > ow)
 		d->ow_block = ow;
 	if (d->oh_block <= 0) {
-		int64_t want = d->ow_block >= 8 ? 1 : 8 / d->ow_block;
+		int64_t want = d->ow_block >= 8 ? 1 : (hi < 8 ? hi : 8) / d->ow_block;
+		want = want < 1 ? 1 : want;
 		int64_t best = divisor_in(oh, (want + 1) / 2, want);
 		d->oh_block = best ? best : want;
 	}
@@ -1062,7 +1071,15 @@ ts_status ts_schedule_depthwise_nchwc_cpu(ts_schedule *s, ts_tensor *Y,
 	ts_tensor *C = find_root(s, &dw_nchwc_root, Y, chain, &n);
 	if (!C)
 		return ts_last_status(s->ctx);
-	dw_nchwc_block(C->shape[3], C->shape[2], &d);
+	/* the window's taps and the vectors of a block of channel lanes, each
+	 * clamped (beyond the registers, any larger count chooses the same) */
+	int64_t lanes = ts_cpu_vector_lanes(), taps = 1, vectors = C->shape[4] > 0 && C->shape[4] <= 1024
+									? (C->shape[4] + lanes - 1) / lanes : 64;
+	for (int i = 0; i < 2; i++) {
+		int64_t e = C->reduce_axis[i]->extent;
+		taps *= e >= 1 && e <= 64 ? e : 64;
+	}
+	dw_nchwc_block(C->shape[3], C->shape[2], vectors, taps, &d);
 	/* the accumulator: C itself under an epilogue, else a cache of Y (= C) */
 	ts_tensor *acc = n ? C : ts_cache_write(s, Y, TS_SCOPE_LOCAL);
 	if (!acc)

@@ -200,7 +200,8 @@ ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_co
 typedef struct ts_depthwise_cpu_params {
 	int64_t ow_block; /* output columns per register block; 0: chosen from
 			   * the row (NCHW: two vectors, or one, or the whole
-			   * row; NCHW[x]c: 7 to 14 columns) */
+			   * row; NCHW[x]c: 7 to 14 columns with AVX-512,
+			   * 4 with AVX2, for a 3x3 window) */
 	int64_t oh_block; /* output rows per register block; 0: chosen (NCHW:
 			   * about two vectors of outputs, at least 2 rows;
 			   * NCHW[x]c: 1 row, more on narrow rows) */
@@ -229,7 +230,10 @@ ts_status ts_schedule_depthwise_cpu(ts_schedule *s, ts_tensor *Y, const ts_depth
  * window too, when small) and is stored once.  C's padding stage (any
  * elementwise 5-D producer of C) is inlined: the block reads the input
  * under the padding's test, with no padded copy.  Blocks of 0 are chosen
- * from the shape: 7 to 14 columns by one row, more rows on narrow rows. */
+ * from the shape: as many columns as leave the window's weights in the
+ * CPU's vector registers with the accumulators (a 3x3 window: 7 to 14
+ * columns with AVX-512, 4 with AVX2) by one row, more rows on narrow
+ * rows. */
 ts_status ts_schedule_depthwise_nchwc_cpu(ts_schedule *s, ts_tensor *Y,
 					  const ts_depthwise_cpu_params *p);
 
