@@ -772,12 +772,36 @@ static int64_t auto_rows(int64_t oh, int64_t ow, int64_t ow_block)
 	return best;
 }
 
+/* With channel blocks outside the rows (weights outweigh the input),
+ * every channel block reads the whole input once more.  Where one block's
+ * weights are small (1x1 convolutions, one vector of channels per block),
+ * that is many passes over an input larger than the cache: ResNet-50's
+ * stride-2 1x1 layer 512 -> 1024 at 28x28 read its input 128 times on
+ * AVX2.  Such blocks go in groups: a group's weights (at most 128 KB) stay
+ * in cache while its row blocks run, and each row of input serves every
+ * block of the group in turn.  The group: the largest power of two whose
+ * weights fit, dividing the channel blocks and leaving at least 8 groups
+ * to run in parallel; 1 (no groups) where none is 2 or more. */
+static int64_t channel_group(const ts_tensor *C, const ts_tensor *Y)
+{
+	int64_t per_block = 0, blocks = Y->shape[1];
+	for (int i = 0; i < C->ninputs; i++)
+		if (C->inputs[i]->ndim == 6) /* Wc[O/y, C/x, R, S, x, y]: one block's */
+			per_block = ts_tensor_numel(C->inputs[i]) / C->inputs[i]->shape[0] * 4;
+	int64_t g = 1;
+	while (per_block > 0 && 2 * g * per_block <= 128 * 1024 && blocks % (2 * g) == 0 &&
+	       blocks / (2 * g) >= 8)
+		g *= 2;
+	return g;
+}
+
 /* Y in blocks of oh_block rows x ow_block columns x the channel lanes (one
  * vector), images, channel blocks and row blocks fused into one parallel
- * loop (rows outside the channel blocks when rows_outer); *owo is the loop
- * over a row's column blocks. */
+ * loop (rows outside the channel blocks when rows_outer; channel blocks in
+ * groups of `group` around the rows, the groups parallel, when group > 1);
+ * *owo is the loop over a row's column blocks. */
 static ts_status conv_output(ts_stage *sy, const ts_conv2d_cpu_params *d, bool rows, bool inl,
-			     ts_axis **owo, ts_axis **outer, int64_t *row_blocks)
+			     int64_t group, ts_axis **owo, ts_axis **outer, int64_t *row_blocks)
 {
 	int64_t ow = sy->tensor->shape[3], oh_block = d->oh_block;
 	/* a block no wider than the row: the columns past it would still
@@ -793,6 +817,14 @@ static ts_status conv_output(ts_stage *sy, const ts_conv2d_cpu_params *d, bool r
 		TRY(ts_reorder(sy, TS_AXES(img, oho, cb, *owo, ohi, owi)));
 		TRY(ts_fuse(sy, img, oho, &f1));
 		TRY(ts_fuse(sy, f1, cb, &f2));
+	} else if (group > 1) {
+		/* each group's rows in a loop of their own, which loop_partition
+		 * can split at the padding's rows when it is inlined */
+		ts_axis *cbo, *cbi;
+		TRY(ts_split(sy, cb, group, &cbo, &cbi));
+		TRY(ts_reorder(sy, TS_AXES(img, cbo, oho, cbi, *owo, ohi, owi)));
+		TRY(ts_fuse(sy, img, cbo, &f2));
+		*row_blocks = 0; /* the next block's weights: the group's, in cache */
 	} else if (inl) {
 		/* the row blocks a loop of their own, which loop_partition can
 		 * split at the padding's rows (a fused index is not monotone) */
@@ -854,7 +886,7 @@ ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_co
 	ts_stage *sy = ts_stage_of(s, Y);
 	ts_axis *owo, *outer;
 	int64_t row_blocks;
-	TRY(conv_output(sy, &d, rows, inl, &owo, &outer, &row_blocks));
+	TRY(conv_output(sy, &d, rows, inl, rows ? 1 : channel_group(C, Y), &owo, &outer, &row_blocks));
 	ts_stage *sc = ts_stage_of(s, acc);
 	TRY(conv_accumulator(sc, sy, owo));
 	/* weights outweigh the input: each channel block's weights come from
@@ -864,7 +896,7 @@ ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_co
 	 * (ResNet-50's layer4 at batch 1: -10% to -15% per convolution with
 	 * cold weights; at the reduction's outer loops the bursts of
 	 * prefetches cost more than they save). */
-	if (!rows && d.prefetch)
+	if (!rows && d.prefetch && row_blocks > 0)
 		for (int i = 0; i < C->ninputs; i++)
 			if (C->inputs[i]->ndim == 6 && C->inputs[i]->op == TS_OP_PLACEHOLDER)
 				TRY(ts_prefetch_ahead(sc, C->inputs[i], ts_reduce_axis_of(sc, 3), outer,

@@ -190,7 +190,11 @@ int64_t ts_conv2d_cpu_in_block(int64_t channels);
  * accumulator is a cache_write of Y.  Epilogues are refused as
  * ts_schedule_dense_cpu refuses them (TS_ERR_INVALID).  With more weights
  * than input (deep layers), channel blocks are the outer loop and each
- * block's weights serve all its row blocks; p->prefetch then adds a
+ * block's weights serve all its row blocks (where a block's weights are
+ * small, in groups of blocks whose weights, up to 128 KB, stay in cache
+ * while the group's rows run, each row of input read by the group's
+ * blocks in turn rather than once per block over the whole input; at
+ * least 8 groups, which run in parallel); otherwise p->prefetch adds a
  * software prefetch, in each step of the input-channel lanes, of the
  * lines the next channel block reads there (its weights come from memory
  * while this block computes, instead of all at once in its first row

@@ -9,6 +9,7 @@
 #include "testutil.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lower.h"
@@ -78,6 +79,22 @@ static bool has_unguarded_read(const char *text)
 	return false;
 }
 
+/* The factor splitting Y's axis 1, the channel blocks, in a schedule's
+ * text (its name: "cb" for bias_add, "oo" for the convolution itself,
+ * "ax1" for an operator's elementwise stage), or 0. */
+static long channel_group(const char *sched)
+{
+	static const char *const names[] = {"cb", "oo", "ax1"};
+	for (int i = 0; i < 3; i++) {
+		char want[64];
+		snprintf(want, sizeof want, "split %s -> %s.outer, %s.inner (factor ", names[i], names[i], names[i]);
+		const char *at = strstr(sched, want);
+		if (at)
+			return strtol(at + strlen(want), NULL, 10);
+	}
+	return 0;
+}
+
 static void check_conv(epi e, conv g, const ts_conv2d_cpu_params *p)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -113,10 +130,15 @@ static void check_conv(epi e, conv g, const ts_conv2d_cpu_params *p)
 	 * interior that reads X with no test of the padding */
 	bool roomy = d.ow_block == 14 && g.h >= 14 && g.w % 14 == 0 && g.stride == 1;
 	ck_assert_msg(!inl || !roomy || has_unguarded_read(text), "no interior without the padding's test");
-	bool want = deep && (!p || p->prefetch);
+	/* channel blocks in groups (their weights in cache, each row of
+	 * input read by the whole group) need no prefetch */
+	const char *sched = ts_schedule_str(s);
+	bool grouped = channel_group(sched) > 1;
+	ck_assert_msg(!grouped || deep, "channel blocks grouped with the rows outside");
+	bool want = deep && (!p || p->prefetch) && !grouped;
 	ck_assert_msg((strstr(text, "prefetch(W[") != NULL) == want,
-		      "prefetch%s expected, c %lld h %lld w %lld o %lld k %lld", want ? "" : " not",
-		      (long long)g.c, (long long)g.h, (long long)g.w, (long long)g.o, (long long)g.k);
+		      "prefetch%s expected, c %lld h %lld w %lld o %lld k %lld\n%s", want ? "" : " not",
+		      (long long)g.c, (long long)g.h, (long long)g.w, (long long)g.o, (long long)g.k, sched);
 	char what[160];
 	snprintf(what, sizeof what, "epilogue %d, X[%lld, %lld, %lld, %lld] / %d, %lld x %lld kernel, "
 		 "O %lld / %d, stride %d, pad %d", (int)e, (long long)g.n, (long long)g.c,
@@ -265,6 +287,34 @@ START_TEST(test_conv_auto_rows)
 }
 END_TEST
 
+/* Deep layers whose channel blocks have small weights (a 1x1 or a few
+ * input channels) go in groups around the rows: 32 blocks of 8 channels
+ * whose weights take 4.6 KB each, in 8 groups of 4 (at least 8 groups
+ * run in parallel), with every epilogue, the padding inlined or copied,
+ * stride 1 and 2; results against the reference. */
+START_TEST(test_conv_channel_groups)
+{
+	static const conv grouped[] = {
+		{.n = 1, .c = 16, .h = 5, .w = 9, .o = 256, .k = 3, .x = 8, .y = 8, .stride = 1, .pad = 1},
+		{.n = 1, .c = 16, .h = 9, .w = 11, .o = 256, .k = 3, .x = 8, .y = 8, .stride = 2, .pad = 1},
+		{.n = 2, .c = 16, .h = 3, .w = 5, .o = 256, .k = 1, .x = 16, .y = 8, .stride = 1, .pad = 0},
+	};
+	ts_ctx *ctx = ts_ctx_new();
+	built b = build(ctx, EPI_BIAS_RELU, &grouped[0]);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &b.Y);
+	tu_ok(ctx, ts_schedule_conv2d_nchwc_cpu(s, b.Y, NULL));
+	const char *text = ts_schedule_str(s);
+	ck_assert_msg(channel_group(text) == 4, "%s", text);
+	ts_ctx_free(ctx);
+	for (size_t i = 0; i < sizeof grouped / sizeof *grouped; i++)
+		for (int e = 0; e <= (int)EPI_CLIP; e++) {
+			check_conv((epi)e, grouped[i], NULL);
+			check_conv((epi)e, grouped[i], &odd);
+			check_conv((epi)e, grouped[i], &defaults_inl);
+		}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("conv_fused");
@@ -277,6 +327,7 @@ int main(void)
 	tcase_add_test(tc, test_conv_no_epilogue);
 	tcase_add_test(tc, test_conv_inline_pad);
 	tcase_add_test(tc, test_conv_auto_rows);
+	tcase_add_test(tc, test_conv_channel_groups);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
