@@ -693,8 +693,12 @@ int64_t ts_conv2d_cpu_in_block(int64_t channels)
 
 ts_conv2d_cpu_params ts_conv2d_cpu_default(void)
 {
+	/* the prefetch pays with AVX-512's blocks of two vectors (ResNet-50's
+	 * layer4: 10-15% per convolution with cold weights); with AVX2's
+	 * blocks of one vector, whose step's weights are half a cache line, it
+	 * gained nothing cold and cost 10-30% at 2 threads (Zen 4) */
 	return (ts_conv2d_cpu_params){.ow_block = 14, .oh_block = 0, .parallel = true,
-				      .prefetch = true};
+				      .prefetch = ts_cpu_vector_lanes() == 16};
 }
 
 /* The padded input (any 5-D producer of the convolution C) is computed

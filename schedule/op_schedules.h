@@ -154,7 +154,9 @@ typedef struct ts_conv2d_cpu_params {
 	bool parallel;
 	bool prefetch;    /* when the weights outweigh the input: fetch the next
 			   * channel block's weights during the current one's
-			   * reduction (ts_prefetch_ahead) */
+			   * reduction (ts_prefetch_ahead); by default with
+			   * AVX-512 only (with AVX2's one-vector blocks it
+			   * gained nothing and cost up to 30% at 2 threads) */
 	ts_pad_mode pad;  /* how the input's padding is read (TS_PAD_AUTO: 0) */
 } ts_conv2d_cpu_params;
 

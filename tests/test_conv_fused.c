@@ -135,7 +135,7 @@ static void check_conv(epi e, conv g, const ts_conv2d_cpu_params *p)
 	const char *sched = ts_schedule_str(s);
 	bool grouped = channel_group(sched) > 1;
 	ck_assert_msg(!grouped || deep, "channel blocks grouped with the rows outside");
-	bool want = deep && (!p || p->prefetch) && !grouped;
+	bool want = deep && d.prefetch && !grouped;
 	ck_assert_msg((strstr(text, "prefetch(W[") != NULL) == want,
 		      "prefetch%s expected, c %lld h %lld w %lld o %lld k %lld\n%s", want ? "" : " not",
 		      (long long)g.c, (long long)g.h, (long long)g.w, (long long)g.o, (long long)g.k, sched);
