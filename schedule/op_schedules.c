@@ -671,13 +671,12 @@ int ts_cpu_vector_lanes(void)
 	return host_has_avx512() ? 16 : 8;
 }
 
-/* The largest power of two up to max dividing channels (>= 1). */
+/* The largest power of two up to max (a power of two) dividing channels
+ * (>= 1): the lowest set bit of channels, at most max. */
 static int64_t pow2_divisor(int64_t channels, int64_t max)
 {
-	int64_t b = max;
-	while (b > 1 && channels % b)
-		b /= 2;
-	return b;
+	int64_t low = channels & -channels;
+	return low < max ? low : max;
 }
 
 int64_t ts_conv2d_cpu_out_block(int64_t channels)
