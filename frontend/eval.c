@@ -73,13 +73,6 @@ static int64_t wrap(ts_dtype t, uint64_t v)
 	return (int64_t)v;
 }
 
-/* Rounds a double to the nearest value of float dtype t. */
-/* v rounded to float dtype t, as a cast rounds (ir.h) */
-static double round_to(ts_dtype t, double v)
-{
-	return ir_cast_float_to_float(t, v);
-}
-
 static int64_t int_min_of(ts_dtype t)
 {
 	if (is_uint(t) || t.code == TS_TYPE_BOOL)
@@ -159,7 +152,7 @@ static bool float_binary(const ts_expr *e, double a, double b, val *out)
 	case IR_GE: out->i = a >= b; return true;
 	default: return false;
 	}
-	out->f = round_to(e->dtype, out->f);
+	out->f = ir_cast_float_to_float(e->dtype, out->f);
 	return true;
 }
 
@@ -254,7 +247,7 @@ static bool ev_call(evaluator *s, const ts_expr *e, val *out)
 		*out = a[0];
 		return true;
 	}
-	out->f = round_to(e->dtype, ir_intrinsic_eval(e->u.call.op, a[0].f, a[1].f));
+	out->f = ir_cast_float_to_float(e->dtype, ir_intrinsic_eval(e->u.call.op, a[0].f, a[1].f));
 	return true;
 }
 
@@ -372,7 +365,7 @@ static bool ev_reduce(evaluator *s, const ts_expr *e, val *out)
 	} while (ok && next_point(s, base, naxes, e->u.reduce.axes));
 	s->nenv = base;
 	if (ts_dtype_is_float(t))
-		acc.f = round_to(t, acc.f);
+		acc.f = ir_cast_float_to_float(t, acc.f);
 	*out = acc;
 	return ok;
 }
@@ -386,7 +379,7 @@ static bool ev(evaluator *s, const ts_expr *e, val *out)
 		out->i = wrap(e->dtype, (uint64_t)e->u.int_imm);
 		return true;
 	case IR_FLOAT_IMM:
-		out->f = round_to(e->dtype, e->u.float_imm);
+		out->f = ir_cast_float_to_float(e->dtype, e->u.float_imm);
 		return true;
 	case IR_VAR:
 		return lookup(s, e, &out->i);

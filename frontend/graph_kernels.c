@@ -95,14 +95,6 @@ static int lanes(void)
 	return ts_cpu_vector_lanes();
 }
 
-static int64_t pow2_block(int64_t channels, int64_t max)
-{
-	int64_t b = max;
-	while (b > 1 && channels % b)
-		b /= 2;
-	return b;
-}
-
 int64_t gx_conv_out_block(int64_t channels)
 {
 	return ts_conv2d_cpu_out_block(channels);
@@ -126,7 +118,7 @@ int64_t gx_depthwise_block(int64_t channels, int producer_block)
 {
 	if (producer_block > 0 && channels % producer_block == 0 && producer_block <= 2 * lanes())
 		return producer_block;
-	return pow2_block(channels, lanes());
+	return ts_depthwise_cpu_block(channels);
 }
 
 int gx_phys_shape(const xval *v, int64_t *s)

@@ -690,6 +690,11 @@ int64_t ts_conv2d_cpu_in_block(int64_t channels)
 	return channels < 1 ? 0 : pow2_divisor(channels, 16);
 }
 
+int64_t ts_depthwise_cpu_block(int64_t channels)
+{
+	return channels < 1 ? 0 : pow2_divisor(channels, ts_cpu_vector_lanes());
+}
+
 ts_conv2d_cpu_params ts_conv2d_cpu_default(void)
 {
 	/* the prefetch pays with AVX-512's blocks of two vectors (ResNet-50's
@@ -1028,10 +1033,11 @@ static int64_t divisor_in(int64_t n, int64_t lo, int64_t hi)
  * from about hi/2 to hi columns (a partitioned tail costs a second copy
  * of the block's code), else the whole row when narrower than 8, else up
  * to 8; then one row, or on rows narrower than 8 columns enough rows for
- * about 8 vectors (hi, when fewer), a divisor of oh where one is near, since a guarded row
- * costs a test per row of the block.  More rows would reuse the input rows
- * in registers, but the kernel is bound by memory (each input vector
- * feeds 9 multiply-adds of a 3x3 window), and taller blocks only spill. */
+ * about 8 vectors (hi, when fewer), a divisor of oh where one is near,
+ * since a guarded row costs a test per row of the block.  More rows would
+ * reuse the input rows in registers, but the kernel is bound by memory
+ * (each input vector feeds 9 multiply-adds of a 3x3 window), and taller
+ * blocks only spill. */
 static void dw_nchwc_block(int64_t ow, int64_t oh, int64_t vectors, int64_t taps,
 			   ts_depthwise_cpu_params *d)
 {

@@ -177,6 +177,10 @@ int64_t ts_conv2d_cpu_out_block(int64_t channels);
  * take when they choose: the largest power of two up to 16 dividing
  * `channels`; 0 for channels below 1. */
 int64_t ts_conv2d_cpu_in_block(int64_t channels);
+/* The channel block (the x of NCHW[x]c) of a depthwise convolution whose
+ * input tessera lays out: the largest power of two up to one vector
+ * dividing `channels`; 0 for channels below 1. */
+int64_t ts_depthwise_cpu_block(int64_t channels);
 /* Schedules Y = epilogue(C), C = ts_op_conv2d_nchwc(...) (its padding stage
  * included, computed once before C or inlined: p->pad), the
  * epilogue being a chain of

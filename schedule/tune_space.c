@@ -157,14 +157,6 @@ static void add_factor(ts_tune_space *sp, const char *name, int64_t def, int64_t
 	add_param(sp, name, n, v);
 }
 
-static int64_t pow2_block(int64_t channels, int64_t max)
-{
-	int64_t b = max;
-	while (b > 1 && channels % b)
-		b /= 2;
-	return b;
-}
-
 static void space_matmul(ts_tune_task *t)
 {
 	ts_tune_space *sp = &t->space;
@@ -418,7 +410,7 @@ double ts_tune_task_flops(const ts_tune_task *t)
  * or the largest power of two below it dividing C. */
 static int64_t depthwise_block(const ts_tune_task *t)
 {
-	return pow2_block(t->shape[1], t->lanes);
+	return ts_depthwise_cpu_block(t->shape[1]);
 }
 
 int64_t tune_out_block(const ts_tune_task *t, const ts_tune_cand *c)

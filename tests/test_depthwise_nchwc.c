@@ -161,8 +161,6 @@ static ts_tensor *blocked_weights(ts_ctx *ctx, ts_tensor *W, int64_t x)
 			  TS_READ(ctx, W, ch, zero, v[1], v[2]));
 }
 
-/* The blocked operator on blocked copies of X and W, converted back, is the
- * NCHW depthwise operator (ts_eval of both). */
 /* The default block of a 3x3 window over one vector of channels keeps its
  * accumulators, the 9 weight vectors and a few inputs in the CPU's vector
  * registers: 14 columns with AVX-512's 32, 4 with AVX2's 16 (14 spilled
@@ -189,6 +187,8 @@ START_TEST(test_default_block_fits_registers)
 }
 END_TEST
 
+/* The blocked operator on blocked copies of X and W, converted back, is the
+ * NCHW depthwise operator (ts_eval of both). */
 START_TEST(test_same_as_nchw)
 {
 	ts_ctx *ctx = ts_ctx_new();

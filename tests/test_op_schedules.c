@@ -242,6 +242,10 @@ START_TEST(test_conv2d_cpu_blocks)
 			      (long long)c);
 		ck_assert_msg(x >= 1 && x <= 16 && c % x == 0 && (x & (x - 1)) == 0, "in block %lld for %lld",
 			      (long long)x, (long long)c);
+		int64_t dw = ts_depthwise_cpu_block(c);
+		ck_assert_msg(dw >= 1 && dw <= lanes && c % dw == 0 && (dw & (dw - 1)) == 0 &&
+				      (dw == lanes || c % (2 * dw) != 0),
+			      "depthwise block %lld for %lld", (long long)dw, (long long)c);
 		int64_t v = (y + lanes - 1) / lanes;
 		ck_assert_msg(ow * v + v + 1 <= regs, "%lld columns of %lld vectors need more than %d registers",
 			      (long long)ow, (long long)v, regs);
@@ -253,6 +257,8 @@ START_TEST(test_conv2d_cpu_blocks)
 	ck_assert_int_eq(ts_conv2d_cpu_out_block(0), 0);
 	ck_assert_int_eq(ts_conv2d_cpu_out_block(-64), 0);
 	ck_assert_int_eq(ts_conv2d_cpu_in_block(INT64_MIN), 0);
+	ck_assert_int_eq(ts_depthwise_cpu_block(0), 0);
+	ck_assert_int_eq(ts_depthwise_cpu_block(96), lanes == 16 ? 16 : 8);
 
 	/* those blocks under the default schedule, on a row that 14 columns
 	 * do not divide, compiled for this CPU */
