@@ -53,7 +53,7 @@ typedef struct tsr_state {
 static void conv_blocks(const bench_conv *c, int64_t *xb, int64_t *yb)
 {
 	/* the blocks the default schedule is made for (op_schedules.h) */
-	*yb = ts_conv2d_cpu_out_block(c->K);
+	*yb = ts_conv2d_cpu_out_block_for(c->K, bench_conv_out(c->W, c->S, c->stride, c->pad));
 	*xb = ts_conv2d_cpu_in_block(c->C);
 }
 

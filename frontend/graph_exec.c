@@ -201,6 +201,17 @@ static bool is_view(ts_gop op)
 	return op == TS_GOP_RESHAPE || op == TS_GOP_FLATTEN || op == TS_GOP_IDENTITY;
 }
 
+/* Whether value v is the image of a depthwise convolution: those keep
+ * blocks of at most two vectors (gx_depthwise_block), so a producer's
+ * wider blocks would be converted for them. */
+static bool feeds_depthwise(const ts_graph *g, int v)
+{
+	for (int i = 0; i < g->nn; i++)
+		if (g->n[i].op == TS_GOP_CONV && g->n[i].in[0] == v && gx_is_depthwise(g, &g->n[i]))
+			return true;
+	return false;
+}
+
 /* The output layout of group gr, converting its inputs as its kernel
  * needs them; -1 with an error. */
 static int plan_group(planner *pl, const ggroup *gr)
@@ -235,11 +246,11 @@ static int plan_group(planner *pl, const ggroup *gr)
 		out_block = xb;
 	} else if (blockable && a->a.group == 1) {
 		int x = pl->gv2x[a->in[0]];
-		int64_t C = g->v[a->in[0]].shape[1], O = g->v[a->out].shape[1];
+		int64_t C = g->v[a->in[0]].shape[1], O = g->v[a->out].shape[1], OW = g->v[a->out].shape[3];
 		int xb = (int)gx_conv_in_block(C, layouts ? pl->e->xv[x].block : 0);
 		if (want(pl, a->in[0], xb))
 			return -1;
-		out_block = (int)gx_conv_out_block(O);
+		out_block = (int)gx_conv_out_block(O, feeds_depthwise(g, gr->out) ? 0 : OW);
 	} else if (a && (a->op == TS_GOP_MAXPOOL || a->op == TS_GOP_AVGPOOL)) {
 		out_block = pl->e->xv[pl->gv2x[a->in[0]]].block;
 	} else if (a && a->op == TS_GOP_GLOBALAVGPOOL) {

@@ -95,9 +95,9 @@ static int lanes(void)
 	return ts_cpu_vector_lanes();
 }
 
-int64_t gx_conv_out_block(int64_t channels)
+int64_t gx_conv_out_block(int64_t channels, int64_t out_width)
 {
-	return ts_conv2d_cpu_out_block(channels);
+	return ts_conv2d_cpu_out_block_for(channels, out_width);
 }
 
 int64_t gx_conv_in_block(int64_t channels, int producer_block)

@@ -147,7 +147,9 @@ ts_status ts_schedule_batch_matmul_cpu(ts_schedule *s, ts_tensor *Y, const ts_ma
 typedef enum ts_pad_mode { TS_PAD_AUTO = 0, TS_PAD_COPY, TS_PAD_INLINE } ts_pad_mode;
 
 typedef struct ts_conv2d_cpu_params {
-	int64_t ow_block; /* output columns per register block */
+	int64_t ow_block; /* output columns per register block; 0: chosen
+			   * from the output's channel block
+			   * (ts_conv2d_cpu_ow_block) */
 	int64_t oh_block; /* output rows per register block; 0: up to enough
 			   * rows to fill ow_block columns when the image is
 			   * narrower, as many as waste the fewest rows */
@@ -173,6 +175,20 @@ int ts_cpu_vector_lanes(void);
  * slower), where one vector of 14 columns takes all 16.  0 for channels
  * below 1. */
 int64_t ts_conv2d_cpu_out_block(int64_t channels);
+/* The output-channel block for an output `out_width` columns wide: with
+ * AVX2, four vectors (32 channels) where 32 divides `channels` and a row
+ * has 12 columns or more, computed 3 columns at a time (a step loads 3
+ * inputs and 4 weight vectors for 12 multiply-adds, against 15 loads for
+ * 14 with one vector); otherwise ts_conv2d_cpu_out_block(channels).  0
+ * for channels below 1. */
+int64_t ts_conv2d_cpu_out_block_for(int64_t channels, int64_t out_width);
+/* The register block's columns (ow_block 0) for an output-channel block
+ * of `out_block` lanes: as many as fit the vector registers with their
+ * accumulators, up to 14: 14 for one vector (and two with AVX-512), 6 for
+ * two vectors with AVX2, 3 for four (then the block runs vector by vector:
+ * 12 accumulators, 3 broadcast inputs and one weight vector).  0 for
+ * out_block below 1. */
+int64_t ts_conv2d_cpu_ow_block(int64_t out_block);
 /* The input-channel block (the x of NCHW[x]c) tessera's conv2d kernels
  * take when they choose: the largest power of two up to 16 dividing
  * `channels`; 0 for channels below 1. */

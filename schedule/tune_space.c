@@ -194,15 +194,17 @@ static void space_conv2d(ts_tune_task *t)
 	ts_conv2d_cpu_params d = ts_conv2d_cpu_default();
 	int64_t C = t->shape[1], K = t->shape[4];
 	sp->kind = KIND_CONV2D;
-	add_param(sp, "ow_block", 7, (int64_t[]){d.ow_block, 4, 7, 8, 16, 28, 2});
+	add_param(sp, "ow_block", 9, (int64_t[]){d.ow_block, 14, 3, 4, 6, 7, 8, 16, 28});
 	add_param(sp, "oh_block", 4, (int64_t[]){d.oh_block, 1, 2, 4});
 	add_param(sp, "parallel", 2, (int64_t[]){d.parallel, !d.parallel});
 	add_param(sp, "pad", 3, (int64_t[]){d.pad, TS_PAD_COPY, TS_PAD_INLINE});
 	/* the blocks tessera-bench and the graph layer use
-	 * (ts_conv2d_cpu_out_block: one vector of output channels, two where
-	 * the CPU has 32 vector registers; up to 16 input channels), then
+	 * (ts_conv2d_cpu_out_block_for: one vector of output channels, two
+	 * where the CPU has 32 vector registers, four on AVX2's wide rows; up
+	 * to 16 input channels), then
 	 * every power of two from 1 to 64 dividing its channel count */
-	int64_t ic[8] = {ts_conv2d_cpu_in_block(C)}, oc[8] = {ts_conv2d_cpu_out_block(K)};
+	int64_t ow = (t->shape[3] + 2 * t->shape[8] - t->shape[6]) / t->shape[7] + 1;
+	int64_t ic[8] = {ts_conv2d_cpu_in_block(C)}, oc[8] = {ts_conv2d_cpu_out_block_for(K, ow)};
 	int nic = 1, noc = 1;
 	for (int64_t b = 1; b <= 64; b *= 2) {
 		if (C % b == 0)
@@ -578,7 +580,7 @@ static ts_status schedule_conv2d(ts_schedule *s, const ts_tune_task *t, const ts
 				 ts_tensor *Y)
 {
 	const ts_tune_space *sp = &t->space;
-	ts_conv2d_cpu_params p = {.ow_block = tune_param(sp, c, "ow_block", 14),
+	ts_conv2d_cpu_params p = {.ow_block = tune_param(sp, c, "ow_block", 0),
 				  .oh_block = tune_param(sp, c, "oh_block", 0),
 				  .parallel = tune_param(sp, c, "parallel", 1) != 0,
 				  .prefetch = ts_conv2d_cpu_default().prefetch,

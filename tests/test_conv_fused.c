@@ -116,6 +116,8 @@ static void check_conv(epi e, conv g, const ts_conv2d_cpu_params *p)
 	/* the padded input, computed once before the convolution, does,
 	 * unless it is inlined (one image, or channel blocks outside) */
 	ts_conv2d_cpu_params d = p ? *p : ts_conv2d_cpu_default();
+	if (d.ow_block == 0) /* chosen from the channel block */
+		d.ow_block = ts_conv2d_cpu_ow_block(g.y);
 	int64_t ow = (g.w + 2 * g.pad - g.k) / g.stride + 1;
 	/* TS_PAD_AUTO inlines a row of one block, a strided convolution, and
 	 * rows of three blocks or more */
@@ -214,6 +216,13 @@ START_TEST(test_conv_inline_pad)
 	bad.pad = (ts_pad_mode)7;
 	ck_assert_int_ne(ts_schedule_conv2d_nchwc_cpu(s, b.Y, &bad), TS_OK);
 	tu_assert_error(ctx, "schedule_conv2d_nchwc_cpu: pad mode 7 is none of");
+	/* so are negative blocks (0 is chosen) */
+	ts_clear_error(ctx);
+	bad = ts_conv2d_cpu_default();
+	bad.ow_block = -3;
+	ck_assert_int_ne(ts_schedule_conv2d_nchwc_cpu(s, b.Y, &bad), TS_OK);
+	tu_assert_error(ctx, "schedule_conv2d_nchwc_cpu: ow_block and oh_block must be >= 0 (0: chosen), got -3 "
+			"and 0");
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -272,7 +281,8 @@ START_TEST(test_conv_auto_rows)
 		{9, 4, "split ax2 -> ax2.outer, ax2.inner (factor 3)"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-		conv g = {.n = 1, .c = 8, .h = cases[i].h, .w = cases[i].w, .o = 32, .k = 3, .x = 8, .y = 16,
+		/* one vector of channels: 14 columns (ts_conv2d_cpu_ow_block) */
+		conv g = {.n = 1, .c = 8, .h = cases[i].h, .w = cases[i].w, .o = 32, .k = 3, .x = 8, .y = 8,
 			  .stride = 1, .pad = 1};
 		ts_ctx *ctx = ts_ctx_new();
 		built b = build(ctx, EPI_BIAS_RELU, &g);
@@ -315,6 +325,34 @@ START_TEST(test_conv_channel_groups)
 }
 END_TEST
 
+/* Blocks of four vectors of channels (NCHW32c with AVX2, NCHW64c with
+ * AVX-512) run vector by vector, a few columns at a time
+ * (ts_conv2d_cpu_ow_block: 3 with AVX2, 6 with AVX-512): rows the columns
+ * do not divide, strides, 1x1 and 3x3 kernels, channel blocks inside and
+ * outside the rows, chosen and explicit columns, every epilogue; results
+ * against the reference. */
+START_TEST(test_conv_vector_by_vector)
+{
+	int y = 4 * ts_cpu_vector_lanes();
+	ck_assert_int_eq(ts_conv2d_cpu_ow_block(y), y == 32 ? 3 : 6);
+	const conv wide[] = {
+		{.n = 1, .c = 8, .h = 5, .w = 14, .o = 2 * y, .k = 3, .x = 8, .y = y, .stride = 1, .pad = 1},
+		{.n = 1, .c = 16, .h = 13, .w = 13, .o = y, .k = 3, .x = 16, .y = y, .stride = 2, .pad = 1},
+		{.n = 2, .c = 8, .h = 4, .w = 11, .o = y, .k = 1, .x = 8, .y = y, .stride = 1, .pad = 0},
+		/* weights outweigh the input: channel blocks outside the rows */
+		{.n = 1, .c = 64, .h = 3, .w = 5, .o = 2 * y, .k = 3, .x = 16, .y = y, .stride = 1, .pad = 1},
+	};
+	const ts_conv2d_cpu_params five = {.ow_block = 5, .oh_block = 2, .parallel = true};
+	for (size_t i = 0; i < sizeof wide / sizeof *wide; i++)
+		for (int e = 0; e <= (int)EPI_CLIP; e++) {
+			check_conv((epi)e, wide[i], NULL);
+			check_conv((epi)e, wide[i], &five);
+		}
+	check_conv(EPI_BIAS_RELU, wide[0], &odd);
+	check_conv(EPI_BIAS_RELU, wide[0], &defaults_inl);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("conv_fused");
@@ -328,6 +366,7 @@ int main(void)
 	tcase_add_test(tc, test_conv_inline_pad);
 	tcase_add_test(tc, test_conv_auto_rows);
 	tcase_add_test(tc, test_conv_channel_groups);
+	tcase_add_test(tc, test_conv_vector_by_vector);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -235,21 +235,41 @@ START_TEST(test_conv2d_cpu_blocks)
 	int lanes = ts_cpu_vector_lanes();
 	ck_assert(lanes == 8 || lanes == 16);
 	int regs = lanes == 16 ? 32 : 16;
-	int64_t ow = ts_conv2d_cpu_default().ow_block;
+	ck_assert_int_eq(ts_conv2d_cpu_default().ow_block, 0); /* chosen from the block */
 	for (int64_t c = 1; c <= 4096; c++) {
 		int64_t y = ts_conv2d_cpu_out_block(c), x = ts_conv2d_cpu_in_block(c);
 		ck_assert_msg(y >= 1 && c % y == 0 && (y & (y - 1)) == 0, "out block %lld for %lld", (long long)y,
 			      (long long)c);
+		/* on a wide row, four vectors with AVX2 where 32 divides */
+		int64_t yw = ts_conv2d_cpu_out_block_for(c, 56);
+		ck_assert_int_eq(yw, lanes == 8 && c % 32 == 0 ? 32 : y);
+		ck_assert_int_eq(ts_conv2d_cpu_out_block_for(c, 7), y);
 		ck_assert_msg(x >= 1 && x <= 16 && c % x == 0 && (x & (x - 1)) == 0, "in block %lld for %lld",
 			      (long long)x, (long long)c);
 		int64_t dw = ts_depthwise_cpu_block(c);
 		ck_assert_msg(dw >= 1 && dw <= lanes && c % dw == 0 && (dw & (dw - 1)) == 0 &&
 				      (dw == lanes || c % (2 * dw) != 0),
 			      "depthwise block %lld for %lld", (long long)dw, (long long)c);
-		int64_t v = (y + lanes - 1) / lanes;
-		ck_assert_msg(ow * v + v + 1 <= regs, "%lld columns of %lld vectors need more than %d registers",
-			      (long long)ow, (long long)v, regs);
+		/* accumulators, weight vectors and broadcasts in registers:
+		 * column by column up to two vectors (v weights, 1 input),
+		 * vector by vector beyond (1 weight, ow inputs) */
+		for (int64_t b = y; b <= yw; b *= 2) {
+			int64_t v = (b + lanes - 1) / lanes, ow = ts_conv2d_cpu_ow_block(b);
+			int64_t need = ow * v + (v <= 2 ? v + 1 : ow + 1);
+			ck_assert_msg(ow >= 1 && ow <= 14 && need <= regs,
+				      "%lld columns of %lld vectors need %lld registers of %d", (long long)ow,
+				      (long long)v, (long long)need, regs);
+		}
 	}
+	ck_assert_int_eq(ts_conv2d_cpu_ow_block(8), 14);
+	ck_assert_int_eq(ts_conv2d_cpu_ow_block(4 * lanes), lanes == 8 ? 3 : 6);
+	ck_assert_int_eq(ts_conv2d_cpu_ow_block(0), 0);
+	ck_assert_int_eq(ts_conv2d_cpu_ow_block(INT64_MIN), 0);
+	ck_assert_int_eq(ts_conv2d_cpu_ow_block(INT64_MAX), 1);
+	ck_assert_int_eq(ts_conv2d_cpu_out_block_for(0, 56), 0);
+	ck_assert_int_eq(ts_conv2d_cpu_out_block_for(-32, 56), 0);
+	ck_assert_int_eq(ts_conv2d_cpu_out_block_for(INT64_MIN, INT64_MIN), 0);
+	ck_assert_int_eq(ts_conv2d_cpu_out_block_for(64, INT64_MIN), ts_conv2d_cpu_out_block(64));
 	ck_assert_int_eq(ts_conv2d_cpu_out_block(256), lanes == 16 ? 32 : 8);
 	ck_assert_int_eq(ts_conv2d_cpu_out_block(12), 4);
 	ck_assert_int_eq(ts_conv2d_cpu_in_block(256), 16);
@@ -260,10 +280,10 @@ START_TEST(test_conv2d_cpu_blocks)
 	ck_assert_int_eq(ts_depthwise_cpu_block(0), 0);
 	ck_assert_int_eq(ts_depthwise_cpu_block(96), lanes == 16 ? 16 : 8);
 
-	/* those blocks under the default schedule, on a row that 14 columns
-	 * do not divide, compiled for this CPU */
+	/* those blocks under the default schedule, on a row of 17 columns
+	 * that neither 14 nor 3 divides, compiled for this CPU */
 	ts_ctx *ctx = ts_ctx_new();
-	int64_t C = 24, K = 48, yb = ts_conv2d_cpu_out_block(K), xb = ts_conv2d_cpu_in_block(C);
+	int64_t C = 24, K = 64, yb = ts_conv2d_cpu_out_block_for(K, 17), xb = ts_conv2d_cpu_in_block(C);
 	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(1, C / xb, 9, 17, xb), ts_float32);
 	ts_tensor *W = ts_placeholder(ctx, "W", TS_SHAPE(K / yb, C / xb, 3, 3, xb, yb), ts_float32);
 	ts_tensor *Y = ts_op_conv2d_nchwc(ctx, X, W, 1, 1, 1, 1, 1, 1);
