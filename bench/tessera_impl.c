@@ -52,9 +52,11 @@ typedef struct tsr_state {
 
 static void conv_blocks(const bench_conv *c, int64_t *xb, int64_t *yb)
 {
-	/* the blocks the default schedule is made for (op_schedules.h) */
+	/* the blocks of the graph layer's convolutions (op_schedules.h): the
+	 * output's for its width, the input's as a convolution of the input's
+	 * width would have written it, as inside a network */
 	*yb = ts_conv2d_cpu_out_block_for(c->K, bench_conv_out(c->W, c->S, c->stride, c->pad));
-	*xb = ts_conv2d_cpu_in_block(c->C);
+	*xb = ts_conv2d_cpu_out_block_for(c->C, c->W);
 }
 
 /* The default parameters of p's schedule. */

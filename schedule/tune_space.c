@@ -200,11 +200,11 @@ static void space_conv2d(ts_tune_task *t)
 	add_param(sp, "pad", 3, (int64_t[]){d.pad, TS_PAD_COPY, TS_PAD_INLINE});
 	/* the blocks tessera-bench and the graph layer use
 	 * (ts_conv2d_cpu_out_block_for: one vector of output channels, two
-	 * where the CPU has 32 vector registers, four on AVX2's wide rows; up
-	 * to 16 input channels), then
+	 * where the CPU has 32 vector registers, four on AVX2's wide rows; the
+	 * input's as a convolution of its width would write them), then
 	 * every power of two from 1 to 64 dividing its channel count */
 	int64_t ow = (t->shape[3] + 2 * t->shape[8] - t->shape[6]) / t->shape[7] + 1;
-	int64_t ic[8] = {ts_conv2d_cpu_in_block(C)}, oc[8] = {ts_conv2d_cpu_out_block_for(K, ow)};
+	int64_t ic[8] = {ts_conv2d_cpu_out_block_for(C, t->shape[3])}, oc[8] = {ts_conv2d_cpu_out_block_for(K, ow)};
 	int nic = 1, noc = 1;
 	for (int64_t b = 1; b <= 64; b *= 2) {
 		if (C % b == 0)
