@@ -50,12 +50,21 @@ typedef struct tsr_state {
 	ts_array *blk[TSR_MAX_SETS][3]; /* conv2d, depthwise: Xc, Wc, Yc per buffer set */
 } tsr_state;
 
+/* Whether the kernel views c's rows as one (ts_conv2d_cpu_flat), as the
+ * graph layer does. */
+static bool conv_flat(const bench_conv *c)
+{
+	return ts_conv2d_cpu_flat(c->R, c->S, c->stride, c->stride, 2 * c->pad, 2 * c->pad,
+				  bench_conv_out(c->W, c->S, c->stride, c->pad));
+}
+
 static void conv_blocks(const bench_conv *c, int64_t *xb, int64_t *yb)
 {
 	/* the blocks of the graph layer's convolutions (op_schedules.h): the
-	 * output's for its width, the input's as a convolution of the input's
-	 * width would have written it, as inside a network */
-	*yb = ts_conv2d_cpu_out_block_for(c->K, bench_conv_out(c->W, c->S, c->stride, c->pad));
+	 * output's for the row its kernel sees, the input's as a convolution
+	 * of the input's width would have written it, as inside a network */
+	int64_t ow = bench_conv_out(c->W, c->S, c->stride, c->pad);
+	*yb = ts_conv2d_cpu_out_block_for(c->K, conv_flat(c) ? c->H * c->W : ow);
 	*xb = ts_conv2d_cpu_out_block_for(c->C, c->W);
 }
 
@@ -153,8 +162,8 @@ static ts_schedule *build_op(tsr_state *st, const bench_problem *p)
 	}
 	const bench_conv *c = &p->c;
 	int s1 = (int)c->stride, pd = (int)c->pad;
-	int64_t x = st->xb, y = st->yb;
-	a[0] = ts_placeholder(ctx, "Xc", TS_SHAPE(c->N, c->C / x, c->H, c->W, x), ts_float32);
+	int64_t x = st->xb, y = st->yb, h = conv_flat(c) ? 1 : c->H, w = c->H * c->W / h;
+	a[0] = ts_placeholder(ctx, "Xc", TS_SHAPE(c->N, c->C / x, h, w, x), ts_float32);
 	a[1] = ts_placeholder(ctx, "Wc", TS_SHAPE(c->K / y, c->C / x, c->R, c->S, x, y),
 			      ts_float32);
 	a[2] = ts_op_conv2d_nchwc(ctx, a[0], a[1], s1, s1, pd, pd, 1, 1);

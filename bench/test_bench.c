@@ -977,6 +977,22 @@ static void append_tuned(ts_ctx *ctx, const char *op, int n, const int64_t *shap
 	ck_assert_int_eq(ts_tune_log_append(ctx, "bench_tuned.jsonl", &t, &r), TS_OK);
 }
 
+/* 1x1 convolutions of stride 1 on narrow rows (viewed as one row with
+ * AVX2, ts_conv2d_cpu_flat) and a wider one, checked against naive C:
+ * a row is "ok" only when the results match. */
+START_TEST(test_binary_conv_pointwise)
+{
+	int rc = run_bench("conv2d --conv 1,64,7,7,64,1,1,1,0 --conv 2,32,5,9,96,1,1,1,0 "
+			   "--conv 1,32,3,14,32,1,1,1,0 --repeat 2 --threads 2 --impl tessera,naive");
+	ck_assert_msg(rc == 0, "tessera-bench exited %d: %s", rc, slurp("bench_stderr.txt"));
+	const char *out = slurp("bench_stdout.txt");
+	int ok = 0;
+	for (const char *q = out; (q = strstr(q, "  ok\n")) != NULL; q++)
+		ok++;
+	ck_assert_msg(ok == 6 && !strstr(out, "FAILED"), "%s", out);
+}
+END_TEST
+
 START_TEST(test_binary_tuned)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -1268,6 +1284,7 @@ int main(void)
 	tcase_add_test(tc, test_binary_summary_gpu_part);
 	tcase_add_test(tc, test_binary_errors);
 	tcase_add_test(tc, test_binary_dtype_fake_gpu);
+	tcase_add_test(tc, test_binary_conv_pointwise);
 	tcase_add_test(tc, test_binary_tuned);
 	tcase_add_test(tc, test_binary_tune);
 	tcase_add_test(tc, test_binary_depthwise);

@@ -246,7 +246,8 @@ static int plan_group(planner *pl, const ggroup *gr)
 		out_block = xb;
 	} else if (blockable && a->a.group == 1) {
 		int x = pl->gv2x[a->in[0]];
-		int64_t C = g->v[a->in[0]].shape[1], O = g->v[a->out].shape[1], OW = g->v[a->out].shape[3];
+		const int64_t *ys = g->v[a->out].shape;
+		int64_t C = g->v[a->in[0]].shape[1], O = ys[1], OW = gx_conv_flat(g, a) ? ys[2] * ys[3] : ys[3];
 		int xb = (int)gx_conv_in_block(C, layouts ? pl->e->xv[x].block : 0);
 		if (want(pl, a->in[0], xb))
 			return -1;

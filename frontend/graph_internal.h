@@ -187,6 +187,9 @@ int gx_phys_shape(const xval *v, int64_t *shape);
  * divide (host vector width). */
 int64_t gx_conv_out_block(int64_t channels, int64_t out_width);
 int64_t gx_conv_in_block(int64_t channels, int producer_block);
+/* Whether blocked conv node n runs on its rows viewed as one row
+ * (ts_conv2d_cpu_flat): its output block is chosen for that row. */
+bool gx_conv_flat(const ts_graph *g, const gnode *n);
 /* Whether conv node n is depthwise (group = input channels = output
  * channels), and its channel block: the producer's when it divides and is
  * at most two vectors, else one vector or the largest power of two below

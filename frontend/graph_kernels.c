@@ -48,6 +48,9 @@ typedef struct kb {
 	int pndim;
 	int64_t pshape[TS_MAX_DIMS];
 	int pfirst[TS_MAX_DIMS], pend[TS_MAX_DIMS];
+	/* a flat convolution's logical row width, its rows viewed as one
+	 * (gx_conv_flat); 0 otherwise */
+	int64_t flat_w;
 	/* an input argument read in place of the output (-1: none) */
 	int inplace;
 	/* values of the fused nodes at the current element */
@@ -98,6 +101,14 @@ static int lanes(void)
 int64_t gx_conv_out_block(int64_t channels, int64_t out_width)
 {
 	return ts_conv2d_cpu_out_block_for(channels, out_width);
+}
+
+bool gx_conv_flat(const ts_graph *g, const gnode *n)
+{
+	const gvalue *w = &g->v[n->in[1]], *y = &g->v[n->out];
+	const ts_gattrs *a = &n->a;
+	return a->group == 1 && ts_conv2d_cpu_flat(w->shape[2], w->shape[3], a->stride[0], a->stride[1],
+						   a->pad[0] + a->pad[2], a->pad[1] + a->pad[3], y->shape[3]);
 }
 
 int64_t gx_conv_in_block(int64_t channels, int producer_block)
@@ -220,6 +231,10 @@ static void logical(kb *b, ts_expr *const *ax, ts_expr **L)
 	if (v->block > 0) {
 		L[0] = ax[0], L[2] = ax[2], L[3] = ax[3];
 		L[1] = ts_add(c, ts_mul(c, ax[1], idx(b, v->block)), ax[4]);
+		if (b->flat_w > 0) { /* one row of H*W columns */
+			L[2] = ts_floordiv(c, ax[3], idx(b, b->flat_w));
+			L[3] = ts_floormod(c, ax[3], idx(b, b->flat_w));
+		}
 		return;
 	}
 	for (int p = 0; p < b->pndim; p++) {
@@ -637,7 +652,16 @@ static ts_schedule *conv_blocked(kb *b, epi *ep, const gnode *n)
 	int wv = new_const(b, ts_sprintf(b->ctx, "%s.blocked_weight", n->name), 6, wshape, wc);
 	if (wv < 0)
 		return NULL;
-	ts_tensor *X = arg_phys(b, b->gv2x[n->in[0]]), *W = X ? arg(b, wv, 6, wshape) : NULL;
+	int64_t xs[TS_MAX_DIMS];
+	int xn = gx_phys_shape(&b->e->xv[b->gv2x[n->in[0]]], xs);
+	if (xn == 5 && b->pndim == 5 && gx_conv_flat(b->g, n)) {
+		/* position for position: the input's and the output's rows
+		 * viewed as one row */
+		xs[3] *= xs[2], xs[2] = 1;
+		b->flat_w = b->pshape[3];
+		b->pshape[3] *= b->pshape[2], b->pshape[2] = 1;
+	}
+	ts_tensor *X = arg(b, b->gv2x[n->in[0]], xn, xs), *W = X ? arg(b, wv, 6, wshape) : NULL;
 	if (!W)
 		return NULL;
 	window wd = conv_window(b, n, X, "conv");

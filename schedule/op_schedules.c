@@ -685,6 +685,10 @@ int64_t ts_conv2d_cpu_out_block(int64_t channels)
 	return channels < 1 ? 0 : pow2_divisor(channels, lanes == 16 ? 2 * lanes : lanes);
 }
 
+/* Rows of at least 4 blocks of 3 columns take AVX2's blocks of four
+ * vectors (ts_conv2d_cpu_out_block_for). */
+static const int64_t wide_row = 12;
+
 int64_t ts_conv2d_cpu_out_block_for(int64_t channels, int64_t out_width)
 {
 	/* AVX2 on rows of 4 blocks of 3 columns or more: four vectors, whose
@@ -692,9 +696,16 @@ int64_t ts_conv2d_cpu_out_block_for(int64_t channels, int64_t out_width)
 	 * one vector of 14 columns loads 15 for 14 (ResNet-50's layers at 56,
 	 * 28 and 14 columns: 3% to 24% faster on one Zen 4 core, inputs in
 	 * NCHW32c too).  On rows of 7, the 3 + 3 + 1 blocks lose (20% slower). */
-	if (channels >= 1 && ts_cpu_vector_lanes() == 8 && out_width >= 12 && channels % 32 == 0)
+	if (channels >= 1 && ts_cpu_vector_lanes() == 8 && out_width >= wide_row && channels % 32 == 0)
 		return 32;
 	return ts_conv2d_cpu_out_block(channels);
+}
+
+bool ts_conv2d_cpu_flat(int64_t r, int64_t s, int64_t stride_h, int64_t stride_w, int64_t pad_h,
+			int64_t pad_w, int64_t out_width)
+{
+	return r == 1 && s == 1 && stride_h == 1 && stride_w == 1 && pad_h == 0 && pad_w == 0 &&
+	       out_width >= 1 && out_width < wide_row && ts_cpu_vector_lanes() == 8;
 }
 
 int64_t ts_conv2d_cpu_ow_block(int64_t out_block)

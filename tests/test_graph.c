@@ -210,6 +210,52 @@ START_TEST(test_mobilenet_block)
 }
 END_TEST
 
+/* 1x1 convolutions of stride 1 on rows of 7: with AVX2 their rows are
+ * viewed as one of 49 (ts_conv2d_cpu_flat), which takes blocks of four
+ * vectors; fused with a bias, a residual add, a constant that varies over
+ * the rows and columns (read at the logical row and column of the one
+ * long row) and relu, then a second such convolution on the first's
+ * blocks, and a 3x3 one after; results against the reference. */
+START_TEST(test_pointwise_rows_as_one)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	tg *t = tg_new(ctx, 90);
+	int x = tg_input(t, "x", TS_SHAPE(1, 64, 7, 7));
+	ts_gattrs pw = conv_attrs(1, 0, 0, 0, 0), k3 = conv_attrs(1, 1, 1, 1, 1);
+	int w1 = tg_const(t, "w1", TS_SHAPE(64, 64, 1, 1), -0.2, 0.2);
+	int b1 = tg_const(t, "b1", TS_SHAPE(64), -0.5, 0.5);
+	int w2 = tg_const(t, "w2", TS_SHAPE(96, 64, 1, 1), -0.2, 0.2);
+	int w3 = tg_const(t, "w3", TS_SHAPE(32, 96, 3, 3), -0.1, 0.1);
+	int map = tg_const(t, "map", TS_SHAPE(1, 1, 7, 7), -1, 1);
+	int v = tg_node(t, "c1", TS_GOP_CONV, 3, (int[]){x, w1, b1}, &pw);
+	v = tg_node(t, "res", TS_GOP_ADD, 2, (int[]){v, x}, NULL);
+	v = tg_node(t, "map_add", TS_GOP_ADD, 2, (int[]){v, map}, NULL);
+	v = tg_node(t, "r1", TS_GOP_RELU, 1, &v, NULL);
+	v = tg_node(t, "c2", TS_GOP_CONV, 2, (int[]){v, w2}, &pw);
+	v = tg_node(t, "c3", TS_GOP_CONV, 2, (int[]){v, w3}, &k3);
+	ck_assert_msg(v >= 0, "%s", ts_last_error(ctx));
+	tg_output(t, v);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	ts_graph_opts o = {.trace = f};
+	ts_graph_exec *e = NULL;
+	ck_assert(tg_check(t, &o, &e) <= TOL);
+	ts_graph_exec_print(f, e);
+	fclose(f);
+	bool flat = ts_conv2d_cpu_flat(1, 1, 1, 1, 0, 0, 7);
+	ck_assert_int_eq(flat, ts_cpu_vector_lanes() == 8);
+	long long yb = (long long)ts_conv2d_cpu_out_block_for(64, flat ? 49 : 7);
+	ck_assert_msg(strstr(buf, ts_sprintf(ctx, "c1 + res + map_add + r1 -> [1, 64, 7, 7] NCHW%lldc", yb)),
+		      "%s", buf);
+	free(buf);
+	ts_graph_exec_free(e);
+	ts_graph_exec_free(check_all(ctx, t));
+	tg_free(t);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* Batch norm on a value that is not a convolution's: a fused multiply-add. */
 START_TEST(test_batchnorm_affine)
 {
@@ -876,7 +922,7 @@ START_TEST(test_inplace_residuals)
 	ts_ctx *ctx = ts_ctx_new();
 	tg *t = tg_new(ctx, 72);
 	ts_gattrs a = conv_attrs(1, 1, 1, 1, 1);
-	int r = stem(t, 7, 9, "r0");
+	int r = stem(t, 5, 13, "r0"); /* rows of 13: one block everywhere */
 	for (int k = 1; k <= 3; k++) {
 		char n[16];
 		int w1 = tg_const(t, "w", TS_SHAPE(32, 32, 3, 3), -0.2, 0.2);
@@ -1063,6 +1109,7 @@ int main(void)
 	tcase_add_test(tc, test_conv_unblocked);
 	tcase_add_test(tc, test_residual_block);
 	tcase_add_test(tc, test_mobilenet_block);
+	tcase_add_test(tc, test_pointwise_rows_as_one);
 	tcase_add_test(tc, test_batchnorm_affine);
 	tcase_add_test(tc, test_batchnorm_chain_folds_once);
 	tcase_add_test(tc, test_pool_head);
