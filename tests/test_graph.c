@@ -118,6 +118,35 @@ END_TEST
 
 /* A network's stem: input x[1, 16, h, w], a 3x3 convolution to 32
  * channels (padding 1, named "stem") and a relu named `out`. */
+/* t checked under the default options with its passes traced, then its
+ * kernels listed (ts_graph_exec_print): the text (malloc'd); *e the
+ * executable. */
+static char *traced_check(ts_ctx *ctx, tg *t, ts_graph_exec **e)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	ck_assert_ptr_nonnull(f);
+	ts_graph_opts o = {.trace = f};
+	double err = tg_check(t, &o, e);
+	ck_assert_msg(err >= 0 && err <= TOL, "error %g: %s", err, ts_last_error(ctx));
+	ts_graph_exec_print(f, *e);
+	fclose(f);
+	return buf;
+}
+
+/* The end of a traced test: its text and executable freed, then t
+ * checked without fusion and without layouts too (check_all), and freed
+ * with ctx. */
+static void traced_done(ts_ctx *ctx, tg *t, ts_graph_exec *e, char *buf)
+{
+	free(buf);
+	ts_graph_exec_free(e);
+	ts_graph_exec_free(check_all(ctx, t));
+	tg_free(t);
+	ts_ctx_free(ctx);
+}
+
 static int stem(tg *t, int64_t h, int64_t w, const char *out)
 {
 	int x = tg_input(t, "x", TS_SHAPE(1, 16, h, w));
@@ -235,24 +264,14 @@ START_TEST(test_pointwise_rows_as_one)
 	v = tg_node(t, "c3", TS_GOP_CONV, 2, (int[]){v, w3}, &k3);
 	ck_assert_msg(v >= 0, "%s", ts_last_error(ctx));
 	tg_output(t, v);
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	ts_graph_opts o = {.trace = f};
 	ts_graph_exec *e = NULL;
-	ck_assert(tg_check(t, &o, &e) <= TOL);
-	ts_graph_exec_print(f, e);
-	fclose(f);
+	char *buf = traced_check(ctx, t, &e);
 	bool flat = ts_conv2d_cpu_flat(1, 1, 1, 1, 0, 0, 7);
 	ck_assert_int_eq(flat, ts_cpu_vector_lanes() == 8);
 	long long yb = (long long)ts_conv2d_cpu_out_block_for(64, flat ? 49 : 7);
 	ck_assert_msg(strstr(buf, ts_sprintf(ctx, "c1 + res + map_add + r1 -> [1, 64, 7, 7] NCHW%lldc", yb)),
 		      "%s", buf);
-	free(buf);
-	ts_graph_exec_free(e);
-	ts_graph_exec_free(check_all(ctx, t));
-	tg_free(t);
-	ts_ctx_free(ctx);
+	traced_done(ctx, t, e, buf);
 }
 END_TEST
 
@@ -949,24 +968,14 @@ START_TEST(test_inplace_residuals)
 	int last = tg_node(t, "last", TS_GOP_MUL, 2, (int[]){late, self}, NULL);
 	ck_assert_msg(last >= 0, "%s", ts_last_error(ctx));
 	tg_output(t, last);
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	ts_graph_opts o = {.trace = f};
 	ts_graph_exec *e = NULL;
-	double err = tg_check(t, &o, &e);
-	fclose(f);
-	ck_assert_msg(err >= 0 && err <= TOL, "error %g: %s", err, ts_last_error(ctx));
+	char *buf = traced_check(ctx, t, &e);
 	ck_assert_msg(strstr(buf, "memory: b1.out written over r0, which nothing reads after it\n") &&
 			      strstr(buf, "memory: b2.out written over b1.out,") &&
 			      strstr(buf, "memory: b3.out written over b2.out,") &&
 			      !strstr(buf, "self.add written over") && !strstr(buf, "late.add written over"),
 		      "%s", buf);
-	free(buf);
-	ts_graph_exec_free(e);
-	ts_graph_exec_free(check_all(ctx, t));
-	tg_free(t);
-	ts_ctx_free(ctx);
+	traced_done(ctx, t, e, buf);
 }
 END_TEST
 
