@@ -43,13 +43,16 @@ struct cg_llvm_module {
 	char *name;
 	cg_llvm_target target;
 	LLVMOrcThreadSafeContextRef tsc;
-	LLVMModuleRef aot; /* the optimized module, for assembly and objects */
-	/* cloning aot works in its LLVM context, which is not thread-safe:
-	 * one assembly or object emission at a time (runs need no lock) */
+	LLVMModuleRef aot;    /* the optimized module, for assembly and objects */
+	LLVMModuleRef before; /* the module before optimization */
+	/* cloning or printing aot and before works in their LLVM context,
+	 * which is not thread-safe: one at a time (runs need no lock) */
 	pthread_mutex_t emit_lock;
 	LLVMOrcLLJITRef jit;
 	ts_cpu_entry entry;
-	char *ir_before, *ir_after; /* LLVM messages */
+	/* their text, printed when first asked for (LLVM messages): printing
+	 * every module's IR twice took about 7% of a ResNet-50 compile */
+	char *ir_before, *ir_after;
 	ts_sbuf header;
 	cg_llvm_times times;
 	void *mvec; /* libmvec, open while the JIT'd code may call it */
@@ -117,7 +120,7 @@ static ts_status build(ts_ctx *ctx, cg_llvm_module *m, const ts_func *f, LLVMMod
 			      m->name, msg ? msg : "");
 	LLVMDisposeMessage(msg);
 	if (!st)
-		m->ir_before = LLVMPrintModuleToString(mod);
+		m->before = LLVMCloneModule(mod);
 	return st;
 }
 
@@ -139,7 +142,6 @@ static ts_status optimize(ts_ctx *ctx, cg_llvm_module *m, LLVMModuleRef mod)
 	LLVMDisposeTargetMachine(tm);
 	if (err)
 		return llvm_error(ctx, m->name, "optimization failed", err);
-	m->ir_after = LLVMPrintModuleToString(mod);
 	m->aot = LLVMCloneModule(mod);
 	return TS_OK;
 }
@@ -377,7 +379,17 @@ const char *cg_llvm_ir_text(ts_ctx *ctx, const cg_llvm_module *m, bool optimized
 		ts_error(ctx, TS_ERR_INVALID, "llvm: no module (NULL)");
 		return NULL;
 	}
-	return ts_strdup(ctx, optimized ? m->ir_after : m->ir_before);
+	/* the text is a cache of a module m owns: filled under the lock, as
+	 * emit_code's clone, by any caller that holds m */
+	cg_llvm_module *mm = (cg_llvm_module *)m;
+	pthread_mutex_lock(&mm->emit_lock);
+	char **text = optimized ? &mm->ir_after : &mm->ir_before;
+	LLVMModuleRef mod = optimized ? mm->aot : mm->before;
+	if (!*text && mod)
+		*text = LLVMPrintModuleToString(mod);
+	const char *r = ts_strdup(ctx, *text ? *text : "");
+	pthread_mutex_unlock(&mm->emit_lock);
+	return r;
 }
 
 /* Code for the module's target into a memory buffer (assembly or object). */
@@ -495,6 +507,8 @@ void cg_llvm_free(cg_llvm_module *m)
 	/* the clone lives in the thread-safe context: dispose it first */
 	if (m->aot)
 		LLVMDisposeModule(m->aot);
+	if (m->before)
+		LLVMDisposeModule(m->before);
 	if (m->jit) {
 		LLVMErrorRef err = LLVMOrcDisposeLLJIT(m->jit);
 		if (err)
