@@ -50,12 +50,13 @@ typedef struct tsr_state {
 	ts_array *blk[TSR_MAX_SETS][3]; /* conv2d, depthwise: Xc, Wc, Yc per buffer set */
 } tsr_state;
 
-/* Whether the kernel views c's rows as one (ts_conv2d_cpu_flat), as the
- * graph layer does. */
-static bool conv_flat(const bench_conv *c)
+/* The columns of the rows c's kernel runs over (ts_conv2d_cpu_row_width),
+ * as in the graph layer. */
+static int64_t conv_row(const bench_conv *c)
 {
-	return ts_conv2d_cpu_flat(c->R, c->S, c->stride, c->stride, 2 * c->pad, 2 * c->pad,
-				  bench_conv_out(c->W, c->S, c->stride, c->pad));
+	return ts_conv2d_cpu_row_width(c->R, c->S, c->stride, c->stride, 2 * c->pad, 2 * c->pad,
+				       bench_conv_out(c->H, c->R, c->stride, c->pad),
+				       bench_conv_out(c->W, c->S, c->stride, c->pad));
 }
 
 static void conv_blocks(const bench_conv *c, int64_t *xb, int64_t *yb)
@@ -63,8 +64,7 @@ static void conv_blocks(const bench_conv *c, int64_t *xb, int64_t *yb)
 	/* the blocks of the graph layer's convolutions (op_schedules.h): the
 	 * output's for the row its kernel sees, the input's as a convolution
 	 * of the input's width would have written it, as inside a network */
-	int64_t ow = bench_conv_out(c->W, c->S, c->stride, c->pad);
-	*yb = ts_conv2d_cpu_out_block_for(c->K, conv_flat(c) ? c->H * c->W : ow);
+	*yb = ts_conv2d_cpu_out_block_for(c->K, conv_row(c));
 	*xb = ts_conv2d_cpu_out_block_for(c->C, c->W);
 }
 
@@ -162,7 +162,8 @@ static ts_schedule *build_op(tsr_state *st, const bench_problem *p)
 	}
 	const bench_conv *c = &p->c;
 	int s1 = (int)c->stride, pd = (int)c->pad;
-	int64_t x = st->xb, y = st->yb, h = conv_flat(c) ? 1 : c->H, w = c->H * c->W / h;
+	/* rows viewed as one: position for position, the input's too */
+	int64_t x = st->xb, y = st->yb, h = conv_row(c) > c->W ? 1 : c->H, w = c->H * c->W / h;
 	a[0] = ts_placeholder(ctx, "Xc", TS_SHAPE(c->N, c->C / x, h, w, x), ts_float32);
 	a[1] = ts_placeholder(ctx, "Wc", TS_SHAPE(c->K / y, c->C / x, c->R, c->S, x, y),
 			      ts_float32);

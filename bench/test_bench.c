@@ -978,7 +978,7 @@ static void append_tuned(ts_ctx *ctx, const char *op, int n, const int64_t *shap
 }
 
 /* 1x1 convolutions of stride 1 on narrow rows (viewed as one row with
- * AVX2, ts_conv2d_cpu_flat) and a wider one, checked against naive C:
+ * AVX2, ts_conv2d_cpu_row_width) and a wider one, checked against naive C:
  * a row is "ok" only when the results match. */
 START_TEST(test_binary_conv_pointwise)
 {

@@ -20,6 +20,7 @@
 
 #include "build.h"
 #include "ctx.h"
+#include "op_schedules.h"
 #include "timer.h"
 #include "tune.h"
 
@@ -246,12 +247,13 @@ static int plan_group(planner *pl, const ggroup *gr)
 		out_block = xb;
 	} else if (blockable && a->a.group == 1) {
 		int x = pl->gv2x[a->in[0]];
-		const int64_t *ys = g->v[a->out].shape;
-		int64_t C = g->v[a->in[0]].shape[1], O = ys[1], OW = gx_conv_flat(g, a) ? ys[2] * ys[3] : ys[3];
+		int64_t C = g->v[a->in[0]].shape[1], O = g->v[a->out].shape[1];
 		int xb = (int)gx_conv_in_block(C, layouts ? pl->e->xv[x].block : 0);
 		if (want(pl, a->in[0], xb))
 			return -1;
-		out_block = (int)gx_conv_out_block(O, feeds_depthwise(g, gr->out) ? 0 : OW);
+		/* one read by a depthwise convolution keeps a narrower block */
+		out_block = (int)ts_conv2d_cpu_out_block_for(O, feeds_depthwise(g, gr->out) ? 0
+										  : gx_conv_row_width(g, a));
 	} else if (a && (a->op == TS_GOP_MAXPOOL || a->op == TS_GOP_AVGPOOL)) {
 		out_block = pl->e->xv[pl->gv2x[a->in[0]]].block;
 	} else if (a && a->op == TS_GOP_GLOBALAVGPOOL) {

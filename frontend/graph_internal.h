@@ -181,15 +181,13 @@ ts_status gx_build_conversion(ts_graph_exec *e, int from, int to, xkernel *k);
 int gx_root(const ts_graph_exec *e, int x);
 /* The physical shape of xval v (blocked: [N, C/b, H, W, b]). */
 int gx_phys_shape(const xval *v, int64_t *shape);
-/* Channel block of conv node n's output (ts_conv2d_cpu_out_block_for; an
- * out_width of 0 for one read by a depthwise convolution, which keeps
- * narrower blocks), and of its input when the producer's block does not
- * divide (host vector width). */
-int64_t gx_conv_out_block(int64_t channels, int64_t out_width);
+/* Channel block of a conv node's input when the producer's block does
+ * not divide (host vector width). */
 int64_t gx_conv_in_block(int64_t channels, int producer_block);
-/* Whether blocked conv node n runs on its rows viewed as one row
- * (ts_conv2d_cpu_flat): its output block is chosen for that row. */
-bool gx_conv_flat(const ts_graph *g, const gnode *n);
+/* The columns of the rows blocked conv node n's kernel runs over
+ * (ts_conv2d_cpu_row_width): wider than its output's rows when they are
+ * viewed as one; its output block is chosen for that row. */
+int64_t gx_conv_row_width(const ts_graph *g, const gnode *n);
 /* Whether conv node n is depthwise (group = input channels = output
  * channels), and its channel block: the producer's when it divides and is
  * at most two vectors, else one vector or the largest power of two below

@@ -48,8 +48,8 @@ typedef struct kb {
 	int pndim;
 	int64_t pshape[TS_MAX_DIMS];
 	int pfirst[TS_MAX_DIMS], pend[TS_MAX_DIMS];
-	/* a flat convolution's logical row width, its rows viewed as one
-	 * (gx_conv_flat); 0 otherwise */
+	/* a convolution's logical row width, its rows viewed as one
+	 * (gx_conv_row_width); 0 otherwise */
 	int64_t flat_w;
 	/* an input argument read in place of the output (-1: none) */
 	int inplace;
@@ -98,17 +98,12 @@ static int lanes(void)
 	return ts_cpu_vector_lanes();
 }
 
-int64_t gx_conv_out_block(int64_t channels, int64_t out_width)
-{
-	return ts_conv2d_cpu_out_block_for(channels, out_width);
-}
-
-bool gx_conv_flat(const ts_graph *g, const gnode *n)
+int64_t gx_conv_row_width(const ts_graph *g, const gnode *n)
 {
 	const gvalue *w = &g->v[n->in[1]], *y = &g->v[n->out];
 	const ts_gattrs *a = &n->a;
-	return a->group == 1 && ts_conv2d_cpu_flat(w->shape[2], w->shape[3], a->stride[0], a->stride[1],
-						   a->pad[0] + a->pad[2], a->pad[1] + a->pad[3], y->shape[3]);
+	return ts_conv2d_cpu_row_width(w->shape[2], w->shape[3], a->stride[0], a->stride[1], a->pad[0] + a->pad[2],
+				       a->pad[1] + a->pad[3], y->shape[2], y->shape[3]);
 }
 
 int64_t gx_conv_in_block(int64_t channels, int producer_block)
@@ -654,7 +649,7 @@ static ts_schedule *conv_blocked(kb *b, epi *ep, const gnode *n)
 		return NULL;
 	int64_t xs[TS_MAX_DIMS];
 	int xn = gx_phys_shape(&b->e->xv[b->gv2x[n->in[0]]], xs);
-	if (xn == 5 && b->pndim == 5 && gx_conv_flat(b->g, n)) {
+	if (xn == 5 && b->pndim == 5 && gx_conv_row_width(b->g, n) > b->pshape[3]) {
 		/* position for position: the input's and the output's rows
 		 * viewed as one row */
 		xs[3] *= xs[2], xs[2] = 1;

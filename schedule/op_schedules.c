@@ -701,11 +701,14 @@ int64_t ts_conv2d_cpu_out_block_for(int64_t channels, int64_t out_width)
 	return ts_conv2d_cpu_out_block(channels);
 }
 
-bool ts_conv2d_cpu_flat(int64_t r, int64_t s, int64_t stride_h, int64_t stride_w, int64_t pad_h,
-			int64_t pad_w, int64_t out_width)
+int64_t ts_conv2d_cpu_row_width(int64_t r, int64_t s, int64_t stride_h, int64_t stride_w, int64_t pad_h,
+				int64_t pad_w, int64_t out_h, int64_t out_w)
 {
-	return r == 1 && s == 1 && stride_h == 1 && stride_w == 1 && pad_h == 0 && pad_w == 0 &&
-	       out_width >= 1 && out_width < wide_row && ts_cpu_vector_lanes() == 8;
+	bool pointwise = r == 1 && s == 1 && stride_h == 1 && stride_w == 1 && pad_h == 0 && pad_w == 0;
+	if (pointwise && ts_cpu_vector_lanes() == 8 && out_w >= 1 && out_w < wide_row && out_h > 1 &&
+	    out_h <= INT64_MAX / out_w)
+		return out_h * out_w;
+	return out_w;
 }
 
 int64_t ts_conv2d_cpu_ow_block(int64_t out_block)
@@ -898,23 +901,22 @@ static ts_status conv_accumulator(ts_stage *sc, ts_stage *sy, ts_axis *owo)
 	ts_axis *rco = ts_reduce_axis_of(sc, 0), *kh = ts_reduce_axis_of(sc, 1),
 		*kw = ts_reduce_axis_of(sc, 2), *rci = ts_reduce_axis_of(sc, 3);
 	int lanes = ts_cpu_vector_lanes();
+	ts_axis *vec = NULL; /* the lanes, when split off the vectors */
 	if (oc->extent > 2 * lanes && oc->extent % lanes == 0) {
 		/* more than two vectors of channels: vector by vector, each
 		 * weight vector loaded once and used for every column, the
 		 * columns' inputs broadcast once per step; column by column,
 		 * all the weight vectors would stay live and spill */
-		ts_axis *ocv, *oci;
-		TRY(ts_split(sc, oc, lanes, &ocv, &oci));
-		TRY(ts_reorder(sc, TS_AXES(rco, kh, kw, rci, h, ocv, w, oci)));
-		TRY(ts_unroll(sc, h));
+		ts_axis *ocv;
+		TRY(ts_split(sc, oc, lanes, &ocv, &vec));
+		TRY(ts_reorder(sc, TS_AXES(rco, kh, kw, rci, h, ocv, w, vec)));
 		TRY(ts_unroll(sc, ocv));
-		TRY(ts_unroll(sc, w));
-		return ts_vectorize(sc, oci);
 	}
-	TRY(ts_reorder(sc, TS_AXES(rco, kh, kw, rci, h, w, oc)));
+	if (!vec)
+		TRY(ts_reorder(sc, TS_AXES(rco, kh, kw, rci, h, w, oc)));
 	TRY(ts_unroll(sc, h));
 	TRY(ts_unroll(sc, w));
-	return ts_vectorize(sc, oc);
+	return ts_vectorize(sc, vec ? vec : oc);
 }
 
 ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_conv2d_cpu_params *p)

@@ -182,17 +182,19 @@ int64_t ts_conv2d_cpu_out_block(int64_t channels);
  * 14 with one vector); otherwise ts_conv2d_cpu_out_block(channels).  0
  * for channels below 1. */
 int64_t ts_conv2d_cpu_out_block_for(int64_t channels, int64_t out_width);
-/* Whether tessera's conv2d kernels view a convolution's rows as one row:
- * a 1x1 convolution of stride 1 without padding (pad_h, pad_w: the total
- * padding of each dimension) reads input position p for output position
- * p, so its NCHW[x]c input and output of h rows of w columns are also one
- * row of h * w columns, the same memory.  With AVX2, where a row of
- * out_width columns is too narrow for ts_conv2d_cpu_out_block_for's four
- * vectors (ResNet-50's 7x7 layers), the graph layer, tessera-bench and the
- * tuner declare them so: one row of 49 takes four vectors by three
+/* The columns of the rows tessera's conv2d kernels run over, for an
+ * r x s kernel, strides stride_h, stride_w, total paddings pad_h, pad_w
+ * (both sides of each dimension) and an output of out_h x out_w: out_w,
+ * or out_h * out_w where the rows are viewed as one.  A 1x1 convolution
+ * of stride 1 without padding reads input position p for output position
+ * p, so its NCHW[x]c input and output of out_h rows are also one row, the
+ * same memory; with AVX2, where a row is too narrow for
+ * ts_conv2d_cpu_out_block_for's four vectors (ResNet-50's 7x7 layers),
+ * the graph layer, tessera-bench and the tuner declare them so and take
+ * the block for that row: one row of 49 takes four vectors by three
  * columns where a row of 7 took one vector by 7 (20-28% faster alone). */
-bool ts_conv2d_cpu_flat(int64_t r, int64_t s, int64_t stride_h, int64_t stride_w, int64_t pad_h,
-			int64_t pad_w, int64_t out_width);
+int64_t ts_conv2d_cpu_row_width(int64_t r, int64_t s, int64_t stride_h, int64_t stride_w, int64_t pad_h,
+				int64_t pad_w, int64_t out_h, int64_t out_w);
 /* The register block's columns (ow_block 0) for an output-channel block
  * of `out_block` lanes: as many as fit the vector registers with their
  * accumulators, up to 14: 14 for one vector (and two with AVX-512), 6 for

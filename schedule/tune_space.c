@@ -188,13 +188,18 @@ static void space_batch_matmul(ts_tune_task *t)
 	add_param(sp, "parallel", 2, (int64_t[]){d.parallel, !d.parallel});
 }
 
-/* Whether conv2d task shape s (N C H W K R S STRIDE PAD) runs on one row
- * of H*W columns (ts_conv2d_cpu_flat), as in tessera-bench and the graph
- * layer. */
-static bool conv2d_flat(const int64_t *s)
+static int64_t conv_out(int64_t in, int64_t k, int64_t stride, int64_t pad)
 {
-	return ts_conv2d_cpu_flat(s[5], s[6], s[7], s[7], 2 * s[8], 2 * s[8],
-				  (s[3] + 2 * s[8] - s[6]) / s[7] + 1);
+	return (in + 2 * pad - k) / stride + 1;
+}
+
+/* The columns of the rows conv2d task shape s (N C H W K R S STRIDE PAD)
+ * runs over (ts_conv2d_cpu_row_width), as in tessera-bench and the graph
+ * layer: wider than OW where its rows are viewed as one. */
+static int64_t conv2d_row(const int64_t *s)
+{
+	return ts_conv2d_cpu_row_width(s[5], s[6], s[7], s[7], 2 * s[8], 2 * s[8], conv_out(s[2], s[5], s[7], s[8]),
+				       conv_out(s[3], s[6], s[7], s[8]));
 }
 
 static void space_conv2d(ts_tune_task *t)
@@ -212,10 +217,8 @@ static void space_conv2d(ts_tune_task *t)
 	 * where the CPU has 32 vector registers, four on AVX2's wide rows; the
 	 * input's as a convolution of its width would write them), then
 	 * every power of two from 1 to 64 dividing its channel count */
-	int64_t ow = (t->shape[3] + 2 * t->shape[8] - t->shape[6]) / t->shape[7] + 1;
-	if (conv2d_flat(t->shape)) /* one row of H*W, as the kernel sees it */
-		ow = t->shape[2] * t->shape[3];
-	int64_t ic[8] = {ts_conv2d_cpu_out_block_for(C, t->shape[3])}, oc[8] = {ts_conv2d_cpu_out_block_for(K, ow)};
+	int64_t ic[8] = {ts_conv2d_cpu_out_block_for(C, t->shape[3])},
+		oc[8] = {ts_conv2d_cpu_out_block_for(K, conv2d_row(t->shape))};
 	int nic = 1, noc = 1;
 	for (int64_t b = 1; b <= 64; b *= 2) {
 		if (C % b == 0)
@@ -392,11 +395,6 @@ ts_tune_cand ts_tune_default(const ts_tune_task *t)
 	return c;
 }
 
-static int64_t conv_out(int64_t in, int64_t k, int64_t stride, int64_t pad)
-{
-	return (in + 2 * pad - k) / stride + 1;
-}
-
 double ts_tune_task_flops(const ts_tune_task *t)
 {
 	if (tune_task_check(NULL, t, "tune_task_flops") != TS_OK)
@@ -473,7 +471,7 @@ static int graph_conv2d(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *
 
 /* conv2d as tessera-bench and the graph layer run it: Xc[N, C/ib, H, W,
  * ib] and Wc[K/ob, C/ib, R, S, ib, ob] already blocked, Yc[N, K/ob, OH,
- * OW, ob]; a flat one (conv2d_flat) on rows of H*W. */
+ * OW, ob]; rows viewed as one (conv2d_row) as one row of H*W. */
 static int graph_conv2d_kernel(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c,
 			       ts_tensor **a)
 {
@@ -485,7 +483,7 @@ static int graph_conv2d_kernel(ts_ctx *ctx, const ts_tune_task *t, const ts_tune
 			 "and %lld channels", (long long)ib, (long long)ob, (long long)s[1], (long long)s[4]);
 		return 0;
 	}
-	int64_t h = conv2d_flat(s) ? 1 : s[2];
+	int64_t h = conv2d_row(s) > s[3] ? 1 : s[2];
 	a[0] = ph(ctx, "Xc", TS_SHAPE(s[0], s[1] / ib, h, s[2] * s[3] / h, ib));
 	a[1] = ph(ctx, "Wc", TS_SHAPE(s[4] / ob, s[1] / ib, s[5], s[6], ib, ob));
 	a[2] = ts_op_conv2d_nchwc(ctx, a[0], a[1], st, st, pd, pd, 1, 1);

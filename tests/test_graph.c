@@ -240,7 +240,7 @@ START_TEST(test_mobilenet_block)
 END_TEST
 
 /* 1x1 convolutions of stride 1 on rows of 7: with AVX2 their rows are
- * viewed as one of 49 (ts_conv2d_cpu_flat), which takes blocks of four
+ * viewed as one of 49 (ts_conv2d_cpu_row_width), which takes blocks of four
  * vectors; fused with a bias, a residual add, a constant that varies over
  * the rows and columns (read at the logical row and column of the one
  * long row) and relu, then a second such convolution on the first's
@@ -266,9 +266,9 @@ START_TEST(test_pointwise_rows_as_one)
 	tg_output(t, v);
 	ts_graph_exec *e = NULL;
 	char *buf = traced_check(ctx, t, &e);
-	bool flat = ts_conv2d_cpu_flat(1, 1, 1, 1, 0, 0, 7);
-	ck_assert_int_eq(flat, ts_cpu_vector_lanes() == 8);
-	long long yb = (long long)ts_conv2d_cpu_out_block_for(64, flat ? 49 : 7);
+	int64_t row = ts_conv2d_cpu_row_width(1, 1, 1, 1, 0, 0, 7, 7);
+	ck_assert_int_eq(row, ts_cpu_vector_lanes() == 8 ? 49 : 7);
+	long long yb = (long long)ts_conv2d_cpu_out_block_for(64, row);
 	ck_assert_msg(strstr(buf, ts_sprintf(ctx, "c1 + res + map_add + r1 -> [1, 64, 7, 7] NCHW%lldc", yb)),
 		      "%s", buf);
 	traced_done(ctx, t, e, buf);

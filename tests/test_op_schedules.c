@@ -270,6 +270,16 @@ START_TEST(test_conv2d_cpu_blocks)
 	ck_assert_int_eq(ts_conv2d_cpu_out_block_for(-32, 56), 0);
 	ck_assert_int_eq(ts_conv2d_cpu_out_block_for(INT64_MIN, INT64_MIN), 0);
 	ck_assert_int_eq(ts_conv2d_cpu_out_block_for(64, INT64_MIN), ts_conv2d_cpu_out_block(64));
+	/* rows viewed as one: 1x1, stride 1, no padding, narrow rows, AVX2 */
+	ck_assert_int_eq(ts_conv2d_cpu_row_width(1, 1, 1, 1, 0, 0, 7, 7), lanes == 8 ? 49 : 7);
+	ck_assert_int_eq(ts_conv2d_cpu_row_width(1, 1, 1, 1, 0, 0, 14, 14), 14);
+	ck_assert_int_eq(ts_conv2d_cpu_row_width(1, 1, 1, 1, 0, 0, 1, 7), 7);
+	ck_assert_int_eq(ts_conv2d_cpu_row_width(3, 3, 1, 1, 2, 2, 7, 7), 7);
+	ck_assert_int_eq(ts_conv2d_cpu_row_width(1, 1, 2, 2, 0, 0, 7, 7), 7);
+	ck_assert_int_eq(ts_conv2d_cpu_row_width(1, 1, 1, 1, 1, 0, 7, 7), 7);
+	ck_assert_int_eq(ts_conv2d_cpu_row_width(1, 1, 1, 1, 0, 0, INT64_MAX, 7), 7);
+	ck_assert_int_eq(ts_conv2d_cpu_row_width(1, 1, 1, 1, 0, 0, -5, 7), 7);
+	ck_assert_int_eq(ts_conv2d_cpu_row_width(1, 1, 1, 1, 0, 0, 7, -3), -3);
 	ck_assert_int_eq(ts_conv2d_cpu_out_block(256), lanes == 16 ? 32 : 8);
 	ck_assert_int_eq(ts_conv2d_cpu_out_block(12), 4);
 	ck_assert_int_eq(ts_conv2d_cpu_in_block(256), 16);
