@@ -10,8 +10,11 @@
  */
 #include "build.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "build_cuda.h"
@@ -35,11 +38,12 @@ static bool starts_with(const char *s, const char *word)
 	return strncmp(s, word, n) == 0 && (s[n] == '\0' || s[n] == ' ');
 }
 
-static ts_status build_cpu(ts_module *m)
+/* The CPU module once its LLVM module is finished: the entry and times. */
+static ts_status end_cpu(ts_module *m)
 {
-	m->llvm = cg_llvm_compile(m->ctx, m->func, m->target);
-	if (!m->llvm)
-		return ts_last_status(m->ctx);
+	ts_status st = cg_llvm_report(m->ctx, m->llvm);
+	if (st)
+		return st;
 	m->entry = cg_llvm_entry(m->llvm);
 	if (!m->entry)
 		return ts_error(m->ctx, TS_ERR_UNSUPPORTED,
@@ -52,10 +56,9 @@ static ts_status build_cpu(ts_module *m)
 	return TS_OK;
 }
 
-ts_module *ts_build(ts_ctx *ctx, const ts_func *f, const char *target)
+/* ts_build's checks and the module around the code: NULL with an error. */
+static ts_module *start(ts_ctx *ctx, const ts_func *f, const char *target)
 {
-	if (!ctx)
-		return NULL;
 	if (!f) {
 		ts_error(ctx, TS_ERR_INVALID, "build: function is NULL (did lowering fail?)");
 		return NULL;
@@ -65,8 +68,6 @@ ts_module *ts_build(ts_ctx *ctx, const ts_func *f, const char *target)
 			 f->name);
 		return NULL;
 	}
-	if (!target)
-		target = "llvm";
 	if (!starts_with(target, "llvm") && !starts_with(target, "cuda")) {
 		ts_error(ctx, TS_ERR_INVALID, "build %s: unknown target '%s' (expected 'llvm ...' or 'cuda ...')",
 			 f->name, target);
@@ -79,7 +80,6 @@ ts_module *ts_build(ts_ctx *ctx, const ts_func *f, const char *target)
 			 f->name, f->size_vars[0]->u.var.name);
 		return NULL;
 	}
-	ts_clear_error(ctx); /* as ts_lower: an earlier call's error is not this build's */
 	ts_module *m = calloc(1, sizeof(*m));
 	if (!m) {
 		ts_error(ctx, TS_ERR_NOMEM, "build %s: out of memory", f->name);
@@ -89,16 +89,142 @@ ts_module *ts_build(ts_ctx *ctx, const ts_func *f, const char *target)
 	m->func = f;
 	m->target = ts_strdup(ctx, target);
 	m->cuda = starts_with(target, "cuda");
+	if (!m->target) {
+		ts_error(ctx, TS_ERR_NOMEM, "build %s: out of memory", f->name);
+		ts_module_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+/* The first step of a build: all of a CUDA one; a CPU one's LLVM IR. */
+static ts_status begin(ts_module *m)
+{
 	uint64_t t0 = ts_now_ns();
-	ts_status st = !m->target ? TS_ERR_NOMEM
-		       : m->cuda ? cg_cuda_build(ctx, f, target, &m->gpu, &m->times)
-				 : build_cpu(m);
+	ts_status st;
+	if (m->cuda) {
+		st = cg_cuda_build(m->ctx, m->func, m->target, &m->gpu, &m->times);
+	} else {
+		m->llvm = cg_llvm_prepare(m->ctx, m->func, m->target);
+		st = m->llvm ? TS_OK : ts_last_status(m->ctx);
+	}
 	m->times.total_ms = ts_ms_since(t0);
+	return st;
+}
+
+ts_module *ts_build(ts_ctx *ctx, const ts_func *f, const char *target)
+{
+	if (!ctx)
+		return NULL;
+	ts_clear_error(ctx); /* as ts_lower: an earlier call's error is not this build's */
+	ts_module *m = start(ctx, f, target ? target : "llvm");
+	ts_status st = m ? begin(m) : TS_ERR_INVALID;
+	if (!st && !m->cuda) {
+		uint64_t t0 = ts_now_ns();
+		cg_llvm_finish(m->llvm);
+		m->times.total_ms += ts_ms_since(t0);
+		st = end_cpu(m);
+	}
 	if (st != TS_OK) {
 		ts_module_free(m);
 		return NULL;
 	}
 	return m;
+}
+
+/* ---- ts_build_all: the LLVM pipelines on several threads ---------------------- */
+
+typedef struct {
+	ts_module **m; /* largest first */
+	int n;
+	atomic_int next;
+} finish_queue;
+
+static int larger_first(const void *a, const void *b)
+{
+	const ts_module *x = *(ts_module *const *)a, *y = *(ts_module *const *)b;
+	int64_t sx = cg_llvm_size(x->llvm), sy = cg_llvm_size(y->llvm);
+	return sx > sy ? -1 : sx < sy;
+}
+
+static void *finish_worker(void *p)
+{
+	finish_queue *q = p;
+	for (int i; (i = atomic_fetch_add(&q->next, 1)) < q->n;) {
+		ts_module *m = q->m[i];
+		if (m->cuda)
+			continue;
+		uint64_t t0 = ts_now_ns();
+		cg_llvm_finish(m->llvm); /* a failure stays in the module */
+		m->times.total_ms += ts_ms_since(t0);
+	}
+	return NULL;
+}
+
+/* Finishes the n CPU modules on up to one thread per online core, the
+ * calling thread one of them (all of them if no thread can start).  The
+ * largest go first, so that no thread is left with a large one at the end
+ * (a ResNet-50 has a few 3x3 convolutions that take 10x the time of the
+ * rest).  Returns false when out of memory. */
+static bool finish_all(ts_module *const *mods, int n)
+{
+	enum { MAX_COMPILE_THREADS = 16 };
+	ts_module **m = malloc(sizeof(*m) * ((size_t)n + 1));
+	if (!m)
+		return false;
+	memcpy(m, mods, sizeof(*m) * (size_t)n);
+	qsort(m, (size_t)n, sizeof(*m), larger_first);
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	int threads = cores < 1 ? 1 : cores > MAX_COMPILE_THREADS ? MAX_COMPILE_THREADS : (int)cores;
+	if (threads > n)
+		threads = n;
+	finish_queue q = {.m = m, .n = n};
+	atomic_init(&q.next, 0);
+	pthread_t tid[MAX_COMPILE_THREADS];
+	int started = 0;
+	while (started < threads - 1 && pthread_create(&tid[started], NULL, finish_worker, &q) == 0)
+		started++;
+	finish_worker(&q);
+	for (int i = 0; i < started; i++)
+		pthread_join(tid[i], NULL);
+	free(m);
+	return true;
+}
+
+ts_status ts_build_all(ts_ctx *ctx, int n, const ts_func *const *funcs, const char *target,
+		       ts_module **out)
+{
+	if (!ctx)
+		return TS_ERR_INVALID;
+	ts_clear_error(ctx);
+	if (n < 0 || (n > 0 && (!funcs || !out)))
+		return ts_error(ctx, TS_ERR_INVALID,
+				"build_all: needs n >= 0 and, when n > 0, functions and an output array "
+				"(got n %d, functions %s, output %s)", n, funcs ? "given" : "NULL",
+				out ? "given" : "NULL");
+	for (int i = 0; i < n; i++)
+		out[i] = NULL;
+	ts_status st = TS_OK;
+	for (int i = 0; i < n && !st; i++) {
+		/* the errors name the function; a NULL one has only its place */
+		if (!funcs[i]) {
+			st = ts_error(ctx, TS_ERR_INVALID, "build_all: function %d is NULL", i);
+			break;
+		}
+		out[i] = start(ctx, funcs[i], target ? target : "llvm");
+		st = out[i] ? begin(out[i]) : ts_last_status(ctx);
+	}
+	if (!st && !finish_all(out, n))
+		st = ts_error(ctx, TS_ERR_NOMEM, "build_all: out of memory");
+	for (int i = 0; i < n && !st; i++)
+		if (!out[i]->cuda)
+			st = end_cpu(out[i]);
+	if (st)
+		for (int i = 0; i < n; i++) {
+			ts_module_free(out[i]);
+			out[i] = NULL;
+		}
+	return st;
 }
 
 ts_status ts_module_run(ts_module *m, int nargs, ts_array *const *args)

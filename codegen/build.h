@@ -28,6 +28,18 @@ typedef struct ts_module ts_module;
 /* NULL with an error naming the target or the failing phase. */
 ts_module *ts_build(ts_ctx *ctx, const ts_func *f, const char *target);
 
+/* Builds n functions for one target, as n calls of ts_build would, but
+ * runs LLVM's optimization and machine code generation (most of a CPU
+ * build's time) for different functions on different threads: one per
+ * online core, at most 16.  The result does not depend on the thread
+ * count.  Returns TS_OK with out[i] the module of funcs[i]; on any failure
+ * every out[i] is NULL and the error names the first function that failed
+ * (or its place in the list, when it is NULL).  n 0 builds nothing; a
+ * negative n, or a NULL list or output with n > 0, is refused.  CUDA
+ * targets build one after another. */
+ts_status ts_build_all(ts_ctx *ctx, int n, const ts_func *const *funcs, const char *target,
+		       ts_module **out);
+
 /* Calls the compiled function.  Checks the argument count, dtypes, shapes
  * and devices first and returns a clear error on mismatch. */
 ts_status ts_module_run(ts_module *m, int nargs, ts_array *const *args);

@@ -52,6 +52,21 @@ typedef struct cg_llvm_times {
  * LLVM failure.  The module does not refer to ctx or f afterwards. */
 cg_llvm_module *cg_llvm_compile(ts_ctx *ctx, const ts_func *f, const char *target);
 
+/* cg_llvm_compile in two steps, so that the expensive one can run on
+ * several threads.  cg_llvm_prepare does what needs ctx and f (target,
+ * LLVM IR, verification, header) and fails as cg_llvm_compile does.
+ * cg_llvm_finish optimizes and JIT-compiles; it touches no context and
+ * nothing shared, so different modules may finish on different threads at
+ * once (each has its own LLVM context).  It returns false on an LLVM
+ * failure, which cg_llvm_report then records in ctx (TS_OK when it did not
+ * fail; an error for a module not finished).  Finishing twice does
+ * nothing. */
+cg_llvm_module *cg_llvm_prepare(ts_ctx *ctx, const ts_func *f, const char *target);
+bool cg_llvm_finish(cg_llvm_module *m);
+ts_status cg_llvm_report(ts_ctx *ctx, const cg_llvm_module *m);
+/* A prepared module's instructions: what finishing it costs, roughly. */
+int64_t cg_llvm_size(const cg_llvm_module *m);
+
 /* The JIT'd entry point; NULL for a module built for another architecture. */
 ts_cpu_entry cg_llvm_entry(const cg_llvm_module *m);
 

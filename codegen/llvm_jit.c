@@ -56,6 +56,11 @@ struct cg_llvm_module {
 	ts_sbuf header;
 	cg_llvm_times times;
 	void *mvec; /* libmvec, open while the JIT'd code may call it */
+	LLVMModuleRef pending; /* built, not yet optimized (cg_llvm_finish) */
+	int64_t size;          /* its instructions */
+	char *error;           /* the failure of cg_llvm_finish */
+	bool error_nomem;      /* it failed, and its message could not be kept */
+	bool finished;
 };
 
 typedef void (*any_fn)(void);
@@ -85,11 +90,20 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* Records an LLVM error (consuming it) as a tessera error. */
-static ts_status llvm_error(ts_ctx *ctx, const char *name, const char *what, LLVMErrorRef err)
+/* Records an LLVM error (consuming it) in m, for cg_llvm_report: the
+ * phases after the IR is built run without a context, perhaps on another
+ * thread (ts_build_all).  The first error is the one kept. */
+static ts_status llvm_error(cg_llvm_module *m, const char *what, LLVMErrorRef err)
 {
 	char *msg = LLVMGetErrorMessage(err);
-	ts_error(ctx, TS_ERR_RUNTIME, "llvm(%s): %s: %s", name, what, msg);
+	if (!m->error && !m->error_nomem) {
+		size_t n = strlen(m->name) + strlen(what) + strlen(msg) + 16;
+		m->error = malloc(n);
+		if (m->error)
+			snprintf(m->error, n, "llvm(%s): %s: %s", m->name, what, msg);
+		else
+			m->error_nomem = true;
+	}
 	LLVMDisposeErrorMessage(msg);
 	return TS_ERR_RUNTIME;
 }
@@ -124,7 +138,7 @@ static ts_status build(ts_ctx *ctx, cg_llvm_module *m, const ts_func *f, LLVMMod
 	return st;
 }
 
-static ts_status optimize(ts_ctx *ctx, cg_llvm_module *m, LLVMModuleRef mod)
+static ts_status optimize(cg_llvm_module *m, LLVMModuleRef mod)
 {
 	LLVMTargetMachineRef tm = cg_llvm_target_machine(&m->target, LLVMRelocDefault,
 							 LLVMCodeModelDefault);
@@ -141,14 +155,14 @@ static ts_status optimize(ts_ctx *ctx, cg_llvm_module *m, LLVMModuleRef mod)
 	LLVMDisposePassBuilderOptions(opts);
 	LLVMDisposeTargetMachine(tm);
 	if (err)
-		return llvm_error(ctx, m->name, "optimization failed", err);
+		return llvm_error(m, "optimization failed", err);
 	m->aot = LLVMCloneModule(mod);
 	return TS_OK;
 }
 
 /* libmvec's functions by address (vecmath.h): the process need not have
  * loaded libmvec, and its symbols are versioned. */
-static ts_status define_vecmath(ts_ctx *ctx, cg_llvm_module *m, LLVMOrcJITDylibRef jd)
+static ts_status define_vecmath(cg_llvm_module *m, LLVMOrcJITDylibRef jd)
 {
 	LLVMJITCSymbolMapPair pairs[64];
 	size_t n = 0;
@@ -170,12 +184,12 @@ static ts_status define_vecmath(ts_ctx *ctx, cg_llvm_module *m, LLVMOrcJITDylibR
 	LLVMErrorRef err = LLVMOrcJITDylibDefine(jd, mu);
 	if (err) {
 		LLVMOrcDisposeMaterializationUnit(mu);
-		return llvm_error(ctx, m->name, "cannot define libmvec's symbols", err);
+		return llvm_error(m, "cannot define libmvec's symbols", err);
 	}
 	return TS_OK;
 }
 
-static ts_status define_runtime(ts_ctx *ctx, cg_llvm_module *m, LLVMOrcJITDylibRef jd)
+static ts_status define_runtime(cg_llvm_module *m, LLVMOrcJITDylibRef jd)
 {
 	ts_status st_vecmath;
 	size_t n = TS_COUNT_OF(runtime_symbols);
@@ -191,21 +205,21 @@ static ts_status define_runtime(ts_ctx *ctx, cg_llvm_module *m, LLVMOrcJITDylibR
 	LLVMErrorRef err = LLVMOrcJITDylibDefine(jd, mu);
 	if (err) {
 		LLVMOrcDisposeMaterializationUnit(mu);
-		return llvm_error(ctx, m->name, "cannot define runtime symbols", err);
+		return llvm_error(m, "cannot define runtime symbols", err);
 	}
-	st_vecmath = define_vecmath(ctx, m, jd);
+	st_vecmath = define_vecmath(m, jd);
 	if (st_vecmath)
 		return st_vecmath;
 	LLVMOrcDefinitionGeneratorRef gen;
 	err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
 		&gen, LLVMOrcLLJITGetGlobalPrefix(m->jit), NULL, NULL);
 	if (err)
-		return llvm_error(ctx, m->name, "cannot search the process's symbols", err);
+		return llvm_error(m, "cannot search the process's symbols", err);
 	LLVMOrcJITDylibAddGenerator(jd, gen);
 	return TS_OK;
 }
 
-static ts_status create_jit(ts_ctx *ctx, cg_llvm_module *m)
+static ts_status create_jit(cg_llvm_module *m)
 {
 	LLVMTargetMachineRef tm = cg_llvm_target_machine(&m->target, LLVMRelocDefault,
 							 LLVMCodeModelJITDefault);
@@ -215,15 +229,15 @@ static ts_status create_jit(ts_ctx *ctx, cg_llvm_module *m)
 	LLVMErrorRef err = LLVMOrcCreateLLJIT(&m->jit, builder);
 	if (err) {
 		m->jit = NULL;
-		return llvm_error(ctx, m->name, "cannot create the JIT", err);
+		return llvm_error(m, "cannot create the JIT", err);
 	}
-	return define_runtime(ctx, m, LLVMOrcLLJITGetMainJITDylib(m->jit));
+	return define_runtime(m, LLVMOrcLLJITGetMainJITDylib(m->jit));
 }
 
 /* Hands mod to the JIT and compiles the entry point. */
-static ts_status jit(ts_ctx *ctx, cg_llvm_module *m, LLVMModuleRef mod)
+static ts_status jit(cg_llvm_module *m, LLVMModuleRef mod)
 {
-	ts_status st = create_jit(ctx, m);
+	ts_status st = create_jit(m);
 	if (st) {
 		LLVMDisposeModule(mod);
 		return st;
@@ -233,12 +247,12 @@ static ts_status jit(ts_ctx *ctx, cg_llvm_module *m, LLVMModuleRef mod)
 	LLVMErrorRef err = LLVMOrcLLJITAddLLVMIRModule(m->jit, jd, tsm);
 	if (err) {
 		LLVMOrcDisposeThreadSafeModule(tsm);
-		return llvm_error(ctx, m->name, "cannot add the module to the JIT", err);
+		return llvm_error(m, "cannot add the module to the JIT", err);
 	}
 	LLVMOrcExecutorAddress addr = 0;
 	err = LLVMOrcLLJITLookup(m->jit, &addr, m->name);
 	if (err)
-		return llvm_error(ctx, m->name, "cannot compile the entry point", err);
+		return llvm_error(m, "cannot compile the entry point", err);
 	m->entry = (ts_cpu_entry)(uintptr_t)addr;
 	return TS_OK;
 }
@@ -311,7 +325,19 @@ static ts_status check_func(ts_ctx *ctx, const ts_func *f)
 	return TS_OK;
 }
 
-static ts_status compile(ts_ctx *ctx, cg_llvm_module *m, const ts_func *f, const char *target)
+/* Instructions in mod: what optimizing and compiling it cost, roughly. */
+static int64_t module_size(LLVMModuleRef mod)
+{
+	int64_t n = 0;
+	for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn))
+		for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+			for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in))
+				n++;
+	return n;
+}
+
+/* The phases that need the context and the function: target, IR, header. */
+static ts_status prepare(ts_ctx *ctx, cg_llvm_module *m, const ts_func *f, const char *target)
 {
 	ts_status st = cg_llvm_target_parse(ctx, f->name, target, &m->target);
 	if (st)
@@ -321,23 +347,15 @@ static ts_status compile(ts_ctx *ctx, cg_llvm_module *m, const ts_func *f, const
 		m->target.vecmath = 0;
 	m->tsc = LLVMOrcCreateNewThreadSafeContext();
 	double t0 = now_ms();
-	LLVMModuleRef mod = NULL;
-	st = build(ctx, m, f, &mod);
-	double t1 = now_ms();
-	if (!st)
-		st = optimize(ctx, m, mod);
-	double t2 = now_ms();
-	if (st || !m->target.native)
-		LLVMDisposeModule(mod);
-	else
-		st = jit(ctx, m, mod);
-	m->times = (cg_llvm_times){t1 - t0, t2 - t1, now_ms() - t2};
+	st = build(ctx, m, f, &m->pending);
+	m->times.build_ms = now_ms() - t0;
+	m->size = st ? 0 : module_size(m->pending);
 	make_header(ctx, m, f);
 	return st ? st : m->header.oom ? ts_error(ctx, TS_ERR_NOMEM, "llvm(%s): out of memory", m->name)
 				       : TS_OK;
 }
 
-cg_llvm_module *cg_llvm_compile(ts_ctx *ctx, const ts_func *f, const char *target)
+cg_llvm_module *cg_llvm_prepare(ts_ctx *ctx, const ts_func *f, const char *target)
 {
 	if (!ctx || check_func(ctx, f))
 		return NULL;
@@ -359,7 +377,58 @@ cg_llvm_module *cg_llvm_compile(ts_ctx *ctx, const ts_func *f, const char *targe
 		return NULL;
 	}
 	pthread_mutex_init(&m->emit_lock, NULL);
-	if (compile(ctx, m, f, target)) {
+	if (prepare(ctx, m, f, target)) {
+		cg_llvm_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+bool cg_llvm_finish(cg_llvm_module *m)
+{
+	if (!m || m->finished)
+		return m && !m->error && !m->error_nomem;
+	m->finished = true;
+	LLVMModuleRef mod = m->pending;
+	m->pending = NULL;
+	double t1 = now_ms();
+	ts_status st = optimize(m, mod);
+	double t2 = now_ms();
+	if (st || !m->target.native)
+		LLVMDisposeModule(mod);
+	else
+		st = jit(m, mod);
+	m->times.optimize_ms = t2 - t1;
+	m->times.codegen_ms = now_ms() - t2;
+	return st == TS_OK;
+}
+
+int64_t cg_llvm_size(const cg_llvm_module *m)
+{
+	return m ? m->size : 0;
+}
+
+ts_status cg_llvm_report(ts_ctx *ctx, const cg_llvm_module *m)
+{
+	if (!ctx)
+		return TS_ERR_INVALID;
+	if (!m)
+		return ts_error(ctx, TS_ERR_INVALID, "llvm: no module (NULL)");
+	if (!m->finished)
+		return ts_error(ctx, TS_ERR_INTERNAL, "llvm(%s): the module was never finished", m->name);
+	if (m->error)
+		return ts_error(ctx, TS_ERR_RUNTIME, "%s", m->error);
+	if (m->error_nomem)
+		return ts_error(ctx, TS_ERR_NOMEM, "llvm(%s): out of memory while reporting an LLVM error",
+				m->name);
+	return TS_OK;
+}
+
+cg_llvm_module *cg_llvm_compile(ts_ctx *ctx, const ts_func *f, const char *target)
+{
+	cg_llvm_module *m = cg_llvm_prepare(ctx, f, target);
+	if (m && !cg_llvm_finish(m)) {
+		cg_llvm_report(ctx, m);
 		cg_llvm_free(m);
 		return NULL;
 	}
@@ -507,6 +576,8 @@ void cg_llvm_free(cg_llvm_module *m)
 	/* the clone lives in the thread-safe context: dispose it first */
 	if (m->aot)
 		LLVMDisposeModule(m->aot);
+	if (m->pending)
+		LLVMDisposeModule(m->pending);
 	if (m->before)
 		LLVMDisposeModule(m->before);
 	if (m->jit) {
@@ -523,6 +594,7 @@ void cg_llvm_free(cg_llvm_module *m)
 	ts_sb_free(&m->header);
 	cg_llvm_target_free(&m->target);
 	pthread_mutex_destroy(&m->emit_lock);
+	free(m->error);
 	free(m->name);
 	free(m);
 }

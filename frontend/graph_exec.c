@@ -51,6 +51,7 @@ static xkernel *new_kernel(ts_graph_exec *e, const char *desc)
 	xkernel *k = &e->k[e->nk];
 	memset(k, 0, sizeof(*k));
 	k->desc = desc;
+	k->same_as = -1;
 	return k;
 }
 
@@ -518,6 +519,8 @@ ts_graph_exec *ts_graph_compile(ts_graph *g, const ts_graph_opts *opts)
 	if (plan_kernels(&pl) != TS_OK)
 		goto fail;
 	e->st.layout_ms = ts_ms_since(t) - e->st.codegen_ms;
+	if (gx_build_all(e) != TS_OK)
+		goto fail;
 	t = ts_now_ns();
 	if (plan_memory(e, o.trace) != TS_OK || wrap_args(e) != TS_OK)
 		goto fail;

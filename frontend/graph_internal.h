@@ -141,8 +141,10 @@ typedef struct xkernel {
 	struct ts_tune_task *task; /* a convolution's tuning task, or NULL */
 	const char *tuned;    /* "LOG:LINE" of the record that scheduled it, or NULL */
 	const char *key;      /* equal keys: the same code */
-	ts_module *mod;
+	const ts_func *func;  /* its lowered code, when it owns its module */
+	ts_module *mod;       /* set by gx_build_all */
 	bool owns_mod;
+	int same_as;          /* the kernel whose module it shares, when not */
 	int nargs;            /* inputs, then the output */
 	xarg arg[G_MAX_ARGS];
 } xkernel;
@@ -168,10 +170,13 @@ struct ts_graph_exec {
 void *g_alloc(size_t bytes);
 /* A new xval (zeroed, base -1); -1 on no memory. */
 int gx_new_value(ts_graph_exec *e, const char *name, int ndim, const int64_t *shape, int block);
+/* Builds the modules of every kernel planned (ts_build_all: on several
+ * threads) and hands each kernel that shares code its module. */
+ts_status gx_build_all(ts_graph_exec *e);
 /* Builds kernel k's code for group gr: its tensors on placeholders of the
- * xvals gv2x names, its schedule, ts_lower and ts_build, or the module of
- * an earlier kernel with the same key.  k->arg gets the arguments, the
- * output last. */
+ * xvals gv2x names, its schedule and ts_lower (gx_build_all builds it), or
+ * the code of an earlier kernel with the same key.  k->arg gets the
+ * arguments, the output last. */
 ts_status gx_build_group(ts_graph_exec *e, ts_graph *g, const gpass *p, const ggroup *gr,
 			 const int *gv2x, xkernel *k);
 /* The same for a layout conversion of xval from into xval to. */

@@ -2,7 +2,8 @@
  * graph_kernels.c - one kernel per fusion group: the anchor built with the
  * operator library on placeholders of the kernel's arguments, the fused
  * elementwise nodes folded into one expression over the anchor's output
- * element, a schedule from op_schedules.h, then ts_lower and ts_build.
+ * element, a schedule from op_schedules.h, then ts_lower; once all kernels
+ * are planned, ts_build_all builds their code, several at once.
  *
  * Indices.  The kernel iterates over the output's physical shape; for
  * every point it knows the logical (ONNX) index of the element.  An
@@ -1176,8 +1177,8 @@ static ts_status finish(kb *b, ts_schedule *s, ts_tensor *Y)
 	memcpy(k->arg[i].shape, b->pshape, sizeof(int64_t) * (size_t)b->pndim);
 	b->ph[i] = Y;
 	for (int j = 0; j < e->nk; j++)
-		if (e->k[j].mod && !strcmp(e->k[j].key, k->key)) {
-			k->mod = e->k[j].mod;
+		if (e->k[j].owns_mod && !strcmp(e->k[j].key, k->key)) {
+			k->same_as = j;
 			if (b->inplace >= 0)
 				in_place(b);
 			return TS_OK;
@@ -1192,13 +1193,40 @@ static ts_status finish(kb *b, ts_schedule *s, ts_tensor *Y)
 					"read in place of the output", k->desc, b->inplace);
 		in_place(b);
 	}
-	k->mod = ts_build(b->ctx, f, "llvm");
-	if (!k->mod)
-		return ts_last_status(b->ctx);
+	k->func = f; /* built with the others, gx_build_all */
 	k->owns_mod = true;
 	e->st.codegen_ms += ts_ms_since(t0);
 	e->st.modules++;
 	return TS_OK;
+}
+
+ts_status gx_build_all(ts_graph_exec *e)
+{
+	uint64_t t0 = ts_now_ns();
+	int n = 0;
+	for (int i = 0; i < e->nk; i++)
+		n += e->k[i].owns_mod;
+	const ts_func **funcs = malloc(sizeof(*funcs) * ((size_t)n + 1));
+	ts_module **mods = malloc(sizeof(*mods) * ((size_t)n + 1));
+	if (!funcs || !mods) {
+		free(funcs);
+		free(mods);
+		return ts_error(e->ctx, TS_ERR_NOMEM, "graph_compile: out of memory");
+	}
+	for (int i = 0, j = 0; i < e->nk; i++)
+		if (e->k[i].owns_mod)
+			funcs[j++] = e->k[i].func;
+	ts_status st = ts_build_all(e->ctx, n, funcs, "llvm", mods);
+	for (int i = 0, j = 0; !st && i < e->nk; i++)
+		if (e->k[i].owns_mod)
+			e->k[i].mod = mods[j++];
+	for (int i = 0; !st && i < e->nk; i++)
+		if (!e->k[i].owns_mod)
+			e->k[i].mod = e->k[e->k[i].same_as].mod;
+	free(funcs);
+	free(mods);
+	e->st.codegen_ms += ts_ms_since(t0);
+	return st;
 }
 
 /* The output tensor a schedule was made for: its single output. */
