@@ -27,6 +27,8 @@
 #define TUNE_EVAL_MAX_FLOPS 2e7
 #define TUNE_RTOL 1e-3
 #define TUNE_MAX_BEAM 16
+/* candidates built at once (ts_build_all) before they are timed */
+#define TUNE_MAX_BATCH 8
 
 typedef struct scored {
 	ts_tune_cand c;
@@ -253,14 +255,12 @@ static bool blocked_inputs(const tune_run *R, ts_ctx *ctx, const ts_func *f, ts_
 	return true;
 }
 
-/* Builds, runs, checks and times c in ctx (what tune_lower_timed gives);
- * *ms the median. */
-static m_status measure_in(tune_run *R, ts_ctx *ctx, const ts_tune_cand *c, ts_array **out,
-			   ts_module **m, double *ms)
+/* Runs, checks and times c's module m, built in ctx from f (what
+ * tune_lower_timed gives); *ms the median, *out its output. */
+static m_status run_built(tune_run *R, ts_ctx *ctx, const ts_tune_cand *c, const ts_func *f,
+			  ts_module *m, ts_array **out, double *ms)
 {
-	ts_func *f = tune_lower_timed(ctx, R->t, c);
-	*m = f ? ts_build(ctx, f, "llvm") : NULL;
-	*out = *m ? ts_array_for(ctx, f->param_tensors[f->nparams - 1]) : NULL;
+	*out = m ? ts_array_for(ctx, f->param_tensors[f->nparams - 1]) : NULL;
 	if (!*out)
 		return M_INVALID;
 	ts_array *args[5], *bl[2] = {NULL, NULL};
@@ -272,10 +272,19 @@ static m_status measure_in(tune_run *R, ts_ctx *ctx, const ts_tune_cand *c, ts_a
 	for (int i = 0; i < R->nin; i++)
 		args[i] = conv ? bl[i] : R->in[i];
 	args[R->nin] = *out;
-	m_status st = run_check_time(R, c, *m, args, *out, ms);
+	m_status st = run_check_time(R, c, m, args, *out, ms);
 	ts_array_free(bl[0]);
 	ts_array_free(bl[1]);
 	return st;
+}
+
+/* Builds, runs, checks and times c in ctx. */
+static m_status measure_in(tune_run *R, ts_ctx *ctx, const ts_tune_cand *c, ts_array **out,
+			   ts_module **m, double *ms)
+{
+	ts_func *f = tune_lower_timed(ctx, R->t, c);
+	*m = f ? ts_build(ctx, f, "llvm") : NULL;
+	return run_built(R, ctx, c, f, *m, out, ms);
 }
 
 /* Measures c; with keep_ref, its output becomes the reference. */
@@ -402,12 +411,10 @@ static void report(tune_run *R)
 	R->o->progress(&p, R->o->user);
 }
 
-/* Measures one candidate of the search; true when it is the new best. */
-static bool trial(tune_run *R, const ts_tune_cand *c)
+/* Counts a measured candidate of the search; true when it is the new
+ * best. */
+static bool counted(tune_run *R, const ts_tune_cand *c, m_status st, double ms)
 {
-	double ms;
-	mark_seen(R, c);
-	m_status st = measure(R, c, &ms, false);
 	R->r->invalid += st == M_INVALID;
 	R->r->wrong += st == M_WRONG;
 	if (st != M_OK)
@@ -418,6 +425,54 @@ static bool trial(tune_run *R, const ts_tune_cand *c)
 	if (better)
 		R->r->best = *c, R->r->best_ms = ms;
 	report(R);
+	return better;
+}
+
+/* Measures one candidate of the search; true when it is the new best. */
+static bool trial(tune_run *R, const ts_tune_cand *c)
+{
+	double ms;
+	mark_seen(R, c);
+	m_status st = measure(R, c, &ms, false);
+	return counted(R, c, st, ms);
+}
+
+static bool out_of_budget(const tune_run *R);
+
+/* Measures the n candidates c[] as trial would, one after another, but
+ * builds them first all at once (ts_build_all: compiling, most of a
+ * trial's time, on every core; the runs are timed alone).  Where the
+ * batch fails to build, each candidate is built on its own, so that one
+ * that cannot be built counts as invalid and the others still run.
+ * Stops when the budget is spent; true when one was the new best. */
+static bool trials(tune_run *R, const ts_tune_cand *c, int n)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	const ts_func *f[TUNE_MAX_BATCH] = {0}, *ok[TUNE_MAX_BATCH];
+	ts_module *m[TUNE_MAX_BATCH] = {0}, *built[TUNE_MAX_BATCH];
+	int nok = 0;
+	bool better = false;
+	n = n > TUNE_MAX_BATCH ? TUNE_MAX_BATCH : n;
+	for (int i = 0; ctx && i < n; i++)
+		if ((f[i] = tune_lower_timed(ctx, R->t, &c[i])))
+			ok[nok++] = f[i];
+	if (ctx && ts_build_all(ctx, nok, ok, "llvm", built) == TS_OK)
+		for (int i = 0, j = 0; i < n; i++)
+			m[i] = f[i] ? built[j++] : NULL;
+	else
+		for (int i = 0; ctx && i < n; i++)
+			m[i] = f[i] ? ts_build(ctx, f[i], "llvm") : NULL;
+	for (int i = 0; i < n && !out_of_budget(R); i++) {
+		double ms = 0;
+		ts_array *out = NULL;
+		mark_seen(R, &c[i]);
+		m_status st = ctx ? run_built(R, ctx, &c[i], f[i], m[i], &out, &ms) : M_INVALID;
+		ts_array_free(out);
+		better |= counted(R, &c[i], st, ms);
+	}
+	for (int i = 0; i < n; i++)
+		ts_module_free(m[i]);
+	ts_ctx_free(ctx);
 	return better;
 }
 
@@ -482,8 +537,13 @@ static int round_once(tune_run *R)
 		return -1;
 	qsort(m, (size_t)n, sizeof *m, by_cost);
 	int top = R->o->measure_top < 1 ? 1 : R->o->measure_top, better = 0;
-	for (int i = 0; i < n && i < top && !out_of_budget(R); i++)
-		better |= trial(R, &m[i].c);
+	ts_tune_cand batch[TUNE_MAX_BATCH];
+	for (int i = 0; i < n && i < top && !out_of_budget(R);) {
+		int k = 0;
+		for (; i < n && i < top && k < TUNE_MAX_BATCH; i++)
+			batch[k++] = m[i].c;
+		better |= trials(R, batch, k);
+	}
 	return better;
 }
 

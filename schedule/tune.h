@@ -186,9 +186,11 @@ typedef struct ts_tune_result {
 /* Measures candidate 0, then searches: each round mutates one parameter of
  * each of the best `beam` candidates (and a few two-parameter mutants),
  * ranks the new mutants with an analytic cost model, and measures the
- * best `measure_top` of them: ts_build(..., "llvm"), the output checked
- * against the reference on random data (ts_eval when the task is small,
- * else the default schedule's result), then ts_module_time.  Stops at the
+ * best `measure_top` of them: built together (ts_build_all: LLVM on
+ * every core, up to 8 at a time), then one after another run, the output
+ * checked against the reference on random data (ts_eval when the task is
+ * small, else the default schedule's result), and timed with
+ * ts_module_time (nothing else running).  Stops at the
  * budget, after `patience` rounds without a faster candidate, or at
  * max_trials.  The winner and the default are then timed three more times
  * each, alternately, and the winner is kept only if its median is still
