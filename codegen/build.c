@@ -202,6 +202,8 @@ ts_status ts_build_all(ts_ctx *ctx, int n, const ts_func *const *funcs, const ch
 				"build_all: needs n >= 0 and, when n > 0, functions and an output array "
 				"(got n %d, functions %s, output %s)", n, funcs ? "given" : "NULL",
 				out ? "given" : "NULL");
+	if (n == 0)
+		return TS_OK;
 	for (int i = 0; i < n; i++)
 		out[i] = NULL;
 	ts_status st = TS_OK;

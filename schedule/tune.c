@@ -444,7 +444,8 @@ static bool out_of_budget(const tune_run *R);
  * trial's time, on every core; the runs are timed alone).  Where the
  * batch fails to build, each candidate is built on its own, so that one
  * that cannot be built counts as invalid and the others still run.
- * Stops when the budget is spent; true when one was the new best. */
+ * Stops when the budget is spent, after the first; true when one was
+ * the new best. */
 static bool trials(tune_run *R, const ts_tune_cand *c, int n)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -462,7 +463,9 @@ static bool trials(tune_run *R, const ts_tune_cand *c, int n)
 	else
 		for (int i = 0; ctx && i < n; i++)
 			m[i] = f[i] ? ts_build(ctx, f[i], "llvm") : NULL;
-	for (int i = 0; i < n && !out_of_budget(R); i++) {
+	/* the first is measured even when the builds spent the budget: a
+	 * round measures one candidate at least, as one at a time did */
+	for (int i = 0; i < n && (i == 0 || !out_of_budget(R)); i++) {
 		double ms = 0;
 		ts_array *out = NULL;
 		mark_seen(R, &c[i]);
@@ -539,8 +542,11 @@ static int round_once(tune_run *R)
 	int top = R->o->measure_top < 1 ? 1 : R->o->measure_top, better = 0;
 	ts_tune_cand batch[TUNE_MAX_BATCH];
 	for (int i = 0; i < n && i < top && !out_of_budget(R);) {
-		int k = 0;
-		for (; i < n && i < top && k < TUNE_MAX_BATCH; i++)
+		/* no more than max_trials leaves to measure */
+		int k = 0, left = TUNE_MAX_BATCH;
+		if (R->o->max_trials > 0)
+			left = R->o->max_trials - (R->r->trials + R->r->invalid + R->r->wrong);
+		for (; i < n && i < top && k < TUNE_MAX_BATCH && k < left; i++)
 			batch[k++] = m[i].c;
 		better |= trials(R, batch, k);
 	}
