@@ -11,8 +11,9 @@
  * its loop serially instead of waiting (below).
  *
  * A job is published by writing (body, closure, n, nchunks) and bumping
- * `generation` under `lock`; workers spin on the generation for a short
- * while and then sleep on `wake`, so an idle pool costs no CPU.  The caller
+ * `generation` under `lock`; workers spin on the generation for half a
+ * millisecond (SPIN_NS) and then sleep on `wake`, so an idle pool costs no
+ * CPU.  The caller
  * runs chunk 0 itself as worker 0, then waits until `pending` reaches zero
  * (the last worker to finish signals `done`).  Worker i runs the i-th of
  * nchunks near-equal contiguous chunks of [0, n); with n below the thread
@@ -43,13 +44,16 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_THREADS 1024
-/* Polls of the generation (or of `pending`) before sleeping: tens of
- * microseconds, enough to catch back-to-back kernels without holding a
- * shared core for long. */
-#define SPIN_ITERS 2000
+/* How long a worker polls the generation (and the caller `pending`)
+ * before sleeping.  Waking a sleeping worker took about 60 us on a 2-core
+ * VM, and with 2000 polls (68 us there, at 34 ns a pause) workers had
+ * gone to sleep before 20% of a ResNet-50's kernels; with 500 us, before
+ * 4%.  Half a millisecond of a core after the last call is the price. */
+#define SPIN_NS 500000
 
 typedef struct worker {
 	pthread_t tid;
@@ -98,6 +102,25 @@ static void cpu_relax(void)
 #elif defined(__aarch64__)
 	__asm__ __volatile__("yield");
 #endif
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Whether a spin that started at *start (0: not yet) has lasted SPIN_NS;
+ * the clock is read every 64 polls. */
+static bool spun_out(uint64_t *start, int i)
+{
+	if (i % 64)
+		return false;
+	uint64_t t = now_ns();
+	if (!*start)
+		*start = t;
+	return t - *start >= SPIN_NS;
 }
 
 static int clamp_threads(long n)
@@ -175,7 +198,8 @@ static void finish_chunk(pool *p)
 /* Waits for a generation other than *seen; false when told to stop. */
 static bool wait_for_job(pool *p, uint64_t *seen)
 {
-	for (int i = 0; i < SPIN_ITERS; i++) {
+	uint64_t start = 0;
+	for (int i = 0; !spun_out(&start, i); i++) {
 		if (atomic_load(&p->stop))
 			return false;
 		uint64_t g = atomic_load(&p->generation);
@@ -208,7 +232,8 @@ static void *worker_main(void *arg)
 
 static void wait_all_done(pool *p)
 {
-	for (int i = 0; i < SPIN_ITERS && atomic_load(&p->pending) > 0; i++)
+	uint64_t start = 0;
+	for (int i = 0; atomic_load(&p->pending) > 0 && !spun_out(&start, i); i++)
 		cpu_relax();
 	if (atomic_load(&p->pending) == 0)
 		return;
