@@ -178,8 +178,23 @@ static bool finish_all(ts_module *const *mods, int n)
 	int threads = cores < 1 ? 1 : cores > MAX_COMPILE_THREADS ? MAX_COMPILE_THREADS : (int)cores;
 	if (threads > n)
 		threads = n;
-	finish_queue q = {.m = m, .n = n};
+	/* the smallest CPU module first, alone: LLVM creates some of its
+	 * shared state (timer groups, registries behind ManagedStatic) on
+	 * first use, and once this thread has, the workers it starts see it
+	 * made; ThreadSanitizer, which cannot see inside LLVM, saw the workers
+	 * race to make it */
+	int last = n - 1;
+	while (last >= 0 && m[last]->cuda)
+		last--;
+	if (last >= 0) {
+		finish_queue first = {.m = m + last, .n = 1};
+		atomic_init(&first.next, 0);
+		finish_worker(&first);
+	}
+	finish_queue q = {.m = m, .n = last > 0 ? last : 0};
 	atomic_init(&q.next, 0);
+	if (threads > q.n)
+		threads = q.n > 0 ? q.n : 1;
 	pthread_t tid[MAX_COMPILE_THREADS];
 	int started = 0;
 	while (started < threads - 1 && pthread_create(&tid[started], NULL, finish_worker, &q) == 0)
