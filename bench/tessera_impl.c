@@ -108,18 +108,17 @@ static int apply_tuned(tsr_state *st, const bench_problem *p, const char *path)
 		const char *n = sp->name[i];
 		int64_t v = c.v[i];
 		int64_t *slot = !strcmp(n, "mr") ? &st->mp.mr : !strcmp(n, "nr") ? &st->mp.nr
-				: !strcmp(n, "kunroll") ? &st->mp.kunroll : !strcmp(n, "ow_block") ? &st->cp.ow_block
-				: !strcmp(n, "oh_block") ? &st->cp.oh_block : !strcmp(n, "ic_block") ? &st->xb
+				: !strcmp(n, "kunroll") ? &st->mp.kunroll : !strcmp(n, "ic_block") ? &st->xb
 				: !strcmp(n, "oc_block") ? &st->yb : NULL;
 		if (slot)
 			*slot = v;
 		else if (!strcmp(n, "pack"))
 			st->pack = v != 0;
 		else if (!strcmp(n, "parallel"))
-			st->mp.parallel = st->cp.parallel = v != 0;
-		else if (!strcmp(n, "pad"))
-			st->cp.pad = (ts_pad_mode)v;
+			st->mp.parallel = v != 0;
 	}
+	if (p->op == BENCH_CONV2D)
+		st->cp = ts_tune_conv2d_params(&t, &c);
 	return BENCH_OK;
 }
 

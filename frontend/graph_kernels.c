@@ -607,22 +607,11 @@ static ts_status tuned_conv(kb *b, const gnode *n, const xval *x, const xval *w,
 	G_TRY(ts_tune_log_lookup(b->ctx, b->e->tuned, t, &c, &rec));
 	if (!rec)
 		return TS_OK;
-	for (int i = 0; i < t->space.nparams; i++) {
-		const char *name = t->space.name[i];
-		int64_t v = c.v[i];
-		if (!strcmp(name, "ow_block"))
-			p->ow_block = v;
-		else if (!strcmp(name, "oh_block"))
-			p->oh_block = v;
-		else if (!strcmp(name, "parallel"))
-			p->parallel = v != 0;
-		else if (!strcmp(name, "pad"))
-			p->pad = (ts_pad_mode)v;
-	}
+	*p = ts_tune_conv2d_params(t, &c);
 	b->k->tuned = ts_sprintf(b->ctx, "%s:%d", b->e->tuned->path, rec->line);
 	/* the same code only for the same parameters */
-	key(b, "tuned%lld,%lld,%d,%d", (long long)p->ow_block, (long long)p->oh_block, p->parallel,
-	    (int)p->pad);
+	key(b, "tuned%lld,%lld,%d,%d,%lld", (long long)p->ow_block, (long long)p->oh_block, p->parallel,
+	    (int)p->pad, (long long)p->rc_block);
 	return TS_OK;
 }
 

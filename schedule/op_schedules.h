@@ -160,9 +160,31 @@ typedef struct ts_conv2d_cpu_params {
 			   * AVX-512 only (with AVX2's one-vector blocks it
 			   * gained nothing and cost up to 30% at 2 threads) */
 	ts_pad_mode pad;  /* how the input's padding is read (TS_PAD_AUTO: 0) */
+	int64_t rc_block; /* input-channel blocks per reduction chunk: the
+			   * reduction runs in chunks, each over a stretch of
+			   * columns whose accumulators wait in cache (not
+			   * registers) between chunks, so that one chunk's
+			   * weights stay in L1 for the whole stretch.  0:
+			   * chosen (ts_conv2d_cpu_rc_block); a value at or
+			   * above the input's channel blocks: no chunks */
 } ts_conv2d_cpu_params;
 
 ts_conv2d_cpu_params ts_conv2d_cpu_default(void);
+/* The default rc_block of a convolution over in_blocks input-channel
+ * blocks of in_block channels, with r x s taps and out_block output
+ * channels per block: with AVX2 and a 1x1 kernel, where a channel block's
+ * weights (in_blocks x in_block x out_block floats) are over 32 KB, the
+ * largest divisor of in_blocks whose chunk of them fits 16 KB, half of
+ * L1; otherwise (and where no chunk fits) in_blocks, no chunks.  Each
+ * register block of columns would otherwise stream the whole block's
+ * weights from L2.  On one Zen 4 core, in chunks of 128 channels,
+ * ResNet-50's 1x1 layers 1024 -> 256 at 14x14 ran 6-11% faster with data
+ * in cache (15-20% in tessera-bench, inputs rotated), 512 -> 128 at 28x28
+ * 5%, 512 -> 1024 of stride 2 3%; those over rows viewed as one
+ * (ts_conv2d_cpu_row_width) were unchanged, and 3x3 kernels 0-1.5% slower,
+ * so they keep one reduction.  0 for arguments below 1. */
+int64_t ts_conv2d_cpu_rc_block(int64_t in_blocks, int64_t in_block, int64_t r, int64_t s,
+			       int64_t out_block);
 /* The float32 lanes of this CPU's vectors: 16 with AVX-512, else 8. */
 int ts_cpu_vector_lanes(void);
 /* The output-channel block (the y of NCHW[y]c) the default conv2d schedule

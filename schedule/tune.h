@@ -28,7 +28,8 @@
  *   "matmul"   matmul and dense: ts_matmul_cpu_params (mr, nr, kunroll,
  *              parallel) and, for matmul, whether B is packed in panels.
  *   "conv2d"   conv2d (NCHW[x]c): ts_conv2d_cpu_params (ow_block,
- *              oh_block, parallel, pad: 0 auto, 1 copy, 2 inline) and the
+ *              oh_block, parallel, pad: 0 auto, 1 copy, 2 inline,
+ *              rc_block: 0 chosen, 1 << 30 no reduction chunks) and the
  *              channel blocks ic_block and oc_block.  ts_tune_lower's
  *              function converts the input and weights to the blocks
  *              (its arguments are X, W and the blocked Yc), but the search
@@ -55,6 +56,7 @@
 #include <stdint.h>
 
 #include "schedule.h"
+#include "op_schedules.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -68,8 +70,8 @@ extern "C" {
  * depthwise records are for the NCHW[x]c schedule; 0.3: conv2d records
  * carry the pad mode; 0.4: matmul records carry where B is packed
  * (pack_at); 0.5: conv2d is timed on the kernel alone, its conversions
- * outside. */
-#define TS_TUNE_VERSION "0.5"
+ * outside; 0.6: conv2d records carry rc_block, the reduction's chunks. */
+#define TS_TUNE_VERSION "0.6"
 
 typedef struct ts_tune_space {
 	const char *kind;  /* "matmul", "batch_matmul", "conv2d", "softmax", "generic" */
@@ -129,6 +131,11 @@ ts_tune_cand ts_tune_default(const ts_tune_task *t);
  * arguments are the inputs, then the output.  NULL with the refusing
  * primitive's error when the candidate is not valid. */
 ts_func *ts_tune_lower(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c);
+/* The ts_schedule_conv2d_nchwc_cpu parameters of candidate c of a
+ * "conv2d" task (ow_block, oh_block, parallel, pad, rc_block; the channel
+ * blocks are the caller's layout); ts_conv2d_cpu_default() for any other
+ * task, or NULL arguments. */
+ts_conv2d_cpu_params ts_tune_conv2d_params(const ts_tune_task *t, const ts_tune_cand *c);
 
 /* The generic space of out, a single-output compute: parameter "sketch"
  * (0: ts_schedule_default_cpu, the default; 1: tiles with the reductions

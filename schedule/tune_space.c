@@ -212,6 +212,8 @@ static void space_conv2d(ts_tune_task *t)
 	add_param(sp, "oh_block", 4, (int64_t[]){d.oh_block, 1, 2, 4});
 	add_param(sp, "parallel", 2, (int64_t[]){d.parallel, !d.parallel});
 	add_param(sp, "pad", 3, (int64_t[]){d.pad, TS_PAD_COPY, TS_PAD_INLINE});
+	/* input-channel blocks per reduction chunk; 1 << 30: no chunks */
+	add_param(sp, "rc_block", 6, (int64_t[]){d.rc_block, 1, 2, 4, 8, 1 << 30});
 	/* the blocks tessera-bench and the graph layer use
 	 * (ts_conv2d_cpu_out_block_for: one vector of output channels, two
 	 * where the CPU has 32 vector registers, four on AVX2's wide rows; the
@@ -586,15 +588,24 @@ static ts_status parallel_if_untouched(ts_schedule *s, ts_tensor *T)
 	return ts_parallel(st, ts_axis_of(st, 0));
 }
 
+ts_conv2d_cpu_params ts_tune_conv2d_params(const ts_tune_task *t, const ts_tune_cand *c)
+{
+	ts_conv2d_cpu_params p = ts_conv2d_cpu_default();
+	if (!t || !c || strcmp(t->space.kind ? t->space.kind : "", KIND_CONV2D))
+		return p;
+	const ts_tune_space *sp = &t->space;
+	p.ow_block = tune_param(sp, c, "ow_block", p.ow_block);
+	p.oh_block = tune_param(sp, c, "oh_block", p.oh_block);
+	p.parallel = tune_param(sp, c, "parallel", p.parallel) != 0;
+	p.pad = (ts_pad_mode)tune_param(sp, c, "pad", p.pad);
+	p.rc_block = tune_param(sp, c, "rc_block", p.rc_block);
+	return p;
+}
+
 static ts_status schedule_conv2d(ts_schedule *s, const ts_tune_task *t, const ts_tune_cand *c,
 				 ts_tensor *Y)
 {
-	const ts_tune_space *sp = &t->space;
-	ts_conv2d_cpu_params p = {.ow_block = tune_param(sp, c, "ow_block", 0),
-				  .oh_block = tune_param(sp, c, "oh_block", 0),
-				  .parallel = tune_param(sp, c, "parallel", 1) != 0,
-				  .prefetch = ts_conv2d_cpu_default().prefetch,
-				  .pad = (ts_pad_mode)tune_param(sp, c, "pad", TS_PAD_AUTO)};
+	ts_conv2d_cpu_params p = ts_tune_conv2d_params(t, c);
 	TRY(ts_schedule_conv2d_nchwc_cpu(s, Y, &p));
 	/* Y reads the padded Xc (or Xc) and Wc; Wc and Xc are layout stages */
 	for (int i = 0; i < Y->ninputs; i++) {

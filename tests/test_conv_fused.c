@@ -137,7 +137,16 @@ static void check_conv(epi e, conv g, const ts_conv2d_cpu_params *p)
 	const char *sched = ts_schedule_str(s);
 	bool grouped = channel_group(sched) > 1;
 	ck_assert_msg(!grouped || deep, "channel blocks grouped with the rows outside");
-	bool want = deep && d.prefetch && !grouped;
+	/* the reduction in chunks of rc input-channel blocks where asked
+	 * (or chosen), fewer than all of them */
+	int64_t blocks = g.c / g.x;
+	int64_t rc = d.rc_block ? d.rc_block : ts_conv2d_cpu_rc_block(blocks, g.x, g.k, g.k, g.y);
+	bool chunked = rc > 0 && rc < blocks;
+	char split[96];
+	snprintf(split, sizeof split, "split rc -> rc.outer, rc.inner (factor %lld", (long long)rc);
+	ck_assert_msg((strstr(sched, split) != NULL) == chunked, "reduction %sin chunks of %lld:\n%s",
+		      chunked ? "not " : "", (long long)rc, sched);
+	bool want = deep && d.prefetch && !grouped && !chunked;
 	ck_assert_msg((strstr(text, "prefetch(W[") != NULL) == want,
 		      "prefetch%s expected, c %lld h %lld w %lld o %lld k %lld\n%s", want ? "" : " not",
 		      (long long)g.c, (long long)g.h, (long long)g.w, (long long)g.o, (long long)g.k, sched);
@@ -221,8 +230,13 @@ START_TEST(test_conv_inline_pad)
 	bad = ts_conv2d_cpu_default();
 	bad.ow_block = -3;
 	ck_assert_int_ne(ts_schedule_conv2d_nchwc_cpu(s, b.Y, &bad), TS_OK);
-	tu_assert_error(ctx, "schedule_conv2d_nchwc_cpu: ow_block and oh_block must be >= 0 (0: chosen), got -3 "
-			"and 0");
+	tu_assert_error(ctx, "schedule_conv2d_nchwc_cpu: ow_block, oh_block and rc_block must be >= 0 (0: "
+			"chosen), got -3, 0 and 0");
+	ts_clear_error(ctx);
+	bad = ts_conv2d_cpu_default();
+	bad.rc_block = INT64_MIN;
+	ck_assert_int_ne(ts_schedule_conv2d_nchwc_cpu(s, b.Y, &bad), TS_OK);
+	tu_assert_error(ctx, "rc_block must be >= 0 (0: chosen), got 0, 0 and -9223372036854775808");
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -353,6 +367,43 @@ START_TEST(test_conv_vector_by_vector)
 }
 END_TEST
 
+/* The reduction in chunks of input-channel blocks (rc_block), each chunk
+ * over a stretch of register blocks whose accumulators wait in memory:
+ * chunks that divide the blocks and one that does not, a stretch longer
+ * than a row's blocks and rows whose blocks the columns do not divide,
+ * 1x1 and 3x3 kernels, stride 2, the padding inlined and copied, rows
+ * inside and outside the channel blocks, every epilogue; chosen chunks for
+ * a deep 1x1 layer.  Results against the reference; check_conv also finds
+ * the split of the reduction in the schedule. */
+START_TEST(test_conv_reduce_chunks)
+{
+	int lanes = ts_cpu_vector_lanes();
+	const conv deep[] = {
+		{.n = 1, .c = 64, .h = 3, .w = 13, .o = 16, .k = 1, .x = 8, .y = 8, .stride = 1, .pad = 0},
+		{.n = 1, .c = 48, .h = 5, .w = 7, .o = 8, .k = 3, .x = 8, .y = 8, .stride = 2, .pad = 1},
+		{.n = 2, .c = 32, .h = 4, .w = 9, .o = 4 * lanes, .k = 1, .x = 4, .y = 4 * lanes, .stride = 1,
+		 .pad = 0},
+		{.n = 1, .c = 32, .h = 6, .w = 6, .o = 8, .k = 3, .x = 4, .y = 8, .stride = 1, .pad = 1},
+	};
+	const ts_conv2d_cpu_params two = {.parallel = true, .rc_block = 2},
+				   three_odd = {.ow_block = 4, .oh_block = 2, .rc_block = 3,
+						.pad = TS_PAD_COPY},
+				   three_inl = {.rc_block = 3, .pad = TS_PAD_INLINE, .parallel = true};
+	for (size_t i = 0; i < sizeof deep / sizeof *deep; i++)
+		for (int e = 0; e <= (int)EPI_CLIP; e++) {
+			check_conv((epi)e, deep[i], &two);
+			check_conv((epi)e, deep[i], &three_odd);
+			check_conv((epi)e, deep[i], &three_inl);
+		}
+	/* chosen: 2048 input channels in blocks of 8 with AVX2, whose 64 KB
+	 * of weights per output block go in chunks of 16 KB */
+	const conv wide = {.n = 1, .c = 2048, .h = 2, .w = 5, .o = 8, .k = 1, .x = 8, .y = 8, .stride = 1,
+			   .pad = 0};
+	ck_assert_int_eq(ts_conv2d_cpu_rc_block(256, 8, 1, 1, 8), lanes == 8 ? 64 : 256);
+	check_conv(EPI_BIAS_RELU, wide, NULL);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("conv_fused");
@@ -367,6 +418,7 @@ int main(void)
 	tcase_add_test(tc, test_conv_auto_rows);
 	tcase_add_test(tc, test_conv_channel_groups);
 	tcase_add_test(tc, test_conv_vector_by_vector);
+	tcase_add_test(tc, test_conv_reduce_chunks);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -280,6 +280,23 @@ START_TEST(test_conv2d_cpu_blocks)
 	ck_assert_int_eq(ts_conv2d_cpu_row_width(1, 1, 1, 1, 0, 0, INT64_MAX, 7), 7);
 	ck_assert_int_eq(ts_conv2d_cpu_row_width(1, 1, 1, 1, 0, 0, -5, 7), 7);
 	ck_assert_int_eq(ts_conv2d_cpu_row_width(1, 1, 1, 1, 0, 0, 7, -3), -3);
+	/* reduction chunks (AVX2, 1x1): where a block's weights pass 32 KB, the
+	 * largest divisor of the input blocks whose chunk fits 16 KB */
+	ck_assert_int_eq(ts_conv2d_cpu_rc_block(32, 32, 1, 1, 32), lanes == 8 ? 4 : 32); /* 1024 -> 256 */
+	ck_assert_int_eq(ts_conv2d_cpu_rc_block(4, 32, 1, 1, 32), 4);  /* 16 KB: whole */
+	ck_assert_int_eq(ts_conv2d_cpu_rc_block(8, 32, 1, 1, 32), 8); /* 32 KB: not over */
+	ck_assert_int_eq(ts_conv2d_cpu_rc_block(9, 32, 1, 1, 32), lanes == 8 ? 3 : 9);
+	ck_assert_int_eq(ts_conv2d_cpu_rc_block(16, 32, 3, 3, 32), 16); /* 36 KB a block: none fits */
+	ck_assert_int_eq(ts_conv2d_cpu_rc_block(64, 8, 3, 3, 8), 64); /* 3x3: one reduction */
+	ck_assert_int_eq(ts_conv2d_cpu_rc_block(64, 8, 1, 3, 8), 64);
+	ck_assert_int_eq(ts_conv2d_cpu_rc_block(13, 32, 1, 1, 32), lanes == 8 ? 1 : 13); /* a prime */
+	ck_assert_int_eq(ts_conv2d_cpu_rc_block(0, 32, 1, 1, 32), 0);
+	ck_assert_int_eq(ts_conv2d_cpu_rc_block(32, -1, 1, 1, 32), 0);
+	ck_assert_int_eq(ts_conv2d_cpu_rc_block(INT64_MIN, 32, 1, 1, 32), 0);
+	ck_assert_int_eq(ts_conv2d_cpu_rc_block(8, 32, 1, 1, INT64_MIN), 0);
+	ck_assert_int_eq(ts_conv2d_cpu_rc_block(INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX),
+			 INT64_MAX);
+	ck_assert_int_eq(ts_conv2d_cpu_rc_block(1 << 20, 1, 1, 1, 1), lanes == 8 ? 4096 : 1 << 20);
 	ck_assert_int_eq(ts_conv2d_cpu_out_block(256), lanes == 16 ? 32 : 8);
 	ck_assert_int_eq(ts_conv2d_cpu_out_block(12), 4);
 	ck_assert_int_eq(ts_conv2d_cpu_in_block(256), 16);
