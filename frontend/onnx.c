@@ -1223,7 +1223,10 @@ ts_graph *ts_onnx_load_bytes(ts_ctx *ctx, const void *data, size_t size, const c
 	ts_clear_error(ctx);
 	importer im = {.ctx = ctx, .what = what};
 	if (!data || !size) {
-		fail(&im, TS_ERR_INVALID, "no data (%zu bytes)", data ? size : 0);
+		if (data)
+			fail(&im, TS_ERR_INVALID, "no data (0 bytes)");
+		else
+			fail(&im, TS_ERR_INVALID, "no data (a NULL pointer, size %zu)", size);
 		return NULL;
 	}
 	onnx_model *m = tessera_onnx__model_proto__unpack(NULL, size, data);

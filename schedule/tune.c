@@ -302,8 +302,11 @@ static m_status measure(tune_run *R, const ts_tune_cand *c, double *ms, bool kee
 		for (int64_t i = 0; R->ref && i < R->nref; i++)
 			R->ref[i] = plain_at(out, tune_out_block(R->t, c), i);
 	}
+	/* a wrong result is tessera's fault; a failure keeps its cause's
+	 * status (choices narrowed to values a primitive refuses: invalid) */
+	ts_status why = st == M_WRONG || ts_last_status(ctx) == TS_OK ? TS_ERR_INTERNAL : ts_last_status(ctx);
 	if (st != M_OK && keep_ref)
-		ts_error(R->ctx, TS_ERR_INTERNAL, "tune %s: the default schedule %s%s", R->t->op,
+		ts_error(R->ctx, why, "tune %s: the default schedule %s%s", R->t->op,
 			 st == M_WRONG ? "computes a wrong result (off the reference by more than 1e-3 of "
 					 "its largest value)" : "fails: ",
 			 st == M_WRONG ? "" : ts_last_error(ctx));
@@ -562,10 +565,12 @@ static ts_status check_opts(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_op
 	if (!(o->budget_s > 0) || o->budget_s > 1e6)
 		return ts_error(ctx, TS_ERR_INVALID, "tune %s: budget_s must be above 0 (and at most 10^6 s), got %g",
 				t->op, o->budget_s);
-	if (o->warmup < 0 || o->repeat < 1 || o->patience < 1 || o->max_trials < 0)
+	if (o->warmup < 0 || o->repeat < 1 || o->patience < 1 || o->max_trials < 0 ||
+	    o->warmup > TS_TIME_MAX_REPEATS || o->repeat > TS_TIME_MAX_REPEATS)
 		return ts_error(ctx, TS_ERR_INVALID,
-				"tune %s: warmup >= 0, repeat >= 1, patience >= 1 and max_trials >= 0 (got %d, %d, %d, %d)",
-				t->op, o->warmup, o->repeat, o->patience, o->max_trials);
+				"tune %s: warmup 0..%d, repeat 1..%d, patience >= 1 and max_trials >= 0 (got %d, %d, %d, %d)",
+				t->op, TS_TIME_MAX_REPEATS, TS_TIME_MAX_REPEATS, o->warmup, o->repeat, o->patience,
+				o->max_trials);
 	return TS_OK;
 }
 

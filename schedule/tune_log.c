@@ -9,6 +9,7 @@
  * parses but was tuned elsewhere (another tessera version, CPU or CPU
  * features) is refused when it is looked up, naming the field.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -164,6 +165,37 @@ static bool parse_string(parser *P, char *out, size_t cap, const char *field)
 }
 
 /* A JSON number; integral ones must lie in [lo, hi]. */
+/* The end of the JSON number at s (-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?),
+ * or NULL where none starts there. */
+static const char *json_number_end(const char *s)
+{
+	if (*s == '-')
+		s++;
+	if (*s == '0')
+		s++;
+	else if (*s >= '1' && *s <= '9')
+		while (isdigit((unsigned char)*s))
+			s++;
+	else
+		return NULL;
+	if (*s == '.') {
+		if (!isdigit((unsigned char)*++s))
+			return NULL;
+		while (isdigit((unsigned char)*s))
+			s++;
+	}
+	if (*s == 'e' || *s == 'E') {
+		s++;
+		if (*s == '+' || *s == '-')
+			s++;
+		if (!isdigit((unsigned char)*s))
+			return NULL;
+		while (isdigit((unsigned char)*s))
+			s++;
+	}
+	return s;
+}
+
 static bool parse_number(parser *P, double *v, const char *field)
 {
 	skip_ws(P);
@@ -173,14 +205,14 @@ static bool parse_number(parser *P, double *v, const char *field)
 	if (*s < '0' || *s > '9')
 		return fail(P, *P->p ? "field %s: expected a number" : "truncated record: field %s has no value", field);
 	char *end;
-	errno = 0;
 	*v = strtod(P->p, &end);
-	/* strtod takes more than JSON does (0x10, 0x1p2): digits, sign,
-	 * point and exponent only */
-	for (const char *c = P->p; c < end; c++)
-		if (!strchr("0123456789+-.eE", *c))
-			return fail(P, "field %s: expected a JSON number", field);
-	if (errno == ERANGE || !isfinite(*v))
+	/* strtod takes more than JSON does (0x10, 0x1p2, 1., 012): the
+	 * number must be JSON's, all of it */
+	if (end != json_number_end(P->p))
+		return fail(P, "field %s: expected a JSON number", field);
+	/* an overflow is infinite; an underflow (a subnormal, as the
+	 * writer may print one) is the nearest value, and kept */
+	if (!isfinite(*v))
 		return fail(P, "field %s: number out of range", field);
 	P->p = end;
 	return true;

@@ -1042,8 +1042,9 @@ START_TEST(onnx_bad_arguments)
 		ts_ctx_free(ctx);
 		return;
 	}
-	FAILS_NULL(ctx, ts_onnx_load_bytes(ctx, NULL, 0, NULL), "onnx: no data (0 bytes)");
-	FAILS_NULL(ctx, ts_onnx_load_bytes(ctx, NULL, 100, "m.onnx"), "onnx: m.onnx: no data (0 bytes)");
+	FAILS_NULL(ctx, ts_onnx_load_bytes(ctx, NULL, 0, NULL), "onnx: no data (a NULL pointer, size 0)");
+	FAILS_NULL(ctx, ts_onnx_load_bytes(ctx, NULL, 100, "m.onnx"),
+		   "onnx: m.onnx: no data (a NULL pointer, size 100)");
 	FAILS_NULL(ctx, ts_onnx_load_bytes(ctx, junk, 0, "m.onnx"), "onnx: m.onnx: no data (0 bytes)");
 	FAILS_NULL(ctx, ts_onnx_load_bytes(ctx, junk, sizeof(junk), ""),
 		   "onnx: not an ONNX model: the protobuf does not parse (6 bytes");

@@ -2,6 +2,7 @@
  * test_mustfail_tune.c - every misuse of the tuner's API is refused with a
  * status and a message naming the call and the rule broken.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,8 +77,28 @@ START_TEST(test_tune_opts)
 	o = ts_tune_opts_default();
 	o.repeat = 0;
 	ck_assert_int_eq(ts_tune(ctx, &t, &o, &r), TS_ERR_INVALID);
-	tu_assert_error(ctx, "tune matmul: warmup >= 0, repeat >= 1");
+	tu_assert_error(ctx, "tune matmul: warmup 0..1048576, repeat 1..1048576");
 	ts_clear_error(ctx);
+	/* above ts_module_time's limits: refused here, not as the default
+	 * schedule's failure */
+	int big[][2] = {{0, 2000000}, {INT_MAX, 1}, {1048577, 1}, {0, INT_MAX}};
+	for (int i = 0; i < 4; i++) {
+		o = ts_tune_opts_default();
+		o.warmup = big[i][0], o.repeat = big[i][1];
+		ck_assert_int_eq(ts_tune(ctx, &t, &o, &r), TS_ERR_INVALID);
+		tu_assert_error(ctx, "tune matmul: warmup 0..1048576, repeat 1..1048576");
+		ts_clear_error(ctx);
+	}
+	/* the default narrowed to a value the schedule refuses: the caller's
+	 * error (invalid), naming the schedule's complaint */
+	ts_tune_task u = t;
+	u.space.choice[0][0] = 0; /* mr 0 */
+	o = ts_tune_opts_default();
+	o.max_trials = 1;
+	ck_assert_int_eq(ts_tune(ctx, &u, &o, &r), TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune matmul: the default schedule fails: ");
+	ts_clear_error(ctx);
+	o = ts_tune_opts_default();
 	ck_assert_int_eq(ts_tune(ctx, &t, NULL, &r), TS_ERR_INVALID);
 	tu_assert_error(ctx, "tune: NULL options");
 	ts_clear_error(ctx);

@@ -5,6 +5,8 @@
  * refused or compute the reference on shapes the tiles do not divide; the
  * tuning log round-trips and refuses what it must.
  */
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,6 +282,17 @@ START_TEST(test_log_round_trip)
 	tu_ok(ctx, ts_tune_log_lookup(ctx, log, &t, &c, &rec));
 	ck_assert_ptr_nonnull(rec);
 	ck_assert(!memcmp(c.v, r.best.v, sizeof c.v[0] * (size_t)t.space.nparams));
+	ck_assert(fabs(log->rec[0].median_ms - r.best_ms) <= 1e-5 * r.best_ms);
+	/* whatever the writer accepts, the reader reads: subnormal times
+	 * (printed as 5.56268e-309) and zero */
+	ts_tune_result tiny = r;
+	tiny.best_ms = DBL_MIN / 4, tiny.default_ms = 0;
+	tu_ok(ctx, ts_tune_log_append(ctx, path, &t, &tiny));
+	ts_tune_log *log2 = ts_tune_log_load(ctx, path);
+	tu_nonnull(ctx, log2);
+	ck_assert_int_eq(log2->n, 2);
+	ck_assert(fabs(log2->rec[1].median_ms - DBL_MIN / 4) <= 1e-5 * (DBL_MIN / 4));
+	ck_assert(log2->rec[1].default_ms == 0);
 	const char *note;
 	tu_nonnull(ctx, ts_tune_lower_from_log(ctx, log, &t, &note));
 	ck_assert_msg(strstr(note, "tuned: ") && strstr(note, ":1"), "%s", note);
@@ -457,6 +470,13 @@ START_TEST(test_log_malformed)
 	check_malformed("{\"shape\": [1.5]}\n", ":1: field shape: expected an integer");
 	check_malformed("{\"shape\": [0x10]}\n", ":1: field shape: expected a JSON number");
 	check_malformed("{\"median_ms\": 0x1p-4}\n", ":1: field median_ms: expected a JSON number");
+	/* JSON's numbers only: no bare point, leading zero or empty exponent */
+	const char *not_json[] = {"1.", "012", "1e", "1e+", "1.e5", "-", "-.5", "00", "1.5e", "1ee3"};
+	for (int i = 0; i < 10; i++) {
+		snprintf(text, sizeof text, "{\"median_ms\": %s}\n", not_json[i]);
+		check_malformed(text, i == 5 || i == 6 ? ":1: field median_ms: expected a number"
+					       : ":1: field median_ms: expected a JSON number");
+	}
 	check_malformed("{\"threads\": \"two\"}\n", ":1: field threads: expected a number");
 	check_malformed("{\"op\": \"a\", \"op\": \"b\"}\n", ":1: field op appears twice");
 	check_malformed("{\"params\": {\"mr\": -1}}\n", ":1: field mr: -1 is out of range");
