@@ -1015,10 +1015,15 @@ ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_co
 	int64_t rc_block = reduce_chunk(C, &d);
 	if (rc_block > 0) {
 		/* a stretch of column blocks whose accumulators (at most 8 KB)
-		 * stay in L1 between chunks */
+		 * stay in L1 between chunks; stretches of equal length, since
+		 * the last one is computed whole, moved back inside the row
+		 * (with 21 blocks a stretch, a row of 22 computed 42: 1.7x
+		 * slower than no chunks; 2 of 11: 4.5% faster) */
 		int64_t bytes = mul_sat(mul_sat(mul_sat(block[0], block[1]), Y->shape[4]), 4);
-		int64_t span = 8 * 1024 / bytes;
-		span = span < 1 ? 1 : span > owo->extent ? owo->extent : span;
+		int64_t span = 8 * 1024 / bytes, blocks = owo->extent;
+		span = span < 1 ? 1 : span > blocks ? blocks : span;
+		int64_t stretches = blocks / span + (blocks % span != 0);
+		span = blocks / stretches + (blocks % stretches != 0);
 		ts_axis *in_stretch;
 		TRY(ts_split(sy, owo, span, &owo, &in_stretch));
 	}

@@ -395,6 +395,22 @@ START_TEST(test_conv_reduce_chunks)
 			check_conv((epi)e, deep[i], &three_odd);
 			check_conv((epi)e, deep[i], &three_inl);
 		}
+	/* a row of more blocks than a stretch holds (22 blocks of 3 columns
+	 * and four vectors with AVX2: 8 KB of accumulators is 21 blocks, so
+	 * two stretches of 11, not 21 and a whole second one moved back) */
+	const conv row66 = {.n = 1, .c = 32, .h = 2, .w = 66, .o = 4 * lanes, .k = 1, .x = 4, .y = 4 * lanes,
+			    .stride = 1, .pad = 0};
+	check_conv(EPI_RESIDUAL_RELU, row66, &two);
+	check_conv(EPI_CLIP, row66, &three_odd);
+	if (lanes == 8) {
+		ts_ctx *ctx = ts_ctx_new();
+		built b = build(ctx, EPI_CLIP, &row66);
+		ts_schedule *s = ts_create_schedule(ctx, 1, &b.Y);
+		tu_ok(ctx, ts_schedule_conv2d_nchwc_cpu(s, b.Y, &two));
+		const char *text = ts_schedule_str(s);
+		ck_assert_msg(strstr(text, "3.outer.inner (factor 11)"), "%s", text);
+		ts_ctx_free(ctx);
+	}
 	/* chosen: 2048 input channels in blocks of 8 with AVX2, whose 64 KB
 	 * of weights per output block go in chunks of 16 KB */
 	const conv wide = {.n = 1, .c = 2048, .h = 2, .w = 5, .o = 8, .k = 1, .x = 8, .y = 8, .stride = 1,
