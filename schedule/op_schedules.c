@@ -854,12 +854,20 @@ static int64_t auto_rows(int64_t oh, int64_t ow, int64_t ow_block)
  * block of the group in turn.  The group: the largest power of two whose
  * weights fit, dividing the channel blocks and leaving at least 8 groups
  * to run in parallel; 1 (no groups) where none is 2 or more. */
+/* The weights Wc[O/y, C/x, R, S, x, y] of convolution C (its 6-D input). */
+static const ts_tensor *conv_weights(const ts_tensor *C)
+{
+	for (int i = 0; i < C->ninputs; i++)
+		if (C->inputs[i]->ndim == 6)
+			return C->inputs[i];
+	return NULL;
+}
+
 static int64_t channel_group(const ts_tensor *C, const ts_tensor *Y)
 {
-	int64_t per_block = 0, blocks = Y->shape[1];
-	for (int i = 0; i < C->ninputs; i++)
-		if (C->inputs[i]->ndim == 6) /* Wc[O/y, C/x, R, S, x, y]: one block's */
-			per_block = ts_tensor_numel(C->inputs[i]) / C->inputs[i]->shape[0] * 4;
+	const ts_tensor *W = conv_weights(C);
+	/* one output block's weights, in bytes */
+	int64_t per_block = W ? ts_tensor_numel(W) / W->shape[0] * 4 : 0, blocks = Y->shape[1];
 	int64_t g = 1;
 	while (per_block > 0 && 2 * g * per_block <= 128 * 1024 && blocks % (2 * g) == 0 &&
 	       blocks / (2 * g) >= 8)
@@ -919,16 +927,13 @@ static ts_status conv_output(ts_stage *sy, const ts_conv2d_cpu_params *d, bool r
  * (its weights Wc[O/y, C/x, R, S, x, y]); 0: no chunks. */
 static int64_t reduce_chunk(const ts_tensor *C, const ts_conv2d_cpu_params *d)
 {
-	for (int i = 0; i < C->ninputs; i++) {
-		const ts_tensor *W = C->inputs[i];
-		if (W->ndim != 6)
-			continue;
-		int64_t rc = d->rc_block ? d->rc_block
-					 : ts_conv2d_cpu_rc_block(W->shape[1], W->shape[4], W->shape[2],
-								  W->shape[3], W->shape[5]);
-		return rc > 0 && rc < W->shape[1] ? rc : 0;
-	}
-	return 0;
+	const ts_tensor *W = conv_weights(C);
+	if (!W)
+		return 0;
+	int64_t rc = d->rc_block ? d->rc_block
+				 : ts_conv2d_cpu_rc_block(W->shape[1], W->shape[4], W->shape[2], W->shape[3],
+							  W->shape[5]);
+	return rc > 0 && rc < W->shape[1] ? rc : 0;
 }
 
 /* The accumulator block, computed at Y's loop `at`: rows x columns x

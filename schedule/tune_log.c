@@ -164,7 +164,6 @@ static bool parse_string(parser *P, char *out, size_t cap, const char *field)
 	return true;
 }
 
-/* A JSON number; integral ones must lie in [lo, hi]. */
 /* The end of the JSON number at s (-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?),
  * or NULL where none starts there. */
 static const char *json_number_end(const char *s)
@@ -196,6 +195,7 @@ static const char *json_number_end(const char *s)
 	return s;
 }
 
+/* A JSON number. */
 static bool parse_number(parser *P, double *v, const char *field)
 {
 	skip_ws(P);
@@ -218,6 +218,7 @@ static bool parse_number(parser *P, double *v, const char *field)
 	return true;
 }
 
+/* A JSON number that is an integer in [lo, hi]. */
 static bool parse_int(parser *P, int64_t *v, int64_t lo, int64_t hi, const char *field)
 {
 	double d;
