@@ -115,6 +115,33 @@ static ts_status all_untouched(ts_schedule *s, const char *what)
 	return stages_untouched(s, what, s->nstages, (const ts_stage *const *)s->stages);
 }
 
+/* Y, its epilogue chain[0..n) and their root C untouched(). */
+static ts_status chain_untouched(ts_schedule *s, const char *what, const ts_tensor *Y, ts_tensor *const *chain,
+				 int n, const ts_tensor *C)
+{
+	TRY(untouched(s, what, Y));
+	for (int i = 0; i < n; i++)
+		TRY(untouched(s, what, chain[i]));
+	return untouched(s, what, C);
+}
+
+/* Whether producer P of `reader` is the operator schedule's to place: as
+ * ts_create_schedule made it (one the caller scheduled keeps that
+ * schedule), no output, and (unless only inlined) read by no other stage;
+ * otherwise it stays computed whole, at root, before its readers. */
+static bool own_producer(ts_schedule *s, const ts_tensor *P, const ts_tensor *reader, bool attach)
+{
+	const ts_stage *sp = ts_stage_of(s, P);
+	if (!sp || !sch_stage_untouched(sp) || sp->is_output)
+		return false;
+	for (int k = 0; attach && k < s->nstages; k++) {
+		const ts_stage *o = s->stages[k];
+		if (o->tensor != reader && o->tensor != P && ir_expr_reads(o->body, P))
+			return false;
+	}
+	return true;
+}
+
 ts_status ts_schedule_default_cpu(ts_schedule *s, int lanes)
 {
 	if (!s)
@@ -777,7 +804,7 @@ static ts_status conv_input(ts_schedule *s, const ts_tensor *C, bool parallel, b
 {
 	for (int i = 0; i < C->ninputs; i++) {
 		ts_tensor *P = C->inputs[i];
-		if (P->op != TS_OP_COMPUTE || P->ndim != 5)
+		if (P->op != TS_OP_COMPUTE || P->ndim != 5 || !sch_stage_untouched(ts_stage_of(s, P)))
 			continue;
 		ts_stage *sp = ts_stage_of(s, P);
 		if (inl) {
@@ -837,11 +864,24 @@ static bool inline_pays(const ts_tensor *C, const ts_tensor *Y, int64_t ow_block
  * faster with the weights in registers' reach (hot). */
 static int64_t auto_rows(int64_t oh, int64_t ow, int64_t ow_block)
 {
+	/* more rows than the image never waste fewer: the search stays
+	 * within oh whatever ow_block is (INT64_MAX searched for ages) */
 	int64_t most = ow < ow_block ? ow_block / ow : 1, best = 1;
+	if (most > oh)
+		most = oh;
 	for (int64_t r = 2; r <= most; r++)
 		if ((oh + r - 1) / r * r <= (oh + best - 1) / best * best)
 			best = r;
 	return best;
+}
+
+/* The weights Wc[O/y, C/x, R, S, x, y] of convolution C (its 6-D input). */
+static const ts_tensor *conv_weights(const ts_tensor *C)
+{
+	for (int i = 0; i < C->ninputs; i++)
+		if (C->inputs[i]->ndim == 6)
+			return C->inputs[i];
+	return NULL;
 }
 
 /* With channel blocks outside the rows (weights outweigh the input),
@@ -854,15 +894,6 @@ static int64_t auto_rows(int64_t oh, int64_t ow, int64_t ow_block)
  * block of the group in turn.  The group: the largest power of two whose
  * weights fit, dividing the channel blocks and leaving at least 8 groups
  * to run in parallel; 1 (no groups) where none is 2 or more. */
-/* The weights Wc[O/y, C/x, R, S, x, y] of convolution C (its 6-D input). */
-static const ts_tensor *conv_weights(const ts_tensor *C)
-{
-	for (int i = 0; i < C->ninputs; i++)
-		if (C->inputs[i]->ndim == 6)
-			return C->inputs[i];
-	return NULL;
-}
-
 static int64_t channel_group(const ts_tensor *C, const ts_tensor *Y)
 {
 	const ts_tensor *W = conv_weights(C);
@@ -984,27 +1015,42 @@ static ts_status conv_accumulator(ts_stage *sc, ts_stage *sy, ts_axis *at, int64
 
 ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_conv2d_cpu_params *p)
 {
-	TRY(need(s, Y, "schedule_conv2d_nchwc_cpu"));
+	const char *what = "schedule_conv2d_nchwc_cpu";
+	TRY(need(s, Y, what));
 	ts_conv2d_cpu_params d = p ? *p : ts_conv2d_cpu_default();
 	if (d.ow_block < 0 || d.oh_block < 0 || d.rc_block < 0)
-		return ts_error(s->ctx, TS_ERR_INVALID, "schedule_conv2d_nchwc_cpu: ow_block, oh_block and "
-				"rc_block must be >= 0 (0: chosen), got %lld, %lld and %lld",
-				(long long)d.ow_block, (long long)d.oh_block, (long long)d.rc_block);
+		return ts_error(s->ctx, TS_ERR_INVALID, "%s: ow_block, oh_block and rc_block must be >= 0 "
+				"(0: chosen), got %lld, %lld and %lld", what, (long long)d.ow_block,
+				(long long)d.oh_block, (long long)d.rc_block);
 	if ((int)d.pad < TS_PAD_AUTO || (int)d.pad > TS_PAD_INLINE)
-		return ts_error(s->ctx, TS_ERR_INVALID, "schedule_conv2d_nchwc_cpu: pad mode %d is none of "
-				"TS_PAD_AUTO, TS_PAD_COPY, TS_PAD_INLINE", (int)d.pad);
+		return ts_error(s->ctx, TS_ERR_INVALID, "%s: pad mode %d is none of TS_PAD_AUTO, TS_PAD_COPY, "
+				"TS_PAD_INLINE", what, (int)d.pad);
 	ts_tensor *chain[TS_MAX_EPILOGUE];
 	int n;
 	ts_tensor *C = find_root(s, &conv_root, Y, chain, &n);
 	if (!C)
 		return ts_last_status(s->ctx);
+	TRY(chain_untouched(s, what, Y, chain, n, C));
+	/* a padding that is an output of the schedule is stored, so it
+	 * cannot be inlined: AUTO copies it */
+	bool pad_output = false;
+	for (int i = 0; i < C->ninputs; i++) {
+		const ts_stage *sp = C->inputs[i]->op == TS_OP_COMPUTE && C->inputs[i]->ndim == 5
+					     ? ts_stage_of(s, C->inputs[i]) : NULL;
+		if (sp && sp->is_output && sch_stage_untouched(sp))
+			pad_output = true;
+	}
+	if (pad_output && d.pad == TS_PAD_INLINE)
+		return ts_error(s->ctx, TS_ERR_INVALID, "%s: %s's padded input is an output of the schedule, "
+				"so it is stored and cannot be inlined (TS_PAD_INLINE); use TS_PAD_COPY or "
+				"TS_PAD_AUTO", what, C->name);
 	if (d.ow_block == 0)
 		d.ow_block = ts_conv2d_cpu_ow_block(Y->shape[4]);
 	bool rows = rows_outer(C);
 	/* with rows outside the channel blocks, the rows of one image only
 	 * are monotone in the fused parallel index */
 	bool inl = (d.pad == TS_PAD_INLINE || (d.pad == TS_PAD_AUTO && inline_pays(C, Y, d.ow_block))) &&
-		   (!rows || C->shape[0] == 1);
+		   (!rows || C->shape[0] == 1) && !pad_output;
 	TRY(conv_input(s, C, d.parallel, inl));
 	/* the accumulator: C itself under an epilogue, else a cache of Y (= C) */
 	ts_tensor *acc = n ? C : ts_cache_write(s, Y, TS_SCOPE_LOCAL);
@@ -1114,6 +1160,15 @@ ts_status ts_schedule_depthwise_cpu(ts_schedule *s, ts_tensor *Y, const ts_depth
 		return ts_error(s->ctx, TS_ERR_INVALID, "%s: %s is not a 2-D window over NCHW (a depthwise "
 				"convolution or a max pooling: 4 axes, 2 reduction axes; an average "
 				"pooling's window is its stage avg_pool2d_sum, ts_op_stage)", what, Y->name);
+	TRY(untouched(s, what, Y));
+	/* the producers attached to Y's planes, chosen while Y is still
+	 * their reader (the cache below reads them after) */
+	uint64_t attach = 0;
+	for (int i = 0; i < Y->ninputs && i < 64; i++) {
+		ts_tensor *P = Y->inputs[i];
+		if (P->op == TS_OP_COMPUTE && P->ndim == 4 && P->nreduce == 0 && own_producer(s, P, Y, true))
+			attach |= (uint64_t)1 << i;
+	}
 	int lanes = ts_cpu_vector_lanes();
 	window_block(Y->shape[3], Y->shape[2], lanes, &d);
 	ts_tensor *YC = ts_cache_write(s, Y, TS_SCOPE_LOCAL);
@@ -1141,12 +1196,11 @@ ts_status ts_schedule_depthwise_cpu(ts_schedule *s, ts_tensor *Y, const ts_depth
 		TRY(ts_unroll(sc, rx));
 		TRY(ts_unroll(sc, ry));
 	}
-	/* the padding (or any elementwise producer), one plane at a time */
-	for (int i = 0; i < Y->ninputs; i++) {
-		ts_tensor *P = Y->inputs[i];
-		if (P->op == TS_OP_COMPUTE && P->ndim == 4 && P->nreduce == 0)
-			TRY(schedule_window_pad(s, P, sy, f, lanes));
-	}
+	/* the padding (or any elementwise producer), one plane at a time,
+	 * where nothing else reads it */
+	for (int i = 0; i < Y->ninputs && i < 64; i++)
+		if (attach >> i & 1)
+			TRY(schedule_window_pad(s, Y->inputs[i], sy, f, lanes));
 	return TS_OK;
 }
 
@@ -1249,6 +1303,7 @@ ts_status ts_schedule_depthwise_nchwc_cpu(ts_schedule *s, ts_tensor *Y,
 	ts_tensor *C = find_root(s, &dw_nchwc_root, Y, chain, &n);
 	if (!C)
 		return ts_last_status(s->ctx);
+	TRY(chain_untouched(s, what, Y, chain, n, C));
 	/* the window's taps and the vectors of a block of channel lanes, each
 	 * clamped (beyond the registers, any larger count chooses the same) */
 	int64_t lanes = ts_cpu_vector_lanes(), taps = 1, vectors = C->shape[4] > 0 && C->shape[4] <= 1024
@@ -1273,10 +1328,11 @@ ts_status ts_schedule_depthwise_nchwc_cpu(ts_schedule *s, ts_tensor *Y,
 	 * load), whose row and column parts LLVM computes once per row and
 	 * column of the block.  The kernel is bound by memory, and a padded
 	 * copy, even of the few rows a block reads and kept in cache, costs
-	 * more than the tests: 15-25% on MobileNet-v2's layers. */
+	 * more than the tests: 15-25% on MobileNet-v2's layers.  One that
+	 * is an output is stored, so it stays at root. */
 	for (int i = 0; i < C->ninputs; i++) {
 		ts_tensor *P = C->inputs[i];
-		if (P->op == TS_OP_COMPUTE && P->ndim == 5 && !P->nreduce)
+		if (P->op == TS_OP_COMPUTE && P->ndim == 5 && !P->nreduce && own_producer(s, P, C, false))
 			TRY(ts_compute_inline(ts_stage_of(s, P)));
 	}
 	return TS_OK;

@@ -255,7 +255,12 @@ int64_t ts_depthwise_cpu_block(int64_t channels);
  * software prefetch, in each step of the input-channel lanes, of the
  * lines the next channel block reads there (its weights come from memory
  * while this block computes, instead of all at once in its first row
- * block).  Weights Wc must be an input (a placeholder) for that. */
+ * block).  Weights Wc must be an input (a placeholder) for that.
+ * Y, its epilogue and C must be as ts_create_schedule made them (else
+ * TS_ERR_INVALID, "... is already scheduled", before anything changes);
+ * a padding stage the caller scheduled keeps its schedule, and one that
+ * is an output of the schedule is stored, so AUTO copies it and
+ * TS_PAD_INLINE is refused.  A huge ow_block is clamped to the row. */
 ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_conv2d_cpu_params *p);
 
 typedef struct ts_depthwise_cpu_params {
@@ -276,7 +281,10 @@ ts_depthwise_cpu_params ts_depthwise_cpu_default(void);
  * Each (image, channel) plane is one parallel iteration; its padding stage
  * is computed there, one plane at a time; each oh_block x ow_block block
  * of outputs is accumulated in registers over the window (the window
- * unrolled when small) and stored once. */
+ * unrolled when small) and stored once.  A padding (any elementwise
+ * producer) that another stage reads, that is an output or that the
+ * caller scheduled stays as it is (at root: computed whole first).  Y
+ * must be as ts_create_schedule made it ("... is already scheduled"). */
 ts_status ts_schedule_depthwise_cpu(ts_schedule *s, ts_tensor *Y, const ts_depthwise_cpu_params *p);
 /* Schedules Y = epilogue(C), C = ts_op_depthwise_conv2d_nchwc(...) on the
  * blocked layout [N, C/x, OH, OW, x], the epilogue a chain of elementwise
@@ -294,7 +302,8 @@ ts_status ts_schedule_depthwise_cpu(ts_schedule *s, ts_tensor *Y, const ts_depth
  * from the shape: as many columns as leave the window's weights in the
  * CPU's vector registers with the accumulators (a 3x3 window: 7 to 14
  * columns with AVX-512, 4 with AVX2) by one row, more rows on narrow
- * rows. */
+ * rows.  Stages already scheduled and paddings that are outputs as in
+ * ts_schedule_conv2d_nchwc_cpu (such a padding stays at root). */
 ts_status ts_schedule_depthwise_nchwc_cpu(ts_schedule *s, ts_tensor *Y,
 					  const ts_depthwise_cpu_params *p);
 

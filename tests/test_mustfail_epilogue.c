@@ -363,6 +363,131 @@ START_TEST(rows_and_default_on_scheduled)
 }
 END_TEST
 
+/* The padded input of a convolution as it reads it (its 5-D producer). */
+static ts_tensor *padded_input(ts_tensor *C)
+{
+	for (int i = 0; i < C->ninputs; i++)
+		if (C->inputs[i]->ndim == 5)
+			return C->inputs[i];
+	return NULL;
+}
+
+/* The window schedules (conv2d, depthwise, pooling) on stages already
+ * scheduled are refused before they change anything (a second call failed
+ * half-way with a primitive's message, the schedule changed); a padding
+ * that is an output is never inlined (TS_PAD_INLINE says so, AUTO copies
+ * it); a producer another stage reads, or that is an output, stays at
+ * root (it was attached to the pooling's planes, and lowering refused).
+ * Each schedule that succeeds lowers and computes the reference's
+ * results. */
+START_TEST(window_schedules_on_scheduled_or_shared)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	for (int epi = 0; epi < 2; epi++) {
+		ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(1, 2, 6, 7, 4), ts_float32);
+		ts_tensor *W = ts_placeholder(ctx, "W", TS_SHAPE(2, 2, 3, 3, 4, 8), ts_float32);
+		ts_tensor *C = ts_op_conv2d_nchwc(ctx, X, W, 1, 1, 1, 1, 1, 1);
+		ts_tensor *Y = epi ? ts_op_relu(ctx, C) : C;
+		ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+		tu_ok(ctx, ts_schedule_conv2d_nchwc_cpu(s, Y, NULL));
+		const char *before = ts_schedule_str(s);
+		ck_assert_int_eq(ts_schedule_conv2d_nchwc_cpu(s, Y, NULL), TS_ERR_INVALID);
+		tu_assert_error(ctx, epi ? "schedule_conv2d_nchwc_cpu: relu is already scheduled"
+					 : "schedule_conv2d_nchwc_cpu: conv2d_nchwc is already scheduled");
+		ck_assert_str_eq(ts_schedule_str(s), before);
+		ts_clear_error(ctx);
+		/* the caller split the output first */
+		ts_schedule *s2 = ts_create_schedule(ctx, 1, &Y);
+		ts_stage *sy = ts_stage_of(s2, Y);
+		ts_axis *o, *i;
+		tu_ok(ctx, ts_split(sy, ts_axis_of(sy, 2), 2, &o, &i));
+		before = ts_schedule_str(s2);
+		ck_assert_int_eq(ts_schedule_conv2d_nchwc_cpu(s2, Y, NULL), TS_ERR_INVALID);
+		tu_assert_error(ctx, "is already scheduled");
+		ck_assert_str_eq(ts_schedule_str(s2), before);
+		ts_clear_error(ctx);
+	}
+	/* the padding an output too */
+	for (int mode = TS_PAD_AUTO; mode <= TS_PAD_INLINE; mode++) {
+		ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(1, 2, 6, 7, 8), ts_float32);
+		ts_tensor *W = ts_placeholder(ctx, "W", TS_SHAPE(2, 2, 3, 3, 8, 8), ts_float32);
+		ts_tensor *C = ts_op_conv2d_nchwc(ctx, X, W, 1, 1, 1, 1, 1, 1), *P = padded_input(C);
+		ck_assert_ptr_nonnull(P);
+		ts_schedule *s = ts_create_schedule(ctx, 2, (ts_tensor *[]){P, C});
+		ts_conv2d_cpu_params p = ts_conv2d_cpu_default();
+		p.pad = (ts_pad_mode)mode;
+		if (mode == TS_PAD_INLINE) {
+			const char *before = ts_schedule_str(s);
+			ck_assert_int_eq(ts_schedule_conv2d_nchwc_cpu(s, C, &p), TS_ERR_INVALID);
+			tu_assert_error(ctx, "schedule_conv2d_nchwc_cpu: conv2d_nchwc's padded input is an output "
+					     "of the schedule, so it is stored and cannot be inlined (TS_PAD_INLINE)");
+			ck_assert_str_eq(ts_schedule_str(s), before);
+			ts_clear_error(ctx);
+			continue;
+		}
+		tu_ok(ctx, ts_schedule_conv2d_nchwc_cpu(s, C, &p));
+		ts_func *f = ts_lower(s, "conv_pad_out", 4, (ts_tensor *[]){X, W, P, C});
+		tu_nonnull(ctx, f);
+		tu_check_func(ctx, f, 1e-4);
+	}
+	/* depthwise on NCHW[x]c: twice, and its padding an output */
+	{
+		ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(1, 2, 6, 7, 8), ts_float32);
+		ts_tensor *W = ts_placeholder(ctx, "W", TS_SHAPE(2, 3, 3, 8), ts_float32);
+		ts_tensor *C = ts_op_depthwise_conv2d_nchwc(ctx, X, W, 1, 1, 1, 1, 1, 1), *P = padded_input(C);
+		ts_schedule *s = ts_create_schedule(ctx, 2, (ts_tensor *[]){P, C});
+		tu_ok(ctx, ts_schedule_depthwise_nchwc_cpu(s, C, NULL));
+		const char *before = ts_schedule_str(s);
+		ck_assert_int_eq(ts_schedule_depthwise_nchwc_cpu(s, C, NULL), TS_ERR_INVALID);
+		tu_assert_error(ctx, "schedule_depthwise_nchwc_cpu: ");
+		tu_assert_error(ctx, "is already scheduled");
+		ck_assert_str_eq(ts_schedule_str(s), before);
+		ts_clear_error(ctx);
+		ts_func *f = ts_lower(s, "dw_pad_out", 4, (ts_tensor *[]){X, W, P, C});
+		tu_nonnull(ctx, f);
+		tu_check_func(ctx, f, 1e-4);
+	}
+	/* pooling over relu(X), which another output reads, or which is an
+	 * output itself */
+	for (int shared = 0; shared < 2; shared++) {
+		ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(1, 2, 6, 9), ts_float32);
+		ts_tensor *R = ts_op_relu(ctx, X), *Y = ts_op_max_pool2d(ctx, R, 3, 3, 1, 1, 0, 0);
+		ts_tensor *Z = shared ? ts_op_add(ctx, R, X) : R;
+		ts_schedule *s = ts_create_schedule(ctx, 2, (ts_tensor *[]){Y, Z});
+		tu_ok(ctx, ts_schedule_depthwise_cpu(s, Y, NULL));
+		const char *before = ts_schedule_str(s);
+		ck_assert_int_eq(ts_schedule_depthwise_cpu(s, Y, NULL), TS_ERR_INVALID);
+		tu_assert_error(ctx, "schedule_depthwise_cpu: max_pool2d is already scheduled");
+		ck_assert_str_eq(ts_schedule_str(s), before);
+		ts_clear_error(ctx);
+		ts_func *f = ts_lower(s, "pool_shared", 3, (ts_tensor *[]){X, Y, Z});
+		tu_nonnull(ctx, f);
+		tu_check_func(ctx, f, 1e-4);
+	}
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* A register block of ow_block INT64_MAX columns with oh_block 0 (rows
+ * chosen to fill it): clamped to the image at once (the row search ran
+ * INT64_MAX / OW steps), and right. */
+START_TEST(conv_huge_ow_block)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(1, 1, 4, 5, 8), ts_float32);
+	ts_tensor *W = ts_placeholder(ctx, "W", TS_SHAPE(1, 1, 3, 3, 8, 8), ts_float32);
+	ts_tensor *C = ts_op_conv2d_nchwc(ctx, X, W, 1, 1, 1, 1, 1, 1);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_conv2d_cpu_params p = ts_conv2d_cpu_default();
+	p.ow_block = INT64_MAX;
+	tu_ok(ctx, ts_schedule_conv2d_nchwc_cpu(s, C, &p));
+	ts_func *f = ts_lower(s, "conv_wide", 3, (ts_tensor *[]){X, W, C});
+	tu_nonnull(ctx, f);
+	tu_check_func(ctx, f, 1e-4);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("mustfail_epilogue");
@@ -386,6 +511,8 @@ int main(void)
 	tcase_add_test(tc, conv_chain_too_long);
 	tcase_add_test(tc, conv_is_output);
 	tcase_add_test(tc, rows_and_default_on_scheduled);
+	tcase_add_test(tc, window_schedules_on_scheduled_or_shared);
+	tcase_add_test(tc, conv_huge_ow_block);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
