@@ -50,22 +50,22 @@ typedef struct tsr_state {
 	ts_array *blk[TSR_MAX_SETS][3]; /* conv2d, depthwise: Xc, Wc, Yc per buffer set */
 } tsr_state;
 
-/* The columns of the rows c's kernel runs over (ts_conv2d_cpu_row_width),
- * as in the graph layer. */
-static int64_t conv_row(const bench_conv *c)
+/* The columns of the rows c's kernel runs over, its input in channel
+ * blocks of xb (ts_conv2d_cpu_row_width_for), as in the graph layer. */
+static int64_t conv_row(const bench_conv *c, int64_t xb)
 {
-	return ts_conv2d_cpu_row_width(c->R, c->S, c->stride, c->stride, 2 * c->pad, 2 * c->pad,
-				       bench_conv_out(c->H, c->R, c->stride, c->pad),
-				       bench_conv_out(c->W, c->S, c->stride, c->pad));
+	return ts_conv2d_cpu_row_width_for(c->R, c->S, c->stride, c->stride, 2 * c->pad, 2 * c->pad,
+					   bench_conv_out(c->H, c->R, c->stride, c->pad),
+					   bench_conv_out(c->W, c->S, c->stride, c->pad), c->C, xb, c->K);
 }
 
 static void conv_blocks(const bench_conv *c, int64_t *xb, int64_t *yb)
 {
 	/* the blocks of the graph layer's convolutions (op_schedules.h): the
-	 * output's for the row its kernel sees, the input's as a convolution
-	 * of the input's width would have written it, as inside a network */
-	*yb = ts_conv2d_cpu_out_block_for(c->K, conv_row(c));
+	 * input's as a convolution of the input's width would have written
+	 * it, as inside a network, the output's for the row its kernel sees */
 	*xb = ts_conv2d_cpu_out_block_for(c->C, c->W);
+	*yb = ts_conv2d_cpu_out_block_for(c->K, conv_row(c, *xb));
 }
 
 /* The default parameters of p's schedule. */
@@ -161,8 +161,10 @@ static ts_schedule *build_op(tsr_state *st, const bench_problem *p)
 	}
 	const bench_conv *c = &p->c;
 	int s1 = (int)c->stride, pd = (int)c->pad;
-	/* rows viewed as one: position for position, the input's too */
-	int64_t x = st->xb, y = st->yb, h = conv_row(c) > c->W ? 1 : c->H, w = c->H * c->W / h;
+	/* rows viewed as one: position for position, the input's too (the
+	 * merged rows of the default blocks, as the tuner declares them) */
+	int64_t x = st->xb, y = st->yb, rw = conv_row(c, ts_conv2d_cpu_out_block_for(c->C, c->W));
+	int64_t h = rw > c->W ? c->H / (rw / c->W) : c->H, w = c->H * c->W / h;
 	a[0] = ts_placeholder(ctx, "Xc", TS_SHAPE(c->N, c->C / x, h, w, x), ts_float32);
 	a[1] = ts_placeholder(ctx, "Wc", TS_SHAPE(c->K / y, c->C / x, c->R, c->S, x, y),
 			      ts_float32);

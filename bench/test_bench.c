@@ -978,18 +978,20 @@ static void append_tuned(ts_ctx *ctx, const char *op, int n, const int64_t *shap
 }
 
 /* 1x1 convolutions of stride 1 on narrow rows (viewed as one row with
- * AVX2, ts_conv2d_cpu_row_width) and a wider one, checked against naive C:
- * a row is "ok" only when the results match. */
+ * AVX2, ts_conv2d_cpu_row_width), on rows of 13 and 28 (3 and 14 of them
+ * viewed as one, ts_conv2d_cpu_row_width_for) and a wider one, checked
+ * against naive C: a row is "ok" only when the results match. */
 START_TEST(test_binary_conv_pointwise)
 {
 	int rc = run_bench("conv2d --conv 1,64,7,7,64,1,1,1,0 --conv 2,32,5,9,96,1,1,1,0 "
-			   "--conv 1,32,3,14,32,1,1,1,0 --repeat 2 --threads 2 --impl tessera,naive");
+			   "--conv 1,32,3,14,32,1,1,1,0 --conv 2,32,6,13,64,1,1,1,0 "
+			   "--conv 1,64,28,28,128,1,1,1,0 --repeat 2 --threads 2 --impl tessera,naive");
 	ck_assert_msg(rc == 0, "tessera-bench exited %d: %s", rc, slurp("bench_stderr.txt"));
 	const char *out = slurp("bench_stdout.txt");
 	int ok = 0;
 	for (const char *q = out; (q = strstr(q, "  ok\n")) != NULL; q++)
 		ok++;
-	ck_assert_msg(ok == 6 && !strstr(out, "FAILED"), "%s", out);
+	ck_assert_msg(ok == 10 && !strstr(out, "FAILED"), "%s", out);
 }
 END_TEST
 

@@ -254,7 +254,7 @@ static int plan_group(planner *pl, const ggroup *gr)
 			return -1;
 		/* one read by a depthwise convolution keeps a narrower block */
 		out_block = (int)ts_conv2d_cpu_out_block_for(O, feeds_depthwise(g, gr->out) ? 0
-										  : gx_conv_row_width(g, a));
+										  : gx_conv_row_width(g, a, xb));
 	} else if (a && (a->op == TS_GOP_MAXPOOL || a->op == TS_GOP_AVGPOOL)) {
 		out_block = pl->e->xv[pl->gv2x[a->in[0]]].block;
 	} else if (a && a->op == TS_GOP_GLOBALAVGPOOL) {
@@ -726,9 +726,11 @@ void ts_graph_exec_print(FILE *f, const ts_graph_exec *e)
 	for (int k = 0; k < e->nk; k++) {
 		const xkernel *kr = &e->k[k];
 		const xval *y = &e->xv[kr->arg[kr->nargs - 1].val];
-		fprintf(f, "kernel %3d: %s -> %s%s%s%s%s\n", k, kr->desc, g_shape_str(e->ctx, y->ndim, y->shape),
-			y->block > 1 ? ts_sprintf(e->ctx, " NCHW%dc", y->block) : "", kr->owns_mod ? "" : " (shared code)",
-			kr->tuned ? ", tuned " : "", kr->tuned ? kr->tuned : "");
+		fprintf(f, "kernel %3d: %s -> %s%s%s%s%s%s\n", k, kr->desc, g_shape_str(e->ctx, y->ndim, y->shape),
+			y->block > 1 ? ts_sprintf(e->ctx, " NCHW%dc", y->block) : "",
+			kr->rows_as_one > 1 ? ts_sprintf(e->ctx, ", %lld rows as one", (long long)kr->rows_as_one)
+					    : "",
+			kr->owns_mod ? "" : " (shared code)", kr->tuned ? ", tuned " : "", kr->tuned ? kr->tuned : "");
 	}
 }
 

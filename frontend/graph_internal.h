@@ -140,6 +140,8 @@ typedef struct xkernel {
 	const char *desc;     /* its nodes, for printing */
 	struct ts_tune_task *task; /* a convolution's tuning task, or NULL */
 	const char *tuned;    /* "LOG:LINE" of the record that scheduled it, or NULL */
+	int64_t rows_as_one;  /* a convolution's rows viewed as one row
+			       * (gx_conv_row_width), or 0 */
 	const char *key;      /* equal keys: the same code */
 	const ts_func *func;  /* its lowered code, when it owns its module */
 	ts_module *mod;       /* set by gx_build_all */
@@ -189,10 +191,11 @@ int gx_phys_shape(const xval *v, int64_t *shape);
 /* Channel block of a conv node's input when the producer's block does
  * not divide (host vector width). */
 int64_t gx_conv_in_block(int64_t channels, int producer_block);
-/* The columns of the rows blocked conv node n's kernel runs over
- * (ts_conv2d_cpu_row_width): wider than its output's rows when they are
- * viewed as one; its output block is chosen for that row. */
-int64_t gx_conv_row_width(const ts_graph *g, const gnode *n);
+/* The columns of the rows blocked conv node n's kernel runs over, its
+ * input in channel blocks of in_block (ts_conv2d_cpu_row_width_for): a
+ * multiple of its output's rows when several are viewed as one; its
+ * output block is chosen for that row. */
+int64_t gx_conv_row_width(const ts_graph *g, const gnode *n, int64_t in_block);
 /* Whether conv node n is depthwise (group = input channels = output
  * channels), and its channel block: the producer's when it divides and is
  * at most two vectors, else one vector or the largest power of two below

@@ -49,9 +49,9 @@ typedef struct kb {
 	int pndim;
 	int64_t pshape[TS_MAX_DIMS];
 	int pfirst[TS_MAX_DIMS], pend[TS_MAX_DIMS];
-	/* a convolution's logical row width, its rows viewed as one
+	/* a convolution's logical row width and the rows viewed as one
 	 * (gx_conv_row_width); 0 otherwise */
-	int64_t flat_w;
+	int64_t flat_w, flat_k;
 	/* an input argument read in place of the output (-1: none) */
 	int inplace;
 	/* values of the fused nodes at the current element */
@@ -99,12 +99,13 @@ static int lanes(void)
 	return ts_cpu_vector_lanes();
 }
 
-int64_t gx_conv_row_width(const ts_graph *g, const gnode *n)
+int64_t gx_conv_row_width(const ts_graph *g, const gnode *n, int64_t in_block)
 {
 	const gvalue *w = &g->v[n->in[1]], *y = &g->v[n->out];
 	const ts_gattrs *a = &n->a;
-	return ts_conv2d_cpu_row_width(w->shape[2], w->shape[3], a->stride[0], a->stride[1], a->pad[0] + a->pad[2],
-				       a->pad[1] + a->pad[3], y->shape[2], y->shape[3]);
+	return ts_conv2d_cpu_row_width_for(w->shape[2], w->shape[3], a->stride[0], a->stride[1],
+					   a->pad[0] + a->pad[2], a->pad[1] + a->pad[3], y->shape[2], y->shape[3],
+					   w->shape[1], in_block, w->shape[0]);
 }
 
 int64_t gx_conv_in_block(int64_t channels, int producer_block)
@@ -227,8 +228,9 @@ static void logical(kb *b, ts_expr *const *ax, ts_expr **L)
 	if (v->block > 0) {
 		L[0] = ax[0], L[2] = ax[2], L[3] = ax[3];
 		L[1] = ts_add(c, ts_mul(c, ax[1], idx(b, v->block)), ax[4]);
-		if (b->flat_w > 0) { /* one row of H*W columns */
-			L[2] = ts_floordiv(c, ax[3], idx(b, b->flat_w));
+		if (b->flat_w > 0) { /* rows of flat_k x flat_w columns */
+			L[2] = ts_add(c, ts_mul(c, ax[2], idx(b, b->flat_k)),
+				      ts_floordiv(c, ax[3], idx(b, b->flat_w)));
 			L[3] = ts_floormod(c, ax[3], idx(b, b->flat_w));
 		}
 		return;
@@ -639,12 +641,15 @@ static ts_schedule *conv_blocked(kb *b, epi *ep, const gnode *n)
 		return NULL;
 	int64_t xs[TS_MAX_DIMS];
 	int xn = gx_phys_shape(&b->e->xv[b->gv2x[n->in[0]]], xs);
-	if (xn == 5 && b->pndim == 5 && gx_conv_row_width(b->g, n) > b->pshape[3]) {
-		/* position for position: the input's and the output's rows
-		 * viewed as one row */
-		xs[3] *= xs[2], xs[2] = 1;
+	int64_t rw = gx_conv_row_width(b->g, n, xb);
+	if (xn == 5 && b->pndim == 5 && rw > b->pshape[3]) {
+		/* position for position: k of the input's and the output's
+		 * rows viewed as one row */
+		int64_t k = rw / b->pshape[3];
+		xs[3] *= k, xs[2] /= k;
 		b->flat_w = b->pshape[3];
-		b->pshape[3] *= b->pshape[2], b->pshape[2] = 1;
+		b->pshape[3] *= k, b->pshape[2] /= k;
+		b->flat_k = b->k->rows_as_one = k;
 	}
 	ts_tensor *X = arg(b, b->gv2x[n->in[0]], xn, xs), *W = X ? arg(b, wv, 6, wshape) : NULL;
 	if (!W)

@@ -217,6 +217,23 @@ int64_t ts_conv2d_cpu_out_block_for(int64_t channels, int64_t out_width);
  * columns where a row of 7 took one vector by 7 (20-28% faster alone). */
 int64_t ts_conv2d_cpu_row_width(int64_t r, int64_t s, int64_t stride_h, int64_t stride_w, int64_t pad_h,
 				int64_t pad_w, int64_t out_h, int64_t out_w);
+/* The same with the channels: in_channels in blocks of in_block (the x of
+ * the input's NCHW[x]c) and out_channels.  Where ts_conv2d_cpu_row_width
+ * keeps the rows, a 1x1 convolution of stride 1 without padding with AVX2
+ * that does not reduce in chunks (ts_conv2d_cpu_rc_block) is viewed as
+ * rows of k x out_w columns, k the fewest rows dividing out_h (up to
+ * 4096) whose register blocks (ts_conv2d_cpu_ow_block) waste at most 1%
+ * of their columns, else the fewest that waste the least: a row of 28
+ * takes 9 blocks of 3 columns and one of 1 (28 of 30 columns do work),
+ * 14 rows of 28 take 131 (392 of 393).  ResNet-50's 1x1 layers on one Zen 4 core,
+ * alone: 128 -> 512 at 28x28 and 256 -> 1024 at 14x14 6% faster at 1 and
+ * 2 threads, 64 -> 256 and 256 -> 64 at 56x56 about 1%.  Those reducing
+ * in chunks keep their rows (1024 -> 256 at 14x14 ran 2-3.5% slower
+ * merged).  Returns a multiple of out_w dividing out_h * out_w; out_w, or
+ * ts_conv2d_cpu_row_width's width, for arguments it does not apply to. */
+int64_t ts_conv2d_cpu_row_width_for(int64_t r, int64_t s, int64_t stride_h, int64_t stride_w, int64_t pad_h,
+				    int64_t pad_w, int64_t out_h, int64_t out_w, int64_t in_channels,
+				    int64_t in_block, int64_t out_channels);
 /* The register block's columns (ow_block 0) for an output-channel block
  * of `out_block` lanes: as many as fit the vector registers with their
  * accumulators, up to 14: 14 for one vector (and two with AVX-512), 6 for

@@ -194,12 +194,14 @@ static int64_t conv_out(int64_t in, int64_t k, int64_t stride, int64_t pad)
 }
 
 /* The columns of the rows conv2d task shape s (N C H W K R S STRIDE PAD)
- * runs over (ts_conv2d_cpu_row_width), as in tessera-bench and the graph
- * layer: wider than OW where its rows are viewed as one. */
+ * runs over with the default blocks (ts_conv2d_cpu_row_width_for), as in
+ * tessera-bench and the graph layer: a multiple of OW where several rows
+ * are viewed as one. */
 static int64_t conv2d_row(const int64_t *s)
 {
-	return ts_conv2d_cpu_row_width(s[5], s[6], s[7], s[7], 2 * s[8], 2 * s[8], conv_out(s[2], s[5], s[7], s[8]),
-				       conv_out(s[3], s[6], s[7], s[8]));
+	return ts_conv2d_cpu_row_width_for(s[5], s[6], s[7], s[7], 2 * s[8], 2 * s[8],
+					   conv_out(s[2], s[5], s[7], s[8]), conv_out(s[3], s[6], s[7], s[8]),
+					   s[1], ts_conv2d_cpu_out_block_for(s[1], s[3]), s[4]);
 }
 
 static void space_conv2d(ts_tune_task *t)
@@ -473,7 +475,7 @@ static int graph_conv2d(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *
 
 /* conv2d as tessera-bench and the graph layer run it: Xc[N, C/ib, H, W,
  * ib] and Wc[K/ob, C/ib, R, S, ib, ob] already blocked, Yc[N, K/ob, OH,
- * OW, ob]; rows viewed as one (conv2d_row) as one row of H*W. */
+ * OW, ob]; rows viewed as one (conv2d_row): k rows as one row of k*W. */
 static int graph_conv2d_kernel(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c,
 			       ts_tensor **a)
 {
@@ -485,7 +487,7 @@ static int graph_conv2d_kernel(ts_ctx *ctx, const ts_tune_task *t, const ts_tune
 			 "and %lld channels", (long long)ib, (long long)ob, (long long)s[1], (long long)s[4]);
 		return 0;
 	}
-	int64_t h = conv2d_row(s) > s[3] ? 1 : s[2];
+	int64_t rw = conv2d_row(s), h = rw > s[3] ? s[2] / (rw / s[3]) : s[2];
 	a[0] = ph(ctx, "Xc", TS_SHAPE(s[0], s[1] / ib, h, s[2] * s[3] / h, ib));
 	a[1] = ph(ctx, "Wc", TS_SHAPE(s[4] / ob, s[1] / ib, s[5], s[6], ib, ob));
 	a[2] = ts_op_conv2d_nchwc(ctx, a[0], a[1], st, st, pd, pd, 1, 1);

@@ -275,6 +275,57 @@ START_TEST(test_pointwise_rows_as_one)
 }
 END_TEST
 
+/* 1x1 convolutions of stride 1 on rows of 13 (AVX2: 4 blocks of 3 columns
+ * and one of 1) are viewed as rows of 3 x 13 = 13 blocks
+ * (ts_conv2d_cpu_row_width_for), two images, fused with a bias, a
+ * residual, a constant that varies over the rows and columns (read at the
+ * logical row and column of each long row) and relu, then a second one
+ * on the first's blocks and a 3x3 one after; one with 1024 input channels
+ * reduces in chunks and keeps its rows.  Results against the reference. */
+START_TEST(test_pointwise_rows_merged)
+{
+	bool avx2 = ts_cpu_vector_lanes() == 8;
+	ts_ctx *ctx = ts_ctx_new();
+	tg *t = tg_new(ctx, 91);
+	int x = tg_input(t, "x", TS_SHAPE(2, 32, 6, 13)), r = tg_input(t, "r", TS_SHAPE(2, 64, 6, 13));
+	ts_gattrs pw = conv_attrs(1, 0, 0, 0, 0), k3 = conv_attrs(1, 1, 1, 1, 1);
+	int w1 = tg_const(t, "w1", TS_SHAPE(64, 32, 1, 1), -0.2, 0.2);
+	int b1 = tg_const(t, "b1", TS_SHAPE(64), -0.5, 0.5);
+	int w2 = tg_const(t, "w2", TS_SHAPE(64, 64, 1, 1), -0.2, 0.2);
+	int w3 = tg_const(t, "w3", TS_SHAPE(32, 64, 3, 3), -0.1, 0.1);
+	int map = tg_const(t, "map", TS_SHAPE(1, 1, 6, 13), -1, 1);
+	int v = tg_node(t, "c1", TS_GOP_CONV, 3, (int[]){x, w1, b1}, &pw);
+	v = tg_node(t, "res", TS_GOP_ADD, 2, (int[]){v, r}, NULL);
+	v = tg_node(t, "map_add", TS_GOP_ADD, 2, (int[]){v, map}, NULL);
+	v = tg_node(t, "r1", TS_GOP_RELU, 1, &v, NULL);
+	v = tg_node(t, "c2", TS_GOP_CONV, 2, (int[]){v, w2}, &pw);
+	v = tg_node(t, "c3", TS_GOP_CONV, 2, (int[]){v, w3}, &k3);
+	ck_assert_msg(v >= 0, "%s", ts_last_error(ctx));
+	tg_output(t, v);
+	ts_graph_exec *e = NULL;
+	char *buf = traced_check(ctx, t, &e);
+	const char *merged = avx2 ? ", 3 rows as one" : "";
+	ck_assert_msg(strstr(buf, ts_sprintf(ctx, "c1 + res + map_add + r1 -> [2, 64, 6, 13] NCHW%dc%s\n",
+					     avx2 ? 32 : (int)ts_conv2d_cpu_out_block(64), merged)), "%s", buf);
+	ck_assert_msg(strstr(buf, ts_sprintf(ctx, "c2 -> [2, 64, 6, 13] NCHW%dc%s\n",
+					     avx2 ? 32 : (int)ts_conv2d_cpu_out_block(64), merged)), "%s", buf);
+	ck_assert_msg(strstr(buf, "c3 -> [2, 32, 6, 13]") && !strstr(strstr(buf, "c3 ->"), "rows as one"),
+		      "%s", buf);
+	traced_done(ctx, t, e, buf);
+
+	ctx = ts_ctx_new();
+	t = tg_new(ctx, 92);
+	x = tg_input(t, "x", TS_SHAPE(1, 1024, 6, 13));
+	w1 = tg_const(t, "w1", TS_SHAPE(32, 1024, 1, 1), -0.05, 0.05);
+	v = tg_node(t, "deep", TS_GOP_CONV, 2, (int[]){x, w1}, &pw);
+	ck_assert_msg(v >= 0, "%s", ts_last_error(ctx));
+	tg_output(t, v);
+	buf = traced_check(ctx, t, &e);
+	ck_assert_msg(strstr(buf, "deep -> [1, 32, 6, 13]") && !strstr(buf, "rows as one"), "%s", buf);
+	traced_done(ctx, t, e, buf);
+}
+END_TEST
+
 /* Batch norm on a value that is not a convolution's: a fused multiply-add. */
 START_TEST(test_batchnorm_affine)
 {
@@ -1119,6 +1170,7 @@ int main(void)
 	tcase_add_test(tc, test_residual_block);
 	tcase_add_test(tc, test_mobilenet_block);
 	tcase_add_test(tc, test_pointwise_rows_as_one);
+	tcase_add_test(tc, test_pointwise_rows_merged);
 	tcase_add_test(tc, test_batchnorm_affine);
 	tcase_add_test(tc, test_batchnorm_chain_folds_once);
 	tcase_add_test(tc, test_pool_head);

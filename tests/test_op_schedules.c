@@ -280,6 +280,34 @@ START_TEST(test_conv2d_cpu_blocks)
 	ck_assert_int_eq(ts_conv2d_cpu_row_width(1, 1, 1, 1, 0, 0, INT64_MAX, 7), 7);
 	ck_assert_int_eq(ts_conv2d_cpu_row_width(1, 1, 1, 1, 0, 0, -5, 7), 7);
 	ck_assert_int_eq(ts_conv2d_cpu_row_width(1, 1, 1, 1, 0, 0, 7, -3), -3);
+	/* with the channels: the fewest rows whose 3-column blocks (four
+	 * vectors, AVX2) waste at most 1%; rows that reduce in chunks kept */
+	bool avx2 = lanes == 8;
+	ck_assert_int_eq(ts_conv2d_cpu_row_width_for(1, 1, 1, 1, 0, 0, 28, 28, 128, 32, 512), avx2 ? 392 : 28);
+	ck_assert_int_eq(ts_conv2d_cpu_row_width_for(1, 1, 1, 1, 0, 0, 56, 56, 256, 32, 64), avx2 ? 224 : 56);
+	ck_assert_int_eq(ts_conv2d_cpu_row_width_for(1, 1, 1, 1, 0, 0, 14, 14, 256, 32, 1024), avx2 ? 98 : 14);
+	ck_assert_int_eq(ts_conv2d_cpu_row_width_for(1, 1, 1, 1, 0, 0, 6, 13, 32, 16, 64), avx2 ? 39 : 13);
+	ck_assert_int_eq(ts_conv2d_cpu_row_width_for(1, 1, 1, 1, 0, 0, 14, 14, 1024, 32, 256), 14); /* chunks */
+	ck_assert_int_eq(ts_conv2d_cpu_row_width_for(1, 1, 1, 1, 0, 0, 7, 7, 64, 16, 64), avx2 ? 49 : 7);
+	ck_assert_int_eq(ts_conv2d_cpu_row_width_for(1, 1, 1, 1, 0, 0, 12, 12, 64, 16, 64), 12); /* 4 blocks */
+	ck_assert_int_eq(ts_conv2d_cpu_row_width_for(1, 1, 1, 1, 0, 0, 13, 14, 64, 16, 64), avx2 ? 182 : 14);
+	ck_assert_int_eq(ts_conv2d_cpu_row_width_for(1, 1, 1, 1, 0, 0, 28, 28, 24, 8, 24), 28); /* 14 columns */
+	ck_assert_int_eq(ts_conv2d_cpu_row_width_for(1, 1, 1, 1, 0, 0, 20, 20, 24, 8, 24), avx2 ? 400 : 20);
+	ck_assert_int_eq(ts_conv2d_cpu_row_width_for(3, 3, 1, 1, 2, 2, 28, 28, 128, 32, 512), 28);
+	ck_assert_int_eq(ts_conv2d_cpu_row_width_for(1, 1, 2, 2, 0, 0, 28, 28, 128, 32, 512), 28);
+	ck_assert_int_eq(ts_conv2d_cpu_row_width_for(1, 1, 1, 1, 0, 0, 28, 28, 128, 0, 512), 28);
+	ck_assert_int_eq(ts_conv2d_cpu_row_width_for(1, 1, 1, 1, 0, 0, 28, 28, 128, 48, 512), 28);
+	ck_assert_int_eq(ts_conv2d_cpu_row_width_for(1, 1, 1, 1, 0, 0, 28, 28, -128, 32, 512), 28);
+	ck_assert_int_eq(ts_conv2d_cpu_row_width_for(1, 1, 1, 1, 0, 0, 28, 28, 128, 32, INT64_MIN), 28);
+	ck_assert_int_eq(ts_conv2d_cpu_row_width_for(1, 1, 1, 1, 0, 0, 28, -3, 128, 32, 512), -3);
+	ck_assert_int_eq(ts_conv2d_cpu_row_width_for(1, 1, 1, 1, 0, 0, INT64_MAX, 28, 128, 32, 512), 28);
+	/* rows past the search (a prime): a bounded search, rows kept */
+	ck_assert_int_eq(ts_conv2d_cpu_row_width_for(1, 1, 1, 1, 0, 0, 1000000007, 13, 32, 32, 32), 13);
+	ck_assert_int_eq(ts_conv2d_cpu_row_width_for(1, 1, 1, 1, 0, 0, 1LL << 40, 13, 32, 32, 32), avx2 ? 104 : 13);
+	ck_assert_int_eq(ts_conv2d_cpu_row_width_for(1, 1, 1, 1, 0, 0, 2305843009213693951LL, 13, 32, 32, 32),
+			 13);
+	ck_assert_int_eq(ts_conv2d_cpu_row_width_for(INT64_MIN, INT64_MAX, 0, -1, INT64_MIN, INT64_MAX, 0, 0, 0, 0,
+						     0), 0);
 	/* reduction chunks (AVX2, 1x1): where a block's weights pass 32 KB, the
 	 * largest divisor of the input blocks whose chunk fits 16 KB */
 	ck_assert_int_eq(ts_conv2d_cpu_rc_block(32, 32, 1, 1, 32), lanes == 8 ? 4 : 32); /* 1024 -> 256 */

@@ -77,8 +77,10 @@ START_TEST(test_search_conv2d)
 	check_search("conv2d", TS_SHAPE(1, 8, 9, 11, 16, 3, 3, 1, 1));
 	check_search("conv2d", TS_SHAPE(1, 12, 10, 7, 8, 3, 3, 2, 1));
 	/* a 1x1 of stride 1 on rows of 7: timed on one row of 35 with AVX2
-	 * (ts_conv2d_cpu_row_width) */
+	 * (ts_conv2d_cpu_row_width); on rows of 13, on rows of 3 x 13
+	 * (ts_conv2d_cpu_row_width_for) */
 	check_search("conv2d", TS_SHAPE(1, 32, 5, 7, 64, 1, 1, 1, 0));
+	check_search("conv2d", TS_SHAPE(2, 32, 6, 13, 64, 1, 1, 1, 0));
 }
 END_TEST
 
