@@ -172,6 +172,8 @@ static ts_expr *widen(vec_ctx *v, ts_expr *e)
 
 static ts_expr *make_ramp(vec_ctx *v, ts_expr *base, int64_t stride)
 {
+	if (!base) /* a failed allocation, already reported */
+		return NULL;
 	return stride == 0 ? ts_broadcast(v->ctx, base, v->lanes)
 			   : ts_ramp(v->ctx, base, stride, v->lanes);
 }
@@ -191,15 +193,16 @@ static ts_expr *fold(ts_ctx *ctx, ir_expr_kind k, ts_expr *a, ts_expr *b)
 	return ts_binary(ctx, k, a, b);
 }
 
-/* ramp op scalar (or ramp op ramp) as one ramp when the result is affine;
- * NULL when it is not. */
-static ts_expr *fold_ramp(vec_ctx *v, ir_expr_kind k, ts_expr *a, ts_expr *b)
+/* ramp op scalar (or ramp op ramp) as one ramp when the result is affine
+ * (*affine set; NULL then is a failed allocation); NULL when it is not. */
+static ts_expr *fold_ramp(vec_ctx *v, ir_expr_kind k, ts_expr *a, ts_expr *b, bool *affine)
 {
 	ts_ctx *ctx = v->ctx;
 	bool ra = a->kind == IR_RAMP, rb = b->kind == IR_RAMP;
 	int64_t c;
+	*affine = true;
 	if (!ts_dtype_is_int(a->dtype) || (!ra && !rb))
-		return NULL;
+		return *affine = false, NULL;
 	if (k == IR_ADD || k == IR_SUB) {
 		int64_t sign = k == IR_ADD ? 1 : -1;
 		if (ra && rb)
@@ -215,7 +218,7 @@ static ts_expr *fold_ramp(vec_ctx *v, ir_expr_kind k, ts_expr *a, ts_expr *b)
 		return make_ramp(v, fold(ctx, IR_MUL, a->u.ramp.base, b), a->u.ramp.stride * c);
 	if (k == IR_MUL && rb && ir_is_const_int(a, &c))
 		return make_ramp(v, fold(ctx, IR_MUL, a, b->u.ramp.base), b->u.ramp.stride * c);
-	return NULL;
+	return *affine = false, NULL;
 }
 
 static ts_expr *vx(vec_ctx *v, ts_expr *e);
@@ -227,8 +230,10 @@ static ts_expr *vx_binary(vec_ctx *v, ts_expr *e)
 		return NULL;
 	if (!is_vec(a) && !is_vec(b))
 		return a == e->u.bin.a && b == e->u.bin.b ? e : ts_binary(v->ctx, e->kind, a, b);
-	ts_expr *r = fold_ramp(v, e->kind, a, b);
-	return r ? r : ts_binary(v->ctx, e->kind, widen(v, a), widen(v, b));
+	bool affine;
+	ts_expr *r = fold_ramp(v, e->kind, a, b, &affine);
+	/* a failed allocation must fail the vectorization, not fall back */
+	return r || affine ? r : ts_binary(v->ctx, e->kind, widen(v, a), widen(v, b));
 }
 
 static ts_expr *vx_cast(vec_ctx *v, ts_expr *e)
