@@ -984,6 +984,13 @@ static ts_status conv_output(ts_stage *sy, const ts_conv2d_cpu_params *d, bool r
 		TRY(ts_fuse(sy, f1, oho, &f2));
 	}
 	TRY(ts_vectorize(sy, ts_axis_of(sy, 4)));
+	/* the block's store unrolled: with an epilogue (max(acc, 0)) a loop
+	 * over the accumulator's columns kept LLVM from promoting it to
+	 * registers in the border blocks, whose accumulators then lived on
+	 * the stack: ResNet-50's 3x3 convolution + relu at 14x14 ran 23%
+	 * slower than without relu, 5.5% at 56x56; unrolled, as fast */
+	TRY(ts_unroll(sy, ohi));
+	TRY(ts_unroll(sy, owi));
 	*outer = f2;
 	return d->parallel ? ts_parallel(sy, f2) : TS_OK;
 }
