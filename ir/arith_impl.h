@@ -57,6 +57,10 @@ typedef struct ir_lin {
 	int n, cap;
 	ir_term *t;
 	int64_t k;
+	/* a coefficient or k of a signed dtype wrapped: the form holds a
+	 * value its source expression never computed (rebuilt, it would
+	 * wrap where the source did not) */
+	bool wrapped;
 } ir_lin;
 
 void ir_lin_init(ir_lin *l, ts_dtype t);

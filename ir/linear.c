@@ -42,11 +42,33 @@ static int64_t wneg(ts_dtype t, int64_t a)
 	return ir_lin_wrap(t, (int64_t)(0 - (uint64_t)a));
 }
 
+/* w, the wrapped form of the exact x, noted in l when they differ. */
+static int64_t noted(ir_lin *l, ir_i128 x, int64_t w)
+{
+	l->wrapped |= l->dtype.code == TS_TYPE_INT && x != (ir_i128)w;
+	return w;
+}
+
+static int64_t lmul(ir_lin *l, int64_t a, int64_t b)
+{
+	return noted(l, (ir_i128)a * b, wmul(l->dtype, a, b));
+}
+
+static int64_t ladd(ir_lin *l, int64_t a, int64_t b)
+{
+	return noted(l, (ir_i128)a + b, wadd(l->dtype, a, b));
+}
+
+static int64_t lneg(ir_lin *l, int64_t a)
+{
+	return noted(l, -(ir_i128)a, wneg(l->dtype, a));
+}
+
 bool ir_lin_add_term(ts_ctx *ctx, ir_lin *l, ts_expr *atom, int64_t coef)
 {
 	for (int i = 0; i < l->n; i++) {
 		if (ir_expr_equal(l->t[i].atom, atom)) {
-			l->t[i].coef = wadd(l->dtype, l->t[i].coef, coef);
+			l->t[i].coef = ladd(l, l->t[i].coef, coef);
 			return true;
 		}
 	}
@@ -60,35 +82,35 @@ bool ir_lin_add_term(ts_ctx *ctx, ir_lin *l, ts_expr *atom, int64_t coef)
 		l->t = t;
 		l->cap = cap;
 	}
-	l->t[l->n++] = (ir_term){atom, ir_lin_wrap(l->dtype, coef)};
+	l->t[l->n++] = (ir_term){atom, noted(l, coef, ir_lin_wrap(l->dtype, coef))};
 	return true;
 }
 
 bool ir_lin_add_expr(ts_ctx *ctx, ir_lin *l, ts_expr *e, int64_t scale)
 {
-	ts_dtype t = l->dtype;
 	if (e->kind == IR_INT_IMM) {
-		l->k = wadd(t, l->k, wmul(t, scale, e->u.int_imm));
+		l->k = ladd(l, l->k, lmul(l, scale, e->u.int_imm));
 		return true;
 	}
 	if (e->kind == IR_ADD || e->kind == IR_SUB) {
-		int64_t sb = e->kind == IR_ADD ? scale : wneg(t, scale);
+		int64_t sb = e->kind == IR_ADD ? scale : lneg(l, scale);
 		return ir_lin_add_expr(ctx, l, e->u.bin.a, scale) &&
 		       ir_lin_add_expr(ctx, l, e->u.bin.b, sb);
 	}
 	if (e->kind == IR_MUL && e->u.bin.b->kind == IR_INT_IMM)
-		return ir_lin_add_expr(ctx, l, e->u.bin.a, wmul(t, scale, e->u.bin.b->u.int_imm));
+		return ir_lin_add_expr(ctx, l, e->u.bin.a, lmul(l, scale, e->u.bin.b->u.int_imm));
 	if (e->kind == IR_MUL && e->u.bin.a->kind == IR_INT_IMM)
-		return ir_lin_add_expr(ctx, l, e->u.bin.b, wmul(t, scale, e->u.bin.a->u.int_imm));
+		return ir_lin_add_expr(ctx, l, e->u.bin.b, lmul(l, scale, e->u.bin.a->u.int_imm));
 	return ir_lin_add_term(ctx, l, e, scale);
 }
 
 bool ir_lin_add_lin(ts_ctx *ctx, ir_lin *dst, const ir_lin *b, int64_t scale)
 {
 	for (int i = 0; i < b->n; i++)
-		if (!ir_lin_add_term(ctx, dst, b->t[i].atom, wmul(dst->dtype, scale, b->t[i].coef)))
+		if (!ir_lin_add_term(ctx, dst, b->t[i].atom, lmul(dst, scale, b->t[i].coef)))
 			return false;
-	dst->k = wadd(dst->dtype, dst->k, wmul(dst->dtype, scale, b->k));
+	dst->k = ladd(dst, dst->k, lmul(dst, scale, b->k));
+	dst->wrapped |= b->wrapped;
 	return true;
 }
 

@@ -86,10 +86,16 @@ static ir_ival diff(simp *s, ts_expr *a, ts_expr *b, bool *fail)
 
 /* ---- + - * ------------------------------------------------------------------- */
 
+/* Not rebuilt where a constant of the form wrapped: (x - 715827882) * 9,
+ * x at most 715827883, would become x*9 - 6442450938 wrapped to int32,
+ * equal modulo 2^32 but overflowing where the source did not (the LLVM
+ * backend computes int32 indices in 64 bits: a read 6e9 elements off). */
 static ts_expr *int_arith(simp *s, ts_expr *e)
 {
 	ir_lin l;
-	return lin_of(s, e, &l) ? from_lin(s, &l, e) : NULL;
+	if (!lin_of(s, e, &l))
+		return NULL;
+	return l.wrapped ? e : from_lin(s, &l, e);
 }
 
 static bool is_fconst(const ts_expr *e, double v)

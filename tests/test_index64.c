@@ -435,6 +435,31 @@ END_TEST
 /* A partitioned tail near 2^31: the main loop covers the 33554432 full
  * blocks without a guard, the tail loop the 13 elements from 2^31 on (IR
  * only). */
+/* A[floormod(0 - floordiv(i - 2147483647, 3), 2), j]: every value fits
+ * int32 and the row is 0 or 1.  The simplifier took the floormod for
+ * x - 715827882 (x is 715827882 or 715827883), then flattened the row
+ * times 9 into x*9 - 6442450938, wrapped to int32: equal modulo 2^32,
+ * but the LLVM backend computes int32 indices in 64 bits and read 6e9
+ * elements off (a crash).  A linear form whose constant wraps is no
+ * longer rebuilt. */
+START_TEST(test_simplify_keeps_index_unwrapped)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(2, 9), ts_float32);
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	ts_expr *q = ts_floordiv(ctx, ts_sub(ctx, i, ts_int(ctx, 2147483647)), ts_int(ctx, 3));
+	ts_expr *row = ts_floormod(ctx, ts_sub(ctx, ts_int(ctx, 0), q), ts_int(ctx, 2));
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(4, 9), TS_VARS(i, j), TS_READ(ctx, A, row, j));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_func *f = ts_lower(s, "wrapless", 2, (ts_tensor *[]){A, C});
+	tu_nonnull(ctx, f);
+	const char *text = ir_func_str(ctx, f);
+	ck_assert_msg(!strstr(text, "2147483642"), "%s", text);
+	tu_check_func(ctx, f, 0);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_partitioned_tail_near_2p31)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -464,6 +489,7 @@ int main(void)
 	TCase *tc = tcase_create("index64");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_reduce_axis_near_int32_max);
+	tcase_add_test(tc, test_simplify_keeps_index_unwrapped);
 	tcase_add_test(tc, test_reduce_axis_near_int32_max_split);
 	tcase_add_test(tc, test_reduce_extent_above_2p32);
 	tcase_add_test(tc, test_fused_reduce_extent_above_2p32);
