@@ -178,6 +178,22 @@ static ts_status check_args(ts_ctx *ctx, const ts_stage *st, const ts_axis *kf, 
 	return check_attached(ctx, st);
 }
 
+/* The values axis a takes: its extent, or for the inner axis of a split
+ * whose factor passes its parent's values (the outer axis then has one
+ * value) the parent's: split(k of 8, INT64_MAX) then rfactor made a loop
+ * of INT64_MAX iterations, or a buffer of 2^31 - 1 partial sums. */
+static int64_t reach(const ts_stage *st, const ts_axis *a)
+{
+	for (int i = 0; i < st->nrel; i++) {
+		const sch_relation *r = &st->rel[i];
+		if (r->kind == SCH_REL_SPLIT && r->inner == a) {
+			int64_t par = reach(st, r->parent);
+			return a->extent < par ? a->extent : par;
+		}
+	}
+	return a->extent;
+}
+
 /* The leaves: kf becomes C.rf's data variable, every other reduction leaf
  * one of its reduction axes. */
 static ts_status plan_leaves(rf_plan *p)
@@ -197,7 +213,7 @@ static ts_status plan_leaves(rf_plan *p)
 				 TS_MAX_DIMS);
 			return fail(p->ctx, st, "%s", msg, NULL);
 		}
-		ts_iter *it = ir_iter_new(p->ctx, a->name, 0, a->extent, TS_ITER_REDUCE);
+		ts_iter *it = ir_iter_new(p->ctx, a->name, 0, reach(st, a), TS_ITER_REDUCE);
 		if (!it)
 			return ts_last_status(p->ctx);
 		p->rest[p->nrest++] = it;
@@ -321,11 +337,10 @@ static ts_status plan_tensors(rf_plan *p)
 	int64_t shape[TS_MAX_DIMS];
 	for (int d = 0; d < t->ndim; d++)
 		shape[d < p->fa ? d : d + 1] = ts_tensor_dim(t, d);
-	shape[p->fa] = p->kf->extent;
+	shape[p->fa] = reach(st, p->kf);
 	const char *name = rf_name(p);
 	p->rf = body && name ? ts_compute(ctx, name, t->ndim + 1, shape, p->vars, body) : NULL;
-	p->kv = ir_iter_new(ctx, ts_sprintf(ctx, "%s.v", p->kf->name), 0, p->kf->extent,
-			    TS_ITER_REDUCE);
+	p->kv = ir_iter_new(ctx, ts_sprintf(ctx, "%s.v", p->kf->name), 0, shape[p->fa], TS_ITER_REDUCE);
 	if (!p->rf || !p->kv)
 		return ts_last_status(ctx);
 	ts_expr *idx[TS_MAX_DIMS];

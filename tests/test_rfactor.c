@@ -24,6 +24,32 @@ static ts_func *lower2(ts_ctx *ctx, ts_schedule *s, ts_tensor *A, ts_tensor *C)
 	return f;
 }
 
+/* A split factor past the reduction's extent (8): rfactor over either
+ * part reduces over the 8 values the inner axis takes, not the factor
+ * (INT64_MAX made a loop that never ended; 2^31 - 1 a buffer of that many
+ * partial sums per row); right through every backend. */
+START_TEST(test_factor_past_extent)
+{
+	static const int64_t factors[] = {9, 64, 2147483647, INT64_MAX};
+	for (size_t n = 0; n < TS_COUNT_OF(factors); n++)
+		for (int over_inner = 0; over_inner < 2; over_inner++) {
+			ts_ctx *ctx = ts_ctx_new();
+			ts_tensor *A, *C = row_reduce(ctx, TS_REDUCE_SUM, 5, 8, &A);
+			ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+			ts_stage *sc = ts_stage_of(s, C);
+			ts_axis *ko, *ki;
+			tu_ok(ctx, ts_split(sc, ts_reduce_axis_of(sc, 0), factors[n], &ko, &ki));
+			ts_tensor *rf = ts_rfactor(s, C, over_inner ? ki : ko, 0);
+			tu_nonnull(ctx, rf);
+			ck_assert_int_eq(rf->shape[0], over_inner ? 8 : 1);
+			ts_func *f = ts_lower(s, "rf_wide", 2, (ts_tensor *[]){A, C});
+			tu_nonnull(ctx, f);
+			tu_check_func(ctx, f, 1e-5);
+			ts_ctx_free(ctx);
+		}
+}
+END_TEST
+
 /* Row sum, K = 37 split by 8: rf over k.inner (innermost data axis). */
 START_TEST(test_row_sum_inner)
 {
@@ -502,6 +528,7 @@ int main(void)
 	tcase_add_test(tc, test_init_once);
 	tcase_add_test(tc, test_c_emit);
 	tcase_add_test(tc, test_step);
+	tcase_add_test(tc, test_factor_past_extent);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -286,7 +286,9 @@ static ts_stmt *partition_for(part *p, ts_stmt *s)
 			g->conds[g->nc++] = c.conds[i];
 	g->ni = c.ni;
 	memcpy(g->inner, c.inner, sizeof(c.inner[0]) * (size_t)c.ni);
-	int64_t good = lo, bad = lo + ext + 1;
+	/* bad: past the loop's end (saturated: a loop may end at INT64_MAX,
+	 * its last iteration then left to the guarded tail) */
+	int64_t good = lo, bad = lo < 0 || ext < INT64_MAX - lo ? lo + ext + 1 : INT64_MAX;
 	while (g->nc && bad - good > 1) {
 		int64_t mid = good + (bad - good) / 2;
 		*(holds(p, g, v, lo, mid) ? &good : &bad) = mid;
