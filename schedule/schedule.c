@@ -466,6 +466,26 @@ ts_status ts_tile(ts_stage *st, ts_axis *x, ts_axis *y, int64_t fx, int64_t fy,
 		return bad_factor(st, "tile", "factor", fx <= 0 ? fx : fy);
 	if (x == y)
 		return fail(st, "tile", "axis '%s' given twice", x->name);
+	/* everything the two splits could refuse, checked before the first
+	 * changes the schedule (a refused second split left the first) */
+	if (!check_plain(st, "tile", x) || !check_plain(st, "tile", y))
+		return TS_ERR_INVALID;
+	for (int k = 0; k < 2; k++) {
+		const ts_axis *a = k ? y : x;
+		int64_t f = k ? fy : fx;
+		if (split_span_overflows(a->extent, f)) {
+			char msg[300];
+			snprintf(msg, sizeof(msg), "axis '%s' of extent %lld split by %lld rounds up past "
+				 "INT64_MAX (overflows int64)", a->name, (long long)a->extent, (long long)f);
+			return fail(st, "tile", "%s", msg);
+		}
+	}
+	if (st->nall + 4 > MAX_AXES) {
+		char msg[300];
+		snprintf(msg, sizeof(msg), "stage %s would have more than %d axes (each split makes two, "
+			 "each fuse one)", st->name, MAX_AXES);
+		return fail(st, "tile", "%s", msg);
+	}
 	st->sch->step_quiet++; /* one step for the whole tile */
 	ts_status r = ts_split(st, x, fx, &a, &c);
 	if (r == TS_OK)

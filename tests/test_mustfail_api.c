@@ -673,6 +673,17 @@ START_TEST(test_schedule_bad_args)
 	FAILS_ST(c, ts_tile(sc, NULL, x.j, 4, 4, &a, &b, &f, &f), "tile(C): axis is NULL");
 	FAILS_ST(c, ts_tile(sc, o, x.j, 4, 4, NULL, &b, &f, &f), "tile(C): xo is NULL");
 	FAILS_ST(c, ts_tile(sc, o, x.j, 4, 4, &a, &b, &f, NULL), "tile(C): yi is NULL");
+	{
+		/* what the second split would refuse is refused before the
+		 * first changes anything (the first split stayed) */
+		ts_schedule *s2 = ts_create_schedule(c, 1, &x.C);
+		ts_stage *s2c = ts_stage_of(s2, x.C);
+		tu_ok(c, ts_unroll(s2c, ts_axis_of(s2c, 1)));
+		const char *before = ts_schedule_str(s2);
+		FAILS_ST(c, ts_tile(s2c, ts_axis_of(s2c, 0), ts_axis_of(s2c, 1), 4, 4, &a, &b, &f, &in),
+			 "tile(C): axis 'j' is unrolled; tile it before annotating it");
+		ck_assert_str_eq(ts_schedule_str(s2), before);
+	}
 	FAILS_ST(c, ts_fuse(sc, o, in, NULL), "fuse(C): fused is NULL");
 	FAILS_ST(c, ts_fuse(sc, NULL, in, &f), "fuse(C): axis is NULL");
 	FAILS_ST(c, ts_reorder(sc, 2, NULL), "reorder(C)");
