@@ -239,6 +239,25 @@ START_TEST(test_mobilenet_block)
 }
 END_TEST
 
+/* c3(c2(relu(c1(x) + bias + res + map))): c1 and c2 1x1 convolutions of
+ * stride 1 (C -> O -> O2 channels), map a constant over the H rows and W
+ * columns, c3 a 3x3 one to 32 channels; the last node's value. */
+static int pointwise_chain(tg *t, int x, int res, int64_t C, int64_t O, int64_t O2, int64_t H, int64_t W)
+{
+	ts_gattrs pw = conv_attrs(1, 0, 0, 0, 0), k3 = conv_attrs(1, 1, 1, 1, 1);
+	int w1 = tg_const(t, "w1", TS_SHAPE(O, C, 1, 1), -0.2, 0.2);
+	int b1 = tg_const(t, "b1", TS_SHAPE(O), -0.5, 0.5);
+	int w2 = tg_const(t, "w2", TS_SHAPE(O2, O, 1, 1), -0.2, 0.2);
+	int w3 = tg_const(t, "w3", TS_SHAPE(32, O2, 3, 3), -0.1, 0.1);
+	int map = tg_const(t, "map", TS_SHAPE(1, 1, H, W), -1, 1);
+	int v = tg_node(t, "c1", TS_GOP_CONV, 3, (int[]){x, w1, b1}, &pw);
+	v = tg_node(t, "res", TS_GOP_ADD, 2, (int[]){v, res}, NULL);
+	v = tg_node(t, "map_add", TS_GOP_ADD, 2, (int[]){v, map}, NULL);
+	v = tg_node(t, "r1", TS_GOP_RELU, 1, &v, NULL);
+	v = tg_node(t, "c2", TS_GOP_CONV, 2, (int[]){v, w2}, &pw);
+	return tg_node(t, "c3", TS_GOP_CONV, 2, (int[]){v, w3}, &k3);
+}
+
 /* 1x1 convolutions of stride 1 on rows of 7: with AVX2 their rows are
  * viewed as one of 49 (ts_conv2d_cpu_row_width), which takes blocks of four
  * vectors; fused with a bias, a residual add, a constant that varies over
@@ -250,18 +269,7 @@ START_TEST(test_pointwise_rows_as_one)
 	ts_ctx *ctx = ts_ctx_new();
 	tg *t = tg_new(ctx, 90);
 	int x = tg_input(t, "x", TS_SHAPE(1, 64, 7, 7));
-	ts_gattrs pw = conv_attrs(1, 0, 0, 0, 0), k3 = conv_attrs(1, 1, 1, 1, 1);
-	int w1 = tg_const(t, "w1", TS_SHAPE(64, 64, 1, 1), -0.2, 0.2);
-	int b1 = tg_const(t, "b1", TS_SHAPE(64), -0.5, 0.5);
-	int w2 = tg_const(t, "w2", TS_SHAPE(96, 64, 1, 1), -0.2, 0.2);
-	int w3 = tg_const(t, "w3", TS_SHAPE(32, 96, 3, 3), -0.1, 0.1);
-	int map = tg_const(t, "map", TS_SHAPE(1, 1, 7, 7), -1, 1);
-	int v = tg_node(t, "c1", TS_GOP_CONV, 3, (int[]){x, w1, b1}, &pw);
-	v = tg_node(t, "res", TS_GOP_ADD, 2, (int[]){v, x}, NULL);
-	v = tg_node(t, "map_add", TS_GOP_ADD, 2, (int[]){v, map}, NULL);
-	v = tg_node(t, "r1", TS_GOP_RELU, 1, &v, NULL);
-	v = tg_node(t, "c2", TS_GOP_CONV, 2, (int[]){v, w2}, &pw);
-	v = tg_node(t, "c3", TS_GOP_CONV, 2, (int[]){v, w3}, &k3);
+	int v = pointwise_chain(t, x, x, 64, 64, 96, 7, 7);
 	ck_assert_msg(v >= 0, "%s", ts_last_error(ctx));
 	tg_output(t, v);
 	ts_graph_exec *e = NULL;
@@ -288,18 +296,7 @@ START_TEST(test_pointwise_rows_merged)
 	ts_ctx *ctx = ts_ctx_new();
 	tg *t = tg_new(ctx, 91);
 	int x = tg_input(t, "x", TS_SHAPE(2, 32, 6, 13)), r = tg_input(t, "r", TS_SHAPE(2, 64, 6, 13));
-	ts_gattrs pw = conv_attrs(1, 0, 0, 0, 0), k3 = conv_attrs(1, 1, 1, 1, 1);
-	int w1 = tg_const(t, "w1", TS_SHAPE(64, 32, 1, 1), -0.2, 0.2);
-	int b1 = tg_const(t, "b1", TS_SHAPE(64), -0.5, 0.5);
-	int w2 = tg_const(t, "w2", TS_SHAPE(64, 64, 1, 1), -0.2, 0.2);
-	int w3 = tg_const(t, "w3", TS_SHAPE(32, 64, 3, 3), -0.1, 0.1);
-	int map = tg_const(t, "map", TS_SHAPE(1, 1, 6, 13), -1, 1);
-	int v = tg_node(t, "c1", TS_GOP_CONV, 3, (int[]){x, w1, b1}, &pw);
-	v = tg_node(t, "res", TS_GOP_ADD, 2, (int[]){v, r}, NULL);
-	v = tg_node(t, "map_add", TS_GOP_ADD, 2, (int[]){v, map}, NULL);
-	v = tg_node(t, "r1", TS_GOP_RELU, 1, &v, NULL);
-	v = tg_node(t, "c2", TS_GOP_CONV, 2, (int[]){v, w2}, &pw);
-	v = tg_node(t, "c3", TS_GOP_CONV, 2, (int[]){v, w3}, &k3);
+	int v = pointwise_chain(t, x, r, 32, 64, 64, 6, 13);
 	ck_assert_msg(v >= 0, "%s", ts_last_error(ctx));
 	tg_output(t, v);
 	ts_graph_exec *e = NULL;
@@ -316,8 +313,9 @@ START_TEST(test_pointwise_rows_merged)
 	ctx = ts_ctx_new();
 	t = tg_new(ctx, 92);
 	x = tg_input(t, "x", TS_SHAPE(1, 1024, 6, 13));
-	w1 = tg_const(t, "w1", TS_SHAPE(32, 1024, 1, 1), -0.05, 0.05);
-	v = tg_node(t, "deep", TS_GOP_CONV, 2, (int[]){x, w1}, &pw);
+	int w = tg_const(t, "w", TS_SHAPE(32, 1024, 1, 1), -0.05, 0.05);
+	ts_gattrs pw = conv_attrs(1, 0, 0, 0, 0);
+	v = tg_node(t, "deep", TS_GOP_CONV, 2, (int[]){x, w}, &pw);
 	ck_assert_msg(v >= 0, "%s", ts_last_error(ctx));
 	tg_output(t, v);
 	buf = traced_check(ctx, t, &e);
