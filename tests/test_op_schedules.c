@@ -398,6 +398,30 @@ static void check_default(ts_ctx *ctx, ts_tensor *out, int nin, ts_tensor *const
 	tu_check_func(ctx, ts_lower(s, out->name, nin + 1, args), 1e-4);
 }
 
+/* The conv2d block's store is unrolled over its rows and columns, with an
+ * epilogue and without: as a loop, LLVM kept an epilogue's accumulators
+ * on the stack in the border blocks (3x3 + relu at 14x14: 23% slower). */
+START_TEST(test_conv_store_unrolled)
+{
+	for (int epi = 0; epi < 2; epi++) {
+		ts_ctx *ctx = ts_ctx_new();
+		ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(1, 2, 6, 14, 8), ts_float32);
+		ts_tensor *W = ts_placeholder(ctx, "W", TS_SHAPE(2, 2, 3, 3, 8, 8), ts_float32);
+		ts_tensor *C = ts_op_conv2d_nchwc(ctx, X, W, 1, 1, 1, 1, 1, 1);
+		ts_tensor *Y = epi ? ts_op_relu(ctx, C) : C;
+		ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+		ts_conv2d_cpu_params p = ts_conv2d_cpu_default();
+		p.ow_block = 4, p.oh_block = 2;
+		tu_ok(ctx, ts_schedule_conv2d_nchwc_cpu(s, Y, &p));
+		const char *text = ts_schedule_str(s);
+		const char *rows = epi ? "ax2.inner[2]@unrolled" : "y.inner[2]@unrolled";
+		const char *cols = epi ? "ax3.inner[4]@unrolled" : "x.inner[4]@unrolled";
+		ck_assert_msg(strstr(text, rows) && strstr(text, cols), "%s", text);
+		ts_ctx_free(ctx);
+	}
+}
+END_TEST
+
 START_TEST(test_default_cpu)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -469,6 +493,7 @@ int main(void)
 	tcase_add_test(tc, test_matmul_cuda_schedule);
 	tcase_add_test(tc, test_conv2d_cuda_schedule);
 	tcase_add_test(tc, test_default_cpu);
+	tcase_add_test(tc, test_conv_store_unrolled);
 	tcase_add_test(tc, test_errors);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
