@@ -146,7 +146,10 @@ static void check_conv(epi e, conv g, const ts_conv2d_cpu_params *p)
 	snprintf(split, sizeof split, "split rc -> rc.outer, rc.inner (factor %lld", (long long)rc);
 	ck_assert_msg((strstr(sched, split) != NULL) == chunked, "reduction %sin chunks of %lld:\n%s",
 		      chunked ? "not " : "", (long long)rc, sched);
-	bool want = deep && d.prefetch && !grouped && !chunked;
+	/* ... and only where there is a next channel block (or image) to
+	 * fetch: with one, the prefetch lies past the loop and lowers to
+	 * nothing */
+	bool want = deep && d.prefetch && !grouped && !chunked && g.n * (g.o / g.y) > 1;
 	ck_assert_msg((strstr(text, "prefetch(W[") != NULL) == want,
 		      "prefetch%s expected, c %lld h %lld w %lld o %lld k %lld\n%s", want ? "" : " not",
 		      (long long)g.c, (long long)g.h, (long long)g.w, (long long)g.o, (long long)g.k, sched);
