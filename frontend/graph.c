@@ -532,9 +532,12 @@ static bool infer_norm(const infer *c, int *ndim, int64_t *s)
 		return false;
 	if (!(c->a->epsilon > 0) || !isfinite(c->a->epsilon))
 		return fail(c, "epsilon must be positive, got %g", c->a->epsilon);
-	/* a layer norm adds it in float32, where a smaller one is 0 */
-	if (layer && !(ir_round_float(ts_float32, c->a->epsilon) > 0))
-		return fail(c, "epsilon %g rounds to 0 in float32", c->a->epsilon);
+	/* a layer norm adds it in float32, where a smaller one is 0 and a
+	 * larger one than float32's largest infinite */
+	double r = layer ? ir_round_float(ts_float32, c->a->epsilon) : 1;
+	if (!(r > 0) || isinf(r))
+		return fail(c, "epsilon %g rounds to %s in float32", c->a->epsilon,
+			    isinf(r) ? "infinity" : "0");
 	if (layer) {
 		if (!want_inputs(c, 2, 3))
 			return false;

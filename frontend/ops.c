@@ -532,11 +532,14 @@ static bool norm_check(ts_ctx *ctx, ts_tensor *X, ts_tensor *gamma, ts_tensor *b
 			 fe_shape_str(ctx, X), epsilon);
 		return false;
 	}
-	/* the kernel adds it in X's dtype: one that rounds to 0 there is 0 */
-	if (!(ir_round_float(X->dtype, epsilon) > 0)) {
+	/* the kernel adds it in X's dtype: one that rounds to 0 there is 0,
+	 * and one past its largest value is infinite (every output beta) */
+	double r = ir_round_float(X->dtype, epsilon);
+	if (!(r > 0) || isinf(r)) {
 		char b[24];
-		ts_error(ctx, TS_ERR_INVALID, "layer_norm: %s: epsilon %g rounds to 0 in %s",
-			 fe_shape_str(ctx, X), epsilon, ts_dtype_str(X->dtype, b));
+		ts_error(ctx, TS_ERR_INVALID, "layer_norm: %s: epsilon %g rounds to %s in %s",
+			 fe_shape_str(ctx, X), epsilon, isinf(r) ? "infinity" : "0",
+			 ts_dtype_str(X->dtype, b));
 		return false;
 	}
 	return true;

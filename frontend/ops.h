@@ -82,7 +82,9 @@ ts_tensor *ts_op_clip(ts_ctx *ctx, ts_tensor *X, double lo, double hi);
 
 /* Pads every dimension d of X with pad_before[d] and pad_after[d] elements
  * (each >= 0) of `value`, which must be one of X's dtype's values (an
- * integer dtype refuses 0.5 and values out of its range). */
+ * integer dtype refuses 0.5 and values out of its range; a float dtype
+ * rounds it, and refuses a finite value that would round to infinity,
+ * such as 1e10 in float16). */
 ts_tensor *ts_op_pad(ts_ctx *ctx, ts_tensor *X, const int64_t *pad_before,
 		     const int64_t *pad_after, double value);
 
@@ -149,7 +151,8 @@ ts_tensor *ts_op_softmax(ts_ctx *ctx, ts_tensor *X);
  * y = (x - mean) * (1 / sqrt(var + epsilon)) * gamma + beta (one
  * division per row, as softmax).  gamma and beta are
  * 1-D of extent n, of X's dtype; beta may be NULL (no shift); epsilon is
- * positive and finite. */
+ * positive and finite in X's dtype (refused where it rounds to 0 or to
+ * infinity there). */
 ts_tensor *ts_op_layer_norm(ts_ctx *ctx, ts_tensor *X, ts_tensor *gamma, ts_tensor *beta,
 			    double epsilon);
 

@@ -255,11 +255,15 @@ static bool check_pads(ts_ctx *ctx, const ts_tensor *X, const int64_t *pb, const
 	return true;
 }
 
-/* Whether v is one of dtype t's values exactly (a float dtype takes any). */
+/* Whether v is one of dtype t's values exactly; a float dtype takes any
+ * value it can round to, so not a finite one past its largest (1e10 in
+ * float16 would pad with infinity). */
 static bool value_fits(ts_dtype t, double v)
 {
 	double lo, top;
-	return !ir_int_range(t, &lo, &top) || (v == trunc(v) && v >= lo && v < top);
+	if (!ir_int_range(t, &lo, &top))
+		return !isfinite(v) || isfinite(ir_round_float(t, v));
+	return v == trunc(v) && v >= lo && v < top;
 }
 
 ts_tensor *ts_op_pad(ts_ctx *ctx, ts_tensor *X, const int64_t *pad_before,

@@ -367,6 +367,22 @@ START_TEST(test_float16_elementwise)
 }
 END_TEST
 
+/* uint64 elements read as double are unsigned: 2^63 and up were read
+ * through int64, as negative numbers. */
+START_TEST(test_elem_uint64_as_double)
+{
+	ts_dtype u64 = TS_DTYPE(TS_TYPE_UINT, 64);
+	uint64_t v[4] = {UINT64_MAX, UINT64_C(1) << 63, 12345, 0};
+	ck_assert_double_eq(ts_elem_get_f64(v, u64, 0), 0x1p64);
+	ck_assert_double_eq(ts_elem_get_f64(v, u64, 1), 0x1p63);
+	ck_assert_double_eq(ts_elem_get_f64(v, u64, 2), 12345);
+	ts_elem_set_f64(v, u64, 3, 1.5e19); /* stored and read back unsigned */
+	ck_assert_double_eq(ts_elem_get_f64(v, u64, 3), 1.5e19);
+	/* the int64 reading stays the bits, as documented */
+	ck_assert_int_eq(ts_elem_get_i64(v, u64, 0), -1);
+}
+END_TEST
+
 START_TEST(test_bool_bfloat16_int64)
 {
 	enum { N = 33 };
@@ -642,6 +658,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_int_ops);
 	tcase_add_test(tc, test_int_wrap_and_casts);
 	tcase_add_test(tc, test_float16_elementwise);
+	tcase_add_test(tc, test_elem_uint64_as_double);
 	tcase_add_test(tc, test_bool_bfloat16_int64);
 	tcase_add_test(tc, test_intrinsics);
 	tcase_add_test(tc, test_unbound_placeholder);

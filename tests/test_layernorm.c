@@ -306,7 +306,13 @@ START_TEST(layer_norm_refusals)
 	ts_tensor *Gh = ts_placeholder(ctx, "gh", TS_SHAPE(6), ts_float16);
 	FAILS_NULL(ctx, ts_op_layer_norm(ctx, Xh, Gh, NULL, 1e-8),
 		   "layer_norm: Xh[4, 6]: epsilon 1e-08 rounds to 0 in float16");
+	/* one past the dtype's largest value is infinite: every output beta */
+	FAILS_NULL(ctx, ts_op_layer_norm(ctx, X, G, NULL, 1e39),
+		   "layer_norm: X[4, 6]: epsilon 1e+39 rounds to infinity in float32");
+	FAILS_NULL(ctx, ts_op_layer_norm(ctx, Xh, Gh, NULL, 1e5),
+		   "layer_norm: Xh[4, 6]: epsilon 100000 rounds to infinity in float16");
 	ts_clear_error(ctx);
+	tu_nonnull(ctx, ts_op_layer_norm(ctx, Xh, Gh, NULL, 65504)); /* float16's largest */
 	tu_nonnull(ctx, ts_op_layer_norm(ctx, Xh, Gh, NULL, 1e-7)); /* a float16 subnormal */
 	ts_tensor *Xd = ts_placeholder(ctx, "Xd", TS_SHAPE(4, 6), ts_float64);
 	tu_nonnull(ctx, ts_op_layer_norm(ctx, Xd, Gd, NULL, 1e-50));

@@ -481,6 +481,9 @@ START_TEST(norm_softmax_bad_attributes)
 	NODE_FAILS(g, "ln", TS_GOP_LAYERNORM, 2, ((int[]){x, s}), &a, "epsilon must be positive, got 0");
 	a.epsilon = 1e-50; /* positive, but 0 in the float32 kernel */
 	NODE_FAILS(g, "ln", TS_GOP_LAYERNORM, 2, ((int[]){x, s}), &a, "epsilon 1e-50 rounds to 0 in float32");
+	a.epsilon = 1e39; /* finite, but infinite in the float32 kernel */
+	NODE_FAILS(g, "ln", TS_GOP_LAYERNORM, 2, ((int[]){x, s}), &a,
+		   "epsilon 1e+39 rounds to infinity in float32");
 	a.epsilon = -1;
 	NODE_FAILS(g, "ln", TS_GOP_LAYERNORM, 2, ((int[]){x, s}), &a, "epsilon must be positive, got -1");
 	a.epsilon = INFINITY;

@@ -416,6 +416,14 @@ START_TEST(integer_clip_and_pad_values)
 	FAILS_NULL(c, ts_op_pad(c, X, two, zero, NAN), "pad: X[6]: the value nan is not a int8 value");
 	ts_tensor *U = ts_placeholder(c, "U", TS_SHAPE(6), ts_uint8);
 	FAILS_NULL(c, ts_op_pad(c, U, two, zero, -1), "pad: U[6]: the value -1 is not a uint8 value");
+	/* a float dtype rounds the value, but not to infinity */
+	ts_tensor *H = ts_placeholder(c, "H", TS_SHAPE(6), ts_float16);
+	FAILS_NULL(c, ts_op_pad(c, H, two, zero, 1e10), "pad: H[6]: the value 1e+10 is not a float16 value");
+	ts_tensor *F = ts_placeholder(c, "F", TS_SHAPE(6), ts_float32);
+	FAILS_NULL(c, ts_op_pad(c, F, two, zero, -1e39), "pad: F[6]: the value -1e+39 is not a float32 value");
+	tu_nonnull(c, ts_op_pad(c, H, two, zero, -INFINITY)); /* infinity itself is a float16 value */
+	tu_nonnull(c, ts_op_pad(c, H, two, zero, 65504));
+	tu_nonnull(c, ts_op_pad(c, F, two, zero, 0.1)); /* rounded */
 	ts_tensor *L = ts_placeholder(c, "L", TS_SHAPE(6), ts_int64);
 	tu_nonnull(c, ts_op_pad(c, L, two, zero, -0x1p63)); /* int64's minimum, as max pooling pads */
 	ts_tensor *C = ts_op_clip(c, X, -2.5, 3.5), *W = ts_op_clip(c, X, -1000, 1000);
