@@ -150,16 +150,24 @@ static void judge(const double *s, int n, ts_timing *t)
 	judge_quantized(s, n, t);
 }
 
+/* Mean and population standard deviation, summed over s / max|s| so that
+ * samples near DBL_MAX do not overflow a sum (or a square) whose result
+ * is finite; an infinite or NaN sample gives an infinite or NaN result. */
 static void moments(const double *s, int n, ts_timing *out)
 {
+	double scale = 0;
+	for (int i = 0; i < n; i++)
+		scale = fabs(s[i]) > scale || isnan(s[i]) ? fabs(s[i]) : scale;
+	if (!(scale > 0) || isinf(scale))
+		scale = 1;
 	double sum = 0, var = 0;
 	for (int i = 0; i < n; i++)
-		sum += s[i];
+		sum += s[i] / scale;
 	double mean = sum / n;
 	for (int i = 0; i < n; i++)
-		var += (s[i] - mean) * (s[i] - mean);
-	out->mean = mean;
-	out->stddev = sqrt(var / n);
+		var += (s[i] / scale - mean) * (s[i] / scale - mean);
+	out->mean = mean * scale;
+	out->stddev = sqrt(var / n) * scale;
 }
 
 void ts_timing_from_samples(const double *s, int n, ts_timing *out)

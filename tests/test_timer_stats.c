@@ -194,6 +194,13 @@ START_TEST(test_nan_sample_any_position)
 	double big[6] = {1e308, 1.5e308, 1e308, 1.5e308, 1e308, 1.5e308};
 	ts_timing_from_samples(big, 6, &ta);
 	ck_assert_double_eq(ta.median, 1.25e308);
+	/* and so are the mean and the deviation (their sums overflowed) */
+	ck_assert_double_eq_tol(ta.mean, 1.25e308, 1e293);
+	ck_assert_double_eq_tol(ta.stddev, 0.25e308, 1e293);
+	double wide[6] = {1e308, 1e308, 1e308, 1e308, 1e308, -1e308};
+	ts_timing_from_samples(wide, 6, &ta);
+	ck_assert_double_eq_tol(ta.mean, 1e308 * (4.0 / 6), 1e293);
+	ck_assert(isfinite(ta.stddev) && ta.stddev > 7e307);
 }
 END_TEST
 
