@@ -49,11 +49,11 @@ static ts_module *build_fused(dense_run *r)
 {
 	ts_ctx *ctx = r->ctx;
 	const bench_gemm *g = r->g;
-	ts_matmul_cpu_params p = ts_matmul_cpu_default();
+	ts_matmul_cpu_params p = ts_matmul_cpu_default_for(g->N);
 	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(g->M, g->K), ts_float32);
 	ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(g->K, g->N), ts_float32);
 	ts_tensor *bias = ts_placeholder(ctx, "bias", TS_SHAPE(g->N), ts_float32);
-	ts_tensor *C = g->M >= 32 ? ts_op_matmul_packed(ctx, A, B, p.nr)
+	ts_tensor *C = ts_matmul_cpu_packs(g->M) ? ts_op_matmul_packed(ctx, A, B, p.nr)
 				  : ts_op_matmul(ctx, A, B, false, false);
 	ts_tensor *Y = ts_op_relu(ctx, ts_op_bias_add(ctx, C, bias, 1));
 	ts_schedule *s = Y ? ts_create_schedule(ctx, 1, &Y) : NULL;
@@ -67,10 +67,10 @@ static int build_separate(dense_run *r)
 {
 	ts_ctx *ctx = r->ctx;
 	const bench_gemm *g = r->g;
-	ts_matmul_cpu_params p = ts_matmul_cpu_default();
+	ts_matmul_cpu_params p = ts_matmul_cpu_default_for(g->N);
 	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(g->M, g->K), ts_float32);
 	ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(g->K, g->N), ts_float32);
-	ts_tensor *C = g->M >= 32 ? ts_op_matmul_packed(ctx, A, B, p.nr)
+	ts_tensor *C = ts_matmul_cpu_packs(g->M) ? ts_op_matmul_packed(ctx, A, B, p.nr)
 				  : ts_op_matmul(ctx, A, B, false, false);
 	ts_schedule *s = C ? ts_create_schedule(ctx, 1, &C) : NULL;
 	if (!s || ts_schedule_matmul_cpu(s, C, &p) != TS_OK)

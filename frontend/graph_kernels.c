@@ -796,15 +796,11 @@ static ts_schedule *matmul(kb *b, epi *ep, const gnode *n)
 	bool gemm = n->op == TS_GOP_GEMM;
 	bool ta = gemm && n->a.trans_a, tb = gemm && n->a.trans_b;
 	int64_t K = ta ? A->shape[0] : A->shape[A->ndim - 1];
-	ts_matmul_cpu_params mp = ts_matmul_cpu_default();
 	/* B packed at compile time leaves the kernel only the product: with
-	 * AVX-512, 8 x 48 blocks (24 accumulators of the 32 registers, three
-	 * vectors per row) beat 12 x 32 by 6-9% on the BERT layer at 1 and 2
-	 * threads (12 x 32 beat the default 6 x 32 by 4-6%) */
-	if (lanes() == 16) {
-		mp.mr = 8;
-		mp.nr = 48;
-	}
+	 * AVX-512 the 8 x 48 blocks of ts_matmul_cpu_default_for beat 12 x 32
+	 * by 6-9% on the BERT layer at 1 and 2 threads (12 x 32 beat 6 x 32 by
+	 * 4-6%) */
+	ts_matmul_cpu_params mp = ts_matmul_cpu_default_for(Y->shape[Y->ndim - 1]);
 	/* read now: packing B adds a constant, which may move e->xv */
 	bool b2d = B->ndim == 2, b_const = B->is_const;
 	if (gemm) {

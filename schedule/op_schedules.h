@@ -94,13 +94,30 @@ typedef struct ts_matmul_cpu_params {
 	ts_pack_mode pack; /* where B is packed (TS_PACK_AUTO: 0) */
 } ts_matmul_cpu_params;
 
-/* Parameters suited to the host's vector width (AVX-512: nr 32; else 16). */
+/* Parameters suited to the host's vector width (AVX-512: 6 x 32 blocks;
+ * else 4 x 16), whatever the shape. */
 ts_matmul_cpu_params ts_matmul_cpu_default(void);
+/* The default for a product of n columns (C[M, n]): with AVX-512, 8 x 48
+ * blocks (three vectors a row) where 48-wide panels waste at most 1% of
+ * the columns more than 32-wide ones (n = 768, 1000, 2048, 3072), else
+ * 6 x 32 (n = 256, 512, 1024); elsewhere, and for n < 1,
+ * ts_matmul_cpu_default().  Schedules given no parameters use it on C's
+ * constant column count; the graph layer, tessera-bench and the tuner
+ * pack B into panels of its nr. */
+ts_matmul_cpu_params ts_matmul_cpu_default_for(int64_t n);
+/* Whether a product of m rows (C[m, N]) is faster with B packed
+ * (ts_op_matmul_packed) than read in place (ts_op_matmul): packing is a
+ * pass over B that pays where many row blocks reuse each panel: from 512
+ * rows with AVX-512, 32 elsewhere.  tessera-bench and the tuner's default
+ * follow it; the graph layer packs constant weights once, at compile
+ * time. */
+bool ts_matmul_cpu_packs(int64_t m);
 /* Schedules C = ts_op_matmul_packed(A, B, p->nr) (its Bp stage included),
  * or a plain ts_op_matmul(A, B) without transposes, which suits few rows
  * and symbolic shapes (packing needs constant extents).  p NULL: the
- * default, with kunroll 1 when A or B has a symbolic inner extent (rows a
- * run-time stride apart each take an address register). */
+ * default for C's columns (ts_matmul_cpu_default_for; its nr the panels'
+ * where B is packed), with kunroll 1 when A or B has a symbolic inner
+ * extent (rows a run-time stride apart each take an address register). */
 ts_status ts_schedule_matmul_cpu(ts_schedule *s, ts_tensor *C, const ts_matmul_cpu_params *p);
 
 /* The longest elementwise epilogue ts_schedule_dense_cpu,
@@ -128,7 +145,7 @@ ts_status ts_schedule_dense_cpu(ts_schedule *s, ts_tensor *Y, const ts_matmul_cp
  * each fused into one (parallel) loop, the tile accumulated over the whole
  * K in a local block (k outermost, the mr rows unrolled, the nr columns one
  * vector) and the epilogue applied to it before the one store.  mr and nr
- * are clamped to M and N; p NULL: ts_matmul_cpu_default(). */
+ * are clamped to M and N; p NULL: ts_matmul_cpu_default_for(N). */
 ts_status ts_schedule_batch_matmul_cpu(ts_schedule *s, ts_tensor *Y, const ts_matmul_cpu_params *p);
 
 /* How a convolution reads its padded input.  TS_PAD_COPY: a padded copy

@@ -160,15 +160,15 @@ static void add_factor(ts_tune_space *sp, const char *name, int64_t def, int64_t
 static void space_matmul(ts_tune_task *t)
 {
 	ts_tune_space *sp = &t->space;
-	ts_matmul_cpu_params d = ts_matmul_cpu_default();
 	int64_t M = t->shape[t->nshape - 3];
+	ts_matmul_cpu_params d = ts_matmul_cpu_default_for(t->shape[t->nshape - 2]);
 	sp->kind = KIND_MATMUL;
 	add_param(sp, "mr", 7, (int64_t[]){d.mr, 1, 2, 3, 4, 6, 8});
 	add_param(sp, "nr", 6, (int64_t[]){d.nr, 8, 16, 32, 48, 64});
 	add_param(sp, "kunroll", 5, (int64_t[]){d.kunroll, 1, 2, 8, 16});
 	add_param(sp, "parallel", 2, (int64_t[]){d.parallel, !d.parallel});
 	/* packing B pays off only when many rows reuse each panel */
-	add_param(sp, "pack", 2, (int64_t[]){M >= 32, M < 32});
+	add_param(sp, "pack", 2, (int64_t[]){ts_matmul_cpu_packs(M), !ts_matmul_cpu_packs(M)});
 	/* and where: ts_pack_mode */
 	add_param(sp, "pack_at", 3, (int64_t[]){d.pack, TS_PACK_AHEAD, TS_PACK_PANEL});
 }
@@ -179,7 +179,7 @@ static void space_matmul(ts_tune_task *t)
 static void space_batch_matmul(ts_tune_task *t)
 {
 	ts_tune_space *sp = &t->space;
-	ts_matmul_cpu_params d = ts_matmul_cpu_default();
+	ts_matmul_cpu_params d = ts_matmul_cpu_default_for(t->shape[t->nshape - 2]);
 	sp->kind = KIND_BATCH_MATMUL;
 	add_param(sp, "blocked", 2, (int64_t[]){0, 1});
 	add_param(sp, "mr", 7, (int64_t[]){d.mr, 1, 2, 3, 4, 6, 8});

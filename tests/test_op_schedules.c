@@ -85,6 +85,52 @@ END_TEST
  * refused by name; a dense Y that is the matmul is refused as dense's.
  * Bp as an output of the schedule is packed ahead by default (a panel
  * buffer would not be Bp), and per panel refused by compute_at. */
+/* The default by column count: with AVX-512, 8 x 48 where 48-wide panels
+ * waste at most 1% of the columns more than 32-wide ones, else 6 x 32;
+ * with AVX2 the one default.  A schedule given no parameters uses it, its
+ * columns as wide as B's panels where B is packed.  Whether to pack, by
+ * row count. */
+START_TEST(test_matmul_cpu_default_for)
+{
+	ts_matmul_cpu_params d = ts_matmul_cpu_default();
+	bool wide = ts_cpu_vector_lanes() == 16;
+	int64_t three[] = {48, 96, 768, 1000, 2048, 2304, 3072, INT64_MAX - 15};
+	int64_t two[] = {1, 16, 32, 64, 256, 512, 1024, 0, -48, INT64_MIN};
+	for (size_t i = 0; i < TS_COUNT_OF(three); i++) {
+		ts_matmul_cpu_params p = ts_matmul_cpu_default_for(three[i]);
+		ck_assert_msg(p.mr == (wide ? 8 : d.mr) && p.nr == (wide ? 48 : d.nr), "n %lld: %lld x %lld",
+			      (long long)three[i], (long long)p.mr, (long long)p.nr);
+		ck_assert(p.kunroll == d.kunroll && p.parallel == d.parallel && p.pack == d.pack);
+	}
+	for (size_t i = 0; i < TS_COUNT_OF(two); i++) {
+		ts_matmul_cpu_params p = ts_matmul_cpu_default_for(two[i]);
+		ck_assert_msg(p.mr == d.mr && p.nr == d.nr, "n %lld: %lld x %lld", (long long)two[i],
+			      (long long)p.mr, (long long)p.nr);
+	}
+	/* B packed from 512 rows with AVX-512, 32 elsewhere */
+	int64_t from = wide ? 512 : 32;
+	ck_assert(ts_matmul_cpu_packs(from) && ts_matmul_cpu_packs(INT64_MAX));
+	ck_assert(!ts_matmul_cpu_packs(from - 1) && !ts_matmul_cpu_packs(0) && !ts_matmul_cpu_packs(INT64_MIN));
+	/* NULL parameters: 96 columns in tiles of the default for 96, or of
+	 * the packing's panels; results checked on 37 rows */
+	for (int packed = 0; packed < 3; packed++) {
+		ts_ctx *ctx = ts_ctx_new();
+		ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(37, 20), ts_float32);
+		ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(20, 96), ts_float32);
+		int64_t panel = packed == 1 ? ts_matmul_cpu_default().nr : ts_matmul_cpu_default_for(96).nr;
+		ts_tensor *C = packed ? ts_op_matmul_packed(ctx, A, B, panel) : ts_op_matmul(ctx, A, B, false, false);
+		ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+		tu_ok(ctx, ts_schedule_matmul_cpu(s, C, NULL));
+		char want[64];
+		snprintf(want, sizeof want, "split j -> j.outer, j.inner (factor %lld)",
+			 (long long)(packed ? panel : ts_matmul_cpu_default_for(96).nr));
+		ck_assert_msg(strstr(ts_schedule_str(s), want), "%s", ts_schedule_str(s));
+		tu_check_func(ctx, ts_lower(s, "gemm", 3, (ts_tensor *[]){A, B, C}), 1e-4);
+		ts_ctx_free(ctx);
+	}
+}
+END_TEST
+
 START_TEST(test_matmul_cpu_refusals)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -485,6 +531,7 @@ int main(void)
 	tcase_add_test(tc, test_matmul_cpu);
 	tcase_add_test(tc, test_matmul_cpu_plain);
 	tcase_add_test(tc, test_matmul_cpu_pack);
+	tcase_add_test(tc, test_matmul_cpu_default_for);
 	tcase_add_test(tc, test_matmul_cpu_refusals);
 	tcase_add_test(tc, test_batch_matmul_cpu);
 	tcase_add_test(tc, test_conv2d_nchwc_cpu);
