@@ -70,8 +70,9 @@ extern "C" {
  * depthwise records are for the NCHW[x]c schedule; 0.3: conv2d records
  * carry the pad mode; 0.4: matmul records carry where B is packed
  * (pack_at); 0.5: conv2d is timed on the kernel alone, its conversions
- * outside; 0.6: conv2d records carry rc_block, the reduction's chunks. */
-#define TS_TUNE_VERSION "0.6"
+ * outside; 0.6: conv2d records carry rc_block, the reduction's chunks;
+ * 0.7: matmul records (K above 128) carry kc, the reduction's chunks. */
+#define TS_TUNE_VERSION "0.7"
 
 typedef struct ts_tune_space {
 	const char *kind;  /* "matmul", "batch_matmul", "conv2d", "softmax", "generic" */

@@ -171,6 +171,11 @@ static void space_matmul(ts_tune_task *t)
 	add_param(sp, "pack", 2, (int64_t[]){ts_matmul_cpu_packs(M), !ts_matmul_cpu_packs(M)});
 	/* and where: ts_pack_mode */
 	add_param(sp, "pack_at", 3, (int64_t[]){d.pack, TS_PACK_AHEAD, TS_PACK_PANEL});
+	/* the reduction in chunks (ts_matmul_cpu_params.kc), where C is the
+	 * result in memory: a long K, without an epilogue */
+	int64_t K = t->shape[t->nshape - 1];
+	if (!strcmp(t->op, "matmul") && K > 128)
+		add_param(sp, "kc", 4, (int64_t[]){d.kc, 128, 256, 512});
 }
 
 /* Batch matmul: the default schedule (blocked 0), or each batch's matmul
@@ -642,7 +647,8 @@ static ts_status schedule_task(ts_schedule *s, const ts_tune_task *t, const ts_t
 		ts_matmul_cpu_params p = {.mr = tune_param(sp, c, "mr", 4), .nr = tune_param(sp, c, "nr", 16),
 					  .kunroll = tune_param(sp, c, "kunroll", 4),
 					  .parallel = tune_param(sp, c, "parallel", 1) != 0,
-					  .pack = (ts_pack_mode)tune_param(sp, c, "pack_at", TS_PACK_AUTO)};
+					  .pack = (ts_pack_mode)tune_param(sp, c, "pack_at", TS_PACK_AUTO),
+					  .kc = tune_param(sp, c, "kc", 0)};
 		return ts_schedule_dense_cpu(s, out, &p);
 	}
 	if (!strcmp(sp->kind, "conv2d"))

@@ -178,6 +178,40 @@ START_TEST(bad_params_and_nulls)
 }
 END_TEST
 
+/* The reduction in chunks accumulates C in memory: with an epilogue, or a
+ * batch's tile, it is refused before the schedule changes (which then
+ * takes kc 0); dense without an epilogue is the matmul and takes it. */
+START_TEST(k_chunks_need_the_sum_in_memory)
+{
+	mm m = matmul(8, 12, 40);
+	ts_ctx *ctx = m.ctx;
+	ts_tensor *Y = ts_op_relu(ctx, m.C);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+	ts_matmul_cpu_params p = {.mr = 4, .nr = 8, .kunroll = 2, .kc = 16};
+	ck_assert_int_eq(ts_schedule_dense_cpu(s, Y, &p), TS_ERR_INVALID);
+	tu_assert_error(ctx, "schedule_dense_cpu(relu): parameter kc is 16; the reduction in chunks "
+			     "accumulates C in memory, so it applies to a matmul without an epilogue (kc 0 here)");
+	ts_clear_error(ctx);
+	p.kc = 0;
+	tu_ok(ctx, ts_schedule_dense_cpu(s, Y, &p));
+	tu_check_func(ctx, ts_lower(s, "dense", 3, (ts_tensor *[]){m.A, m.B, Y}), 1e-4);
+	ts_schedule *s2 = ts_create_schedule(ctx, 1, &m.C);
+	p.kc = 16;
+	tu_ok(ctx, ts_schedule_dense_cpu(s2, m.C, &p));
+	tu_check_func(ctx, ts_lower(s2, "chunks", 3, (ts_tensor *[]){m.A, m.B, m.C}), 1e-4);
+	ts_tensor *A = ts_placeholder(ctx, "A3", TS_SHAPE(2, 8, 40), ts_float32);
+	ts_tensor *B = ts_placeholder(ctx, "B3", TS_SHAPE(2, 40, 12), ts_float32);
+	ts_tensor *C = ts_op_batch_matmul(ctx, A, B, false, false);
+	ts_schedule *s3 = ts_create_schedule(ctx, 1, &C);
+	ck_assert_int_eq(ts_schedule_batch_matmul_cpu(s3, C, &p), TS_ERR_INVALID);
+	tu_assert_error(ctx, "schedule_batch_matmul_cpu(batch_matmul): parameter kc is 16");
+	ts_clear_error(ctx);
+	p.kc = 0;
+	tu_ok(ctx, ts_schedule_batch_matmul_cpu(s3, C, &p));
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(gelu_of_integers)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -501,6 +535,7 @@ int main(void)
 	tcase_add_test(tc, chain_stage_is_output);
 	tcase_add_test(tc, no_matmul);
 	tcase_add_test(tc, bad_params_and_nulls);
+	tcase_add_test(tc, k_chunks_need_the_sum_in_memory);
 	tcase_add_test(tc, gelu_of_integers);
 	tcase_add_test(tc, conv_reduction_after);
 	tcase_add_test(tc, conv_cropping_stage);

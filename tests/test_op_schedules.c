@@ -80,6 +80,60 @@ START_TEST(test_matmul_cpu_pack)
 }
 END_TEST
 
+/* The reduction in chunks of kc: chunks that divide K and that do not
+ * (a partial last chunk), rows, columns and unroll steps the blocks do not
+ * divide, B packed (each mode) or read in place, serial and parallel; the
+ * interpreter and the LLVM build give the reference.  A kc of K or more is
+ * the whole reduction in registers (a local tile); below, C accumulates
+ * in place, its chunk loop between the panels and the row tiles. */
+static void check_k_chunks(int64_t kc, int64_t kunroll, bool packed, ts_pack_mode mode, bool parallel)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(21, 53), ts_float32);
+	ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(53, 45), ts_float32);
+	ts_tensor *C = packed ? ts_op_matmul_packed(ctx, A, B, 16) : ts_op_matmul(ctx, A, B, false, false);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_matmul_cpu_params p = {.mr = 4, .nr = 16, .kunroll = kunroll, .parallel = parallel,
+				  .pack = mode, .kc = kc};
+	tu_ok(ctx, ts_schedule_matmul_cpu(s, C, &p));
+	ts_func *f = ts_lower(s, "gemm", 3, (ts_tensor *[]){A, B, C});
+	tu_nonnull(ctx, f);
+	char what[96];
+	snprintf(what, sizeof what, "kc %lld, kunroll %lld, packed %d, pack %d, parallel %d", (long long)kc,
+		 (long long)kunroll, (int)packed, (int)mode, (int)parallel);
+	tu_set_context(what);
+	tu_check_func(ctx, f, 1e-4);
+	tu_check_func_llvm(ctx, f, NULL, 1e-4);
+	tu_set_context(NULL);
+	const char *sched = ts_schedule_str(s), *ir = ir_func_str(ctx, f);
+	bool chunked = kc < 53;
+	ck_assert_msg((strstr(ir, " in local") == NULL) == chunked, "%s: local tile %s expected:\n%s", what,
+		      chunked ? "not" : "", ir);
+	if (chunked) {
+		ck_assert_msg(strstr(sched, "loops: i.outer") == NULL && strstr(sched, "j.outer[") <
+				      strstr(sched, "k.outer[") && strstr(sched, "k.outer[") < strstr(sched, "i.outer["),
+			      "%s: panels, chunks, rows expected:\n%s", what, sched);
+		if (parallel)
+			ck_assert_msg(strstr(sched, "j.outer[3]@parallel"), "%s:\n%s", what, sched);
+	}
+	ts_ctx_free(ctx);
+}
+
+START_TEST(test_matmul_cpu_k_chunks)
+{
+	static const ts_pack_mode modes[] = {TS_PACK_AUTO, TS_PACK_AHEAD, TS_PACK_PANEL};
+	for (int par = 0; par < 2; par++) {
+		check_k_chunks(16, 4, false, TS_PACK_AUTO, par); /* 3 chunks and 5 left */
+		check_k_chunks(20, 3, false, TS_PACK_AUTO, par);
+		check_k_chunks(1, 1, false, TS_PACK_AUTO, par);
+		for (int m = 0; m < 3; m++)
+			check_k_chunks(24, 4, true, modes[m], par);
+	}
+	check_k_chunks(53, 4, false, TS_PACK_AUTO, true); /* the whole K: a local tile */
+	check_k_chunks(INT64_MAX, 4, true, TS_PACK_AUTO, true);
+}
+END_TEST
+
 /* Parameters and stages refused before anything changes: the schedule
  * still takes the defaults afterwards.  A stage scheduled already is
  * refused by name; a dense Y that is the matmul is refused as dense's.
@@ -151,6 +205,11 @@ START_TEST(test_matmul_cpu_refusals)
 	p.pack = (ts_pack_mode)-1;
 	ck_assert_int_eq(ts_schedule_dense_cpu(s, C, &p), TS_ERR_INVALID);
 	tu_assert_error(ctx, "schedule_dense_cpu: parameter pack must be");
+	ts_clear_error(ctx);
+	p = ts_matmul_cpu_default();
+	p.kc = -1;
+	ck_assert_int_eq(ts_schedule_matmul_cpu(s, C, &p), TS_ERR_INVALID);
+	tu_assert_error(ctx, "schedule_matmul_cpu: parameter kc must be 0 (the whole reduction at once) or positive, got -1");
 	ts_clear_error(ctx);
 	tu_ok(ctx, ts_schedule_matmul_cpu(s, C, NULL));
 	tu_check_func(ctx, ts_lower(s, "gemm", 3, (ts_tensor *[]){A, B, C}), 1e-4);
@@ -531,6 +590,7 @@ int main(void)
 	tcase_add_test(tc, test_matmul_cpu);
 	tcase_add_test(tc, test_matmul_cpu_plain);
 	tcase_add_test(tc, test_matmul_cpu_pack);
+	tcase_add_test(tc, test_matmul_cpu_k_chunks);
 	tcase_add_test(tc, test_matmul_cpu_default_for);
 	tcase_add_test(tc, test_matmul_cpu_refusals);
 	tcase_add_test(tc, test_batch_matmul_cpu);

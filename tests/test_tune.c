@@ -115,6 +115,15 @@ static uint64_t rng(uint64_t *s)
 	return *s >> 33;
 }
 
+/* The index of parameter `name` in the space, or -1. */
+static int param_index(const ts_tune_space *sp, const char *name)
+{
+	for (int i = 0; i < sp->nparams; i++)
+		if (!strcmp(sp->name[i], name))
+			return i;
+	return -1;
+}
+
 /* Random candidates of the task's space: each refused by a primitive (with
  * a message) or equal to the reference. */
 static void check_space(const char *op, int n, const int64_t *shape, int samples)
@@ -151,6 +160,19 @@ START_TEST(test_space_matmul)
 	check_space("matmul", TS_SHAPE(13, 37, 11), 10);
 	check_space("dense", TS_SHAPE(9, 21, 13), 8);
 	check_space("batch_matmul", TS_SHAPE(2, 7, 19, 5), 12);
+	/* a long K: the reduction's chunks (kc) are a parameter of matmul's
+	 * space (C in memory), not of dense's (its epilogue reads the sum in
+	 * registers); candidates with partial chunks give the reference */
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tune_task m = task(ctx, "matmul", TS_SHAPE(13, 37, 300)), d = task(ctx, "dense", TS_SHAPE(13, 37, 300));
+	ts_tune_task k = task(ctx, "matmul", TS_SHAPE(13, 37, 128));
+	ck_assert_int_ge(param_index(&m.space, "kc"), 0);
+	ck_assert_int_lt(param_index(&d.space, "kc"), 0);
+	ck_assert_int_lt(param_index(&k.space, "kc"), 0); /* nothing to chunk */
+	ck_assert_int_eq(m.space.nchoice[param_index(&m.space, "kc")], 4);
+	ck_assert_int_eq(m.space.choice[param_index(&m.space, "kc")][0], 0);
+	ts_ctx_free(ctx);
+	check_space("matmul", TS_SHAPE(13, 37, 300), 12);
 }
 END_TEST
 
