@@ -220,6 +220,14 @@ static ts_status compile(ts_ctx *ctx, const ts_func *f, cg_cuda_module *m, ts_ph
 ts_status cg_cuda_build(ts_ctx *ctx, const ts_func *f, const char *target, cg_cuda_module **out,
 			ts_phase_times *times)
 {
+	if (out)
+		*out = NULL;
+	if (!f || !target || !out)
+		return ts_error(ctx, TS_ERR_INVALID, "cuda build: NULL %s",
+				!f ? "function" : !target ? "target" : "module pointer");
+	ts_phase_times ignored;
+	if (!times) /* the caller does not want them */
+		times = &ignored;
 	cg_cuda_module *m = calloc(1, sizeof(*m));
 	*out = m;
 	if (!m)

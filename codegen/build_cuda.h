@@ -14,6 +14,9 @@
 
 typedef struct cg_cuda_module cg_cuda_module;
 
+/* Compiles f's kernels with NVRTC for target's architecture (and loads
+ * them where there is a GPU) into *out, which the caller frees even on
+ * failure; times may be NULL. */
 ts_status cg_cuda_build(ts_ctx *ctx, const ts_func *f, const char *target, cg_cuda_module **out,
 			ts_phase_times *times);
 /* args are device arrays (ts_cuda_array_new) in f's parameter order. */

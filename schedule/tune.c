@@ -93,10 +93,20 @@ static double cost_batch_matmul(const ts_tune_task *t, const ts_tune_cand *c)
 	return cost_matmul(t, c);
 }
 
+/* ow_block 0 is the schedule's own choice (ts_conv2d_cpu_ow_block of the
+ * channel block), as wide as the output row at most: taken literally it
+ * scored the default, and every neighbour keeping it, infinite, so the
+ * search never measured them. */
 static double cost_conv2d(const ts_tune_task *t, const ts_tune_cand *c)
 {
 	const ts_tune_space *sp = &t->space;
-	double ow = (double)tune_param(sp, c, "ow_block", 14), oc = (double)tune_param(sp, c, "oc_block", 16);
+	const int64_t *s = t->shape; /* N C H W K R S stride pad */
+	int64_t owb = tune_param(sp, c, "ow_block", 14), ocb = tune_param(sp, c, "oc_block", 16);
+	int64_t row = (s[3] + 2 * s[8] - s[6]) / s[7] + 1;
+	if (owb == 0)
+		owb = ts_conv2d_cpu_ow_block(ocb);
+	owb = owb < row ? owb : row;
+	double ow = (double)(owb > 1 ? owb : 1), oc = (double)ocb;
 	double lanes = t->lanes, vecs = ow * ceil(oc / lanes);
 	double vec = oc >= lanes ? 1 : oc / lanes;
 	double reuse = ow * ceil(oc / lanes) / (ow + ceil(oc / lanes));

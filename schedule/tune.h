@@ -98,7 +98,8 @@ typedef struct ts_tune_task {
 	ts_tune_space space;     /* a caller may narrow a parameter's choices
 				  * (the graph holds channel blocks at one) */
 	uint64_t seal;           /* ts_tune_task_init's hash of the fields above
-				  * the space: a task changed since is refused */
+				  * the space and of the space's parameter
+				  * names: a task changed since is refused */
 } ts_tune_task;
 
 /* The operators and their shapes (every extent >= 1, every tensor below
@@ -259,7 +260,7 @@ ts_tune_log *ts_tune_log_load(ts_ctx *ctx, const char *path);
  * NULL (and TS_OK) when there is none.  A matching record
  * tuned with another tessera version, CPU or CPU features, or whose
  * parameters are not the task's, is refused with an error naming the
- * field and the line. */
+ * field and the line (*rec NULL, *c unchanged). */
 ts_status ts_tune_log_lookup(ts_ctx *ctx, const ts_tune_log *log, const ts_tune_task *t,
 			     ts_tune_cand *c, const ts_tune_record **rec);
 /* The task lowered with the log's record, or with the default schedule

@@ -552,10 +552,19 @@ ts_status ts_tune_log_lookup(ts_ctx *ctx, const ts_tune_log *log, const ts_tune_
 		if (!best[rank])
 			best[rank] = r;
 	}
-	for (int k = 0; k < 4 && !*rec; k++)
-		*rec = best[k];
-	if (*rec)
-		return record_params(ctx, log, *rec, t, c);
+	const ts_tune_record *found = NULL;
+	for (int k = 0; k < 4 && !found; k++)
+		found = best[k];
+	if (found) {
+		/* *rec and *c only for a record the space takes: on an error the
+		 * caller finds no record, and its candidate unchanged */
+		ts_tune_cand got = *c;
+		if (record_params(ctx, log, found, t, &got) != TS_OK)
+			return ts_last_status(ctx);
+		*c = got;
+		*rec = found;
+		return TS_OK;
+	}
 	if (!foreign)
 		return TS_OK;
 	const char *want, *field = foreign_field(foreign, cpu, feat, &want);

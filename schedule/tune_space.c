@@ -84,14 +84,19 @@ static const char *kind_of(const char *op)
 }
 
 /* FNV-1a over what ts_tune_task_init fixed: operator, extents, dtype,
- * target and lanes (not the space, which a caller may narrow). */
+ * target, lanes and the space's parameters by name (not their choices,
+ * which a caller may narrow): a parameter renamed was ignored by the
+ * schedule and written unescaped into the log, one dropped lowered the
+ * default. */
 static uint64_t task_seal(const ts_tune_task *t)
 {
 	uint64_t h = 0xcbf29ce484222325u;
-	const unsigned char *parts[5] = {(const void *)t->op, (const void *)&t->nshape, (const void *)t->shape,
-					 (const void *)t->target, (const void *)&t->lanes};
-	size_t len[5] = {sizeof t->op, sizeof t->nshape, sizeof t->shape, sizeof t->target, sizeof t->lanes};
-	for (int p = 0; p < 5; p++)
+	const unsigned char *parts[7] = {(const void *)t->op, (const void *)&t->nshape, (const void *)t->shape,
+					 (const void *)t->target, (const void *)&t->lanes,
+					 (const void *)&t->space.nparams, (const void *)t->space.name};
+	size_t len[7] = {sizeof t->op, sizeof t->nshape, sizeof t->shape, sizeof t->target, sizeof t->lanes,
+			 sizeof t->space.nparams, sizeof t->space.name};
+	for (int p = 0; p < 7; p++)
 		for (size_t i = 0; i < len[p]; i++)
 			h = (h ^ parts[p][i]) * 0x100000001b3u;
 	h = (h ^ (uint64_t)t->dtype.code) * 0x100000001b3u;
@@ -117,7 +122,7 @@ ts_status tune_task_check(ts_ctx *ctx, const ts_tune_task *t, const char *what)
 			return ts_error(ctx, TS_ERR_INVALID, "%s: task %s: parameter %d is malformed", what, t->op, i);
 	if (t->seal != task_seal(t))
 		return ts_error(ctx, TS_ERR_INVALID, "%s: task %s changed since ts_tune_task_init made it (its "
-				"extents, dtype, target or lanes)", what, t->op);
+				"extents, dtype, target, lanes or parameter names)", what, t->op);
 	return TS_OK;
 }
 
@@ -219,8 +224,10 @@ static void space_conv2d(ts_tune_task *t)
 	add_param(sp, "oh_block", 4, (int64_t[]){d.oh_block, 1, 2, 4});
 	add_param(sp, "parallel", 2, (int64_t[]){d.parallel, !d.parallel});
 	add_param(sp, "pad", 3, (int64_t[]){d.pad, TS_PAD_COPY, TS_PAD_INLINE});
-	/* input-channel blocks per reduction chunk; 1 << 30: no chunks */
-	add_param(sp, "rc_block", 6, (int64_t[]){d.rc_block, 1, 2, 4, 8, 1 << 30});
+	/* input-channel blocks per reduction chunk; C (as many blocks as
+	 * any input block leaves, or more): no chunks, where C is a value a
+	 * candidate may take (1 << 30 was refused by every later call) */
+	add_param(sp, "rc_block", C <= TUNE_MAX_VALUE ? 6 : 5, (int64_t[]){d.rc_block, 1, 2, 4, 8, C});
 	/* the blocks tessera-bench and the graph layer use
 	 * (ts_conv2d_cpu_out_block_for: one vector of output channels, two
 	 * where the CPU has 32 vector registers, four on AVX2's wide rows; the

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "build_cuda.h"
 #include "cg_kernels.h"
 #include "nvrtc.h"
 #include "cuda_test.h"
@@ -166,6 +167,34 @@ START_TEST(test_bad_arch)
 	ck_assert_int_eq(cg_nvrtc_compile(ctx, "", "k", "sm_20", &r), TS_ERR_UNSUPPORTED);
 	tu_assert_error(ctx, "nvrtc: architecture sm_20 is not supported by NVRTC");
 	cg_nvrtc_result_free(&r);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* The CUDA builder behind ts_build takes NULL phase times (it wrote
+ * through them) and refuses NULL arguments by name. */
+START_TEST(test_cuda_build_args)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(100), ts_float32);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_tensor *B = ts_compute(ctx, "B", TS_SHAPE(100), TS_VARS(i),
+				  ts_add(ctx, TS_READ(ctx, A, i), ts_float(ctx, 1)));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &B);
+	tu_ok(ctx, ts_schedule_default_cuda(s, 64));
+	ts_func *f = ts_lower(s, "vadd1", 2, (ts_tensor *[]){A, B});
+	tu_nonnull(ctx, f);
+	cg_cuda_module *m = NULL;
+	tu_ok(ctx, cg_cuda_build(ctx, f, "cuda -arch=sm_80", &m, NULL));
+	ck_assert_ptr_nonnull(m);
+	cg_cuda_free(m);
+	m = (cg_cuda_module *)ctx; /* overwritten */
+	ck_assert_int_eq(cg_cuda_build(ctx, NULL, "cuda -arch=sm_80", &m, NULL), TS_ERR_INVALID);
+	ck_assert_ptr_null(m);
+	tu_assert_error(ctx, "cuda build: NULL function");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(cg_cuda_build(ctx, f, "cuda -arch=sm_80", NULL, NULL), TS_ERR_INVALID);
+	tu_assert_error(ctx, "cuda build: NULL module pointer");
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -572,6 +601,7 @@ int main(void)
 
 	Suite *s = suite_create("cuda");
 	TCase *tc = tcase_create("no_nvrtc");
+	tcase_add_test(tc, test_cuda_build_args);
 	tcase_add_test(tc, test_parse_target);
 	tcase_add_test(tc, test_missing_nvrtc);
 	tcase_add_test(tc, test_no_driver);

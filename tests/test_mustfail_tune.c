@@ -242,10 +242,14 @@ START_TEST(test_log_wrong_params)
 	tu_ok(ctx, ts_tune_task_init(ctx, &t, "matmul", TS_SHAPE(4, 4, 4)));
 	ts_tune_log *log = ts_tune_log_load(ctx, path);
 	tu_nonnull(ctx, log);
-	ts_tune_cand c;
-	const ts_tune_record *rec;
+	ts_tune_cand c = {{7}};
+	const ts_tune_record *rec = (const ts_tune_record *)log;
 	ck_assert_int_eq(ts_tune_log_lookup(ctx, log, &t, &c, &rec), TS_ERR_INVALID);
 	tu_assert_error(ctx, ":1: field params: no parameter pack (the matmul space's)");
+	/* no record found, the candidate untouched */
+	ck_assert_ptr_null(rec);
+	ck_assert_int_eq(c.v[0], 7);
+	ck_assert_int_eq(c.v[1], 0);
 	/* the reader takes the values the writer writes, 0 to 4096 */
 	f = fopen(path, "w");
 	fprintf(f, "{\"tessera\": \"%s\", \"op\": \"matmul\", \"shape\": [4, 4, 4], \"dtype\": \"float32\", "
@@ -280,7 +284,7 @@ START_TEST(test_forged_task)
 	tu_ok(ctx, ts_tune_task_init(ctx, &pool, "pool", TS_SHAPE(1, 8, 8, 8, 3, 1, 1)));
 	/* refused at init (2^32 elements): no task for any later call */
 	ck_assert_int_ne(ts_tune_task_init(ctx, &big, "matmul", TS_SHAPE(65536, 65536, 1)), TS_OK);
-	for (int k = 0; k < 10; k++) {
+	for (int k = 0; k < 13; k++) {
 		ts_tune_task t = k == 5 ? pool : good;
 		if (k == 0)
 			t.nshape = 11;
@@ -300,6 +304,12 @@ START_TEST(test_forged_task)
 			memset(t.target, 'l', sizeof t.target);
 		else if (k == 8)
 			t.lanes = 1000;
+		else if (k == 10) /* the log would hold a name it cannot read */
+			snprintf(t.space.name[5], TS_TUNE_NAME, "pack\"at");
+		else if (k == 11) /* the schedule would ignore it: a default */
+			snprintf(t.space.name[0], TS_TUNE_NAME, "rows");
+		else if (k == 12)
+			t.space.nparams = 0;
 		else
 			t = big;
 		ts_clear_error(ctx);

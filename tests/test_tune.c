@@ -197,6 +197,28 @@ START_TEST(test_space_conv2d)
 		tu_check_func_llvm(cc, f, NULL, 1e-4);
 		ts_ctx_free(cc);
 	}
+	/* the cost model ranks the default (ow_block 0: the schedule's own
+	 * choice) and its neighbours, which it scored infinite */
+	ts_tune_cand def = ts_tune_default(&t);
+	ck_assert(isfinite(ts_tune_cost(&t, &def)) && ts_tune_cost(&t, &def) > 0);
+	def.v[pad] = TS_PAD_INLINE;
+	ck_assert(isfinite(ts_tune_cost(&t, &def)));
+	/* every reduction-chunk choice is a value a candidate may take: "no
+	 * chunks" lowers, is logged and read back */
+	int rc = param_index(&t.space, "rc_block");
+	ck_assert_int_ge(rc, 0);
+	for (int m = 0; m < t.space.nchoice[rc]; m++) {
+		ts_tune_cand c = ts_tune_default(&t);
+		c.v[rc] = t.space.choice[rc][m];
+		ck_assert(t.space.choice[rc][m] >= 0 && t.space.choice[rc][m] <= 4096);
+		ck_assert(isfinite(ts_tune_cost(&t, &c)));
+		ts_ctx *cc = ts_ctx_new();
+		ts_func *f = ts_tune_lower(cc, &t, &c);
+		tu_nonnull(cc, f);
+		tu_check_func_llvm(cc, f, NULL, 1e-4);
+		ts_ctx_free(cc);
+	}
+	ck_assert_int_eq(t.space.choice[rc][t.space.nchoice[rc] - 1], 8); /* C: no chunks */
 	ts_ctx_free(ctx);
 }
 END_TEST
