@@ -1146,9 +1146,39 @@ static bool input_shape(importer *im, const onnx_value_info *vi, const char *nam
 	return true;
 }
 
+/* Whether graph input `name`, also initializer t, declares nothing that
+ * disagrees with it: element type, rank and the fixed extents (a symbolic
+ * or unknown one agrees).  ONNX Runtime refuses such a model; reading the
+ * constant gave an output of the initializer's shape, silently. */
+static bool input_agrees(importer *im, const onnx_value_info *vi, const char *name,
+			 const TesseraOnnx__TensorProto *t)
+{
+	const TesseraOnnx__TypeProto *ty = vi->type;
+	if (!t || !ty || ty->value_case != TESSERA_ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
+		return true;
+	const TesseraOnnx__TypeProto__Tensor *tt = ty->tensor_type;
+	if (tt->elem_type && tt->elem_type != t->data_type)
+		return fail(im, TS_ERR_INVALID, "graph input '%s' has element type %s, its initializer %s", name,
+			    dt_name(tt->elem_type), dt_name(t->data_type));
+	if (!tt->shape)
+		return true;
+	bool same = tt->shape->n_dim == t->n_dims;
+	for (size_t d = 0; same && d < tt->shape->n_dim; d++) {
+		const TesseraOnnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+		same = dim->value_case != TESSERA_ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
+		       dim->dim_value == t->dims[d];
+	}
+	if (!same)
+		return fail(im, TS_ERR_INVALID, "graph input '%s' declares a shape (rank %zu) other than its "
+			    "initializer's (rank %zu): the initializer gives the input's default value, of its "
+			    "own type", name, tt->shape->n_dim, t->n_dims);
+	return true;
+}
+
 /* Graph inputs, in order; an input that is also an initializer (IR
  * version 3 lists every weight among the inputs; later ones use it for a
- * default that may be overridden) is read as the constant. */
+ * default that may be overridden) is read as the constant, and must agree
+ * with it. */
 static bool imp_inputs(importer *im, const onnx_graph *gr)
 {
 	for (size_t i = 0; i < gr->n_input; i++) {
@@ -1158,8 +1188,11 @@ static bool imp_inputs(importer *im, const onnx_graph *gr)
 		if (!*name)
 			return fail(im, TS_ERR_INVALID, "graph input #%zu has no name", i);
 		onnx_name *n = name_find(im, name);
-		if (n && n->is_data)
+		if (n && n->is_data) {
+			if (!input_agrees(im, gr->input[i], name, n->tensor))
+				return false;
 			continue;
+		}
 		if (n)
 			return fail(im, TS_ERR_INVALID, "graph input '%s' is listed twice", name);
 		if (!input_shape(im, gr->input[i], name, &ndim, dims))
