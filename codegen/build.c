@@ -32,10 +32,14 @@ struct ts_module {
 	ts_phase_times times;
 };
 
+/* Whether target s names `word` first, spaces and tabs around it, as the
+ * LLVM and CUDA target parsers read it ("cuda\t-arch=sm_90" was refused
+ * here while "cuda  -arch=sm_90" was taken). */
 static bool starts_with(const char *s, const char *word)
 {
 	size_t n = strlen(word);
-	return strncmp(s, word, n) == 0 && (s[n] == '\0' || s[n] == ' ');
+	s += strspn(s, " \t");
+	return strncmp(s, word, n) == 0 && (s[n] == '\0' || s[n] == ' ' || s[n] == '\t');
 }
 
 /* The CPU module once its LLVM module is finished: the entry and times. */

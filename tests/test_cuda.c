@@ -195,6 +195,12 @@ START_TEST(test_cuda_build_args)
 	ts_clear_error(ctx);
 	ck_assert_int_eq(cg_cuda_build(ctx, f, "cuda -arch=sm_80", NULL, NULL), TS_ERR_INVALID);
 	tu_assert_error(ctx, "cuda build: NULL module pointer");
+	ts_clear_error(ctx);
+	/* ts_build reads the target's words as the parser does: tabs too */
+	ts_module *mod = ts_build(ctx, f, "cuda\t-arch=sm_80");
+	tu_nonnull(ctx, mod);
+	ck_assert_ptr_nonnull(strstr(ts_module_source(mod, "cuda"), "vadd1"));
+	ts_module_free(mod);
 	ts_ctx_free(ctx);
 }
 END_TEST

@@ -210,6 +210,7 @@ START_TEST(test_good_targets)
 		return;
 	static const char *const good[] = {
 		"llvm", "llvm -mcpu=x86-64", "llvm -mcpu=native", "llvm -mattr=+sse4.2,-avx",
+		" llvm", "llvm\t-mcpu=x86-64", "\tllvm  -mcpu=native ",
 		"llvm -mtriple=x86_64-unknown-linux-gnu -mcpu=generic", "llvm -mtriple=x86_64",
 	};
 	for (size_t i = 0; i < TS_COUNT_OF(good); i++) {
