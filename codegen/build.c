@@ -253,8 +253,11 @@ ts_status ts_module_run(ts_module *m, int nargs, ts_array *const *args)
 	if (!m)
 		return TS_ERR_INVALID;
 	int64_t sizes[TS_MAX_SIZE_VARS];
-	ts_status st = ts_check_args_sizes(m->ctx, m->func, nargs, args,
-					   m->cuda ? TS_DEVICE_CUDA : TS_DEVICE_CPU, sizes);
+	ts_status st = m->cuda ? cg_cuda_runnable(m->ctx, m->gpu) : TS_OK;
+	if (st != TS_OK)
+		return st;
+	st = ts_check_args_sizes(m->ctx, m->func, nargs, args, m->cuda ? TS_DEVICE_CUDA : TS_DEVICE_CPU,
+				 sizes);
 	if (st != TS_OK)
 		return st;
 	if (m->cuda)
@@ -275,7 +278,9 @@ ts_status ts_module_launch(ts_module *m, int nargs, ts_array *const *args)
 		return TS_ERR_INVALID;
 	if (!m->cuda)
 		return ts_module_run(m, nargs, args);
-	ts_status st = ts_check_args(m->ctx, m->func, nargs, args, TS_DEVICE_CUDA);
+	ts_status st = cg_cuda_runnable(m->ctx, m->gpu);
+	if (st == TS_OK)
+		st = ts_check_args(m->ctx, m->func, nargs, args, TS_DEVICE_CUDA);
 	return st == TS_OK ? cg_cuda_launch(m->ctx, m->gpu, nargs, args) : st;
 }
 
@@ -304,8 +309,9 @@ ts_status ts_module_time(ts_module *m, int nargs, ts_array *const *args, int war
 		return ts_error(m->ctx, TS_ERR_INVALID,
 				"time %s: needs warmup 0..%d and repeat 1..%d (got %d, %d)", m->func->name,
 				TS_TIME_MAX_REPEATS, TS_TIME_MAX_REPEATS, warmup, repeat);
-	ts_status st = ts_check_args(m->ctx, m->func, nargs, args,
-				     m->cuda ? TS_DEVICE_CUDA : TS_DEVICE_CPU);
+	ts_status st = m->cuda ? cg_cuda_runnable(m->ctx, m->gpu) : TS_OK;
+	if (st == TS_OK)
+		st = ts_check_args(m->ctx, m->func, nargs, args, m->cuda ? TS_DEVICE_CUDA : TS_DEVICE_CPU);
 	if (st != TS_OK)
 		return st;
 	if (m->cuda)

@@ -238,7 +238,7 @@ ts_status cg_cuda_build(ts_ctx *ctx, const ts_func *f, const char *target, cg_cu
 	return st == TS_OK ? compile(ctx, f, m, times) : st;
 }
 
-static ts_status runnable(ts_ctx *ctx, const cg_cuda_module *m)
+ts_status cg_cuda_runnable(ts_ctx *ctx, const cg_cuda_module *m)
 {
 	if (!m->mod[0])
 		return ts_error(ctx, TS_ERR_NO_DEVICE,
@@ -271,7 +271,7 @@ static ts_status launch_all(ts_ctx *ctx, cg_cuda_module *m, int nargs, ts_array 
 
 ts_status cg_cuda_run(ts_ctx *ctx, cg_cuda_module *m, int nargs, ts_array *const *args)
 {
-	ts_status st = runnable(ctx, m);
+	ts_status st = cg_cuda_runnable(ctx, m);
 	if (st == TS_OK)
 		st = launch_all(ctx, m, nargs, args);
 	return st == TS_OK ? ts_cuda_synchronize(ctx, m->cuda) : st;
@@ -279,7 +279,7 @@ ts_status cg_cuda_run(ts_ctx *ctx, cg_cuda_module *m, int nargs, ts_array *const
 
 ts_status cg_cuda_launch(ts_ctx *ctx, cg_cuda_module *m, int nargs, ts_array *const *args)
 {
-	ts_status st = runnable(ctx, m);
+	ts_status st = cg_cuda_runnable(ctx, m);
 	return st == TS_OK ? launch_all(ctx, m, nargs, args) : st;
 }
 
@@ -299,7 +299,7 @@ static int all_work_fn(void *arg)
 ts_status cg_cuda_time(ts_ctx *ctx, cg_cuda_module *m, int nargs, ts_array *const *args,
 		       int warmup, int repeat, ts_timing *out)
 {
-	ts_status st = runnable(ctx, m);
+	ts_status st = cg_cuda_runnable(ctx, m);
 	ts_cuda_time_opts o = {.warmup = warmup, .repeats = repeat, .what = m->name};
 	if (st != TS_OK)
 		return st;

@@ -19,6 +19,10 @@ typedef struct cg_cuda_module cg_cuda_module;
  * failure; times may be NULL. */
 ts_status cg_cuda_build(ts_ctx *ctx, const ts_func *f, const char *target, cg_cuda_module **out,
 			ts_phase_times *times);
+/* TS_ERR_NO_DEVICE, naming the architecture, when m was compiled without
+ * a GPU (no driver): checked before the arguments, whose devices then
+ * tell nothing. */
+ts_status cg_cuda_runnable(ts_ctx *ctx, const cg_cuda_module *m);
 /* args are device arrays (ts_cuda_array_new) in f's parameter order. */
 ts_status cg_cuda_run(ts_ctx *ctx, cg_cuda_module *m, int nargs, ts_array *const *args);
 /* Launches without waiting (ts_module_launch). */

@@ -200,6 +200,23 @@ START_TEST(test_cuda_build_args)
 	ts_module *mod = ts_build(ctx, f, "cuda\t-arch=sm_80");
 	tu_nonnull(ctx, mod);
 	ck_assert_ptr_nonnull(strstr(ts_module_source(mod, "cuda"), "vadd1"));
+	/* run without a GPU: the reason, not the arguments' device */
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (lib) {
+		dlclose(lib);
+	} else {
+		ts_array *a = ts_array_new(NULL, ts_float32, 1, (int64_t[]){100});
+		ts_array *b = ts_array_new(NULL, ts_float32, 1, (int64_t[]){100});
+		ts_timing t;
+		ck_assert_int_eq(ts_module_run(mod, 2, (ts_array *[]){a, b}), TS_ERR_NO_DEVICE);
+		tu_assert_error(ctx, "call vadd1: compiled for sm_80 without a GPU; it can be inspected but not run here");
+		ck_assert_int_eq(ts_module_launch(mod, 2, (ts_array *[]){a, b}), TS_ERR_NO_DEVICE);
+		ck_assert_int_eq(ts_module_time(mod, 2, (ts_array *[]){a, b}, 1, 3, &t), TS_ERR_NO_DEVICE);
+		tu_assert_error(ctx, "without a GPU");
+		ts_clear_error(ctx);
+		ts_array_free(a);
+		ts_array_free(b);
+	}
 	ts_module_free(mod);
 	ts_ctx_free(ctx);
 }
