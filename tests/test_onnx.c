@@ -539,58 +539,47 @@ START_TEST(opset11)
 }
 END_TEST
 
-/* The IR 3 convention: weights listed among the graph inputs too. */
-START_TEST(initializer_listed_as_input)
+/* y = x * w, w an initializer [4] listed among the graph inputs too, its
+ * input declared with shape wshape (*wi, to change before loading). */
+static mb *mul_listed_weight(int wn, const int64_t *wshape, TesseraOnnx__ValueInfoProto **wi)
 {
 	static float w[4] = {1, 2, 3, 4};
 	mb *m = mb_new(13);
 	mb_input(m, "x", TS_SHAPE(1, 4));
-	mb_input(m, "w", TS_SHAPE(4));
+	*wi = mb_input(m, "w", wn, wshape);
 	mb_init(m, "w", TS_SHAPE(4), w, false);
 	mb_node(m, "Mul", "mul", "x,w", "y");
 	mb_output(m, "y");
-	ts_ctx *ctx = ts_ctx_new();
-	ts_graph *g = mb_load(ctx, m);
-	tu_nonnull(ctx, g);
-	ck_assert_int_eq(ts_graph_num_inputs(g), 1);
-	ts_graph_free(g);
-	ts_ctx_free(ctx);
-	/* a symbolic extent agrees; a fixed one, a rank or an element type
-	 * other than the initializer's is refused (it was read as the
-	 * initializer, silently) */
-	m = mb_new(13);
-	mb_input(m, "x", TS_SHAPE(1, 4));
-	TesseraOnnx__TensorShapeProto__Dimension *sym = mb_input(m, "w", TS_SHAPE(4))->type->tensor_type->shape->dim[0];
-	sym->value_case = TESSERA_ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
-	sym->dim_param = mb_str(m, "n");
-	mb_init(m, "w", TS_SHAPE(4), w, false);
-	mb_node(m, "Mul", "mul", "x,w", "y");
-	mb_output(m, "y");
-	ctx = ts_ctx_new();
-	g = mb_load(ctx, m);
-	tu_nonnull(ctx, g);
-	ts_graph_free(g);
-	ts_ctx_free(ctx);
-	m = mb_new(13);
-	mb_input(m, "x", TS_SHAPE(1, 4));
-	mb_input(m, "w", TS_SHAPE(2, 2));
-	mb_init(m, "w", TS_SHAPE(4), w, false);
-	mb_node(m, "Mul", "mul", "x,w", "y");
-	mb_output(m, "y");
-	refused(m, "graph input 'w' declares a shape (rank 2) other than its initializer's (rank 1)");
-	m = mb_new(13);
-	mb_input(m, "x", TS_SHAPE(1, 4));
-	mb_input(m, "w", TS_SHAPE(5));
-	mb_init(m, "w", TS_SHAPE(4), w, false);
-	mb_node(m, "Mul", "mul", "x,w", "y");
-	mb_output(m, "y");
-	refused(m, "graph input 'w' declares a shape (rank 1) other than its initializer's (rank 1)");
-	m = mb_new(13);
-	mb_input(m, "x", TS_SHAPE(1, 4));
-	mb_input(m, "w", TS_SHAPE(4))->type->tensor_type->elem_type = TESSERA_ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
-	mb_init(m, "w", TS_SHAPE(4), w, false);
-	mb_node(m, "Mul", "mul", "x,w", "y");
-	mb_output(m, "y");
+	return m;
+}
+
+/* The IR 3 convention: weights listed among the graph inputs too.  The
+ * input's declared element type, rank and fixed extents must agree with
+ * the initializer (a disagreeing one was read as the initializer,
+ * silently); a symbolic extent agrees. */
+START_TEST(initializer_listed_as_input)
+{
+	TesseraOnnx__ValueInfoProto *wi;
+	for (int symbolic = 0; symbolic < 2; symbolic++) {
+		mb *m = mul_listed_weight(TS_SHAPE(4), &wi);
+		if (symbolic) {
+			TesseraOnnx__TensorShapeProto__Dimension *d = wi->type->tensor_type->shape->dim[0];
+			d->value_case = TESSERA_ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+			d->dim_param = mb_str(m, "n");
+		}
+		ts_ctx *ctx = ts_ctx_new();
+		ts_graph *g = mb_load(ctx, m);
+		tu_nonnull(ctx, g);
+		ck_assert_int_eq(ts_graph_num_inputs(g), 1);
+		ts_graph_free(g);
+		ts_ctx_free(ctx);
+	}
+	refused(mul_listed_weight(TS_SHAPE(2, 2), &wi),
+		"graph input 'w' declares a shape (rank 2) other than its initializer's (rank 1)");
+	refused(mul_listed_weight(TS_SHAPE(5), &wi),
+		"graph input 'w' declares a shape (rank 1) other than its initializer's (rank 1)");
+	mb *m = mul_listed_weight(TS_SHAPE(4), &wi);
+	wi->type->tensor_type->elem_type = TESSERA_ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
 	refused(m, "graph input 'w' has element type INT64, its initializer FLOAT");
 }
 END_TEST
