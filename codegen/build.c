@@ -248,16 +248,23 @@ ts_status ts_build_all(ts_ctx *ctx, int n, const ts_func *const *funcs, const ch
 	return st;
 }
 
+/* What a call checks before it runs m: a CUDA module compiled without a
+ * GPU says so first (the arguments' devices would tell nothing), then the
+ * arguments against the function; sizes receives the size variables. */
+static ts_status call_checks(ts_module *m, int nargs, ts_array *const *args, int64_t *sizes)
+{
+	ts_status st = m->cuda ? cg_cuda_runnable(m->ctx, m->gpu) : TS_OK;
+	return st == TS_OK ? ts_check_args_sizes(m->ctx, m->func, nargs, args,
+						 m->cuda ? TS_DEVICE_CUDA : TS_DEVICE_CPU, sizes)
+			   : st;
+}
+
 ts_status ts_module_run(ts_module *m, int nargs, ts_array *const *args)
 {
 	if (!m)
 		return TS_ERR_INVALID;
 	int64_t sizes[TS_MAX_SIZE_VARS];
-	ts_status st = m->cuda ? cg_cuda_runnable(m->ctx, m->gpu) : TS_OK;
-	if (st != TS_OK)
-		return st;
-	st = ts_check_args_sizes(m->ctx, m->func, nargs, args, m->cuda ? TS_DEVICE_CUDA : TS_DEVICE_CPU,
-				 sizes);
+	ts_status st = call_checks(m, nargs, args, sizes);
 	if (st != TS_OK)
 		return st;
 	if (m->cuda)
@@ -278,9 +285,8 @@ ts_status ts_module_launch(ts_module *m, int nargs, ts_array *const *args)
 		return TS_ERR_INVALID;
 	if (!m->cuda)
 		return ts_module_run(m, nargs, args);
-	ts_status st = cg_cuda_runnable(m->ctx, m->gpu);
-	if (st == TS_OK)
-		st = ts_check_args(m->ctx, m->func, nargs, args, TS_DEVICE_CUDA);
+	int64_t sizes[TS_MAX_SIZE_VARS];
+	ts_status st = call_checks(m, nargs, args, sizes);
 	return st == TS_OK ? cg_cuda_launch(m->ctx, m->gpu, nargs, args) : st;
 }
 
@@ -309,9 +315,8 @@ ts_status ts_module_time(ts_module *m, int nargs, ts_array *const *args, int war
 		return ts_error(m->ctx, TS_ERR_INVALID,
 				"time %s: needs warmup 0..%d and repeat 1..%d (got %d, %d)", m->func->name,
 				TS_TIME_MAX_REPEATS, TS_TIME_MAX_REPEATS, warmup, repeat);
-	ts_status st = m->cuda ? cg_cuda_runnable(m->ctx, m->gpu) : TS_OK;
-	if (st == TS_OK)
-		st = ts_check_args(m->ctx, m->func, nargs, args, m->cuda ? TS_DEVICE_CUDA : TS_DEVICE_CPU);
+	int64_t sizes[TS_MAX_SIZE_VARS];
+	ts_status st = call_checks(m, nargs, args, sizes);
 	if (st != TS_OK)
 		return st;
 	if (m->cuda)

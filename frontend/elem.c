@@ -81,13 +81,11 @@ double ts_elem_get_f64(const void *data, ts_dtype t, int64_t i)
 		return ((const float *)data)[i];
 	case TS_TYPE_BFLOAT:
 		return bf16_to_float(((const uint16_t *)data)[i]);
-	case TS_TYPE_UINT:
+	default:
 		/* ts_elem_get_i64 gives uint64's bits as int64: 2^63 and up would
 		 * read as negative */
-		if (t.bits == 64)
+		if (t.code == TS_TYPE_UINT && t.bits == 64)
 			return (double)((const uint64_t *)data)[i];
-		return (double)ts_elem_get_i64(data, t, i);
-	default:
 		return (double)ts_elem_get_i64(data, t, i);
 	}
 }

@@ -165,7 +165,7 @@ static void add_factor(ts_tune_space *sp, const char *name, int64_t def, int64_t
 static void space_matmul(ts_tune_task *t)
 {
 	ts_tune_space *sp = &t->space;
-	int64_t M = t->shape[t->nshape - 3];
+	bool packs = ts_matmul_cpu_packs(t->shape[t->nshape - 3]);
 	ts_matmul_cpu_params d = ts_matmul_cpu_default_for(t->shape[t->nshape - 2]);
 	sp->kind = KIND_MATMUL;
 	add_param(sp, "mr", 7, (int64_t[]){d.mr, 1, 2, 3, 4, 6, 8});
@@ -173,7 +173,7 @@ static void space_matmul(ts_tune_task *t)
 	add_param(sp, "kunroll", 5, (int64_t[]){d.kunroll, 1, 2, 8, 16});
 	add_param(sp, "parallel", 2, (int64_t[]){d.parallel, !d.parallel});
 	/* packing B pays off only when many rows reuse each panel */
-	add_param(sp, "pack", 2, (int64_t[]){ts_matmul_cpu_packs(M), !ts_matmul_cpu_packs(M)});
+	add_param(sp, "pack", 2, (int64_t[]){packs, !packs});
 	/* and where: ts_pack_mode */
 	add_param(sp, "pack_at", 3, (int64_t[]){d.pack, TS_PACK_AHEAD, TS_PACK_PANEL});
 	/* the reduction in chunks (ts_matmul_cpu_params.kc), where C is the
