@@ -70,7 +70,11 @@ int64_t cg_llvm_size(const cg_llvm_module *m);
 /* The JIT'd entry point; NULL for a module built for another architecture. */
 ts_cpu_entry cg_llvm_entry(const cg_llvm_module *m);
 
-/* LLVM IR text before or after optimization, copied into ctx's arena. */
+/* LLVM IR text before or after optimization, copied into ctx's arena.
+ * The optimized IR, the assembly and the object file need a finished
+ * module (cg_llvm_finish, or cg_llvm_compile); for a module only prepared,
+ * or whose optimization failed, they are refused with an error (NULL or
+ * the status). */
 const char *cg_llvm_ir_text(ts_ctx *ctx, const cg_llvm_module *m, bool optimized);
 
 /* Assembly text of the optimized module for the module's target. */

@@ -449,6 +449,23 @@ ts_cpu_entry cg_llvm_entry(const cg_llvm_module *m)
 	return m ? m->entry : NULL;
 }
 
+/* The optimized module exists only once cg_llvm_finish optimized it: a
+ * module prepared but not finished, or whose optimization failed, has no
+ * optimized IR, assembly or object to give. */
+static ts_status need_optimized(ts_ctx *ctx, const cg_llvm_module *m, const char *what)
+{
+	if (m->aot)
+		return TS_OK;
+	if (!m->finished)
+		return ts_error(ctx, TS_ERR_INVALID,
+				"llvm(%s): %s needs the optimized module; the module was prepared but "
+				"not finished (cg_llvm_finish)", m->name, what);
+	if (cg_llvm_report(ctx, m) != TS_OK)
+		return ts_last_status(ctx);
+	return ts_error(ctx, TS_ERR_INTERNAL, "llvm(%s): %s: the module has no optimized code",
+			m->name, what);
+}
+
 const char *cg_llvm_ir_text(ts_ctx *ctx, const cg_llvm_module *m, bool optimized)
 {
 	if (!ctx)
@@ -457,6 +474,8 @@ const char *cg_llvm_ir_text(ts_ctx *ctx, const cg_llvm_module *m, bool optimized
 		ts_error(ctx, TS_ERR_INVALID, "llvm: no module (NULL)");
 		return NULL;
 	}
+	if (optimized && need_optimized(ctx, m, "the optimized LLVM IR") != TS_OK)
+		return NULL;
 	/* the text is a cache of a module m owns: filled under the lock, as
 	 * emit_code's clone, by any caller that holds m */
 	cg_llvm_module *mm = (cg_llvm_module *)m;
@@ -473,6 +492,8 @@ const char *cg_llvm_ir_text(ts_ctx *ctx, const cg_llvm_module *m, bool optimized
 /* Code for the module's target into a memory buffer (assembly or object). */
 static LLVMMemoryBufferRef emit_code(ts_ctx *ctx, cg_llvm_module *m, LLVMCodeGenFileType kind)
 {
+	if (need_optimized(ctx, m, kind == LLVMAssemblyFile ? "assembly" : "an object file") != TS_OK)
+		return NULL;
 	pthread_mutex_lock(&m->emit_lock);
 	LLVMTargetMachineRef tm = cg_llvm_target_machine(&m->target, LLVMRelocPIC,
 							 LLVMCodeModelDefault);

@@ -968,6 +968,35 @@ START_TEST(test_unsupported_and_null)
 }
 END_TEST
 
+/* A module prepared but not finished has no optimized code yet: its
+ * optimized IR, assembly and object are refused, not read from nothing. */
+START_TEST(test_prepared_not_finished)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	cg_llvm_module *m = cg_llvm_prepare(ctx, vadd16(ctx), NULL);
+	ck_assert_msg(m != NULL, "%s", ts_last_error(ctx));
+	ck_assert_ptr_nonnull(strstr(cg_llvm_ir_text(ctx, m, false), "define"));
+	ck_assert_ptr_null(cg_llvm_ir_text(ctx, m, true));
+	tu_assert_error(ctx, "llvm(vadd16): the optimized LLVM IR needs the optimized module; "
+			"the module was prepared but not finished (cg_llvm_finish)");
+	ts_clear_error(ctx);
+	ck_assert_ptr_null(cg_llvm_asm_text(ctx, m));
+	tu_assert_error(ctx, "llvm(vadd16): assembly needs the optimized module");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(cg_llvm_write_object(ctx, m, "/tmp/tessera_unfinished.o", NULL), TS_ERR_INVALID);
+	tu_assert_error(ctx, "llvm(vadd16): an object file needs the optimized module");
+	ck_assert_int_ne(access("/tmp/tessera_unfinished.o", F_OK), 0);
+	ck_assert_ptr_null(cg_llvm_entry(m));
+	/* finished, all of it is there */
+	ck_assert(cg_llvm_finish(m));
+	ck_assert_ptr_nonnull(strstr(cg_llvm_ir_text(ctx, m, true), "define"));
+	ck_assert_ptr_nonnull(cg_llvm_asm_text(ctx, m));
+	ck_assert_ptr_nonnull(cg_llvm_entry(m));
+	cg_llvm_free(m);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("llvm");
@@ -992,6 +1021,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_explicit_targets);
 	tcase_add_test(tc, test_bad_targets);
 	tcase_add_test(tc, test_unsupported_and_null);
+	tcase_add_test(tc, test_prepared_not_finished);
 	suite_add_tcase(s, tc);
 	return s;
 }
