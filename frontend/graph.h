@@ -196,7 +196,8 @@ typedef struct ts_graph_exec ts_graph_exec;
 ts_graph_exec *ts_graph_compile(ts_graph *g, const ts_graph_opts *opts);
 /* Runs the model: inputs and outputs in the graph's order, each a float32
  * array of exactly the value's shape (checked; an error names the
- * argument).  Uses ts_num_threads() threads.  Runs of one executable share
+ * argument; outputs must not overlap one another, an input may be an
+ * output).  Uses ts_num_threads() threads.  Runs of one executable share
  * its buffers, so calls from several threads take turns; compile one
  * executable per thread to run them at the same time. */
 ts_status ts_graph_run(ts_graph_exec *e, int ninputs, ts_array *const *inputs, int noutputs,
@@ -238,7 +239,9 @@ int ts_graph_exec_tune_tasks(const ts_graph_exec *e, struct ts_tune_task *tasks,
 
 /* Reads an .onnx file (protobuf; opsets 11-21 of the default domain) into
  * a graph.  Unsupported operators, attributes or data types are refused
- * with the node's name and op type; NULL with the error in ctx. */
+ * with the node's name and op type; NULL with the error in ctx.  A device
+ * (/dev/zero) and a file of 2 GiB or more (more than one protobuf message
+ * holds; external data is not supported) are refused. */
 ts_graph *ts_onnx_load(ts_ctx *ctx, const char *path);
 /* The same from bytes in memory. */
 ts_graph *ts_onnx_load_bytes(ts_ctx *ctx, const void *data, size_t size, const char *what);

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "args.h"
 #include "build.h"
 #include "ctx.h"
 #include "op_schedules.h"
@@ -602,6 +603,17 @@ static ts_status check_args(ts_graph_exec *e, const char *fn, int ninputs, ts_ar
 		G_TRY(check_one(e, fn, "input", i, inputs[i], &e->xv[e->in[i]]));
 	for (int i = 0; i < noutputs; i++)
 		G_TRY(check_one(e, fn, "output", i, outputs[i], &e->xv[e->out[i]]));
+	/* outputs are copied out one after another: two that share bytes
+	 * would keep only the later result.  Inputs are copied in before
+	 * anything runs, so an input may be an output. */
+	for (int i = 0; i < noutputs; i++)
+		for (int j = 0; j < i; j++)
+			if (ts_bytes_overlap(outputs[i]->data, (uint64_t)e->xv[e->out[i]].bytes, outputs[j]->data,
+					     (uint64_t)e->xv[e->out[j]].bytes))
+				return ts_error(e->ctx, TS_ERR_INVALID,
+						"%s: output %d ('%s') overlaps output %d ('%s'); each output "
+						"needs memory of its own", fn, i, e->xv[e->out[i]].name, j,
+						e->xv[e->out[j]].name);
 	return TS_OK;
 }
 
