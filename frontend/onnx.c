@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ctx.h"
 #include "graph.h"
@@ -1278,19 +1279,35 @@ ts_graph *ts_onnx_load_bytes(ts_ctx *ctx, const void *data, size_t size, const c
 	return NULL;
 }
 
-/* The whole file into a malloc'd buffer. */
+/* A protobuf message, and so an ONNX model without external data, is
+ * below 2 GiB. */
+#define ONNX_MAX_BYTES ((size_t)1 << 31)
+
+/* The whole file into a malloc'd buffer.  Devices are refused and reads
+ * stop at ONNX_MAX_BYTES, so an endless source (/dev/zero, a pipe that
+ * never closes with data) ends in an error rather than all of memory. */
 static void *read_file(importer *im, const char *path, size_t *size)
 {
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		return fail(im, TS_ERR_INVALID, "cannot open '%s': %s", path, strerror(errno)), NULL;
+	struct stat st = {0};
+	if (fstat(fileno(f), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) {
+		fclose(f);
+		return fail(im, TS_ERR_INVALID, "'%s' is a device, not an ONNX model file", path), NULL;
+	}
 	size_t cap = 1 << 16, n = 0;
 	unsigned char *buf = malloc(cap);
-	while (buf) {
+	bool big = S_ISREG(st.st_mode) && (uint64_t)st.st_size >= ONNX_MAX_BYTES;
+	while (buf && !big) {
 		n += fread(buf + n, 1, cap - n, f);
 		if (n < cap || ferror(f))
 			break;
-		unsigned char *more = cap < SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+		if (cap >= ONNX_MAX_BYTES) {
+			big = true;
+			break;
+		}
+		unsigned char *more = realloc(buf, cap * 2);
 		if (!more)
 			free(buf);
 		buf = more;
@@ -1301,8 +1318,12 @@ static void *read_file(importer *im, const char *path, size_t *size)
 	fclose(f);
 	if (!buf)
 		return fail(im, TS_ERR_NOMEM, "'%s': out of memory", path), NULL;
-	if (bad) {
+	if (bad || big) {
 		free(buf);
+		if (big)
+			return fail(im, TS_ERR_INVALID,
+				    "'%s' is larger than 2 GiB, more than a protobuf message (an ONNX "
+				    "model) can hold", path), NULL;
 		return fail(im, TS_ERR_INVALID, "cannot read '%s': %s", path, strerror(err)), NULL;
 	}
 	*size = n;

@@ -655,6 +655,15 @@ START_TEST(load_file)
 	FAILS_NULL(ctx, ts_onnx_load(ctx, path), "onnx: cannot open '/tmp/tessera_onnx_");
 	tu_assert_error(ctx, "No such file or directory");
 	FAILS_NULL(ctx, ts_onnx_load(ctx, NULL), "onnx: no file named");
+	/* a device never ends; a file of 2 GiB (sparse here) is more than
+	 * a protobuf message holds: both refused before reading them whole */
+	FAILS_NULL(ctx, ts_onnx_load(ctx, "/dev/zero"), "onnx: '/dev/zero' is a device, not an ONNX model file");
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, (off_t)1 << 31), 0);
+	close(fd);
+	FAILS_NULL(ctx, ts_onnx_load(ctx, path), "' is larger than 2 GiB, more than a protobuf message (an ONNX model) can hold");
+	unlink(path);
 	ck_assert_ptr_null(ts_onnx_load(NULL, path));
 	ts_ctx_free(ctx);
 }
