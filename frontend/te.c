@@ -26,8 +26,6 @@ static bool check_name(ts_ctx *ctx, const char *what, const char *name)
 
 /* ---- size variables -------------------------------------------------------- */
 
-#define SIZE_VAR_MAX (INT64_C(1) << 40)
-
 /* Whether v lies where handles do: a handle, or arithmetic on one. */
 static bool near_handle(int64_t v)
 {
@@ -43,21 +41,7 @@ int64_t ts_size_var(ts_ctx *ctx, const char *name, int64_t max)
 {
 	if (!ctx || !check_name(ctx, "size_var", name))
 		return 0;
-	if (max < 1 || max > SIZE_VAR_MAX) {
-		ts_error(ctx, TS_ERR_INVALID, "size_var %s: upper bound %lld is outside 1..2^40", name,
-			 (long long)max);
-		return 0;
-	}
-	/* errors at a call name the variable: two of one name could not be
-	 * told apart */
-	for (int k = 0; k < ts_ctx_size_var_count(ctx); k++) {
-		const ts_expr *old = ts_ctx_size_var(ctx, k, NULL);
-		if (old && !strcmp(old->u.var.name, name)) {
-			ts_error(ctx, TS_ERR_INVALID, "size_var %s: the name is taken by another size variable",
-				 name);
-			return 0;
-		}
-	}
+	/* the bound and the name are checked as the variable is registered */
 	ts_expr *v = ts_var_typed(ctx, name, max > INT32_MAX ? ts_int64 : ts_int32);
 	int i = v ? ts_ctx_add_size_var(ctx, v, max) : -1;
 	return i < 0 ? 0 : ts_ctx_size_handle(ctx, i);
@@ -397,6 +381,24 @@ static bool check_compute_args(checker *c, int ndim, const int64_t *shape, int n
 	}
 	if (!check_vars(c, nvars, vars))
 		return false;
+	/* an index variable holds every index of its axis: the evaluator
+	 * binds it to the exact index and wraps what is computed from it in
+	 * its dtype, while compiled loops count in a wider type.  int32 is
+	 * widened to int64 where extents need it (widen.c); a narrower
+	 * dtype is not, and is refused where its axis outgrows it. */
+	for (int d = 0; d < nvars; d++) {
+		ts_dtype t = vars[d]->dtype;
+		int bits = t.bits < 64 ? t.bits : 64;
+		int64_t max = t.code == TS_TYPE_UINT ? (bits == 64 ? INT64_MAX : (INT64_C(1) << bits) - 1)
+						     : (bits == 64 ? INT64_MAX : (INT64_C(1) << (bits - 1)) - 1);
+		bool widened = t.code == TS_TYPE_INT && t.bits == 32;
+		if (!widened && ext[d] - 1 > max) {
+			char b[24];
+			return fail(c, "index %d ('%s') is %s, which cannot hold the axis's indices up to %lld "
+				    "(use ts_var, int32, or int64)", d, vars[d]->u.var.name,
+				    ts_dtype_str(t, b), (long long)(ext[d] - 1));
+		}
+	}
 	if (!body) {
 		ts_error(c->ctx, TS_ERR_INVALID, "compute %s: body is NULL", c->name);
 		return false;

@@ -15,6 +15,7 @@
  * threads with an error pending.
  */
 #include "ctx.h"
+#include "ir.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -524,8 +525,33 @@ int ts_ctx_print_steps(const ts_ctx *ctx)
 
 int ts_ctx_add_size_var(ts_ctx *ctx, struct ts_expr *var, int64_t max)
 {
-	if (!ctx || !var)
+	if (!ctx)
 		return -1;
+	/* every layer reads a size variable as a variable: anything else
+	 * registered here would be read as one */
+	if (!var || var->ctx != ctx || var->kind != IR_VAR || !ts_dtype_is_int(var->dtype) ||
+	    var->dtype.lanes != 1) {
+		ts_error(ctx, TS_ERR_INVALID, "size_var: %s",
+			 !var ? "no variable (NULL)"
+			 : var->ctx != ctx ? "the variable belongs to another context"
+					   : "not a scalar integer variable");
+		return -1;
+	}
+	if (max < 1 || max > TS_SIZE_VAR_MAX) {
+		ts_error(ctx, TS_ERR_INVALID, "size_var %s: upper bound %lld is outside 1..2^40",
+			 var->u.var.name, (long long)max);
+		return -1;
+	}
+	/* errors at a call name the variable: two of one name could not be
+	 * told apart */
+	for (int k = 0; k < ts_ctx_size_var_count(ctx); k++) {
+		const ts_expr *old = ts_ctx_size_var(ctx, k, NULL);
+		if (old == var || !strcmp(old->u.var.name, var->u.var.name)) {
+			ts_error(ctx, TS_ERR_INVALID, "size_var %s: %s", var->u.var.name,
+				 old == var ? "registered already" : "the name is taken by another size variable");
+			return -1;
+		}
+	}
 	pthread_mutex_lock(&ctx->lock);
 	int i = atomic_load(&ctx->nsize_vars);
 	if (i < TS_MAX_SIZE_VARS) {

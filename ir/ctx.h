@@ -138,12 +138,16 @@ int ts_ctx_print_steps(const ts_ctx *ctx);
  * function is called, each with an upper bound.  The context keeps them so
  * that every layer can tell one from an ordinary variable.  Registering
  * returns the variable's index, or -1 with an error when TS_MAX_SIZE_VARS
- * are taken.  Lookups of an index out of range give NULL; of a variable
+ * are taken, for an expression that is not a scalar integer variable of
+ * ctx, for one registered already and for a bound outside
+ * 1..TS_SIZE_VAR_MAX.  Lookups of an index out of range give NULL; of a variable
  * that is not one, -1.  A handle (te.h) encodes the index and a tag of the
  * context, so that another context's handle is told apart: handle_of gives
  * it, index_of reads it back (-1 for a value that is not a handle of this
  * context). */
 #define TS_MAX_SIZE_VARS 64
+/* The largest upper bound a size variable may have. */
+#define TS_SIZE_VAR_MAX (INT64_C(1) << 40)
 struct ts_expr;
 int ts_ctx_add_size_var(ts_ctx *ctx, struct ts_expr *var, int64_t max);
 int ts_ctx_size_var_count(const ts_ctx *ctx);

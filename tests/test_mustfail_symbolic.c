@@ -45,6 +45,41 @@ START_TEST(test_declare)
 }
 END_TEST
 
+/* ts_ctx_add_size_var registers a variable the layers will read as one:
+ * anything else is refused there (a constant registered once was read as
+ * a variable's name by the next ts_size_var). */
+static void refused(ts_ctx *ctx, ts_expr *var, int64_t max, const char *part)
+{
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_ctx_add_size_var(ctx, var, max), -1);
+	tu_assert_error(ctx, part);
+}
+
+START_TEST(test_register_only_variables)
+{
+	ts_ctx *ctx = ts_ctx_new(), *other = ts_ctx_new();
+	ck_assert_int_eq(ts_ctx_add_size_var(NULL, ts_var(ctx, "n"), 8), -1);
+	refused(ctx, NULL, 8, "size_var: no variable (NULL)");
+	refused(ctx, ts_int(ctx, 5), 10, "size_var: not a scalar integer variable");
+	refused(ctx, ts_var_typed(ctx, "f", ts_float32), 10, "size_var: not a scalar integer variable");
+	refused(ctx, ts_var(other, "o"), 10, "size_var: the variable belongs to another context");
+	ts_expr *k = ts_var(ctx, "k");
+	refused(ctx, k, 0, "size_var k: upper bound 0 is outside 1..2^40");
+	ck_assert_int_eq(ts_ctx_add_size_var(ctx, k, 10), 0);
+	refused(ctx, k, 10, "size_var k: registered already");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_size_var(ctx, "k", 8), 0);
+	tu_assert_error(ctx, "size_var k: the name is taken by another size variable");
+	ts_clear_error(ctx);
+	/* nothing refused was registered: the next variable is index 1 */
+	ck_assert_int_eq(ts_ctx_size_var_count(ctx), 1);
+	ck_assert(ts_is_size_var(ts_size_var(ctx, "n", 8)));
+	ck_assert_int_eq(ts_ctx_size_var_count(ctx), 2);
+	ts_ctx_free(other);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_handles)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -284,6 +319,7 @@ int main(void)
 	TCase *tc = tcase_create("core");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_declare);
+	tcase_add_test(tc, test_register_only_variables);
 	tcase_add_test(tc, test_handles);
 	tcase_add_test(tc, test_reads);
 	tcase_add_test(tc, test_unbound);

@@ -240,6 +240,23 @@ START_TEST(test_bad_compute_vars)
 	tu_assert_error(ctx, "compute C: index 1 is not an integer variable");
 	ts_clear_error(ctx);
 	ck_assert_ptr_nonnull(ts_compute_n(ctx, "C", TS_SHAPE(4, 5), TS_VARS_N(i, j), body));
+	/* a variable too narrow for its axis: the evaluator wrapped i + 1
+	 * at 127 where compiled loops did not */
+	ts_expr *i8 = ts_var_typed(ctx, "i8", ts_int8), *u8 = ts_var_typed(ctx, "u8", ts_uint8);
+	ts_expr *one = ts_cast(ctx, ts_float32, ts_add(ctx, i8, ts_const(ctx, ts_int8, 1)));
+	FAILS_NULL(ctx, ts_compute(ctx, "N", TS_SHAPE(300), TS_VARS(i8), one),
+		   "compute N: index 0 ('i8') is int8, which cannot hold the axis's indices up to 299 "
+		   "(use ts_var, int32, or int64)");
+	FAILS_NULL(ctx, ts_compute(ctx, "N", TS_SHAPE(129), TS_VARS(i8), one), "indices up to 128");
+	ck_assert_ptr_nonnull(ts_compute(ctx, "N", TS_SHAPE(128), TS_VARS(i8), one));
+	ck_assert_ptr_nonnull(ts_compute(ctx, "U", TS_SHAPE(256), TS_VARS(u8), ts_cast(ctx, ts_float32, u8)));
+	FAILS_NULL(ctx, ts_compute(ctx, "U", TS_SHAPE(257), TS_VARS(u8), ts_cast(ctx, ts_float32, u8)),
+		   "index 0 ('u8') is uint8, which cannot hold the axis's indices up to 256");
+	/* a size variable's bound counts */
+	ts_expr *i16 = ts_var_typed(ctx, "i16", ts_int16);
+	FAILS_NULL(ctx, ts_compute(ctx, "S", TS_SHAPE(ts_size_var(ctx, "n", 40000)), TS_VARS(i16),
+				   ts_cast(ctx, ts_float32, i16)),
+		   "index 0 ('i16') is int16, which cannot hold the axis's indices up to 39999");
 	ts_ctx_free(ctx);
 }
 END_TEST
