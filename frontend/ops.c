@@ -9,6 +9,7 @@
  */
 #include "arith.h"
 #include "ops_util.h"
+#include "sbuf.h"
 
 #include <math.h>
 #include <string.h>
@@ -419,6 +420,8 @@ static ts_expr *exp_fn(ts_ctx *ctx, ts_expr *x, ts_expr *const *v, const void *k
 static ts_expr *div_fn(ts_ctx *ctx, ts_expr *x, ts_expr *const *v, const void *k)
 {
 	const row_arg *s = k;
+	if (!x) /* the read failed; its error is in ctx */
+		return NULL;
 	return ts_mul(ctx, x, ts_div(ctx, ts_make_const(ctx, x->dtype, 1.0), row_value(ctx, s->R, s->nd, v)));
 }
 
@@ -481,6 +484,8 @@ static ts_expr *var_fn(ts_ctx *ctx, ts_expr *x, ts_expr *const *v, const void *k
 static ts_expr *norm_fn(ts_ctx *ctx, ts_expr *x, ts_expr *const *v, const void *k)
 {
 	const norm_arg *a = k;
+	if (!x) /* the read failed; its error is in ctx */
+		return NULL;
 	ts_expr *d = centered(ctx, a, x, v);
 	ts_expr *sd = ts_sqrt(ctx, ts_add(ctx, row_value(ctx, a->V, a->nd, v), a->eps));
 	/* times the row's reciprocal, computed once per row (as softmax's) */
@@ -594,14 +599,24 @@ static ts_tensor **graph_tensors(ts_ctx *ctx, ts_tensor *out, int *n)
 	return seen;
 }
 
-/* "softmax, softmax_sum, ..." for the error message. */
+/* "softmax, softmax_sum, ..." for the error message, cut at about 512
+ * characters: a graph of thousands of stages would otherwise make a list
+ * longer than the error can hold, copied once per stage. */
 static const char *stage_names(ts_ctx *ctx, ts_tensor *const *t, int n)
 {
-	const char *list = "";
-	for (int i = 0; i < n; i++)
-		if (t[i]->op == TS_OP_COMPUTE)
-			list = ts_sprintf(ctx, "%s%s%s", list, *list ? ", " : "", t[i]->name);
-	return list;
+	ts_sbuf sb = {0};
+	for (int i = 0; i < n; i++) {
+		if (t[i]->op != TS_OP_COMPUTE)
+			continue;
+		if (sb.len > 512) {
+			ts_sb_puts(&sb, ", ...");
+			break;
+		}
+		ts_sb_printf(&sb, "%s%s", sb.len ? ", " : "", t[i]->name);
+	}
+	const char *list = ts_strdup(ctx, sb.len ? ts_sb_str(&sb) : "");
+	ts_sb_free(&sb);
+	return list ? list : "";
 }
 
 ts_tensor *ts_op_stage(const ts_tensor *out, const char *name)

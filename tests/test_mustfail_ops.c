@@ -47,6 +47,25 @@ START_TEST(op_stage_placeholder_name)
 }
 END_TEST
 
+/* The stages an error lists are cut short in a long graph (the list was
+ * rebuilt once per stage: 10000 stages took 430 MB). */
+START_TEST(op_stage_long_graph)
+{
+	ts_ctx *c = ts_ctx_new();
+	ts_tensor *t = ts_placeholder(c, "A", TS_SHAPE(1), ts_float32);
+	ts_expr *i = ts_var(c, "i");
+	for (int k = 0; k < 5000; k++)
+		t = ts_compute(c, "stage", TS_SHAPE(1), TS_VARS(i), ts_add(c, TS_READ(c, t, i), ts_float(c, 1)));
+	tu_nonnull(c, t);
+	ck_assert_ptr_null(ts_op_stage(t, "nope"));
+	tu_assert_error(c, "op_stage(stage): no compute stage named 'nope' among those stage depends on "
+			   "(stage, stage, stage");
+	tu_assert_error(c, ", ...)");
+	ck_assert_int_lt((int)strlen(ts_last_error(c)), 1024);
+	ts_ctx_free(c);
+}
+END_TEST
+
 /* A stage the output does not depend on is not found. */
 START_TEST(op_stage_not_a_dependency)
 {
@@ -361,28 +380,42 @@ END_TEST
  * operator is built: it returns NULL with TS_ERR_NOMEM, never a tensor
  * built from what was left (a failed allocation in the padding's bounds
  * test once dropped the test, leaving a read of the clamped border). */
-static ts_tensor *padded_conv(ts_ctx *c, ts_tensor *X, ts_tensor *W)
+/* the operands: X[1, 3, 6, 5], W[4, 3, 3, 3], G[5] and B[5] */
+typedef ts_tensor *(*op_builder)(ts_ctx *c, ts_tensor *const *in);
+
+static ts_tensor *padded_conv(ts_ctx *c, ts_tensor *const *in)
 {
-	return ts_op_conv2d_nchw(c, X, W, 1, 1, 1, 2, 1, 1, 1);
+	return ts_op_conv2d_nchw(c, in[0], in[1], 1, 1, 1, 2, 1, 1, 1);
 }
 
-static ts_tensor *padded(ts_ctx *c, ts_tensor *X, ts_tensor *W)
+static ts_tensor *padded(ts_ctx *c, ts_tensor *const *in)
 {
-	(void)W;
-	return ts_op_pad(c, X, (const int64_t[]){0, 1, 2, 0}, (const int64_t[]){0, 0, 1, 3}, -1.0);
+	return ts_op_pad(c, in[0], (const int64_t[]){0, 1, 2, 0}, (const int64_t[]){0, 0, 1, 3}, -1.0);
+}
+
+static ts_tensor *build_softmax(ts_ctx *c, ts_tensor *const *in)
+{
+	return ts_op_softmax(c, in[0]);
+}
+
+static ts_tensor *build_layer_norm(ts_ctx *c, ts_tensor *const *in)
+{
+	return ts_op_layer_norm(c, in[0], in[2], in[3], 1e-5);
 }
 
 START_TEST(allocation_failures_fail_the_operator)
 {
-	ts_tensor *(*const build[])(ts_ctx *, ts_tensor *, ts_tensor *) = {padded_conv, padded};
-	for (int b = 0; b < 2; b++) {
+	const op_builder build[] = {padded_conv, padded, build_softmax, build_layer_norm};
+	for (int b = 0; b < (int)TS_COUNT_OF(build); b++) {
 		int failed = 0;
 		for (long n = 1;; n++) {
 			ts_ctx *c = ts_ctx_new();
-			ts_tensor *X = ts_placeholder(c, "X", TS_SHAPE(1, 3, 6, 5), ts_float32);
-			ts_tensor *W = ts_placeholder(c, "W", TS_SHAPE(4, 3, 3, 3), ts_float32);
+			ts_tensor *in[] = {ts_placeholder(c, "X", TS_SHAPE(1, 3, 6, 5), ts_float32),
+					   ts_placeholder(c, "W", TS_SHAPE(4, 3, 3, 3), ts_float32),
+					   ts_placeholder(c, "G", TS_SHAPE(5), ts_float32),
+					   ts_placeholder(c, "B", TS_SHAPE(5), ts_float32)};
 			ts_ctx_fail_alloc_after(c, n);
-			ts_tensor *T = build[b](c, X, W);
+			ts_tensor *T = build[b](c, in);
 			bool past_end = ts_ctx_fail_alloc_pending(c) > 0;
 			if (T)
 				ck_assert_msg(past_end && ts_last_status(c) == TS_OK,
@@ -453,6 +486,7 @@ int main(void)
 	tcase_add_test(tc, allocation_failures_fail_the_operator);
 	tcase_add_test(tc, op_stage_placeholder_name);
 	tcase_add_test(tc, op_stage_not_a_dependency);
+	tcase_add_test(tc, op_stage_long_graph);
 	tcase_add_test(tc, op_stage_null_arguments);
 	tcase_add_test(tc, schedule_softmax_not_softmax);
 	tcase_add_test(tc, schedule_softmax_bad_arguments);
