@@ -440,7 +440,9 @@ bool ir_expr_equal(const ts_expr *a, const ts_expr *b)
 	case IR_INT_IMM:
 		return a->u.int_imm == b->u.int_imm;
 	case IR_FLOAT_IMM:
-		return a->u.float_imm == b->u.float_imm;
+		/* the same bits: 0.0 and -0.0 compare equal but are not one
+		 * value (1 / x tells them apart), and a NaN is itself */
+		return !memcmp(&a->u.float_imm, &b->u.float_imm, sizeof a->u.float_imm);
 	case IR_VAR:
 		return false; /* distinct pointers are distinct variables */
 	case IR_ADD: case IR_SUB: case IR_MUL: case IR_DIV:

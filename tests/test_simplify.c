@@ -3,6 +3,7 @@
  * expressions keep their value at every point of their variables' ranges. */
 #include "testutil.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "int_eval.h"
@@ -483,6 +484,30 @@ static ts_stmt *loop(ts_ctx *ctx, ts_expr *v, int64_t min, ts_expr *ext, ts_stmt
 	return ir_for(ctx, v, I(min), ext, TS_FOR_SERIAL, TS_THREAD_NONE, body);
 }
 
+/* 0.0 and -0.0 are two values (1 / x tells them apart): a select or a
+ * min/max between them is not one of its arms. */
+START_TEST(test_signed_zeros_differ)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_expr *i = ts_var(ctx, "i");
+	ts_expr *sel = ts_select(ctx, ts_lt(ctx, i, ts_int(ctx, 2)), ts_float(ctx, 0.0), ts_float(ctx, -0.0));
+	ck_assert(!ir_expr_equal(ts_float(ctx, 0.0), ts_float(ctx, -0.0)));
+	ck_assert(ir_expr_equal(ts_float(ctx, -0.0), ts_float(ctx, -0.0)));
+	ck_assert(ir_expr_equal(ts_float(ctx, NAN), ts_float(ctx, NAN)));
+	ck_assert_int_eq(ir_simplify(ctx, sel, 0, NULL)->kind, IR_SELECT);
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(4), TS_VARS(i), ts_div(ctx, ts_float(ctx, 1.0), sel));
+	float want[4], got[4];
+	tu_ok(ctx, ts_eval(ctx, 1, &C, (void *[]){want}));
+	ts_func *f = ts_lower(ts_create_schedule(ctx, 1, &C), "f", 1, &C);
+	tu_nonnull(ctx, f);
+	tu_ok(ctx, cg_interp_run(ctx, f, (void *[]){got}));
+	for (int k = 0; k < 4; k++)
+		ck_assert_msg(isinf(got[k]) && signbit(got[k]) == signbit(want[k]) && (k < 2) == !signbit(got[k]),
+			      "C[%d] = %g, the evaluator's %g", k, got[k], want[k]);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_stmt)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -564,6 +589,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_misuse);
 	tcase_add_test(tc, test_alloc_failure);
 	tcase_add_test(tc, test_random_soundness);
+	tcase_add_test(tc, test_signed_zeros_differ);
 	tcase_add_test(tc, test_stmt);
 	tcase_add_test(tc, test_stmt_misuse);
 	suite_add_tcase(s, tc);
