@@ -415,6 +415,14 @@ static ts_status matmul_prologue(ts_schedule *s, const char *what, ts_tensor *C,
 				"%s: parameter pack must be TS_PACK_AUTO, TS_PACK_AHEAD or TS_PACK_PANEL, got %d",
 				what, (int)d->pack);
 	TRY(untouched(s, what, C));
+	/* refused here, before anything changes: the panel loop would find
+	 * Bp stored at root, after C was tiled */
+	const ts_stage *sp = packed_operand(C) ? ts_stage_of(s, packed_operand(C)) : NULL;
+	if (d->pack == TS_PACK_PANEL && sp && sp->is_output)
+		return ts_error(s->ctx, TS_ERR_INVALID,
+				"%s: %s is an output of the schedule, stored whole, so it cannot be packed "
+				"per panel (TS_PACK_PANEL); use TS_PACK_AHEAD or TS_PACK_AUTO", what,
+				packed_operand(C)->name);
 	d->pack = pack_mode(s, C, d);
 	if (packed_operand(C))
 		/* a panel packed inside the parallel panel loop runs serially */
@@ -983,13 +991,16 @@ static bool inline_pays(const ts_tensor *C, const ts_tensor *Y, int64_t ow_block
  * layers take 1 row of 7, not 2 (8 rows for 7): 5% faster with its
  * weights coming from cache, at 1 and 2 threads, although 2 rows are
  * faster with the weights in registers' reach (hot). */
-static int64_t auto_rows(int64_t oh, int64_t ow, int64_t ow_block)
+static int64_t auto_rows(int64_t oh, int64_t ow, int64_t ow_block, int64_t cap)
 {
-	/* more rows than the image never waste fewer: the search stays
-	 * within oh whatever ow_block is (INT64_MAX searched for ages) */
+	/* more rows than the image never waste fewer, nor than `cap` (the
+	 * rows are unrolled) unroll: the search stays within both whatever
+	 * ow_block is (INT64_MAX searched for ages) */
 	int64_t most = ow < ow_block ? ow_block / ow : 1, best = 1;
 	if (most > oh)
 		most = oh;
+	if (most > cap)
+		most = cap;
 	for (int64_t r = 2; r <= most; r++)
 		if ((oh + r - 1) / r * r <= (oh + best - 1) / best * best)
 			best = r;
@@ -1027,6 +1038,41 @@ static int64_t channel_group(const ts_tensor *C, const ts_tensor *Y)
 	return g;
 }
 
+/* The vectors of output channels conv_accumulator unrolls: more than two
+ * vectors go one by one. */
+static int64_t channel_vectors(int64_t channels)
+{
+	int64_t lanes = ts_cpu_vector_lanes();
+	return channels > 2 * lanes && channels % lanes == 0 ? channels / lanes : 1;
+}
+
+/* Resolves d->oh_block (0: auto_rows) and checks that the register block
+ * it makes with d->ow_block, both clamped to the image, can be unrolled
+ * (rows x columns x channel vectors copies of the body): refused before the
+ * schedule changes, not by the unroll half-way through it. */
+static ts_status conv_block(ts_schedule *s, const char *what, const ts_tensor *Y,
+			    ts_conv2d_cpu_params *d)
+{
+	int64_t oh = Y->shape[2], ow = Y->shape[3], vecs = channel_vectors(Y->shape[4]);
+	int64_t cols = d->ow_block < ow ? d->ow_block : ow;
+	int64_t cap = TS_MAX_UNROLL_STMTS / mul_sat(cols, vecs);
+	if (cap > TS_MAX_UNROLL)
+		cap = TS_MAX_UNROLL;
+	if (d->oh_block == 0)
+		d->oh_block = auto_rows(oh, ow, d->ow_block, cap < 1 ? 1 : cap);
+	if (d->oh_block > oh)
+		d->oh_block = oh;
+	int64_t copies = mul_sat(mul_sat(d->oh_block, cols), vecs);
+	if (d->oh_block > TS_MAX_UNROLL || cols > TS_MAX_UNROLL || copies > TS_MAX_UNROLL_STMTS)
+		return ts_error(s->ctx, TS_ERR_INVALID,
+				"%s: a register block of %lld rows x %lld columns x %lld channel vectors is "
+				"unrolled into %lld copies of the body; the limits are %d rows or columns and "
+				"%d copies (choose a smaller oh_block or ow_block)", what,
+				(long long)d->oh_block, (long long)cols, (long long)vecs, (long long)copies,
+				TS_MAX_UNROLL, TS_MAX_UNROLL_STMTS);
+	return TS_OK;
+}
+
 /* Y in blocks of oh_block rows x ow_block columns x the channel lanes (one
  * vector), images, channel blocks and row blocks fused into one parallel
  * loop (rows outside the channel blocks when rows_outer; channel blocks in
@@ -1040,8 +1086,6 @@ static ts_status conv_output(ts_stage *sy, const ts_conv2d_cpu_params *d, bool r
 	/* a block no wider than the row: the columns past it would still
 	 * take accumulators, and twice the registers spill */
 	int64_t ow_block = block[1] = d->ow_block < ow ? d->ow_block : ow;
-	if (oh_block <= 0)
-		oh_block = auto_rows(sy->tensor->shape[2], ow, d->ow_block);
 	block[0] = oh_block;
 	ts_axis *img = ts_axis_of(sy, 0), *cb = ts_axis_of(sy, 1), *oho, *ohi, *owi, *f1, *f2;
 	TRY(ts_split(sy, ts_axis_of(sy, 2), oh_block, &oho, &ohi));
@@ -1123,7 +1167,7 @@ static ts_status conv_accumulator(ts_stage *sc, ts_stage *sy, ts_axis *at, int64
 	order[n++] = rco, order[n++] = kh, order[n++] = kw, order[n++] = rci, order[n++] = h;
 	int lanes = ts_cpu_vector_lanes();
 	ts_axis *vec = oc; /* the lanes */
-	if (oc->extent > 2 * lanes && oc->extent % lanes == 0) {
+	if (channel_vectors(oc->extent) > 1) {
 		/* more than two vectors of channels: vector by vector, each
 		 * weight vector loaded once and used for every column, the
 		 * columns' inputs broadcast once per step; column by column,
@@ -1174,6 +1218,7 @@ ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_co
 				"TS_PAD_AUTO", what, C->name);
 	if (d.ow_block == 0)
 		d.ow_block = ts_conv2d_cpu_ow_block(Y->shape[4]);
+	TRY(conv_block(s, what, Y, &d));
 	bool rows = rows_outer(C);
 	/* with rows outside the channel blocks, the rows of one image only
 	 * are monotone in the fused parallel index */
@@ -1320,7 +1365,7 @@ ts_status ts_schedule_depthwise_cpu(ts_schedule *s, ts_tensor *Y, const ts_depth
 	TRY(ts_reorder(sc, TS_AXES(ry, rx, h, w)));
 	TRY(ts_unroll(sc, h));
 	TRY(ts_vectorize(sc, w));
-	if (ry->extent * rx->extent * d.oh_block <= 256) {
+	if (mul_sat(mul_sat(ry->extent, rx->extent), d.oh_block) <= 256) {
 		TRY(ts_unroll(sc, rx));
 		TRY(ts_unroll(sc, ry));
 	}
@@ -1412,7 +1457,7 @@ static ts_status dw_nchwc_accumulator(ts_stage *sc, ts_stage *sy, ts_axis *xo,
 	TRY(ts_unroll(sc, h));
 	TRY(ts_unroll(sc, w));
 	TRY(ts_vectorize(sc, ci));
-	if (ry->extent * rx->extent * d->oh_block * d->ow_block <= 512) {
+	if (mul_sat(mul_sat(mul_sat(ry->extent, rx->extent), d->oh_block), d->ow_block) <= 512) {
 		TRY(ts_unroll(sc, rx));
 		TRY(ts_unroll(sc, ry));
 	}

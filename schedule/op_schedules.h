@@ -306,7 +306,12 @@ int64_t ts_depthwise_cpu_block(int64_t channels);
  * TS_ERR_INVALID, "... is already scheduled", before anything changes);
  * a padding stage the caller scheduled keeps its schedule, and one that
  * is an output of the schedule is stored, so AUTO copies it and
- * TS_PAD_INLINE is refused.  A huge ow_block is clamped to the row. */
+ * TS_PAD_INLINE is refused.  A huge ow_block is clamped to the row and
+ * oh_block to the image; the rows ow_block chooses (oh_block 0) stop
+ * where the block unrolls.  A block of more than TS_MAX_UNROLL rows or
+ * columns, or of more than TS_MAX_UNROLL_STMTS rows x columns x vectors of
+ * output channels (unrolled one by one beyond two), is refused before
+ * anything changes. */
 ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_conv2d_cpu_params *p);
 
 typedef struct ts_depthwise_cpu_params {

@@ -229,10 +229,15 @@ START_TEST(test_matmul_cpu_refusals)
 		p = (ts_matmul_cpu_params){.mr = 4, .nr = 16, .kunroll = 2, .parallel = false,
 					   .pack = panel ? TS_PACK_PANEL : TS_PACK_AUTO};
 		if (panel) {
+			/* refused before anything changed: the schedule takes
+			 * the next parameters */
+			const char *before = ts_schedule_str(s3);
 			ck_assert_int_eq(ts_schedule_matmul_cpu(s3, C, &p), TS_ERR_INVALID);
-			tu_assert_error(ctx, "Bp is an output of the schedule");
+			tu_assert_error(ctx, "schedule_matmul_cpu: Bp is an output of the schedule, stored whole, "
+					     "so it cannot be packed per panel (TS_PACK_PANEL)");
 			ts_clear_error(ctx);
-			continue;
+			ck_assert_str_eq(before, ts_schedule_str(s3));
+			p.pack = TS_PACK_AHEAD;
 		}
 		tu_ok(ctx, ts_schedule_matmul_cpu(s3, C, &p));
 		tu_check_func(ctx, ts_lower(s3, "gemm_bp", 4, (ts_tensor *[]){A, B, C, C->inputs[1]}), 1e-4);
@@ -456,6 +461,59 @@ START_TEST(test_conv2d_cpu_blocks)
 }
 END_TEST
 
+/* Register blocks too large to unroll are refused before the schedule
+ * changes (a block of 2000 columns was refused by the unroll, half-way,
+ * leaving a schedule that took no other parameters); rows chosen for a huge
+ * ow_block stop at what unrolls (on an image 2^40 rows tall the search for
+ * them ran for hours). */
+static ts_schedule *conv_1x1(ts_ctx *ctx, int64_t h, int64_t w, ts_tensor **Y)
+{
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(1, 1, h, w, 8), ts_float32);
+	ts_tensor *W = ts_placeholder(ctx, "W", TS_SHAPE(1, 1, 1, 1, 8, 8), ts_float32);
+	*Y = ts_op_conv2d_nchwc(ctx, X, W, 1, 1, 0, 0, 1, 1);
+	return ts_create_schedule(ctx, 1, Y);
+}
+
+START_TEST(test_conv2d_cpu_block_limits)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *Y;
+	ts_schedule *s = conv_1x1(ctx, 8, 2000, &Y);
+	const char *before = ts_schedule_str(s);
+	ts_conv2d_cpu_params p = ts_conv2d_cpu_default();
+	p.ow_block = 1 << 20; /* clamped to the row: 2000 columns, 2 rows at most */
+	ck_assert_int_eq(ts_schedule_conv2d_nchwc_cpu(s, Y, &p), TS_ERR_INVALID);
+	tu_assert_error(ctx, "schedule_conv2d_nchwc_cpu: a register block of 2 rows x 2000 columns x 1 channel "
+			     "vectors is unrolled into 4000 copies of the body; the limits are 1024 rows or "
+			     "columns and 4096 copies");
+	ts_clear_error(ctx);
+	ck_assert_str_eq(before, ts_schedule_str(s));
+	p.ow_block = 1000;
+	p.oh_block = 5;
+	ck_assert_int_eq(ts_schedule_conv2d_nchwc_cpu(s, Y, &p), TS_ERR_INVALID);
+	tu_assert_error(ctx, "5 rows x 1000 columns x 1 channel vectors is unrolled into 5000 copies");
+	ts_clear_error(ctx);
+	p.oh_block = 50;
+	ck_assert_int_eq(ts_schedule_conv2d_nchwc_cpu(s, Y, &p), TS_ERR_INVALID);
+	tu_assert_error(ctx, "8 rows x 1000 columns"); /* rows clamped to the image */
+	ts_clear_error(ctx);
+	ck_assert_str_eq(before, ts_schedule_str(s));
+	p.ow_block = 64;
+	p.oh_block = 0;
+	tu_ok(ctx, ts_schedule_conv2d_nchwc_cpu(s, Y, &p));
+	tu_check_func(ctx, ts_lower(s, "conv", 3, (ts_tensor *[]){Y->inputs[0], Y->inputs[1], Y}), 1e-4);
+	/* a tall, narrow image: rows found at once, and at most 4096 / 1 */
+	s = conv_1x1(ctx, INT64_C(1) << 40, 1, &Y);
+	p.ow_block = 1 << 20;
+	tu_ok(ctx, ts_schedule_conv2d_nchwc_cpu(s, Y, &p));
+	s = conv_1x1(ctx, 2000, 1, &Y);
+	p.oh_block = 1500;
+	ck_assert_int_eq(ts_schedule_conv2d_nchwc_cpu(s, Y, &p), TS_ERR_INVALID);
+	tu_assert_error(ctx, "a register block of 1500 rows x 1 columns");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_matmul_cuda_schedule)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -596,6 +654,7 @@ int main(void)
 	tcase_add_test(tc, test_batch_matmul_cpu);
 	tcase_add_test(tc, test_conv2d_nchwc_cpu);
 	tcase_add_test(tc, test_conv2d_cpu_blocks);
+	tcase_add_test(tc, test_conv2d_cpu_block_limits);
 	tcase_add_test(tc, test_matmul_unusual_operands);
 	tcase_add_test(tc, test_matmul_cuda_schedule);
 	tcase_add_test(tc, test_conv2d_cuda_schedule);
