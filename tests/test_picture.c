@@ -192,6 +192,34 @@ START_TEST(picture_huge_shape)
 }
 END_TEST
 
+/* A stage split many times over a long row: the drawing's work is
+ * bounded whatever the relations (31 splits by 1 drew for 40 s, each step
+ * looking up every relation's axes), and the grid says how far it got. */
+START_TEST(picture_many_splits)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	int64_t n = (int64_t)1 << 40;
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(16, n), ts_int8);
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(16, n), TS_VARS(i, j), TS_READ(ctx, A, i, j));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_stage *sc = ts_stage_of(s, C);
+	ts_axis *a = ts_axis_of(sc, 1), *o, *in;
+	for (int k = 0; k < 31; k++) {
+		tu_ok(ctx, ts_split(sc, a, 1, &o, &in));
+		a = o;
+	}
+	const char *p = ts_schedule_picture(s, C);
+	tu_nonnull(ctx, p);
+	/* 2^26 updates of 33 leaves, 31 relations and the step's own */
+	const char *tail = strstr(p, "(? elements");
+	ck_assert_ptr_nonnull(tail);
+	ck_assert_str_eq(tail, "(? elements: not written in the first 1032444 iterations)\n");
+	ck_assert_ptr_nonnull(strstr(p, "\n     0    1    2"));
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("picture");
@@ -204,6 +232,7 @@ int main(void)
 	tcase_add_test(tc, picture_unscheduled);
 	tcase_add_test(tc, picture_max_reduction_wide_grid);
 	tcase_add_test(tc, picture_huge_shape);
+	tcase_add_test(tc, picture_many_splits);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
