@@ -510,6 +510,20 @@ START_TEST(test_conv2d_cpu_block_limits)
 	p.oh_block = 1500;
 	ck_assert_int_eq(ts_schedule_conv2d_nchwc_cpu(s, Y, &p), TS_ERR_INVALID);
 	tu_assert_error(ctx, "a register block of 1500 rows x 1 columns");
+	ts_clear_error(ctx);
+	/* depthwise windows of 2^26 and 2^31 on a side: whether to unroll
+	 * them is asked without overflowing (the product wrapped) */
+	int64_t k = INT64_C(1) << 26, r = INT64_C(1) << 31;
+	ts_tensor *X = ts_placeholder(ctx, "Xd", TS_SHAPE(1, 1, k + 63, k + 63, 1), ts_float32);
+	ts_tensor *W = ts_placeholder(ctx, "Wd", TS_SHAPE(1, k, k, 1), ts_float32);
+	Y = ts_op_depthwise_conv2d_nchwc(ctx, X, W, 1, 1, 0, 0, 1, 1);
+	s = ts_create_schedule(ctx, 1, &Y);
+	tu_ok(ctx, ts_schedule_depthwise_nchwc_cpu(s, Y, &(ts_depthwise_cpu_params){64, 64, false}));
+	X = ts_placeholder(ctx, "Xn", TS_SHAPE(1, 1, r + 1, r + 1), ts_int8);
+	W = ts_placeholder(ctx, "Wn", TS_SHAPE(1, 1, r, r), ts_int8);
+	Y = ts_op_depthwise_conv2d_nchw(ctx, X, W, 1, 1, 0, 0, 1, 1);
+	s = ts_create_schedule(ctx, 1, &Y);
+	tu_ok(ctx, ts_schedule_depthwise_cpu(s, Y, &(ts_depthwise_cpu_params){2, 2, false}));
 	ts_ctx_free(ctx);
 }
 END_TEST
