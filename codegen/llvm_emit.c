@@ -289,7 +289,11 @@ static LLVMValueRef guarded_divmod(emitter *em, ir_expr_kind k, bool sg, LLVMVal
 	LLVMValueRef is0 = LLVMBuildICmp(B, LLVMIntEQ, b, zero, "");
 	LLVMValueRef is_m1 = sg ? LLVMBuildICmp(B, LLVMIntEQ, b, LLVMConstAllOnes(ty), "") : NULL;
 	LLVMValueRef bad = sg ? LLVMBuildOr(B, is0, is_m1, "") : is0;
-	LLVMValueRef r = divmod(em, k, sg, a, LLVMBuildSelect(B, bad, iconst(em, ty, 1), b, ""));
+	/* frozen: LLVM 14's instcombine folded the vector select of a divisor
+	 * with a lane known to be 0 as if every lane were that arm (1 / [0,
+	 * 1, 2, 3] gave [0, 1, 1, 1]); a freeze is opaque to that fold */
+	LLVMValueRef safe = LLVMBuildFreeze(B, LLVMBuildSelect(B, bad, iconst(em, ty, 1), b, ""), "");
+	LLVMValueRef r = divmod(em, k, sg, a, safe);
 	if (k == IR_TRUNCMOD || k == IR_FLOORMOD)
 		return r;
 	if (sg)

@@ -555,6 +555,33 @@ START_TEST(test_c_guards_only_variable_divisors)
 }
 END_TEST
 
+/* A vectorized divisor with a lane known to be 0 (i * x at lane 0): LLVM
+ * 14's instcombine took the guard's select for one arm in every lane, and
+ * 1 / [0, 1, 2, 3] came out [0, 1, 1, 1].  Every division kind and width,
+ * against the evaluator. */
+START_TEST(test_vector_divisor_zero_lane)
+{
+	for (int w = 0; w < 2; w++)
+		for (int k = 0; k < 4; k++) {
+			ts_ctx *ctx = ts_ctx_new();
+			ts_dtype t = w ? ts_int64 : ts_int32;
+			ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(8), ts_int32);
+			ts_expr *i = ts_var(ctx, "i");
+			ts_expr *den = ts_mul(ctx, ts_cast(ctx, t, i),
+					      ts_cast(ctx, t, ts_ne(ctx, TS_READ(ctx, B, i), ts_int(ctx, 5))));
+			ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(8), TS_VARS(i),
+						  ts_binary(ctx, kinds[k], ts_const(ctx, t, 7), den));
+			ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+			/* the whole axis one vector: lane 0 of i is the constant 0 */
+			tu_ok(ctx, ts_vectorize(ts_stage_of(s, C), ts_axis_of(ts_stage_of(s, C), 0)));
+			ts_func *f = ts_lower(s, "div", 2, (ts_tensor *[]){B, C});
+			tu_nonnull(ctx, f);
+			tu_check_func_llvm(ctx, f, NULL, 0);
+			ts_ctx_free(ctx);
+		}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("divsem");
@@ -562,6 +589,7 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_loop_test(tc, test_division_every_path, 0, (int)TS_COUNT_OF(int_dtypes));
 	tcase_add_loop_test(tc, test_division_folds, 0, (int)TS_COUNT_OF(int_dtypes));
+	tcase_add_test(tc, test_vector_divisor_zero_lane);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("cast");
 	tcase_set_timeout(tc, 300);
