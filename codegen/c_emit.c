@@ -64,11 +64,12 @@ enum { C16_FROM, C16_TO, C16_ROUND, C16_COUNT };
 enum {
 	H_FLOORDIV, H_FLOORMOD, H_MIN, H_MAX, H_SIGMOID, H_TRUNCDIV_Z, H_TRUNCMOD_Z,
 	H_FLOORDIV_Z, H_FLOORMOD_Z, H_CAST_F32, H_CAST_F64, H_ADD_WRAP, H_SUB_WRAP,
-	H_MUL_WRAP, H_COUNT
+	H_MUL_WRAP, H_FSUB, H_COUNT
 };
 static const char *const helper_name[H_COUNT] = {
 	"floordiv", "floormod", "min", "max", "sigmoid", "truncdiv_z", "truncmod_z",
 	"floordiv_z", "floormod_z", "cast_f32", "cast_f64", "add_wrap", "sub_wrap", "mul_wrap",
+	"fsub",
 };
 
 typedef struct dialect {
@@ -538,12 +539,30 @@ static const char *infix_op(ir_expr_kind k)
 	}
 }
 
+/* Whether e is +0.0 - x in float32 or float64.  GCC 12 folds the text
+ * 0.0 - (double)i into -(double)i, even at -O0, which is -0.0 where i is
+ * 0 (IEEE and ir.h say +0.0): such a subtraction is written as a helper
+ * call, whose operands the fold cannot see together. */
+static bool zero_minus(const ts_expr *e)
+{
+	const ts_expr *a = e->u.bin.a;
+	ts_dtype t = ts_dtype_element(e->dtype);
+	if (a->kind == IR_BROADCAST)
+		a = a->u.bcast.value;
+	return e->kind == IR_SUB && (t.code == TS_TYPE_FLOAT && (t.bits == 32 || t.bits == 64)) &&
+	       a->kind == IR_FLOAT_IMM && a->u.float_imm == 0 && !signbit(a->u.float_imm);
+}
+
 static void binary(emitter *em, const ts_expr *e)
 {
 	const ts_expr *a = e->u.bin.a, *b = e->u.bin.b;
 	ts_dtype t = ts_dtype_element(a->dtype);
 	if (wrapping(em, e)) {
 		call2(em, helper(em, H_ADD_WRAP + (int)(e->kind - IR_ADD), t), a, b);
+		return;
+	}
+	if (zero_minus(e)) {
+		call2(em, helper(em, H_FSUB, t), a, b);
 		return;
 	}
 	switch (e->kind) {
@@ -1766,6 +1785,9 @@ static void emit_helper(emitter *em, ts_sbuf *sb, int h, int ti)
 		break;
 	case H_CAST_F32: case H_CAST_F64:
 		emit_cast(em, sb, h, ti);
+		break;
+	case H_FSUB:
+		ts_sb_puts(sb, "  return a - b;\n");
 		break;
 	case H_ADD_WRAP: case H_SUB_WRAP: case H_MUL_WRAP: {
 		const char *u = em->d->type[ti - T_I8 + T_U8];

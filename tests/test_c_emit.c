@@ -513,6 +513,45 @@ START_TEST(test_c_signed_overflow_wraps)
 }
 END_TEST
 
+/* 0.0 - (double)i is +0.0 for i = 0: GCC folds that text into
+ * -(double)i, which is -0.0 (1 / it gave -inf), so the emitter writes it
+ * as a helper call; float32 and a vector of zeros likewise. */
+START_TEST(test_c_zero_minus_keeps_sign)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_buffer *A = kg_buf(ctx, "A", TS_DTYPE(TS_TYPE_UINT, 32), 4, 0, TS_SCOPE_GLOBAL);
+	ts_buffer *C = kg_buf(ctx, "C", TS_DTYPE(TS_TYPE_FLOAT, 64), 4, 0, TS_SCOPE_GLOBAL);
+	ts_buffer *D = kg_buf(ctx, "D", ts_float32, 4, 0, TS_SCOPE_GLOBAL);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_expr *c = ts_div(ctx, ts_const(ctx, TS_DTYPE(TS_TYPE_FLOAT, 64), 1),
+			    ts_sub(ctx, ts_const(ctx, TS_DTYPE(TS_TYPE_FLOAT, 64), 0), ts_cast(ctx, TS_DTYPE(TS_TYPE_FLOAT, 64), ts_load(ctx, A, i))));
+	ts_expr *ramp = ts_ramp(ctx, ts_int(ctx, 0), 1, 4);
+	ts_dtype f4 = ts_dtype_with_lanes(ts_float32, 4);
+	ts_expr *d = ts_div(ctx, ts_broadcast(ctx, ts_float(ctx, 1), 4),
+			    ts_sub(ctx, ts_broadcast(ctx, ts_float(ctx, 0), 4),
+				   ts_cast(ctx, f4, ts_load(ctx, A, ramp))));
+	ts_stmt *body = ir_seq(ctx, 2, (ts_stmt *[]){kg_loop(ctx, i, 4, TS_FOR_SERIAL, ir_store(ctx, C, i, c)),
+						     ir_store(ctx, D, ramp, d)});
+	const char *src = cg_emit_c(ctx, kg_func(ctx, "zm", 3, (ts_buffer *[]){A, C, D}, body));
+	tu_nonnull(ctx, src);
+	ck_assert_msg(strstr(src, "ts_fsub_f64(") && strstr(src, "ts_fsub_f32("), "%s", src);
+	if (have_cc()) {
+		built b = build(src);
+		uint32_t a[4] = {0, 1, 0, 7};
+		double cv[4];
+		float dv[4];
+		ck_assert_int_eq(packed(&b, "zm")((void *[]){a, cv, dv}), 0);
+		for (int k = 0; k < 4; k++) {
+			double want = a[k] ? -1.0 / a[k] : INFINITY;
+			ck_assert_msg(cv[k] == want && dv[k] == (float)want, "element %d: %g %g, want %g", k, cv[k],
+				      (double)dv[k], want);
+		}
+		unbuild(&b);
+	}
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* C = A * B (37x29 * 29x45): a parallel row loop with a thread-private
  * accumulator row and vectorized inner loops. */
 static ts_func *build_matmul(ts_ctx *ctx)
@@ -941,6 +980,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_c_bfloat16);
 	tcase_add_test(tc, test_c_narrow_and_nan);
 	tcase_add_test(tc, test_c_signed_overflow_wraps);
+	tcase_add_test(tc, test_c_zero_minus_keeps_sign);
 	tcase_add_test(tc, test_c_matmul);
 	tcase_add_test(tc, test_c_symbolic);
 	tcase_add_test(tc, test_c_heap_temporary);
