@@ -114,12 +114,46 @@ START_TEST(test_cache_write_after_changes)
 }
 END_TEST
 
+/* C[i] = P[i, 0] + sum_k P[i, k]: the sum starts from P before its loop
+ * over k, so P computed inside k is refused, naming the init (the message
+ * said P was neither an argument nor computed); at i it is legal. */
+START_TEST(test_init_reads_producer_inside)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(4, 5), ts_int32);
+	ts_expr *p0 = ts_var(ctx, "p0"), *p1 = ts_var(ctx, "p1"), *i = ts_var(ctx, "i");
+	ts_tensor *P = ts_compute(ctx, "P", TS_SHAPE(4, 5), TS_VARS(p0, p1),
+				  ts_add(ctx, TS_READ(ctx, A, p0, p1), ts_int(ctx, 1)));
+	ts_iter *k = ts_reduce_axis(ctx, "k", 0, 5);
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(4), TS_VARS(i),
+				  ts_reduce(ctx, TS_REDUCE_SUM, TS_READ(ctx, P, i, k->var), 1, (ts_iter *[]){k},
+					    TS_READ(ctx, P, i, ts_int(ctx, 0))));
+	for (int at = 0; at < 2; at++) {
+		ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+		ts_stage *sc = ts_stage_of(s, C);
+		tu_ok(ctx, ts_compute_at(ts_stage_of(s, P), sc, at ? ts_axis_of(sc, 0) : ts_reduce_axis_of(sc, 0)));
+		ts_func *f = ts_lower(s, "init", 2, (ts_tensor *[]){A, C});
+		if (at) {
+			tu_check_func(ctx, f, 0);
+			continue;
+		}
+		ck_assert_ptr_null(f);
+		tu_assert_error(ctx, "compute_at(P): C's reduction starts from P (its init), which is computed before "
+				     "C's first reduction loop 'k', but P is computed inside C's loop 'k'; attach P "
+				     "outside 'k'");
+		ts_clear_error(ctx);
+	}
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("mustfail_schedsem");
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, test_reader_outside_consumer);
 	tcase_add_test(tc, test_reader_at_root);
+	tcase_add_test(tc, test_init_reads_producer_inside);
 	tcase_add_test(tc, test_not_a_consumer);
 	tcase_add_test(tc, test_cache_write_after_changes);
 	suite_add_tcase(s, tc);

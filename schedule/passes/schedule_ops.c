@@ -585,6 +585,21 @@ static ts_status check_readers_inside(ops *o, ts_stage *x, int pos)
 					"(every reader must be %s itself or attached at or below that loop)",
 					x->name, c->name, x->name, p->name, x->attach_axis->name, p->name);
 	}
+	/* p's reduction starts from its init, in a nest before its first
+	 * reduction loop: x computed at or below that loop is not there yet */
+	int first = 0;
+	while (first < p->nleaf && p->leaf[first]->kind != TS_ITER_REDUCE)
+		first++;
+	const ts_expr *body = NULL;
+	for (int i = 0; i < o->s->nstages; i++)
+		body = o->s->stages[i] == p ? o->body[i] : body;
+	if (pos >= first && body && body->kind == IR_REDUCE && body->u.reduce.init &&
+	    ir_expr_reads(body->u.reduce.init, x->tensor))
+		return ts_error(o->ctx, TS_ERR_INVALID,
+				"compute_at(%s): %s's reduction starts from %s (its init), which is computed "
+				"before %s's first reduction loop '%s', but %s is computed inside %s's loop '%s'; "
+				"attach %s outside '%s'", x->name, p->name, x->name, p->name, p->leaf[first]->name,
+				x->name, p->name, x->attach_axis->name, x->name, p->leaf[first]->name);
 	return TS_OK;
 }
 
