@@ -24,11 +24,11 @@
 #include <string.h>
 
 #include "args.h"
+#include "array.h"
 #include "arith.h"
 #include "printer.h"
 #include "te.h"
 
-#define MAX_TENSORS 256
 #define MAX_ENV 64
 
 typedef union val {
@@ -44,9 +44,9 @@ typedef struct binding {
 typedef struct evaluator {
 	ts_ctx *ctx;
 	int ntensors;
-	ts_tensor *tensors[MAX_TENSORS]; /* dependency order */
-	void *data[MAX_TENSORS];
-	bool owned[MAX_TENSORS];         /* temporary storage to free */
+	ts_tensor **tensors; /* dependency order */
+	void **data;
+	bool *owned;         /* temporary storage to free */
 	const ts_tensor *current;        /* the compute being filled */
 	int nenv;
 	binding env[MAX_ENV];
@@ -467,7 +467,12 @@ static ts_status assign_storage(evaluator *s, int n, ts_tensor *const *bind, voi
 		if (t->op == TS_OP_PLACEHOLDER)
 			return ts_error(s->ctx, TS_ERR_INVALID, "eval: placeholder %s is not bound",
 					t->name);
-		s->data[i] = calloc((size_t)ts_tensor_numel(t), (size_t)ts_dtype_bytes(t->dtype));
+		size_t n = (size_t)ts_tensor_numel(t), elem = (size_t)ts_dtype_bytes(t->dtype);
+		if (n > ts_phys_mem_bytes() / elem)
+			return ts_error(s->ctx, TS_ERR_NOMEM,
+					"eval: the intermediate %s needs %zu x %zu bytes, more than this "
+					"machine's memory", t->name, n, elem);
+		s->data[i] = calloc(n, elem);
 		if (!s->data[i])
 			return ts_error(s->ctx, TS_ERR_NOMEM, "eval: out of memory for %s", t->name);
 		s->owned[i] = true;
@@ -525,24 +530,35 @@ static ts_status check_aliasing(ts_ctx *ctx, int n, ts_tensor *const *bind, void
 	return TS_OK;
 }
 
-/* Orders the graph of the bound compute tensors, inputs first. */
+/* Orders the graph of the bound compute tensors, inputs first, into
+ * arrays of the graph's size. */
 static ts_status collect_graph(evaluator *s, int n, ts_tensor *const *bind)
 {
-	ts_tensor *outs[MAX_TENSORS];
+	ts_tensor **outs = malloc(((size_t)n + 1) * sizeof(*outs));
+	if (!outs)
+		return ts_error(s->ctx, TS_ERR_NOMEM, "eval: out of memory");
 	int nout = 0;
-	for (int i = 0; i < n; i++) {
-		if (bind[i]->op != TS_OP_COMPUTE)
-			continue;
-		if (nout == MAX_TENSORS)
-			return ts_error(s->ctx, TS_ERR_UNSUPPORTED, "eval: more than %d outputs",
-					MAX_TENSORS);
-		outs[nout++] = bind[i];
+	for (int i = 0; i < n; i++)
+		if (bind[i]->op == TS_OP_COMPUTE)
+			outs[nout++] = bind[i];
+	ts_status st = TS_OK;
+	int count = ts_graph_topo(nout, outs, NULL, 0);
+	if (count < 0) {
+		st = ts_error(s->ctx, TS_ERR_NOMEM, "eval: out of memory ordering the graph");
+	} else {
+		size_t m = (size_t)count + 1;
+		s->tensors = malloc(m * sizeof(*s->tensors));
+		s->data = calloc(m, sizeof(*s->data));
+		s->owned = calloc(m, sizeof(*s->owned));
+		if (!s->tensors || !s->data || !s->owned)
+			st = ts_error(s->ctx, TS_ERR_NOMEM, "eval: out of memory for a graph of %d tensors", count);
+		else if (ts_graph_topo(nout, outs, s->tensors, count) != count)
+			st = ts_error(s->ctx, TS_ERR_INTERNAL, "eval: the graph changed while being ordered");
+		else
+			s->ntensors = count;
 	}
-	s->ntensors = ts_graph_topo(nout, outs, s->tensors, MAX_TENSORS);
-	if (s->ntensors > MAX_TENSORS)
-		return ts_error(s->ctx, TS_ERR_UNSUPPORTED, "eval: graph of more than %d tensors",
-				MAX_TENSORS);
-	return TS_OK;
+	free(outs);
+	return st;
 }
 
 /* The evaluator walks shapes as constants: a size variable's bound is not
@@ -590,6 +606,9 @@ ts_status ts_eval(ts_ctx *ctx, int n, ts_tensor *const *bind, void *const *data)
 	for (int i = 0; i < s->ntensors; i++)
 		if (s->owned[i])
 			free(s->data[i]);
+	free(s->tensors);
+	free(s->data);
+	free(s->owned);
 	free(s);
 	return st;
 }

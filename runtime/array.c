@@ -105,8 +105,7 @@ static ts_array *describe(ts_dtype t, int ndim, const int64_t *shape)
 	return a;
 }
 
-/* The machine's memory in bytes (SIZE_MAX when unknown). */
-static size_t phys_bytes(void)
+size_t ts_phys_mem_bytes(void)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
 	if (pages <= 0 || size <= 0 || (unsigned long)pages > SIZE_MAX / (unsigned long)size)
@@ -123,7 +122,7 @@ ts_array *ts_array_new(ts_ctx *ctx, ts_dtype t, int ndim, const int64_t *shape)
 	/* the array is zeroed, so every page of it is touched: one larger than
 	 * the machine's memory could only end in the kernel's out-of-memory
 	 * killer (or a sanitizer's abort), never in a usable array */
-	size_t phys = phys_bytes();
+	size_t phys = ts_phys_mem_bytes();
 	if (bytes > phys) {
 		ts_error(ctx, TS_ERR_NOMEM, "array: %zu bytes is more than this machine's memory (%zu bytes)",
 			 bytes, phys);

@@ -42,6 +42,10 @@ bool ts_array_dtype_ok(ts_dtype t);
  * extent < 1) or out of memory, and (TS_ERR_NOMEM) for more bytes than the
  * machine's memory, which zeroing it would have to touch. */
 ts_array *ts_array_new(ts_ctx *ctx, ts_dtype t, int ndim, const int64_t *shape);
+/* The machine's physical memory in bytes (SIZE_MAX when unknown):
+ * ts_array_new and ts_eval's temporaries refuse more up front, with an
+ * error, rather than asking the allocator. */
+size_t ts_phys_mem_bytes(void);
 /* A host array shaped like tensor t (NULL with an error if t is NULL). */
 ts_array *ts_array_for(ts_ctx *ctx, const ts_tensor *t);
 

@@ -646,6 +646,53 @@ START_TEST(test_output_overlaps_input)
 }
 END_TEST
 
+/* Graphs of any size: 300 stages (more than a fixed table of 256 once
+ * held: the evaluator read and freed past it) and diamonds that share
+ * stages. */
+START_TEST(test_long_graphs)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(2), ts_float32), *t = A;
+	ts_expr *i = ts_var(ctx, "i");
+	for (int k = 0; k < 300; k++)
+		t = ts_compute(ctx, "C", TS_SHAPE(2), TS_VARS(i), ts_add(ctx, TS_READ(ctx, t, i), ts_float(ctx, 1)));
+	float a[2] = {0.5f, -2}, c[2];
+	tu_ok(ctx, ts_eval(ctx, 2, (ts_tensor *[]){A, t}, (void *[]){a, c}));
+	ck_assert(c[0] == 300.5f && c[1] == 298);
+	/* T = U + W + t with U = t and W = -t, 200 times over: 601 stages,
+	 * each T reading t three ways (walked once per path, this took
+	 * minutes) */
+	t = A;
+	for (int k = 0; k < 200; k++) {
+		ts_tensor *u = ts_compute(ctx, "U", TS_SHAPE(2), TS_VARS(i), TS_READ(ctx, t, i));
+		ts_tensor *w = ts_compute(ctx, "W", TS_SHAPE(2), TS_VARS(i), ts_sub(ctx, ts_float(ctx, 0), TS_READ(ctx, t, i)));
+		t = ts_compute(ctx, "T", TS_SHAPE(2), TS_VARS(i),
+			       ts_add(ctx, ts_add(ctx, TS_READ(ctx, u, i), TS_READ(ctx, w, i)), TS_READ(ctx, t, i)));
+	}
+	tu_ok(ctx, ts_eval(ctx, 2, (ts_tensor *[]){A, t}, (void *[]){a, c}));
+	ck_assert(c[0] == 0.5f && c[1] == -2);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* A temporary larger than the machine is refused before it is asked of
+ * the allocator (under AddressSanitizer the request aborted). */
+START_TEST(test_huge_temporary)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	ts_tensor *T = ts_compute(ctx, "T", TS_SHAPE(INT64_C(1) << 20, INT64_C(1) << 20), TS_VARS(i, j),
+				  ts_cast(ctx, ts_float32, ts_add(ctx, i, j)));
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(1), TS_VARS(i), TS_READ(ctx, T, i, i));
+	tu_nonnull(ctx, C);
+	float c = -1;
+	ck_assert_int_eq(ts_eval(ctx, 1, &C, (void *[]){&c}), TS_ERR_NOMEM);
+	tu_assert_error(ctx, "eval: the intermediate T needs 1099511627776 x 4 bytes, more than this machine's memory");
+	ck_assert(c == -1);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("eval");
@@ -667,6 +714,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_casts_to_float_agree);
 	tcase_add_test(tc, test_bad_bindings);
 	tcase_add_test(tc, test_output_overlaps_input);
+	tcase_add_test(tc, test_long_graphs);
+	tcase_add_test(tc, test_huge_temporary);
 	suite_add_tcase(s, tc);
 	return s;
 }
