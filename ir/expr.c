@@ -592,6 +592,14 @@ ts_expr *ts_select(ts_ctx *ctx, ts_expr *cond, ts_expr *t, ts_expr *f)
 			 ts_dtype_str(t->dtype, b1), ts_dtype_str(f->dtype, b2));
 		return NULL;
 	}
+	/* a scalar condition picks whole vectors; a vector one picks per
+	 * lane, so it needs the arms' lanes (no backend widens scalar arms) */
+	if (cond->dtype.lanes != 1 && cond->dtype.lanes != t->dtype.lanes) {
+		ts_error(ctx, TS_ERR_INVALID,
+			 "select: condition has %d lanes, the values %d (a condition is a scalar or "
+			 "has the values' lanes)", cond->dtype.lanes, t->dtype.lanes);
+		return NULL;
+	}
 	ts_expr *e = node(ctx, IR_SELECT, t->dtype, deeper(cond, t->depth >= f->depth ? t : f),
 			    nodes_of(cond, t, f));
 	if (e) {
@@ -774,6 +782,12 @@ ts_expr *ts_load(ts_ctx *ctx, ts_buffer *buf, ts_expr *index)
 		return NULL;
 	if (!buf) {
 		ts_error(ctx, TS_ERR_INVALID, "load: unknown buffer (NULL)");
+		return NULL;
+	}
+	/* another context's buffer dies with it, leaving the load dangling */
+	if (buf->ctx && buf->ctx != ctx) {
+		ts_error(ctx, TS_ERR_INVALID, "load %s: buffer belongs to another context",
+			 buf->name);
 		return NULL;
 	}
 	if (!index) {
@@ -1024,6 +1038,7 @@ ts_buffer *ir_buffer_new(ts_ctx *ctx, const char *name, ts_dtype t, int ndim,
 	b->size = size;
 	b->data = ts_var_typed(ctx, name, ts_handle);
 	b->id = ts_ctx_next_id(ctx);
+	b->ctx = ctx;
 	return b->name && b->data ? b : NULL;
 }
 

@@ -84,6 +84,19 @@ extern "C" {
  * lowering would otherwise run for minutes; constructors refuse larger
  * nodes. */
 #define TS_MAX_EXPR_NODES (1 << 20)
+/* Deepest statement a constructor builds (ts_stmt.depth).  Every walk over
+ * the loop IR (printer, verifier, simplifier, visitors and mutators,
+ * lowering passes, interpreter, LLVM and C emitters) recurses once or
+ * twice per level, then into the expressions at the bottom: a function
+ * body this deep, around an expression TS_MAX_EXPR_DEPTH deep, fits in
+ * half of an 8 MB stack under AddressSanitizer (tests/test_ir.c builds one
+ * and takes it through every walk, on the main stack and on a thread-pool
+ * worker's).  Lowering stays well below: a loop nest with its lets and
+ * guards is a few dozen levels, and each stage at root adds two (a
+ * sequence and a realize), so the most stages a schedule holds, 256, come
+ * to about 520.  A sequence is one level whatever its length, so long
+ * lists must be built flat (one ir_seq), not by appending with ir_seq2. */
+#define TS_MAX_STMT_DEPTH 1000
 /* Most lanes of a vector dtype (ts_ramp, ts_broadcast, ts_dtype_with_lanes)
  * and of a vectorized loop. */
 #define TS_MAX_VECTOR_LANES 64
@@ -155,7 +168,8 @@ bool ts_dtype_parse(const char *s, ts_dtype *out);
 	X(AND) X(OR) /* bool operands */                                       \
 	X(NOT)       /* u.un */                                                \
 	X(CAST)      /* u.un: convert to the node's dtype */                   \
-	X(SELECT)    /* u.select: cond ? t : f, both arms evaluated */          \
+	X(SELECT)    /* u.select: cond ? t : f, both arms evaluated; a         \
+			scalar cond, or one of the arms' lanes, per lane */    \
 	X(CALL)      /* u.call: a math intrinsic */                            \
 	X(READ)      /* u.read: element of a tensor, n-d indices */            \
 	X(LOAD)      /* u.load: element(s) of a flat buffer */                 \
@@ -314,6 +328,7 @@ struct ts_buffer {
 	/* a parameter whose extent d is a size variable: that variable
 	 * (shape[d] is its bound; strides follow the run-time extents) */
 	ts_expr *dim_var[TS_MAX_DIMS];
+	ts_ctx *ctx; /* the context whose arena holds the buffer */
 };
 
 /* ---- statements -------------------------------------------------------- */
@@ -360,6 +375,10 @@ const char *ts_thread_tag_name(ts_thread_tag t); /* "blockIdx.x", ... */
 struct ts_stmt {
 	ir_stmt_kind kind;
 	ts_ctx *ctx; /* the context whose arena holds it */
+	/* 1 for a statement with no statement inside (STORE, PROVIDE,
+	 * EVALUATE, BARRIER, PREFETCH), else 1 + the deepest child's;
+	 * <= TS_MAX_STMT_DEPTH */
+	int depth;
 	union {
 		struct {
 			ts_expr *var;

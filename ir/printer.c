@@ -6,6 +6,7 @@
  */
 #include "printer.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 enum { P_OR = 1, P_AND, P_CMP, P_ADD, P_MUL, P_UNARY, P_ATOM };
@@ -289,11 +290,37 @@ void ir_sb_stmt(ts_sbuf *sb, const ts_stmt *s, int indent)
 	ts_sb_puts(sb, "<?>\n");
 }
 
+/* What makes f unprintable (a function built by hand may have anything in
+ * its header), or NULL when it prints; a message made here goes in why. */
+static const char *func_problem(const ts_func *f, char why[64])
+{
+	if (!f->name)
+		return "its name is NULL";
+	if (f->nparams < 0 || (f->nparams > 0 && !f->params)) {
+		snprintf(why, 64, "%d parameters in %s", f->nparams,
+			 f->params ? "a list" : "a NULL list");
+		return why;
+	}
+	for (int i = 0; i < f->nparams; i++) {
+		if (!f->params[i] || !f->params[i]->name) {
+			snprintf(why, 64, "parameter %d is %s", i,
+				 f->params[i] ? "unnamed" : "NULL");
+			return why;
+		}
+	}
+	return NULL;
+}
+
 void ir_sb_func(ts_sbuf *sb, const ts_func *f)
 {
-	char t[24];
+	char t[24], why[64];
 	if (!sb || !f)
 		return;
+	const char *bad = func_problem(f, why);
+	if (bad) {
+		ts_sb_printf(sb, "<bad function: %s>\n", bad);
+		return;
+	}
 	ts_sb_printf(sb, "func %s(", f->name);
 	for (int i = 0; i < f->nparams; i++) {
 		const ts_buffer *b = f->params[i];
@@ -307,34 +334,139 @@ void ir_sb_func(ts_sbuf *sb, const ts_func *f)
 	ts_sb_puts(sb, "}\n");
 }
 
-enum { TOPO_SEEN = 256 };
+/* The walk behind ts_graph_topo: a depth-first search with an explicit
+ * stack, so that a chain of 100,000 stages does not overflow the C stack,
+ * and a set of the tensors seen, so that a subgraph shared by many paths is
+ * walked once.  Both start in storage of their own, which a graph of up to
+ * TOPO_LOCAL tensors never outgrows, and grow on the heap beyond it. */
+enum { TOPO_LOCAL = 256 };
 
-static int topo_visit(ts_tensor *t, ts_tensor **order, int count, int max, ts_tensor **seen,
-		      int *nseen)
+typedef struct topo_frame {
+	ts_tensor *t;
+	int next; /* the next input of t to walk */
+} topo_frame;
+
+typedef struct topo_walk {
+	ts_tensor **slot; /* open addressing; NULL: empty */
+	size_t cap, n;    /* cap a power of two, never more than half full */
+	topo_frame *stack;
+	size_t depth, stack_cap;
+	ts_tensor *local_slot[2 * TOPO_LOCAL];
+	topo_frame local_stack[TOPO_LOCAL];
+} topo_walk;
+
+static size_t topo_hash(const ts_tensor *t, size_t cap)
 {
-	for (int i = 0; i < *nseen; i++)
-		if (seen[i] == t)
-			return count;
-	if (*nseen < TOPO_SEEN)
-		seen[(*nseen)++] = t;
-	for (int i = 0; t->op == TS_OP_COMPUTE && i < t->ninputs; i++)
-		count = topo_visit(t->inputs[i], order, count, max, seen, nseen);
-	if (count < max)
-		order[count] = t;
-	return count + 1;
+	uint64_t h = (uint64_t)(uintptr_t)t * UINT64_C(0x9e3779b97f4a7c15);
+	return (size_t)(h >> 32) & (cap - 1);
+}
+
+/* Puts t in the slots (cap a power of two, with room). */
+static void topo_put(ts_tensor **slot, size_t cap, ts_tensor *t)
+{
+	size_t i = topo_hash(t, cap);
+	while (slot[i])
+		i = (i + 1) & (cap - 1);
+	slot[i] = t;
+}
+
+/* Adds t to the seen set: 1 when new, 0 when seen before, -1 when out of
+ * memory. */
+static int topo_mark(topo_walk *w, ts_tensor *t)
+{
+	size_t i = topo_hash(t, w->cap);
+	for (; w->slot[i]; i = (i + 1) & (w->cap - 1))
+		if (w->slot[i] == t)
+			return 0;
+	if (2 * (w->n + 1) <= w->cap) {
+		w->slot[i] = t;
+		w->n++;
+		return 1;
+	}
+	size_t cap = 2 * w->cap;
+	ts_tensor **slot = cap <= SIZE_MAX / sizeof(*slot) ? calloc(cap, sizeof(*slot)) : NULL;
+	if (!slot)
+		return -1;
+	for (size_t j = 0; j < w->cap; j++)
+		if (w->slot[j])
+			topo_put(slot, cap, w->slot[j]);
+	if (w->slot != w->local_slot)
+		free(w->slot);
+	w->slot = slot;
+	w->cap = cap;
+	topo_put(slot, cap, t);
+	w->n++;
+	return 1;
+}
+
+static bool topo_push(topo_walk *w, ts_tensor *t)
+{
+	if (w->depth == w->stack_cap) {
+		size_t cap = 2 * w->stack_cap;
+		topo_frame *st = cap <= SIZE_MAX / sizeof(*st) ? malloc(cap * sizeof(*st)) : NULL;
+		if (!st)
+			return false;
+		memcpy(st, w->stack, w->depth * sizeof(*st));
+		if (w->stack != w->local_stack)
+			free(w->stack);
+		w->stack = st;
+		w->stack_cap = cap;
+	}
+	w->stack[w->depth++] = (topo_frame){t, 0};
+	return true;
+}
+
+/* Walks t's producers, then t, unless seen; the count of tensors so far
+ * (order takes the first max), or -1 when out of memory or a compute
+ * lists a NULL input. */
+static int topo_visit(topo_walk *w, ts_tensor *root, ts_tensor **order, int count, int max)
+{
+	int r = topo_mark(w, root);
+	if (r <= 0)
+		return r < 0 ? -1 : count;
+	if (!topo_push(w, root))
+		return -1;
+	while (w->depth > 0) {
+		topo_frame *f = &w->stack[w->depth - 1];
+		ts_tensor *t = f->t;
+		if (t->op == TS_OP_COMPUTE && f->next < t->ninputs) {
+			ts_tensor *in = t->inputs[f->next++];
+			r = in ? topo_mark(w, in) : -1;
+			if (r < 0 || (r > 0 && !topo_push(w, in)))
+				return -1;
+			continue;
+		}
+		/* every input is placed: t comes after its producers */
+		if (count < max)
+			order[count] = t;
+		count++;
+		w->depth--;
+	}
+	return count;
 }
 
 int ts_graph_topo(int n, ts_tensor *const *outputs, ts_tensor **order, int max)
 {
-	ts_tensor *seen[TOPO_SEEN];
-	int nseen = 0, count = 0;
+	int count = 0;
 	if (n < 0 || (n > 0 && !outputs) || (max > 0 && !order))
 		return -1;
 	for (int i = 0; i < n; i++)
 		if (!outputs[i])
 			return -1;
-	for (int i = 0; i < n; i++)
-		count = topo_visit(outputs[i], order, count, max, seen, &nseen);
+	topo_walk w;
+	w.slot = w.local_slot;
+	w.cap = TS_COUNT_OF(w.local_slot);
+	w.n = 0;
+	memset(w.local_slot, 0, sizeof(w.local_slot));
+	w.stack = w.local_stack;
+	w.stack_cap = TS_COUNT_OF(w.local_stack);
+	w.depth = 0;
+	for (int i = 0; i < n && count >= 0; i++)
+		count = topo_visit(&w, outputs[i], order, count, max);
+	if (w.slot != w.local_slot)
+		free(w.slot);
+	if (w.stack != w.local_stack)
+		free(w.stack);
 	return count;
 }
 
@@ -403,8 +535,14 @@ const char *ir_stmt_str(ts_ctx *ctx, const ts_stmt *s)
 
 const char *ir_func_str(ts_ctx *ctx, const ts_func *f)
 {
+	char why[64];
 	if (!check_str_args(ctx, "func_str", f, "function"))
 		return NULL;
+	const char *bad = func_problem(f, why);
+	if (bad) {
+		ts_error(ctx, TS_ERR_INVALID, "func_str: bad function: %s", bad);
+		return NULL;
+	}
 	ts_sbuf sb = {0};
 	ir_sb_func(&sb, f);
 	return to_arena(ctx, &sb);

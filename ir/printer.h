@@ -43,9 +43,14 @@ void ts_print_graph(FILE *out, int n, ts_tensor *const *outputs);
 /* Tensors reachable from outputs in dependency order (inputs first); writes
  * at most max entries and returns how many there are; -1 for a negative n,
  * a NULL or NULL-holding outputs list, or a NULL order with max > 0.
+ * It also returns -1 when a compute lists a NULL input, or when memory for
+ * the walk runs out (only a graph of more than 256 tensors needs any).
  * The printers print nothing for a NULL buffer or FILE; the *_str
  * functions return NULL for a NULL context, and NULL with an error for a
- * NULL node. */
+ * NULL node.  A function whose header is malformed (a NULL name, a
+ * negative nparams, a NULL params list with nparams > 0, a NULL or unnamed
+ * parameter) gives NULL with an error from ir_func_str, and the line
+ * "<bad function: why>" from ir_sb_func and ir_print_func. */
 int ts_graph_topo(int n, ts_tensor *const *outputs, ts_tensor **order, int max);
 
 #ifdef __cplusplus

@@ -7,6 +7,8 @@
  * so that no backend has to compute a wrapping `min + extent`.  A NULL
  * operand gives NULL with "for: body is NULL" recorded (an earlier failure
  * that produced the NULL keeps its own message); a NULL context gives NULL.
+ * Operands, buffers and tensors must come from the context given, and no
+ * statement nests deeper than TS_MAX_STMT_DEPTH.
  */
 #include "ir.h"
 
@@ -20,14 +22,31 @@ static ts_stmt *missing(ts_ctx *ctx, const char *what, const char *which)
 	return NULL;
 }
 
-static ts_stmt *node(ts_ctx *ctx, ir_stmt_kind k)
+/* A statement one level above children at most `below` deep.  Refusing
+ * depth here, where every statement is made, bounds the stack of every
+ * recursive walk over the loop IR, as node() in expr.c does for
+ * expressions. */
+static ts_stmt *node(ts_ctx *ctx, ir_stmt_kind k, const char *what, int below)
 {
+	if (below >= TS_MAX_STMT_DEPTH) {
+		ts_error(ctx, TS_ERR_INVALID,
+			 "%s: statement nesting deeper than %d (TS_MAX_STMT_DEPTH; build long "
+			 "lists as one flat seq)", what, TS_MAX_STMT_DEPTH);
+		return NULL;
+	}
 	ts_stmt *s = ts_alloc(ctx, sizeof(*s));
 	if (s) {
 		s->kind = k;
 		s->ctx = ctx;
+		s->depth = below + 1;
 	}
 	return s;
+}
+
+static int deeper(const ts_stmt *a, const ts_stmt *b)
+{
+	int da = a ? a->depth : 0, db = b ? b->depth : 0;
+	return da > db ? da : db;
 }
 
 /* Whether the operands given (NULL passes) live in ctx: a statement and
@@ -43,6 +62,19 @@ static bool owned_stmts(ts_ctx *ctx, const char *what, const ts_stmt *a, const t
 		return true;
 	ts_error(ctx, TS_ERR_INVALID, "%s: a statement belongs to another context (a statement is "
 		 "used only with the context that made it)", what);
+	return false;
+}
+
+/* Whether the buffer or tensor (one of them given) lives in ctx: another
+ * context's dies with it, leaving the statement pointing into freed
+ * memory.  One built by hand, with no context, passes. */
+static bool owned_data(ts_ctx *ctx, const char *what, const ts_buffer *b, const ts_tensor *t)
+{
+	const ts_ctx *owner = b ? b->ctx : t->ctx;
+	if (!owner || owner == ctx)
+		return true;
+	ts_error(ctx, TS_ERR_INVALID, "%s %s: %s belongs to another context", what,
+		 b ? b->name : t->name, b ? "buffer" : "tensor");
 	return false;
 }
 
@@ -125,7 +157,7 @@ ts_stmt *ir_for(ts_ctx *ctx, ts_expr *var, ts_expr *min, ts_expr *extent,
 	}
 	if (!range_fits(ctx, var, min, extent))
 		return NULL;
-	ts_stmt *s = node(ctx, IR_S_FOR);
+	ts_stmt *s = node(ctx, IR_S_FOR, "for", body->depth);
 	if (s) {
 		s->u.for_.var = var;
 		s->u.for_.min = min;
@@ -143,6 +175,8 @@ ts_stmt *ir_store(ts_ctx *ctx, ts_buffer *buf, ts_expr *index, ts_expr *value)
 		return NULL;
 	if (!buf)
 		return missing(ctx, "store", "buffer");
+	if (!owned_data(ctx, "store", buf, NULL))
+		return NULL;
 	if (!index || !value) {
 		ts_error(ctx, TS_ERR_INVALID, "store %s: %s is NULL", buf->name,
 			 !index ? "index" : "value");
@@ -157,7 +191,7 @@ ts_stmt *ir_store(ts_ctx *ctx, ts_buffer *buf, ts_expr *index, ts_expr *value)
 			 ts_dtype_str(value->dtype, b1), ts_dtype_str(want, b2));
 		return NULL;
 	}
-	ts_stmt *s = node(ctx, IR_S_STORE);
+	ts_stmt *s = node(ctx, IR_S_STORE, "store", 0);
 	if (s) {
 		s->u.store.buf = buf;
 		s->u.store.index = index;
@@ -172,6 +206,8 @@ ts_stmt *ir_provide(ts_ctx *ctx, ts_tensor *t, int n, ts_expr *const *idx, ts_ex
 		return NULL;
 	if (!t)
 		return missing(ctx, "provide", "tensor");
+	if (!owned_data(ctx, "provide", NULL, t))
+		return NULL;
 	if (!value || (n > 0 && !idx)) {
 		ts_error(ctx, TS_ERR_INVALID, "provide %s: %s is NULL", t->name,
 			 !value ? "value" : "the index list");
@@ -183,7 +219,7 @@ ts_stmt *ir_provide(ts_ctx *ctx, ts_tensor *t, int n, ts_expr *const *idx, ts_ex
 		ts_error(ctx, TS_ERR_INVALID, "provide %s: wrong arity or dtype", t->name);
 		return NULL;
 	}
-	ts_stmt *s = node(ctx, IR_S_PROVIDE);
+	ts_stmt *s = node(ctx, IR_S_PROVIDE, "provide", 0);
 	ts_expr **copy = ts_alloc_array(ctx, (size_t)(n ? n : 1), sizeof(*copy));
 	if (!s || !copy)
 		return NULL;
@@ -210,6 +246,8 @@ ts_stmt *ir_realize(ts_ctx *ctx, ts_tensor *t, int n, ts_expr *const *min,
 		return NULL;
 	if (!t)
 		return missing(ctx, "realize", "tensor");
+	if (!owned_data(ctx, "realize", NULL, t))
+		return NULL;
 	if (!body || (n > 0 && (!min || !extent))) {
 		ts_error(ctx, TS_ERR_INVALID, "realize %s: %s is NULL", t->name,
 			 !body ? "body" : !min ? "the min list" : "the extent list");
@@ -226,7 +264,14 @@ ts_stmt *ir_realize(ts_ctx *ctx, ts_tensor *t, int n, ts_expr *const *min,
 				 (int)scope);
 		return NULL;
 	}
-	ts_stmt *s = node(ctx, IR_S_REALIZE);
+	/* every reader of a realize takes one range per dimension */
+	if (n != t->ndim) {
+		ts_error(ctx, TS_ERR_INVALID,
+			 "realize %s: tensor has %d dimension(s), got %d range(s)", t->name,
+			 t->ndim, n);
+		return NULL;
+	}
+	ts_stmt *s = node(ctx, IR_S_REALIZE, "realize", body->depth);
 	ts_expr **mins = ts_alloc_array(ctx, (size_t)(n ? n : 1), sizeof(*mins));
 	int64_t *ext = ts_alloc_array(ctx, (size_t)(n ? n : 1), sizeof(*ext));
 	if (!s || !mins || !ext)
@@ -261,13 +306,15 @@ ts_stmt *ir_allocate(ts_ctx *ctx, ts_buffer *buf, ts_stmt *body)
 		return NULL;
 	if (!buf)
 		return missing(ctx, "allocate", "buffer");
+	if (!owned_data(ctx, "allocate", buf, NULL))
+		return NULL;
 	if (!body) {
 		ts_error(ctx, TS_ERR_INVALID, "allocate %s: body is NULL", buf->name);
 		return NULL;
 	}
 	if (!owned_stmts(ctx, "allocate", body, NULL))
 		return NULL;
-	ts_stmt *s = node(ctx, IR_S_ALLOCATE);
+	ts_stmt *s = node(ctx, IR_S_ALLOCATE, "allocate", body->depth);
 	if (s) {
 		s->u.alloc.buf = buf;
 		s->u.alloc.body = body;
@@ -289,7 +336,7 @@ ts_stmt *ir_if(ts_ctx *ctx, ts_expr *cond, ts_stmt *then_s, ts_stmt *else_s)
 			 ts_dtype_str(cond->dtype, b));
 		return NULL;
 	}
-	ts_stmt *s = node(ctx, IR_S_IF);
+	ts_stmt *s = node(ctx, IR_S_IF, "if", deeper(then_s, else_s));
 	if (s) {
 		s->u.if_.cond = cond;
 		s->u.if_.then_s = then_s;
@@ -307,11 +354,15 @@ ts_stmt *ir_seq(ts_ctx *ctx, int n, ts_stmt *const *in)
 			 in ? "a list" : "a NULL list");
 		return NULL;
 	}
-	int m = 0;
+	/* the entries sit side by side: a list is one level deep whatever its
+	 * length */
+	int m = 0, below = 0;
 	for (int i = 0; i < n; i++) {
 		if (!owned_stmts(ctx, "seq", in[i], NULL))
 			return NULL;
 		m += in[i] != NULL;
+		if (in[i] && in[i]->depth > below)
+			below = in[i]->depth;
 	}
 	if (m == 0) {
 		/* an earlier failure keeps its own message: the first one wins */
@@ -323,7 +374,7 @@ ts_stmt *ir_seq(ts_ctx *ctx, int n, ts_stmt *const *in)
 		for (int i = 0; i < n; i++)
 			if (in[i])
 				return in[i];
-	ts_stmt *s = node(ctx, IR_S_SEQ);
+	ts_stmt *s = node(ctx, IR_S_SEQ, "seq", below);
 	ts_stmt **arr = ts_alloc_array(ctx, (size_t)m, sizeof(*arr));
 	if (!s || !arr)
 		return NULL;
@@ -361,7 +412,7 @@ ts_stmt *ir_let(ts_ctx *ctx, ts_expr *var, ts_expr *value, ts_stmt *body)
 			 var->u.var.name, ts_dtype_str(var->dtype, b1), ts_dtype_str(value->dtype, b2));
 		return NULL;
 	}
-	ts_stmt *s = node(ctx, IR_S_LET);
+	ts_stmt *s = node(ctx, IR_S_LET, "let", body->depth);
 	if (s) {
 		s->u.let.var = var;
 		s->u.let.value = value;
@@ -378,7 +429,7 @@ ts_stmt *ir_evaluate(ts_ctx *ctx, ts_expr *value)
 		return missing(ctx, "evaluate", "value");
 	if (!owned(ctx, "evaluate", value, NULL))
 		return NULL;
-	ts_stmt *s = node(ctx, IR_S_EVALUATE);
+	ts_stmt *s = node(ctx, IR_S_EVALUATE, "evaluate", 0);
 	if (s)
 		s->u.eval.value = value;
 	return s;
@@ -397,7 +448,7 @@ ts_stmt *ir_prefetch(ts_ctx *ctx, ts_expr *value)
 			 ir_expr_kind_name(value->kind));
 		return NULL;
 	}
-	ts_stmt *s = node(ctx, IR_S_PREFETCH);
+	ts_stmt *s = node(ctx, IR_S_PREFETCH, "prefetch", 0);
 	if (s)
 		s->u.prefetch.value = value;
 	return s;
@@ -405,5 +456,5 @@ ts_stmt *ir_prefetch(ts_ctx *ctx, ts_expr *value)
 
 ts_stmt *ir_barrier(ts_ctx *ctx)
 {
-	return ctx ? node(ctx, IR_S_BARRIER) : NULL;
+	return ctx ? node(ctx, IR_S_BARRIER, "barrier", 0) : NULL;
 }

@@ -7,45 +7,75 @@
  * or allocated around the access, stored values match the buffer's dtype,
  * and a loop's bounds have its variable's dtype (the function's index
  * width: an int32 bound on an int64 loop would truncate its extent).  A failure is a compiler bug, reported as TS_ERR_INTERNAL with the
- * pass that produced the IR.
+ * pass that produced the IR.  The scopes are kept on malloc'd stacks that
+ * grow with the nesting; running out of memory for them is TS_ERR_NOMEM.
  */
 #include "verify.h"
 
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
-#define MAX_SCOPE 512
+/* What is in scope: a stack that grows with the nesting, so that no body
+ * goes unchecked however deep it is (a fixed one skipped what lay below
+ * its 512th scope). */
+typedef struct scope {
+	const void **item;
+	int n, cap;
+} scope;
 
 typedef struct vstate {
 	ts_ctx *ctx;
 	const char *pass;
-	const ts_expr *vars[MAX_SCOPE];
-	int nvars;
-	const ts_buffer *bufs[MAX_SCOPE];
-	int nbufs;
-	bool failed;
+	scope vars; /* const ts_expr * */
+	scope bufs; /* const ts_buffer * */
+	ts_status st; /* the first failure's */
 } vstate;
 
 static void bad(vstate *v, const char *what, const char *name)
 {
-	if (!v->failed)
-		ts_error(v->ctx, TS_ERR_INTERNAL, "verify after %s: %s '%s'", v->pass, what, name);
-	v->failed = true;
+	if (v->st == TS_OK)
+		v->st = ts_error(v->ctx, TS_ERR_INTERNAL, "verify after %s: %s '%s'", v->pass, what,
+				 name);
+}
+
+/* Pushes p; false (with the error recorded and the walk stopped) when
+ * memory runs out. */
+static bool push(vstate *v, scope *sc, const void *p)
+{
+	if (sc->n == sc->cap) {
+		int cap = sc->cap ? 2 * sc->cap : 64;
+		const void **item = sc->cap <= INT_MAX / 2
+					    ? realloc(sc->item, (size_t)cap * sizeof(*item)) : NULL;
+		if (!item) {
+			if (v->st == TS_OK)
+				v->st = ts_error(v->ctx, TS_ERR_NOMEM,
+						 "verify after %s: out of memory", v->pass);
+			return false;
+		}
+		sc->item = item;
+		sc->cap = cap;
+	}
+	sc->item[sc->n++] = p;
+	return true;
+}
+
+static bool in_scope(const scope *sc, const void *p)
+{
+	for (int i = sc->n - 1; i >= 0; i--)
+		if (sc->item[i] == p)
+			return true;
+	return false;
 }
 
 static bool var_bound(const vstate *v, const ts_expr *e)
 {
-	for (int i = v->nvars - 1; i >= 0; i--)
-		if (v->vars[i] == e)
-			return true;
-	return false;
+	return in_scope(&v->vars, e);
 }
 
 static bool buf_bound(const vstate *v, const ts_buffer *b)
 {
-	for (int i = v->nbufs - 1; i >= 0; i--)
-		if (v->bufs[i] == b)
-			return true;
-	return false;
+	return in_scope(&v->bufs, b);
 }
 
 static bool check_expr(ts_expr *e, void *data)
@@ -57,12 +87,12 @@ static bool check_expr(ts_expr *e, void *data)
 		bad(v, "load from a buffer not in scope:", e->u.load.buf->name);
 	if (e->kind == IR_REDUCE)
 		bad(v, "reduction left in the loop nest:", ir_expr_kind_name(e->kind));
-	return !v->failed;
+	return v->st == TS_OK;
 }
 
 static void expr(vstate *v, ts_expr *e)
 {
-	if (e && !v->failed)
+	if (e && v->st == TS_OK)
 		ir_expr_visit(e, check_expr, v);
 }
 
@@ -74,16 +104,15 @@ static void bind(vstate *v, ts_expr *var, ts_stmt *body)
 		bad(v, "variable bound twice in nested scopes:", var->u.var.name);
 		return;
 	}
-	if (v->nvars >= MAX_SCOPE)
+	if (!push(v, &v->vars, var))
 		return;
-	v->vars[v->nvars++] = var;
 	stmt(v, body);
-	v->nvars--;
+	v->vars.n--;
 }
 
 static void stmt(vstate *v, ts_stmt *s)
 {
-	if (!s || v->failed)
+	if (!s || v->st != TS_OK)
 		return;
 	switch (s->kind) {
 	case IR_S_FOR:
@@ -105,10 +134,9 @@ static void stmt(vstate *v, ts_stmt *s)
 		expr(v, s->u.store.value);
 		return;
 	case IR_S_ALLOCATE:
-		if (v->nbufs < MAX_SCOPE) {
-			v->bufs[v->nbufs++] = s->u.alloc.buf;
+		if (push(v, &v->bufs, s->u.alloc.buf)) {
 			stmt(v, s->u.alloc.body);
-			v->nbufs--;
+			v->bufs.n--;
 		}
 		return;
 	case IR_S_PROVIDE:
@@ -144,18 +172,18 @@ static void stmt(vstate *v, ts_stmt *s)
 
 ts_status ir_verify_func(ts_ctx *ctx, const ts_func *f, const char *pass)
 {
+	if (!ctx)
+		return TS_ERR_INVALID; /* nowhere to say what failed */
 	/* a caller's mistake, not broken IR: TS_ERR_INVALID */
 	if (!f || !pass || f->nparams < 0 || (f->nparams > 0 && !f->params))
 		return ts_error(ctx, TS_ERR_INVALID, "verify_func: %s",
 				!f ? "function is NULL" : !pass ? "pass name is NULL"
 							: "function has a bad parameter list");
-	vstate *v = ts_alloc(ctx, sizeof(*v));
-	if (!v)
-		return ts_last_status(ctx);
-	v->ctx = ctx;
-	v->pass = pass;
-	for (int i = 0; i < f->nparams && v->nbufs < MAX_SCOPE; i++)
-		v->bufs[v->nbufs++] = f->params[i];
-	stmt(v, f->body);
-	return v->failed ? TS_ERR_INTERNAL : TS_OK;
+	vstate v = {.ctx = ctx, .pass = pass};
+	for (int i = 0; i < f->nparams && v.st == TS_OK; i++)
+		push(&v, &v.bufs, f->params[i]);
+	stmt(&v, f->body);
+	free(v.vars.item);
+	free(v.bufs.item);
+	return v.st;
 }

@@ -80,9 +80,11 @@ static ts_status check_args(ts_schedule *s, const char *name, int nargs, ts_tens
 		if (!in_args(s->outputs[j], nargs, args))
 			return ts_error(ctx, TS_ERR_INVALID, "lower(%s): output %s is not in the argument list",
 					name, s->outputs[j]->name);
-	ts_tensor *order[256];
-	int m = ts_graph_topo(s->nout, s->outputs, order, 256);
-	for (int i = 0; i < m && i < 256; i++)
+	int m;
+	ts_tensor **order = sch_tensors(s, &m);
+	if (!order)
+		return ts_last_status(ctx);
+	for (int i = 0; i < m; i++)
 		if (order[i]->op == TS_OP_PLACEHOLDER && !in_args(order[i], nargs, args))
 			return ts_error(ctx, TS_ERR_INVALID,
 					"lower(%s): placeholder %s is not in the argument list", name,

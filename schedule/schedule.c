@@ -283,6 +283,10 @@ ts_schedule *ts_create_schedule(ts_ctx *ctx, int n, ts_tensor *const *outputs)
 		return NULL;
 	memcpy(s->outputs, outputs, (size_t)n * sizeof(ts_tensor *));
 	int m = ts_graph_topo(n, outputs, order, MAX_STAGES);
+	if (m < 0) {
+		ts_error(ctx, TS_ERR_NOMEM, "create_schedule: out of memory ordering the tensors");
+		return NULL;
+	}
 	if (m > MAX_STAGES) {
 		ts_error(ctx, TS_ERR_INVALID, "create_schedule: more than %d tensors", MAX_STAGES);
 		return NULL;
@@ -851,6 +855,20 @@ static bool depends_on(const ts_stage *st, const ts_tensor *t, bool *seen)
 			return true;
 	}
 	return false;
+}
+
+ts_tensor **sch_tensors(ts_schedule *s, int *n)
+{
+	/* the schedule holds at most MAX_STAGES computes, but any number of
+	 * placeholders */
+	int m = ts_graph_topo(s->nout, s->outputs, NULL, 0);
+	ts_tensor **order = m >= 0 ? ts_alloc_array(s->ctx, (size_t)m + 1, sizeof(*order)) : NULL;
+	if (!order || ts_graph_topo(s->nout, s->outputs, order, m) != m) {
+		ts_error(s->ctx, TS_ERR_NOMEM, "schedule: out of memory ordering the tensors");
+		return NULL;
+	}
+	*n = m;
+	return order;
 }
 
 int sch_consumers(ts_schedule *s, const ts_tensor *t, ts_stage **out, int max)

@@ -356,6 +356,11 @@ ts_expr *sch_root_size_var(const ts_stage *st, int r);
  * should tell them apart.  NULL when out of memory. */
 const char *sch_fresh_name(const ts_schedule *s, const char *base, const char *suffix);
 
+/* Internal: every tensor the outputs of s depend on (placeholders too),
+ * in dependency order, in s's arena; *n their number.  NULL with an error
+ * when out of memory. */
+ts_tensor **sch_tensors(ts_schedule *s, int *n);
+
 /* Internal: the stages that read tensor t (in stage order); writes at most
  * max and returns how many there are (0 for a NULL t, -1 for a NULL
  * schedule or a NULL out with max > 0). */

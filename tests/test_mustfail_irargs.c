@@ -5,13 +5,18 @@
  * Each case once crashed, hung or came back NULL without a message: range
  * lists that are NULL or have a negative count, substitution lists with NULL
  * entries, a NULL function to verify, an indentation of INT_MAX levels and
- * NULL operands of the simplifier, folder and index cast.  Every call must
- * now fail with a message naming the function where a context is at hand;
+ * NULL operands of the simplifier, folder and index cast, another
+ * context's buffers and tensors in the builders, a realize of the wrong
+ * arity, a select of a vector condition over scalars, and a hand-built
+ * function with a bad header given to the printer.  Every call must now
+ * fail with a message naming the function where a context is at hand;
  * ir_bound_of, which has none, answers "unbounded".
  */
 #include "testutil.h"
 
 #include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "arith.h"
@@ -214,6 +219,133 @@ START_TEST(test_loop_and_let_variables)
 }
 END_TEST
 
+/* ts_read refused another context's tensor, but the load, store, provide,
+ * realize and allocate builders took another context's buffer or tensor:
+ * freeing that context left the IR pointing into freed memory (printing
+ * the load was a heap-use-after-free). */
+START_TEST(test_foreign_buffers_and_tensors)
+{
+	fx x = fx_new();
+	ts_ctx *c = x.ctx, *c2 = ts_ctx_new();
+	int64_t four = 4;
+	ts_buffer *b2 = ir_buffer_new(c2, "B2", ts_float32, 1, &four, TS_SCOPE_GLOBAL);
+	ts_tensor *t2 = ts_placeholder(c2, "T2", TS_SHAPE(4), ts_float32);
+	ts_expr *zero = ts_int(c, 0), *one = ts_float(c, 1);
+	ts_stmt *body = ir_evaluate(c, zero);
+	FAILS_NULL(c, ts_load(c, b2, zero), "load B2: buffer belongs to another context");
+	FAILS_NULL(c, ir_store(c, b2, zero, one), "store B2: buffer belongs to another context");
+	FAILS_NULL(c, ir_allocate(c, b2, body), "allocate B2: buffer belongs to another context");
+	FAILS_NULL(c, ir_provide(c, t2, 1, &zero, one),
+		   "provide T2: tensor belongs to another context");
+	FAILS_NULL(c, ir_realize(c, t2, 1, &zero, &four, TS_SCOPE_GLOBAL, body),
+		   "realize T2: tensor belongs to another context");
+	ts_ctx_free(c2);
+	/* the context's own still build, and print */
+	ts_clear_error(c);
+	ts_buffer *b = ir_buffer_new(c, "B", ts_float32, 1, &four, TS_SCOPE_GLOBAL);
+	ts_tensor *t = ts_placeholder(c, "T", TS_SHAPE(4), ts_float32);
+	ts_expr *l = ts_load(c, b, zero);
+	tu_nonnull(c, l);
+	ck_assert_str_eq(ir_expr_str(c, l), "B[0]");
+	tu_nonnull(c, ir_store(c, b, zero, one));
+	tu_nonnull(c, ir_allocate(c, b, body));
+	tu_nonnull(c, ir_provide(c, t, 1, &zero, one));
+	tu_nonnull(c, ir_realize(c, t, 1, &zero, &four, TS_SCOPE_GLOBAL, body));
+	ts_ctx_free(c);
+}
+END_TEST
+
+/* A realize took any number of ranges up to TS_MAX_DIMS, whatever the
+ * tensor's dimensions; every reader takes one per dimension. */
+START_TEST(test_realize_arity)
+{
+	fx x = fx_new();
+	ts_ctx *c = x.ctx;
+	ts_tensor *t = ts_placeholder(c, "T", TS_SHAPE(4, 4), ts_float32);
+	ts_expr *mins[3] = {ts_int(c, 0), ts_int(c, 0), ts_int(c, 0)};
+	int64_t ext[3] = {4, 4, 4};
+	ts_stmt *body = ir_evaluate(c, x.e);
+	FAILS_NULL(c, ir_realize(c, t, 1, mins, ext, TS_SCOPE_GLOBAL, body),
+		   "realize T: tensor has 2 dimension(s), got 1 range(s)");
+	FAILS_NULL(c, ir_realize(c, t, 3, mins, ext, TS_SCOPE_GLOBAL, body),
+		   "realize T: tensor has 2 dimension(s), got 3 range(s)");
+	FAILS_NULL(c, ir_realize(c, t, 0, NULL, NULL, TS_SCOPE_GLOBAL, body),
+		   "realize T: tensor has 2 dimension(s), got 0 range(s)");
+	ts_clear_error(c);
+	tu_nonnull(c, ir_realize(c, t, 2, mins, ext, TS_SCOPE_GLOBAL, body));
+	ts_ctx_free(c);
+}
+END_TEST
+
+/* select(broadcast(x < 3, 4), 1, 2) was built as an int32: a condition of
+ * 4 lanes choosing between scalars, which no backend can emit. */
+START_TEST(test_select_lanes)
+{
+	fx x = fx_new();
+	ts_ctx *c = x.ctx;
+	ts_expr *vcond = ts_broadcast(c, x.cond, 4), *v8cond = ts_broadcast(c, x.cond, 8);
+	ts_expr *vec = ts_broadcast(c, x.e, 4);
+	FAILS_NULL(c, ts_select(c, vcond, ts_int(c, 1), ts_int(c, 2)),
+		   "select: condition has 4 lanes, the values 1");
+	FAILS_NULL(c, ts_select(c, v8cond, vec, vec), "select: condition has 8 lanes, the values 4");
+	/* a condition of the values' lanes picks per lane; a scalar one
+	 * picks whole vectors */
+	ts_clear_error(c);
+	ts_expr *per_lane = ts_select(c, vcond, vec, ts_broadcast(c, ts_int(c, 0), 4));
+	tu_nonnull(c, per_lane);
+	ck_assert_int_eq(per_lane->dtype.lanes, 4);
+	ts_expr *whole = ts_select(c, x.cond, vec, vec);
+	tu_nonnull(c, whole);
+	ck_assert_int_eq(whole->dtype.lanes, 4);
+	ts_ctx_free(c);
+}
+END_TEST
+
+/* The printer dereferenced a hand-built function's parameter list as it
+ * stood: two parameters in a NULL list crashed it. */
+START_TEST(test_func_str_bad_header)
+{
+	fx x = fx_new();
+	ts_ctx *c = x.ctx;
+	int64_t four = 4;
+	ts_buffer *b = ir_buffer_new(c, "B", ts_float32, 1, &four, TS_SCOPE_GLOBAL);
+	ts_buffer *params[2] = {b, NULL};
+	ts_func f = {.name = "f", .nparams = 2, .params = NULL, .body = x.loop, .ctx = c};
+	FAILS_NULL(c, ir_func_str(c, &f), "func_str: bad function: 2 parameters in a NULL list");
+	f.nparams = -1;
+	FAILS_NULL(c, ir_func_str(c, &f), "func_str: bad function: -1 parameters in a NULL list");
+	f.params = params;
+	FAILS_NULL(c, ir_func_str(c, &f), "func_str: bad function: -1 parameters in a list");
+	f.nparams = 2;
+	FAILS_NULL(c, ir_func_str(c, &f), "func_str: bad function: parameter 1 is NULL");
+	f.nparams = 1;
+	f.name = NULL;
+	FAILS_NULL(c, ir_func_str(c, &f), "func_str: bad function: its name is NULL");
+	/* the text printers say so in place of the function */
+	f.nparams = 2;
+	f.name = "f";
+	ts_sbuf sb = {0};
+	ir_sb_func(&sb, &f);
+	ck_assert_str_eq(ts_sb_str(&sb), "<bad function: parameter 1 is NULL>\n");
+	ts_sb_free(&sb);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	ck_assert_ptr_nonnull(out);
+	ir_print_func(out, &f);
+	fclose(out);
+	ck_assert_str_eq(text, "<bad function: parameter 1 is NULL>\n");
+	free(text);
+	/* a good header prints */
+	ts_clear_error(c);
+	f.nparams = 1;
+	const char *good = ir_func_str(c, &f);
+	tu_nonnull(c, good);
+	ck_assert_ptr_nonnull(strstr(good, "func f(B: float32[4]) {"));
+	ts_ctx_free(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("mustfail_irargs");
@@ -225,6 +357,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_indent_bounded);
 	tcase_add_test(tc, test_null_operands_say_so);
 	tcase_add_test(tc, test_loop_and_let_variables);
+	tcase_add_test(tc, test_foreign_buffers_and_tensors);
+	tcase_add_test(tc, test_realize_arity);
+	tcase_add_test(tc, test_select_lanes);
+	tcase_add_test(tc, test_func_str_bad_header);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -287,9 +287,11 @@ static ts_status stage_needs_int64(ops *o, ts_stage *st, bool *wide)
 static ts_status choose_index_type(ops *o)
 {
 	bool wide = false;
-	ts_tensor *order[256];
-	int m = ts_graph_topo(o->s->nout, o->s->outputs, order, 256);
-	for (int i = 0; i < m && i < 256; i++)
+	int m;
+	ts_tensor **order = sch_tensors(o->s, &m);
+	if (!order)
+		return ts_last_status(o->ctx);
+	for (int i = 0; i < m; i++)
 		wide |= ts_tensor_numel(order[i]) > INT32_MAX;
 	for (int i = 0; i < o->s->nstages; i++)
 		if (stage_needs_int64(o, o->s->stages[i], &wide) != TS_OK)
