@@ -1443,8 +1443,14 @@ static void allocate(emitter *em, const ts_stmt *s)
 		return;
 	}
 	begin_line(em);
-	if (em->d->local_align)
-		ts_sb_printf(&em->out, em->d->align_fmt, em->d->local_align);
+	/* an array outside local scope (a stage computed at a thread loop)
+	 * may be read and written as float4 (unit_base), which needs 16
+	 * bytes that CUDA does not promise a float array */
+	int align = em->d->local_align;
+	if (!align && em->d->float4 && b->scope != TS_SCOPE_LOCAL)
+		align = 16;
+	if (align)
+		ts_sb_printf(&em->out, em->d->align_fmt, align);
 	ts_sb_printf(&em->out, "%s %s[%lld];\n", type, n, (long long)b->size);
 	/* a buffer written and never read (a producer's copy in a tail the
 	 * consumer's partition left empty) would be "set but not used" */

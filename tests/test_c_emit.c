@@ -745,6 +745,35 @@ START_TEST(test_cuda_gemm)
 }
 END_TEST
 
+/* A stage computed at a thread loop is a per-thread array, read and
+ * written as float4 when vectorized by 4: it is declared 16-byte aligned
+ * (a float array is only 4). */
+START_TEST(test_cuda_thread_array_aligned)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(32, 4), ts_float32);
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	ts_tensor *P = ts_compute(ctx, "P", TS_SHAPE(32, 4), TS_VARS(i, j),
+				  ts_mul(ctx, TS_READ(ctx, X, i, j), ts_float(ctx, 2)));
+	ts_tensor *Y = ts_compute(ctx, "Y", TS_SHAPE(32, 4), TS_VARS(i, j), TS_READ(ctx, P, i, j));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+	ts_stage *sy = ts_stage_of(s, Y), *sp = ts_stage_of(s, P);
+	ts_axis *io, *ii;
+	tu_ok(ctx, ts_split(sy, ts_axis_of(sy, 0), 16, &io, &ii));
+	tu_ok(ctx, ts_bind(sy, io, TS_BLOCK_X));
+	tu_ok(ctx, ts_bind(sy, ii, TS_THREAD_X));
+	tu_ok(ctx, ts_vectorize(sy, ts_axis_of(sy, 1)));
+	tu_ok(ctx, ts_compute_at(sp, sy, ii));
+	tu_ok(ctx, ts_vectorize(sp, ts_axis_of(sp, 1)));
+	ts_func *f = ts_lower(s, "rows", 2, (ts_tensor *[]){X, Y});
+	tu_nonnull(ctx, f);
+	const char *src = cg_emit_cuda(ctx, f, NULL);
+	tu_nonnull(ctx, src);
+	ck_assert_msg(strstr(src, "__align__(16) float P[4];") && strstr(src, "*(float4 *)&P[0]"), "%s", src);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_cuda_conv)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -990,6 +1019,7 @@ static Suite *suite(void)
 	tc = tcase_create("cuda");
 	tcase_add_test(tc, test_cuda_vadd);
 	tcase_add_test(tc, test_cuda_gemm);
+	tcase_add_test(tc, test_cuda_thread_array_aligned);
 	tcase_add_test(tc, test_cuda_conv);
 	tcase_add_test(tc, test_cuda_guard_and_alignment);
 	tcase_add_test(tc, test_cuda_rejects);
