@@ -198,6 +198,7 @@ typedef struct emitter {
 	/* CUDA */
 	cg_launch launch;
 	int64_t bound_ext[TS_THREAD_Z + 1]; /* extent of the enclosing loop bound to each tag */
+	unsigned bound; /* while emitting: the tags of the enclosing bound loops (1 << tag) */
 	ts_buffer *shared[32];
 	int nshared;
 	cg_mma mma; /* tensorized nests (cuda_mma.h) */
@@ -884,15 +885,41 @@ static void thread_loop(emitter *em, const ts_stmt *s)
 	begin_line(em);
 	ts_sb_printf(&em->out, "%s %s = %s%s%s%s;\n", type, n, ts_thread_tag_name(s->u.for_.thread),
 		     offset ? " + (" : "", min, offset ? ")" : "");
+	unsigned saved = em->bound;
+	em->bound |= 1u << s->u.for_.thread;
 	if (ext == launch_dim(em, s->u.for_.thread)) {
 		stmt(em, s->u.for_.body);
-		return;
+	} else {
+		begin_line(em);
+		ts_sb_printf(&em->out, "if (%s < ", ts_thread_tag_name(s->u.for_.thread));
+		sub(em, s->u.for_.extent, P_REL + 1);
+		put(em, ") {\n");
+		block_body(em, s->u.for_.body);
 	}
-	begin_line(em);
-	ts_sb_printf(&em->out, "if (%s < ", ts_thread_tag_name(s->u.for_.thread));
-	sub(em, s->u.for_.extent, P_REL + 1);
-	put(em, ") {\n");
-	block_body(em, s->u.for_.body);
+	em->bound = saved;
+}
+
+/* CUDA: a store into a parameter (global memory) outside every loop bound
+ * to a thread index the block has more than one of runs in all those
+ * threads at once: harmless for a plain write of one value, but a
+ * reduction's updates (C[i] = C[i] + x) would race, threads re-adding
+ * what others added (the final phase of partial sums rfactor'd across
+ * threadIdx.x).  Such a store is made by thread 0 of each of those
+ * indices only, as TVM guards a cross-thread reduction's result; the
+ * kernel's own stages never read a parameter another thread wrote, so no
+ * barrier is needed. */
+static bool replicated_store(emitter *em, const ts_stmt *s, char cond[96])
+{
+	const ts_buffer *buf = s->u.store.buf;
+	bool param = false;
+	for (int i = 0; em->d->bind_threads && i < em->f->nparams; i++)
+		param |= em->f->params[i] == buf;
+	cond[0] = '\0';
+	for (int t = TS_THREAD_X; param && t <= TS_THREAD_Z; t++)
+		if (launch_dim(em, (ts_thread_tag)t) > 1 && !(em->bound & (1u << t)))
+			snprintf(cond + strlen(cond), 96 - strlen(cond), "%s%s == 0", cond[0] ? " && " : "",
+				 ts_thread_tag_name((ts_thread_tag)t));
+	return cond[0] != '\0';
 }
 
 /* ---- float4 vector accesses (CUDA) ------------------------------------- */
@@ -1562,7 +1589,20 @@ static void stmt(emitter *em, const ts_stmt *s)
 		return;
 	switch (s->kind) {
 	case IR_S_FOR: for_loop(em, s); return;
-	case IR_S_STORE: store(em, s); return;
+	case IR_S_STORE: {
+		char cond[96];
+		if (!replicated_store(em, s, cond)) {
+			store(em, s);
+			return;
+		}
+		begin_line(em);
+		ts_sb_printf(&em->out, "if (%s) {\n", cond);
+		em->indent++;
+		store(em, s);
+		em->indent--;
+		line(em, "}");
+		return;
+	}
 	case IR_S_ALLOCATE: allocate(em, s); return;
 	case IR_S_IF: if_stmt(em, s); return;
 	case IR_S_SEQ:

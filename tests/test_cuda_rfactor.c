@@ -60,6 +60,36 @@ START_TEST(test_shared_partial_sums)
 	tu_ok(ctx, ts_bind(sr, ts_axis_of(sr, 1), TS_THREAD_X));
 	const char *src = compiles_and_matches(ctx, ts_lower(s, "rowsum", 2, (ts_tensor *[]){A, C}));
 	ck_assert_msg(strstr(src, "__shared__") && strstr(src, "__syncthreads()"), "%s", src);
+	/* C's threads are threadIdx.y only: each row's sum is made by
+	 * threadIdx.x 0, not re-added by all 16 (the interpreter, one thread at
+	 * a time, cannot see that race; a GPU would) */
+	ck_assert_msg(strstr(src, "if (threadIdx.x == 0) {\n      C["), "%s", src);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* A row's sum computed by a block whose 64 threads fetch the row into
+ * shared memory: the sum itself is bound to no thread, and only thread 0
+ * writes it (every thread's C[i] = C[i] + ... raced). */
+START_TEST(test_unbound_sum_written_once)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A, *C = row_sum(ctx, &A);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_tensor *AS = ts_cache_read(s, A, TS_SCOPE_SHARED, 1, &C);
+	tu_nonnull(ctx, AS);
+	ts_stage *sc = ts_stage_of(s, C), *sa = ts_stage_of(s, AS);
+	ts_axis *o, *t;
+	tu_ok(ctx, ts_bind(sc, ts_axis_of(sc, 0), TS_BLOCK_X));
+	tu_ok(ctx, ts_compute_at(sa, sc, ts_axis_of(sc, 0)));
+	tu_ok(ctx, ts_split(sa, ts_axis_of(sa, 1), 64, &o, &t));
+	tu_ok(ctx, ts_bind(sa, t, TS_THREAD_X));
+	const char *src = compiles_and_matches(ctx, ts_lower(s, "rowsum", 2, (ts_tensor *[]){A, C}));
+	ck_assert_msg(strstr(src, "if (threadIdx.x == 0) {\n    C[i] = 0.0f;") &&
+			      strstr(src, "if (threadIdx.x == 0) {\n      C[i] = C[i] + A_shared[k];"),
+		      "%s", src);
+	/* the fetch is every thread's: not guarded */
+	ck_assert_msg(!strstr(src, "if (threadIdx.x == 0) {\n      A_shared"), "%s", src);
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -97,6 +127,7 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_shared_partial_sums);
 	tcase_add_test(tc, test_local_partial_sums);
+	tcase_add_test(tc, test_unbound_sum_written_once);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
