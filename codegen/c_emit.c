@@ -915,8 +915,12 @@ static bool replicated_store(emitter *em, const ts_stmt *s, char cond[96])
 	for (int i = 0; em->d->bind_threads && i < em->f->nparams; i++)
 		param |= em->f->params[i] == buf;
 	cond[0] = '\0';
+	/* with tensorized nests the lanes of a warp are threadIdx.x, each
+	 * storing its own fragment elements (indices of the lane's mma_g and
+	 * mma_t) */
+	unsigned bound = em->bound | (em->mma.nnest > 0 ? 1u << TS_THREAD_X : 0);
 	for (int t = TS_THREAD_X; param && t <= TS_THREAD_Z; t++)
-		if (launch_dim(em, (ts_thread_tag)t) > 1 && !(em->bound & (1u << t)))
+		if (launch_dim(em, (ts_thread_tag)t) > 1 && !(bound & (1u << t)))
 			snprintf(cond + strlen(cond), 96 - strlen(cond), "%s%s == 0", cond[0] ? " && " : "",
 				 ts_thread_tag_name((ts_thread_tag)t));
 	return cond[0] != '\0';

@@ -127,6 +127,9 @@ START_TEST(test_cuda_source)
 		/* 64 x 64 per block, 32 x 32 per warp: 4 warps; per k step of 32,
 		 * 2 x (2 x 2) 16 x 16 x 16 MMAs of two mma.sync each */
 		ck_assert_ptr_nonnull(strstr(src, "block (32, 2, 2)"));
+		/* each lane stores its own fragment elements: no store is left
+		 * to thread 0 of the warp */
+		ck_assert_msg(!strstr(src, "threadIdx.x == 0"), "%.400s", strstr(src, "threadIdx.x == 0"));
 		ck_assert_int_eq(count(src, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), 16);
 		/* the 32 x 32 accumulator: 32 registers per lane */
 		ck_assert_ptr_nonnull(strstr(src, "float matmul_local[32];"));
