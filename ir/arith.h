@@ -102,7 +102,7 @@ int64_t ir_wrap_int(ts_dtype t, int64_t v);
 int64_t ir_float_to_int(ts_dtype t, double v);
 /* The values of integer (or bool) dtype t as doubles: [*lo, *top), both
  * exact (0 or powers of two); false, touching neither, for a float or
- * handle dtype. */
+ * handle dtype or a NULL lo or top. */
 bool ir_int_range(ts_dtype t, double *lo, double *top);
 /* ir.h's float min (max when `max`), the one every evaluator, the folder
  * and the C emitter's helper share: a NaN operand is ignored (either

@@ -332,7 +332,7 @@ void ts_error_unstash(ts_ctx *ctx, const ts_error_stashed *saved)
 {
 	ts_clear_error(ctx);
 	if (saved && saved->status != TS_OK)
-		ts_error(ctx, saved->status, "%s", saved->msg);
+		ts_error(ctx, saved->status, "%.*s", (int)sizeof saved->msg, saved->msg);
 }
 
 const char *ts_last_error(const ts_ctx *ctx)
@@ -428,8 +428,10 @@ void *ts_alloc(ts_ctx *ctx, size_t size)
 {
 	if (!ctx)
 		return NULL;
-	if (size > SIZE_MAX - 15) {
-		ts_error(ctx, TS_ERR_NOMEM, "allocation of %zu bytes overflows", size);
+	/* no arena block is ever this large: refused here rather than asked
+	 * of malloc, which AddressSanitizer aborts on instead of failing */
+	if (size > TS_ALLOC_MAX) {
+		ts_error(ctx, TS_ERR_NOMEM, "allocation of %zu bytes is more than the arena gives (2^40)", size);
 		return NULL;
 	}
 	size = size ? (size + 15) & ~(size_t)15 : 16;

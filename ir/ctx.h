@@ -70,7 +70,9 @@ ts_ctx *ts_ctx_retain(ts_ctx *ctx);
 void ts_ctx_free(ts_ctx *ctx);
 
 /* Arena allocation: zeroed, 16-byte aligned, lives until ts_ctx_free().
- * Returns NULL and records TS_ERR_NOMEM on failure or size overflow. */
+ * Returns NULL and records TS_ERR_NOMEM on failure, on size overflow and
+ * for more than TS_ALLOC_MAX bytes. */
+#define TS_ALLOC_MAX ((size_t)1 << 40)
 void *ts_alloc(ts_ctx *ctx, size_t size);
 void *ts_alloc_array(ts_ctx *ctx, size_t n, size_t elem);
 char *ts_strdup(ts_ctx *ctx, const char *s);

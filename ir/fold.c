@@ -249,7 +249,7 @@ int64_t ir_float_to_int(ts_dtype t, double v)
 
 bool ir_int_range(ts_dtype t, double *lo, double *top)
 {
-	if (!ts_dtype_is_valid(t) || ts_dtype_is_float(t) || t.code == TS_TYPE_HANDLE)
+	if (!lo || !top || !ts_dtype_is_valid(t) || ts_dtype_is_float(t) || t.code == TS_TYPE_HANDLE)
 		return false;
 	ir_ival r = ir_dtype_ival(t);
 	*lo = (double)r.lo;

@@ -242,6 +242,8 @@ ts_axis *sch_axis_new(ts_stage *st, const char *name, int64_t extent, ts_iter_ki
 
 ts_expr *sch_root_size_var(const ts_stage *st, int r)
 {
+	if (!st || r < 0 || r >= st->nroot)
+		return NULL;
 	const ts_axis *a = st->root[r];
 	if (a->kind == TS_ITER_DATA)
 		return st->tensor->dim_var[r];
@@ -831,6 +833,8 @@ ts_status ts_tensorize(ts_stage *st, ts_axis *a, ts_intrin intrin)
 
 bool sch_stage_untouched(const ts_stage *st)
 {
+	if (!st)
+		return false;
 	bool same = st->nrel == 0 && st->attach == SCH_ATTACH_ROOT && st->nleaf == st->nroot;
 	for (int i = 0; same && i < st->nleaf; i++)
 		same = st->leaf[i] == st->root[i] && st->leaf[i]->loop == TS_FOR_SERIAL;
@@ -859,6 +863,11 @@ static bool depends_on(const ts_stage *st, const ts_tensor *t, bool *seen)
 
 ts_tensor **sch_tensors(ts_schedule *s, int *n)
 {
+	if (!s || !n) {
+		if (s)
+			ts_error(s->ctx, TS_ERR_INVALID, "schedule: sch_tensors needs a count to fill");
+		return NULL;
+	}
 	/* the schedule holds at most MAX_STAGES computes, but any number of
 	 * placeholders */
 	int m = ts_graph_topo(s->nout, s->outputs, NULL, 0);
@@ -1028,6 +1037,12 @@ static bool has_stage_named(const ts_schedule *s, const char *name)
 
 const char *sch_fresh_name(const ts_schedule *s, const char *base, const char *suffix)
 {
+	if (!s)
+		return NULL;
+	if (!base || !suffix) {
+		ts_error(s->ctx, TS_ERR_INVALID, "schedule: a fresh name needs a base and a suffix");
+		return NULL;
+	}
 	const char *name = ts_sprintf(s->ctx, "%s.%s", base, suffix);
 	for (int n = 2; name && has_stage_named(s, name); n++)
 		name = ts_sprintf(s->ctx, "%s.%s%d", base, suffix, n);

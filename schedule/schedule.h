@@ -343,22 +343,25 @@ ts_axis *sch_axis_new(ts_stage *st, const char *name, int64_t extent, ts_iter_ki
 		      ts_expr *var);
 ts_expr *sch_reduce_identity(ts_ctx *ctx, ts_reduce_op op, ts_dtype t);
 /* Internal: whether st is as its schedule made it: not split, fused,
- * reordered, annotated (a loop kind), attached or inlined. */
+ * reordered, annotated (a loop kind), attached or inlined (false for
+ * NULL). */
 bool sch_stage_untouched(const ts_stage *st);
 /* Internal: the size variable (te.h ts_size_var) root axis r of st ranges
  * over: its tensor's dim_var for a data axis, its extent_var for a
- * reduction; NULL for a constant extent. */
+ * reduction; NULL for a constant extent, a NULL st or an r that is not
+ * a root axis. */
 ts_expr *sch_root_size_var(const ts_stage *st, int r);
 
 /* Internal: "<base>.<suffix>", or "<base>.<suffix>2", "<base>.<suffix>3",
  * ... when a stage of s already has that name: the stages a primitive
  * makes (C.local, C.rf) print in schedules and steps, so their names
- * should tell them apart.  NULL when out of memory. */
+ * should tell them apart.  NULL when out of memory, and for a NULL
+ * argument. */
 const char *sch_fresh_name(const ts_schedule *s, const char *base, const char *suffix);
 
 /* Internal: every tensor the outputs of s depend on (placeholders too),
  * in dependency order, in s's arena; *n their number.  NULL with an error
- * when out of memory. */
+ * when out of memory, and for a NULL argument. */
 ts_tensor **sch_tensors(ts_schedule *s, int *n);
 
 /* Internal: the stages that read tensor t (in stage order); writes at most

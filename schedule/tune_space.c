@@ -605,7 +605,9 @@ static ts_status parallel_if_untouched(ts_schedule *s, ts_tensor *T)
 ts_conv2d_cpu_params ts_tune_conv2d_params(const ts_tune_task *t, const ts_tune_cand *c)
 {
 	ts_conv2d_cpu_params p = ts_conv2d_cpu_default();
-	if (!t || !c || strcmp(t->space.kind ? t->space.kind : "", KIND_CONV2D))
+	/* checked like every call given a task: a forged one is not read */
+	if (!c || tune_task_check(NULL, t, "tune_conv2d_params") != TS_OK ||
+	    strcmp(t->space.kind, KIND_CONV2D))
 		return p;
 	const ts_tune_space *sp = &t->space;
 	p.ow_block = tune_param(sp, c, "ow_block", p.ow_block);

@@ -24,6 +24,7 @@
 #include "llvm.h"
 #include "lower.h"
 #include "op_schedules.h"
+#include "tune.h"
 
 /* The same where no context can be reached: only the result is checked. */
 #define NULL_NOCTX(call) ck_assert_msg((call) == NULL, "%s: expected NULL", #call)
@@ -1029,6 +1030,51 @@ START_TEST(test_fill_random_bounds)
 }
 END_TEST
 
+/* Helpers the headers declare for the layers' own use are as safe: NULL
+ * pointers, a root index out of range, an arena request no block could
+ * hold (AddressSanitizer aborted on the malloc), a forged tuning task and a
+ * stashed error without its terminating NUL. */
+START_TEST(test_helpers_and_internals)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	double lo = 5, top = 7;
+	ck_assert(!ir_int_range(ts_int32, NULL, &top) && !ir_int_range(ts_int32, &lo, NULL));
+	ck_assert(lo == 5 && top == 7);
+	ck_assert(ir_int_range(ts_int8, &lo, &top) && lo == -128 && top == 128);
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(4), ts_float32);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(4), TS_VARS(i), TS_READ(ctx, A, i));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_stage *sc = ts_stage_of(s, C);
+	ck_assert_ptr_null(sch_fresh_name(NULL, "a", "b"));
+	FAILS_NULL(ctx, sch_fresh_name(s, NULL, "b"), "schedule: a fresh name needs a base and a suffix");
+	ck_assert_ptr_null(sch_root_size_var(NULL, 0));
+	ck_assert_ptr_null(sch_root_size_var(sc, -1));
+	ck_assert_ptr_null(sch_root_size_var(sc, 1000000));
+	ck_assert(!sch_stage_untouched(NULL) && sch_stage_untouched(sc));
+	int n = -1;
+	ck_assert_ptr_null(sch_tensors(NULL, &n));
+	FAILS_NULL(ctx, sch_tensors(s, NULL), "sch_tensors needs a count to fill");
+	ts_tensor **all = sch_tensors(s, &n);
+	ck_assert(all && n == 2 && all[0] == A && all[1] == C);
+	FAILS_NULL(ctx, ts_alloc(ctx, (size_t)1 << 62), "allocation of 4611686018427387904 bytes is more than the arena gives (2^40)");
+	FAILS_NULL(ctx, ts_alloc(ctx, SIZE_MAX), "is more than the arena gives");
+	FAILS_NULL(ctx, ts_alloc_array(ctx, (size_t)1 << 31, (size_t)1 << 31), "is more than the arena gives");
+	ts_tune_task bad;
+	memset(&bad, 0xff, sizeof bad);
+	ts_tune_cand cand = {0};
+	ts_conv2d_cpu_params p = ts_tune_conv2d_params(&bad, &cand), d = ts_conv2d_cpu_default();
+	ck_assert(!memcmp(&p, &d, sizeof p));
+	ts_error_stashed sv;
+	memset(&sv, 'A', sizeof sv);
+	sv.status = TS_ERR_INVALID;
+	ts_error_unstash(ctx, &sv);
+	ck_assert_int_eq(ts_last_status(ctx), TS_ERR_INVALID);
+	ck_assert_int_eq((int)strlen(ts_last_error(ctx)), (int)sizeof sv.msg - 1); /* as much as the slot holds */
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_earlier_error_does_not_leak)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -1092,6 +1138,7 @@ static Suite *suite(void)
 	tcase_add_test(cg, test_runtime_misc);
 	tcase_add_test(cg, test_newer_calls);
 	tcase_add_test(cg, test_earlier_error_does_not_leak);
+	tcase_add_test(cg, test_helpers_and_internals);
 	tcase_add_test(cg, test_fill_random_bounds);
 	suite_add_tcase(s, cg);
 	return s;
