@@ -337,9 +337,8 @@ void ir_sb_func(ts_sbuf *sb, const ts_func *f)
 /* The walk behind ts_graph_topo: a depth-first search with an explicit
  * stack, so that a chain of 100,000 stages does not overflow the C stack,
  * and a set of the tensors seen, so that a subgraph shared by many paths is
- * walked once.  Both start in storage of their own, which a graph of up to
- * TOPO_LOCAL tensors never outgrows, and grow on the heap beyond it. */
-enum { TOPO_LOCAL = 256 };
+ * walked once.  Both grow on the heap as the graph needs. */
+enum { TOPO_START = 64 };
 
 typedef struct topo_frame {
 	ts_tensor *t;
@@ -351,8 +350,6 @@ typedef struct topo_walk {
 	size_t cap, n;    /* cap a power of two, never more than half full */
 	topo_frame *stack;
 	size_t depth, stack_cap;
-	ts_tensor *local_slot[2 * TOPO_LOCAL];
-	topo_frame local_stack[TOPO_LOCAL];
 } topo_walk;
 
 static size_t topo_hash(const ts_tensor *t, size_t cap)
@@ -390,8 +387,7 @@ static int topo_mark(topo_walk *w, ts_tensor *t)
 	for (size_t j = 0; j < w->cap; j++)
 		if (w->slot[j])
 			topo_put(slot, cap, w->slot[j]);
-	if (w->slot != w->local_slot)
-		free(w->slot);
+	free(w->slot);
 	w->slot = slot;
 	w->cap = cap;
 	topo_put(slot, cap, t);
@@ -403,12 +399,9 @@ static bool topo_push(topo_walk *w, ts_tensor *t)
 {
 	if (w->depth == w->stack_cap) {
 		size_t cap = 2 * w->stack_cap;
-		topo_frame *st = cap <= SIZE_MAX / sizeof(*st) ? malloc(cap * sizeof(*st)) : NULL;
+		topo_frame *st = cap <= SIZE_MAX / sizeof(*st) ? realloc(w->stack, cap * sizeof(*st)) : NULL;
 		if (!st)
 			return false;
-		memcpy(st, w->stack, w->depth * sizeof(*st));
-		if (w->stack != w->local_stack)
-			free(w->stack);
 		w->stack = st;
 		w->stack_cap = cap;
 	}
@@ -453,20 +446,14 @@ int ts_graph_topo(int n, ts_tensor *const *outputs, ts_tensor **order, int max)
 	for (int i = 0; i < n; i++)
 		if (!outputs[i])
 			return -1;
-	topo_walk w;
-	w.slot = w.local_slot;
-	w.cap = TS_COUNT_OF(w.local_slot);
-	w.n = 0;
-	memset(w.local_slot, 0, sizeof(w.local_slot));
-	w.stack = w.local_stack;
-	w.stack_cap = TS_COUNT_OF(w.local_stack);
-	w.depth = 0;
+	topo_walk w = {.slot = calloc(TOPO_START, sizeof(ts_tensor *)), .cap = TOPO_START,
+		       .stack = malloc(TOPO_START * sizeof(topo_frame)), .stack_cap = TOPO_START};
+	if (!w.slot || !w.stack)
+		count = -1;
 	for (int i = 0; i < n && count >= 0; i++)
 		count = topo_visit(&w, outputs[i], order, count, max);
-	if (w.slot != w.local_slot)
-		free(w.slot);
-	if (w.stack != w.local_stack)
-		free(w.stack);
+	free(w.slot);
+	free(w.stack);
 	return count;
 }
 

@@ -44,7 +44,7 @@ void ts_print_graph(FILE *out, int n, ts_tensor *const *outputs);
  * at most max entries and returns how many there are; -1 for a negative n,
  * a NULL or NULL-holding outputs list, or a NULL order with max > 0.
  * It also returns -1 when a compute lists a NULL input, or when memory for
- * the walk runs out (only a graph of more than 256 tensors needs any).
+ * the walk runs out.
  * The printers print nothing for a NULL buffer or FILE; the *_str
  * functions return NULL for a NULL context, and NULL with an error for a
  * NULL node.  A function whose header is malformed (a NULL name, a

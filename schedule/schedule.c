@@ -868,8 +868,9 @@ ts_tensor **sch_tensors(ts_schedule *s, int *n)
 			ts_error(s->ctx, TS_ERR_INVALID, "schedule: sch_tensors needs a count to fill");
 		return NULL;
 	}
-	/* the schedule holds at most MAX_STAGES computes, but any number of
-	 * placeholders */
+	/* create_schedule counted at most MAX_STAGES tensors, but the stages
+	 * cache_read, cache_write and rfactor add since come on top: no fixed
+	 * table holds them all */
 	int m = ts_graph_topo(s->nout, s->outputs, NULL, 0);
 	ts_tensor **order = m >= 0 ? ts_alloc_array(s->ctx, (size_t)m + 1, sizeof(*order)) : NULL;
 	if (!order || ts_graph_topo(s->nout, s->outputs, order, m) != m) {

@@ -592,9 +592,8 @@ static ts_status check_readers_inside(ops *o, ts_stage *x, int pos)
 	int first = 0;
 	while (first < p->nleaf && p->leaf[first]->kind != TS_ITER_REDUCE)
 		first++;
-	const ts_expr *body = NULL;
-	for (int i = 0; i < o->s->nstages; i++)
-		body = o->s->stages[i] == p ? o->body[i] : body;
+	int at = stage_pos(o->s, p);
+	const ts_expr *body = at >= 0 ? o->body[at] : NULL;
 	if (pos >= first && body && body->kind == IR_REDUCE && body->u.reduce.init &&
 	    ir_expr_reads(body->u.reduce.init, x->tensor))
 		return ts_error(o->ctx, TS_ERR_INVALID,
