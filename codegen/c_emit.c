@@ -899,19 +899,21 @@ static void thread_loop(emitter *em, const ts_stmt *s)
 	em->bound = saved;
 }
 
-/* CUDA: a store into a parameter (global memory) outside every loop bound
- * to a thread index the block has more than one of runs in all those
- * threads at once: harmless for a plain write of one value, but a
- * reduction's updates (C[i] = C[i] + x) would race, threads re-adding
- * what others added (the final phase of partial sums rfactor'd across
- * threadIdx.x).  Such a store is made by thread 0 of each of those
- * indices only, as TVM guards a cross-thread reduction's result; the
- * kernel's own stages never read a parameter another thread wrote, so no
- * barrier is needed. */
+/* CUDA: a store into a parameter (global memory) or a shared buffer
+ * outside every loop bound to a thread index the block has more than one
+ * of runs in all those threads at once: harmless for a plain write of one
+ * value, but a reduction's updates (C[i] = C[i] + x) would race, threads
+ * re-adding what others added (the final phase of partial sums rfactor'd
+ * across threadIdx.x), or zeroing an element another had begun to sum.
+ * Such a store is made by thread 0 of each of those indices only, as TVM
+ * guards a cross-thread reduction's result.  The kernel's own stages never
+ * read a parameter another thread wrote; a shared buffer's readers are
+ * behind the barrier cuda_sync.c puts after its writes (the guard is on
+ * the store alone, so every thread still reaches each barrier). */
 static bool replicated_store(emitter *em, const ts_stmt *s, char cond[96])
 {
 	const ts_buffer *buf = s->u.store.buf;
-	bool param = false;
+	bool param = em->d->bind_threads && buf->scope == TS_SCOPE_SHARED;
 	for (int i = 0; em->d->bind_threads && i < em->f->nparams; i++)
 		param |= em->f->params[i] == buf;
 	cond[0] = '\0';

@@ -118,6 +118,35 @@ START_TEST(test_local_partial_sums)
 }
 END_TEST
 
+/* Rows summed into shared memory (cache_write) by a stage bound to no
+ * thread, computed at C's block loop, then copied out by C's threads: all
+ * 8 threads would run the sums, each re-adding the others' updates and
+ * re-zeroing rows another had begun.  Thread 0 alone writes the shared
+ * rows, and the barrier before C reads them (cuda_sync.c) publishes them. */
+START_TEST(test_unbound_shared_sum_written_once)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A, *C = row_sum(ctx, &A);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_tensor *CS = ts_cache_write(s, C, TS_SCOPE_SHARED);
+	tu_nonnull(ctx, CS);
+	ts_stage *sc = ts_stage_of(s, C), *ss = ts_stage_of(s, CS);
+	ts_axis *bx, *tx;
+	tu_ok(ctx, ts_split(sc, ts_axis_of(sc, 0), 8, &bx, &tx));
+	tu_ok(ctx, ts_bind(sc, bx, TS_BLOCK_X));
+	tu_ok(ctx, ts_bind(sc, tx, TS_THREAD_X));
+	tu_ok(ctx, ts_compute_at(ss, sc, bx));
+	const char *src = compiles_and_matches(ctx, ts_lower(s, "rowsum", 2, (ts_tensor *[]){A, C}));
+	const char *init = strstr(src, "if (threadIdx.x == 0) {\n        C_shared[i] = 0.0f;"),
+		   *sum = strstr(src, "if (threadIdx.x == 0) {\n          C_shared[i] = C_shared[i] + A[");
+	ck_assert_msg(init && sum, "%s", src);
+	/* published to C's threads before they read it */
+	const char *sync = strstr(sum, "__syncthreads()"), *out = strstr(src, "C[i_outer");
+	ck_assert_msg(sync && out && sync < out, "%s", src);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 int main(void)
 {
 	if (!have_nvrtc())
@@ -128,6 +157,7 @@ int main(void)
 	tcase_add_test(tc, test_shared_partial_sums);
 	tcase_add_test(tc, test_local_partial_sums);
 	tcase_add_test(tc, test_unbound_sum_written_once);
+	tcase_add_test(tc, test_unbound_shared_sum_written_once);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
