@@ -169,6 +169,12 @@ typedef struct mma_frag {
 	const char *name;
 } mma_frag;
 
+/* A variable whose value depends on thread indices (1 << tag each). */
+typedef struct thread_dep {
+	const ts_expr *var;
+	unsigned tags;
+} thread_dep;
+
 typedef struct emitter {
 	ts_ctx *ctx;
 	const dialect *d;
@@ -198,7 +204,15 @@ typedef struct emitter {
 	/* CUDA */
 	cg_launch launch;
 	int64_t bound_ext[TS_THREAD_Z + 1]; /* extent of the enclosing loop bound to each tag */
-	unsigned bound; /* while emitting: the tags of the enclosing bound loops (1 << tag) */
+	/* while emitting: the variables in scope whose value depends on a
+	 * thread index (the bound loops' own, and lets and loops defined from
+	 * them), with the tags (1 << tag) they depend on; past the table's
+	 * size every value counts as depending on every index */
+	thread_dep tdep[64];
+	int ntdep;
+	bool tdep_full;
+	unsigned cond_tags; /* the tags the enclosing ifs' conditions depend on */
+	bool in_guard;      /* inside a guard replicated_store asked for */
 	ts_buffer *shared[32];
 	int nshared;
 	cg_mma mma; /* tensorized nests (cuda_mma.h) */
@@ -870,6 +884,40 @@ static int64_t launch_dim(const emitter *em, ts_thread_tag t)
 	return t >= TS_THREAD_X ? em->launch.block[d] : em->launch.grid[d];
 }
 
+/* The thread indices (1 << tag) e's value depends on, through the
+ * variables of em->tdep; every index when the table overflowed. */
+static unsigned thread_tags(const emitter *em, const ts_expr *e)
+{
+	if (!e || !em->d->bind_threads)
+		return 0;
+	if (em->tdep_full)
+		return ~0u;
+	unsigned tags = 0;
+	for (int i = 0; i < em->ntdep; i++)
+		if (!(tags & em->tdep[i].tags) && ir_expr_uses_var((ts_expr *)e, em->tdep[i].var))
+			tags |= em->tdep[i].tags;
+	return tags;
+}
+
+/* Records that v's value depends on the thread indices `tags` (none: not
+ * recorded); returns the table's size before, for tdep_pop. */
+static int tdep_push(emitter *em, const ts_expr *v, unsigned tags)
+{
+	int n = em->ntdep;
+	if (!tags)
+		return n;
+	if (n == (int)TS_COUNT_OF(em->tdep))
+		em->tdep_full = true;
+	else
+		em->tdep[em->ntdep++] = (thread_dep){v, tags};
+	return n;
+}
+
+static void tdep_pop(emitter *em, int n)
+{
+	em->ntdep = n;
+}
+
 /* CUDA: the loop's variable is a block or thread index; no loop. */
 static void thread_loop(emitter *em, const ts_stmt *s)
 {
@@ -885,8 +933,7 @@ static void thread_loop(emitter *em, const ts_stmt *s)
 	begin_line(em);
 	ts_sb_printf(&em->out, "%s %s = %s%s%s%s;\n", type, n, ts_thread_tag_name(s->u.for_.thread),
 		     offset ? " + (" : "", min, offset ? ")" : "");
-	unsigned saved = em->bound;
-	em->bound |= 1u << s->u.for_.thread;
+	int ntdep = tdep_push(em, v, (1u << s->u.for_.thread) | thread_tags(em, s->u.for_.min));
 	if (ext == launch_dim(em, s->u.for_.thread)) {
 		stmt(em, s->u.for_.body);
 	} else {
@@ -896,33 +943,39 @@ static void thread_loop(emitter *em, const ts_stmt *s)
 		put(em, ") {\n");
 		block_body(em, s->u.for_.body);
 	}
-	em->bound = saved;
+	tdep_pop(em, ntdep);
 }
 
-/* CUDA: a store into a parameter (global memory) or a shared buffer
- * outside every loop bound to a thread index the block has more than one
- * of runs in all those threads at once: harmless for a plain write of one
- * value, but a reduction's updates (C[i] = C[i] + x) would race, threads
- * re-adding what others added (the final phase of partial sums rfactor'd
- * across threadIdx.x), or zeroing an element another had begun to sum.
- * Such a store is made by thread 0 of each of those indices only, as TVM
- * guards a cross-thread reduction's result.  The kernel's own stages never
- * read a parameter another thread wrote; a shared buffer's readers are
- * behind the barrier cuda_sync.c puts after its writes (the guard is on
- * the store alone, so every thread still reaches each barrier). */
+/* CUDA: a store into a parameter (global memory) or a shared buffer whose
+ * element, and whether it is made at all, do not depend on a thread index
+ * the block has more than one of runs in all those threads at once,
+ * storing to the same element: outside every loop bound to that index, or
+ * inside one but into a region that is the same for all its threads (a
+ * shared producer computed at a thread loop holds what all the block's
+ * threads read).  Harmless for a plain write of one value, but a
+ * reduction's updates (C[i] = C[i] + x) would race, threads re-adding what
+ * others added (the final phase of partial sums rfactor'd across
+ * threadIdx.x), or zeroing an element another had begun to sum.  Such a
+ * store is made by thread 0 of each of those indices only, as TVM guards a
+ * cross-thread reduction's result.  The kernel's own stages never read a
+ * parameter another thread wrote; a shared buffer's readers are behind the
+ * barrier cuda_sync.c puts after its writes (the guard is on the store
+ * alone, so every thread still reaches each barrier).  A store whose
+ * element or condition depends on the index is each thread's own. */
 static bool replicated_store(emitter *em, const ts_stmt *s, char cond[96])
 {
 	const ts_buffer *buf = s->u.store.buf;
-	bool param = em->d->bind_threads && buf->scope == TS_SCOPE_SHARED;
-	for (int i = 0; em->d->bind_threads && i < em->f->nparams; i++)
+	bool param = em->d->bind_threads && !em->in_guard && buf->scope == TS_SCOPE_SHARED;
+	for (int i = 0; em->d->bind_threads && !em->in_guard && i < em->f->nparams; i++)
 		param |= em->f->params[i] == buf;
 	cond[0] = '\0';
 	/* with tensorized nests the lanes of a warp are threadIdx.x, each
 	 * storing its own fragment elements (indices of the lane's mma_g and
 	 * mma_t) */
-	unsigned bound = em->bound | (em->mma.nnest > 0 ? 1u << TS_THREAD_X : 0);
+	unsigned own = thread_tags(em, s->u.store.index) | em->cond_tags |
+		       (em->mma.nnest > 0 ? 1u << TS_THREAD_X : 0);
 	for (int t = TS_THREAD_X; param && t <= TS_THREAD_Z; t++)
-		if (launch_dim(em, (ts_thread_tag)t) > 1 && !(bound & (1u << t)))
+		if (launch_dim(em, (ts_thread_tag)t) > 1 && !(own & (1u << t)))
 			snprintf(cond + strlen(cond), 96 - strlen(cond), "%s%s == 0", cond[0] ? " && " : "",
 				 ts_thread_tag_name((ts_thread_tag)t));
 	return cond[0] != '\0';
@@ -1296,7 +1349,23 @@ static void mma_nest(emitter *em, const ts_stmt *s)
 	line(em, "}");
 }
 
+static void loop_kind(emitter *em, const ts_stmt *s);
+
 static void for_loop(emitter *em, const ts_stmt *s)
+{
+	if (s->u.for_.kind == TS_FOR_THREAD && em->d->bind_threads) {
+		thread_loop(em, s);
+		return;
+	}
+	/* a loop from a thread index to another takes different values in
+	 * different threads */
+	int ntdep = tdep_push(em, s->u.for_.var,
+			      thread_tags(em, s->u.for_.min) | thread_tags(em, s->u.for_.extent));
+	loop_kind(em, s);
+	tdep_pop(em, ntdep);
+}
+
+static void loop_kind(emitter *em, const ts_stmt *s)
 {
 	const dialect *d = em->d;
 	switch (s->u.for_.kind) {
@@ -1309,10 +1378,25 @@ static void for_loop(emitter *em, const ts_stmt *s)
 	case TS_FOR_PARALLEL:
 		serial_loop(em, s, d->parallel_pragma);
 		return;
-	case TS_FOR_VECTORIZED:
+	case TS_FOR_VECTORIZED: {
+		/* a float4 store made by thread 0 alone (replicated_store)
+		 * keeps its guard */
+		char cond[96] = "";
+		if (s->u.for_.body->kind == IR_S_STORE && replicated_store(em, s->u.for_.body, cond)) {
+			begin_line(em);
+			ts_sb_printf(&em->out, "if (%s) {\n", cond);
+			em->indent++;
+			em->in_guard = true;
+		}
 		if (!try_float4(em, s) && !try_copy16(em, s))
 			serial_loop(em, s, d->simd_pragma);
+		if (cond[0]) {
+			em->in_guard = false;
+			em->indent--;
+			line(em, "}");
+		}
 		return;
+	}
 	case TS_FOR_UNROLLED:
 		serial_loop(em, s, d->unroll_pragma);
 		return;
@@ -1494,7 +1578,17 @@ static void allocate(emitter *em, const ts_stmt *s)
 	stmt(em, s->u.alloc.body);
 }
 
+static void if_branches(emitter *em, const ts_stmt *s);
+
 static void if_stmt(emitter *em, const ts_stmt *s)
+{
+	unsigned saved = em->cond_tags;
+	em->cond_tags |= thread_tags(em, s->u.if_.cond);
+	if_branches(em, s);
+	em->cond_tags = saved;
+}
+
+static void if_branches(emitter *em, const ts_stmt *s)
 {
 	begin_line(em);
 	put(em, "if (");
@@ -1538,7 +1632,9 @@ static void let(emitter *em, const ts_stmt *s)
 		begin_line(em);
 		ts_sb_printf(&em->out, "const %s %s = %s;\n", type, n, value);
 	}
+	int ntdep = tdep_push(em, v, used ? thread_tags(em, s->u.let.value) : 0);
 	stmt(em, s->u.let.body);
+	tdep_pop(em, ntdep);
 }
 
 /* Whether s is a tensorized update the CUDA dialect prints as MMAs. */

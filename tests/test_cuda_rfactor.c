@@ -147,6 +147,38 @@ START_TEST(test_unbound_shared_sum_written_once)
 }
 END_TEST
 
+/* Row sums P in shared memory computed at C's thread loop, C[j] = P[j] +
+ * P[j + 1]: P's region is the one all the block's threads read (17 rows
+ * for 16 threads), the same in every thread, so only thread 0 sums it;
+ * the others re-added its updates.  C's own store, indexed by the thread,
+ * stays every thread's. */
+START_TEST(test_shared_sum_at_thread_loop_written_once)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(65, 33), ts_float32);
+	ts_iter *k = ts_reduce_axis(ctx, "k", 0, 33);
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	ts_tensor *P = ts_compute(ctx, "P", TS_SHAPE(65), TS_VARS(i),
+				  TS_SUM(ctx, TS_READ(ctx, A, i, k->var), k));
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(64), TS_VARS(j),
+				  ts_add(ctx, TS_READ(ctx, P, j), TS_READ(ctx, P, ts_add(ctx, j, ts_int(ctx, 1)))));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_stage *sc = ts_stage_of(s, C), *sp = ts_stage_of(s, P);
+	ts_axis *bx, *tx;
+	tu_ok(ctx, ts_split(sc, ts_axis_of(sc, 0), 16, &bx, &tx));
+	tu_ok(ctx, ts_bind(sc, bx, TS_BLOCK_X));
+	tu_ok(ctx, ts_bind(sc, tx, TS_THREAD_X));
+	tu_ok(ctx, ts_set_scope(sp, TS_SCOPE_SHARED));
+	tu_ok(ctx, ts_compute_at(sp, sc, tx));
+	const char *src = compiles_and_matches(ctx, ts_lower(s, "stencil", 2, (ts_tensor *[]){A, C}));
+	ck_assert_msg(strstr(src, "if (threadIdx.x == 0) {\n      P[i] = 0.0f;") &&
+			      strstr(src, "if (threadIdx.x == 0) {\n        P[i] = P[i] + A["),
+		      "%s", src);
+	ck_assert_msg(strstr(src, "\n  C[j_outer*16 + j_inner] = P[j_inner] + P[j_inner + 1];"), "%s", src);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 int main(void)
 {
 	if (!have_nvrtc())
@@ -158,6 +190,7 @@ int main(void)
 	tcase_add_test(tc, test_local_partial_sums);
 	tcase_add_test(tc, test_unbound_sum_written_once);
 	tcase_add_test(tc, test_unbound_shared_sum_written_once);
+	tcase_add_test(tc, test_shared_sum_at_thread_loop_written_once);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
