@@ -290,15 +290,33 @@ typedef struct infer {
 	const ts_gattrs *a;
 } infer;
 
+static bool fail_v(const infer *c, ts_status st, const char *fmt, va_list ap)
+{
+	char msg[512];
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	ts_error(c->g->ctx, st, "node '%s' (%s): %s", c->node, c->op, msg);
+	return false;
+}
+
+/* A node the operator's definition does not allow (TS_ERR_INVALID). */
 static bool fail(const infer *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static bool fail(const infer *c, const char *fmt, ...)
 {
-	char msg[512];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	fail_v(c, TS_ERR_INVALID, fmt, ap);
 	va_end(ap);
-	ts_error(c->g->ctx, TS_ERR_INVALID, "node '%s' (%s): %s", c->node, c->op, msg);
+	return false;
+}
+
+/* A legal node tessera does not compute (TS_ERR_UNSUPPORTED). */
+static bool unsupported(const infer *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool unsupported(const infer *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fail_v(c, TS_ERR_UNSUPPORTED, fmt, ap);
+	va_end(ap);
 	return false;
 }
 
@@ -446,7 +464,7 @@ static bool infer_matmul(const infer *c, int *ndim, int64_t *s)
 	if (A->ndim < 1 || B->ndim < 1)
 		return fail(c, "a scalar operand has no rows or columns: %s x %s", shp(c, 0), shp(c, 1));
 	if (A->ndim < 2 || B->ndim < 2)
-		return fail(c, "two 1-D operands (a dot product) are not supported: %s x %s (a scalar "
+		return unsupported(c, "two 1-D operands (a dot product) are not supported: %s x %s (a scalar "
 			    "result has no kernel)", shp(c, 0), shp(c, 1));
 	if (A->shape[A->ndim - 1] != B->shape[B->ndim - 2])
 		return fail(c, "inner extents differ: %s x %s (%lld vs %lld)", shp(c, 0), shp(c, 1),
@@ -477,7 +495,7 @@ static bool infer_pool(const infer *c, int *ndim, int64_t *s)
 	if (!int32_attrs(c, true))
 		return false;
 	if (a->dilation[0] != 1 || a->dilation[1] != 1)
-		return fail(c, "dilated pooling is not supported");
+		return unsupported(c, "dilated pooling is not supported");
 	if (a->pad[0] >= a->kernel[0] || a->pad[2] >= a->kernel[0] || a->pad[1] >= a->kernel[1] ||
 	    a->pad[3] >= a->kernel[1])
 		return fail(c, "pads (%lld, %lld, %lld, %lld) must be smaller than the kernel %lldx%lld",
@@ -542,7 +560,7 @@ static bool infer_norm(const infer *c, int *ndim, int64_t *s)
 		if (!want_inputs(c, 2, 3))
 			return false;
 		if (ax != x->ndim - 1)
-			return fail(c, "only the last axis is supported (axis %lld of %s)",
+			return unsupported(c, "only the last axis is supported (axis %lld of %s)",
 				    (long long)c->a->axis, shp(c, 0));
 		for (int i = 1; i < c->nin; i++)
 			if (arg(c, i)->ndim < 1 || gv_numel(arg(c, i)) != x->shape[ax] ||
@@ -678,7 +696,7 @@ bool g_infer(ts_graph *g, const char *node, ts_gop op, int nin, const int *in,
 	infer c = {.g = g, .node = node, .op = ts_gop_name(op), .nin = nin, .in = in, .a = a};
 	for (int i = 0; i < nin; i++)
 		if (!is_f32(g->v[in[i]].dtype))
-			return fail(&c, "input %d (%s) is not float32", i, g->v[in[i]].name);
+			return unsupported(&c, "input %d (%s) is not float32", i, g->v[in[i]].name);
 	if (nin < 1 && op != TS_GOP_CONCAT)
 		return fail(&c, "has no inputs");
 	switch (op) {
@@ -702,7 +720,7 @@ bool g_infer(ts_graph *g, const char *node, ts_gop op, int nin, const int *in,
 		if (!want_inputs(&c, 1, 1) || !norm_axis(&c, a->axis, arg(&c, 0)->ndim, false, &ax))
 			return false;
 		if (ax != arg(&c, 0)->ndim - 1)
-			return fail(&c, "only the last axis is supported (axis %lld of %s)", (long long)a->axis,
+			return unsupported(&c, "only the last axis is supported (axis %lld of %s)", (long long)a->axis,
 				    shp(&c, 0));
 		return same_shape_as(&c, 0, ndim, s);
 	}

@@ -361,8 +361,11 @@ static ts_expr *power(kb *b, int exponent_value, ts_expr *x, ts_expr *y)
 			return ts_mul(c, x, x);
 		if (e == 3)
 			return ts_mul(c, ts_mul(c, x, x), x);
+		/* pow(x, 0.5) is sqrt(x) but at -0 (+0, where sqrt keeps the
+		 * sign: fabs) and at -infinity (+infinity, where sqrt is NaN) */
 		if (e == 0.5)
-			return ts_sqrt(c, x);
+			return ts_select(c, ts_eq(c, x, ts_float(c, -INFINITY)), ts_float(c, INFINITY),
+					 ts_fabs(c, ts_sqrt(c, x)));
 	}
 	return ts_pow(c, x, y);
 }
@@ -403,8 +406,8 @@ static ts_expr *node_expr(kb *b, int node, ts_expr *const *ax, ts_expr *const *L
 		return ts_sqrt(c, in[0]);
 	case TS_GOP_EXP:
 		return ts_exp(c, in[0]);
-	case TS_GOP_NEG:
-		return ts_sub(c, ts_float(c, 0.0f), in[0]);
+	case TS_GOP_NEG: /* -x, with -0 for +0 (0 - x gives +0) */
+		return ts_mul(c, in[0], ts_float(c, -1.0f));
 	case TS_GOP_GELU:
 		key(b, "%d", n->a.approximate);
 		return gelu(c, in[0], n->a.approximate);

@@ -29,6 +29,7 @@
  * context is cleared first.
  */
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -551,7 +552,8 @@ static bool get_ints(importer *im, const char *name, size_t max, int64_t *v, int
 	if (a->n_ints > max)
 		return node_fail(im, TS_ERR_UNSUPPORTED, "attribute '%s' has %zu values; tessera handles at most %zu",
 				 name, a->n_ints, max);
-	memcpy(v, a->ints, a->n_ints * sizeof(*v));
+	if (a->n_ints) /* an empty list has no array */
+		memcpy(v, a->ints, a->n_ints * sizeof(*v));
 	*count = (int)a->n_ints;
 	return true;
 }
@@ -711,6 +713,9 @@ static bool imp_softmax(importer *im, ts_gattrs *a, int *nin)
 	int x = operand(im, input_name(im, 0)), nd;
 	if (x < 0 || !ts_graph_value_shape(im->g, x, &nd, NULL))
 		return false;
+	if (a->axis < -nd || a->axis >= nd)
+		return node_fail(im, TS_ERR_INVALID, "axis %lld is out of range for a %d-D input",
+				 (long long)a->axis, nd);
 	if (a->axis != nd - 1 && a->axis != -1)
 		return node_fail(im, TS_ERR_UNSUPPORTED,
 				 "opset %lld Softmax over axes %lld.. of a %d-D input taken together is not supported (only over the last axis)",
@@ -754,7 +759,14 @@ static bool imp_batchnorm(importer *im, ts_gattrs *a, int *nin)
 static bool imp_transpose(importer *im, ts_gattrs *a, int *nin)
 {
 	(void)nin;
-	return get_ints(im, "perm", TS_GRAPH_MAX_DIMS, a->perm, &a->nperm);
+	if (!get_ints(im, "perm", TS_GRAPH_MAX_DIMS, a->perm, &a->nperm))
+		return false;
+	/* no perm reverses the axes; an empty one is a permutation of none
+	 * (nperm 0 would read as no perm) */
+	if (attr_get(im, "perm") && a->nperm == 0)
+		return node_fail(im, TS_ERR_INVALID,
+				 "attribute 'perm' is empty; it must list every axis of the input");
+	return true;
 }
 
 static bool imp_concat(importer *im, ts_gattrs *a, int *nin)
@@ -801,14 +813,39 @@ static bool imp_flatten(importer *im, ts_gattrs *a, int *nin)
 }
 
 /* Dropout at inference is the identity; its ratio and seed do not matter,
- * but a training_mode input must be a constant false. */
+ * but they must be what the opset defines (the ratio an attribute before
+ * opset 12, then a float scalar input, beside a seed attribute), and a
+ * training_mode input must be a constant false. */
 static bool imp_dropout(importer *im, ts_gattrs *a, int *nin)
 {
 	double ratio = 0.5;
 	int64_t seed = 0;
+	bool inputs = im->opset >= 12;
 	(void)a;
+	const char *other = inputs ? "ratio" : "seed";
+	if (attr_get(im, other))
+		return node_fail(im, TS_ERR_INVALID, "attribute '%s' is not an attribute of Dropout in opset %lld%s",
+				 other, (long long)im->opset, inputs ? " (the ratio is its second input)" : "");
+	if (!inputs && input_name(im, 1))
+		return node_fail(im, TS_ERR_INVALID, "takes 1 input in opset %lld, not %zu (ratio and training_mode "
+				 "are inputs from opset 12 on)", (long long)im->opset, im->node->n_input);
 	if (!get_float(im, "ratio", &ratio) || !get_int(im, "seed", &seed))
 		return false;
+	/* a constant ratio's type and extents, from its tensor (its value,
+	 * in any float type, is not needed) */
+	const onnx_name *r = input_name(im, 1) ? name_find(im, input_name(im, 1)) : NULL;
+	if (r && r->is_data) {
+		int dt = r->data_read ? r->data.dtype : r->tensor ? r->tensor->data_type : DT_FLOAT;
+		int64_t numel = r->data_read ? r->data.numel : 1;
+		for (size_t d = 0; !r->data_read && r->tensor && d < r->tensor->n_dims; d++)
+			numel = r->tensor->dims[d] == 1 ? numel : 0;
+		bool is_float = dt == DT_FLOAT || dt == TESSERA_ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE ||
+				dt == TESSERA_ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ||
+				dt == TESSERA_ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16;
+		if (!is_float || numel != 1)
+			return node_fail(im, TS_ERR_INVALID, "its ratio '%s' is %s%s; the ratio is one float",
+					 input_name(im, 1), is_float ? "not a single value, " : "", dt_name(dt));
+	}
 	if (input_name(im, 2)) {
 		const onnx_data *d = input_data(im, 2, "training_mode", DT_BOOL);
 		if (!d)
@@ -839,11 +876,12 @@ static bool imp_gelu(importer *im, ts_gattrs *a, int *nin)
 
 /* The bounds of Clip: operands in every opset tessera imports (the min
  * and max attributes ended at opset 11), each one float; a bound left out
- * is infinite. */
+ * is the lowest or largest float (ONNX's numeric_limits), so that Clip
+ * takes infinities to them. */
 static bool imp_clip(importer *im, ts_gattrs *a, int *nin)
 {
 	static const char *const roles[] = {"min", "max"};
-	double bound[2] = {-INFINITY, INFINITY};
+	double bound[2] = {-FLT_MAX, FLT_MAX};
 	for (int i = 0; i < 2; i++) {
 		if (!input_name(im, 1 + (size_t)i))
 			continue;
@@ -1037,8 +1075,11 @@ static bool imp_node(importer *im)
 		return node_fail(im, TS_ERR_UNSUPPORTED, "has %zu inputs; tessera takes at most %d per node "
 				 "(TS_GRAPH_MAX_INPUTS)", given, TS_GRAPH_MAX_INPUTS);
 	if (given < (size_t)op->min_in || given > (size_t)op->max_in)
-		return node_fail(im, TS_ERR_INVALID, "takes %d to %d inputs, not %zu", op->min_in,
-				 op->max_in, given);
+		return op->min_in == op->max_in
+			       ? node_fail(im, TS_ERR_INVALID, "takes %d input%s, not %zu", op->min_in,
+					   op->min_in == 1 ? "" : "s", given)
+			       : node_fail(im, TS_ERR_INVALID, "takes %d to %d inputs, not %zu", op->min_in,
+					   op->max_in, given);
 	int nin = (int)given;
 	ts_gattrs a = ts_gattrs_default();
 	if (!check_attrs(im, op->attrs) || (op->fn && !op->fn(im, &a, &nin)) || !check_outputs(im, op))
@@ -1140,7 +1181,8 @@ static bool input_shape(importer *im, const onnx_value_info *vi, const char *nam
 		if (dim->dim_value < 1)
 			return fail(im, dim->dim_value ? TS_ERR_INVALID : TS_ERR_UNSUPPORTED,
 				    "input '%s' dimension %zu is %lld%s", name, d, (long long)dim->dim_value,
-				    dim->dim_value ? "" : "; tessera has no empty tensors");
+				    dim->dim_value ? "; an extent is positive (an unknown one is a dim_param)"
+						   : "; tessera has no empty tensors");
 		dims[d] = dim->dim_value;
 	}
 	*ndim = (int)tt->shape->n_dim;
@@ -1169,10 +1211,25 @@ static bool input_agrees(importer *im, const onnx_value_info *vi, const char *na
 		same = dim->value_case != TESSERA_ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
 		       dim->dim_value == t->dims[d];
 	}
-	if (!same)
-		return fail(im, TS_ERR_INVALID, "graph input '%s' declares a shape (rank %zu) other than its "
-			    "initializer's (rank %zu): the initializer gives the input's default value, of its "
-			    "own type", name, tt->shape->n_dim, t->n_dims);
+	if (!same) {
+		char declared[160], given[160];
+		size_t k = 0, j = 0;
+		for (size_t d = 0; d < tt->shape->n_dim && k < sizeof(declared); d++) {
+			const TesseraOnnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+			bool fixed = dim->value_case == TESSERA_ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+			k += fixed ? (size_t)snprintf(declared + k, sizeof(declared) - k, "%s%lld", d ? ", " : "",
+						      (long long)dim->dim_value)
+				   : (size_t)snprintf(declared + k, sizeof(declared) - k, "%s?", d ? ", " : "");
+		}
+		for (size_t d = 0; d < t->n_dims && j < sizeof(given); d++)
+			j += (size_t)snprintf(given + j, sizeof(given) - j, "%s%lld", d ? ", " : "",
+					      (long long)t->dims[d]);
+		declared[k < sizeof(declared) ? k : sizeof(declared) - 1] = '\0';
+		given[j < sizeof(given) ? j : sizeof(given) - 1] = '\0';
+		return fail(im, TS_ERR_INVALID, "graph input '%s' declares the shape [%s], its initializer [%s]: "
+			    "the initializer gives the input's default value, of its own shape", name, declared,
+			    given);
+	}
 	return true;
 }
 

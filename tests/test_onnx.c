@@ -9,6 +9,7 @@
  */
 #include "testutil.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -575,10 +576,14 @@ START_TEST(initializer_listed_as_input)
 		ts_ctx_free(ctx);
 	}
 	refused(mul_listed_weight(TS_SHAPE(2, 2), &wi),
-		"graph input 'w' declares a shape (rank 2) other than its initializer's (rank 1)");
-	refused(mul_listed_weight(TS_SHAPE(5), &wi),
-		"graph input 'w' declares a shape (rank 1) other than its initializer's (rank 1)");
-	mb *m = mul_listed_weight(TS_SHAPE(4), &wi);
+		"graph input 'w' declares the shape [2, 2], its initializer [4]");
+	refused(mul_listed_weight(TS_SHAPE(5), &wi), "graph input 'w' declares the shape [5], its initializer [4]");
+	mb *m = mul_listed_weight(TS_SHAPE(5, 3), &wi);
+	TesseraOnnx__TensorShapeProto__Dimension *d = wi->type->tensor_type->shape->dim[1];
+	d->value_case = TESSERA_ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+	d->dim_param = mb_str(m, "n");
+	refused(m, "graph input 'w' declares the shape [5, ?], its initializer [4]");
+	m = mul_listed_weight(TS_SHAPE(4), &wi);
 	wi->type->tensor_type->elem_type = TESSERA_ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
 	refused(m, "graph input 'w' has element type INT64, its initializer FLOAT");
 }
@@ -870,6 +875,9 @@ START_TEST(symbolic_dim)
 	m->dim[0][1].dim_value = 0;
 	refused(m, "input 'x' dimension 1 is 0; tessera has no empty tensors");
 	m = relu_model(13);
+	m->dim[0][0].dim_value = -1;
+	refused(m, "input 'x' dimension 0 is -1; an extent is positive (an unknown one is a dim_param)");
+	m = relu_model(13);
 	m->ttype[0].shape = NULL;
 	refused(m, "input 'x' has no shape");
 }
@@ -934,7 +942,7 @@ START_TEST(uncomputed_and_twice)
 	m = relu_model(13);
 	mb_node(m, "Relu", "r2", "y,y", "z");
 	mb_output(m, "z");
-	refused(m, "node 'r2' (op Relu): takes 1 to 1 inputs, not 2");
+	refused(m, "node 'r2' (op Relu): takes 1 input, not 2");
 	/* Concat takes any number of inputs; past tessera's 16 per node the
 	 * refusal says whose limit it is */
 	m = relu_model(13);
@@ -1242,6 +1250,14 @@ START_TEST(other_attributes)
 	mb_node(m, "Transpose", "t", "y", "z");
 	mb_ints(m, "perm", TS_SHAPE(0, 1, 2, 3, 4, 5, 6));
 	refused(m, "attribute 'perm' has 7 values; tessera handles at most 6");
+	/* an empty perm is not "no perm" (which reverses the axes) */
+	m = relu_model(13);
+	mb_node(m, "Transpose", "t", "y", "z");
+	mb_ints(m, "perm", 0, NULL);
+	refused(m, "node 't' (op Transpose): attribute 'perm' is empty; it must list every axis of the input");
+	m = relu_model(13);
+	mb_node(m, "Exp", "e", "", "z");
+	refused(m, "node 'e' (op Exp): takes 1 input, not 0");
 }
 END_TEST
 
@@ -1253,6 +1269,26 @@ START_TEST(softmax_legacy_axis)
 	mb_node(m, "Softmax", "sm", "x", "y");
 	mb_output(m, "y");
 	refused(m, "node 'sm' (op Softmax): opset 11 Softmax over axes 1.. of a 4-D input taken together is not supported");
+	/* an axis past the input's is the model's mistake, not a limit */
+	m = mb_new(11);
+	mb_input(m, "x", TS_SHAPE(1, 3, 2, 2));
+	mb_node(m, "Softmax", "sm", "x", "y");
+	mb_int(m, "axis", 5);
+	mb_output(m, "y");
+	ts_ctx *ctx = ts_ctx_new();
+	ck_assert_ptr_null(mb_load(ctx, m));
+	tu_assert_error(ctx, "node 'sm' (op Softmax): axis 5 is out of range for a 4-D input");
+	ck_assert_int_eq(ts_last_status(ctx), TS_ERR_INVALID);
+	/* a legal axis tessera does not normalize over is a limit */
+	m = mb_new(13);
+	mb_input(m, "x", TS_SHAPE(2, 3));
+	mb_node(m, "Softmax", "sm", "x", "y");
+	mb_int(m, "axis", 0);
+	mb_output(m, "y");
+	ck_assert_ptr_null(mb_load(ctx, m));
+	tu_assert_error(ctx, "node 'sm' (Softmax): only the last axis is supported (axis 0 of x[2, 3])");
+	ck_assert_int_eq(ts_last_status(ctx), TS_ERR_UNSUPPORTED);
+	ts_ctx_free(ctx);
 }
 END_TEST
 
@@ -1269,6 +1305,86 @@ START_TEST(dropout_training)
 	m = relu_model(13);
 	mb_node(m, "Dropout", "drop", "y,,x", "z");
 	refused(m, "its training_mode 'x' is computed by the graph");
+}
+END_TEST
+
+/* Dropout's ratio is an attribute before opset 12 and an input (a float
+ * scalar) from it on, beside a seed attribute. */
+START_TEST(dropout_ratio)
+{
+	mb *m = relu_model(13);
+	mb_node(m, "Dropout", "drop", "y", "z");
+	mb_float(m, "ratio", 0.25f);
+	refused(m, "node 'drop' (op Dropout): attribute 'ratio' is not an attribute of Dropout in opset 13 "
+		   "(the ratio is its second input)");
+	m = relu_model(11);
+	mb_node(m, "Dropout", "drop", "y", "z");
+	mb_int(m, "seed", 3);
+	refused(m, "node 'drop' (op Dropout): attribute 'seed' is not an attribute of Dropout in opset 11");
+	static int64_t two[2] = {1, 2};
+	m = relu_model(13);
+	mb_init_i64(m, "r", 2, two);
+	mb_node(m, "Dropout", "drop", "y,r", "z");
+	refused(m, "node 'drop' (op Dropout): its ratio 'r' is INT64; the ratio is one float");
+	static float halves[2] = {0.5f, 0.5f};
+	m = relu_model(13);
+	mb_init(m, "r", TS_SHAPE(2), halves, false);
+	mb_node(m, "Dropout", "drop", "y,r", "z");
+	refused(m, "its ratio 'r' is not a single value, FLOAT; the ratio is one float");
+	/* a float scalar ratio and a seed: the identity */
+	static float half[1] = {0.5f};
+	m = relu_model(13);
+	mb_init(m, "r", 0, NULL, half, false);
+	mb_node(m, "Dropout", "drop", "y,r", "z");
+	mb_int(m, "seed", 7);
+	mb_output(m, "z");
+	ts_ctx *ctx = ts_ctx_new();
+	ts_graph *g = mb_load(ctx, m);
+	tu_nonnull(ctx, g);
+	ts_graph_free(g);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Float specials where ONNX defines the result: Clip without bounds takes
+ * infinities to the largest floats, Neg(+0) is -0, and Pow(x, 0.5) is +0
+ * at -0 and +inf at -inf (tessera computes it as a square root). */
+START_TEST(run_float_specials)
+{
+	static float half[1] = {0.5f};
+	mb *m = mb_new(13);
+	mb_input(m, "x", TS_SHAPE(4));
+	mb_init(m, "e", 0, NULL, half, false);
+	mb_node(m, "Clip", "clip", "x", "c");
+	mb_node(m, "Neg", "neg", "x", "n");
+	mb_node(m, "Pow", "pow", "x,e", "p");
+	mb_output(m, "c");
+	mb_output(m, "n");
+	mb_output(m, "p");
+	ts_ctx *ctx = ts_ctx_new();
+	ts_graph *g = mb_load(ctx, m);
+	tu_nonnull(ctx, g);
+	ts_array *x = ts_array_new(ctx, ts_float32, TS_SHAPE(4)), *out[3];
+	for (int i = 0; i < 3; i++)
+		tu_nonnull(ctx, out[i] = ts_array_new(ctx, ts_float32, TS_SHAPE(4)));
+	float *xd = x->data;
+	xd[0] = -INFINITY, xd[1] = INFINITY, xd[2] = 0.0f, xd[3] = -0.0f;
+	ts_graph_exec *e = ts_graph_compile(g, NULL);
+	tu_nonnull(ctx, e);
+	tu_ok(ctx, ts_graph_run(e, 1, &x, 3, out));
+	const float *c = out[0]->data, *n = out[1]->data, *p = out[2]->data;
+	ck_assert(c[0] == -FLT_MAX && c[1] == FLT_MAX && c[2] == 0.0f && signbit(c[3]));
+	ck_assert(n[0] == INFINITY && n[1] == -INFINITY);
+	ck_assert_msg(n[2] == 0.0f && signbit(n[2]) && !signbit(n[3]), "Neg(+0) = %g, Neg(-0) = %g", n[2], n[3]);
+	ck_assert_msg(p[0] == INFINITY && p[1] == INFINITY, "Pow(-inf, 0.5) = %g", p[0]);
+	ck_assert_msg(p[2] == 0.0f && !signbit(p[2]) && p[3] == 0.0f && !signbit(p[3]), "Pow(-0, 0.5) = %g",
+		      p[3]);
+	ts_graph_exec_free(e);
+	for (int i = 0; i < 3; i++)
+		ts_array_free(out[i]);
+	ts_array_free(x);
+	ts_graph_free(g);
+	ts_ctx_free(ctx);
 }
 END_TEST
 
@@ -1347,6 +1463,7 @@ int main(void)
 	tcase_add_test(tc, raw_and_float_data_agree);
 	tcase_add_test(tc, run_conv_pads);
 	tcase_add_test(tc, run_gemm_clip);
+	tcase_add_test(tc, run_float_specials);
 	suite_add_tcase(s, tc);
 	TCase *bad = tcase_create("refused");
 	tcase_add_test(bad, not_a_model);
@@ -1371,6 +1488,7 @@ int main(void)
 	tcase_add_test(bad, other_attributes);
 	tcase_add_test(bad, softmax_legacy_axis);
 	tcase_add_test(bad, dropout_training);
+	tcase_add_test(bad, dropout_ratio);
 	tcase_add_test(bad, clip_bounds);
 	tcase_add_test(bad, constant_forms);
 	suite_add_tcase(s, bad);
