@@ -3,7 +3,7 @@
  *
  * Generated code outlines the body of a parallel loop into a function
  * `body(begin, end, closure)` and calls ts_parallel_for, which splits
- * [0, n) into contiguous chunks, one per worker, and returns when all are
+ * [0, n) into contiguous chunks, one per thread, and returns when all are
  * done.  Nested calls from inside a worker run serially in that worker.
  */
 #ifndef TESSERA_RUNTIME_THREADPOOL_H
@@ -18,9 +18,11 @@ extern "C" {
 typedef void (*ts_parallel_body)(int64_t begin, int64_t end, void *closure);
 
 /* Runs body over [0, n) on the global pool (created on first use with
- * TESSERA_NUM_THREADS threads, default all cores).  Returns 0.  The calling
- * thread runs chunk 0; worker i runs the i-th of min(n, threads) near-equal
- * contiguous chunks.  n <= 0 calls nothing; a NULL body with n > 0 returns
+ * TESSERA_NUM_THREADS threads, default all cores).  Returns 0.  [0, n) is
+ * min(n, threads) near-equal contiguous chunks; the calling thread and the
+ * workers each take the next chunk nobody has taken until none is left, so
+ * a worker still asleep (or preempted) when the call starts leaves its
+ * chunk to the caller instead of holding it up.  n <= 0 calls nothing; a NULL body with n > 0 returns
  * -1.  A call while another user thread's call has the pool runs its whole
  * range serially in its own thread (waiting could deadlock: that call's
  * body may be waiting on this thread). */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_CHUNKS 64
@@ -31,9 +32,16 @@
 #endif
 #endif
 
-/* What one ts_parallel_for did: hits per index and the chunks it ran. */
+/* What one ts_parallel_for did: hits per index and the chunks it ran.
+ * With `rendezvous` set, each chunk waits (up to 10 s) until that many
+ * have started: the pool's threads claim chunks as they come, and the
+ * caller runs those no worker has claimed yet, so chunks land on distinct
+ * threads only when they overlap in time (a pool without its workers
+ * would run them all on the caller, one after another). */
 typedef struct cover {
 	int64_t n;
+	int rendezvous;
+	atomic_int started;
 	atomic_uchar *hits;
 	pthread_mutex_t lock;
 	int nchunks;
@@ -41,9 +49,19 @@ typedef struct cover {
 	pthread_t tid[MAX_CHUNKS];
 } cover;
 
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 static void cover_body(int64_t begin, int64_t end, void *closure)
 {
 	cover *c = closure;
+	atomic_fetch_add(&c->started, 1);
+	for (double t0 = now_s(); c->rendezvous && atomic_load(&c->started) < c->rendezvous && now_s() - t0 < 10;)
+		sched_yield();
 	for (int64_t i = begin; i < end; i++)
 		atomic_fetch_add(&c->hits[i], 1);
 	pthread_mutex_lock(&c->lock);
@@ -111,6 +129,7 @@ static void check_cover(const cover *c, int threads)
 static void run_cover(int64_t n, int threads)
 {
 	cover *c = cover_new(n);
+	c->rendezvous = n < threads ? (int)n : threads;
 	ck_assert_int_eq(ts_parallel_for(n, cover_body, c), 0);
 	check_cover(c, threads);
 	cover_free(c);
@@ -242,12 +261,14 @@ END_TEST
 static int child_main(void)
 {
 	cover *c = cover_new(500);
+	c->rendezvous = 2;
 	ts_parallel_for(500, cover_body, c);
 	int ok = c->nchunks == 2 && distinct_threads(c) == 2;
 	cover_free(c);
 	setenv("TESSERA_NUM_THREADS", "3", 1);
 	ts_set_num_threads(0);
 	c = cover_new(500);
+	c->rendezvous = 3;
 	ts_parallel_for(500, cover_body, c);
 	ok = ok && c->nchunks == 3 && distinct_threads(c) == 3;
 	for (int i = 0; i < 500; i++)
