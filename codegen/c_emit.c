@@ -110,7 +110,14 @@ static const dialect dialect_c = {
 		     "#include <stdlib.h>\n\n"
 		     "/* OpenMP pragmas take effect only when compiled with OpenMP. */\n"
 		     "#ifdef _OPENMP\n#define TS_OMP(x) _Pragma(#x)\n#else\n"
-		     "#define TS_OMP(x)\n#endif\n",
+		     "#define TS_OMP(x)\n#endif\n"
+		     /* a buffer stored further out than it is computed is
+		      * written in the first iteration that needs it (if (k ==
+		      * 0)), which GCC cannot see comes first */
+		     "/* Buffers kept across loop iterations are written under a condition\n"
+		     " * GCC cannot see holds first (if (k == 0)): not uninitialized. */\n"
+		     "#if defined(__GNUC__) && !defined(__clang__)\n"
+		     "#pragma GCC diagnostic ignored \"-Wmaybe-uninitialized\"\n#endif\n",
 	.func_qual = "",
 	.restrict_kw = "restrict",
 	.helper_qual = "static inline",

@@ -12,7 +12,9 @@
  *           per parameter and returns 0.  Parallel loops carry
  *           `#pragma omp parallel for` and vectorized ones `#pragma omp simd`
  *           (both only when compiled with OpenMP, so -Wall stays quiet
- *           otherwise); thread-bound loops run serially, which is exact
+ *           otherwise; the file also turns off GCC's -Wmaybe-uninitialized,
+ *           which takes a buffer stored outside the loop it is computed in,
+ *           written under if (k == 0), for one read before written); thread-bound loops run serially, which is exact
  *           because threads cannot communicate without a BARRIER, and
  *           BARRIER is rejected.  Temporaries up to 64 KiB live on the stack; larger
  *           ones, outside parallel loops only, on the heap (if that
