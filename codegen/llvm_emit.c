@@ -1376,9 +1376,59 @@ static void emit_wrapper(emitter *em, LLVMValueRef inner)
 	LLVMBuildRet(em->b, r);
 }
 
+/* 16-bit floats: what has one first, to name it in the refusal. */
+static bool f16x(ts_dtype t)
+{
+	return (t.code == TS_TYPE_FLOAT && t.bits == 16) || t.code == TS_TYPE_BFLOAT;
+}
+
+typedef struct half_use {
+	const char *what, *name;
+	ts_dtype dtype;
+} half_use;
+
+static bool half_alloc(ts_stmt *s, void *data)
+{
+	half_use *h = data;
+	if (!h->what && s->kind == IR_S_ALLOCATE && f16x(s->u.alloc.buf->dtype))
+		*h = (half_use){"buffer", s->u.alloc.buf->name, s->u.alloc.buf->dtype};
+	return !h->what;
+}
+
+static bool half_expr(ts_expr *e, void *data)
+{
+	half_use *h = data;
+	if (!h->what && f16x(e->dtype))
+		*h = (half_use){e->kind == IR_CAST ? "a cast to" : "an expression of", NULL, e->dtype};
+	return !h->what;
+}
+
+/* The LLVM backend computes in float32 and float64 only: a 16-bit float
+ * parameter, buffer or value is refused by name, before any code. */
+static ts_status no_half(ts_ctx *ctx, const ts_func *f)
+{
+	half_use h = {0};
+	for (int i = 0; i < f->nparams && !h.what; i++)
+		if (f->params[i] && f16x(f->params[i]->dtype))
+			h = (half_use){"parameter", f->params[i]->name, f->params[i]->dtype};
+	if (!h.what && f->body)
+		ir_stmt_visit(f->body, half_alloc, half_expr, &h);
+	if (!h.what)
+		return TS_OK;
+	char buf[24];
+	ts_dtype_str(ts_dtype_element(h.dtype), buf);
+	return ts_error(ctx, TS_ERR_UNSUPPORTED,
+			"llvm(%s): %s %s%s%s, a dtype the LLVM backend does not support (use float32 or "
+			"float64 there; the C and CUDA targets take 16-bit floats)",
+			f->name, h.what, h.name ? h.name : buf, h.name ? " is " : "", h.name ? buf : "");
+}
+
 ts_status cg_llvm_emit(ts_ctx *ctx, const ts_func *f, const char *symbol, ts_stmt *body,
 		       LLVMModuleRef mod, char vecmath)
 {
+	ts_status half = no_half(ctx, f);
+	if (half)
+		return half;
 	emitter em = {.ctx = ctx, .f = f, .symbol = symbol, .mod = mod,
 		      .c = LLVMGetModuleContext(mod), .vecmath = vecmath};
 	em.i1 = LLVMInt1TypeInContext(em.c);

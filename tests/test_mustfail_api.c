@@ -1084,7 +1084,19 @@ START_TEST(test_earlier_error_does_not_leak)
 	ts_func *fh = ts_lower(ts_create_schedule(ctx, 1, &G), "half", 2, (ts_tensor *[]){H, G});
 	tu_nonnull(ctx, fh);
 	ck_assert_ptr_null(ts_build(ctx, fh, "llvm"));
-	tu_assert_error(ctx, "float16 is not supported by the LLVM backend");
+	tu_assert_error(ctx, "parameter H is float16, a dtype the LLVM backend does not support");
+	{
+		/* an intermediate stage of float32 parameters is named too */
+		ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(8), ts_float32);
+		ts_tensor *Hb = ts_compute(ctx, "Half", TS_SHAPE(8), TS_VARS(i),
+					   ts_cast(ctx, ts_bfloat16, TS_READ(ctx, X, i)));
+		ts_tensor *Y = ts_compute(ctx, "Y", TS_SHAPE(8), TS_VARS(i),
+					  ts_cast(ctx, ts_float32, TS_READ(ctx, Hb, i)));
+		ts_func *fb = ts_lower(ts_create_schedule(ctx, 1, &Y), "pipe", 2, (ts_tensor *[]){X, Y});
+		tu_nonnull(ctx, fb);
+		ck_assert_ptr_null(ts_build(ctx, fb, "llvm"));
+		tu_assert_error(ctx, "llvm(pipe): buffer Half is bfloat16, a dtype the LLVM backend does not support");
+	}
 	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(8), ts_float32);
 	ts_tensor *B = ts_compute(ctx, "B", TS_SHAPE(8), TS_VARS(i), TS_READ(ctx, A, i));
 	ts_func *f = ts_lower(ts_create_schedule(ctx, 1, &B), "copy", 2, (ts_tensor *[]){A, B});
