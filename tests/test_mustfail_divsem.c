@@ -28,7 +28,7 @@ static void refused(ts_dtype from, const char *name)
 	ts_ctx *ctx = ts_ctx_new();
 	ts_func *f = half_cast(ctx, from);
 	tu_nonnull(ctx, f);
-	snprintf(want, sizeof(want), "dtype %s is not supported", name);
+	snprintf(want, sizeof(want), "parameter H is %s, a dtype the LLVM backend does not support", name);
 	const char *c = cg_emit_c(ctx, f);
 	ck_assert_msg(c && strstr(c, "ts_cast_f32_i32("), "%s", c ? c : ts_last_error(ctx));
 	ck_assert_ptr_nonnull(cg_emit_cuda(ctx, f, NULL));
