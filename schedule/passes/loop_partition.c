@@ -34,7 +34,47 @@ typedef struct part {
 	ts_ctx *ctx;
 	ir_range r[MAX_RANGES];
 	int nr;
+	/* statements the copies made so far add, and the most they may add
+	 * (see split_pays) */
+	int64_t added, budget;
 } part;
+
+/* Statements in s (loops and branches counted once, not per iteration). */
+static int64_t stmts_in(const ts_stmt *s)
+{
+	if (!s)
+		return 0;
+	switch (s->kind) {
+	case IR_S_FOR: return 1 + stmts_in(s->u.for_.body);
+	case IR_S_IF: return 1 + stmts_in(s->u.if_.then_s) + stmts_in(s->u.if_.else_s);
+	case IR_S_LET: return 1 + stmts_in(s->u.let.body);
+	case IR_S_ALLOCATE: return 1 + stmts_in(s->u.alloc.body);
+	case IR_S_REALIZE: return 1 + stmts_in(s->u.realize.body);
+	case IR_S_SEQ: {
+		int64_t n = 0;
+		for (int i = 0; i < s->u.seq.n; i++)
+			n += stmts_in(s->u.seq.s[i]);
+		return n;
+	}
+	default: return 1;
+	}
+}
+
+/* Whether splitting a loop whose body is `body` into `parts` loops stays
+ * within the pass's budget, charging it if so.  Each part copies the body,
+ * and the parts of loops nested in it split again in every copy: down a
+ * chain of padded stages each computed inside the next, the copies
+ * multiply (four levels grew 3 KB of loop IR to 290 KB, and LLVM took
+ * half a minute over it).  Past the budget a loop keeps its tests, which
+ * is slower to run but the same result. */
+static bool split_pays(part *p, const ts_stmt *body, int parts)
+{
+	int64_t more = (int64_t)(parts - 1) * stmts_in(body);
+	if (p->added + more > p->budget)
+		return false;
+	p->added += more;
+	return true;
+}
 
 typedef struct collect {
 	const ts_expr *v;
@@ -248,7 +288,8 @@ static ts_stmt *partition_head(part *p, ts_stmt *s, collect *c, int64_t lo, int6
 		a = ai > a ? ai : a;
 		b = bi < b ? bi : b;
 	}
-	if (held->nc == 0 || a >= b || (a == lo && b == hi))
+	if (held->nc == 0 || a >= b || (a == lo && b == hi) ||
+	    !split_pays(p, s->u.for_.body, 1 + (a > lo) + (b < hi)))
 		return loop(p, s, lo, hi, s->u.for_.body);
 	likely_sub l = {v, true, held};
 	ts_stmt *main_body = drop_likely_stmt(ctx, s->u.for_.body, &l), *parts[3];
@@ -293,6 +334,8 @@ static ts_stmt *partition_for(part *p, ts_stmt *s)
 		int64_t mid = good + (bad - good) / 2;
 		*(holds(p, g, v, lo, mid) ? &good : &bad) = mid;
 	}
+	if (good > lo && good < lo + ext && !split_pays(p, s->u.for_.body, 2))
+		return loop(p, s, lo, lo + ext, s->u.for_.body);
 	if (good > lo) {
 		likely_sub l = {v, true, g};
 		ts_stmt *main_body = drop_likely_stmt(ctx, s->u.for_.body, &l), *main, *tail;
@@ -343,6 +386,12 @@ ts_stmt *pass_loop_partition(ts_ctx *ctx, ts_stmt *s)
 	if (!p)
 		return NULL;
 	p->ctx = ctx;
+	/* copies may add 4 times the program's statements, and at least 1024:
+	 * ResNet-50's convolutions with their padding inlined add at most
+	 * 204 to 16; a chain of three padded stages each computed inside the
+	 * next added 832 to 35 (LLVM: 1.5 s), of four 2748 to 46 (14 s) */
+	int64_t n = stmts_in(s);
+	p->budget = n < 256 ? 1024 : 4 * n;
 	ts_stmt *r = walk(p, s);
 	likely_sub plain = {NULL, false, NULL};
 	return r ? drop_likely_stmt(ctx, r, &plain) : NULL;
