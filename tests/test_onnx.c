@@ -342,6 +342,16 @@ static void refused(mb *m, const char *part)
 	ts_ctx_free(ctx);
 }
 
+/* m imports (and is freed). */
+static void imported(mb *m)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_graph *g = mb_load(ctx, m);
+	tu_nonnull(ctx, g);
+	ts_graph_free(g);
+	ts_ctx_free(ctx);
+}
+
 static void assert_shape(const ts_graph *g, int value, int ndim, const int64_t *want)
 {
 	int nd = -1;
@@ -1338,11 +1348,7 @@ START_TEST(dropout_ratio)
 	mb_node(m, "Dropout", "drop", "y,r", "z");
 	mb_int(m, "seed", 7);
 	mb_output(m, "z");
-	ts_ctx *ctx = ts_ctx_new();
-	ts_graph *g = mb_load(ctx, m);
-	tu_nonnull(ctx, g);
-	ts_graph_free(g);
-	ts_ctx_free(ctx);
+	imported(m);
 }
 END_TEST
 
@@ -1411,11 +1417,7 @@ START_TEST(clip_bounds)
 	mb_init(m, "hi", 0, NULL, hi, true);
 	mb_node(m, "Clip", "clip", "y,lo,hi", "z");
 	mb_output(m, "z");
-	ts_ctx *ctx = ts_ctx_new();
-	ts_graph *g = mb_load(ctx, m);
-	tu_nonnull(ctx, g);
-	ts_graph_free(g);
-	ts_ctx_free(ctx);
+	imported(m);
 }
 END_TEST
 
