@@ -290,8 +290,9 @@ static void mb_ints(mb *m, const char *name, int n, const int64_t *v)
 	TesseraOnnx__AttributeProto *a = mb_attr(m, name, TESSERA_ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
 	m->npool = (m->npool + 7) & ~(size_t)7;
 	ck_assert_uint_le(m->npool + sizeof(int64_t) * (size_t)n, sizeof(m->pool));
-	a->ints = (int64_t *)(void *)(m->pool + m->npool);
-	memcpy(a->ints, v, sizeof(int64_t) * (size_t)n);
+	a->ints = n ? (int64_t *)(void *)(m->pool + m->npool) : NULL; /* as protobuf-c reads [] */
+	if (n)
+		memcpy(a->ints, v, sizeof(int64_t) * (size_t)n);
 	m->npool += sizeof(int64_t) * (size_t)n;
 	a->n_ints = (size_t)n;
 }
