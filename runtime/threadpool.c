@@ -15,15 +15,18 @@
  * millisecond (SPIN_NS) and then sleep on `wake`, so an idle pool costs no
  * CPU.  The job is nchunks near-equal contiguous chunks of [0, n), as many
  * as threads (with n below the thread count, n chunks of one element).
- * The caller and the workers each claim the next unclaimed chunk (`claim`,
- * one atomic word holding the job's generation, the next chunk and the
- * chunk count) and run it, until none is left; the caller then waits only
- * until `pending`, the chunks not yet finished, reaches zero (the last to
- * finish signals `done`).  A worker that is asleep, or preempted on a
- * loaded machine, when a job starts finds its chunks taken by the caller
- * rather than making the caller wait for it: a parallel loop run many
- * times inside serial loops (a stage computed at an inner loop) took
- * 126 s on two busy cores where one thread took 0.34 s.
+ * Chunk i is thread i's (the caller is thread 0): each thread claims its
+ * own first, so that consecutive loops over the same data give each
+ * thread the same part (its caches hold it), then any chunk still
+ * unclaimed.  A claim marks the chunk with the job's generation
+ * (`chunk_gen`, by compare-and-swap), so each chunk runs once, and a
+ * thread that read an older job finds all of its chunks marked.  The
+ * caller then waits only until `pending`, the chunks not yet finished,
+ * reaches zero (the last to finish signals `done`).  A worker asleep, or
+ * preempted on a loaded machine, when a job starts thus finds its chunk
+ * run by the caller rather than making the caller wait for it to start: a
+ * parallel loop run many times inside serial loops (a stage computed at
+ * an inner loop) took 126 s on two busy cores where one thread took 0.34 s.
  *
  * A thread running a chunk is marked in a thread-local flag, and a call
  * made there runs its whole range serially: nested parallelism would only
@@ -54,7 +57,7 @@
 #include <unistd.h>
 
 #define MAX_THREADS 1024
-_Static_assert(MAX_THREADS <= 0xfff, "a job's chunk count and next chunk take 12 bits of pool.claim");
+_Static_assert(MAX_THREADS <= 0xfff, "a job's chunk count takes 12 bits of pool.job");
 /* How long a worker polls the generation (and the caller `pending`)
  * before sleeping.  Waking a sleeping worker took about 60 us on a 2-core
  * VM, and with 2000 polls (68 us there, at 34 ns a pause) workers had
@@ -84,9 +87,11 @@ typedef struct pool {
 	atomic_uint_fast64_t generation;
 	atomic_bool stop;
 	atomic_int pending;        /* chunks of the current job not finished */
-	/* the current job's generation (bits 24 on), next unclaimed chunk
-	 * (bits 12-23) and chunk count (bits 0-11) */
-	atomic_uint_fast64_t claim;
+	/* the current job's generation (bits 12 on) and chunk count (bits
+	 * 0-11), read together in one load */
+	atomic_uint_fast64_t job;
+	/* per chunk, the generation of the last job that claimed it */
+	atomic_uint_fast64_t chunk_gen[MAX_THREADS];
 	atomic_int count;          /* nthreads, readable from inside a chunk */
 	/* the current job, written before the generation is bumped */
 	ts_parallel_body body;
@@ -185,23 +190,6 @@ static void chunk_range(int64_t n, int nchunks, int i, int64_t *begin, int64_t *
 	*end = *begin + q + (i < r ? 1 : 0);
 }
 
-/* Claims the next chunk of job `gen` into *i; false when that job has
- * none left (or is over).  A claimed chunk keeps the job's parameters
- * fixed until it is finished: the caller publishes no other job before. */
-static bool claim_chunk(pool *p, uint64_t gen, int *i)
-{
-	uint64_t s = atomic_load(&p->claim);
-	for (;;) {
-		uint64_t next = (s >> 12) & 0xfff, count = s & 0xfff;
-		if ((s >> 24) != (gen & (UINT64_MAX >> 24)) || next >= count)
-			return false;
-		if (atomic_compare_exchange_weak(&p->claim, &s, s + (1u << 12))) {
-			*i = (int)next;
-			return true;
-		}
-	}
-}
-
 static void run_chunk(const pool *p, int i)
 {
 	int64_t begin, end;
@@ -217,6 +205,34 @@ static void finish_chunk(pool *p)
 		pthread_mutex_lock(&p->lock);
 		pthread_cond_signal(&p->done);
 		pthread_mutex_unlock(&p->lock);
+	}
+}
+
+/* Claims chunk i of job `gen`: false when it is claimed already (by this
+ * job, or a later one when `gen` is over).  A claimed chunk keeps the
+ * job's parameters fixed until it is finished: the caller publishes no
+ * other job before. */
+static bool claim_chunk(pool *p, uint64_t gen, int i)
+{
+	uint64_t s = atomic_load(&p->chunk_gen[i]);
+	while (s < gen)
+		if (atomic_compare_exchange_weak(&p->chunk_gen[i], &s, gen))
+			return true;
+	return false;
+}
+
+/* Runs chunk `own` of the current job (as read from p->job) if no one has
+ * claimed it, then every other chunk still unclaimed. */
+static void run_chunks(pool *p, int own)
+{
+	uint64_t job = atomic_load(&p->job), gen = job >> 12;
+	int nchunks = (int)(job & 0xfff);
+	for (int k = 0; k < nchunks; k++) {
+		int i = (own + k) % nchunks;
+		if (claim_chunk(p, gen, i)) {
+			run_chunk(p, i);
+			finish_chunk(p);
+		}
 	}
 }
 
@@ -248,12 +264,8 @@ static void *worker_main(void *arg)
 	worker *w = arg;
 	pool *p = &g_pool;
 	uint64_t seen = w->start_gen;
-	int i;
 	while (wait_for_job(p, &seen))
-		while (claim_chunk(p, seen, &i)) {
-			run_chunk(p, i);
-			finish_chunk(p);
-		}
+		run_chunks(p, w->index);
 	return NULL;
 }
 
@@ -281,15 +293,11 @@ static void dispatch(pool *p, int64_t n, int nchunks, ts_parallel_body body, voi
 	p->nchunks = nchunks;
 	atomic_store(&p->pending, nchunks);
 	uint64_t gen = atomic_load(&p->generation) + 1;
-	atomic_store(&p->claim, (gen << 24) | (uint64_t)nchunks);
+	atomic_store(&p->job, (gen << 12) | (uint64_t)nchunks);
 	atomic_store(&p->generation, gen);
 	pthread_cond_broadcast(&p->wake);
 	pthread_mutex_unlock(&p->lock);
-	int i;
-	while (claim_chunk(p, gen, &i)) {
-		run_chunk(p, i);
-		finish_chunk(p);
-	}
+	run_chunks(p, 0);
 	wait_all_done(p);
 }
 

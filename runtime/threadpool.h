@@ -19,10 +19,10 @@ typedef void (*ts_parallel_body)(int64_t begin, int64_t end, void *closure);
 
 /* Runs body over [0, n) on the global pool (created on first use with
  * TESSERA_NUM_THREADS threads, default all cores).  Returns 0.  [0, n) is
- * min(n, threads) near-equal contiguous chunks; the calling thread and the
- * workers each take the next chunk nobody has taken until none is left, so
- * a worker still asleep (or preempted) when the call starts leaves its
- * chunk to the caller instead of holding it up.  n <= 0 calls nothing; a NULL body with n > 0 returns
+ * min(n, threads) near-equal contiguous chunks; chunk i is thread i's
+ * (the caller is thread 0), and a thread that has run its own runs any
+ * chunk nobody has started, so a worker still asleep (or preempted) when
+ * the call starts leaves its chunk to the caller instead of holding it up.  n <= 0 calls nothing; a NULL body with n > 0 returns
  * -1.  A call while another user thread's call has the pool runs its whole
  * range serially in its own thread (waiting could deadlock: that call's
  * body may be waiting on this thread). */
