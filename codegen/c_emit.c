@@ -217,7 +217,7 @@ typedef struct emitter {
 	 * size every value counts as depending on every index */
 	thread_dep tdep[64];
 	int ntdep;
-	bool tdep_full;
+	int tdep_over; /* entries that did not fit, still in scope */
 	unsigned cond_tags; /* the tags the enclosing ifs' conditions depend on */
 	bool in_guard;      /* inside a guard replicated_store asked for */
 	ts_buffer *shared[32];
@@ -897,7 +897,7 @@ static unsigned thread_tags(const emitter *em, const ts_expr *e)
 {
 	if (!e || !em->d->bind_threads)
 		return 0;
-	if (em->tdep_full)
+	if (em->tdep_over)
 		return ~0u;
 	unsigned tags = 0;
 	for (int i = 0; i < em->ntdep; i++)
@@ -907,22 +907,27 @@ static unsigned thread_tags(const emitter *em, const ts_expr *e)
 }
 
 /* Records that v's value depends on the thread indices `tags` (none: not
- * recorded); returns the table's size before, for tdep_pop. */
+ * recorded); returns what tdep_pop takes to undo it: the table's size
+ * before, or -1 for an entry that did not fit (while one is in scope,
+ * every value counts as depending on every index). */
 static int tdep_push(emitter *em, const ts_expr *v, unsigned tags)
 {
-	int n = em->ntdep;
 	if (!tags)
-		return n;
-	if (n == (int)TS_COUNT_OF(em->tdep))
-		em->tdep_full = true;
-	else
-		em->tdep[em->ntdep++] = (thread_dep){v, tags};
-	return n;
+		return em->ntdep;
+	if (em->ntdep == (int)TS_COUNT_OF(em->tdep)) {
+		em->tdep_over++;
+		return -1;
+	}
+	em->tdep[em->ntdep++] = (thread_dep){v, tags};
+	return em->ntdep - 1;
 }
 
 static void tdep_pop(emitter *em, int n)
 {
-	em->ntdep = n;
+	if (n < 0)
+		em->tdep_over--;
+	else
+		em->ntdep = n;
 }
 
 /* CUDA: the loop's variable is a block or thread index; no loop. */

@@ -842,6 +842,34 @@ START_TEST(test_cuda_guard_and_alignment)
 }
 END_TEST
 
+/* Which stores thread 0 alone makes (replicated_store): a store whose
+ * element depends on threadIdx.x through 70 nested lets (more than the
+ * emitter's table holds) stays every thread's; one next to them indexed by
+ * nothing of the thread is made by thread 0, once the lets are out of
+ * scope. */
+START_TEST(test_cuda_thread_dependence)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_buffer *A = kg_buf(ctx, "A", ts_float32, 64, 0, TS_SCOPE_GLOBAL);
+	ts_expr *t = ts_var(ctx, "t"), *v[70];
+	for (int i = 0; i < 70; i++) {
+		char name[8];
+		snprintf(name, sizeof(name), "v%d", i);
+		v[i] = ts_var(ctx, name);
+	}
+	ts_stmt *own = ir_store(ctx, A, ts_sub(ctx, v[69], KI(69)), ts_float(ctx, 1));
+	for (int i = 69; i >= 0; i--)
+		own = ir_let(ctx, v[i], i ? ts_add(ctx, v[i - 1], KI(1)) : t, own);
+	ts_stmt *shared = ir_store(ctx, A, KI(63), ts_float(ctx, 2));
+	ts_func *f = kg_func(ctx, "k", 1, &A, kg_bind(ctx, t, 32, TS_THREAD_X, ir_seq2(ctx, own, shared)));
+	const char *src = cg_emit_cuda(ctx, f, NULL);
+	ck_assert_msg(src != NULL, "%s", ts_last_error(ctx));
+	ck_assert_msg(strstr(src, "A[v69 - 69] = 1.0f;") && !strstr(src, "{\n        A[v69 - 69]"), "%s", src);
+	ck_assert_msg(strstr(src, "if (threadIdx.x == 0) {\n    A[63] = 2.0f;"), "%s", src);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_cuda_rejects)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -1052,6 +1080,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_cuda_conv);
 	tcase_add_test(tc, test_cuda_guard_and_alignment);
 	tcase_add_test(tc, test_cuda_rejects);
+	tcase_add_test(tc, test_cuda_thread_dependence);
 	tcase_add_test(tc, test_uniform_lanes_and_serial_threads);
 	tcase_add_test(tc, test_sync_cases);
 	tcase_add_test(tc, test_sync_two_tiles);
