@@ -831,21 +831,15 @@ static bool imp_dropout(importer *im, ts_gattrs *a, int *nin)
 				 "are inputs from opset 12 on)", (long long)im->opset, im->node->n_input);
 	if (!get_float(im, "ratio", &ratio) || !get_int(im, "seed", &seed))
 		return false;
-	/* a constant ratio's type and extents, from its tensor (its value,
-	 * in any float type, is not needed) */
-	const onnx_name *r = input_name(im, 1) ? name_find(im, input_name(im, 1)) : NULL;
-	if (r && r->is_data) {
-		int dt = r->data_read ? r->data.dtype : r->tensor ? r->tensor->data_type : DT_FLOAT;
-		int64_t numel = r->data_read ? r->data.numel : 1;
-		for (size_t d = 0; !r->data_read && r->tensor && d < r->tensor->n_dims; d++)
-			numel = r->tensor->dims[d] == 1 ? numel : 0;
-		bool is_float = dt == DT_FLOAT || dt == TESSERA_ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE ||
-				dt == TESSERA_ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ||
-				dt == TESSERA_ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16;
-		if (!is_float || numel != 1)
-			return node_fail(im, TS_ERR_INVALID, "its ratio '%s' is %s%s; the ratio is one float",
-					 input_name(im, 1), is_float ? "not a single value, " : "", dt_name(dt));
-	}
+	/* a constant ratio is one float (its value is not needed) */
+	onnx_name *r = input_name(im, 1) ? name_find(im, input_name(im, 1)) : NULL;
+	const onnx_data *rd = r && r->is_data ? const_data(im, r) : NULL;
+	if (r && r->is_data && !rd)
+		return false;
+	char shape[TS_GRAPH_MAX_DIMS * 24 + 4];
+	if (rd && (rd->dtype != DT_FLOAT || rd->numel != 1))
+		return node_fail(im, TS_ERR_INVALID, "its ratio '%s' is %s %s; the ratio is one float",
+				 input_name(im, 1), dt_name(rd->dtype), dims_str(shape, sizeof(shape), rd->ndim, rd->dims));
 	if (input_name(im, 2)) {
 		const onnx_data *d = input_data(im, 2, "training_mode", DT_BOOL);
 		if (!d)
@@ -1212,8 +1206,9 @@ static bool input_agrees(importer *im, const onnx_value_info *vi, const char *na
 		       dim->dim_value == t->dims[d];
 	}
 	if (!same) {
+		/* the declared shape as dims_str writes one, '?' where symbolic */
 		char declared[160], given[160];
-		size_t k = 0, j = 0;
+		size_t k = (size_t)snprintf(declared, sizeof(declared), "[");
 		for (size_t d = 0; d < tt->shape->n_dim && k < sizeof(declared); d++) {
 			const TesseraOnnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
 			bool fixed = dim->value_case == TESSERA_ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
@@ -1221,14 +1216,11 @@ static bool input_agrees(importer *im, const onnx_value_info *vi, const char *na
 						      (long long)dim->dim_value)
 				   : (size_t)snprintf(declared + k, sizeof(declared) - k, "%s?", d ? ", " : "");
 		}
-		for (size_t d = 0; d < t->n_dims && j < sizeof(given); d++)
-			j += (size_t)snprintf(given + j, sizeof(given) - j, "%s%lld", d ? ", " : "",
-					      (long long)t->dims[d]);
-		declared[k < sizeof(declared) ? k : sizeof(declared) - 1] = '\0';
-		given[j < sizeof(given) ? j : sizeof(given) - 1] = '\0';
-		return fail(im, TS_ERR_INVALID, "graph input '%s' declares the shape [%s], its initializer [%s]: "
+		if (k < sizeof(declared))
+			snprintf(declared + k, sizeof(declared) - k, "]");
+		return fail(im, TS_ERR_INVALID, "graph input '%s' declares the shape %s, its initializer %s: "
 			    "the initializer gives the input's default value, of its own shape", name, declared,
-			    given);
+			    dims_str(given, sizeof(given), (int)t->n_dims, t->dims));
 	}
 	return true;
 }

@@ -1336,12 +1336,12 @@ START_TEST(dropout_ratio)
 	m = relu_model(13);
 	mb_init_i64(m, "r", 2, two);
 	mb_node(m, "Dropout", "drop", "y,r", "z");
-	refused(m, "node 'drop' (op Dropout): its ratio 'r' is INT64; the ratio is one float");
+	refused(m, "node 'drop' (op Dropout): its ratio 'r' is INT64 [2]; the ratio is one float");
 	static float halves[2] = {0.5f, 0.5f};
 	m = relu_model(13);
 	mb_init(m, "r", TS_SHAPE(2), halves, false);
 	mb_node(m, "Dropout", "drop", "y,r", "z");
-	refused(m, "its ratio 'r' is not a single value, FLOAT; the ratio is one float");
+	refused(m, "its ratio 'r' is FLOAT [2]; the ratio is one float");
 	/* a float scalar ratio and a seed: the identity */
 	static float half[1] = {0.5f};
 	m = relu_model(13);
