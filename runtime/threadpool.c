@@ -10,8 +10,9 @@
  * `call_lock`; a user thread that finds it taken by another's call runs
  * its loop serially instead of waiting (below).
  *
- * A job is published by writing (body, closure, n, nchunks) and bumping
- * `generation` under `lock`; workers spin on the generation for half a
+ * A job is published by writing (body, closure, n, nchunks) and then `job`,
+ * its generation and chunk count in one word, under `lock`; workers spin
+ * on `job` for half a
  * millisecond (SPIN_NS) and then sleep on `wake`, so an idle pool costs no
  * CPU.  The job is nchunks near-equal contiguous chunks of [0, n), as many
  * as threads (with n below the thread count, n chunks of one element).
@@ -58,7 +59,7 @@
 
 #define MAX_THREADS 1024
 _Static_assert(MAX_THREADS <= 0xfff, "a job's chunk count takes 12 bits of pool.job");
-/* How long a worker polls the generation (and the caller `pending`)
+/* How long a worker polls `job` (and the caller `pending`)
  * before sleeping.  Waking a sleeping worker took about 60 us on a 2-core
  * VM, and with 2000 polls (68 us there, at 34 ns a pause) workers had
  * gone to sleep before 20% of a ResNet-50's kernels; with 500 us, before
@@ -68,13 +69,13 @@ _Static_assert(MAX_THREADS <= 0xfff, "a job's chunk count takes 12 bits of pool.
 typedef struct worker {
 	pthread_t tid;
 	int index;          /* 1.. ; the caller is worker 0 */
-	uint64_t start_gen; /* the generation current when it was created */
+	uint64_t start_job; /* `job` when it was created */
 } worker;
 
 typedef struct pool {
 	pthread_mutex_t call_lock; /* one parallel call or reconfiguration at a time */
 	pthread_mutex_t lock;      /* guards the sleeps on wake and done */
-	pthread_cond_t wake;       /* workers: a new generation, or stop */
+	pthread_cond_t wake;       /* workers: a new job, or stop */
 	pthread_cond_t done;       /* the caller: pending reached zero */
 	atomic_int requested;      /* ts_set_num_threads' count; 0: default */
 	/* a resize or shutdown asked for while another thread held call_lock,
@@ -84,16 +85,15 @@ typedef struct pool {
 	int nthreads;              /* caller + workers, once started */
 	int nworkers;
 	worker *workers;
-	atomic_uint_fast64_t generation;
 	atomic_bool stop;
 	atomic_int pending;        /* chunks of the current job not finished */
-	/* the current job's generation (bits 12 on) and chunk count (bits
-	 * 0-11), read together in one load */
+	/* the current job's generation (bits 12 on, counting jobs from 1)
+	 * and chunk count (bits 0-11), read together in one load */
 	atomic_uint_fast64_t job;
 	/* per chunk, the generation of the last job that claimed it */
 	atomic_uint_fast64_t chunk_gen[MAX_THREADS];
 	atomic_int count;          /* nthreads, readable from inside a chunk */
-	/* the current job, written before the generation is bumped */
+	/* the current job, written before `job` */
 	ts_parallel_body body;
 	void *closure;
 	int64_t n;
@@ -221,11 +221,11 @@ static bool claim_chunk(pool *p, uint64_t gen, int i)
 	return false;
 }
 
-/* Runs chunk `own` of the current job (as read from p->job) if no one has
- * claimed it, then every other chunk still unclaimed. */
-static void run_chunks(pool *p, int own)
+/* Runs chunk `own` of `job` (a value of p->job) if no one has claimed it,
+ * then every other chunk still unclaimed. */
+static void run_chunks(pool *p, uint64_t job, int own)
 {
-	uint64_t job = atomic_load(&p->job), gen = job >> 12;
+	uint64_t gen = job >> 12;
 	int nchunks = (int)(job & 0xfff);
 	for (int k = 0; k < nchunks; k++) {
 		int i = (own + k) % nchunks;
@@ -236,14 +236,14 @@ static void run_chunks(pool *p, int own)
 	}
 }
 
-/* Waits for a generation other than *seen; false when told to stop. */
+/* Waits for a job other than *seen; false when told to stop. */
 static bool wait_for_job(pool *p, uint64_t *seen)
 {
 	uint64_t start = 0;
 	for (int i = 0; !spun_out(&start, i); i++) {
 		if (atomic_load(&p->stop))
 			return false;
-		uint64_t g = atomic_load(&p->generation);
+		uint64_t g = atomic_load(&p->job);
 		if (g != *seen) {
 			*seen = g;
 			return true;
@@ -251,10 +251,10 @@ static bool wait_for_job(pool *p, uint64_t *seen)
 		cpu_relax();
 	}
 	pthread_mutex_lock(&p->lock);
-	while (!atomic_load(&p->stop) && atomic_load(&p->generation) == *seen)
+	while (!atomic_load(&p->stop) && atomic_load(&p->job) == *seen)
 		pthread_cond_wait(&p->wake, &p->lock);
 	bool stop = atomic_load(&p->stop);
-	*seen = atomic_load(&p->generation);
+	*seen = atomic_load(&p->job);
 	pthread_mutex_unlock(&p->lock);
 	return !stop;
 }
@@ -263,9 +263,9 @@ static void *worker_main(void *arg)
 {
 	worker *w = arg;
 	pool *p = &g_pool;
-	uint64_t seen = w->start_gen;
+	uint64_t seen = w->start_job;
 	while (wait_for_job(p, &seen))
-		run_chunks(p, w->index);
+		run_chunks(p, seen, w->index);
 	return NULL;
 }
 
@@ -292,12 +292,11 @@ static void dispatch(pool *p, int64_t n, int nchunks, ts_parallel_body body, voi
 	p->n = n;
 	p->nchunks = nchunks;
 	atomic_store(&p->pending, nchunks);
-	uint64_t gen = atomic_load(&p->generation) + 1;
-	atomic_store(&p->job, (gen << 12) | (uint64_t)nchunks);
-	atomic_store(&p->generation, gen);
+	uint64_t job = (((atomic_load(&p->job) >> 12) + 1) << 12) | (uint64_t)nchunks;
+	atomic_store(&p->job, job);
 	pthread_cond_broadcast(&p->wake);
 	pthread_mutex_unlock(&p->lock);
-	run_chunks(p, 0);
+	run_chunks(p, job, 0);
 	wait_all_done(p);
 }
 
@@ -349,11 +348,11 @@ static void start_pool(pool *p)
 	int want = wanted_threads(p, true);
 	p->nworkers = 0;
 	p->workers = want > 1 ? calloc((size_t)want - 1, sizeof(worker)) : NULL;
-	uint64_t gen = atomic_load(&p->generation);
+	uint64_t job = atomic_load(&p->job);
 	for (int i = 0; p->workers && i < want - 1; i++) {
 		worker *w = &p->workers[i];
 		w->index = i + 1;
-		w->start_gen = gen;
+		w->start_job = job;
 		if (pthread_create(&w->tid, NULL, worker_main, w) != 0)
 			break;
 		p->nworkers++;
