@@ -977,20 +977,43 @@ static void thread_loop(emitter *em, const ts_stmt *s)
 static bool replicated_store(emitter *em, const ts_stmt *s, char cond[96])
 {
 	const ts_buffer *buf = s->u.store.buf;
-	bool param = em->d->bind_threads && !em->in_guard && buf->scope == TS_SCOPE_SHARED;
-	for (int i = 0; em->d->bind_threads && !em->in_guard && i < em->f->nparams; i++)
-		param |= em->f->params[i] == buf;
 	cond[0] = '\0';
+	if (!em->d->bind_threads || em->in_guard)
+		return false;
+	bool seen = buf->scope == TS_SCOPE_SHARED; /* by the block's other threads */
+	for (int i = 0; i < em->f->nparams; i++)
+		seen |= em->f->params[i] == buf;
 	/* with tensorized nests the lanes of a warp are threadIdx.x, each
 	 * storing its own fragment elements (indices of the lane's mma_g and
 	 * mma_t) */
 	unsigned own = thread_tags(em, s->u.store.index) | em->cond_tags |
 		       (em->mma.nnest > 0 ? 1u << TS_THREAD_X : 0);
-	for (int t = TS_THREAD_X; param && t <= TS_THREAD_Z; t++)
+	for (int t = TS_THREAD_X; seen && t <= TS_THREAD_Z; t++)
 		if (launch_dim(em, (ts_thread_tag)t) > 1 && !(own & (1u << t)))
 			snprintf(cond + strlen(cond), 96 - strlen(cond), "%s%s == 0", cond[0] ? " && " : "",
 				 ts_thread_tag_name((ts_thread_tag)t));
 	return cond[0] != '\0';
+}
+
+/* Opens `if (cond) {` around what replicated_store guards (nothing when
+ * cond is empty); close_guard ends it. */
+static void open_guard(emitter *em, const char *cond)
+{
+	if (!cond[0])
+		return;
+	begin_line(em);
+	ts_sb_printf(&em->out, "if (%s) {\n", cond);
+	em->indent++;
+	em->in_guard = true;
+}
+
+static void close_guard(emitter *em, const char *cond)
+{
+	if (!cond[0])
+		return;
+	em->in_guard = false;
+	em->indent--;
+	line(em, "}");
 }
 
 /* ---- float4 vector accesses (CUDA) ------------------------------------- */
@@ -1381,11 +1404,8 @@ static void loop_kind(emitter *em, const ts_stmt *s)
 {
 	const dialect *d = em->d;
 	switch (s->u.for_.kind) {
-	case TS_FOR_THREAD:
-		if (d->bind_threads)
-			thread_loop(em, s);
-		else
-			serial_loop(em, s, NULL);
+	case TS_FOR_THREAD: /* with bind_threads, for_loop's thread_loop */
+		serial_loop(em, s, NULL);
 		return;
 	case TS_FOR_PARALLEL:
 		serial_loop(em, s, d->parallel_pragma);
@@ -1394,19 +1414,12 @@ static void loop_kind(emitter *em, const ts_stmt *s)
 		/* a float4 store made by thread 0 alone (replicated_store)
 		 * keeps its guard */
 		char cond[96] = "";
-		if (s->u.for_.body->kind == IR_S_STORE && replicated_store(em, s->u.for_.body, cond)) {
-			begin_line(em);
-			ts_sb_printf(&em->out, "if (%s) {\n", cond);
-			em->indent++;
-			em->in_guard = true;
-		}
+		if (s->u.for_.body->kind == IR_S_STORE)
+			replicated_store(em, s->u.for_.body, cond);
+		open_guard(em, cond);
 		if (!try_float4(em, s) && !try_copy16(em, s))
 			serial_loop(em, s, d->simd_pragma);
-		if (cond[0]) {
-			em->in_guard = false;
-			em->indent--;
-			line(em, "}");
-		}
+		close_guard(em, cond);
 		return;
 	}
 	case TS_FOR_UNROLLED:
@@ -1705,16 +1718,10 @@ static void stmt(emitter *em, const ts_stmt *s)
 	case IR_S_FOR: for_loop(em, s); return;
 	case IR_S_STORE: {
 		char cond[96];
-		if (!replicated_store(em, s, cond)) {
-			store(em, s);
-			return;
-		}
-		begin_line(em);
-		ts_sb_printf(&em->out, "if (%s) {\n", cond);
-		em->indent++;
+		replicated_store(em, s, cond);
+		open_guard(em, cond);
 		store(em, s);
-		em->indent--;
-		line(em, "}");
+		close_guard(em, cond);
 		return;
 	}
 	case IR_S_ALLOCATE: allocate(em, s); return;

@@ -1379,7 +1379,7 @@ static void emit_wrapper(emitter *em, LLVMValueRef inner)
 /* 16-bit floats: what has one first, to name it in the refusal. */
 static bool f16x(ts_dtype t)
 {
-	return (t.code == TS_TYPE_FLOAT && t.bits == 16) || t.code == TS_TYPE_BFLOAT;
+	return ts_dtype_is_float(t) && t.bits == 16;
 }
 
 typedef struct half_use {
