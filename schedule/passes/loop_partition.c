@@ -39,25 +39,19 @@ typedef struct part {
 	int64_t added, budget;
 } part;
 
+static bool count_stmt(ts_stmt *s, void *data)
+{
+	*(int64_t *)data += s->kind != IR_S_SEQ;
+	return true;
+}
+
 /* Statements in s (loops and branches counted once, not per iteration). */
 static int64_t stmts_in(const ts_stmt *s)
 {
-	if (!s)
-		return 0;
-	switch (s->kind) {
-	case IR_S_FOR: return 1 + stmts_in(s->u.for_.body);
-	case IR_S_IF: return 1 + stmts_in(s->u.if_.then_s) + stmts_in(s->u.if_.else_s);
-	case IR_S_LET: return 1 + stmts_in(s->u.let.body);
-	case IR_S_ALLOCATE: return 1 + stmts_in(s->u.alloc.body);
-	case IR_S_REALIZE: return 1 + stmts_in(s->u.realize.body);
-	case IR_S_SEQ: {
-		int64_t n = 0;
-		for (int i = 0; i < s->u.seq.n; i++)
-			n += stmts_in(s->u.seq.s[i]);
-		return n;
-	}
-	default: return 1;
-	}
+	int64_t n = 0;
+	if (s)
+		ir_stmt_visit((ts_stmt *)s, count_stmt, NULL, &n);
+	return n;
 }
 
 /* Whether splitting a loop whose body is `body` into `parts` loops stays
