@@ -259,13 +259,17 @@ ts_tensor *ts_op_conv2d_nchwc(ts_ctx *ctx, ts_tensor *Xc, ts_tensor *Wc, int str
 	if (!P || !rci || !conv_axes(ctx, Xc->shape[1], Wc->shape + 2, r) ||
 	    !fe_vars(ctx, 5, names, v))
 		return NULL;
-	ts_expr *in = TS_READ(ctx, P, v[0], r[0]->var,
-			      fe_window(ctx, v[2], g.stride[0], r[1]->var, g.dil[0]),
-			      fe_window(ctx, v[3], g.stride[1], r[2]->var, g.dil[1]), rci->var);
+	ts_expr *ih = fe_window(ctx, v[2], g.stride[0], r[1]->var, g.dil[0]),
+		*iw = fe_window(ctx, v[3], g.stride[1], r[2]->var, g.dil[1]);
+	ts_expr *in = TS_READ(ctx, P, v[0], r[0]->var, ih, iw, rci->var);
 	ts_expr *w = TS_READ(ctx, Wc, v[1], r[0]->var, r[1]->var, r[2]->var, rci->var, v[4]);
+	/* the padding's taps are left out of the sum (as oneDNN leaves
+	 * them): equal to adding its zeros for finite weights, and the
+	 * border blocks loop_partition splits off skip them */
+	ts_expr *tap = fe_skip_padding(ctx, ts_mul(ctx, in, w), Xc, 2, ih, iw, pad_h, pad_w);
 	return ts_compute(ctx, op,
 			  TS_SHAPE(Xc->shape[0], Wc->shape[0], g.out[0], g.out[1], Wc->shape[5]), v,
-			  TS_SUM(ctx, ts_mul(ctx, in, w), r[0], r[1], r[2], rci));
+			  TS_SUM(ctx, tap, r[0], r[1], r[2], rci));
 }
 
 /* Wc[C/x, KH, KW, x] against Xc[N, C/x, H, W, x]: the same channel blocks. */

@@ -295,6 +295,26 @@ ts_tensor *ts_op_pad(ts_ctx *ctx, ts_tensor *X, const int64_t *pad_before,
 	return ts_compute(ctx, "pad", X->ndim, shape, v, body);
 }
 
+/* term where window position (ih, iw) of X's spatial dimensions h_dim and
+ * h_dim + 1 lies inside X, else -0.0, the exact identity of a float sum:
+ * a sum over the window then leaves out the taps that fall in the
+ * padding.  The test is fe_pad_spatial's, likely() side by side, built
+ * the same way, so that the padding's select (once inlined) and this one
+ * are one test to loop_partition and to the simplifier.  NULL when an
+ * expression could not be built. */
+ts_expr *fe_skip_padding(ts_ctx *ctx, ts_expr *term, const ts_tensor *X, int h_dim, ts_expr *ih,
+			 ts_expr *iw, int pad_h, int pad_w)
+{
+	ts_expr *cond = NULL, *ix[2] = {ih, iw};
+	int pad[2] = {pad_h, pad_w};
+	if (!term || !ih || !iw)
+		return NULL;
+	for (int d = 0; d < 2; d++)
+		if (pad[d] && !pad_index(ctx, ix[d], pad[d], pad[d], X->shape[h_dim + d], &cond))
+			return NULL;
+	return cond ? ts_select(ctx, cond, term, ts_make_const(ctx, term->dtype, -0.0)) : term;
+}
+
 ts_tensor *fe_pad_spatial(ts_ctx *ctx, ts_tensor *X, int h_dim, int pad_h, int pad_w,
 			  double value)
 {

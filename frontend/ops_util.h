@@ -56,5 +56,10 @@ ts_tensor *fe_map(ts_ctx *ctx, const char *name, ts_tensor *t, fe_map_fn fn, con
  * returns X itself when there is no padding. */
 ts_tensor *fe_pad_spatial(ts_ctx *ctx, ts_tensor *X, int h_dim, int pad_h, int pad_w,
 			  double value);
+/* term, or -0.0 where window position (ih, iw) of X's spatial dimensions
+ * (h_dim, h_dim + 1), padded by (pad_h, pad_w) on each side, falls in the
+ * padding: a convolution's sum without the padding's taps. */
+ts_expr *fe_skip_padding(ts_ctx *ctx, ts_expr *term, const ts_tensor *X, int h_dim, ts_expr *ih,
+			 ts_expr *iw, int pad_h, int pad_w);
 
 #endif

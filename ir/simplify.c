@@ -15,6 +15,8 @@
  */
 #include "arith_impl.h"
 
+#include <math.h>
+
 typedef struct simp {
 	ts_ctx *ctx;
 	int n;
@@ -103,14 +105,41 @@ static bool is_fconst(const ts_expr *e, double v)
 	return e->kind == IR_FLOAT_IMM && e->u.float_imm == v;
 }
 
+/* -0.0: x + -0.0 is x for every x, -0 and NaN included (x + 0.0 is not:
+ * -0 + 0.0 is +0). */
+static bool is_neg_zero(const ts_expr *e)
+{
+	return is_fconst(e, 0.0) && signbit(e->u.float_imm);
+}
+
+/* select(c, t, -0.0), the form a sum's term takes where a test leaves it
+ * out (fe_skip_padding) */
+static bool is_dropped_term(const ts_expr *e)
+{
+	return e->kind == IR_SELECT && is_neg_zero(e->u.select.f);
+}
+
 /* Float (and vector) arithmetic: only identities that are exact in IEEE. */
-static ts_expr *other_arith(ts_expr *e)
+static ts_expr *other_arith(simp *s, ts_expr *e)
 {
 	ts_expr *a = e->u.bin.a, *b = e->u.bin.b;
 	if ((e->kind == IR_MUL || e->kind == IR_DIV) && is_fconst(b, 1.0))
 		return a;
 	if (e->kind == IR_MUL && is_fconst(a, 1.0))
 		return b;
+	if (e->kind == IR_ADD && is_neg_zero(b))
+		return a;
+	if (e->kind == IR_ADD && is_neg_zero(a))
+		return b;
+	/* a + select(c, t, -0.0) is select(c, a + t, a): an accumulation the
+	 * test skips, which loop_partition's parts resolve to the update or
+	 * to nothing, and elsewhere one blend after a fused multiply-add */
+	if (e->kind == IR_ADD && (is_dropped_term(b) || is_dropped_term(a))) {
+		ts_expr *acc = is_dropped_term(b) ? a : b, *sel = is_dropped_term(b) ? b : a;
+		ts_expr *sum = mk(s, IR_ADD, acc, sel->u.select.t);
+		ts_expr *r = sum ? ts_select(s->ctx, sel->u.select.cond, sum, acc) : NULL;
+		return r ? rewrite(s, r) : NULL;
+	}
 	return e;
 }
 
@@ -401,9 +430,51 @@ static ts_expr *not_rule(simp *s, ts_expr *e)
 	return e;
 }
 
-static ts_expr *select_rule(ts_expr *e)
+/* The conjuncts of a condition, as select_rule assumes them. */
+typedef struct known {
+	ts_expr *c[8];
+	int n;
+} known;
+
+static void conjuncts(known *k, ts_expr *c)
 {
-	return ir_expr_equal(e->u.select.t, e->u.select.f) ? e->u.select.t : e;
+	if (c->kind == IR_AND) {
+		conjuncts(k, c->u.bin.a);
+		conjuncts(k, c->u.bin.b);
+	} else if (k->n < 8 && c->dtype.lanes == 1) {
+		k->c[k->n++] = c;
+	}
+}
+
+/* e with every conjunct of k replaced by true. */
+static ts_expr *assume(ts_ctx *ctx, ts_expr *e, void *data)
+{
+	const known *k = data;
+	for (int i = 0; i < k->n; i++)
+		if (ir_expr_equal(e, k->c[i]))
+			return ts_const(ctx, ts_bool, 1);
+	return ir_expr_map_children(ctx, e, assume, data);
+}
+
+static ts_expr *simp_expr(ts_ctx *ctx, ts_expr *e, void *data);
+
+/* In select(c, t, f), t is taken only where c holds: c's conjuncts are
+ * true in it.  A padding's select inlined into a sum's term that skips
+ * the padding (select(c, select(c, x, 0) * w, -0.0)) keeps one test. */
+static ts_expr *select_rule(simp *s, ts_expr *e)
+{
+	ts_expr *t = e->u.select.t;
+	if (ir_expr_equal(t, e->u.select.f))
+		return t;
+	if (!ts_dtype_is_bool(e->u.select.cond->dtype) || t->kind == IR_REDUCE)
+		return e;
+	known k = {.n = 0};
+	conjuncts(&k, e->u.select.cond);
+	ts_expr *u = assume(s->ctx, t, &k);
+	if (!u || u == t)
+		return u ? e : NULL;
+	u = simp_expr(s->ctx, u, s);
+	return u ? ts_select(s->ctx, e->u.select.cond, u, e->u.select.f) : NULL;
 }
 
 /* Every value of integer dtype `from` is a value of `to`. */
@@ -448,9 +519,9 @@ static ts_expr *rewrite(simp *s, ts_expr *e)
 	case IR_VAR:
 		return var_rule(s, e);
 	case IR_ADD: case IR_SUB: case IR_MUL:
-		return int_scalar(e) ? int_arith(s, e) : other_arith(e);
+		return int_scalar(e) ? int_arith(s, e) : other_arith(s, e);
 	case IR_DIV:
-		return other_arith(e);
+		return other_arith(s, e);
 	case IR_TRUNCDIV: case IR_TRUNCMOD: case IR_FLOORDIV: case IR_FLOORMOD:
 		return int_scalar(e) ? divmod(s, e) : e;
 	case IR_MIN: case IR_MAX:
@@ -464,7 +535,7 @@ static ts_expr *rewrite(simp *s, ts_expr *e)
 	case IR_CAST:
 		return cast_rule(e);
 	case IR_SELECT:
-		return select_rule(e);
+		return select_rule(s, e);
 	case IR_FLOAT_IMM: case IR_CALL: case IR_READ: case IR_LOAD: case IR_RAMP:
 	case IR_BROADCAST: case IR_REDUCE: case IR_EXPR_KIND_COUNT:
 		break;
@@ -474,7 +545,6 @@ static ts_expr *rewrite(simp *s, ts_expr *e)
 
 /* ---- the walk -------------------------------------------------------------------------- */
 
-static ts_expr *simp_expr(ts_ctx *ctx, ts_expr *e, void *data);
 
 /* The source of a reduction sees its axes' ranges. */
 static ts_expr *simp_reduce(simp *s, ts_expr *e)

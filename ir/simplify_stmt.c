@@ -232,6 +232,20 @@ static ts_stmt *scoped_stmt(sst *s, ts_stmt *st)
 	return r ? ir_stmt_map_children(s->ctx, r, NULL, ex, s) : NULL;
 }
 
+/* A store of the element it loads changes nothing: gone.  (A sum whose
+ * term a test leaves out, a + select(false, t, -0.0), simplifies to one.) */
+static ts_stmt *store_stmt(sst *s, ts_stmt *st)
+{
+	ts_stmt *r = ir_stmt_map_children(s->ctx, st, NULL, ex, s);
+	if (!r)
+		return NULL;
+	const ts_expr *v = r->u.store.value;
+	if (v->kind == IR_LOAD && v->u.load.buf == r->u.store.buf &&
+	    ir_expr_equal(v->u.load.index, r->u.store.index))
+		return EMPTY;
+	return r;
+}
+
 static ts_stmt *stmt(sst *s, ts_stmt *st)
 {
 	switch (st->kind) {
@@ -247,6 +261,7 @@ static ts_stmt *stmt(sst *s, ts_stmt *st)
 	case IR_S_ALLOCATE:
 		return scoped_stmt(s, st);
 	case IR_S_STORE:
+		return store_stmt(s, st);
 	case IR_S_PROVIDE:
 	case IR_S_PREFETCH: /* a hint, but the one statement that asks for it */
 		return ir_stmt_map_children(s->ctx, st, NULL, ex, s);

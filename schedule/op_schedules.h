@@ -158,19 +158,18 @@ ts_status ts_schedule_dense_cpu(ts_schedule *s, ts_tensor *Y, const ts_matmul_cp
  * are clamped to M and N; p NULL: ts_matmul_cpu_default_for(N). */
 ts_status ts_schedule_batch_matmul_cpu(ts_schedule *s, ts_tensor *Y, const ts_matmul_cpu_params *p);
 
-/* How a convolution reads its padded input.  TS_PAD_COPY: a padded copy
- * computed once before the convolution.  TS_PAD_INLINE: the padding
+/* How a convolution reads its padded input.  TS_PAD_INLINE: the padding
  * inlined, no copy; its border tests are partitioned out of the loops
- * (loop_partition), leaving them in border blocks only (more code,
- * compiled 2-8x slower, more with large
- * register blocks); taken where the rows can be partitioned (one
- * image, or weights outweighing the input), else the copy.  TS_PAD_AUTO:
- * inlined where the output row fits one register block (ResNet-50's 14x14
- * and 7x7 layers, where the copy cost most: 1.0x-1.2x faster on one
- * core), where the convolution is strided (the copy writes columns it
- * skips: 5-8% on ResNet-50's stride-2 layers) and where a row has three
- * column blocks or more (3.5% on its 56x56 layers); copied where a row
- * has two blocks, both at a border (9% faster copied on its 28x28). */
+ * (loop_partition), leaving them in border blocks only, where the sum
+ * skips the padding's taps (ts_op_conv2d_nchwc) and so reads no padding
+ * at all (more code, compiled 2-8x slower, more with large register
+ * blocks).  TS_PAD_COPY: a padded copy computed once before the
+ * convolution; the taps' test stays (partitioned out of the interior
+ * too).  TS_PAD_AUTO: inlined, which saves the copy's pass and the
+ * skipped taps' work: ResNet-50 at 2 threads (AVX-512), 1-21% faster per
+ * 3x3 layer than before, when AUTO copied 28x28 and 56x56 layers and
+ * every layer computed its padding's taps.  A padding that is an output
+ * of the schedule is stored: AUTO copies it. */
 typedef enum ts_pad_mode { TS_PAD_AUTO = 0, TS_PAD_COPY, TS_PAD_INLINE } ts_pad_mode;
 
 typedef struct ts_conv2d_cpu_params {

@@ -154,7 +154,8 @@ static const tut_step steps[] = {
 	{"NCHWc, register blocked",
 	 "The library schedule, ts_schedule_conv2d_nchwc_cpu: a block of 14 output columns x "
 	 "`lanes` channels accumulated in registers (cache_write) over the whole reduction, its "
-	 "loops unrolled, the padded input computed once, vectorized and parallel.",
+	 "loops unrolled, the padding inlined: the border blocks are split off, and their taps "
+	 "that fall in the padding are left out of the sum.",
 	 "ts_conv2d_cpu_params p = ts_conv2d_cpu_default();\n"
 	 "ts_schedule_conv2d_nchwc_cpu(s, Y, &p);  /* Y = conv2d_nchwc(Xc, Wc) */",
 	 nchwc_library},
