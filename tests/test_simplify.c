@@ -483,6 +483,79 @@ START_TEST(test_random_soundness)
 }
 END_TEST
 
+/* ---- float rules: signed zeros, NaN, selects -------------------------------------- */
+
+/* A condition on i: a comparison, likely() or not, or two of them. */
+static ts_expr *gen_cond(ts_ctx *ctx, rng *r, ts_expr *i, int depth)
+{
+	if (depth > 0 && pick(r, 0, 3) == 0)
+		return ts_and(ctx, gen_cond(ctx, r, i, depth - 1), gen_cond(ctx, r, i, depth - 1));
+	ts_expr *c = pick(r, 0, 1) ? ts_lt(ctx, i, I(pick(r, 0, 16))) : ts_ge(ctx, i, I(pick(r, 0, 16)));
+	return pick(r, 0, 1) ? ts_call(ctx, IR_INTRIN_LIKELY, 1, &c) : c;
+}
+
+/* A float expression over reads A[i], B[i]: +, *, selects whose false arm
+ * is often -0.0 (a term a test leaves out of a sum) and whose conditions
+ * repeat (a padding's select inlined into such a term). */
+static ts_expr *gen_float(ts_ctx *ctx, rng *r, int depth, ts_expr *i, ts_expr **leaves,
+			  ts_expr **conds)
+{
+	if (depth == 0 || pick(r, 0, 4) == 0) {
+		int k = (int)pick(r, 0, 4);
+		return k < 2 ? leaves[k] : F(k == 2 ? -0.0 : k == 3 ? 0.0 : 1.5);
+	}
+	ts_expr *a = gen_float(ctx, r, depth - 1, i, leaves, conds);
+	ts_expr *b = gen_float(ctx, r, depth - 1, i, leaves, conds);
+	switch (pick(r, 0, 3)) {
+	case 0:
+		return ADD(a, b);
+	case 1:
+		return MUL(a, b);
+	default:
+		return ts_select(ctx, conds[pick(r, 0, 2)], a, pick(r, 0, 1) ? F(-0.0) : b);
+	}
+}
+
+/* Simplified float expressions give the same bits as before (NaN for NaN)
+ * at every i, with A and B holding signed zeros, infinities and NaN. */
+START_TEST(test_random_float_soundness)
+{
+	static const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1.5f, -2.0f, 3.0f};
+	rng r = {777};
+	int changed = 0;
+	float a[16], b[16], want[16], got[16];
+	for (int k = 0; k < 16; k++)
+		a[k] = special[k % 8], b[k] = special[(k * 3 + 1) % 8];
+	for (int iter = 0; iter < 400; iter++) {
+		ts_ctx *ctx = ts_ctx_new();
+		ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(16), ts_float32);
+		ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(16), ts_float32);
+		ts_expr *i = ts_var(ctx, "i");
+		ts_expr *leaves[2] = {TS_READ(ctx, A, i), TS_READ(ctx, B, i)};
+		ts_expr *conds[3];
+		for (int c = 0; c < 3; c++)
+			conds[c] = gen_cond(ctx, &r, i, 1);
+		ts_expr *e = gen_float(ctx, &r, 4, i, leaves, conds);
+		ts_expr *simple = ir_simplify(ctx, e, 1, &(ir_range){i, 0, 16});
+		ck_assert_msg(simple != NULL, "simplify failed: %s", ts_last_error(ctx));
+		changed += simple != e;
+		ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(16), TS_VARS(i), e);
+		ts_tensor *D = ts_compute(ctx, "D", TS_SHAPE(16), TS_VARS(i), simple);
+		tu_nonnull(ctx, C);
+		tu_nonnull(ctx, D);
+		tu_ok(ctx, ts_eval(ctx, 3, (ts_tensor *[]){A, B, C}, (void *[]){a, b, want}));
+		tu_ok(ctx, ts_eval(ctx, 3, (ts_tensor *[]){A, B, D}, (void *[]){a, b, got}));
+		for (int k = 0; k < 16; k++)
+			ck_assert_msg(memcmp(&want[k], &got[k], sizeof(float)) == 0 ||
+					      (isnan(want[k]) && isnan(got[k])),
+				      "i = %d: %s = %g, simplified %s = %g", k, ir_expr_str(ctx, e), want[k],
+				      ir_expr_str(ctx, simple), got[k]);
+		ts_ctx_free(ctx);
+	}
+	ck_assert_int_gt(changed, 100);
+}
+END_TEST
+
 /* ---- statements -------------------------------------------------------------------- */
 
 #define CHECK_S(st, want) check_stmt(ctx, (st), (want), __LINE__)
@@ -612,6 +685,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_misuse);
 	tcase_add_test(tc, test_alloc_failure);
 	tcase_add_test(tc, test_random_soundness);
+	tcase_add_test(tc, test_random_float_soundness);
 	tcase_add_test(tc, test_signed_zeros_differ);
 	tcase_add_test(tc, test_stmt);
 	tcase_add_test(tc, test_stmt_misuse);
