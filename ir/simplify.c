@@ -119,6 +119,12 @@ static bool is_dropped_term(const ts_expr *e)
 	return e->kind == IR_SELECT && is_neg_zero(e->u.select.f);
 }
 
+/* One value, no arithmetic: a variable, a constant, an element of memory. */
+static bool is_value(const ts_expr *e)
+{
+	return e->kind == IR_VAR || e->kind == IR_FLOAT_IMM || e->kind == IR_LOAD || e->kind == IR_READ;
+}
+
 /* Float (and vector) arithmetic: only identities that are exact in IEEE. */
 static ts_expr *other_arith(simp *s, ts_expr *e)
 {
@@ -133,9 +139,12 @@ static ts_expr *other_arith(simp *s, ts_expr *e)
 		return b;
 	/* a + select(c, t, -0.0) is select(c, a + t, a): an accumulation the
 	 * test skips, which loop_partition's parts resolve to the update or
-	 * to nothing, and elsewhere one blend after a fused multiply-add */
-	if (e->kind == IR_ADD && (is_dropped_term(b) || is_dropped_term(a))) {
-		ts_expr *acc = is_dropped_term(b) ? a : b, *sel = is_dropped_term(b) ? b : a;
+	 * to nothing, and elsewhere one blend after a fused multiply-add.
+	 * Only for an accumulator a that is one value (a load, a variable):
+	 * a is written twice, and a sum of such terms, each a select of
+	 * the last, would double at every term */
+	if (e->kind == IR_ADD && ((is_dropped_term(b) && is_value(a)) || (is_dropped_term(a) && is_value(b)))) {
+		ts_expr *acc = is_dropped_term(b) && is_value(a) ? a : b, *sel = acc == a ? b : a;
 		ts_expr *sum = mk(s, IR_ADD, acc, sel->u.select.t);
 		ts_expr *r = sum ? ts_select(s->ctx, sel->u.select.cond, sum, acc) : NULL;
 		return r ? rewrite(s, r) : NULL;

@@ -158,6 +158,15 @@ START_TEST(test_logic_and_select)
 	CHECK(ADD(ts_select(ctx, b, MUL(x, y), nz), a), "select(b, a + x*y, a)");
 	CHECK(ADD(a, ts_select(ctx, f, MUL(x, y), nz)), "a");
 	CHECK(ADD(a, ts_select(ctx, b, MUL(x, y), F(0))), "a + select(b, x*y, 0.0f)");
+	/* only onto one value: a written twice, a sum of such terms would
+	 * double at each */
+	CHECK(ADD(MUL(a, x), ts_select(ctx, b, y, nz)), "a*x + select(b, y, -0.0f)");
+	ts_expr *sum = a;
+	for (int k = 0; k < 40; k++)
+		sum = ADD(sum, ts_select(ctx, ts_lt(ctx, i, I(k)), MUL(x, F(k + 1)), nz));
+	ts_expr *once = ir_simplify(ctx, sum, 0, NULL), *twice = once ? ir_simplify(ctx, once, 0, NULL) : NULL;
+	ck_assert_msg(twice != NULL, "%s", ts_last_error(ctx));
+	ck_assert_uint_lt(strlen(ir_expr_str(ctx, twice)), 4000);
 	ts_ctx_free(ctx);
 }
 END_TEST
