@@ -205,24 +205,25 @@ static bool add_test(ts_ctx *ctx, ts_expr **cond, ts_expr *test)
 	return *cond != NULL;
 }
 
+/* *cond gains the tests that index v of a dimension padded by (pb, pa)
+ * over n lies inside it: v >= pb, v < pb + n, on the sides with padding.
+ * false when a test could not be built. */
+static bool pad_tests(ts_ctx *ctx, ts_expr *v, int64_t pb, int64_t pa, int64_t n, ts_expr **cond)
+{
+	return (!pb || add_test(ctx, cond, ts_ge(ctx, v, fe_index(ctx, pb)))) &&
+	       (!pa || add_test(ctx, cond, ts_lt(ctx, v, fe_index(ctx, pb + n))));
+}
+
 /* Index into X for output index v of a dimension padded by (pb, pa): v - pb,
  * clamped into [0, n) on the sides that have padding; *cond gains the test
  * that v - pb is inside.  NULL when an expression could not be built. */
 static ts_expr *pad_index(ts_ctx *ctx, ts_expr *v, int64_t pb, int64_t pa, int64_t n,
 			  ts_expr **cond)
 {
-	ts_expr *ix = pb ? ts_sub(ctx, v, fe_index(ctx, pb)) : v;
-	if (pb) {
-		if (!add_test(ctx, cond, ts_ge(ctx, v, fe_index(ctx, pb))))
-			return NULL;
-		ix = ts_max(ctx, ix, fe_index(ctx, 0));
-	}
-	if (pa) {
-		if (!add_test(ctx, cond, ts_lt(ctx, v, fe_index(ctx, pb + n))))
-			return NULL;
-		ix = ts_min(ctx, ix, fe_index(ctx, n - 1));
-	}
-	return ix;
+	if (!pad_tests(ctx, v, pb, pa, n, cond))
+		return NULL;
+	ts_expr *ix = pb ? ts_max(ctx, ts_sub(ctx, v, fe_index(ctx, pb)), fe_index(ctx, 0)) : v;
+	return pa ? ts_min(ctx, ix, fe_index(ctx, n - 1)) : ix;
 }
 
 static bool check_pads(ts_ctx *ctx, const ts_tensor *X, const int64_t *pb, const int64_t *pa)
@@ -310,7 +311,7 @@ ts_expr *fe_skip_padding(ts_ctx *ctx, ts_expr *term, const ts_tensor *X, int h_d
 	if (!term || !ih || !iw)
 		return NULL;
 	for (int d = 0; d < 2; d++)
-		if (pad[d] && !pad_index(ctx, ix[d], pad[d], pad[d], X->shape[h_dim + d], &cond))
+		if (!pad_tests(ctx, ix[d], pad[d], pad[d], X->shape[h_dim + d], &cond))
 			return NULL;
 	return cond ? ts_select(ctx, cond, term, ts_make_const(ctx, term->dtype, -0.0)) : term;
 }

@@ -125,6 +125,14 @@ static bool is_value(const ts_expr *e)
 	return e->kind == IR_VAR || e->kind == IR_FLOAT_IMM || e->kind == IR_LOAD || e->kind == IR_READ;
 }
 
+/* acc + sel, sel = select(c, t, -0.0): select(c, acc + t, acc). */
+static ts_expr *skipped_sum(simp *s, ts_expr *acc, ts_expr *sel)
+{
+	ts_expr *sum = mk(s, IR_ADD, acc, sel->u.select.t);
+	ts_expr *r = sum ? ts_select(s->ctx, sel->u.select.cond, sum, acc) : NULL;
+	return r ? rewrite(s, r) : NULL;
+}
+
 /* Float (and vector) arithmetic: only identities that are exact in IEEE. */
 static ts_expr *other_arith(simp *s, ts_expr *e)
 {
@@ -143,12 +151,10 @@ static ts_expr *other_arith(simp *s, ts_expr *e)
 	 * Only for an accumulator a that is one value (a load, a variable):
 	 * a is written twice, and a sum of such terms, each a select of
 	 * the last, would double at every term */
-	if (e->kind == IR_ADD && ((is_dropped_term(b) && is_value(a)) || (is_dropped_term(a) && is_value(b)))) {
-		ts_expr *acc = is_dropped_term(b) && is_value(a) ? a : b, *sel = acc == a ? b : a;
-		ts_expr *sum = mk(s, IR_ADD, acc, sel->u.select.t);
-		ts_expr *r = sum ? ts_select(s->ctx, sel->u.select.cond, sum, acc) : NULL;
-		return r ? rewrite(s, r) : NULL;
-	}
+	if (e->kind == IR_ADD && is_value(a) && is_dropped_term(b))
+		return skipped_sum(s, a, b);
+	if (e->kind == IR_ADD && is_value(b) && is_dropped_term(a))
+		return skipped_sum(s, b, a);
 	return e;
 }
 
@@ -475,10 +481,10 @@ static ts_expr *select_rule(simp *s, ts_expr *e)
 	ts_expr *t = e->u.select.t;
 	if (ir_expr_equal(t, e->u.select.f))
 		return t;
-	if (!ts_dtype_is_bool(e->u.select.cond->dtype) || t->kind == IR_REDUCE)
-		return e;
 	known k = {.n = 0};
 	conjuncts(&k, e->u.select.cond);
+	if (k.n == 0) /* a vector condition */
+		return e;
 	ts_expr *u = assume(s->ctx, t, &k);
 	if (!u || u == t)
 		return u ? e : NULL;
