@@ -21,8 +21,9 @@
  * disturbed by the machine is marked in the table.  A sample groups
  * enough calls to last >= 20 us so the clock's resolution does not matter.
  * When a problem's buffers total < 8 MiB, several buffer sets (up to 16,
- * ~32 MiB in all) are allocated and calls rotate among them, so each call
- * starts with inputs that are mostly not in cache, as in a real network.
+ * ~32 MiB in all: ts_cold_sets, as the tuner's) are allocated and calls
+ * rotate among them, so each call starts with inputs that are mostly not
+ * in cache, as in a real network.
  *
  * With --target cuda the check runs on device copies of the sets (made in
  * bind, outside the timed region) against the same CPU reference, and the
@@ -41,11 +42,10 @@
 #include "bench.h"
 #include "timer.h"
 
-#define BENCH_MAX_SETS 16
 
 typedef struct problem_data {
 	int nsets;
-	bench_bufs sets[BENCH_MAX_SETS];
+	bench_bufs sets[TS_COLD_MAX_SETS];
 	float *ref;        /* reference output for set 0 */
 	int64_t out_numel;
 	const char *ref_impl;
@@ -119,8 +119,7 @@ static int alloc_data(const bench_problem *p, problem_data *d)
 		for (int i = 0; i < nd[a]; i++)
 			numel[a] *= sh[a][i];
 	double bytes = ts_dtype_bytes(in) * (double)(numel[0] + numel[1]) + 4.0 * (double)numel[2];
-	int sets = bytes < 8.0 * (1 << 20) ? (int)ceil(32.0 * (1 << 20) / bytes) : 1;
-	d->nsets = sets > BENCH_MAX_SETS ? BENCH_MAX_SETS : sets;
+	d->nsets = ts_cold_sets(bytes);
 	d->out_numel = numel[2];
 	for (int i = 0; i < d->nsets; i++) {
 		bench_bufs *b = &d->sets[i];

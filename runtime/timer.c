@@ -46,6 +46,14 @@ double ts_median(const double *v, int n)
 	return m;
 }
 
+int ts_cold_sets(double bytes)
+{
+	if (!(bytes >= 1) || bytes >= 8.0 * (1 << 20))
+		return 1;
+	double sets = ceil(32.0 * (1 << 20) / bytes);
+	return sets > TS_COLD_MAX_SETS ? TS_COLD_MAX_SETS : (int)sets;
+}
+
 static ts_status check_run_args(ts_ctx *ctx, int (*fn)(void *), int warmup, int repeat,
 				int number, const ts_timing *out)
 {

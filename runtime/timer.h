@@ -158,6 +158,18 @@ const char *ts_timing_verdict(const ts_timing *t, char *buf, size_t n);
  * copy cannot be made. */
 double ts_median(const double *v, int n);
 
+/* Cold-cache timing, as a layer of a network meets its data: the buffers
+ * of a call (`bytes` in all) copied into this many sets, and the calls
+ * rotating among them, so each call finds its inputs mostly out of cache.
+ * Enough sets for about 32 MiB where the buffers total under 8 MiB, at
+ * most TS_COLD_MAX_SETS; 1 for larger buffers, and for a bytes below 1
+ * or NaN.  tessera-bench and the tuner (ts_tune) both time this way, so
+ * a tuned schedule wins under the conditions it is judged in (with its
+ * data in cache, a 1x1 convolution of ResNet-50 ran 20-35% faster than
+ * cold, and the candidates ranked differently). */
+#define TS_COLD_MAX_SETS 16
+int ts_cold_sets(double bytes);
+
 /* Wall time of each phase of one compilation, in milliseconds; a phase a
  * backend does not have stays 0. */
 typedef struct ts_phase_times {

@@ -440,6 +440,25 @@ START_TEST(test_real_clock)
 }
 END_TEST
 
+/* Buffer sets for cold timing: about 32 MiB of them below 8 MiB, at most
+ * TS_COLD_MAX_SETS, one for large buffers and for nonsense. */
+START_TEST(test_cold_sets)
+{
+	const double MiB = 1 << 20;
+	ck_assert_int_eq(ts_cold_sets(1), TS_COLD_MAX_SETS);
+	ck_assert_int_eq(ts_cold_sets(2 * MiB), 16);
+	ck_assert_int_eq(ts_cold_sets(3 * MiB), 11);
+	ck_assert_int_eq(ts_cold_sets(8 * MiB - 1), 5);
+	ck_assert_int_eq(ts_cold_sets(8 * MiB), 1);
+	ck_assert_int_eq(ts_cold_sets(1e300), 1);
+	ck_assert_int_eq(ts_cold_sets(INFINITY), 1);
+	ck_assert_int_eq(ts_cold_sets(0), 1);
+	ck_assert_int_eq(ts_cold_sets(-MiB), 1);
+	ck_assert_int_eq(ts_cold_sets(-INFINITY), 1);
+	ck_assert_int_eq(ts_cold_sets(NAN), 1);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("timer_stats");
@@ -461,6 +480,7 @@ int main(void)
 	tcase_add_test(tc, test_number);
 	tcase_add_test(tc, test_errors_name_the_call);
 	tcase_add_test(tc, test_real_clock);
+	tcase_add_test(tc, test_cold_sets);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
