@@ -267,7 +267,9 @@ static void print_table(const ts_tune_task *t, const ts_tune_result *r)
 			       (long long)r->best.v[i], (long long)r->def.v[i]);
 	printf("%s\n", n ? "" : " none (the default is the fastest found)");
 	printf("%d candidates measured, %d refused by a primitive, %d wrong; %d rounds in %.1f s; "
-	       "reference: %s\n", r->trials, r->invalid, r->wrong, r->rounds, r->elapsed_s, r->reference);
+	       "reference: %s; timed on %d buffer set%s in turn (data out of cache, as tessera-bench)\n",
+	       r->trials, r->invalid, r->wrong, r->rounds, r->elapsed_s, r->reference, r->sets,
+	       r->sets == 1 ? "" : "s");
 }
 
 static int init_task(ts_ctx *ctx, const tune_cli *c, ts_tune_task *t)

@@ -35,6 +35,15 @@ typedef struct scored {
 	double ms;
 } scored;
 
+/* The buffers candidates are timed on: ts_cold_sets copies of the
+ * arguments (the inputs in the candidates' layout, then the output),
+ * kept while candidates take arguments of the same shapes, made again
+ * when one's layout differs (conv2d's channel blocks). */
+typedef struct tune_sets {
+	int n, nargs;
+	ts_array *a[TS_COLD_MAX_SETS][5];
+} tune_sets;
+
 typedef struct tune_run {
 	ts_ctx *ctx;
 	const ts_tune_task *t;
@@ -49,6 +58,7 @@ typedef struct tune_run {
 	ts_tune_cand *seen;
 	int nbeam;
 	scored beam[TUNE_MAX_BEAM];
+	tune_sets sets;
 } tune_run;
 
 ts_tune_opts ts_tune_opts_default(void)
@@ -224,30 +234,35 @@ static bool close_enough(const tune_run *R, const ts_array *got, int64_t y)
 
 typedef enum { M_OK, M_INVALID, M_WRONG } m_status;
 
-/* Runs the module on args (the output last), checks the output against
- * the reference when there is one, and times it. */
-static m_status run_check_time(tune_run *R, const ts_tune_cand *c, ts_module *m, ts_array **args,
-			       const ts_array *out, double *ms)
+/* ---- the buffers candidates run on ---------------------------------------------- */
+
+static void free_sets(tune_sets *S)
 {
-	if (ts_module_run(m, R->nin + 1, args) != TS_OK)
-		return M_INVALID;
-	if (R->ref && !close_enough(R, out, tune_out_block(R->t, c)))
-		return M_WRONG;
-	ts_timing tm;
-	if (ts_module_time(m, R->nin + 1, args, R->o->warmup, R->o->repeat, &tm) != TS_OK)
-		return M_INVALID;
-	*ms = tm.median * 1e3;
-	return M_OK;
+	for (int i = 0; i < S->n; i++)
+		for (int j = 0; j < S->nargs; j++)
+			ts_array_free(S->a[i][j]);
+	S->n = S->nargs = 0;
+}
+
+/* Whether the sets hold f's arguments (dtypes and shapes). */
+static bool sets_fit(const tune_sets *S, const ts_func *f)
+{
+	if (S->n == 0 || S->nargs != f->nparams)
+		return false;
+	for (int j = 0; j < f->nparams; j++) {
+		const ts_tensor *t = f->param_tensors[j];
+		const ts_array *a = S->a[0][j];
+		if (a->ndim != t->ndim || !ts_dtype_eq(a->dtype, t->dtype) ||
+		    memcmp(a->shape, t->shape, (size_t)t->ndim * sizeof *t->shape))
+			return false;
+	}
+	return true;
 }
 
 /* conv2d: the task's inputs X[N, C, H, W] and W[K, C, R, S] blocked into
  * the kernel's Xc[N, C/ib, H, W, ib] and Wc[K/ob, C/ib, R, S, ib, ob]. */
-static bool blocked_inputs(const tune_run *R, ts_ctx *ctx, const ts_func *f, ts_array **bl)
+static void block_inputs(const tune_run *R, ts_array *const *bl)
 {
-	bl[0] = ts_array_for(ctx, f->param_tensors[0]);
-	bl[1] = bl[0] ? ts_array_for(ctx, f->param_tensors[1]) : NULL;
-	if (!bl[1])
-		return false;
 	const int64_t *xs = bl[0]->shape, *ws = bl[1]->shape;
 	int64_t N = xs[0], ib = xs[4], C = xs[1] * ib, HW = xs[2] * xs[3];
 	int64_t ob = ws[5], K = ws[0] * ob, RS = ws[2] * ws[3];
@@ -262,34 +277,85 @@ static bool blocked_inputs(const tune_run *R, ts_ctx *ctx, const ts_func *f, ts_
 			for (int64_t r = 0; r < RS; r++)
 				wc[(((k / ob) * (C / ib) + ci / ib) * RS + r) * ib * ob + (ci % ib) * ob + k % ob] =
 					w[(k * C + ci) * RS + r];
+}
+
+/* Makes the sets for f's arguments unless they are there: set 0's inputs
+ * are the task's (blocked for conv2d), the other sets copies of them;
+ * every output is written once here, so that no timed call pays for its
+ * pages' first touch.  Errors go to ctx. */
+static bool make_sets(tune_run *R, ts_ctx *ctx, const ts_func *f)
+{
+	tune_sets *S = &R->sets;
+	if (sets_fit(S, f))
+		return true;
+	free_sets(S);
+	int nargs = f->nparams;
+	if (nargs != R->nin + 1)
+		return false;
+	double bytes = 0;
+	for (int j = 0; j < nargs; j++)
+		bytes += (double)ts_tensor_numel(f->param_tensors[j]) * ts_dtype_bytes(f->param_tensors[j]->dtype);
+	int n = ts_cold_sets(bytes);
+	bool conv = !strcmp(R->t->op, "conv2d");
+	for (int i = 0; i < n; i++) {
+		ts_array **a = S->a[i];
+		S->n = i + 1, S->nargs = nargs; /* free_sets frees what was made */
+		for (int j = 0; j < nargs; j++)
+			if (!(a[j] = ts_array_for(ctx, f->param_tensors[j])))
+				return false;
+		for (int j = 0; j < R->nin; j++) {
+			const ts_array *from = i > 0 ? S->a[0][j] : R->in[j];
+			if (!conv || i > 0)
+				memcpy(a[j]->data, from->data, ts_array_nbytes(a[j]));
+		}
+		if (conv && i == 0)
+			block_inputs(R, a);
+		memset(a[R->nin]->data, 0, ts_array_nbytes(a[R->nin]));
+	}
 	return true;
 }
 
-/* Runs, checks and times c's module m, built in ctx from f (what
- * tune_lower_timed gives); *ms the median, *out its output. */
-static m_status run_built(tune_run *R, ts_ctx *ctx, const ts_tune_cand *c, const ts_func *f,
-			  ts_module *m, ts_array **out, double *ms)
+typedef struct rotor {
+	ts_module *m;
+	const tune_sets *S;
+	int next;
+} rotor;
+
+static int rotor_call(void *arg)
 {
-	*out = m ? ts_array_for(ctx, f->param_tensors[f->nparams - 1]) : NULL;
-	if (!*out)
+	rotor *r = arg;
+	int i = r->next;
+	r->next = (i + 1) % r->S->n;
+	return ts_module_run(r->m, r->S->nargs, r->S->a[i]) == TS_OK ? 0 : 1;
+}
+
+/* Runs c's module m, built in ctx from f (what tune_lower_timed gives),
+ * on set 0 and checks its output (*out, owned by the sets) against the
+ * reference when there is one; then times it, each call on the next set
+ * (ts_cold_sets: as tessera-bench does), *ms the median. */
+static m_status run_built(tune_run *R, ts_ctx *ctx, const ts_tune_cand *c, const ts_func *f,
+			  ts_module *m, const ts_array **out, double *ms)
+{
+	*out = NULL;
+	if (!m || !make_sets(R, ctx, f))
 		return M_INVALID;
-	ts_array *args[5], *bl[2] = {NULL, NULL};
-	bool conv = !strcmp(R->t->op, "conv2d");
-	if (conv && !blocked_inputs(R, ctx, f, bl)) {
-		ts_array_free(bl[0]);
+	const tune_sets *S = &R->sets;
+	R->r->sets = S->n;
+	*out = S->a[0][S->nargs - 1];
+	if (ts_module_run(m, S->nargs, S->a[0]) != TS_OK)
 		return M_INVALID;
-	}
-	for (int i = 0; i < R->nin; i++)
-		args[i] = conv ? bl[i] : R->in[i];
-	args[R->nin] = *out;
-	m_status st = run_check_time(R, c, m, args, *out, ms);
-	ts_array_free(bl[0]);
-	ts_array_free(bl[1]);
-	return st;
+	if (R->ref && !close_enough(R, *out, tune_out_block(R->t, c)))
+		return M_WRONG;
+	rotor r = {m, S, 1 % S->n};
+	ts_timing tm;
+	if (ts_time_run(ctx, rotor_call, &r, R->o->warmup, R->o->repeat, 1, &tm) != TS_OK)
+		return M_INVALID;
+	*ms = tm.median * 1e3;
+	return M_OK;
 }
 
 /* Builds, runs, checks and times c in ctx. */
-static m_status measure_in(tune_run *R, ts_ctx *ctx, const ts_tune_cand *c, ts_array **out,
+static m_status measure_in(tune_run *R, ts_ctx *ctx, const ts_tune_cand *c, const ts_array **out,
 			   ts_module **m, double *ms)
 {
 	ts_func *f = tune_lower_timed(ctx, R->t, c);
@@ -303,7 +369,7 @@ static m_status measure(tune_run *R, const ts_tune_cand *c, double *ms, bool kee
 	ts_ctx *ctx = ts_ctx_new();
 	if (!ctx)
 		return M_INVALID;
-	ts_array *out = NULL;
+	const ts_array *out = NULL;
 	ts_module *m = NULL;
 	m_status st = measure_in(R, ctx, c, &out, &m, ms);
 	if (st == M_OK && keep_ref && !R->ref) {
@@ -320,7 +386,6 @@ static m_status measure(tune_run *R, const ts_tune_cand *c, double *ms, bool kee
 			 st == M_WRONG ? "computes a wrong result (off the reference by more than 1e-3 of "
 					 "its largest value)" : "fails: ",
 			 st == M_WRONG ? "" : ts_last_error(ctx));
-	ts_array_free(out);
 	ts_module_free(m);
 	ts_ctx_free(ctx);
 	return st;
@@ -480,10 +545,9 @@ static bool trials(tune_run *R, const ts_tune_cand *c, int n)
 	 * round measures one candidate at least, as one at a time did */
 	for (int i = 0; i < n && (i == 0 || !out_of_budget(R)); i++) {
 		double ms = 0;
-		ts_array *out = NULL;
+		const ts_array *out = NULL;
 		mark_seen(R, &c[i]);
 		m_status st = ctx ? run_built(R, ctx, &c[i], f[i], m[i], &out, &ms) : M_INVALID;
-		ts_array_free(out);
 		better |= counted(R, &c[i], st, ms);
 	}
 	for (int i = 0; i < n; i++)
@@ -647,6 +711,7 @@ ts_status ts_tune(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_opts *o, ts_
 	r->elapsed_s = elapsed_s(&R);
 	for (int i = 0; i < R.nin; i++)
 		ts_array_free(R.in[i]);
+	free_sets(&R.sets);
 	free(R.ref);
 	free(R.seen);
 	return st;

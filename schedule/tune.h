@@ -71,8 +71,10 @@ extern "C" {
  * carry the pad mode; 0.4: matmul records carry where B is packed
  * (pack_at); 0.5: conv2d is timed on the kernel alone, its conversions
  * outside; 0.6: conv2d records carry rc_block, the reduction's chunks;
- * 0.7: matmul records (K above 128) carry kc, the reduction's chunks. */
-#define TS_TUNE_VERSION "0.7"
+ * 0.7: matmul records (K above 128) carry kc, the reduction's chunks;
+ * 0.8: every candidate is timed with its data out of cache (rotating
+ * buffer sets, ts_cold_sets), and conv2d records carry prefetch. */
+#define TS_TUNE_VERSION "0.8"
 
 typedef struct ts_tune_space {
 	const char *kind;  /* "matmul", "batch_matmul", "conv2d", "softmax", "generic" */
@@ -171,7 +173,7 @@ typedef struct ts_tune_opts {
 	int beam;            /* best candidates kept as parents */
 	int measure_top;     /* mutants measured per round, best by the cost model */
 	int max_trials;      /* 0: no limit */
-	int warmup, repeat;  /* ts_module_time of each candidate (median) */
+	int warmup, repeat;  /* calls of each candidate, rotating among the sets (median) */
 	const ts_tune_cand *start; /* measured after the default (a log's record) */
 	void (*progress)(const ts_tune_progress *p, void *user);
 	void *user;
@@ -190,6 +192,7 @@ typedef struct ts_tune_result {
 	int rounds;
 	double elapsed_s;
 	const char *reference; /* "ts_eval" or "the default schedule" */
+	int sets;            /* buffer sets the calls rotated among (ts_cold_sets) */
 } ts_tune_result;
 
 /* Measures candidate 0, then searches: each round mutates one parameter of
@@ -198,8 +201,10 @@ typedef struct ts_tune_result {
  * best `measure_top` of them: built together (ts_build_all: LLVM on
  * every core, up to 8 at a time), then one after another run, the output
  * checked against the reference on random data (ts_eval when the task is
- * small, else the default schedule's result), and timed with
- * ts_module_time (nothing else running).  Stops at the
+ * small, else the default schedule's result), and timed (nothing else
+ * running) as tessera-bench times: each call on the next of
+ * ts_cold_sets(bytes of the arguments) copies of them, so with its data
+ * out of cache (r->sets: how many).  Stops at the
  * budget, after `patience` rounds without a faster candidate, or at
  * max_trials.  The winner and the default are then timed three more times
  * each, alternately, and the winner is kept only if its median is still

@@ -244,6 +244,10 @@ static void space_conv2d(ts_tune_task *t)
 	}
 	add_param(sp, "ic_block", nic, ic);
 	add_param(sp, "oc_block", noc, oc);
+	/* the next block's weights fetched during the reduction: timed with
+	 * the data out of cache, as the bench times, it decides layers either
+	 * way */
+	add_param(sp, "prefetch", 2, (int64_t[]){d.prefetch, !d.prefetch});
 }
 
 /* ts_depthwise_cpu_params of ts_schedule_depthwise_nchwc_cpu: the shape's
@@ -615,6 +619,7 @@ ts_conv2d_cpu_params ts_tune_conv2d_params(const ts_tune_task *t, const ts_tune_
 	p.parallel = tune_param(sp, c, "parallel", p.parallel) != 0;
 	p.pad = (ts_pad_mode)tune_param(sp, c, "pad", p.pad);
 	p.rc_block = tune_param(sp, c, "rc_block", p.rc_block);
+	p.prefetch = tune_param(sp, c, "prefetch", p.prefetch) != 0;
 	return p;
 }
 

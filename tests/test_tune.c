@@ -26,7 +26,9 @@ static ts_tune_task task(ts_ctx *ctx, const char *op, int n, const int64_t *shap
 }
 
 /* A short search: the chosen candidate computes the reference and was
- * measured no slower than the default in the same run. */
+ * measured no slower than the default in the same run, every call on the
+ * next of the sets of buffers (these tasks' are small: as many sets as
+ * ts_cold_sets gives). */
 static void check_search(const char *op, int n, const int64_t *shape)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -40,6 +42,7 @@ static void check_search(const char *op, int n, const int64_t *shape)
 	ck_assert_int_ge(r.trials, 2);
 	ck_assert_int_eq(r.wrong, 0);
 	ck_assert_str_eq(r.reference, "ts_eval");
+	ck_assert_int_eq(r.sets, TS_COLD_MAX_SETS);
 	ck_assert(r.best_ms > 0 && r.default_ms > 0);
 	ck_assert(r.best_ms <= r.default_ms);
 	ts_tune_cand def = ts_tune_default(&t);
