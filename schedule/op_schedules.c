@@ -228,7 +228,7 @@ ts_matmul_cpu_params ts_matmul_cpu_default(void)
 {
 	bool wide = host_has_avx512();
 	return (ts_matmul_cpu_params){.mr = wide ? 6 : 4, .nr = wide ? 32 : 16, .kunroll = 4,
-				      .parallel = true};
+				      .parallel = true, .prefetch = wide};
 }
 
 bool ts_matmul_cpu_packs(int64_t m)
@@ -356,10 +356,26 @@ static ts_status tile_output(ts_schedule *s, ts_stage *so, const ts_tensor *C,
 	return d->parallel ? ts_parallel(so, outer) : TS_OK;
 }
 
+/* Whether t is an input of constant extents, as ts_prefetch wants. */
+static bool constant_input(const ts_tensor *t)
+{
+	if (t->op != TS_OP_PLACEHOLDER)
+		return false;
+	for (int i = 0; i < t->ndim; i++)
+		if (t->dim_var[i])
+			return false;
+	return true;
+}
+
 /* The local accumulator, one tile of O computed at O's tile loop f: k
- * outermost, the mr rows unrolled and the nr columns one vector each. */
+ * outermost, the mr rows unrolled and the nr columns one vector each.
+ * With d->prefetch, each k step also fetches the B rows the next tile
+ * reads at that step: within a column panel they are in cache already (a
+ * prefetch that hits costs a load slot, of which the block leaves
+ * plenty), and the last tile of a panel brings in the next panel's, which
+ * its first tile would otherwise wait for. */
 static ts_status schedule_accumulator(ts_stage *scc, ts_stage *so, ts_axis *f,
-				      const ts_matmul_cpu_params *d)
+				      const ts_matmul_cpu_params *d, const ts_tensor *C)
 {
 	ts_axis *ko, *ki;
 	TRY(ts_compute_at(scc, so, f));
@@ -368,6 +384,9 @@ static ts_status schedule_accumulator(ts_stage *scc, ts_stage *so, ts_axis *f,
 	TRY(ts_reorder(scc, TS_AXES(ko, ki, mc, nc)));
 	TRY(ts_unroll(scc, ki));
 	TRY(ts_unroll(scc, mc));
+	ts_tensor *B = C->inputs[C->ninputs - 1];
+	if (d->prefetch && constant_input(B))
+		TRY(ts_prefetch_ahead(scc, B, ko, f, 1));
 	return ts_vectorize(scc, nc);
 }
 
@@ -494,7 +513,7 @@ static ts_status schedule_matmul(ts_schedule *s, const char *what, ts_tensor *C,
 	ts_stage *sc = ts_stage_of(s, C);
 	ts_axis *f;
 	TRY(tile_output(s, sc, C, &d, &f));
-	return schedule_accumulator(ts_stage_of(s, CC), sc, f, &d);
+	return schedule_accumulator(ts_stage_of(s, CC), sc, f, &d, C);
 }
 
 ts_status ts_schedule_matmul_cpu(ts_schedule *s, ts_tensor *C, const ts_matmul_cpu_params *p)
@@ -737,7 +756,7 @@ ts_status ts_schedule_dense_cpu(ts_schedule *s, ts_tensor *Y, const ts_matmul_cp
 	ts_stage *sy = ts_stage_of(s, Y);
 	ts_axis *f;
 	TRY(tile_output(s, sy, C, &d, &f));
-	return schedule_accumulator(ts_stage_of(s, C), sy, f, &d);
+	return schedule_accumulator(ts_stage_of(s, C), sy, f, &d, C);
 }
 
 ts_status ts_schedule_batch_matmul_cpu(ts_schedule *s, ts_tensor *Y, const ts_matmul_cpu_params *p)

@@ -73,7 +73,8 @@ extern "C" {
  * outside; 0.6: conv2d records carry rc_block, the reduction's chunks;
  * 0.7: matmul records (K above 128) carry kc, the reduction's chunks;
  * 0.8: every candidate is timed with its data out of cache (rotating
- * buffer sets, ts_cold_sets), and conv2d records carry prefetch. */
+ * buffer sets, ts_cold_sets), and matmul and conv2d records carry
+ * prefetch. */
 #define TS_TUNE_VERSION "0.8"
 
 typedef struct ts_tune_space {

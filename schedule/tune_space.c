@@ -181,6 +181,8 @@ static void space_matmul(ts_tune_task *t)
 	int64_t K = t->shape[t->nshape - 1];
 	if (!strcmp(t->op, "matmul") && K > 128)
 		add_param(sp, "kc", 4, (int64_t[]){d.kc, 128, 256, 512});
+	/* the next tile's B fetched during this one's reduction */
+	add_param(sp, "prefetch", 2, (int64_t[]){d.prefetch, !d.prefetch});
 }
 
 /* Batch matmul: the default schedule (blocked 0), or each batch's matmul
@@ -662,7 +664,8 @@ static ts_status schedule_task(ts_schedule *s, const ts_tune_task *t, const ts_t
 					  .kunroll = tune_param(sp, c, "kunroll", 4),
 					  .parallel = tune_param(sp, c, "parallel", 1) != 0,
 					  .pack = (ts_pack_mode)tune_param(sp, c, "pack_at", TS_PACK_AUTO),
-					  .kc = tune_param(sp, c, "kc", 0)};
+					  .kc = tune_param(sp, c, "kc", 0),
+					  .prefetch = tune_param(sp, c, "prefetch", 0) != 0};
 		return ts_schedule_dense_cpu(s, out, &p);
 	}
 	if (!strcmp(sp->kind, "conv2d"))

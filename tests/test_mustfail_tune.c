@@ -234,7 +234,7 @@ START_TEST(test_log_wrong_params)
 	FILE *f = fdopen(fd, "w");
 	fprintf(f, "{\"tessera\": \"%s\", \"op\": \"matmul\", \"shape\": [4, 4, 4], \"dtype\": \"float32\", "
 		   "\"target\": \"llvm\", \"cpu\": \"%s\", \"features\": \"%s\", \"threads\": 1, "
-		   "\"params\": {\"mr\": 2, \"nr\": 8, \"kunroll\": 2, \"parallel\": 0, \"packing\": 0, \"pack_at\": 0}, "
+		   "\"params\": {\"mr\": 2, \"nr\": 8, \"kunroll\": 2, \"parallel\": 0, \"packing\": 0, \"pack_at\": 0, \"prefetch\": 0}, "
 		   "\"median_ms\": 0.01, \"default_ms\": 0.02, \"trials\": 3}\n",
 		TS_TUNE_VERSION, cpu, feat);
 	fclose(f);

@@ -261,6 +261,56 @@ START_TEST(test_matmul_cpu_plain)
 END_TEST
 END_TEST
 
+/* prefetch: each k step of a tile fetches the B rows the next tile reads
+ * (ts_prefetch_ahead on the tile loop) where B is an input of constant
+ * extents read in place: plain, and under a dense epilogue, serial and
+ * parallel; not where B is packed (a stage of its own) nor symbolic.
+ * Results are the reference's either way, on blocks that do not divide
+ * the shape (4 x 8 tiles over 13 x 29, k 17 by 2). */
+static void check_matmul_prefetch(int kind, bool prefetch, bool parallel)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(13, 17), ts_float32);
+	int64_t n = kind == 3 ? ts_size_var(ctx, "n", 64) : 29;
+	ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(17, n), ts_float32);
+	ts_tensor *bias = ts_placeholder(ctx, "bias", TS_SHAPE(29), ts_float32);
+	ts_tensor *C = kind == 1 ? ts_op_matmul_packed(ctx, A, B, 8) : ts_op_matmul(ctx, A, B, false, false);
+	ts_tensor *Y = kind == 2 ? ts_op_relu(ctx, ts_op_bias_add(ctx, C, bias, 1)) : C;
+	tu_nonnull(ctx, Y);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+	ts_matmul_cpu_params p = {.mr = 4, .nr = 8, .kunroll = 2, .parallel = parallel, .prefetch = prefetch};
+	tu_ok(ctx, kind == 2 ? ts_schedule_dense_cpu(s, Y, &p) : ts_schedule_matmul_cpu(s, Y, &p));
+	ts_func *f = kind == 2 ? ts_lower(s, "dense", 4, (ts_tensor *[]){A, B, bias, Y})
+			       : ts_lower(s, "gemm", 3, (ts_tensor *[]){A, B, Y});
+	tu_nonnull(ctx, f);
+	char what[64];
+	snprintf(what, sizeof what, "B %s, prefetch %d, parallel %d",
+		 (const char *[]){"plain", "packed", "under an epilogue", "symbolic"}[kind], (int)prefetch,
+		 (int)parallel);
+	bool fetched = strstr(ir_func_str(ctx, f), "prefetch(B[") != NULL;
+	ck_assert_msg(fetched == (prefetch && kind != 1 && kind != 3), "%s: prefetch of B %s expected:\n%s",
+		      what, fetched ? "not" : "", ir_func_str(ctx, f));
+	if (kind != 3) {
+		tu_set_context(what);
+		tu_check_func(ctx, f, 1e-4);
+		tu_check_func_llvm(ctx, f, NULL, 1e-4);
+		tu_set_context(NULL);
+	}
+	ts_ctx_free(ctx);
+}
+
+START_TEST(test_matmul_cpu_prefetch)
+{
+	for (int kind = 0; kind < 4; kind++)
+		for (int pf = 0; pf < 2; pf++)
+			for (int par = 0; par < 2; par++)
+				check_matmul_prefetch(kind, pf, par);
+	/* the default fetches with AVX-512's blocks, as the convolutions do */
+	ck_assert(ts_matmul_cpu_default().prefetch == (ts_cpu_vector_lanes() == 16));
+	ck_assert(ts_matmul_cpu_default_for(768).prefetch == ts_matmul_cpu_default().prefetch);
+}
+END_TEST
+
 /* Batch matmul, alone and with a scale-and-mask epilogue (attention's
  * scores), on shapes the register blocks do not divide. */
 static ts_expr *scale_mask(ts_ctx *ctx, ts_expr *const *ax, void *user)
@@ -661,6 +711,7 @@ int main(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_matmul_cpu);
 	tcase_add_test(tc, test_matmul_cpu_plain);
+	tcase_add_test(tc, test_matmul_cpu_prefetch);
 	tcase_add_test(tc, test_matmul_cpu_pack);
 	tcase_add_test(tc, test_matmul_cpu_k_chunks);
 	tcase_add_test(tc, test_matmul_cpu_default_for);

@@ -182,18 +182,21 @@ END_TEST
 START_TEST(test_space_conv2d)
 {
 	check_space("conv2d", TS_SHAPE(1, 8, 9, 11, 16, 3, 3, 1, 1), 6);
-	/* each pad mode (auto, copy, inline), the rest the default */
+	/* each pad mode (auto, copy, inline) and prefetch or not, the rest
+	 * the default: each lowers and computes the reference */
 	ts_ctx *ctx = ts_ctx_new();
 	ts_tune_task t = task(ctx, "conv2d", TS_SHAPE(1, 8, 9, 11, 16, 3, 3, 1, 1));
-	int pad = -1;
-	for (int i = 0; i < t.space.nparams; i++)
-		if (!strcmp(t.space.name[i], "pad"))
-			pad = i;
+	int pad = param_index(&t.space, "pad"), pf = param_index(&t.space, "prefetch");
 	ck_assert_int_ge(pad, 0);
+	ck_assert_int_ge(pf, 0);
 	ck_assert_int_eq(t.space.nchoice[pad], 3);
-	for (int m = 0; m < 3; m++) {
+	ck_assert_int_eq(t.space.nchoice[pf], 2);
+	for (int m = 0; m < 5; m++) {
 		ts_tune_cand c = ts_tune_default(&t);
-		c.v[pad] = t.space.choice[pad][m];
+		if (m < 3)
+			c.v[pad] = t.space.choice[pad][m];
+		else
+			c.v[pf] = t.space.choice[pf][m - 3];
 		ts_ctx *cc = ts_ctx_new();
 		ts_func *f = ts_tune_lower(cc, &t, &c);
 		tu_nonnull(cc, f);
@@ -364,7 +367,7 @@ static void record(char *buf, size_t n, const char *version, const char *cpu, co
 	snprintf(buf, n,
 		 "{\"tessera\": \"%s\", \"op\": \"matmul\", \"shape\": [8, 8, 8], \"dtype\": \"float32\", "
 		 "\"target\": \"llvm\", \"cpu\": \"%s\", \"features\": \"%s\", \"threads\": 1, "
-		 "\"params\": {\"mr\": 2, \"nr\": 8, \"kunroll\": 2, \"parallel\": 0, \"pack\": 0, \"pack_at\": 2}, "
+		 "\"params\": {\"mr\": 2, \"nr\": 8, \"kunroll\": 2, \"parallel\": 0, \"pack\": 0, \"pack_at\": 2, \"prefetch\": 1}, "
 		 "\"median_ms\": 0.01, \"default_ms\": 0.02, \"trials\": 3}\n",
 		 version ? version : TS_TUNE_VERSION, cpu ? cpu : hc, feat ? feat : hf);
 }
