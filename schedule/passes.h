@@ -35,6 +35,7 @@
 
 #include "schedule.h"
 #include "sbuf.h"
+#include "bound.h"
 
 /* log, when not NULL, receives the inferred region of every stage. */
 ts_stmt *pass_schedule_ops(ts_ctx *ctx, ts_schedule *s, ts_sbuf *log);
@@ -60,10 +61,12 @@ typedef struct sch_spec {
 /* schedule_ops' helper for ts_prefetch (prefetch.c): body preceded by the
  * prefetch of what its iteration reads of p->tensor once the variable
  * `ahead` (p->ahead's loop variable, over [0, ahead_ext)) is p->offset
- * further on, where that iteration exists; `it` is the index dtype.  NULL
+ * further on, where that iteration exists; `it` is the index dtype.  The
+ * nouter loops around body (each over [0, extent)) range the indices'
+ * other variables, so that floordiv(x*48 + j, 48) is known to be x.  NULL
  * with an error when nothing in body reads the tensor. */
 ts_stmt *sch_prefetch_nest(ts_ctx *ctx, const sch_prefetch *p, ts_expr *ahead, int64_t ahead_ext,
-			   ts_stmt *body, ts_dtype it);
+			   const sch_loop *outer, int nouter, ts_stmt *body, ts_dtype it);
 ts_func *sch_specialize(ts_ctx *ctx, ts_func *f, const sch_spec *spec);
 ts_stmt *sch_bind_sizes(ts_ctx *ctx, int n, ts_expr *const *vars, ts_buffer *sizes, ts_stmt *body);
 

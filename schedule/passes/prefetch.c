@@ -21,6 +21,7 @@
 #define MAX_INNER 256
 #define MAX_READS 32
 #define MAX_LINES 65536 /* 4 MB of 64-byte lines */
+#define MAX_RANGES (MAX_INNER + 128)
 
 typedef struct survey {
 	const ts_tensor *t;
@@ -30,6 +31,8 @@ typedef struct survey {
 	ts_expr *inner[MAX_INNER];  /* loop and let variables bound inside */
 	int64_t min[MAX_INNER], ext[MAX_INNER]; /* ext 0: range unknown */
 	bool overflow;
+	int nrange;
+	ir_range range[MAX_RANGES]; /* the loops around and inside, for the simplifier */
 } survey;
 
 static bool survey_expr(ts_expr *e, void *data)
@@ -121,10 +124,10 @@ static bool dim_box(ts_ctx *ctx, const survey *v, int d, ts_dtype it, ts_expr **
 		l = l ? ts_min(ctx, l, a) : a;
 		h = h ? ts_max(ctx, h, b) : b;
 	}
-	ts_expr *span = l ? ir_simplify(ctx, ts_sub(ctx, h, l), 0, NULL) : NULL;
+	ts_expr *span = l ? ir_simplify(ctx, ts_sub(ctx, h, l), v->nrange, v->range) : NULL;
 	int64_t s;
 	if (span && ir_is_const_int(span, &s) && s >= 0 && s < v->t->shape[d]) {
-		*lo = ir_simplify(ctx, l, 0, NULL);
+		*lo = ir_simplify(ctx, l, v->nrange, v->range);
 		*ext = s + 1;
 		return *lo != NULL;
 	}
@@ -133,12 +136,25 @@ static bool dim_box(ts_ctx *ctx, const survey *v, int d, ts_dtype it, ts_expr **
 	return *lo != NULL;
 }
 
+/* The ranges the simplifier may assume: the loops around (from 0) and
+ * inside the body (those of constant bounds). */
+static void add_ranges(survey *v, const sch_loop *outer, int nouter)
+{
+	for (int i = 0; i < nouter && v->nrange < MAX_RANGES; i++)
+		if (outer[i].extent > 0)
+			v->range[v->nrange++] = (ir_range){outer[i].var, 0, outer[i].extent};
+	for (int i = 0; i < v->ninner && v->nrange < MAX_RANGES; i++)
+		if (v->ext[i] > 0)
+			v->range[v->nrange++] = (ir_range){v->inner[i], v->min[i], v->ext[i]};
+}
+
 ts_stmt *sch_prefetch_nest(ts_ctx *ctx, const sch_prefetch *p, ts_expr *ahead, int64_t ahead_ext,
-			   ts_stmt *body, ts_dtype it)
+			   const sch_loop *outer, int nouter, ts_stmt *body, ts_dtype it)
 {
 	const ts_tensor *t = p->tensor;
 	survey v = {.t = t};
 	ir_stmt_visit(body, survey_stmt, survey_expr, &v);
+	add_ranges(&v, outer, nouter);
 	if (v.overflow) {
 		ts_error(ctx, TS_ERR_INVALID, "lower: prefetch(%s): the loop body of '%s' holds more than %d "
 			 "reads of it or %d loops", t->name, p->axis->name, MAX_READS, MAX_INNER);
@@ -160,7 +176,7 @@ ts_stmt *sch_prefetch_nest(ts_ctx *ctx, const sch_prefetch *p, ts_expr *ahead, i
 	for (int d = 0; d < n; d++) {
 		if (!moved || !dim_box(ctx, &v, d, it, &lo[d], &ext[d]))
 			return NULL;
-		lo[d] = ir_simplify(ctx, ir_substitute(ctx, lo[d], 1, &ahead, &moved), 0, NULL);
+		lo[d] = ir_simplify(ctx, ir_substitute(ctx, lo[d], 1, &ahead, &moved), v.nrange, v.range);
 		if (!lo[d])
 			return NULL;
 	}

@@ -492,7 +492,7 @@ static ts_stmt *prefetches(ops *o, const ts_stage *st, const ts_axis *a, ts_stmt
 				 "computed at)", p->tensor->name, st->name, a->name, p->ahead->name, st->name);
 			return NULL;
 		}
-		body = sch_prefetch_nest(o->ctx, p, ahead, ahead_ext, body, o->it);
+		body = sch_prefetch_nest(o->ctx, p, ahead, ahead_ext, o->stack, o->depth, body, o->it);
 	}
 	return body;
 }
