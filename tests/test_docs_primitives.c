@@ -281,7 +281,11 @@ START_TEST(test_primitives_page)
 	DOC(&out, "prefetch_ahead", "The offset applied to an enclosing loop instead: in each step "
 		"of k, the element of A that the next row reads there, so that the next row's "
 		"data arrive a little at a time while this row computes (the NCHW[x]c convolution "
-		"schedule fetches the next channel block's weights this way).", matmul,
+		"schedule fetches the next channel block's weights this way, and the CPU GEMM the "
+		"next tile's rows of B).  The box of each index is worked out with the ranges of "
+		"the loops around it, so a blocked index such as a packed panel's "
+		"`floordiv(tile*48 + j, 48)` is known to be one panel; an index whose span over the "
+		"inner loops is still not a constant is fetched whole along its dimension.", matmul,
 	    ts_reorder(e.sc, TS_AXES(e.i, e.k, e.j)); ts_prefetch_ahead(e.sc, e.A, e.k, e.i, 1));
 	DOC(&out, "storage_align", "TVM's storage_align: the stride of a dimension of a stage's "
 		"buffer becomes k * factor + offset (the smallest such stride at least the packed "
