@@ -267,9 +267,11 @@ static void print_table(const ts_tune_task *t, const ts_tune_result *r)
 			       (long long)r->best.v[i], (long long)r->def.v[i]);
 	printf("%s\n", n ? "" : " none (the default is the fastest found)");
 	printf("%d candidates measured, %d refused by a primitive, %d wrong; %d rounds in %.1f s; "
-	       "reference: %s; timed on %d buffer set%s in turn (data out of cache, as tessera-bench)\n",
-	       r->trials, r->invalid, r->wrong, r->rounds, r->elapsed_s, r->reference, r->sets,
-	       r->sets == 1 ? "" : "s");
+	       "reference: %s; ", r->trials, r->invalid, r->wrong, r->rounds, r->elapsed_s, r->reference);
+	if (r->sets > 1)
+		printf("timed on %d buffer sets in turn (data out of cache, as tessera-bench)\n", r->sets);
+	else /* ts_cold_sets: one set from 8 MiB */
+		printf("timed on one buffer set (8 MiB or more of data, as tessera-bench)\n");
 }
 
 static int init_task(ts_ctx *ctx, const tune_cli *c, ts_tune_task *t)
