@@ -29,6 +29,8 @@
 #define TUNE_MAX_BEAM 16
 /* candidates built at once (ts_build_all) before they are timed */
 #define TUNE_MAX_BATCH 8
+/* three-parameter mutants drawn per parent in a wide round */
+#define TUNE_WIDE_TRIES 6
 
 typedef struct scored {
 	ts_tune_cand c;
@@ -58,6 +60,7 @@ typedef struct tune_run {
 	ts_tune_cand *seen;
 	int nbeam;
 	scored beam[TUNE_MAX_BEAM];
+	bool wide;           /* mutants of three parameters (the near ones spent) */
 	tune_sets sets;
 } tune_run;
 
@@ -627,7 +630,21 @@ static int round_once(tune_run *R)
 	enum { CAP = TUNE_MAX_BEAM * (TS_TUNE_MAX_PARAMS + 4) };
 	mutant m[CAP];
 	int n = 0, np = R->t->space.nparams;
-	for (int b = 0; b < R->nbeam; b++) {
+	if (R->wide) {
+		/* three parameters at once, each parent in turn, in the order
+		 * drawn: the cost model ranked the near ones already */
+		for (int k = 0; k < TUNE_WIDE_TRIES; k++)
+			for (int b = 0; b < R->nbeam; b++) {
+				ts_tune_cand c = R->beam[b].c;
+				for (int j = 0; j < 3; j++) {
+					int p = (int)(next_rand(&R->rng) % (uint64_t)np);
+					if (R->t->space.nchoice[p] > 1)
+						c = mutate(R, c, p);
+				}
+				add_mutant(R, m, &n, CAP, c);
+			}
+	}
+	for (int b = 0; b < R->nbeam && !R->wide; b++) {
 		for (int p = 0; p < np; p++)
 			if (R->t->space.nchoice[p] > 1)
 				add_mutant(R, m, &n, CAP, mutate(R, R->beam[b].c, p));
@@ -639,7 +656,8 @@ static int round_once(tune_run *R)
 	}
 	if (n == 0)
 		return -1;
-	qsort(m, (size_t)n, sizeof *m, by_cost);
+	if (!R->wide)
+		qsort(m, (size_t)n, sizeof *m, by_cost);
 	int top = R->o->measure_top < 1 ? 1 : R->o->measure_top, better = 0;
 	ts_tune_cand batch[TUNE_MAX_BATCH];
 	for (int i = 0; i < n && i < top && !out_of_budget(R);) {
@@ -724,10 +742,21 @@ ts_status ts_tune(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_opts *o, ts_
 	ts_status st = make_inputs(&R);
 	if (st == TS_OK)
 		st = seed_search(&R);
-	for (int stale = 0; st == TS_OK && stale < o->patience && !out_of_budget(&R); r->rounds++) {
-		int b = round_once(&R);
-		if (b < 0)
-			break;
+	/* near mutants until `patience` rounds find nothing faster (or none is
+	 * left), then wide ones (three parameters) while budget remains,
+	 * until they too go `patience` rounds without a faster candidate; a
+	 * wide round that finds one goes back to the near mutants of it */
+	for (int stale = 0; st == TS_OK && !out_of_budget(&R);) {
+		int b = stale < o->patience ? round_once(&R) : -1;
+		if (b < 0) {
+			if (R.wide)
+				break;
+			R.wide = true, stale = 0;
+			continue;
+		}
+		r->rounds++;
+		if (b)
+			R.wide = false;
 		stale = b ? 0 : stale + 1;
 	}
 	if (st == TS_OK)

@@ -170,7 +170,8 @@ typedef struct ts_tune_progress {
 typedef struct ts_tune_opts {
 	double budget_s;     /* wall-clock budget of the search */
 	uint64_t seed;       /* the mutations drawn depend only on it */
-	int patience;        /* rounds without improvement before stopping */
+	int patience;        /* rounds without improvement before going wide, and
+			      * wide ones before stopping */
 	int beam;            /* best candidates kept as parents */
 	int measure_top;     /* mutants measured per round, best by the cost model */
 	int max_trials;      /* 0: no limit */
@@ -205,9 +206,12 @@ typedef struct ts_tune_result {
  * small, else the default schedule's result), and timed (nothing else
  * running) as tessera-bench times: each call on the next of
  * ts_cold_sets(bytes of the arguments) copies of them, so with its data
- * out of cache (r->sets: how many).  Stops at the
- * budget, after `patience` rounds without a faster candidate, or at
- * max_trials.  The winner and the default are then timed three more times
+ * out of cache (r->sets: how many).  After `patience` rounds without a
+ * faster candidate (or none left to try), the rounds go wide: mutants of
+ * three parameters at once, drawn at random from each parent, measured
+ * without the cost model's ranking; one that is faster brings the near
+ * mutants back.  Stops at the budget, after `patience` wide rounds
+ * without a faster candidate, or at max_trials.  The winner and the default are then timed three more times
  * each, alternately, and the winner is kept only if its median is still
  * below the default's (a shared machine's noise would otherwise pick a
  * candidate timed in a quiet moment): r->best is never measured slower

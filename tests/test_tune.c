@@ -130,6 +130,26 @@ START_TEST(test_search_default_first)
 }
 END_TEST
 
+/* A space the search exhausts (softmax: one parameter, its lanes): the
+ * near rounds run out, the wide ones find nothing new, and the search
+ * ends with every value measured once, long before its budget. */
+START_TEST(test_search_exhausts_space)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tune_task t = task(ctx, "softmax", TS_SHAPE(5, 37));
+	ck_assert_int_eq(t.space.nparams, 1);
+	ts_tune_opts o = ts_tune_opts_default();
+	o.budget_s = 60;
+	o.repeat = 3;
+	ts_tune_result r;
+	tu_ok(ctx, ts_tune(ctx, &t, &o, &r));
+	ck_assert_int_eq(r.trials + r.invalid + r.wrong, t.space.nchoice[0]);
+	ck_assert_msg(r.elapsed_s < 30, "the search ran %.1f s over a space of %d values", r.elapsed_s,
+		      t.space.nchoice[0]);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 static uint64_t rng(uint64_t *s)
 {
 	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
@@ -585,6 +605,7 @@ int main(void)
 	tcase_add_test(tc, test_search_conv2d);
 	tcase_add_test(tc, test_search_conv2d_plain);
 	tcase_add_test(tc, test_search_default_first);
+	tcase_add_test(tc, test_search_exhausts_space);
 	tcase_add_test(tc, test_space_matmul);
 	tcase_add_test(tc, test_space_conv2d);
 	tcase_add_test(tc, test_space_conv2d_plain);
