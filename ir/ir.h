@@ -605,6 +605,9 @@ bool ir_expr_reads(ts_expr *e, const ts_tensor *t);
 bool ir_expr_loads(ts_expr *e, const ts_buffer *b);
 bool ir_expr_equal(const ts_expr *a, const ts_expr *b); /* structural */
 bool ir_is_const_int(const ts_expr *e, int64_t *out);
+/* Whether e is the float constant -0.0, the exact identity of a float sum
+ * (x + -0.0 is x for every x, -0 and NaN included; x + 0.0 is not). */
+bool ir_is_neg_zero(const ts_expr *e);
 /* Whether e (NULL passes) lives in ctx; if not, records "`what`: `which`
  * belongs to another context" there.  Expressions of one computation come
  * from one context: another's are freed with it. */

@@ -105,18 +105,11 @@ static bool is_fconst(const ts_expr *e, double v)
 	return e->kind == IR_FLOAT_IMM && e->u.float_imm == v;
 }
 
-/* -0.0: x + -0.0 is x for every x, -0 and NaN included (x + 0.0 is not:
- * -0 + 0.0 is +0). */
-static bool is_neg_zero(const ts_expr *e)
-{
-	return is_fconst(e, 0.0) && signbit(e->u.float_imm);
-}
-
 /* select(c, t, -0.0), the form a sum's term takes where a test leaves it
  * out (fe_skip_padding) */
 static bool is_dropped_term(const ts_expr *e)
 {
-	return e->kind == IR_SELECT && is_neg_zero(e->u.select.f);
+	return e->kind == IR_SELECT && ir_is_neg_zero(e->u.select.f);
 }
 
 /* One value, no arithmetic: a variable, a constant, an element of memory. */
@@ -141,9 +134,9 @@ static ts_expr *other_arith(simp *s, ts_expr *e)
 		return a;
 	if (e->kind == IR_MUL && is_fconst(a, 1.0))
 		return b;
-	if (e->kind == IR_ADD && is_neg_zero(b))
+	if (e->kind == IR_ADD && ir_is_neg_zero(b))
 		return a;
-	if (e->kind == IR_ADD && is_neg_zero(a))
+	if (e->kind == IR_ADD && ir_is_neg_zero(a))
 		return b;
 	/* a + select(c, t, -0.0) is select(c, a + t, a): an accumulation the
 	 * test skips, which loop_partition's parts resolve to the update or

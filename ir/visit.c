@@ -9,6 +9,7 @@
 #include "ir.h"
 #include "arith_impl.h"
 
+#include <math.h>
 #include <string.h>
 
 void ir_expr_visit(ts_expr *e, ir_expr_visit_fn fn, void *data)
@@ -428,6 +429,11 @@ bool ir_is_const_int(const ts_expr *e, int64_t *out)
 	if (out)
 		*out = e->u.int_imm;
 	return true;
+}
+
+bool ir_is_neg_zero(const ts_expr *e)
+{
+	return e && e->kind == IR_FLOAT_IMM && e->u.float_imm == 0.0 && signbit(e->u.float_imm);
 }
 
 bool ir_expr_equal(const ts_expr *a, const ts_expr *b)

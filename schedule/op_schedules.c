@@ -9,7 +9,6 @@
 
 #include "ops.h"
 
-#include <math.h>
 #include <stdio.h>
 
 #define TRY(call)                                                              \
@@ -1058,8 +1057,7 @@ static bool skips_padding(const ts_tensor *C)
 	if (b->kind != IR_REDUCE)
 		return false;
 	const ts_expr *t = b->u.reduce.source;
-	return t->kind == IR_SELECT && t->u.select.f->kind == IR_FLOAT_IMM &&
-	       t->u.select.f->u.float_imm == 0.0 && signbit(t->u.select.f->u.float_imm);
+	return t->kind == IR_SELECT && ir_is_neg_zero(t->u.select.f);
 }
 
 /* Resolves d->oh_block (0: auto_rows) and checks that the register block

@@ -434,14 +434,6 @@ static double elapsed_s(const tune_run *R)
 	return ts_ms_since(R->start_ns) / 1e3;
 }
 
-static int param_at(const ts_tune_space *sp, const char *name)
-{
-	for (int i = 0; i < sp->nparams; i++)
-		if (!strcmp(sp->name[i], name))
-			return i;
-	return -1;
-}
-
 /* The default's value for parameters the schedule ignores, so that equal
  * schedules are one candidate, measured once: all of them where sketch or
  * blocked is 0 (the default schedule); a conv2d's pad mode where it has no
@@ -455,13 +447,13 @@ static ts_tune_cand canonical(const ts_tune_task *t, ts_tune_cand c)
 	if ((!strcmp(first, "sketch") || !strcmp(first, "blocked")) && c.v[0] == 0)
 		for (int i = 1; i < sp->nparams; i++)
 			c.v[i] = sp->choice[i][0];
-	int pad = param_at(sp, "pad");
+	int pad = tune_param_index(sp, "pad");
 	if (!strcmp(sp->kind, "conv2d") && pad >= 0 && t->shape[8] == 0)
 		c.v[pad] = sp->choice[pad][0];
 	if (strcmp(sp->kind, "matmul"))
 		return c;
-	int pack = param_at(sp, "pack"), at = param_at(sp, "pack_at"), kc = param_at(sp, "kc"),
-	    pf = param_at(sp, "prefetch");
+	int pack = tune_param_index(sp, "pack"), at = tune_param_index(sp, "pack_at");
+	int kc = tune_param_index(sp, "kc"), pf = tune_param_index(sp, "prefetch");
 	bool packed = pack >= 0 && c.v[pack] != 0;
 	if (at >= 0 && !packed)
 		c.v[at] = sp->choice[at][0];

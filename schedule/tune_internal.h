@@ -33,6 +33,8 @@ ts_status tune_task_check(ts_ctx *ctx, const ts_tune_task *t, const char *what);
 int64_t tune_out_block(const ts_tune_task *t, const ts_tune_cand *c);
 /* conv2d, conv2d_nchw or conv2d_nhwc: the shape N C H W K R S STRIDE PAD. */
 bool tune_is_conv(const char *op);
+/* The index of parameter `name` in the space, or -1. */
+int tune_param_index(const ts_tune_space *sp, const char *name);
 /* The value of parameter `name` in c, or `def` when the space has none. */
 int64_t tune_param(const ts_tune_space *sp, const ts_tune_cand *c, const char *name, int64_t def);
 

@@ -126,12 +126,18 @@ ts_status tune_task_check(ts_ctx *ctx, const ts_tune_task *t, const char *what)
 	return TS_OK;
 }
 
-int64_t tune_param(const ts_tune_space *sp, const ts_tune_cand *c, const char *name, int64_t def)
+int tune_param_index(const ts_tune_space *sp, const char *name)
 {
 	for (int i = 0; i < sp->nparams; i++)
 		if (!strcmp(sp->name[i], name))
-			return c->v[i];
-	return def;
+			return i;
+	return -1;
+}
+
+int64_t tune_param(const ts_tune_space *sp, const ts_tune_cand *c, const char *name, int64_t def)
+{
+	int i = tune_param_index(sp, name);
+	return i >= 0 ? c->v[i] : def;
 }
 
 /* Adds a parameter whose first value is the default; later values equal

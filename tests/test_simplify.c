@@ -593,6 +593,10 @@ START_TEST(test_signed_zeros_differ)
 	ck_assert(!ir_expr_equal(ts_float(ctx, 0.0), ts_float(ctx, -0.0)));
 	ck_assert(ir_expr_equal(ts_float(ctx, -0.0), ts_float(ctx, -0.0)));
 	ck_assert(ir_expr_equal(ts_float(ctx, NAN), ts_float(ctx, NAN)));
+	/* -0.0 alone is a sum's identity */
+	ck_assert(ir_is_neg_zero(ts_float(ctx, -0.0)));
+	ck_assert(!ir_is_neg_zero(ts_float(ctx, 0.0)) && !ir_is_neg_zero(ts_float(ctx, -NAN)));
+	ck_assert(!ir_is_neg_zero(ts_int(ctx, 0)) && !ir_is_neg_zero(NULL));
 	ck_assert_int_eq(ir_simplify(ctx, sel, 0, NULL)->kind, IR_SELECT);
 	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(4), TS_VARS(i), ts_div(ctx, ts_float(ctx, 1.0), sel));
 	float want[4], got[4];
