@@ -730,6 +730,9 @@ ts_status ts_tune(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_opts *o, ts_
 	memset(r, 0, sizeof *r);
 	if (check_opts(ctx, t, o) != TS_OK)
 		return ts_last_status(ctx);
+	/* a fresh start, as ts_lower's: an error left from an earlier call
+	 * must not stand for this run's */
+	ts_clear_error(ctx);
 	tune_run R = {.ctx = ctx, .t = t, .o = o, .r = r, .start_ns = ts_now_ns(), .rng = o->seed};
 	ts_status st = make_inputs(&R);
 	if (st == TS_OK)

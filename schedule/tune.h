@@ -215,7 +215,8 @@ typedef struct ts_tune_result {
  * each, alternately, and the winner is kept only if its median is still
  * below the default's (a shared machine's noise would otherwise pick a
  * candidate timed in a quiet moment): r->best is never measured slower
- * than r->def in this run. */
+ * than r->def in this run.  Once its arguments are checked it clears the
+ * context's error, so a failure reports its own cause. */
 ts_status ts_tune(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_opts *o, ts_tune_result *r);
 
 /* The analytic cost of a candidate (lower is better): an estimate of

@@ -29,6 +29,9 @@ ts_status tune_check_cand(ts_ctx *ctx, const char *what, const ts_tune_task *t, 
  * its number of extents, its space's kind, counts within the arrays);
  * else an error naming `what`.  ctx may be NULL. */
 ts_status tune_task_check(ts_ctx *ctx, const ts_tune_task *t, const char *what);
+/* A space's parameter count, choice counts and names in range (a caller's
+ * struct may hold anything); op names it in the message. */
+ts_status tune_space_check(ts_ctx *ctx, const ts_tune_space *sp, const char *what, const char *op);
 /* conv2d: the output-channel block of candidate c; 0 for the other ops. */
 int64_t tune_out_block(const ts_tune_task *t, const ts_tune_cand *c);
 /* conv2d, conv2d_nchw or conv2d_nhwc: the shape N C H W K R S STRIDE PAD. */

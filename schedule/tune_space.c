@@ -104,6 +104,18 @@ static uint64_t task_seal(const ts_tune_task *t)
 	return (h ^ (uint64_t)t->dtype.lanes) * 0x100000001b3u;
 }
 
+ts_status tune_space_check(ts_ctx *ctx, const ts_tune_space *sp, const char *what, const char *op)
+{
+	if (sp->nparams < 0 || sp->nparams > TS_TUNE_MAX_PARAMS)
+		return ts_error(ctx, TS_ERR_INVALID, "%s: %s has %d parameters, at most %d", what, op,
+				sp->nparams, TS_TUNE_MAX_PARAMS);
+	for (int i = 0; i < sp->nparams; i++)
+		if (sp->nchoice[i] < 1 || sp->nchoice[i] > TS_TUNE_MAX_CHOICES ||
+		    !memchr(sp->name[i], 0, TS_TUNE_NAME))
+			return ts_error(ctx, TS_ERR_INVALID, "%s: %s: parameter %d is malformed", what, op, i);
+	return TS_OK;
+}
+
 ts_status tune_task_check(ts_ctx *ctx, const ts_tune_task *t, const char *what)
 {
 	if (!t)
@@ -112,14 +124,10 @@ ts_status tune_task_check(ts_ctx *ctx, const ts_tune_task *t, const char *what)
 	if (!info || t->nshape != info->nshape || t->space.kind != kind_of(t->op))
 		return ts_error(ctx, TS_ERR_INVALID, "%s: the task is not one ts_tune_task_init made (op, "
 				"extents or space changed)", what);
-	const ts_tune_space *sp = &t->space;
-	if (sp->nparams < 0 || sp->nparams > TS_TUNE_MAX_PARAMS)
-		return ts_error(ctx, TS_ERR_INVALID, "%s: task %s has %d parameters, at most %d", what, t->op,
-				sp->nparams, TS_TUNE_MAX_PARAMS);
-	for (int i = 0; i < sp->nparams; i++)
-		if (sp->nchoice[i] < 1 || sp->nchoice[i] > TS_TUNE_MAX_CHOICES ||
-		    !memchr(sp->name[i], 0, TS_TUNE_NAME))
-			return ts_error(ctx, TS_ERR_INVALID, "%s: task %s: parameter %d is malformed", what, t->op, i);
+	char task[sizeof t->op + 8];
+	snprintf(task, sizeof task, "task %s", t->op);
+	if (tune_space_check(ctx, &t->space, what, task) != TS_OK)
+		return TS_ERR_INVALID;
 	if (t->seal != task_seal(t))
 		return ts_error(ctx, TS_ERR_INVALID, "%s: task %s changed since ts_tune_task_init made it (its "
 				"extents, dtype, target, lanes or parameter names)", what, t->op);
@@ -917,6 +925,7 @@ ts_status ts_tune_apply_generic(ts_schedule *s, ts_tensor *out, int lanes,
 	if (s->nout != 1 || s->outputs[0] != out)
 		return ts_error(s->ctx, TS_ERR_INVALID, "tune_apply_generic(%s): it must be the schedule's only output",
 				out->name);
+	TRY(tune_space_check(s->ctx, sp, "tune_apply_generic", "the space"));
 	int sketch = (int)tune_param(sp, c, "sketch", 0);
 	if (sketch == 0)
 		return ts_schedule_default_cpu(s, lanes);

@@ -95,6 +95,9 @@ START_TEST(test_tune_opts)
 	u.space.choice[0][0] = 0; /* mr 0 */
 	o = ts_tune_opts_default();
 	o.max_trials = 1;
+	/* an error an earlier call left in the context is not reported as
+	 * this run's */
+	ts_error(ctx, TS_ERR_INVALID, "an earlier failure");
 	ck_assert_int_eq(ts_tune(ctx, &u, &o, &r), TS_ERR_INVALID);
 	tu_assert_error(ctx, "tune matmul: the default schedule fails: ");
 	ts_clear_error(ctx);
@@ -152,6 +155,27 @@ START_TEST(test_generic_misuse)
 	ck_assert_int_eq(ts_tune_apply_generic(s, Z, 8, &sp, NULL), TS_ERR_INVALID);
 	tu_assert_error(ctx, "tune_apply_generic: NULL candidate");
 	ck_assert_int_eq(ts_tune_apply_generic(NULL, Z, 8, &sp, &c), TS_ERR_INVALID);
+	ts_clear_error(ctx);
+	/* a space the caller filled with anything: refused before a parameter
+	 * is looked up (its names and values past the arrays) */
+	ts_tune_space bad = sp;
+	bad.nparams = 100;
+	ck_assert_int_eq(ts_tune_apply_generic(s, Z, 8, &bad, &c), TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune_apply_generic: the space has 100 parameters, at most 20");
+	ts_clear_error(ctx);
+	bad = sp;
+	bad.nparams = -1;
+	ck_assert_int_eq(ts_tune_apply_generic(s, Z, 8, &bad, &c), TS_ERR_INVALID);
+	ts_clear_error(ctx);
+	bad = sp;
+	bad.nchoice[1] = 0;
+	ck_assert_int_eq(ts_tune_apply_generic(s, Z, 8, &bad, &c), TS_ERR_INVALID);
+	tu_assert_error(ctx, "tune_apply_generic: the space: parameter 1 is malformed");
+	ts_clear_error(ctx);
+	bad = sp;
+	memset(bad.name[0], 'x', sizeof bad.name[0]); /* no terminating NUL */
+	ck_assert_int_eq(ts_tune_apply_generic(s, Z, 8, &bad, &c), TS_ERR_INVALID);
+	tu_assert_error(ctx, "parameter 0 is malformed");
 	ts_ctx_free(ctx);
 }
 END_TEST
