@@ -224,6 +224,9 @@ typedef struct emitter {
 	int nshared;
 	cg_mma mma; /* tensorized nests (cuda_mma.h) */
 	bool tf32;  /* ts_round_tf32 is used */
+	/* a shared buffer is double-buffered (ts_double_buffer): its fetches
+	 * are cp.async copies, and each barrier waits for them first */
+	bool async_copy;
 	/* within a run of tensorized updates (mma_run): the operand
 	 * fragments loaded so far, each loaded once for the run */
 	bool in_run;
@@ -1152,6 +1155,25 @@ static void vec_compute(emitter *em, const ts_stmt *st, ts_expr *sbase, ts_expr 
 	line(em, "}");
 }
 
+/* A copy into a double-buffered shared buffer from global memory, of 4,
+ * 8 or 16 bytes from an address aligned to that: one cp.async
+ * (ts_cp_async<bytes>, see async_head), which goes on while the thread
+ * goes on to read the buffer's other copy. */
+static bool async_copy(emitter *em, const ts_buffer *dst, const ts_expr *dbase,
+		       const ts_buffer *src, const ts_expr *sbase, int64_t bytes)
+{
+	if (!em->async_copy || !dst->double_buffer || dst->scope != TS_SCOPE_SHARED ||
+	    src->scope != TS_SCOPE_GLOBAL || (bytes != 4 && bytes != 8 && bytes != 16))
+		return false;
+	begin_line(em);
+	ts_sb_printf(&em->out, "ts_cp_async%lld(&%s[", (long long)bytes, lookup(em, dst));
+	sub(em, dbase, 0);
+	ts_sb_printf(&em->out, "], &%s[", lookup(em, src));
+	sub(em, sbase, 0);
+	put(em, "]);\n");
+	return true;
+}
+
 static bool try_float4(emitter *em, const ts_stmt *s)
 {
 	int64_t lanes;
@@ -1168,7 +1190,9 @@ static bool try_float4(emitter *em, const ts_stmt *s)
 		return false;
 	}
 	const char *type = lanes == 4 ? "float4" : "float2";
-	if (em->nvec == 1 && em->vec_loads[0] == st->u.store.value) { /* a copy */
+	if (em->nvec == 1 && em->vec_loads[0] == st->u.store.value &&
+	    async_copy(em, st->u.store.buf, sbase, st->u.store.value->u.load.buf, bases[0], lanes * 4)) {
+	} else if (em->nvec == 1 && em->vec_loads[0] == st->u.store.value) { /* a copy */
 		begin_line(em);
 		vec_access(em, type, st->u.store.buf, sbase, false);
 		put(em, " = ");
@@ -1201,6 +1225,8 @@ static bool try_copy16(emitter *em, const ts_stmt *s)
 	ts_expr *sb = db ? unit_base(em, v->u.load.buf, v->u.load.index, s, lanes) : NULL;
 	if (!sb)
 		return false;
+	if (async_copy(em, dst, db, v->u.load.buf, sb, lanes * 2))
+		return true;
 	const char *type = lanes == 8 ? "uint4" : lanes == 4 ? "uint2" : "unsigned";
 	begin_line(em);
 	vec_access(em, type, dst, db, false);
@@ -1494,6 +1520,12 @@ static void store(emitter *em, const ts_stmt *s)
 		vector_store(em, s);
 		return;
 	}
+	const ts_expr *v = s->u.store.value;
+	if (v->kind == IR_LOAD && v->dtype.lanes == 1 && ts_dtype_eq(v->dtype, s->u.store.buf->dtype) &&
+	    vec_load_slot(em, v) < 0 && lookup(em, v->u.load.buf) &&
+	    async_copy(em, s->u.store.buf, s->u.store.index, v->u.load.buf, v->u.load.index,
+		       v->dtype.bits / 8))
+		return;
 	begin_line(em);
 	ts_sb_printf(&em->out, "%s[", lookup(em, s->u.store.buf));
 	sub(em, s->u.store.index, 0);
@@ -1744,10 +1776,13 @@ static void stmt(emitter *em, const ts_stmt *s)
 		prefetch(em, s->u.prefetch.value);
 		return;
 	case IR_S_BARRIER:
-		if (!em->d->barrier)
+		if (!em->d->barrier) {
 			fail(em, TS_ERR_UNSUPPORTED, "barrier needs the cuda dialect");
-		else
-			line(em, em->d->barrier);
+			return;
+		}
+		if (em->async_copy)
+			line(em, "ts_cp_async_wait();");
+		line(em, em->d->barrier);
 		return;
 	case IR_S_PROVIDE: case IR_S_REALIZE: case IR_STMT_KIND_COUNT:
 		break;
@@ -2086,6 +2121,31 @@ static const char mma_head[] =
 	"  return (unsigned)lo | ((unsigned)hi << 16);\n}\n"
 	LDSM("", "") LDSM("_trans", ".trans");
 
+/* What a kernel with double-buffered shared buffers needs: from sm_80 on,
+ * cp.async copies from global to shared memory that run while the thread
+ * goes on, and the wait for them (cp.async.wait_all) that every barrier
+ * is preceded by, so what the block reads after a barrier has arrived
+ * (cuda_sync.c puts a barrier between every write of a shared buffer and
+ * its reads).  16-byte copies bypass L1 (.cg), as a tile is read from
+ * shared memory; 4- and 8-byte ones can only go through it (.ca).
+ * Before sm_80, plain copies and no wait. */
+#define CP_ASYNC(n, cache, type)                                                                \
+	"static __device__ __forceinline__ void ts_cp_async" #n "(void *d, const void *s)\n{\n"   \
+	"#if __CUDA_ARCH__ >= 800\n"                                                            \
+	"  asm volatile(\"{ .reg .u64 a, g; .reg .u32 p; cvta.to.shared.u64 a, %0; "              \
+	"cvt.u32.u64 p, a; cvta.to.global.u64 g, %1; \"\n"                                       \
+	"               \"cp.async." cache ".shared.global [p], [g], " #n "; }\" "                 \
+	":: \"l\"(d), \"l\"(s) : \"memory\");\n"                                                 \
+	"#else\n"                                                                               \
+	"  *(" type " *)d = *(const " type " *)s;\n"                                             \
+	"#endif\n}\n"
+static const char async_head[] =
+	CP_ASYNC(4, "ca", "unsigned") CP_ASYNC(8, "ca", "uint2") CP_ASYNC(16, "cg", "uint4")
+	"static __device__ __forceinline__ void ts_cp_async_wait(void)\n{\n"
+	"#if __CUDA_ARCH__ >= 800\n"
+	"  asm volatile(\"cp.async.wait_all;\" ::: \"memory\");\n"
+	"#endif\n}\n";
+
 static void assemble(emitter *em, ts_sbuf *sb)
 {
 	const cg_launch *l = &em->launch;
@@ -2100,6 +2160,8 @@ static void assemble(emitter *em, ts_sbuf *sb)
 	ts_sb_puts(sb, em->d->file_head);
 	if (em->mma.nnest)
 		ts_sb_puts(sb, mma_head);
+	if (em->async_copy)
+		ts_sb_puts(sb, async_head);
 	if (em->tf32) /* round_tf32 as ir_round_tf32 */
 		ts_sb_puts(sb, em->d->bind_threads
 			? "static __device__ __forceinline__ float ts_round_tf32(float a)\n{\n"
@@ -2164,8 +2226,10 @@ static const char *emit(ts_ctx *ctx, const ts_func *f, const dialect *d, cg_laun
 	if (d->bind_threads) {
 		collect(&em, f->body, 0);
 		check_launch(&em);
-		for (int i = 0; i < em.nshared; i++)
+		for (int i = 0; i < em.nshared; i++) {
 			define(&em, em.shared[i], em.shared[i]->name);
+			em.async_copy |= em.shared[i]->double_buffer;
+		}
 		if (!em.failed && cg_mma_scan(ctx, f->body, em.launch.block, &em.mma) != TS_OK)
 			em.failed = true;
 		if (!em.failed && em.mma.nnest)

@@ -329,6 +329,10 @@ struct ts_buffer {
 	 * (shape[d] is its bound; strides follow the run-time extents) */
 	ts_expr *dim_var[TS_MAX_DIMS];
 	ts_ctx *ctx; /* the context whose arena holds the buffer */
+	/* a stage's buffer given ts_double_buffer: the double_buffer pass
+	 * makes its twin, and the cuda target may fill either with
+	 * asynchronous copies (cp.async), waited for at each barrier */
+	bool double_buffer;
 };
 
 /* ---- statements -------------------------------------------------------- */

@@ -247,9 +247,10 @@ void ir_sb_stmt(ts_sbuf *sb, const ts_stmt *s, int indent)
 		block(sb, s->u.realize.body, indent);
 		return;
 	case IR_S_ALLOCATE:
-		ts_sb_printf(sb, "allocate %s[%s * %lld] in %s {\n", s->u.alloc.buf->name,
+		ts_sb_printf(sb, "allocate %s[%s * %lld] in %s%s {\n", s->u.alloc.buf->name,
 			     ts_dtype_str(s->u.alloc.buf->dtype, t),
-			     (long long)s->u.alloc.buf->size, ts_scope_name(s->u.alloc.buf->scope));
+			     (long long)s->u.alloc.buf->size, ts_scope_name(s->u.alloc.buf->scope),
+			     s->u.alloc.buf->double_buffer ? ", double-buffered" : "");
 		block(sb, s->u.alloc.body, indent);
 		return;
 	case IR_S_IF:

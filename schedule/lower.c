@@ -13,7 +13,7 @@
 #include "verify.h"
 
 const char *const ts_lower_pass_names[] = {
-	"schedule_ops", "flatten", "simplify", "version_guards", "loop_partition", "unroll",
+	"schedule_ops", "flatten", "double_buffer", "simplify", "version_guards", "loop_partition", "unroll",
 	"vectorize_legal", NULL,
 };
 
@@ -23,6 +23,7 @@ static const struct {
 	ts_stmt *(*pass)(ts_ctx *, ts_stmt *);
 	bool then_simplify;
 } pipeline[] = {
+	{"double_buffer", pass_double_buffer, false},
 	{"simplify", pass_simplify, false},
 	{"version_guards", pass_version_guards, true},
 	{"loop_partition", pass_loop_partition, true},
@@ -273,7 +274,7 @@ static bool lower_args(ts_schedule *s, const char *name, int nargs, ts_tensor *c
 		return false;
 	if (last && !known_pass(last)) {
 		ts_error(ctx, TS_ERR_INVALID,
-			 "lower(%s): unknown pass '%s' (schedule_ops, flatten, simplify, version_guards, loop_partition, unroll, vectorize_legal)",
+			 "lower(%s): unknown pass '%s' (schedule_ops, flatten, double_buffer, simplify, version_guards, loop_partition, unroll, vectorize_legal)",
 			 name, last);
 		return false;
 	}

@@ -24,7 +24,7 @@ extern "C" {
 ts_func *ts_lower(ts_schedule *s, const char *name, int nargs, ts_tensor *const *args);
 
 /* Runs the pipeline only up to and including the named pass ("schedule_ops",
- * "flatten", "simplify", "version_guards", "loop_partition", "unroll",
+ * "flatten", "double_buffer", "simplify", "version_guards", "loop_partition", "unroll",
  * "vectorize_legal"), so
  * any intermediate IR can be printed.  After schedule_ops the body still
  * holds REALIZE/PROVIDE/READ. */

@@ -1535,7 +1535,7 @@ ts_status ts_schedule_depthwise_nchwc_cpu(ts_schedule *s, ts_tensor *Y,
 ts_matmul_cuda_params ts_matmul_cuda_default(void)
 {
 	return (ts_matmul_cuda_params){.block_m = 64, .block_n = 64, .thread_m = 4, .thread_n = 4,
-				       .tile_k = 8};
+				       .tile_k = 8, .double_buffer = 1};
 }
 
 static int64_t min64(int64_t a, int64_t b)
@@ -1595,7 +1595,18 @@ static int64_t a_tile_pad(const ts_matmul_cuda_params *d, int64_t elem_bytes)
 	    d->block_m > 65536 || d->block_n > 65536 || d->tile_k > 65536)
 		return 0;
 	int64_t bytes = elem_bytes * (d->block_m * (d->tile_k + 4) + d->block_n * d->tile_k);
-	return bytes <= 49152 ? 4 : 0;
+	return bytes * (d->double_buffer ? 2 : 1) <= 49152 ? 4 : 0;
+}
+
+/* The shared tiles' bytes, both copies of a double buffer counted
+ * (INT64_MAX for tiles past 2^16, which never fit). */
+static int64_t cuda_tile_bytes(const ts_matmul_cuda_params *d, int64_t elem_bytes)
+{
+	if (d->block_m > 65536 || d->block_n > 65536 || d->tile_k > 65536)
+		return INT64_MAX;
+	/* each factor is at most 2^16: no overflow */
+	return elem_bytes * (d->block_m * (d->tile_k + a_tile_pad(d, elem_bytes)) +
+			     d->block_n * d->tile_k) * (d->double_buffer ? 2 : 1);
 }
 
 /* A GPU GEMM's tile loops: block rows and columns on blockIdx.y/x, the
@@ -1656,6 +1667,8 @@ static ts_status schedule_gemm_like_cuda(ts_schedule *s, ts_tensor *C, int a_in,
 	for (int i = 0; i < 2; i++) {
 		ts_stage *ss = ts_stage_of(s, shared[i]);
 		TRY(ts_compute_at(ss, sl, ko));
+		if (d->double_buffer)
+			TRY(ts_double_buffer(ss));
 		ts_axis *fz, *fo, *fv, *o, *t, *o2, *t2;
 		TRY(ts_fuse(ss, ts_axis_of(ss, shared[i]->ndim - 2), ts_axis_of(ss, shared[i]->ndim - 1), &fz));
 		/* 4 consecutive floats per thread: one 16-byte load where aligned */
@@ -1680,7 +1693,7 @@ static ts_status fits_block(ts_schedule *s, const char *what, int64_t threads, i
 				what, (long long)threads);
 	if (shared > 49152)
 		return ts_error(s->ctx, TS_ERR_INVALID,
-				"%s: shared tiles (block_m + block_n) x tile_k take %lld bytes, more than the 48 KB of static shared memory",
+				"%s: shared tiles (block_m + block_n) x tile_k take %lld bytes (both copies of a double buffer), more than the 48 KB of static shared memory",
 				what, (long long)shared);
 	return TS_OK;
 }
@@ -1706,12 +1719,11 @@ ts_status ts_schedule_matmul_cuda(ts_schedule *s, ts_tensor *C, const ts_matmul_
 	if (batches > 65535)
 		return ts_error(s->ctx, TS_ERR_INVALID, "schedule_matmul_cuda: %lld batches, more than the "
 				"65535 blocks of the grid's z (%s)", (long long)batches, C->name);
-	/* each factor is at most 2^16 where the tiles fit: no overflow */
-	bool huge = d.block_m > 65536 || d.block_n > 65536 || d.tile_k > 65536;
-	int64_t bytes = huge ? INT64_MAX
-			     : (int64_t)(C->dtype.bits / 8) *
-				       (d.block_m * (d.tile_k + a_tile_pad(&d, C->dtype.bits / 8)) +
-					d.block_n * d.tile_k);
+	int64_t bytes = cuda_tile_bytes(&d, C->dtype.bits / 8);
+	if (!p && bytes > 49152) { /* a skinny shape's widened tiles: one copy */
+		d.double_buffer = 0;
+		bytes = cuda_tile_bytes(&d, C->dtype.bits / 8);
+	}
 	int64_t tm = ceil_div64(d.block_m, d.thread_m), tn = ceil_div64(d.block_n, d.thread_n);
 	int64_t threads = tm > 1024 || tn > 1024 ? (tm > tn ? tm : tn) : tm * tn; /* no overflow */
 	TRY(fits_block(s, "schedule_matmul_cuda", threads, bytes));
@@ -1873,7 +1885,7 @@ ts_status ts_schedule_layer_norm_cpu(ts_schedule *s, ts_tensor *Y, int lanes)
 ts_matmul_tc_params ts_matmul_tc_default(void)
 {
 	return (ts_matmul_tc_params){.block_m = 64, .block_n = 64, .warp_m = 32, .warp_n = 32,
-				     .tile_k = 32};
+				     .tile_k = 32, .double_buffer = 1};
 }
 
 /* The largest of v, v / 2, v / 4, ... that divides n, at least 16 (n is a
@@ -1908,6 +1920,15 @@ static bool tc_body(const ts_tensor *C)
 	return p->kind == IR_MUL && tc_operand(p->u.bin.a) && tc_operand(p->u.bin.b) &&
 	       p->u.bin.a->kind == p->u.bin.b->kind &&
 	       tc_read(p->u.bin.a) != tc_read(p->u.bin.b);
+}
+
+/* The shared tiles' bytes, rows padded by 8 (tc_fetch), counted on the
+ * longer side, both copies of a double buffer; the tiles are at most 4096
+ * (tc_check), so no overflow. */
+static int64_t tc_tile_bytes(const ts_tensor *A, const ts_matmul_tc_params *d)
+{
+	return (A->dtype.bits / 8) * (d->block_m + d->block_n + 16) * (d->tile_k + 8) *
+	       (d->double_buffer ? 2 : 1);
 }
 
 static ts_status tc_check(ts_schedule *s, const ts_tensor *C, const ts_matmul_tc_params *d)
@@ -1979,12 +2000,11 @@ static ts_status tc_check(ts_schedule *s, const ts_tensor *C, const ts_matmul_tc
 				(long long)d->warp_n, (long long)(d->warp_m * d->warp_n / 32));
 	/* each tile's rows padded by 8 (tc_fetch), counted on the longer side;
 	 * the tiles are bounded first, so the product cannot overflow */
-	if (d->block_m > 4096 || d->block_n > 4096 || d->tile_k > 4096 ||
-	    (A->dtype.bits / 8) * (d->block_m + d->block_n + 16) * (d->tile_k + 8) > 49152)
+	if (d->block_m > 4096 || d->block_n > 4096 || d->tile_k > 4096 || tc_tile_bytes(A, d) > 49152)
 		return ts_error(ctx, TS_ERR_INVALID, "%s: shared tiles (block_m + block_n) x tile_k, their "
 				"rows padded, take more than the 48 KB of static shared memory (%lld + %lld "
-				"by %lld)", w, (long long)d->block_m, (long long)d->block_n,
-				(long long)d->tile_k);
+				"by %lld%s)", w, (long long)d->block_m, (long long)d->block_n,
+				(long long)d->tile_k, d->double_buffer ? ", two copies of each" : "");
 	return TS_OK;
 }
 
@@ -2027,7 +2047,7 @@ ts_status ts_schedule_matmul_tensorcore(ts_schedule *s, ts_tensor *C, const ts_m
 		/* enough 128 x 128 blocks to fill a GPU: 64 x 64 per warp, so
 		 * that each fragment loaded feeds 4 MMAs (about 220 registers) */
 		d = (ts_matmul_tc_params){.block_m = 128, .block_n = 128, .warp_m = 64, .warp_n = 64,
-					  .tile_k = 32};
+					  .tile_k = 32, .double_buffer = 1};
 	}
 	if (!p && C->ndim == 2 && C->nreduce == 1 && C->shape[0] % 16 == 0 && C->shape[1] % 16 == 0 &&
 	    C->reduce_axis[0]->extent % 16 == 0) {
@@ -2038,6 +2058,9 @@ ts_status ts_schedule_matmul_tensorcore(ts_schedule *s, ts_tensor *C, const ts_m
 		d.warp_m = min64(d.warp_m, d.block_m);
 		d.warp_n = min64(d.warp_n, d.block_n);
 	}
+	if (!p && C->ninputs == 2 && d.block_m <= 4096 && d.block_n <= 4096 && d.tile_k <= 4096 &&
+	    tc_tile_bytes(C->inputs[0], &d) > 49152)
+		d.double_buffer = 0; /* TF32's float32 tiles: one copy */
 	TRY(tc_check(s, C, &d));
 	ts_tensor *A = C->inputs[0], *B = C->inputs[1];
 	ts_tensor *AS = ts_cache_read(s, A, TS_SCOPE_SHARED, 1, &C);
@@ -2075,5 +2098,10 @@ ts_status ts_schedule_matmul_tensorcore(ts_schedule *s, ts_tensor *C, const ts_m
 	TRY(ts_tensorize(sl, lyi, TS_INTRIN_MMA_16X16X16));
 	bool tf32 = A->dtype.bits == 32;
 	TRY(tc_fetch(s, AS, sl, ko, wy, wx, tf32 ? 4 : 8));
-	return tc_fetch(s, BS, sl, ko, wy, wx, 8);
+	TRY(tc_fetch(s, BS, sl, ko, wy, wx, 8));
+	if (d.double_buffer) {
+		TRY(ts_double_buffer(ts_stage_of(s, AS)));
+		TRY(ts_double_buffer(ts_stage_of(s, BS)));
+	}
+	return TS_OK;
 }

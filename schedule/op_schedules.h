@@ -370,16 +370,22 @@ typedef struct ts_matmul_cuda_params {
 	int64_t block_m, block_n; /* C tile per thread block */
 	int64_t thread_m, thread_n; /* C block per thread (registers) */
 	int64_t tile_k;           /* k step of the shared-memory tiles */
+	/* nonzero: the shared tiles double-buffered (ts_double_buffer), the
+	 * next k step's fetched (cp.async from sm_80 on) while this one's
+	 * are read; 1 in the defaults.  Ignored by ts_schedule_conv2d_cuda. */
+	int double_buffer;
 } ts_matmul_cuda_params;
 
 ts_matmul_cuda_params ts_matmul_cuda_default(void);
 /* Schedules C = ts_op_matmul(A, B) for a GPU, any M, N, K: the tiles are
  * clamped to the shape (and, for the defaults, widened along the larger
  * dimension of a skinny shape); see fit_tiles in op_schedules.c.  Tiles of
- * more than 1024 threads per block, or shared tiles over 48 KB, are
- * refused (TS_ERR_INVALID).  A's shared tile has its rows padded by 4
- * elements (ts_storage_align) where its rows thread_m apart would share a
- * bank, and the padded tiles still fit.  A batched product (ts_op_batch_matmul
+ * more than 1024 threads per block, or shared tiles over 48 KB (both
+ * copies of a double buffer counted), are refused (TS_ERR_INVALID); the
+ * defaults drop the double buffer where its two copies would not fit.  A's
+ * shared tile has its rows padded by 4 elements (ts_storage_align) where
+ * its rows thread_m apart would share a bank, and the padded tiles still
+ * fit.  A batched product (ts_op_batch_matmul
  * without transposes: C[b, M, N]) gets the same tiles per batch, its
  * batches bound to the grid's z (at most 65535). */
 ts_status ts_schedule_matmul_cuda(ts_schedule *s, ts_tensor *C, const ts_matmul_cuda_params *p);
@@ -391,6 +397,7 @@ typedef struct ts_matmul_tc_params {
 	int64_t block_m, block_n; /* C tile per thread block */
 	int64_t warp_m, warp_n;   /* C tile per warp, in 16 x 16 MMA tiles */
 	int64_t tile_k;           /* k step of the shared-memory tiles */
+	int double_buffer;        /* as ts_matmul_cuda_params's; 1 in the defaults */
 } ts_matmul_tc_params;
 
 /* 64 x 64 blocks, 32 x 32 warps, k steps of 32.  Without parameters,
@@ -405,7 +412,9 @@ ts_matmul_tc_params ts_matmul_tc_default(void);
  * and stores it from them.  M, N and K are multiples of 16; the tiles are
  * multiples of 16 that divide them (the defaults are halved until they
  * do; given ones that do not are refused, as are more than 32 warps,
- * warp tiles over 64 x 64 and shared tiles over 48 KB).  Refused by name:
+ * warp tiles over 64 x 64 and shared tiles over 48 KB, both copies of a
+ * double buffer counted: the defaults drop the double buffer where they
+ * would not fit).  Refused by name:
  * a compute that is not sum_k float32(A) x float32(B) of two 2-D tensors
  * (the same tensor twice included), symbolic extents, and a C whose stage
  * is already scheduled.  The shared tiles' rows are padded by 8 halves

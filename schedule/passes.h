@@ -17,6 +17,9 @@
  *                  strides); yields the ts_func,
  *                  whose size variables are read from a last parameter or
  *                  replaced by the values a specialization gives
+ *  double_buffer   two copies of each ts_double_buffer stage's buffer: its
+ *                  loop unrolled by two, each half fetching the next
+ *                  step into one copy while reading the other
  *  simplify        arithmetic simplification with loop ranges; drops guards
  *                  that always hold and loops of extent 1
  *  version_guards  tests the guards of size-variable extents once per tile:
@@ -41,6 +44,7 @@
 ts_stmt *pass_schedule_ops(ts_ctx *ctx, ts_schedule *s, ts_sbuf *log);
 ts_func *pass_flatten(ts_ctx *ctx, ts_stmt *body, const char *name, int nargs,
 		      ts_tensor *const *args, const ts_schedule *s);
+ts_stmt *pass_double_buffer(ts_ctx *ctx, ts_stmt *s);
 ts_stmt *pass_simplify(ts_ctx *ctx, ts_stmt *s);
 ts_stmt *pass_version_guards(ts_ctx *ctx, ts_stmt *s);
 ts_stmt *pass_loop_partition(ts_ctx *ctx, ts_stmt *s);

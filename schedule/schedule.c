@@ -750,6 +750,18 @@ ts_status ts_storage_align(ts_stage *st, int dim, int64_t factor, int64_t offset
 	return TS_OK;
 }
 
+ts_status ts_double_buffer(ts_stage *st)
+{
+	if (!check_stage(NULL, st, "double_buffer"))
+		return TS_ERR_INVALID;
+	if (st->is_output)
+		return fail(st, "double_buffer", "%s is an output: its buffer is the caller's",
+			    st->name);
+	st->double_buffer = true;
+	sch_step(st->sch, "double_buffer(%s)", st->name);
+	return TS_OK;
+}
+
 ts_status ts_prefetch(ts_stage *st, ts_tensor *t, ts_axis *axis, int64_t offset)
 {
 	return ts_prefetch_ahead(st, t, axis, axis, offset);
@@ -1247,6 +1259,8 @@ static void print_stage(ts_sbuf *sb, const ts_stage *st)
 		if (st->align_factor[d])
 			ts_sb_printf(sb, "  storage_align dimension %d: stride = k * %lld + %lld\n", d,
 				     (long long)st->align_factor[d], (long long)st->align_offset[d]);
+	if (st->double_buffer)
+		ts_sb_puts(sb, "  double_buffer: two copies, the next step's fetched while one is read\n");
 	for (int i = 0; i < st->nprefetch; i++) {
 		const sch_prefetch *p = &st->prefetch[i];
 		ts_sb_printf(sb, "  prefetch %s at %s, %s %+lld\n", p->tensor->name, p->axis->name,

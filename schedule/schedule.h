@@ -132,6 +132,7 @@ struct ts_stage {
 	sch_prefetch prefetch[TS_MAX_PREFETCH];
 	/* ts_storage_align, per dimension of the tensor: factor 0 = none */
 	int64_t align_factor[TS_MAX_DIMS], align_offset[TS_MAX_DIMS];
+	bool double_buffer; /* ts_double_buffer */
 };
 
 struct ts_schedule {
@@ -247,6 +248,21 @@ ts_status ts_prefetch_ahead(ts_stage *st, ts_tensor *t, ts_axis *axis, ts_axis *
  * an input of the function (their layout is the caller's).  Lowering
  * refuses it on a stage computed inline (which has no buffer). */
 ts_status ts_storage_align(ts_stage *st, int dim, int64_t factor, int64_t offset);
+/* TVM's s[T].double_buffer(): the stage's buffer, computed at a loop of
+ * its consumer (a shared-memory tile fetched at each step of a GEMM's
+ * reduction), gets two copies, and the loop fetches the next step's tile
+ * into one copy while its statements read the other: lowering (the
+ * double_buffer pass) unrolls the loop by two, each half naming its copy,
+ * with the first fetch before the loop.  On the cuda target the block then
+ * meets at one barrier per step instead of two, and from sm_80 on the
+ * fetches are asynchronous copies (cp.async) that run while the other copy
+ * is read, waited for at each barrier.  Results never change; the buffer's
+ * memory doubles.  Not an output (the caller's buffer); lowering refuses a
+ * stage computed inline or at root, at a loop that is not sequential (bound
+ * to a thread, parallel, vectorized), or whose fetch is not a statement of
+ * that loop of its own (one that also reads what the loop writes, or that
+ * other statements read before it), naming the loop. */
+ts_status ts_double_buffer(ts_stage *st);
 /* Tensor intrinsics for ts_tensorize. */
 typedef enum ts_intrin {
 	/* a warp's 16 x 16 x 16 matrix multiply-accumulate on tensor cores:

@@ -89,7 +89,7 @@ if have "$tutorial"; then
 	expect "--threads: 0 is out of range (1 to 1024)" "$t" softmax --threads 0
 	expect "--step: 5 is not a step of conv; the steps are 0 to 4" "$t" conv --step 5
 	expect "--size: 1025 is out of range (1 to 1024)" "$t" conv --size 1025
-	expect "--step: 3 is not a step of gpu; the steps are 0 to 2" "$t" gpu --step 3
+	expect "--step: 4 is not a step of gpu; the steps are 0 to 3" "$t" gpu --step 4
 	expect "--size: -3 is out of range (1 to" "$t" gpu --size -3
 	expect "--plot: cannot write '/nonexistent/gpu.svg'" "$t" gpu --plot /nonexistent/gpu.svg
 	expect "--plot needs a value" "$t" gemm --plot

@@ -254,6 +254,9 @@ static void random_schedule(rs_rng *r, const rs_options *o, rs_case *c)
 	default: break;
 	}
 	maybe_store(r, o, sp, reader);
+	/* the choice made only then, so seeds without it keep their schedules */
+	if (o->double_buffer && rs_pick(r, 2))
+		ts_double_buffer(sp);
 	/* B is read by the reduction's stage (or C), A by P or, P inlined,
 	 * by P's reader */
 	if (c->kind != RS_ROWSUM)
@@ -281,5 +284,8 @@ bool rs_lower_refusal_ok(const char *msg)
 	       strstr(msg, "its iterations would share the buffer") ||
 	       (strstr(msg, "lower: prefetch(") && (strstr(msg, "does not enclose") ||
 						    strstr(msg, "was split or fused"))) ||
-	       (strstr(msg, "lower: stage ") && strstr(msg, "no loops for its prefetch"));
+	       (strstr(msg, "lower: stage ") && strstr(msg, "no loops for its prefetch")) ||
+	       /* P inline or at root, at a thread or parallel loop, or
+		* stored further out than it is computed */
+	       strstr(msg, "lower: double_buffer");
 }

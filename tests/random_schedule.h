@@ -58,6 +58,7 @@ typedef struct rs_options {
 	bool tensorize;    /* splits by 16 and ts_tensorize are among the
 			    * primitives (a tensorized nest runs as its loops
 			    * on the CPU: the passes must keep it so) */
+	bool double_buffer; /* P sometimes double-buffered (ts_double_buffer) */
 } rs_options;
 
 typedef struct rs_case {

@@ -294,6 +294,18 @@ START_TEST(test_primitives_page)
 		"padding; results never change.", matmul,
 	    ts_tensor *aa = ts_cache_read(e.s, e.A, TS_SCOPE_LOCAL, 1, &e.C);
 	    ts_storage_align(ts_stage_of(e.s, aa), 0, 8, 1));
+	DOC(&out, "double_buffer", "TVM's double_buffer: a stage computed at a loop gets two "
+		"copies of its buffer (here A's row segment, a local copy per step of k), and the "
+		"loop is unrolled by two: the first step's fetch comes before the loop, and each "
+		"half fetches the next step into one copy while reading the other.  On a GPU the "
+		"shared tiles of a GEMM then need one barrier per step instead of two, and from "
+		"sm_80 on their fetches are cp.async copies that run during the arithmetic "
+		"(ts_schedule_matmul_cuda and ts_schedule_matmul_tensorcore do this by default).  "
+		"Results never change; the buffer's memory doubles.", matmul,
+	    ts_tensor *aa = ts_cache_read(e.s, e.A, TS_SCOPE_LOCAL, 1, &e.C);
+	    ts_split(e.sc, e.k, 2, &o, &in);
+	    ts_compute_at(ts_stage_of(e.s, aa), e.sc, o);
+	    ts_double_buffer(ts_stage_of(e.s, aa)));
 	DOC(&out, "tensorize", "TVM's tensorize: the loops from an axis inward, each of extent 16, "
 		"are one 16 x 16 x 16 matrix multiply-accumulate (float16 or bfloat16 operands, or "
 		"float32 ones rounded by round_tf32, and a float32 accumulator).  The loop IR keeps the loops, marked: the CPU, the C "

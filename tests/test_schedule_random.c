@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "lower.h"
+#include "printer.h"
 #include "random_schedule.h"
 
 static void trial_with(uint64_t seed, bool jit, const rs_options *opts)
@@ -51,7 +52,7 @@ static void trial_with(uint64_t seed, bool jit, const rs_options *opts)
 
 static void trial(uint64_t seed, bool jit, bool rfactor, bool store_at, bool prefetch, bool pad)
 {
-	rs_options o = {13, 9, rfactor, false, rfactor, store_at, prefetch, pad, false};
+	rs_options o = {13, 9, rfactor, false, rfactor, store_at, prefetch, pad, false, false};
 	trial_with(seed, jit, &o);
 }
 
@@ -106,7 +107,7 @@ END_TEST
  * (seeds 5000 and up; those whose tensorize was accepted are counted). */
 START_TEST(test_random_schedules_tensorize)
 {
-	rs_options o = {40, 40, true, true, true, true, false, true, true};
+	rs_options o = {40, 40, true, true, true, true, false, true, true, false};
 	int tensorized = 0;
 	for (uint64_t seed = 5000; seed < 5150; seed++) {
 		trial_with(seed, seed % 8 == 0, &o);
@@ -121,6 +122,28 @@ START_TEST(test_random_schedules_tensorize)
 }
 END_TEST
 
+/* Everything of the tests before tensorize, with P sometimes
+ * double-buffered: its loop unrolled by two, each half fetching the next
+ * step's P into one copy while reading the other (seeds 6000 and up;
+ * those whose double buffer lowered are counted). */
+START_TEST(test_random_schedules_double_buffer)
+{
+	rs_options o = {13, 9, true, false, true, true, true, true, false, true};
+	int doubled = 0;
+	for (uint64_t seed = 6000; seed < 6300; seed++) {
+		trial_with(seed, seed % 4 == 0, &o);
+		rs_rng r = {seed, NULL, 0, 0};
+		rs_case c;
+		ts_ctx *ctx = ts_ctx_new();
+		ts_func *f = rs_build(ctx, &r, &o, &c) ? ts_lower(c.s, "f", c.nargs, c.args) : NULL;
+		if (f && strstr(ir_func_str(ctx, f), ".1["))
+			doubled++;
+		ts_ctx_free(ctx);
+	}
+	ck_assert_int_gt(doubled, 10);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("schedule_random");
@@ -132,6 +155,7 @@ int main(void)
 	tcase_add_test(tc, test_random_schedules_prefetch);
 	tcase_add_test(tc, test_random_schedules_pad);
 	tcase_add_test(tc, test_random_schedules_tensorize);
+	tcase_add_test(tc, test_random_schedules_double_buffer);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -85,6 +85,22 @@ static ts_status sched_matmul(ts_schedule *s, ts_tensor *out)
 	return ts_schedule_matmul_cpu(s, out, NULL);
 }
 
+/* A's row segments copied to a double-buffered local buffer at each step
+ * of k (split by 4): the double_buffer pass's form for a symbolic number
+ * of steps (guarded halves, the first fetch under n > 0). */
+static ts_status sched_matmul_db(ts_schedule *s, ts_tensor *out)
+{
+	ts_tensor *AL = ts_cache_read(s, out->inputs[0], TS_SCOPE_LOCAL, 1, &out);
+	if (!AL)
+		return ts_last_status(s->ctx);
+	ts_stage *sc = ts_stage_of(s, out), *sa = ts_stage_of(s, AL);
+	ts_axis *ko, *ki;
+	ts_status st = ts_split(sc, ts_reduce_axis_of(sc, 0), 4, &ko, &ki);
+	if (st == TS_OK)
+		st = ts_compute_at(sa, sc, ko);
+	return st == TS_OK ? ts_double_buffer(sa) : st;
+}
+
 static ts_status sched_dense(ts_schedule *s, ts_tensor *out)
 {
 	return ts_schedule_dense_cpu(s, out, NULL);
@@ -199,6 +215,7 @@ START_TEST(test_matmul)
 {
 	check_symbolic(build_matmul, sched_matmul, (int64_t[]){128, 128, 128}, 7, dense_cases);
 	check_symbolic(build_matmul, sched_none, (int64_t[]){128, 128, 128}, 7, dense_cases);
+	check_symbolic(build_matmul, sched_matmul_db, (int64_t[]){128, 128, 128}, 7, dense_cases);
 }
 END_TEST
 

@@ -109,6 +109,14 @@ START_TEST(test_given_tiles_interp)
 	/* the large shapes' tiles: 128 x 128 blocks, 64 x 64 warps */
 	p = (ts_matmul_tc_params){.block_m = 128, .block_n = 128, .warp_m = 64, .warp_n = 64, .tile_k = 32};
 	tu_check_func_interp(ctx, tc_gemm(ctx, 128, 256, 64, ts_float16, false, false, &p), 1e-4);
+	/* double-buffered, 3, 4 and 5 k steps: the odd last step after the
+	 * pairs, and TF32 */
+	for (int64_t k = 48; k <= 80; k += 16) {
+		p = (ts_matmul_tc_params){.block_m = 32, .block_n = 16, .warp_m = 32, .warp_n = 16,
+					  .tile_k = 16, .double_buffer = 1};
+		tu_check_func_interp(ctx, tc_gemm(ctx, 64, 48, k, ts_float16, false, true, &p), 1e-4);
+		tu_check_func_interp(ctx, tc_gemm(ctx, 32, 32, k, ts_float32, true, false, &p), 1e-4);
+	}
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -125,20 +133,27 @@ START_TEST(test_cuda_source)
 		const char *src = cuda_source(ctx, f, targets[i], &m);
 		ck_assert_msg(src != NULL, "%s: %s", targets[i], ts_last_error(ctx));
 		/* 64 x 64 per block, 32 x 32 per warp: 4 warps; per k step of 32,
-		 * 2 x (2 x 2) 16 x 16 x 16 MMAs of two mma.sync each */
+		 * 2 x (2 x 2) 16 x 16 x 16 MMAs of two mma.sync each, and the two
+		 * k steps are the two halves of the double buffer */
 		ck_assert_ptr_nonnull(strstr(src, "block (32, 2, 2)"));
 		/* each lane stores its own fragment elements: no store is left
 		 * to thread 0 of the warp */
 		ck_assert_msg(!strstr(src, "threadIdx.x == 0"), "%.400s", strstr(src, "threadIdx.x == 0"));
-		ck_assert_int_eq(count(src, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), 16);
+		ck_assert_int_eq(count(src, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), 32);
 		/* the 32 x 32 accumulator: 32 registers per lane */
 		ck_assert_ptr_nonnull(strstr(src, "float matmul_local[32];"));
 		ck_assert_ptr_nonnull(strstr(src, "%%laneid"));
 		/* A's fragments by ldmatrix, B's (k rows of contiguous columns) by
 		 * ldmatrix.trans; the shared tiles filled 16 bytes at a time */
-		ck_assert_int_eq(count(src, "ts_ldsm_x4(mma_fa"), 4); /* once per (k, row tile) */
-		ck_assert_int_eq(count(src, "ts_ldsm_x4_trans(mma_fb"), 4);
-		ck_assert_int_eq(count(src, "*(uint4 *)&"), 2);
+		ck_assert_int_eq(count(src, "ts_ldsm_x4(mma_fa"), 8); /* once per (k, row tile) */
+		ck_assert_int_eq(count(src, "ts_ldsm_x4_trans(mma_fb"), 8);
+		/* both steps' tiles fetched by cp.async, 16 bytes each, waited
+		 * for at the one barrier before they are read */
+		ck_assert_int_eq(count(src, "ts_cp_async16(&A_shared"), 2);
+		ck_assert_int_eq(count(src, "ts_cp_async16(&B_shared"), 2);
+		ck_assert_int_eq(count(src, "*(uint4 *)&"), 0);
+		ck_assert_int_eq(count(src, "ts_cp_async_wait();\n  __syncthreads();"), 1);
+		ck_assert_int_eq(count(src, "__syncthreads();"), 1);
 		ck_assert(ts_module_times(m).nvrtc_ms > 0);
 		ts_module_free(m);
 	}
@@ -150,20 +165,32 @@ START_TEST(test_cuda_source)
 	ck_assert_msg(big != NULL, "%s", ts_last_error(ctx));
 	ck_assert_ptr_nonnull(strstr(big, "grid (16, 16, 1), block (32, 2, 2)"));
 	ck_assert_ptr_nonnull(strstr(big, "float matmul_local[128];"));
-	ck_assert_int_eq(count(big, "mma.sync.aligned.m16n8k16"), 64);
-	ck_assert_int_eq(count(big, "ts_ldsm_x4(mma_fa"), 8);
-	ck_assert_int_eq(count(big, "ts_ldsm_x4_trans(mma_fb"), 8);
+	ck_assert_int_eq(count(big, "mma.sync.aligned.m16n8k16"), 128);
+	ck_assert_int_eq(count(big, "ts_ldsm_x4(mma_fa"), 16);
+	ck_assert_int_eq(count(big, "ts_ldsm_x4_trans(mma_fb"), 16);
 	ts_module_free(ml);
 	/* TF32: float32 tiles, two mma.sync m16n8k8 per 16 columns and k step of 16 */
 	f = tc_gemm(ctx, 128, 128, 64, ts_float32, false, false, NULL);
 	ts_module *mt;
 	const char *tf = cuda_source(ctx, f, "cuda -arch=sm_80", &mt);
 	ck_assert_msg(tf != NULL, "%s", ts_last_error(ctx));
-	ck_assert_int_eq(count(tf, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"), 32);
+	ck_assert_int_eq(count(tf, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"), 64);
 	ck_assert_int_gt(count(tf, "__float_as_uint(ts_round_tf32(A_shared["), 0);
-	ck_assert_int_eq(count(tf, "*(float4 *)&"), 2);
+	ck_assert_int_eq(count(tf, "ts_cp_async16(&"), 4);
+	ck_assert_int_eq(count(tf, "*(float4 *)&"), 0);
 	ck_assert_ptr_null(strstr(tf, "ldsm_x4(mma_f")); /* ldmatrix moves 16-bit elements */
 	ts_module_free(mt);
+	/* an odd number of k steps (3): the last after the pair, its tiles
+	 * fetched during the pair; a barrier before each step's reads */
+	f = tc_gemm(ctx, 128, 128, 96, ts_float16, false, false, NULL);
+	ts_module *mo;
+	const char *odd = cuda_source(ctx, f, "cuda -arch=sm_80", &mo);
+	ck_assert_msg(odd != NULL, "%s", ts_last_error(ctx));
+	ck_assert_int_eq(count(odd, "mma.sync.aligned.m16n8k16"), 48);
+	ck_assert_int_eq(count(odd, "ts_cp_async16(&"), 6);
+	ck_assert_int_eq(count(odd, "__syncthreads();"), 3);
+	ck_assert_int_eq(count(odd, "ts_cp_async_wait();"), 3);
+	ts_module_free(mo);
 	/* bfloat16 and transposed operands */
 	f = tc_gemm(ctx, 64, 32, 32, ts_bfloat16, true, true, NULL);
 	ts_module *m;

@@ -1,6 +1,6 @@
 /*
  * gpu_steps.c - tessera-tutorial gpu: C = A x B scheduled for CUDA, from
- * one thread per element to ts_schedule_matmul_cuda.
+ * one thread per element to ts_schedule_matmul_cuda and its double buffer.
  *
  * Each step prints its schedule calls, the loop IR, the head of the CUDA C
  * that tessera generates for it and its launch (grid, block, shared
@@ -93,6 +93,13 @@ static ts_status shared_tiles(tut_graph *g)
 	return TS_OK;
 }
 
+static ts_status registers(tut_graph *g)
+{
+	ts_matmul_cuda_params p = ts_matmul_cuda_default();
+	p.double_buffer = 0;
+	return ts_schedule_matmul_cuda(g->s, g->args[2], &p);
+}
+
 static ts_status library(tut_graph *g)
 {
 	return ts_schedule_matmul_cuda(g->s, g->args[2], NULL);
@@ -126,8 +133,20 @@ static const tut_step steps[] = {
 	 "The library schedule: 64x64 tiles per block, a 4x4 block of C per thread held in "
 	 "registers, 8-deep shared tiles loaded with float4 by all threads; A's tile rows "
 	 "padded to 12 floats (storage_align), so the two rows a warp reads fall in different "
-	 "banks.",
-	 "ts_schedule_matmul_cuda(s, C, NULL);", library},
+	 "banks.  Its double buffer is off here, for the next step.",
+	 "ts_matmul_cuda_params p = ts_matmul_cuda_default();\n"
+	 "p.double_buffer = 0;\n"
+	 "ts_schedule_matmul_cuda(s, C, &p);", registers},
+	{"double buffering (the library default)",
+	 "ts_double_buffer on both shared tiles: two copies of each, the k loop unrolled by two, "
+	 "the next step's tiles fetched into one copy while the other is read; one barrier per "
+	 "step instead of two, and from sm_80 on the fetches are cp.async copies that run during "
+	 "the multiply-adds.",
+	 "ts_schedule_matmul_cuda(s, C, NULL);\n"
+	 "/* which, with the calls of the last step, makes for A's and B's\n"
+	 " * shared tiles (AS, BS):\n"
+	 " *   ts_double_buffer(ts_stage_of(s, AS));\n"
+	 " *   ts_double_buffer(ts_stage_of(s, BS)); */", library},
 };
 
 static const int nsteps = (int)TS_COUNT_OF(steps);
@@ -256,8 +275,11 @@ static int run_step(gpu_env *e, const tut_opts *o, tut_report *rep, int i)
 		return 1;
 	}
 	tut_print_ir(f, o->lines);
-	printf("\nCUDA C:\n```cuda\n");
-	tut_print_head(src, o->lines);
+	/* from the kernel on: the helpers above it (cp.async's) are the same
+	 * in every kernel that uses them */
+	const char *kernel = strstr(src, "extern \"C\"");
+	printf("\nCUDA C%s:\n```cuda\n", kernel ? ", from the kernel" : "");
+	tut_print_head(kernel ? kernel : src, o->lines);
 	printf("```\n");
 	print_launch(&launch);
 	int rc = check_interp(e, &g, f);

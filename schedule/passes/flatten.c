@@ -127,7 +127,8 @@ static ts_expr *flat_expr(ts_ctx *ctx, ts_expr *e, void *data)
 }
 
 /* ts_storage_align of t's stage on buf: each aligned stride rounded up
- * to k * factor + offset, the outer strides and the size following. */
+ * to k * factor + offset, the outer strides and the size following; and
+ * its ts_double_buffer, for the double_buffer pass. */
 static ts_status align(ts_ctx *ctx, const flat *f, const ts_tensor *t, ts_buffer *buf)
 {
 	const ts_stage *st = NULL;
@@ -136,6 +137,7 @@ static ts_status align(ts_ctx *ctx, const flat *f, const ts_tensor *t, ts_buffer
 			st = f->s->stages[i];
 	if (!st)
 		return TS_OK;
+	buf->double_buffer = st->double_buffer;
 	int64_t stride = 1;
 	bool padded = false;
 	for (int d = buf->ndim - 1; d >= 0; d--) {

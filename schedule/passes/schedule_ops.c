@@ -997,10 +997,10 @@ static bool leaf_of_any(const ts_schedule *s, const ts_axis *a)
 	return false;
 }
 
-/* The prefetches and alignments a stage asks for: a prefetch names
- * loops, and axes split or fused after it name none.  A
+/* The prefetches, alignments and double buffering a stage asks for: a
+ * prefetch names loops, and axes split or fused after it name none.  A
  * stage computed inline has no loops to prefetch in and no buffer to
- * align. */
+ * align; a double buffer needs a loop around its fetch. */
 static ts_status check_hints(ops *o)
 {
 	for (int i = 0; i < o->s->nstages; i++) {
@@ -1008,6 +1008,11 @@ static ts_status check_hints(ops *o)
 		if (x->nprefetch && x->attach == SCH_ATTACH_INLINE)
 			return ts_error(o->ctx, TS_ERR_INVALID, "lower: stage %s is computed inline: it has no "
 					"loops for its prefetch of %s", x->name, x->prefetch[0].tensor->name);
+		if (x->double_buffer && x->attach != SCH_ATTACH_AT)
+			return ts_error(o->ctx, TS_ERR_INVALID, "lower: double_buffer(%s): the stage is computed "
+					"%s, not at a loop whose steps could overlap its fetches (compute_at it "
+					"at a loop of its consumer)", x->name,
+					x->attach == SCH_ATTACH_INLINE ? "inline: it has no buffer" : "at root");
 		for (int d = 0; d < x->tensor->ndim; d++)
 			if (x->align_factor[d] && x->attach == SCH_ATTACH_INLINE)
 				return ts_error(o->ctx, TS_ERR_INVALID, "lower: stage %s is computed inline: it "

@@ -125,7 +125,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!ctx)
 		return 0;
 	rs_rng rng = {0, data, size, 0};
-	rs_options o = {40, 40, true, true, true, true, true, true, true};
+	rs_options o = {40, 40, true, true, true, true, true, true, true, true};
 	rs_case c;
 	run r = {ctx, &c, NULL, {NULL}, {NULL}};
 	if (!rs_build(ctx, &rng, &o, &c)) {
