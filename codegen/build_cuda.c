@@ -158,6 +158,21 @@ static ts_func *kernel_func(ts_ctx *ctx, const ts_func *f, const split *sp, int 
 	return k;
 }
 
+/* The most shared memory a block of sm_<num> can take (dynamically, past
+ * 48 KB), from the CUDA programming guide's table of compute
+ * capabilities; 48 KB for an architecture it does not list. */
+static int64_t max_shared(int num)
+{
+	switch (num) {
+	case 70: case 72: return 98304;
+	case 75: return 65536;
+	case 80: case 87: return 166912;
+	case 86: case 89: case 120: case 121: return 101376;
+	case 90: case 100: case 101: case 103: case 110: return 232448;
+	default: return 49152;
+	}
+}
+
 /* Kernel i's source, compiled, and loaded when there is a device. */
 static ts_status compile_kernel(ts_ctx *ctx, const ts_func *k, cg_cuda_module *m, int i,
 				ts_phase_times *times)
@@ -180,6 +195,11 @@ static ts_status compile_kernel(ts_ctx *ctx, const ts_func *k, cg_cuda_module *m
 		return ts_error(ctx, TS_ERR_UNSUPPORTED, "build %s: its tensorized nests (mma.sync "
 				"m16n8k16, m16n8k8 for TF32) need sm_80 or newer; the target is %s", k->name,
 				m->arch);
+	int64_t shared = m->launch[i].shared_bytes;
+	if (num && shared > max_shared(atoi(num + 1)))
+		return ts_error(ctx, TS_ERR_UNSUPPORTED, "build %s: %lld bytes of shared memory per block; "
+				"%s gives a block at most %lld (smaller tiles, or a newer -arch)", k->name,
+				(long long)shared, m->arch, (long long)max_shared(atoi(num + 1)));
 	cg_nvrtc_result r = {0};
 	ts_status st = cg_nvrtc_compile(ctx, src, k->name, m->arch, &r);
 	times->nvrtc_ms += r.compile_ms;
@@ -187,6 +207,9 @@ static ts_status compile_kernel(ts_ctx *ctx, const ts_func *k, cg_cuda_module *m
 		m->mod[i] = ts_cuda_module_load(ctx, m->cuda, r.image, r.size);
 		st = m->mod[i] ? ts_cuda_module_kernel(ctx, m->mod[i], cg_c_ident(ctx, k->name), &m->kernel[i])
 			       : ts_last_status(ctx);
+		/* over 48 KB, the dynamic shared memory the launches ask for */
+		if (st == TS_OK && shared > 0)
+			st = ts_cuda_kernel_allow_shared(ctx, &m->kernel[i], shared);
 	}
 	cg_nvrtc_result_free(&r);
 	return st;

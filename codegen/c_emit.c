@@ -1837,7 +1837,10 @@ static void collect_shared(emitter *em, ts_buffer *b)
 		return;
 	}
 	em->shared[em->nshared++] = b;
-	em->launch.static_shared_bytes += b->size * ts_dtype_bytes(b->dtype);
+	/* each buffer 16-byte aligned (float4 and ldmatrix accesses); the
+	 * sizes are bounded by the arena's 2^40 bytes: no overflow */
+	int64_t bytes = b->size * ts_dtype_bytes(b->dtype);
+	em->launch.static_shared_bytes += (bytes + 15) / 16 * 16;
 }
 
 static void collect(emitter *em, const ts_stmt *s, unsigned bound)
@@ -1887,9 +1890,17 @@ static void check_launch(emitter *em)
 	else if (l->grid[0] > INT32_MAX || l->grid[1] > 65535 || l->grid[2] > 65535)
 		fail(em, TS_ERR_UNSUPPORTED, "grid (%lld, %lld, %lld) exceeds the CUDA limits",
 		     (long long)l->grid[0], (long long)l->grid[1], (long long)l->grid[2]);
-	else if (l->static_shared_bytes > CG_CUDA_MAX_STATIC_SHARED)
-		fail(em, TS_ERR_UNSUPPORTED, "%lld bytes of shared memory, the limit is %d",
-		     (long long)l->static_shared_bytes, CG_CUDA_MAX_STATIC_SHARED);
+	else if (l->static_shared_bytes > CG_CUDA_MAX_SHARED)
+		fail(em, TS_ERR_UNSUPPORTED, "%lld bytes of shared memory per block, more than any GPU "
+		     "gives one (%d, sm_90)", (long long)l->static_shared_bytes, CG_CUDA_MAX_SHARED);
+	else if (l->static_shared_bytes > CG_CUDA_MAX_STATIC_SHARED) {
+		/* above 48 KB a kernel may only take shared memory dynamically:
+		 * the buffers are carved from one extern array (assemble), the
+		 * launch asks for the bytes, and the module allows them
+		 * (cuFuncSetAttribute) */
+		em->launch.shared_bytes = em->launch.static_shared_bytes;
+		em->launch.static_shared_bytes = 0;
+	}
 }
 
 /* ---- the function ---------------------------------------------------------- */
@@ -2151,10 +2162,11 @@ static void assemble(emitter *em, ts_sbuf *sb)
 	const cg_launch *l = &em->launch;
 	if (em->d->bind_threads)
 		ts_sb_printf(sb, "/* tessera: %s, grid (%lld, %lld, %lld), block (%lld, %lld, %lld), "
-			     "%lld bytes of shared memory */\n", em->fname, (long long)l->grid[0],
+			     "%lld bytes of shared memory%s */\n", em->fname, (long long)l->grid[0],
 			     (long long)l->grid[1], (long long)l->grid[2], (long long)l->block[0],
 			     (long long)l->block[1], (long long)l->block[2],
-			     (long long)l->static_shared_bytes);
+			     (long long)(l->static_shared_bytes + l->shared_bytes),
+			     l->shared_bytes ? " (dynamic)" : "");
 	else
 		ts_sb_printf(sb, "/* tessera: %s */\n", em->fname);
 	ts_sb_puts(sb, em->d->file_head);
@@ -2178,11 +2190,22 @@ static void assemble(emitter *em, ts_sbuf *sb)
 			if (em->helpers[h][t])
 				emit_helper(em, sb, h, t);
 	signature(em, sb);
+	if (l->shared_bytes && em->nshared)
+		ts_sb_printf(sb, "  extern %s__align__(16) unsigned char ts_shared[];\n",
+			     em->d->shared_qual);
+	int64_t at = 0;
 	for (int i = 0; i < em->nshared; i++) {
 		const ts_buffer *b = em->shared[i];
+		const char *type = ctype(em, b->dtype);
+		if (l->shared_bytes) { /* dynamic: a slice of ts_shared, 16-byte aligned */
+			ts_sb_printf(sb, "  %s *const %s = (%s *)&ts_shared[%lld];\n", type, lookup(em, b),
+				     type, (long long)at);
+			at += (b->size * ts_dtype_bytes(b->dtype) + 15) / 16 * 16;
+			continue;
+		}
 		ts_sb_printf(sb, "  %s", em->d->shared_qual);
 		ts_sb_printf(sb, em->d->align_fmt, 16);
-		ts_sb_printf(sb, "%s %s[%lld];\n", ctype(em, b->dtype), lookup(em, b), (long long)b->size);
+		ts_sb_printf(sb, "%s %s[%lld];\n", type, lookup(em, b), (long long)b->size);
 	}
 	ts_sb_puts(sb, ts_sb_str(&em->out));
 	ts_sb_puts(sb, "}\n");

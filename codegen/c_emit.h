@@ -48,6 +48,10 @@ typedef ts_launch cg_launch;
  * block compiles but its launch fails. */
 #define CG_CUDA_MAX_BLOCK_Z 64
 #define CG_CUDA_MAX_STATIC_SHARED 49152
+/* Past the static 48 KB a block takes shared memory dynamically, up to
+ * what the architecture allows (cg_cuda_max_shared): this much on sm_90,
+ * the most of any. */
+#define CG_CUDA_MAX_SHARED 232448
 
 const char *cg_emit_c(ts_ctx *ctx, const ts_func *f);
 /* f's CUDA C exactly as f is: no barriers are inserted and f is not

@@ -33,6 +33,8 @@ enum {
 	CU_ATTR_CC_MAJOR = 75,
 	CU_ATTR_CC_MINOR = 76,
 	CU_ATTR_L2_CACHE_SIZE = 38,
+	CU_ATTR_MAX_SHARED_OPTIN = 97, /* MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
+	CU_FUNC_ATTR_MAX_DYNAMIC_SHARED = 8,
 	CU_EVENT_DEFAULT = 0,
 };
 
@@ -56,6 +58,7 @@ enum {
 	X(module_unload, "cuModuleUnload", NULL)                               \
 	X(module_fn, "cuModuleGetFunction", NULL)                              \
 	X(launch, "cuLaunchKernel", NULL)                                      \
+	X(func_set_attr, "cuFuncSetAttribute", NULL)                           \
 	X(event_create, "cuEventCreate", NULL)                                 \
 	X(event_record, "cuEventRecord", NULL)                                 \
 	X(event_sync, "cuEventSynchronize", NULL)                              \
@@ -84,6 +87,7 @@ typedef struct cu_api {
 	cu_result (*module_fn)(cu_function *, cu_module, const char *);
 	cu_result (*launch)(cu_function, unsigned, unsigned, unsigned, unsigned, unsigned,
 			    unsigned, unsigned, cu_stream, void **, void **);
+	cu_result (*func_set_attr)(cu_function, int, int);
 	cu_result (*event_create)(cu_event *, unsigned);
 	cu_result (*event_record)(cu_event, cu_stream);
 	cu_result (*event_sync)(cu_event);
@@ -457,6 +461,31 @@ ts_status ts_cuda_module_kernel(ts_ctx *ctx, ts_cuda_module *m, const char *name
 	out->fn = fn;
 	strcpy(out->name, name);
 	return TS_OK;
+}
+
+ts_status ts_cuda_kernel_allow_shared(ts_ctx *ctx, const ts_cuda_kernel *k, int64_t bytes)
+{
+	if (!ctx)
+		return TS_ERR_INVALID;
+	if (!k || !k->fn || !k->cuda)
+		return ts_error(ctx, TS_ERR_INVALID, "cuda: allow_shared: no kernel");
+	if (bytes < 0 || bytes > INT_MAX)
+		return ts_error(ctx, TS_ERR_INVALID, "cuda: allow_shared(%s): %lld bytes", k->name,
+				(long long)bytes);
+	const ts_cuda *c = k->cuda;
+	int most = 0;
+	if (bind(ctx, c) ||
+	    CHECK(ctx, c, c->api.device_attr(&most, CU_ATTR_MAX_SHARED_OPTIN, c->device),
+		  "cuDeviceGetAttribute(max shared memory per block, opt-in)"))
+		return ts_last_status(ctx);
+	if (bytes > most)
+		return ts_error(ctx, TS_ERR_UNSUPPORTED, "cuda: kernel %s needs %lld bytes of shared "
+				"memory per block; %s (%s) gives at most %d", k->name, (long long)bytes,
+				c->name, c->arch, most);
+	return CHECK(ctx, c, c->api.func_set_attr((cu_function)k->fn, CU_FUNC_ATTR_MAX_DYNAMIC_SHARED,
+						   (int)bytes),
+		     "cuFuncSetAttribute(%s, max dynamic shared memory %lld bytes)", k->name,
+		     (long long)bytes);
 }
 
 /* ---- launches -------------------------------------------------------------------- */

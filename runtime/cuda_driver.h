@@ -35,7 +35,10 @@ extern "C" {
 typedef struct ts_launch {
 	int64_t grid[3];             /* blocks in x, y, z */
 	int64_t block[3];            /* threads per block in x, y, z */
-	int64_t shared_bytes;        /* dynamic shared memory (tessera uses none) */
+	/* dynamic shared memory: tessera's kernels take theirs this way when
+	 * it is over 48 KB (then static_shared_bytes is 0), and need
+	 * ts_cuda_kernel_allow_shared first */
+	int64_t shared_bytes;
 	int64_t static_shared_bytes; /* __shared__ arrays declared by the kernel */
 } ts_launch;
 
@@ -73,6 +76,11 @@ void ts_cuda_module_unload(ts_cuda_module *m);
 ts_status ts_cuda_module_kernel(ts_ctx *ctx, ts_cuda_module *m, const char *name,
 				ts_cuda_kernel *out);
 
+/* Lets k launch with up to `bytes` of dynamic shared memory
+ * (cuFuncSetAttribute, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), as
+ * a kernel needs over 48 KB; refused, naming the device's limit (its
+ * opt-in shared memory per block), where the device has less. */
+ts_status ts_cuda_kernel_allow_shared(ts_ctx *ctx, const ts_cuda_kernel *k, int64_t bytes);
 /* Launches k asynchronously with one device array per kernel parameter. */
 ts_status ts_cuda_launch(ts_ctx *ctx, const ts_cuda_kernel *k, const ts_launch *launch,
 			 int nargs, ts_array *const *args);

@@ -1922,6 +1922,11 @@ static bool tc_body(const ts_tensor *C)
 	       tc_read(p->u.bin.a) != tc_read(p->u.bin.b);
 }
 
+/* The most shared memory a block of every tensor-core GPU (sm_80 and
+ * newer) takes: sm_86's and sm_89's 99 KB; past 48 KB the kernel takes it
+ * dynamically (c_emit.c, build_cuda.c). */
+#define TC_MAX_SHARED 101376
+
 /* The shared tiles' bytes, rows padded by 8 (tc_fetch), counted on the
  * longer side, both copies of a double buffer; the tiles are at most 4096
  * (tc_check), so no overflow. */
@@ -2000,11 +2005,12 @@ static ts_status tc_check(ts_schedule *s, const ts_tensor *C, const ts_matmul_tc
 				(long long)d->warp_n, (long long)(d->warp_m * d->warp_n / 32));
 	/* each tile's rows padded by 8 (tc_fetch), counted on the longer side;
 	 * the tiles are bounded first, so the product cannot overflow */
-	if (d->block_m > 4096 || d->block_n > 4096 || d->tile_k > 4096 || tc_tile_bytes(A, d) > 49152)
+	if (d->block_m > 4096 || d->block_n > 4096 || d->tile_k > 4096 || tc_tile_bytes(A, d) > TC_MAX_SHARED)
 		return ts_error(ctx, TS_ERR_INVALID, "%s: shared tiles (block_m + block_n) x tile_k, their "
-				"rows padded, take more than the 48 KB of static shared memory (%lld + %lld "
-				"by %lld%s)", w, (long long)d->block_m, (long long)d->block_n,
-				(long long)d->tile_k, d->double_buffer ? ", two copies of each" : "");
+				"rows padded, take more than the %d bytes of shared memory every tensor-core "
+				"GPU gives a block (%lld + %lld by %lld%s)", w, TC_MAX_SHARED,
+				(long long)d->block_m, (long long)d->block_n, (long long)d->tile_k,
+				d->double_buffer ? ", two copies of each" : "");
 	return TS_OK;
 }
 
@@ -2059,8 +2065,8 @@ ts_status ts_schedule_matmul_tensorcore(ts_schedule *s, ts_tensor *C, const ts_m
 		d.warp_n = min64(d.warp_n, d.block_n);
 	}
 	if (!p && C->ninputs == 2 && d.block_m <= 4096 && d.block_n <= 4096 && d.tile_k <= 4096 &&
-	    tc_tile_bytes(C->inputs[0], &d) > 49152)
-		d.double_buffer = 0; /* TF32's float32 tiles: one copy */
+	    tc_tile_bytes(C->inputs[0], &d) > TC_MAX_SHARED)
+		d.double_buffer = 0;
 	TRY(tc_check(s, C, &d));
 	ts_tensor *A = C->inputs[0], *B = C->inputs[1];
 	ts_tensor *AS = ts_cache_read(s, A, TS_SCOPE_SHARED, 1, &C);

@@ -412,9 +412,10 @@ ts_matmul_tc_params ts_matmul_tc_default(void);
  * and stores it from them.  M, N and K are multiples of 16; the tiles are
  * multiples of 16 that divide them (the defaults are halved until they
  * do; given ones that do not are refused, as are more than 32 warps,
- * warp tiles over 64 x 64 and shared tiles over 48 KB, both copies of a
- * double buffer counted: the defaults drop the double buffer where they
- * would not fit).  Refused by name:
+ * warp tiles over 64 x 64 and shared tiles over 99 KB (101376 bytes, what
+ * every sm_80+ GPU gives a block; over 48 KB the kernel takes them as
+ * dynamic shared memory), both copies of a double buffer counted: the
+ * defaults drop the double buffer where they would not fit).  Refused by name:
  * a compute that is not sum_k float32(A) x float32(B) of two 2-D tensors
  * (the same tensor twice included), symbolic extents, and a C whose stage
  * is already scheduled.  The shared tiles' rows are padded by 8 halves

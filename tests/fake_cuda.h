@@ -16,6 +16,10 @@
  *   FAKE_CUDA_TICKS=a,b,... each event record advances the fake clock by
  *                           the next value (ms, cycling); default 1.5 ms
  *   FAKE_CUDA_L2=N          CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE (default 4 MiB)
+ *   FAKE_CUDA_SMEM=N        the opt-in shared memory per block (default
+ *                           232448, sm_90's); a launch asking for more
+ *                           dynamic shared memory than 48 KB or than
+ *                           cuFuncSetAttribute allowed fails (1)
  *   FAKE_CUDA_FAIL=NAME:N   the N-th call to NAME (cuEventCreate,
  *                           cuEventRecord, cuEventSynchronize,
  *                           cuEventElapsedTime, cuMemAlloc) since the
@@ -24,7 +28,9 @@
  * fake_live_events, fake_live_allocs (created, not yet destroyed or freed),
  * fake_allocs, fake_last_alloc (bytes), fake_memsets, fake_flushes_timed
  * (memsets between an event pair's two records), fake_launches,
- * fake_launches_at_first_record, fake_records.
+ * fake_launches_at_first_record, fake_records, fake_shared_allowed (the
+ * last cuFuncSetAttribute of the dynamic shared memory), fake_last_shared
+ * (the last launch's dynamic shared memory).
  */
 #ifndef TESSERA_TESTS_FAKE_CUDA_H
 #define TESSERA_TESTS_FAKE_CUDA_H
@@ -47,6 +53,7 @@ static const char *const fake_driver =
 	"static float clock_ms;\n"
 	"long fake_live_events, fake_live_allocs, fake_allocs, fake_last_alloc, fake_memsets;\n"
 	"long fake_flushes_timed, fake_launches, fake_launches_at_first_record = -1, fake_records;\n"
+	"long fake_shared_allowed, fake_last_shared;\n"
 	"static int fails(const char *fn, long *calls, char *seen) {\n"
 	"  const char *e = getenv(\"FAKE_CUDA_FAIL\"); size_t n = strlen(fn);\n"
 	"  if (!e) e = \"\";\n"
@@ -67,7 +74,10 @@ static const char *const fake_driver =
 	"int cuDeviceGet(int *d, int i) { *d = i; return 0; }\n"
 	"int cuDeviceGetName(char *s, int n, int d) { (void)d; strncpy(s, \"Fake GPU\", n); return 0; }\n"
 	"int cuDeviceGetAttribute(int *v, int a, int d) { (void)d; const char *l2 = getenv(\"FAKE_CUDA_L2\");\n"
-	"  *v = a == 75 ? 9 : a == 38 ? (l2 ? atoi(l2) : 4 << 20) : 0; return 0; }\n"
+	"  const char *sm = getenv(\"FAKE_CUDA_SMEM\");\n"
+	"  *v = a == 75 ? 9 : a == 38 ? (l2 ? atoi(l2) : 4 << 20) : a == 97 ? (sm ? atoi(sm) : 232448) : 0;\n"
+	"  return 0; }\n"
+	"int cuFuncSetAttribute(void *f, int a, int v) { (void)f; if (a == 8) fake_shared_allowed = v; return 0; }\n"
 	"int cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = &ctx_tag; return 0; }\n"
 	"int cuDevicePrimaryCtxRelease_v2(int d) { (void)d; return 0; }\n"
 	"int cuCtxSetCurrent(void *c) { return c == &ctx_tag ? 0 : 201; }\n"
@@ -95,8 +105,9 @@ static const char *const fake_driver =
 	"  if (!strstr(name, \"_k\") || nknames == 16) return 500;\n"
 	"  strncpy(knames[nknames], name, 63); *f = knames[nknames++]; return 0; }\n"
 	"int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,\n"
-	"  unsigned bz, unsigned sh, void *st, void **p, void **e) { (void)sh; (void)st; (void)e;\n"
-	"  if (bx * by * bz > 1024) return 1;\n"
+	"  unsigned bz, unsigned sh, void *st, void **p, void **e) { (void)st; (void)e;\n"
+	"  if (bx * by * bz > 1024 || (sh > 49152 && sh > fake_shared_allowed)) return 1;\n"
+	"  fake_last_shared = sh;\n"
 	"  fake_launches++;\n"
 	"  if (f != (void *)vadd) { size_t n = strlen(fake_kernel_log);\n"
 	"    if (n + strlen(f) + 2 < sizeof(fake_kernel_log)) { strcat(fake_kernel_log, f); strcat(fake_kernel_log, \" \"); }\n"

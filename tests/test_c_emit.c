@@ -874,7 +874,8 @@ START_TEST(test_cuda_rejects)
 {
 	ts_ctx *ctx = ts_ctx_new();
 	ts_buffer *A = kg_buf(ctx, "A", ts_float32, 64, 0, TS_SCOPE_GLOBAL);
-	ts_buffer *S = kg_buf(ctx, "S", ts_float32, 13000, 0, TS_SCOPE_SHARED);
+	ts_buffer *S = kg_buf(ctx, "S", ts_float32, 60000, 0, TS_SCOPE_SHARED);
+	ts_buffer *S2 = kg_buf(ctx, "S2", ts_float32, 13000, 0, TS_SCOPE_SHARED);
 	ts_expr *t = ts_var(ctx, "t"), *u = ts_var(ctx, "u"), *n = ts_var(ctx, "n");
 	ts_stmt *st = ir_store(ctx, A, KI(0), ts_float(ctx, 1));
 
@@ -900,7 +901,16 @@ START_TEST(test_cuda_rejects)
 
 	f = kg_func(ctx, "k", 1, &A, ir_allocate(ctx, S, ir_store(ctx, S, KI(0), ts_float(ctx, 1))));
 	ck_assert_ptr_null(cg_emit_cuda(ctx, f, NULL));
-	tu_assert_error(ctx, "cuda: k: 52000 bytes of shared memory, the limit is 49152");
+	tu_assert_error(ctx, "cuda: k: 240000 bytes of shared memory per block, more than any GPU gives "
+			     "one (232448, sm_90)");
+	ts_clear_error(ctx);
+	/* over the static 48 KB: dynamic shared memory, which the launch asks for */
+	f = kg_func(ctx, "k", 1, &A, ir_allocate(ctx, S2, ir_store(ctx, S2, KI(0), ts_float(ctx, 1))));
+	cg_launch l;
+	const char *src = cg_emit_cuda(ctx, f, &l);
+	ck_assert_msg(src && strstr(src, "float *const S2 = (float *)&ts_shared[0];"), "%s", src);
+	ck_assert_int_eq(l.shared_bytes, 52000);
+	ck_assert_int_eq(l.static_shared_bytes, 0);
 	ts_ctx_free(ctx);
 }
 END_TEST

@@ -618,6 +618,56 @@ START_TEST(test_kernels_fake_driver)
 }
 END_TEST
 
+/* The TF32 tensor-core GEMM with 128 x 128 tiles, double-buffered: 71680
+ * bytes of shared memory, over the static 48 KB, so the kernel takes them
+ * dynamically.  On the stand-in (sm_90): loading allows them
+ * (cuFuncSetAttribute), each launch asks for them; a device that gives
+ * less is refused at build, naming both sizes. */
+START_TEST(test_dynamic_shared_fake_driver)
+{
+	char dir[64], lib[128];
+	if (!build_fake_driver(dir, lib))
+		return;
+	setenv("TESSERA_CUDA_LIB", lib, 1);
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(128, 64), ts_float32);
+	ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(64, 128), ts_float32);
+	ts_tensor *C = ts_op_matmul_tf32(ctx, A, B, false, false);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_matmul_tc_params p = {.block_m = 128, .block_n = 128, .warp_m = 64, .warp_n = 64,
+				 .tile_k = 32, .double_buffer = 1};
+	tu_ok(ctx, ts_schedule_matmul_tensorcore(s, C, &p));
+	/* a name the stand-in loads (it knows kernels named *_k*) */
+	ts_func *f = ts_lower(s, "big_k", 3, (ts_tensor *[]){A, B, C});
+	tu_nonnull(ctx, f);
+	ts_cuda *gpu = ts_cuda_open(ctx);
+	tu_nonnull(ctx, gpu);
+	ts_module *m = ts_build(ctx, f, "cuda");
+	tu_nonnull(ctx, m);
+	const char *src = ts_module_source(m, "cuda");
+	ck_assert_ptr_nonnull(strstr(src, "71680 bytes of shared memory (dynamic)"));
+	ck_assert_ptr_nonnull(strstr(src, "extern __shared__ __align__(16) unsigned char ts_shared[];"));
+	ck_assert_int_eq(fake_stat(lib, "fake_shared_allowed"), 71680);
+	ts_array *d[3] = {ts_cuda_array_new(ctx, gpu, ts_float32, 2, A->shape),
+			  ts_cuda_array_new(ctx, gpu, ts_float32, 2, B->shape),
+			  ts_cuda_array_new(ctx, gpu, ts_float32, 2, C->shape)};
+	tu_ok(ctx, ts_module_run(m, 3, d));
+	ck_assert_int_eq(fake_stat(lib, "fake_last_shared"), 71680);
+	ts_module_free(m);
+	setenv("FAKE_CUDA_SMEM", "65536", 1);
+	ck_assert_ptr_null(ts_build(ctx, f, "cuda"));
+	unsetenv("FAKE_CUDA_SMEM");
+	tu_assert_error(ctx, "cuda: kernel big_k needs 71680 bytes of shared memory per block; Fake GPU "
+			     "(sm_90) gives at most 65536");
+	ts_clear_error(ctx);
+	for (int k = 0; k < 3; k++)
+		ts_cuda_array_free(d[k]);
+	ts_cuda_close(gpu);
+	ts_ctx_free(ctx);
+	drop_fake_driver(dir, lib);
+}
+END_TEST
+
 int main(void)
 {
 	bool nvrtc = have_nvrtc();
@@ -636,6 +686,7 @@ int main(void)
 		tc = tcase_create("nvrtc");
 		tcase_add_test(tc, test_readme_flow_fake_driver);
 		tcase_add_test(tc, test_kernels_fake_driver);
+		tcase_add_test(tc, test_dynamic_shared_fake_driver);
 		tcase_set_timeout(tc, 300);
 		tcase_add_test(tc, test_gemm_sm80);
 		tcase_add_test(tc, test_half_kernels);

@@ -365,6 +365,45 @@ START_TEST(test_gemm_golden)
 }
 END_TEST
 
+/* A shared tile of 20480 floats (80 KB), over the static 48 KB: carved
+ * from dynamic shared memory, which sm_80 gives a block and sm_75 (64 KB)
+ * does not: refused at build, naming both. */
+START_TEST(test_dynamic_shared)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(40960), ts_float32);
+	ts_expr *i = ts_var(ctx, "i");
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(40960), TS_VARS(i),
+				  ts_mul(ctx, TS_READ(ctx, A, i), ts_float(ctx, 2)));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ts_tensor *AS = ts_cache_read(s, A, TS_SCOPE_SHARED, 1, &C);
+	tu_nonnull(ctx, AS);
+	ts_stage *sc = ts_stage_of(s, C), *sa = ts_stage_of(s, AS);
+	ts_axis *bo, *bi, *io, *tx, *o, *t;
+	tu_ok(ctx, ts_split(sc, ts_axis_of(sc, 0), 20480, &bo, &bi));
+	tu_ok(ctx, ts_split(sc, bi, 256, &io, &tx));
+	tu_ok(ctx, ts_bind(sc, bo, TS_BLOCK_X));
+	tu_ok(ctx, ts_bind(sc, tx, TS_THREAD_X));
+	tu_ok(ctx, ts_compute_at(sa, sc, bo));
+	tu_ok(ctx, ts_split(sa, ts_axis_of(sa, 0), 256, &o, &t));
+	tu_ok(ctx, ts_bind(sa, t, TS_THREAD_X));
+	ts_func *f = ts_lower(s, "f", 2, (ts_tensor *[]){A, C});
+	tu_nonnull(ctx, f);
+	tu_check_func_interp(ctx, f, 1e-6);
+	ck_assert_ptr_null(ts_build(ctx, f, "cuda -arch=sm_75"));
+	tu_assert_error(ctx, "build f: 81920 bytes of shared memory per block; sm_75 gives a block at "
+			     "most 65536");
+	ts_clear_error(ctx);
+	ts_module *m = ts_build(ctx, f, "cuda -arch=sm_80");
+	tu_nonnull(ctx, m);
+	const char *src = ts_module_source(m, "cuda");
+	ck_assert_ptr_nonnull(strstr(src, "81920 bytes of shared memory (dynamic)"));
+	ck_assert_ptr_nonnull(strstr(src, "float *const A_shared = (float *)&ts_shared[0];"));
+	ts_module_free(m);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_errors)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -397,6 +436,7 @@ int main(void)
 	tcase_add_test(tc, test_gemm_compiles);
 	tcase_add_test(tc, test_conv_compiles);
 	tcase_add_test(tc, test_gemm_golden);
+	tcase_add_test(tc, test_dynamic_shared);
 	tcase_add_test(tc, test_default_schedule_compiles);
 	tcase_add_test(tc, test_default_schedule_kernels);
 	tcase_add_test(tc, test_root_producer_kernel);

@@ -102,23 +102,46 @@ START_TEST(test_random_schedules_pad)
 }
 END_TEST
 
+/* Whether the case of a seed has what the test asks for (its schedule
+ * tensorized, its lowered function a double buffer's twin). */
+typedef bool (*has_fn)(ts_ctx *ctx, rs_case *c);
+
+/* Checks the cases of seeds [from, to) (through LLVM too for every
+ * jit_every-th) and returns how many have what `has` asks for. */
+static int trials_counting(uint64_t from, uint64_t to, int jit_every, const rs_options *o, has_fn has)
+{
+	int n = 0;
+	for (uint64_t seed = from; seed < to; seed++) {
+		trial_with(seed, seed % (uint64_t)jit_every == 0, o);
+		rs_rng r = {seed, NULL, 0, 0};
+		rs_case c;
+		ts_ctx *ctx = ts_ctx_new();
+		if (rs_build(ctx, &r, o, &c) && has(ctx, &c))
+			n++;
+		ts_ctx_free(ctx);
+	}
+	return n;
+}
+
+static bool tensorized(ts_ctx *ctx, rs_case *c)
+{
+	(void)ctx;
+	return strstr(ts_schedule_str(c->s), "@tensorized") != NULL;
+}
+
+static bool doubled(ts_ctx *ctx, rs_case *c)
+{
+	ts_func *f = ts_lower(c->s, "f", c->nargs, c->args);
+	return f && strstr(ir_func_str(ctx, f), ".1[");
+}
+
 /* Extents up to 40, splits by 16 and tensorize among the primitives: a
  * tensorized nest is the loops it marks on the CPU, through every pass
  * (seeds 5000 and up; those whose tensorize was accepted are counted). */
 START_TEST(test_random_schedules_tensorize)
 {
 	rs_options o = {40, 40, true, true, true, true, false, true, true, false};
-	int tensorized = 0;
-	for (uint64_t seed = 5000; seed < 5150; seed++) {
-		trial_with(seed, seed % 8 == 0, &o);
-		rs_rng r = {seed, NULL, 0, 0};
-		rs_case c;
-		ts_ctx *ctx = ts_ctx_new();
-		if (rs_build(ctx, &r, &o, &c) && strstr(ts_schedule_str(c.s), "@tensorized"))
-			tensorized++;
-		ts_ctx_free(ctx);
-	}
-	ck_assert_int_gt(tensorized, 5);
+	ck_assert_int_gt(trials_counting(5000, 5150, 8, &o, tensorized), 5);
 }
 END_TEST
 
@@ -129,18 +152,7 @@ END_TEST
 START_TEST(test_random_schedules_double_buffer)
 {
 	rs_options o = {13, 9, true, false, true, true, true, true, false, true};
-	int doubled = 0;
-	for (uint64_t seed = 6000; seed < 6300; seed++) {
-		trial_with(seed, seed % 4 == 0, &o);
-		rs_rng r = {seed, NULL, 0, 0};
-		rs_case c;
-		ts_ctx *ctx = ts_ctx_new();
-		ts_func *f = rs_build(ctx, &r, &o, &c) ? ts_lower(c.s, "f", c.nargs, c.args) : NULL;
-		if (f && strstr(ir_func_str(ctx, f), ".1["))
-			doubled++;
-		ts_ctx_free(ctx);
-	}
-	ck_assert_int_gt(doubled, 10);
+	ck_assert_int_gt(trials_counting(6000, 6300, 4, &o, doubled), 10);
 }
 END_TEST
 

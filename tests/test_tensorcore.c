@@ -359,7 +359,8 @@ START_TEST(test_schedule_refusals)
 	tu_nonnull(ctx, HC);
 	s = ts_create_schedule(ctx, 1, &HC);
 	p = (ts_matmul_tc_params){.block_m = 8192, .block_n = 16, .warp_m = 256, .warp_n = 16, .tile_k = big};
-	FAILS_ST(ctx, ts_schedule_matmul_tensorcore(s, HC, &p), "more than the 48 KB");
+	FAILS_ST(ctx, ts_schedule_matmul_tensorcore(s, HC, &p),
+		 "more than the 101376 bytes of shared memory every tensor-core GPU gives a block");
 	/* matmul_acc's out_dtype */
 	FAILS_NULL(ctx, ts_op_matmul_acc(ctx, A, B, false, false, ts_int32), "matmul_acc: out_dtype int32");
 	FAILS_NULL(ctx, ts_op_matmul_acc(ctx, X, X2, false, false, ts_float16), "at least as wide");
