@@ -1685,7 +1685,8 @@ static ts_status schedule_gemm_like_cuda(ts_schedule *s, ts_tensor *C, int a_in,
 /* A block of more than 1024 threads cannot launch, and shared tiles over
  * 48 KB cannot be declared statically: refused here, naming the tiles,
  * rather than by the CUDA compiler. */
-static ts_status fits_block(ts_schedule *s, const char *what, int64_t threads, int64_t shared)
+static ts_status fits_block(ts_schedule *s, const char *what, int64_t threads, int64_t shared,
+			    const char *tiles)
 {
 	if (threads > 1024)
 		return ts_error(s->ctx, TS_ERR_INVALID,
@@ -1693,8 +1694,8 @@ static ts_status fits_block(ts_schedule *s, const char *what, int64_t threads, i
 				what, (long long)threads);
 	if (shared > 49152)
 		return ts_error(s->ctx, TS_ERR_INVALID,
-				"%s: shared tiles (block_m + block_n) x tile_k take %lld bytes (both copies of a double buffer), more than the 48 KB of static shared memory",
-				what, (long long)shared);
+				"%s: shared tiles %s take %lld bytes (both copies of a double buffer), more than the 48 KB of static shared memory",
+				what, tiles, (long long)shared);
 	return TS_OK;
 }
 
@@ -1726,8 +1727,185 @@ ts_status ts_schedule_matmul_cuda(ts_schedule *s, ts_tensor *C, const ts_matmul_
 	}
 	int64_t tm = ceil_div64(d.block_m, d.thread_m), tn = ceil_div64(d.block_n, d.thread_n);
 	int64_t threads = tm > 1024 || tn > 1024 ? (tm > tn ? tm : tn) : tm * tn; /* no overflow */
-	TRY(fits_block(s, "schedule_matmul_cuda", threads, bytes));
+	TRY(fits_block(s, "schedule_matmul_cuda", threads, bytes, "(block_m + block_n) x tile_k"));
 	return schedule_gemm_like_cuda(s, C, 0, 1, &d);
+}
+
+/* The coefficient of v in an index a*v + b*r (+ ...) built by fe_window,
+ * 0 where it is not of that form. */
+static int64_t index_coef(const ts_expr *e, const ts_expr *v)
+{
+	int64_t k;
+	switch (e->kind) {
+	case IR_VAR:
+		return e == v;
+	case IR_ADD:
+		return index_coef(e->u.bin.a, v) + index_coef(e->u.bin.b, v);
+	case IR_MUL:
+		if (ir_is_const_int(e->u.bin.b, &k) && e->u.bin.a == v)
+			return k;
+		if (ir_is_const_int(e->u.bin.a, &k) && e->u.bin.b == v)
+			return k;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* A convolution's window: its read of the (padded) input P and of the
+ * weights, and each output row's and column's stride and each tap's
+ * dilation; false where Y is not the plain (one group) NCHW convolution
+ * ts_op_conv2d_nchw builds. */
+typedef struct conv_win {
+	ts_tensor *P, *W;
+	int64_t stride[2], dil[2], R, S;
+} conv_win;
+
+static bool conv_window_of(const ts_tensor *Y, conv_win *w)
+{
+	const ts_expr *b = Y->body;
+	if (Y->ninputs != 2 || !b || b->kind != IR_REDUCE || b->u.reduce.op != TS_REDUCE_SUM ||
+	    b->u.reduce.init || b->u.reduce.source->kind != IR_MUL)
+		return false;
+	const ts_expr *in = b->u.reduce.source->u.bin.a, *wt = b->u.reduce.source->u.bin.b;
+	if (in->kind != IR_READ || wt->kind != IR_READ || in->u.read.n != 4 || wt->u.read.n != 4)
+		return false;
+	w->P = in->u.read.tensor;
+	w->W = wt->u.read.tensor;
+	/* one group: the input channel is the reduction's channel itself */
+	if (w->W->op != TS_OP_PLACEHOLDER || in->u.read.idx[1] != Y->reduce_axis[0]->var ||
+	    w->W->shape[1] != w->P->shape[1])
+		return false;
+	for (int d = 0; d < 2; d++) {
+		w->stride[d] = index_coef(in->u.read.idx[2 + d], Y->axis[2 + d]->var);
+		w->dil[d] = index_coef(in->u.read.idx[2 + d], Y->reduce_axis[1 + d]->var);
+		if (w->stride[d] < 1 || w->dil[d] < 1 || w->stride[d] > 64 || w->dil[d] > 64)
+			return false;
+	}
+	w->R = Y->reduce_axis[1]->extent;
+	w->S = Y->reduce_axis[2]->extent;
+	return true;
+}
+
+/* The largest divisor of n in [4, 8], else min(n, 8): output columns per
+ * block, so that rows are whole where the width allows. */
+static int64_t conv_cols(int64_t n)
+{
+	for (int64_t c = 8; c >= 4; c--)
+		if (n % c == 0)
+			return c;
+	return min64(n, 8);
+}
+
+/* A block's tiles: block_m output channels, bh x bw output pixels; the
+ * shared input tile (tile_k channels, the rows and columns the pixels'
+ * windows cover) and weight tile, both copies of a double buffer. */
+typedef struct conv_tiles {
+	int64_t bh, bw, threads, bytes;
+} conv_tiles;
+
+static conv_tiles conv_tiles_of(const ts_tensor *Y, const conv_win *w, const ts_matmul_cuda_params *d)
+{
+	conv_tiles t;
+	t.bw = conv_cols(Y->shape[3]);
+	t.bh = min64(Y->shape[2], d->block_n / t.bw > 0 ? d->block_n / t.bw : 1);
+	/* parameters are bounded (2^16) before this: no overflow */
+	int64_t rows = (t.bh - 1) * w->stride[0] + (w->R - 1) * w->dil[0] + 1;
+	int64_t cols = (t.bw - 1) * w->stride[1] + (w->S - 1) * w->dil[1] + 1;
+	t.threads = ceil_div64(d->block_m, d->thread_m) * t.bh * ceil_div64(t.bw, d->thread_n);
+	t.bytes = 4 * d->tile_k * (min64(rows, w->P->shape[2]) * min64(cols, w->P->shape[3]) +
+				   d->block_m * w->R * w->S) * (d->double_buffer ? 2 : 1);
+	return t;
+}
+
+/* The default tiles for the layer.  A late layer at batch 1 has few
+ * outputs (14 x 14 x 256: 50176), and 4 x 4 per thread would leave most
+ * of a GPU idle (3136 threads), so each thread's register block shrinks,
+ * columns first, until there are CONV_THREADS threads or it is one
+ * output; then a block's channels, and then its rows, halve until it has
+ * at most 256 threads, and on until there are CONV_BLOCKS blocks, keeping
+ * 16 channels and 64 threads (a wave over the 100-odd SMs of a large
+ * GPU, with some over for the tail). */
+#define CONV_THREADS 32768
+#define CONV_BLOCKS 160
+
+static int64_t conv_blocks(const ts_tensor *Y, const ts_matmul_cuda_params *d, conv_tiles t)
+{
+	return Y->shape[0] * ceil_div64(Y->shape[1], d->block_m) * ceil_div64(Y->shape[2], t.bh) *
+	       ceil_div64(Y->shape[3], t.bw);
+}
+
+static void conv_default_tiles(const ts_tensor *Y, const conv_win *w, ts_matmul_cuda_params *d,
+			       conv_tiles *t)
+{
+	int64_t outputs = Y->shape[0] * Y->shape[1] * Y->shape[2] * Y->shape[3];
+	while (outputs / (d->thread_m * d->thread_n) < CONV_THREADS && d->thread_m * d->thread_n > 1) {
+		if (d->thread_n >= d->thread_m)
+			d->thread_n /= 2;
+		else
+			d->thread_m /= 2;
+	}
+	*t = conv_tiles_of(Y, w, d);
+	for (;;) {
+		bool big = t->threads > 256, few = conv_blocks(Y, d, *t) < CONV_BLOCKS;
+		if (!big && !few)
+			return;
+		ts_matmul_cuda_params e = *d;
+		if (d->block_m / 2 >= 16 && d->block_m / 2 >= d->thread_m)
+			e.block_m = d->block_m / 2;
+		else if (t->bh > 1)
+			e.block_n = (t->bh / 2) * t->bw;
+		else
+			return;
+		conv_tiles u = conv_tiles_of(Y, w, &e);
+		if (!big && u.threads < 64)
+			return;
+		*d = e;
+		*t = u;
+	}
+}
+
+/* The naive schedule, for what the tiled one does not take (grouped
+ * convolutions): one thread per output element of a (channel, column)
+ * tile, padding inlined, accumulating in a register. */
+static ts_status conv2d_cuda_simple(ts_schedule *s, ts_tensor *Y, const ts_matmul_cuda_params *d)
+{
+	int64_t ch = d->thread_n >= Y->shape[1] ? Y->shape[1] : min64(d->thread_n * 4, Y->shape[1]);
+	TRY(fits_block(s, "schedule_conv2d_cuda", ch * min64(d->block_n, Y->shape[2] * Y->shape[3]), 0, ""));
+	for (int i = 0; i < Y->ninputs; i++)
+		if (Y->inputs[i]->op == TS_OP_COMPUTE)
+			TRY(ts_compute_inline(ts_stage_of(s, Y->inputs[i])));
+	ts_tensor *YL = ts_cache_write(s, Y, TS_SCOPE_LOCAL);
+	if (!YL)
+		return ts_last_status(s->ctx);
+	ts_stage *sy = ts_stage_of(s, Y), *sl = ts_stage_of(s, YL);
+	ts_axis *f, *ko, *ki, *fo, *fi;
+	TRY(ts_split(sy, ts_axis_of(sy, 1), d->thread_n * 4, &ko, &ki));
+	TRY(ts_fuse(sy, ts_axis_of(sy, 2), ts_axis_of(sy, 3), &f));
+	TRY(ts_split(sy, f, d->block_n, &fo, &fi));
+	TRY(ts_reorder(sy, TS_AXES(ko, fo, ki, fi)));
+	TRY(ts_bind(sy, ko, TS_BLOCK_Y));
+	TRY(ts_bind(sy, fo, TS_BLOCK_X));
+	TRY(ts_bind(sy, ki, TS_THREAD_Y));
+	TRY(ts_bind(sy, fi, TS_THREAD_X));
+	return ts_compute_at(sl, sy, fi);
+}
+
+/* The shared-memory tiles' cooperative fetch: the tile's elements spread
+ * over the block's ty x tx threads. */
+static ts_status conv_fetch(ts_schedule *s, ts_tensor *T, ts_stage *at, ts_axis *rco, int64_t ty,
+			    int64_t tx, bool db)
+{
+	ts_stage *ss = ts_stage_of(s, T);
+	TRY(ts_compute_at(ss, at, rco));
+	ts_axis *f = ts_axis_of(ss, 0), *o, *t, *o2, *t2;
+	for (int i = 1; i < T->ndim; i++)
+		TRY(ts_fuse(ss, f, ts_axis_of(ss, i), &f));
+	TRY(ts_split(ss, f, ty * tx, &o, &t));
+	TRY(ts_split(ss, t, tx, &o2, &t2));
+	TRY(ts_bind(ss, o2, TS_THREAD_Y));
+	TRY(ts_bind(ss, t2, TS_THREAD_X));
+	return db ? ts_double_buffer(ss) : TS_OK;
 }
 
 ts_status ts_schedule_conv2d_cuda(ts_schedule *s, ts_tensor *Y, const ts_matmul_cuda_params *p)
@@ -1738,29 +1916,67 @@ ts_status ts_schedule_conv2d_cuda(ts_schedule *s, ts_tensor *Y, const ts_matmul_
 	if (Y->ndim != 4 || Y->nreduce != 3)
 		return ts_error(s->ctx, TS_ERR_INVALID, "schedule_conv2d_cuda: %s is not an NCHW convolution",
 				Y->name);
-	/* thread_n * 4 channels x block_n pixels per block, each clamped to the
-	 * layer's extent (as split does), so that small layers launch */
-	int64_t ch = d.thread_n >= Y->shape[1] ? Y->shape[1] : min64(d.thread_n * 4, Y->shape[1]);
-	TRY(fits_block(s, "schedule_conv2d_cuda", ch * min64(d.block_n, Y->shape[2] * Y->shape[3]), 0));
-	/* one thread per output element of a (channel, column) tile, padding inlined */
-	for (int i = 0; i < Y->ninputs; i++)
-		if (Y->inputs[i]->op == TS_OP_COMPUTE)
-			TRY(ts_compute_inline(ts_stage_of(s, Y->inputs[i])));
-	ts_tensor *YL = ts_cache_write(s, Y, TS_SCOPE_LOCAL);
+	conv_win w;
+	if (!conv_window_of(Y, &w))
+		return conv2d_cuda_simple(s, Y, &d);
+	/* tiles clamped to the layer (as split does), so that small layers
+	 * launch; bounded so that their products cannot overflow */
+	d.block_m = min64(min64(d.block_m, Y->shape[1]), 4096);
+	d.thread_m = min64(d.thread_m, d.block_m);
+	d.block_n = min64(d.block_n, 65536);
+	d.tile_k = min64(min64(d.tile_k, w.P->shape[1]), 4096);
+	conv_tiles t = conv_tiles_of(Y, &w, &d);
+	d.thread_n = min64(d.thread_n, t.bw);
+	t = conv_tiles_of(Y, &w, &d);
+	if (!p)
+		conv_default_tiles(Y, &w, &d, &t);
+	/* the defaults give up the double buffer, then halve the channel
+	 * step, until the tiles fit the 48 KB of static shared memory */
+	while (!p && t.bytes > 49152 && (d.double_buffer || d.tile_k > 1)) {
+		if (d.double_buffer)
+			d.double_buffer = 0;
+		else
+			d.tile_k = (d.tile_k + 1) / 2;
+		t = conv_tiles_of(Y, &w, &d);
+	}
+	TRY(fits_block(s, "schedule_conv2d_cuda", t.threads, t.bytes,
+		       "(the input's rows x columns the block's windows cover + block_m x the kernel's taps) x tile_k"));
+	ts_tensor *XS = ts_cache_read(s, w.P, TS_SCOPE_SHARED, 1, &Y);
+	ts_tensor *WS = XS ? ts_cache_read(s, w.W, TS_SCOPE_SHARED, 1, &Y) : NULL;
+	ts_tensor *YL = WS ? ts_cache_write(s, Y, TS_SCOPE_LOCAL) : NULL;
 	if (!YL)
 		return ts_last_status(s->ctx);
+	/* the padding is computed by the input tile's fetch */
+	if (w.P->op == TS_OP_COMPUTE)
+		TRY(ts_compute_inline(ts_stage_of(s, w.P)));
 	ts_stage *sy = ts_stage_of(s, Y), *sl = ts_stage_of(s, YL);
-	ts_axis *f, *ko, *ki, *fo, *fi;
-	TRY(ts_split(sy, ts_axis_of(sy, 1), d.thread_n * 4, &ko, &ki));
-	TRY(ts_fuse(sy, ts_axis_of(sy, 2), ts_axis_of(sy, 3), &f));
-	TRY(ts_split(sy, f, d.block_n, &fo, &fi));
-	TRY(ts_reorder(sy, TS_AXES(ko, fo, ki, fi)));
+	ts_axis *ko, *ki, *kt, *kr, *ho, *hi, *wo, *wi, *wt, *wr, *pix, *px;
+	TRY(ts_split(sy, ts_axis_of(sy, 1), d.block_m, &ko, &ki));
+	TRY(ts_split(sy, ki, d.thread_m, &kt, &kr));
+	TRY(ts_split(sy, ts_axis_of(sy, 2), t.bh, &ho, &hi));
+	TRY(ts_split(sy, ts_axis_of(sy, 3), t.bw, &wo, &wi));
+	TRY(ts_split(sy, wi, d.thread_n, &wt, &wr));
+	TRY(ts_reorder(sy, TS_AXES(ts_axis_of(sy, 0), ko, ho, wo, kt, hi, wt, kr, wr)));
+	TRY(ts_fuse(sy, ho, wo, &pix));
+	TRY(ts_fuse(sy, hi, wt, &px));
+	TRY(ts_bind(sy, ts_axis_of(sy, 0), TS_BLOCK_Z));
 	TRY(ts_bind(sy, ko, TS_BLOCK_Y));
-	TRY(ts_bind(sy, fo, TS_BLOCK_X));
-	TRY(ts_bind(sy, ki, TS_THREAD_Y));
-	TRY(ts_bind(sy, fi, TS_THREAD_X));
-	TRY(ts_compute_at(sl, sy, fi));
-	return TS_OK;
+	TRY(ts_bind(sy, pix, TS_BLOCK_X));
+	TRY(ts_bind(sy, kt, TS_THREAD_Y));
+	TRY(ts_bind(sy, px, TS_THREAD_X));
+	/* the thread's thread_m x thread_n outputs, in registers */
+	TRY(ts_unroll(sy, kr));
+	TRY(ts_unroll(sy, wr));
+	TRY(ts_compute_at(sl, sy, px));
+	ts_axis *rco, *rci;
+	TRY(ts_split(sl, ts_reduce_axis_of(sl, 0), d.tile_k, &rco, &rci));
+	TRY(ts_reorder(sl, TS_AXES(rco, rci, ts_reduce_axis_of(sl, 1), ts_reduce_axis_of(sl, 2),
+				   ts_axis_of(sl, 1), ts_axis_of(sl, 3))));
+	TRY(ts_unroll(sl, ts_axis_of(sl, 1)));
+	TRY(ts_unroll(sl, ts_axis_of(sl, 3)));
+	int64_t ty = ceil_div64(d.block_m, d.thread_m), tx = t.bh * ceil_div64(t.bw, d.thread_n);
+	TRY(conv_fetch(s, XS, sl, rco, ty, tx, d.double_buffer));
+	return conv_fetch(s, WS, sl, rco, ty, tx, d.double_buffer);
 }
 
 /* ---- row operators: softmax, layer norm ---------------------------------------- */

@@ -389,7 +389,20 @@ ts_matmul_cuda_params ts_matmul_cuda_default(void);
  * without transposes: C[b, M, N]) gets the same tiles per batch, its
  * batches bound to the grid's z (at most 65535). */
 ts_status ts_schedule_matmul_cuda(ts_schedule *s, ts_tensor *C, const ts_matmul_cuda_params *p);
-/* Schedules Y = ts_op_conv2d_nchw(...) for a GPU (padding inlined). */
+/* Schedules Y = ts_op_conv2d_nchw(...) (one group) for a GPU, as direct
+ * convolution on shared-memory tiles: each block computes block_m output
+ * channels by a tile of output rows x columns (columns: the largest
+ * divisor of the width in 4..8, else 8; rows: block_n / columns), each
+ * thread thread_m channels x thread_n adjacent columns in registers; per
+ * step of tile_k input channels the block stages the padded input its
+ * windows cover (the padding computed by the fetch) and the weights in
+ * shared memory, double-buffered with double_buffer (cp.async for the
+ * weights from sm_80 on).  The batch is the grid's z.  The defaults fit
+ * the layer: register blocks shrink until there are 32768 threads, blocks
+ * until they have at most 256 threads and there are 160 of them, and the
+ * double buffer, then tile_k, give way until the tiles fit 48 KB; given
+ * parameters over 1024 threads or 48 KB are refused.  A grouped
+ * convolution gets one thread per output, padding inlined. */
 ts_status ts_schedule_conv2d_cuda(ts_schedule *s, ts_tensor *Y, const ts_matmul_cuda_params *p);
 
 /* The tensor-core GEMM (sm_80 and newer). */

@@ -78,8 +78,48 @@ START_TEST(test_conv_compiles)
 	ck_assert_msg(m80 != NULL, "%s", ts_last_error(ctx));
 	ts_module *m90 = ts_build(ctx, f, "cuda -arch=sm_90");
 	ck_assert_msg(m90 != NULL, "%s", ts_last_error(ctx));
+	/* shared tiles of the padded input (the padding's test in the fetch)
+	 * and of the weights (cp.async copies), double-buffered (32 steps of
+	 * 8 channels); 14 x 14 x
+	 * 256 outputs spread over 224 blocks of 14 x 16 threads, one output
+	 * each (a 4 x 4 register block would leave 3136 threads) */
+	const char *src = ts_module_source(m90, "cuda");
+	ck_assert_msg(strstr(src, "grid (14, 16, 1), block (14, 16, 1)"), "%.200s", src);
+	ck_assert_ptr_nonnull(strstr(src, "float pad_shared_1[288];"));
+	ck_assert_ptr_nonnull(strstr(src, "ts_cp_async4(&W_shared_1["));
+	ck_assert_ptr_nonnull(strstr(src, "? X["));
 	ts_module_free(m80);
 	ts_module_free(m90);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Given tiles: 32 channels by 8 x 8 pixels per block, 4 x 4 per thread
+ * (registers), 8 input channels per step; and a grouped convolution, which
+ * takes the simple schedule (one output per thread): both compute the
+ * reference's results (interpreter). */
+START_TEST(test_conv_tiles_interp)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(2, 12, 11, 10), ts_float32);
+	ts_tensor *W = ts_placeholder(ctx, "W", TS_SHAPE(36, 12, 3, 3), ts_float32);
+	ts_tensor *Y = ts_op_conv2d_nchw(ctx, X, W, 1, 1, 1, 1, 1, 1, 1);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+	ts_matmul_cuda_params p = {.block_m = 32, .block_n = 40, .thread_m = 4, .thread_n = 4,
+				   .tile_k = 8, .double_buffer = 1};
+	tu_ok(ctx, ts_schedule_conv2d_cuda(s, Y, &p));
+	ts_func *f = ts_lower(s, "conv", 3, (ts_tensor *[]){X, W, Y});
+	tu_nonnull(ctx, f);
+	ck_assert_ptr_nonnull(strstr(ir_func_str(ctx, f), "W.shared.1"));
+	tu_check_func_interp(ctx, f, 1e-4);
+	ts_tensor *G = ts_placeholder(ctx, "G", TS_SHAPE(12, 3, 3, 3), ts_float32);
+	ts_tensor *Z = ts_op_conv2d_nchw(ctx, X, G, 2, 2, 1, 1, 1, 1, 4);
+	s = ts_create_schedule(ctx, 1, &Z);
+	tu_ok(ctx, ts_schedule_conv2d_cuda(s, Z, NULL));
+	f = ts_lower(s, "grouped", 3, (ts_tensor *[]){X, G, Z});
+	tu_nonnull(ctx, f);
+	ck_assert_ptr_null(strstr(ir_func_str(ctx, f), "shared"));
+	tu_check_func_interp(ctx, f, 1e-4);
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -435,6 +475,7 @@ int main(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_gemm_compiles);
 	tcase_add_test(tc, test_conv_compiles);
+	tcase_add_test(tc, test_conv_tiles_interp);
 	tcase_add_test(tc, test_gemm_golden);
 	tcase_add_test(tc, test_dynamic_shared);
 	tcase_add_test(tc, test_default_schedule_compiles);

@@ -150,12 +150,17 @@ START_TEST(test_conv_resnet)
 }
 END_TEST
 
-/* Small convolutions whose channels and images the tiles do not divide. */
+/* Small convolutions whose channels and images the tiles do not divide;
+ * the last three take several steps of 8 input channels, so their shared
+ * tiles are double-buffered (an odd number of steps in the second). */
 static const layer small_convs[] = {
 	{"3x3 pad", 3, 9, 5, 3, 1, 1},
 	{"1x1", 4, 5, 70, 1, 1, 0},
 	{"3x3 s2", 2, 11, 3, 3, 2, 1},
 	{"one pixel", 5, 1, 1, 1, 1, 0},
+	{"3x3, 20 channels", 20, 10, 40, 3, 1, 1},
+	{"3x3 s2, 17 channels", 17, 15, 33, 3, 2, 1},
+	{"5x5, 16 channels", 16, 9, 70, 5, 1, 2},
 };
 
 START_TEST(test_conv_small)

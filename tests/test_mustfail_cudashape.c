@@ -78,9 +78,17 @@ START_TEST(test_conv_too_many_threads)
 	ts_tensor *Y = ts_op_conv2d_nchw(ctx, X, W, 1, 1, 1, 1, 1, 1, 1);
 	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
 	ts_matmul_cuda_params p = ts_matmul_cuda_default();
+	/* 64 channels of one thread each x 32 rows of two 4-column steps */
 	p.block_n = 256;
+	p.thread_m = 1;
 	ck_assert_int_eq(ts_schedule_conv2d_cuda(s, Y, &p), TS_ERR_INVALID);
 	tu_assert_error(ctx, "schedule_conv2d_cuda: 4096 threads per block, more than 1024");
+	ts_clear_error(ctx);
+	/* 64 input channels per step: the weight tile alone is 144 KB */
+	p = ts_matmul_cuda_default();
+	p.tile_k = 64;
+	ck_assert_int_eq(ts_schedule_conv2d_cuda(s, Y, &p), TS_ERR_INVALID);
+	tu_assert_error(ctx, "x the kernel's taps) x tile_k take 346112 bytes");
 	ts_ctx_free(ctx);
 }
 END_TEST
