@@ -101,6 +101,13 @@ ts_tensor *ts_op_batch_matmul(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool tran
 static ts_tensor *bias_add(ts_ctx *ctx, const char *op, const char *name, ts_tensor *X,
 			   ts_tensor *bias, int axis);
 
+/* The leading batch dimensions of a product whose A is 3-D (matmul
+ * checks that B matches). */
+static int batched(const ts_tensor *A)
+{
+	return A && A->ndim == 3 ? 1 : 0;
+}
+
 ts_tensor *ts_op_matmul_acc(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA, bool transB,
 			    ts_dtype out_dtype)
 {
@@ -115,7 +122,7 @@ ts_tensor *ts_op_matmul_acc(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA
 			 A ? ts_dtype_str(A->dtype, a) : "?");
 		return NULL;
 	}
-	return matmul(ctx, "matmul", A, B, transA, transB, 0, &out_dtype, false);
+	return matmul(ctx, "matmul", A, B, transA, transB, batched(A), &out_dtype, false);
 }
 
 ts_tensor *ts_op_matmul_tf32(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA, bool transB)
@@ -126,7 +133,7 @@ ts_tensor *ts_op_matmul_tf32(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool trans
 			 ts_dtype_str(A->dtype, a), ts_dtype_str(B->dtype, b));
 		return NULL;
 	}
-	return matmul(ctx, "matmul", A, B, transA, transB, 0, NULL, true);
+	return matmul(ctx, "matmul", A, B, transA, transB, batched(A), NULL, true);
 }
 
 ts_tensor *ts_op_dense(ts_ctx *ctx, ts_tensor *X, ts_tensor *W, ts_tensor *bias)

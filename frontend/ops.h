@@ -50,14 +50,16 @@ ts_tensor *ts_op_matmul(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA, bo
  * operands with a float32 result is the tensor-core GEMM's compute
  * (ts_schedule_matmul_tensorcore).  out_dtype is a scalar float type at
  * least as wide as the operands' (their own, or wider: float16 and
- * bfloat16 do not hold each other's values). */
+ * bfloat16 do not hold each other's values).  3-D operands A[b, ., .] and
+ * B[b, ., .] give the batched product C[b, M, N], as ts_op_batch_matmul. */
 ts_tensor *ts_op_matmul_acc(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA, bool transB,
 			    ts_dtype out_dtype);
 /* ts_op_matmul of float32 A and B with each operand rounded to TF32 first
  * (ts_round_tf32: 10 mantissa bits), the products exact and summed in
  * float32: what tensor cores compute for a float32 GEMM in TF32 mode
  * (ts_schedule_matmul_tensorcore), a relative error of about 2^-11 per
- * operand that the plain matmul does not have. */
+ * operand that the plain matmul does not have.  3-D operands give the
+ * batched product, as ts_op_matmul_acc's. */
 ts_tensor *ts_op_matmul_tf32(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA, bool transB);
 /* The same per batch: A[b, ., .], B[b, ., .] -> C[b, M, N]; equal batches. */
 ts_tensor *ts_op_batch_matmul(ts_ctx *ctx, ts_tensor *A, ts_tensor *B, bool transA,

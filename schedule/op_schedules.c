@@ -2156,20 +2156,24 @@ static ts_status tc_check(ts_schedule *s, const ts_tensor *C, const ts_matmul_tc
 {
 	const char *w = "schedule_matmul_tensorcore";
 	ts_ctx *ctx = s->ctx;
-	if (C->op == TS_OP_COMPUTE && C->ndim == 2 && C->nreduce == 1 && C->ninputs == 1 &&
-	    C->inputs[0]->ndim == 2)
+	bool mm = C->op == TS_OP_COMPUTE && (C->ndim == 2 || C->ndim == 3) && C->nreduce == 1;
+	if (mm && C->ninputs == 1 && C->inputs[0]->ndim == C->ndim)
 		return ts_error(ctx, TS_ERR_INVALID, "%s: both operands of %s are %s; the shared tiles "
 				"need two tensors (read one of them through a copy)", w, C->name,
 				C->inputs[0]->name);
-	if (C->op != TS_OP_COMPUTE || C->ndim != 2 || C->nreduce != 1 || C->ninputs != 2)
+	if (!mm || C->ninputs != 2)
 		return ts_error(ctx, TS_ERR_INVALID, "%s: %s is not a matmul of two tensors (C[M, N] = "
-				"sum_k float32(A) x float32(B), e.g. ts_op_matmul_acc)", w, C->name);
+				"sum_k float32(A) x float32(B), e.g. ts_op_matmul_acc, or its batched "
+				"C[b, M, N])", w, C->name);
 	const ts_tensor *A = C->inputs[0], *B = C->inputs[1];
 	for (int i = 0; i < 2; i++)
-		if (C->inputs[i]->ndim != 2)
+		if (C->inputs[i]->ndim != C->ndim)
 			return ts_error(ctx, TS_ERR_INVALID, "%s: operand %s has %d dimensions; the "
-					"tensor-core GEMM takes 2-D A and B", w, C->inputs[i]->name,
-					C->inputs[i]->ndim);
+					"tensor-core GEMM takes %d-D A and B for its %d-D %s", w,
+					C->inputs[i]->name, C->inputs[i]->ndim, C->ndim, C->ndim, C->name);
+	if (C->ndim == 3 && C->shape[0] > 65535)
+		return ts_error(ctx, TS_ERR_INVALID, "%s: %lld batches, more than the 65535 blocks of the "
+				"grid's z (%s)", w, (long long)C->shape[0], C->name);
 	for (int i = 0; i < 3; i++) {
 		const ts_tensor *t = i < 2 ? C->inputs[i] : C;
 		for (int d = 0; d < t->ndim; d++)
@@ -2191,7 +2195,7 @@ static ts_status tc_check(ts_schedule *s, const ts_tensor *C, const ts_matmul_tc
 				"float32(B) of its two operands (ts_op_matmul_acc), nor of round_tf32(A) x "
 				"round_tf32(B) (ts_op_matmul_tf32)%s", w, C->name,
 				f32 ? "; float32 operands take tensor cores rounded to TF32 first" : "");
-	int64_t ext[3] = {C->shape[0], C->shape[1], C->reduce_axis[0]->extent};
+	int64_t ext[3] = {C->shape[C->ndim - 2], C->shape[C->ndim - 1], C->reduce_axis[0]->extent};
 	static const char *const dim[3] = {"M", "N", "K"};
 	for (int i = 0; i < 3; i++)
 		if (ext[i] % 16)
@@ -2244,9 +2248,11 @@ static ts_status tc_fetch(ts_schedule *s, ts_tensor *T, ts_stage *at, ts_axis *k
 	ts_stage *ss = ts_stage_of(s, T);
 	ts_axis *f, *fo, *fv, *o, *t, *tyz, *tx, *tz, *ty;
 	int64_t vec = 16 / (T->dtype.bits / 8);
-	TRY(ts_storage_align(ss, 0, 16, pad));
+	TRY(ts_storage_align(ss, T->ndim - 2, 16, pad));
 	TRY(ts_compute_at(ss, at, ko));
-	TRY(ts_fuse(ss, ts_axis_of(ss, 0), ts_axis_of(ss, 1), &f));
+	f = ts_axis_of(ss, 0); /* a batch (one per block) and the tile's rows and columns */
+	for (int i = 1; i < T->ndim; i++)
+		TRY(ts_fuse(ss, f, ts_axis_of(ss, i), &f));
 	/* 16 bytes per thread: one move (rows are multiples of 16 bytes) */
 	TRY(ts_split(ss, f, vec, &fo, &fv));
 	TRY(ts_vectorize(ss, fv));
@@ -2264,18 +2270,21 @@ ts_status ts_schedule_matmul_tensorcore(ts_schedule *s, ts_tensor *C, const ts_m
 	if (!ts_stage_of(s, C))
 		return ts_last_status(s->ctx);
 	ts_matmul_tc_params d = p ? *p : ts_matmul_tc_default();
-	if (!p && C->ndim == 2 && C->shape[0] % 128 == 0 && C->shape[1] % 128 == 0 &&
-	    C->shape[0] * C->shape[1] >= 2048 * 2048) {
+	int nd = C->ndim >= 2 ? C->ndim : 2;
+	int64_t m = C->ndim >= 2 ? C->shape[nd - 2] : 0, n = C->ndim >= 2 ? C->shape[nd - 1] : 0;
+	int64_t batches = C->ndim == 3 ? C->shape[0] : 1;
+	if (!p && (C->ndim == 2 || C->ndim == 3) && m % 128 == 0 && n % 128 == 0 &&
+	    batches * m * n >= 2048 * 2048) {
 		/* enough 128 x 128 blocks to fill a GPU: 64 x 64 per warp, so
 		 * that each fragment loaded feeds 4 MMAs (about 220 registers) */
 		d = (ts_matmul_tc_params){.block_m = 128, .block_n = 128, .warp_m = 64, .warp_n = 64,
 					  .tile_k = 32, .double_buffer = 1};
 	}
-	if (!p && C->ndim == 2 && C->nreduce == 1 && C->shape[0] % 16 == 0 && C->shape[1] % 16 == 0 &&
+	if (!p && (C->ndim == 2 || C->ndim == 3) && C->nreduce == 1 && m % 16 == 0 && n % 16 == 0 &&
 	    C->reduce_axis[0]->extent % 16 == 0) {
 		/* the defaults, halved until they divide the shape */
-		d.block_m = fit16(d.block_m, C->shape[0]);
-		d.block_n = fit16(d.block_n, C->shape[1]);
+		d.block_m = fit16(d.block_m, m);
+		d.block_n = fit16(d.block_n, n);
 		d.tile_k = fit16(d.tile_k, C->reduce_axis[0]->extent);
 		d.warp_m = min64(d.warp_m, d.block_m);
 		d.warp_n = min64(d.warp_n, d.block_n);
@@ -2292,9 +2301,13 @@ ts_status ts_schedule_matmul_tensorcore(ts_schedule *s, ts_tensor *C, const ts_m
 		return ts_last_status(s->ctx);
 	ts_stage *sc = ts_stage_of(s, C), *sl = ts_stage_of(s, CL);
 	int64_t wy = d.block_m / d.warp_m, wx = d.block_n / d.warp_n;
-	/* C: blocks, warps (threadIdx.z, y), 16 x 16 tiles stored per lane */
+	/* C: blocks (a batch's on the grid's z), warps (threadIdx.z, y),
+	 * 16 x 16 tiles stored per lane */
 	ts_axis *by, *bx, *yi, *xi, *ty, *tx, *ym, *xm, *y16, *x16, *yw, *xw;
-	TRY(ts_tile(sc, ts_axis_of(sc, 0), ts_axis_of(sc, 1), d.block_m, d.block_n, &by, &bx, &yi, &xi));
+	TRY(ts_tile(sc, ts_axis_of(sc, nd - 2), ts_axis_of(sc, nd - 1), d.block_m, d.block_n, &by, &bx,
+		    &yi, &xi));
+	if (nd == 3)
+		TRY(ts_bind(sc, ts_axis_of(sc, 0), TS_BLOCK_Z));
 	TRY(ts_split(sc, yi, d.warp_m, &ty, &yw));
 	TRY(ts_split(sc, xi, d.warp_n, &tx, &xw));
 	TRY(ts_split(sc, yw, 16, &ym, &y16));
@@ -2309,8 +2322,8 @@ ts_status ts_schedule_matmul_tensorcore(ts_schedule *s, ts_tensor *C, const ts_m
 	 * the warp's 16 x 16 tiles */
 	TRY(ts_compute_at(sl, sc, tx));
 	ts_axis *ko, *kr, *kro, *kri, *lyo, *lyi, *lxo, *lxi;
-	TRY(ts_split(sl, ts_axis_of(sl, 0), 16, &lyo, &lyi));
-	TRY(ts_split(sl, ts_axis_of(sl, 1), 16, &lxo, &lxi));
+	TRY(ts_split(sl, ts_axis_of(sl, nd - 2), 16, &lyo, &lyi));
+	TRY(ts_split(sl, ts_axis_of(sl, nd - 1), 16, &lxo, &lxi));
 	TRY(ts_split(sl, ts_reduce_axis_of(sl, 0), d.tile_k, &ko, &kr));
 	TRY(ts_split(sl, kr, 16, &kro, &kri));
 	TRY(ts_reorder(sl, TS_AXES(ko, kro, lyo, lxo, lyi, lxi, kri)));

@@ -422,7 +422,9 @@ ts_matmul_tc_params ts_matmul_tc_default(void);
  * and B (TF32), either transposed, on tensor cores: each block
  * stages A's and B's tiles in shared memory, each warp accumulates its
  * warp_m x warp_n tile in registers with 16 x 16 x 16 MMAs (ts_tensorize)
- * and stores it from them.  M, N and K are multiples of 16; the tiles are
+ * and stores it from them.  A batched product (3-D operands, C[b, M, N])
+ * gets the same tiles per batch, its batches on the grid's z (at most
+ * 65535).  M, N and K are multiples of 16; the tiles are
  * multiples of 16 that divide them (the defaults are halved until they
  * do; given ones that do not are refused, as are more than 32 warps,
  * warp tiles over 64 x 64 and shared tiles over 99 KB (101376 bytes, what

@@ -272,6 +272,53 @@ START_TEST(test_ldmatrix_layout)
 END_TEST
 
 /* Below sm_80 there is no m16n8k16: the build says so. */
+/* Batched products (3-D operands, ts_op_matmul_acc / _tf32): each batch's
+ * tiles on the grid's z, the same warps and MMAs; results per batch in
+ * the interpreter, either operand transposed; the CUDA C compiled. */
+START_TEST(test_batched)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	for (int i = 0; i < 3; i++) {
+		bool ta = i == 1, tb = i != 0;
+		int64_t b = 3, M = 32, N = 48, K = 48;
+		ts_dtype t = i == 0 ? ts_float16 : i == 1 ? ts_bfloat16 : ts_float32;
+		ts_tensor *A = ts_placeholder(ctx, "A", 3, ta ? (int64_t[]){b, K, M} : (int64_t[]){b, M, K}, t);
+		ts_tensor *B = ts_placeholder(ctx, "B", 3, tb ? (int64_t[]){b, N, K} : (int64_t[]){b, K, N}, t);
+		ts_tensor *C = ts_dtype_eq(t, ts_float32) ? ts_op_matmul_tf32(ctx, A, B, ta, tb)
+							  : ts_op_matmul_acc(ctx, A, B, ta, tb, ts_float32);
+		tu_nonnull(ctx, C);
+		ck_assert_int_eq(C->ndim, 3);
+		ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+		tu_ok(ctx, ts_schedule_matmul_tensorcore(s, C, NULL));
+		ts_func *f = ts_lower(s, "bmm", 3, (ts_tensor *[]){A, B, C});
+		tu_nonnull(ctx, f);
+		tu_check_func_interp(ctx, f, 1e-4);
+		if (!nvrtc_ok)
+			continue;
+		ts_module *m;
+		const char *src = cuda_source(ctx, f, "cuda -arch=sm_80", &m);
+		ck_assert_msg(src != NULL, "%s", ts_last_error(ctx));
+		ck_assert_msg(strstr(src, ", 3), block ("), "%.200s", src); /* grid (x, y, 3) */
+		ck_assert_int_gt(count(src, "mma.sync.aligned.m16n8k"), 0);
+		ts_module_free(m);
+	}
+	/* the batches on the grid's z: at most 65535 */
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(65536, 16, 16), ts_float16);
+	ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(65536, 16, 16), ts_float16);
+	ts_tensor *C = ts_op_matmul_acc(ctx, A, B, false, false, ts_float32);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+	ck_assert_int_ne(ts_schedule_matmul_tensorcore(s, C, NULL), TS_OK);
+	tu_assert_error(ctx, "schedule_matmul_tensorcore: 65536 batches, more than the 65535 blocks of the "
+			     "grid's z");
+	ts_clear_error(ctx);
+	/* a 2-D operand of a 3-D product cannot be built; 4-D is not a matmul */
+	ck_assert_ptr_null(ts_op_matmul_acc(ctx, A, ts_placeholder(ctx, "D", TS_SHAPE(16, 16), ts_float16),
+					    false, false, ts_float32));
+	ts_clear_error(ctx);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_old_arch_refused)
 {
 	if (!nvrtc_ok)
@@ -522,6 +569,7 @@ int main(void)
 	tcase_add_test(tc, test_results_interp);
 	tcase_add_test(tc, test_given_tiles_interp);
 	tcase_add_test(tc, test_cuda_source);
+	tcase_add_test(tc, test_batched);
 	tcase_add_test(tc, test_old_arch_refused);
 	tcase_add_test(tc, test_ldmatrix_layout);
 	tcase_add_test(tc, test_schedule_refusals);
