@@ -1174,6 +1174,99 @@ static bool async_copy(emitter *em, const ts_buffer *dst, const ts_expr *dbase,
 	return true;
 }
 
+/* Whether the loop variable v appears in e only in the indices of loads
+ * from local buffers (registers, whose index is a constant per lane). */
+static bool lanes_from_registers(const ts_expr *e, const ts_expr *v)
+{
+	if (!ir_expr_uses_var((ts_expr *)e, v))
+		return true;
+	switch (e->kind) {
+	case IR_LOAD:
+		return e->u.load.buf->scope == TS_SCOPE_LOCAL && e->dtype.lanes == 1;
+	case IR_ADD: case IR_SUB: case IR_MUL: case IR_DIV: case IR_MIN: case IR_MAX:
+		return lanes_from_registers(e->u.bin.a, v) && lanes_from_registers(e->u.bin.b, v);
+	case IR_CAST:
+		return lanes_from_registers(e->u.un.a, v);
+	default:
+		return false;
+	}
+}
+
+struct local_index {
+	const ts_expr *v;
+	bool found;
+};
+
+static bool local_index_fn(ts_expr *e, void *data)
+{
+	struct local_index *l = data;
+	if (e->kind == IR_LOAD && e->u.load.buf->scope == TS_SCOPE_LOCAL &&
+	    ir_expr_uses_var(e->u.load.index, l->v))
+		l->found = true;
+	return !l->found;
+}
+
+/* CUDA: a vectorized loop that is not one vector access (the guarded
+ * edge of a register block's store) but indexes a local array with its
+ * variable is written out lane by lane, the variable a constant in each,
+ * so the array stays in registers (a loop would index it dynamically and
+ * put it in local memory). */
+static bool unrolled_lanes(emitter *em, const ts_stmt *s)
+{
+	int64_t lanes, m;
+	ts_expr *v = s->u.for_.var;
+	struct local_index l = {v, false};
+	if (!em->d->bind_threads || !ir_is_const_int(s->u.for_.extent, &lanes) || lanes > 16 ||
+	    !ir_is_const_int(s->u.for_.min, &m))
+		return false;
+	ir_stmt_visit(s->u.for_.body, NULL, local_index_fn, &l);
+	if (!l.found)
+		return false;
+	for (int64_t i = 0; i < lanes && !em->failed; i++) {
+		ts_expr *c = ts_const(em->ctx, v->dtype, m + i);
+		ts_stmt *b = c ? ir_stmt_substitute(em->ctx, s->u.for_.body, 1, &v, &c) : NULL;
+		b = b ? ir_simplify_stmt(em->ctx, b, 0, NULL) : NULL;
+		if (!b)
+			em->failed = true;
+		else
+			stmt(em, b);
+	}
+	return true;
+}
+
+/* A float2/float4 store of values computed from registers (a GEMM's
+ * register block written out): each lane's value with the loop variable
+ * fixed, in one make_floatN. */
+static bool try_float4_from_registers(emitter *em, const ts_stmt *s, ts_expr *sbase, int64_t lanes)
+{
+	const ts_stmt *st = s->u.for_.body;
+	ts_expr *v = s->u.for_.var;
+	if (!lanes_from_registers(st->u.store.value, v))
+		return false;
+	ts_expr *lane[4];
+	for (int i = 0; i < lanes; i++) {
+		ts_expr *c = ts_const(em->ctx, v->dtype, i);
+		lane[i] = c ? ir_substitute(em->ctx, st->u.store.value, 1, &v, &c) : NULL;
+		lane[i] = lane[i] ? ir_simplify(em->ctx, lane[i], 0, NULL) : NULL;
+		if (!lane[i]) {
+			em->failed = true;
+			return true;
+		}
+	}
+	const char *type = lanes == 4 ? "float4" : "float2";
+	begin_line(em);
+	vec_access(em, type, st->u.store.buf, sbase, false);
+	ts_sb_printf(&em->out, " = make_%s(", type);
+	for (int i = 0; i < lanes; i++) {
+		put(em, i ? ", " : "");
+		em->in_value = true;
+		sub(em, lane[i], 0);
+		em->in_value = false;
+	}
+	put(em, ");\n");
+	return true;
+}
+
 static bool try_float4(emitter *em, const ts_stmt *s)
 {
 	int64_t lanes;
@@ -1187,7 +1280,7 @@ static bool try_float4(emitter *em, const ts_stmt *s)
 	em->nvec = 0;
 	if (!sbase || !vec_value(em, st->u.store.value, s, (int)lanes, bases)) {
 		em->nvec = 0;
-		return false;
+		return sbase && try_float4_from_registers(em, s, sbase, lanes);
 	}
 	const char *type = lanes == 4 ? "float4" : "float2";
 	if (em->nvec == 1 && em->vec_loads[0] == st->u.store.value &&
@@ -1443,7 +1536,7 @@ static void loop_kind(emitter *em, const ts_stmt *s)
 		if (s->u.for_.body->kind == IR_S_STORE)
 			replicated_store(em, s->u.for_.body, cond);
 		open_guard(em, cond);
-		if (!try_float4(em, s) && !try_copy16(em, s))
+		if (!try_float4(em, s) && !try_copy16(em, s) && !unrolled_lanes(em, s))
 			serial_loop(em, s, d->simd_pragma);
 		close_guard(em, cond);
 		return;

@@ -122,6 +122,11 @@ START_TEST(test_gemm_edge_vectors)
 	ck_assert_ptr_nonnull(strstr(src, "ts_cp_async16(&A_shared["));
 	ck_assert_ptr_nonnull(strstr(src, "ts_cp_async16(&B_shared_1["));
 	ck_assert_ptr_nonnull(strstr(src, "ts_cp_async4(&B_shared["));
+	/* the register block's rows stored as float4 inside the shape; at
+	 * the edges lane by lane, each from a register named by a constant */
+	ck_assert_ptr_nonnull(strstr(src, " = make_float4(matmul_local[0], matmul_local[1], matmul_local[2], "
+				     "matmul_local[3]);"));
+	ck_assert_ptr_nonnull(strstr(src, "] = matmul_local[3];"));
 	ck_assert_ptr_nonnull(strstr(src, "j_outer*64 + ax0_ax1_fused_outer_inner_inner_1*4 + 3 < 1000"));
 	ck_assert_ptr_nonnull(strstr(src, "} else {"));
 	ts_ctx_free(ctx);

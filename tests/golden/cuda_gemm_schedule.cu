@@ -148,20 +148,8 @@ extern "C" __global__ void __launch_bounds__(256) gemm(float *__restrict__ A, fl
     ts_cp_async_wait();
     __syncthreads();
   }
-  matmul[i_outer*8192 + i_inner_outer*512 + j_outer*64 + j_inner_outer*4] = matmul_local[0];
-  matmul[i_outer*8192 + i_inner_outer*512 + j_outer*64 + j_inner_outer*4 + 1] = matmul_local[1];
-  matmul[i_outer*8192 + i_inner_outer*512 + j_outer*64 + j_inner_outer*4 + 2] = matmul_local[2];
-  matmul[i_outer*8192 + i_inner_outer*512 + j_outer*64 + j_inner_outer*4 + 3] = matmul_local[3];
-  matmul[i_outer*8192 + i_inner_outer*512 + j_outer*64 + j_inner_outer*4 + 128] = matmul_local[4];
-  matmul[i_outer*8192 + i_inner_outer*512 + j_outer*64 + j_inner_outer*4 + 129] = matmul_local[5];
-  matmul[i_outer*8192 + i_inner_outer*512 + j_outer*64 + j_inner_outer*4 + 130] = matmul_local[6];
-  matmul[i_outer*8192 + i_inner_outer*512 + j_outer*64 + j_inner_outer*4 + 131] = matmul_local[7];
-  matmul[i_outer*8192 + i_inner_outer*512 + j_outer*64 + j_inner_outer*4 + 256] = matmul_local[8];
-  matmul[i_outer*8192 + i_inner_outer*512 + j_outer*64 + j_inner_outer*4 + 257] = matmul_local[9];
-  matmul[i_outer*8192 + i_inner_outer*512 + j_outer*64 + j_inner_outer*4 + 258] = matmul_local[10];
-  matmul[i_outer*8192 + i_inner_outer*512 + j_outer*64 + j_inner_outer*4 + 259] = matmul_local[11];
-  matmul[i_outer*8192 + i_inner_outer*512 + j_outer*64 + j_inner_outer*4 + 384] = matmul_local[12];
-  matmul[i_outer*8192 + i_inner_outer*512 + j_outer*64 + j_inner_outer*4 + 385] = matmul_local[13];
-  matmul[i_outer*8192 + i_inner_outer*512 + j_outer*64 + j_inner_outer*4 + 386] = matmul_local[14];
-  matmul[i_outer*8192 + i_inner_outer*512 + j_outer*64 + j_inner_outer*4 + 387] = matmul_local[15];
+  *(float4 *)&matmul[i_outer*8192 + i_inner_outer*512 + j_outer*64 + j_inner_outer*4] = make_float4(matmul_local[0], matmul_local[1], matmul_local[2], matmul_local[3]);
+  *(float4 *)&matmul[i_outer*8192 + i_inner_outer*512 + j_outer*64 + j_inner_outer*4 + 128] = make_float4(matmul_local[4], matmul_local[5], matmul_local[6], matmul_local[7]);
+  *(float4 *)&matmul[i_outer*8192 + i_inner_outer*512 + j_outer*64 + j_inner_outer*4 + 256] = make_float4(matmul_local[8], matmul_local[9], matmul_local[10], matmul_local[11]);
+  *(float4 *)&matmul[i_outer*8192 + i_inner_outer*512 + j_outer*64 + j_inner_outer*4 + 384] = make_float4(matmul_local[12], matmul_local[13], matmul_local[14], matmul_local[15]);
 }
