@@ -467,8 +467,9 @@ ts_status ts_cuda_kernel_allow_shared(ts_ctx *ctx, const ts_cuda_kernel *k, int6
 {
 	if (!ctx)
 		return TS_ERR_INVALID;
-	if (!k || !k->fn || !k->cuda)
-		return ts_error(ctx, TS_ERR_INVALID, "cuda: allow_shared: no kernel");
+	if (!k || !k->fn || !k->cuda || !memchr(k->name, 0, sizeof k->name))
+		return ts_error(ctx, TS_ERR_INVALID, "cuda: allow_shared: no kernel (or not one "
+				"ts_cuda_module_kernel made: its name is not terminated)");
 	if (bytes < 0 || bytes > INT_MAX)
 		return ts_error(ctx, TS_ERR_INVALID, "cuda: allow_shared(%s): %lld bytes", k->name,
 				(long long)bytes);
@@ -506,6 +507,9 @@ static ts_status check_launch(ts_ctx *ctx, const ts_cuda_kernel *k, const ts_lau
 		return TS_ERR_INVALID;
 	if (!k || !k->fn || !l || !k->cuda)
 		return ts_error(ctx, TS_ERR_INVALID, "cuda: launch: no kernel or launch configuration");
+	if (!memchr(k->name, 0, sizeof k->name)) /* every message below names it */
+		return ts_error(ctx, TS_ERR_INVALID, "cuda: launch: not a kernel ts_cuda_module_kernel "
+				"made (its name is not terminated)");
 	if (nargs > 0 && !args)
 		return ts_error(ctx, TS_ERR_INVALID, "cuda: launching %s: the argument list is NULL",
 				k->name);

@@ -1543,9 +1543,11 @@ static int64_t min64(int64_t a, int64_t b)
 	return a < b ? a : b;
 }
 
+/* a / b rounded up, for a >= 0 and b >= 1, without forming a + b - 1
+ * (a caller's parameter may be near INT64_MAX) */
 static int64_t ceil_div64(int64_t a, int64_t b)
 {
-	return (a + b - 1) / b;
+	return a / b + (a % b != 0);
 }
 
 /* Tile sizes from the shape (m, n: C's rows and columns, k: the reduction).
@@ -1652,9 +1654,14 @@ static ts_status schedule_gemm_like_cuda(ts_schedule *s, ts_tensor *C, int a_in,
 	}
 	TRY(bind_tiles(sc, by, bx, ty, tx, TS_THREAD_Y));
 	/* unrolled, the register block is indexed by constants: a loop would
-	 * index it dynamically and put it in local memory */
+	 * index it dynamically and put it in local memory; a row of 2 or 4 is
+	 * stored as one float2/float4 where its columns are aligned (the
+	 * emitter builds it from the registers) */
 	TRY(ts_unroll(sc, yr));
-	TRY(ts_unroll(sc, xr));
+	if (d->thread_n == 2 || d->thread_n == 4)
+		TRY(ts_vectorize(sc, xr));
+	else
+		TRY(ts_unroll(sc, xr));
 	TRY(ts_compute_at(sl, sc, tx));
 	ts_axis *ko, *ki;
 	ts_axis *ly = ts_axis_of(sl, C->ndim - 2), *lx = ts_axis_of(sl, C->ndim - 1);
@@ -1784,7 +1791,10 @@ static bool conv_window_of(const ts_tensor *Y, conv_win *w)
 	}
 	w->R = Y->reduce_axis[1]->extent;
 	w->S = Y->reduce_axis[2]->extent;
-	return true;
+	/* bounded, with the strides and dilations, so that the tiles' sizes
+	 * (conv_tiles_of) cannot overflow; a larger kernel takes the simple
+	 * schedule */
+	return w->R <= 4096 && w->S <= 4096;
 }
 
 /* The largest divisor of n in [4, 8], else min(n, 8): output columns per
@@ -1809,12 +1819,18 @@ static conv_tiles conv_tiles_of(const ts_tensor *Y, const conv_win *w, const ts_
 	conv_tiles t;
 	t.bw = conv_cols(Y->shape[3]);
 	t.bh = min64(Y->shape[2], d->block_n / t.bw > 0 ? d->block_n / t.bw : 1);
-	/* parameters are bounded (2^16) before this: no overflow */
+	/* the loops cover whole thread steps: ceil(bw / thread_n) of
+	 * thread_n columns, ceil(block_m / thread_m) of thread_m channels,
+	 * and bound inference sizes the tiles to them; the parameters and
+	 * the window are bounded (ts_schedule_conv2d_cuda): no overflow */
+	int64_t tw = ceil_div64(t.bw, d->thread_n), tk = ceil_div64(d->block_m, d->thread_m);
 	int64_t rows = (t.bh - 1) * w->stride[0] + (w->R - 1) * w->dil[0] + 1;
-	int64_t cols = (t.bw - 1) * w->stride[1] + (w->S - 1) * w->dil[1] + 1;
-	t.threads = ceil_div64(d->block_m, d->thread_m) * t.bh * ceil_div64(t.bw, d->thread_n);
-	t.bytes = 4 * d->tile_k * (min64(rows, w->P->shape[2]) * min64(cols, w->P->shape[3]) +
-				   d->block_m * w->R * w->S) * (d->double_buffer ? 2 : 1);
+	int64_t cols = (tw * d->thread_n - 1) * w->stride[1] + (w->S - 1) * w->dil[1] + 1;
+	int64_t in = d->tile_k * min64(rows, w->P->shape[2]) * min64(cols, w->P->shape[3]);
+	int64_t wt = tk * d->thread_m * d->tile_k * w->R * w->S;
+	t.threads = tk * t.bh * tw;
+	/* each buffer 16-byte aligned by the emitter */
+	t.bytes = (ceil_div64(4 * in, 16) + ceil_div64(4 * wt, 16)) * 16 * (d->double_buffer ? 2 : 1);
 	return t;
 }
 
@@ -1870,7 +1886,8 @@ static void conv_default_tiles(const ts_tensor *Y, const conv_win *w, ts_matmul_
  * tile, padding inlined, accumulating in a register. */
 static ts_status conv2d_cuda_simple(ts_schedule *s, ts_tensor *Y, const ts_matmul_cuda_params *d)
 {
-	int64_t ch = d->thread_n >= Y->shape[1] ? Y->shape[1] : min64(d->thread_n * 4, Y->shape[1]);
+	int64_t tn = min64(d->thread_n, Y->shape[1]); /* bounded: no overflow below */
+	int64_t ch = tn >= Y->shape[1] ? Y->shape[1] : min64(tn * 4, Y->shape[1]);
 	TRY(fits_block(s, "schedule_conv2d_cuda", ch * min64(d->block_n, Y->shape[2] * Y->shape[3]), 0, ""));
 	for (int i = 0; i < Y->ninputs; i++)
 		if (Y->inputs[i]->op == TS_OP_COMPUTE)
@@ -1880,7 +1897,7 @@ static ts_status conv2d_cuda_simple(ts_schedule *s, ts_tensor *Y, const ts_matmu
 		return ts_last_status(s->ctx);
 	ts_stage *sy = ts_stage_of(s, Y), *sl = ts_stage_of(s, YL);
 	ts_axis *f, *ko, *ki, *fo, *fi;
-	TRY(ts_split(sy, ts_axis_of(sy, 1), d->thread_n * 4, &ko, &ki));
+	TRY(ts_split(sy, ts_axis_of(sy, 1), tn * 4, &ko, &ki));
 	TRY(ts_fuse(sy, ts_axis_of(sy, 2), ts_axis_of(sy, 3), &f));
 	TRY(ts_split(sy, f, d->block_n, &fo, &fi));
 	TRY(ts_reorder(sy, TS_AXES(ko, fo, ki, fi)));
@@ -1924,10 +1941,9 @@ ts_status ts_schedule_conv2d_cuda(ts_schedule *s, ts_tensor *Y, const ts_matmul_
 	d.block_m = min64(min64(d.block_m, Y->shape[1]), 4096);
 	d.thread_m = min64(d.thread_m, d.block_m);
 	d.block_n = min64(d.block_n, 65536);
+	d.thread_n = min64(d.thread_n, conv_cols(Y->shape[3]));
 	d.tile_k = min64(min64(d.tile_k, w.P->shape[1]), 4096);
 	conv_tiles t = conv_tiles_of(Y, &w, &d);
-	d.thread_n = min64(d.thread_n, t.bw);
-	t = conv_tiles_of(Y, &w, &d);
 	if (!p)
 		conv_default_tiles(Y, &w, &d, &t);
 	/* the defaults give up the double buffer, then halve the channel

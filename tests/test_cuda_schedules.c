@@ -112,14 +112,24 @@ START_TEST(test_conv_tiles_interp)
 	tu_nonnull(ctx, f);
 	ck_assert_ptr_nonnull(strstr(ir_func_str(ctx, f), "W.shared.1"));
 	tu_check_func_interp(ctx, f, 1e-4);
+	/* a thread_n past any row: clamped (no overflow in the tile sizes) */
+	s = ts_create_schedule(ctx, 1, &Y);
+	p = (ts_matmul_cuda_params){.block_m = 4, .block_n = 8, .thread_m = 1, .thread_n = INT64_MAX,
+				    .tile_k = 2};
+	tu_ok(ctx, ts_schedule_conv2d_cuda(s, Y, &p));
+	f = ts_lower(s, "conv", 3, (ts_tensor *[]){X, W, Y});
+	tu_nonnull(ctx, f);
+	tu_check_func_interp(ctx, f, 1e-4);
 	ts_tensor *G = ts_placeholder(ctx, "G", TS_SHAPE(12, 3, 3, 3), ts_float32);
 	ts_tensor *Z = ts_op_conv2d_nchw(ctx, X, G, 2, 2, 1, 1, 1, 1, 4);
-	s = ts_create_schedule(ctx, 1, &Z);
-	tu_ok(ctx, ts_schedule_conv2d_cuda(s, Z, NULL));
-	f = ts_lower(s, "grouped", 3, (ts_tensor *[]){X, G, Z});
-	tu_nonnull(ctx, f);
-	ck_assert_ptr_null(strstr(ir_func_str(ctx, f), "shared"));
-	tu_check_func_interp(ctx, f, 1e-4);
+	for (int k = 0; k < 2; k++) {
+		s = ts_create_schedule(ctx, 1, &Z);
+		tu_ok(ctx, ts_schedule_conv2d_cuda(s, Z, k ? &p : NULL));
+		f = ts_lower(s, "grouped", 3, (ts_tensor *[]){X, G, Z});
+		tu_nonnull(ctx, f);
+		ck_assert_ptr_null(strstr(ir_func_str(ctx, f), "shared"));
+		tu_check_func_interp(ctx, f, 1e-4);
+	}
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -444,6 +454,38 @@ START_TEST(test_dynamic_shared)
 }
 END_TEST
 
+/* What the schedule counts is what the kernel takes: the tiles of whole
+ * thread steps (ceil(7 / 6) x 6 columns, ceil(9 / 5) x 5 channels) and
+ * the emitter's 16-byte rounding, so given tiles it accepts and its
+ * defaults stay within the static 48 KB. */
+START_TEST(test_conv_shared_estimate)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(2, 1256, 61, 21), ts_float32);
+	ts_tensor *W = ts_placeholder(ctx, "W", TS_SHAPE(1583, 1256, 5, 11), ts_float32);
+	ts_tensor *Y = ts_op_conv2d_nchw(ctx, X, W, 2, 3, 3, 2, 1, 1, 1);
+	ts_matmul_cuda_params given = {.block_m = 9, .block_n = 31, .thread_m = 5, .thread_n = 6,
+				       .tile_k = 12, .double_buffer = 1};
+	for (int k = 0; k < 2; k++) {
+		ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+		ts_status st = ts_schedule_conv2d_cuda(s, Y, k ? &given : NULL);
+		if (st != TS_OK) { /* given tiles over 48 KB: refused, not under-counted */
+			ck_assert_int_eq(k, 1);
+			tu_assert_error(ctx, "more than the 48 KB of static shared memory");
+			ts_clear_error(ctx);
+			continue;
+		}
+		ts_func *f = ts_lower(s, "conv", 3, (ts_tensor *[]){X, W, Y});
+		tu_nonnull(ctx, f);
+		cg_launch l;
+		tu_nonnull(ctx, cg_emit_cuda(ctx, f, &l));
+		ck_assert_int_eq(l.shared_bytes, 0);
+		ck_assert_int_le(l.static_shared_bytes, CG_CUDA_MAX_STATIC_SHARED);
+	}
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_errors)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -478,6 +520,7 @@ int main(void)
 	tcase_add_test(tc, test_conv_tiles_interp);
 	tcase_add_test(tc, test_gemm_golden);
 	tcase_add_test(tc, test_dynamic_shared);
+	tcase_add_test(tc, test_conv_shared_estimate);
 	tcase_add_test(tc, test_default_schedule_compiles);
 	tcase_add_test(tc, test_default_schedule_kernels);
 	tcase_add_test(tc, test_root_producer_kernel);

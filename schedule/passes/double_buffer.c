@@ -336,11 +336,26 @@ static ts_stmt *transform(dbuf *d, ts_stmt *loop, peeled *p, ts_buffer *const *d
 	return r;
 }
 
+/* Whether the allocations s opens (through sequences) hold a
+ * double-buffered buffer not handled yet: checked before a loop's body is
+ * peeled, which takes a peeled of arena memory. */
+static bool allocates_pending(const dbuf *d, const ts_stmt *s)
+{
+	if (s->kind == IR_S_ALLOCATE)
+		return (s->u.alloc.buf->double_buffer && !done(d, s->u.alloc.buf)) ||
+		       allocates_pending(d, s->u.alloc.body);
+	if (s->kind == IR_S_SEQ)
+		for (int i = 0; i < s->u.seq.n; i++)
+			if (allocates_pending(d, s->u.seq.s[i]))
+				return true;
+	return false;
+}
+
 static ts_stmt *visit(ts_ctx *ctx, ts_stmt *s, void *data)
 {
 	dbuf *d = data;
 	ts_stmt *m = ir_stmt_map_children(ctx, s, visit, NULL, data);
-	if (!m || m->kind != IR_S_FOR)
+	if (!m || m->kind != IR_S_FOR || !allocates_pending(d, m->u.for_.body))
 		return m;
 	peeled *p = ts_alloc(ctx, sizeof(*p));
 	if (!p)
@@ -384,10 +399,20 @@ static bool find_left(ts_stmt *s, void *data)
 	return true;
 }
 
+static bool marked(ts_stmt *s, void *data)
+{
+	*(bool *)data |= s->kind == IR_S_ALLOCATE && s->u.alloc.buf->double_buffer;
+	return !*(bool *)data;
+}
+
 ts_stmt *pass_double_buffer(ts_ctx *ctx, ts_stmt *s)
 {
 	if (!s)
 		return NULL;
+	bool any = false; /* most functions have no double buffer: nothing to do */
+	ir_stmt_visit(s, marked, NULL, &any);
+	if (!any)
+		return s;
 	dbuf *d = ts_alloc(ctx, sizeof(*d));
 	if (!d)
 		return NULL;
