@@ -367,6 +367,27 @@ static void fake_vadd(ts_ctx *ctx, ts_cuda *cuda)
 	ck_assert_int_eq(ts_cuda_launch(ctx, &k, &l, 3, (ts_array *[]){d[0], h[1], d[2]}), TS_ERR_INVALID);
 	tu_assert_error(ctx, "cuda: launching vadd: argument 1 is not an array on this device");
 	ts_clear_error(ctx);
+	/* dynamic shared memory: allowed up to the device's opt-in limit (the
+	 * stand-in's 232448); a kernel struct not made by ts_cuda_module_kernel
+	 * (its name unterminated, which every message prints) is refused */
+	ck_assert_int_eq(ts_cuda_kernel_allow_shared(ctx, &k, 100000), TS_OK);
+	ck_assert_int_eq(ts_cuda_kernel_allow_shared(ctx, &k, 300000), TS_ERR_UNSUPPORTED);
+	tu_assert_error(ctx, "cuda: kernel vadd needs 300000 bytes of shared memory per block; Fake GPU "
+			     "(sm_90) gives at most 232448");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_cuda_kernel_allow_shared(ctx, &k, -1), TS_ERR_INVALID);
+	ck_assert_int_eq(ts_cuda_kernel_allow_shared(ctx, NULL, 1), TS_ERR_INVALID);
+	ck_assert_int_eq(ts_cuda_kernel_allow_shared(NULL, &k, 1), TS_ERR_INVALID);
+	ts_clear_error(ctx);
+	ts_cuda_kernel forged = k;
+	memset(forged.name, 'A', sizeof forged.name);
+	ck_assert_int_eq(ts_cuda_launch(ctx, &forged, &l, 3, d), TS_ERR_INVALID);
+	tu_assert_error(ctx, "cuda: launch: not a kernel ts_cuda_module_kernel made (its name is not "
+			     "terminated)");
+	ts_clear_error(ctx);
+	ck_assert_int_eq(ts_cuda_kernel_allow_shared(ctx, &forged, 1), TS_ERR_INVALID);
+	tu_assert_error(ctx, "its name is not terminated");
+	ts_clear_error(ctx);
 	for (int i = 0; i < 3; i++) {
 		ts_cuda_array_free(d[i]);
 		ts_array_free(h[i]);
