@@ -195,11 +195,11 @@ static ts_status compile_kernel(ts_ctx *ctx, const ts_func *k, cg_cuda_module *m
 		return ts_error(ctx, TS_ERR_UNSUPPORTED, "build %s: its tensorized nests (mma.sync "
 				"m16n8k16, m16n8k8 for TF32) need sm_80 or newer; the target is %s", k->name,
 				m->arch);
-	int64_t shared = m->launch[i].shared_bytes;
-	if (num && shared > max_shared(atoi(num + 1)))
+	int64_t shared = m->launch[i].shared_bytes, most = num ? max_shared(atoi(num + 1)) : INT64_MAX;
+	if (shared > most)
 		return ts_error(ctx, TS_ERR_UNSUPPORTED, "build %s: %lld bytes of shared memory per block; "
 				"%s gives a block at most %lld (smaller tiles, or a newer -arch)", k->name,
-				(long long)shared, m->arch, (long long)max_shared(atoi(num + 1)));
+				(long long)shared, m->arch, (long long)most);
 	cg_nvrtc_result r = {0};
 	ts_status st = cg_nvrtc_compile(ctx, src, k->name, m->arch, &r);
 	times->nvrtc_ms += r.compile_ms;

@@ -1283,14 +1283,15 @@ static bool try_float4(emitter *em, const ts_stmt *s)
 		return sbase && try_float4_from_registers(em, s, sbase, lanes);
 	}
 	const char *type = lanes == 4 ? "float4" : "float2";
-	if (em->nvec == 1 && em->vec_loads[0] == st->u.store.value &&
-	    async_copy(em, st->u.store.buf, sbase, st->u.store.value->u.load.buf, bases[0], lanes * 4)) {
-	} else if (em->nvec == 1 && em->vec_loads[0] == st->u.store.value) { /* a copy */
-		begin_line(em);
-		vec_access(em, type, st->u.store.buf, sbase, false);
-		put(em, " = ");
-		vec_access(em, type, st->u.store.value->u.load.buf, bases[0], true);
-		put(em, ";\n");
+	if (em->nvec == 1 && em->vec_loads[0] == st->u.store.value) { /* a copy */
+		ts_buffer *src = st->u.store.value->u.load.buf;
+		if (!async_copy(em, st->u.store.buf, sbase, src, bases[0], lanes * 4)) {
+			begin_line(em);
+			vec_access(em, type, st->u.store.buf, sbase, false);
+			put(em, " = ");
+			vec_access(em, type, src, bases[0], true);
+			put(em, ";\n");
+		}
 	} else {
 		vec_compute(em, st, sbase, bases, (int)lanes);
 	}
@@ -1557,11 +1558,18 @@ static void loop_kind(emitter *em, const ts_stmt *s)
 }
 
 /* The value stored into buf: a 16-bit float converted to its bits. */
+/* Whether v, stored into buf, is a plain copy: a scalar load of another
+ * buffer in scope, of buf's dtype. */
+static bool plain_copy(const emitter *em, const ts_buffer *buf, const ts_expr *v)
+{
+	return v->kind == IR_LOAD && v->dtype.lanes == 1 && ts_dtype_eq(v->dtype, buf->dtype) &&
+	       vec_load_slot(em, v) < 0 && lookup(em, v->u.load.buf);
+}
+
 static void stored_value(emitter *em, const ts_buffer *buf, const ts_expr *v)
 {
 	bool h16 = is_f16x(buf->dtype);
-	if (h16 && em->d->bind_threads && v->kind == IR_LOAD && v->dtype.lanes == 1 && ts_dtype_eq(v->dtype, buf->dtype) &&
-	    vec_load_slot(em, v) < 0 && lookup(em, v->u.load.buf)) {
+	if (h16 && em->d->bind_threads && plain_copy(em, buf, v)) {
 		/* CUDA: a copy (a cache_read's fetch into shared memory) moves
 		 * the bits instead of converting to float and back; the two
 		 * differ only for a signaling NaN, which the round trip quiets */
@@ -1614,8 +1622,7 @@ static void store(emitter *em, const ts_stmt *s)
 		return;
 	}
 	const ts_expr *v = s->u.store.value;
-	if (v->kind == IR_LOAD && v->dtype.lanes == 1 && ts_dtype_eq(v->dtype, s->u.store.buf->dtype) &&
-	    vec_load_slot(em, v) < 0 && lookup(em, v->u.load.buf) &&
+	if (plain_copy(em, s->u.store.buf, v) &&
 	    async_copy(em, s->u.store.buf, s->u.store.index, v->u.load.buf, v->u.load.index,
 		       v->dtype.bits / 8))
 		return;
@@ -1920,6 +1927,14 @@ static void collect_thread(emitter *em, const ts_stmt *s, unsigned bound)
 	em->bound_ext[t] = saved;
 }
 
+/* A shared buffer's bytes in the block's shared memory: each one 16-byte
+ * aligned (float4 and ldmatrix accesses); the sizes are bounded by the
+ * arena's 2^40 bytes, so no overflow. */
+static int64_t shared_slot_bytes(const ts_buffer *b)
+{
+	return (b->size * ts_dtype_bytes(b->dtype) + 15) / 16 * 16;
+}
+
 static void collect_shared(emitter *em, ts_buffer *b)
 {
 	for (int i = 0; i < em->nshared; i++)
@@ -1930,10 +1945,7 @@ static void collect_shared(emitter *em, ts_buffer *b)
 		return;
 	}
 	em->shared[em->nshared++] = b;
-	/* each buffer 16-byte aligned (float4 and ldmatrix accesses); the
-	 * sizes are bounded by the arena's 2^40 bytes: no overflow */
-	int64_t bytes = b->size * ts_dtype_bytes(b->dtype);
-	em->launch.static_shared_bytes += (bytes + 15) / 16 * 16;
+	em->launch.static_shared_bytes += shared_slot_bytes(b);
 }
 
 static void collect(emitter *em, const ts_stmt *s, unsigned bound)
@@ -2293,7 +2305,7 @@ static void assemble(emitter *em, ts_sbuf *sb)
 		if (l->shared_bytes) { /* dynamic: a slice of ts_shared, 16-byte aligned */
 			ts_sb_printf(sb, "  %s *const %s = (%s *)&ts_shared[%lld];\n", type, lookup(em, b),
 				     type, (long long)at);
-			at += (b->size * ts_dtype_bytes(b->dtype) + 15) / 16 * 16;
+			at += shared_slot_bytes(b);
 			continue;
 		}
 		ts_sb_printf(sb, "  %s", em->d->shared_qual);

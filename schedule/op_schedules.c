@@ -1623,6 +1623,29 @@ static ts_status bind_tiles(ts_stage *sc, ts_axis *by, ts_axis *bx, ts_axis *ty,
 	return ts_bind(sc, tx, (ts_thread_tag)(rows - 1));
 }
 
+/* A shared-memory tile T computed at `at`'s loop `axis` by all the
+ * block's ty x tx threads (the CUDA GEMM's and convolution's cooperative
+ * fetch): its axes fused, `vec` consecutive elements per thread (a
+ * vectorized loop; 1: none), double-buffered with db. */
+static ts_status cuda_fetch(ts_schedule *s, ts_tensor *T, ts_stage *at, ts_axis *axis, int64_t ty,
+			    int64_t tx, int64_t vec, bool db)
+{
+	ts_stage *ss = ts_stage_of(s, T);
+	TRY(ts_compute_at(ss, at, axis));
+	ts_axis *f = ts_axis_of(ss, 0), *v, *o, *t, *o2, *t2;
+	for (int i = 1; i < T->ndim; i++)
+		TRY(ts_fuse(ss, f, ts_axis_of(ss, i), &f));
+	if (vec > 1) {
+		TRY(ts_split(ss, f, vec, &f, &v));
+		TRY(ts_vectorize(ss, v));
+	}
+	TRY(ts_split(ss, f, ty * tx, &o, &t));
+	TRY(ts_split(ss, t, tx, &o2, &t2));
+	TRY(ts_bind(ss, o2, TS_THREAD_Y));
+	TRY(ts_bind(ss, t2, TS_THREAD_X));
+	return db ? ts_double_buffer(ss) : TS_OK;
+}
+
 static ts_status schedule_gemm_like_cuda(ts_schedule *s, ts_tensor *C, int a_in, int b_in,
 					 const ts_matmul_cuda_params *d)
 {
@@ -1669,23 +1692,9 @@ static ts_status schedule_gemm_like_cuda(ts_schedule *s, ts_tensor *C, int a_in,
 	TRY(ts_reorder(sl, TS_AXES(ko, ki, ly, lx)));
 	TRY(ts_unroll(sl, ly));
 	TRY(ts_unroll(sl, lx));
-	/* cooperative fetch: the tile's elements spread over the block's threads */
-	ts_tensor *shared[2] = {AS, BS};
-	for (int i = 0; i < 2; i++) {
-		ts_stage *ss = ts_stage_of(s, shared[i]);
-		TRY(ts_compute_at(ss, sl, ko));
-		if (d->double_buffer)
-			TRY(ts_double_buffer(ss));
-		ts_axis *fz, *fo, *fv, *o, *t, *o2, *t2;
-		TRY(ts_fuse(ss, ts_axis_of(ss, shared[i]->ndim - 2), ts_axis_of(ss, shared[i]->ndim - 1), &fz));
-		/* 4 consecutive floats per thread: one 16-byte load where aligned */
-		TRY(ts_split(ss, fz, 4, &fo, &fv));
-		TRY(ts_vectorize(ss, fv));
-		TRY(ts_split(ss, fo, tm * tn, &o, &t));
-		TRY(ts_split(ss, t, tn, &o2, &t2));
-		TRY(ts_bind(ss, o2, TS_THREAD_Y));
-		TRY(ts_bind(ss, t2, TS_THREAD_X));
-	}
+	/* 4 consecutive floats per thread: one 16-byte load where aligned */
+	TRY(cuda_fetch(s, AS, sl, ko, tm, tn, 4, d->double_buffer));
+	TRY(cuda_fetch(s, BS, sl, ko, tm, tn, 4, d->double_buffer));
 	return TS_OK;
 }
 
@@ -1704,6 +1713,13 @@ static ts_status fits_block(ts_schedule *s, const char *what, int64_t threads, i
 				"%s: shared tiles %s take %lld bytes (both copies of a double buffer), more than the 48 KB of static shared memory",
 				what, tiles, (long long)shared);
 	return TS_OK;
+}
+
+/* A batched product's batches are the grid's z: at most 65535 blocks. */
+static ts_status grid_z_refused(ts_schedule *s, const char *what, int64_t batches, const ts_tensor *C)
+{
+	return ts_error(s->ctx, TS_ERR_INVALID, "%s: %lld batches, more than the 65535 blocks of the "
+			"grid's z (%s)", what, (long long)batches, C->name);
 }
 
 static ts_status cuda_params(ts_schedule *s, const char *what, const ts_matmul_cuda_params *d)
@@ -1725,8 +1741,7 @@ ts_status ts_schedule_matmul_cuda(ts_schedule *s, ts_tensor *C, const ts_matmul_
 	for (int i = 0; i + 2 < C->ndim; i++)
 		batches *= C->shape[i]; /* no overflow: C has fewer than 2^31 elements */
 	if (batches > 65535)
-		return ts_error(s->ctx, TS_ERR_INVALID, "schedule_matmul_cuda: %lld batches, more than the "
-				"65535 blocks of the grid's z (%s)", (long long)batches, C->name);
+		return grid_z_refused(s, "schedule_matmul_cuda", batches, C);
 	int64_t bytes = cuda_tile_bytes(&d, C->dtype.bits / 8);
 	if (!p && bytes > 49152) { /* a skinny shape's widened tiles: one copy */
 		d.double_buffer = 0;
@@ -1908,23 +1923,6 @@ static ts_status conv2d_cuda_simple(ts_schedule *s, ts_tensor *Y, const ts_matmu
 	return ts_compute_at(sl, sy, fi);
 }
 
-/* The shared-memory tiles' cooperative fetch: the tile's elements spread
- * over the block's ty x tx threads. */
-static ts_status conv_fetch(ts_schedule *s, ts_tensor *T, ts_stage *at, ts_axis *rco, int64_t ty,
-			    int64_t tx, bool db)
-{
-	ts_stage *ss = ts_stage_of(s, T);
-	TRY(ts_compute_at(ss, at, rco));
-	ts_axis *f = ts_axis_of(ss, 0), *o, *t, *o2, *t2;
-	for (int i = 1; i < T->ndim; i++)
-		TRY(ts_fuse(ss, f, ts_axis_of(ss, i), &f));
-	TRY(ts_split(ss, f, ty * tx, &o, &t));
-	TRY(ts_split(ss, t, tx, &o2, &t2));
-	TRY(ts_bind(ss, o2, TS_THREAD_Y));
-	TRY(ts_bind(ss, t2, TS_THREAD_X));
-	return db ? ts_double_buffer(ss) : TS_OK;
-}
-
 ts_status ts_schedule_conv2d_cuda(ts_schedule *s, ts_tensor *Y, const ts_matmul_cuda_params *p)
 {
 	TRY(need(s, Y, "schedule_conv2d_cuda"));
@@ -1991,8 +1989,8 @@ ts_status ts_schedule_conv2d_cuda(ts_schedule *s, ts_tensor *Y, const ts_matmul_
 	TRY(ts_unroll(sl, ts_axis_of(sl, 1)));
 	TRY(ts_unroll(sl, ts_axis_of(sl, 3)));
 	int64_t ty = ceil_div64(d.block_m, d.thread_m), tx = t.bh * ceil_div64(t.bw, d.thread_n);
-	TRY(conv_fetch(s, XS, sl, rco, ty, tx, d.double_buffer));
-	return conv_fetch(s, WS, sl, rco, ty, tx, d.double_buffer);
+	TRY(cuda_fetch(s, XS, sl, rco, ty, tx, 1, d.double_buffer));
+	return cuda_fetch(s, WS, sl, rco, ty, tx, 1, d.double_buffer);
 }
 
 /* ---- row operators: softmax, layer norm ---------------------------------------- */
@@ -2188,8 +2186,7 @@ static ts_status tc_check(ts_schedule *s, const ts_tensor *C, const ts_matmul_tc
 					"tensor-core GEMM takes %d-D A and B for its %d-D %s", w,
 					C->inputs[i]->name, C->inputs[i]->ndim, C->ndim, C->ndim, C->name);
 	if (C->ndim == 3 && C->shape[0] > 65535)
-		return ts_error(ctx, TS_ERR_INVALID, "%s: %lld batches, more than the 65535 blocks of the "
-				"grid's z (%s)", w, (long long)C->shape[0], C->name);
+		return grid_z_refused(s, w, C->shape[0], C);
 	for (int i = 0; i < 3; i++) {
 		const ts_tensor *t = i < 2 ? C->inputs[i] : C;
 		for (int d = 0; d < t->ndim; d++)

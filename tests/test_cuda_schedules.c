@@ -455,9 +455,9 @@ START_TEST(test_dynamic_shared)
 END_TEST
 
 /* What the schedule counts is what the kernel takes: the tiles of whole
- * thread steps (ceil(7 / 6) x 6 columns, ceil(9 / 5) x 5 channels) and
- * the emitter's 16-byte rounding, so given tiles it accepts and its
- * defaults stay within the static 48 KB. */
+ * thread steps (the given block_m 9 in steps of thread_m 5: weights for
+ * 10 channels) and the emitter's 16-byte rounding, so given tiles it
+ * accepts and its defaults stay within the static 48 KB. */
 START_TEST(test_conv_shared_estimate)
 {
 	ts_ctx *ctx = ts_ctx_new();
