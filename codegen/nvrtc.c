@@ -79,6 +79,29 @@ static void *open_lib(ts_ctx *ctx)
 	return NULL;
 }
 
+/* NVRTC opens its builtins library, libnvrtc-builtins.so.MAJOR.MINOR, by
+ * name alone, so a libnvrtc found by its full path (TESSERA_NVRTC_LIB, the
+ * toolkit's lib64 where the loader is not told of it, a Python package)
+ * fails every compilation.  The loader matches a library already loaded by
+ * its soname, so opening the builtins beside libnvrtc first is enough.  A
+ * failure here is left to NVRTC, whose own message names the file. */
+static void preload_builtins(const nvrtc_api *api)
+{
+	Dl_info info;
+	int major = 0, minor = 0;
+	if (!api->version || api->version(&major, &minor) != 0 ||
+	    !dladdr(*(void *const *)&api->version, &info) || !info.dli_fname)
+		return;
+	const char *slash = strrchr(info.dli_fname, '/');
+	if (!slash)
+		return;
+	char path[4096];
+	int n = snprintf(path, sizeof(path), "%.*s/libnvrtc-builtins.so.%d.%d",
+			 (int)(slash - info.dli_fname), info.dli_fname, major, minor);
+	if (n > 0 && (size_t)n < sizeof(path))
+		dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+}
+
 static ts_status load_api(ts_ctx *ctx, nvrtc_api *api)
 {
 	memset(api, 0, sizeof(*api));
@@ -93,6 +116,7 @@ static ts_status load_api(ts_ctx *ctx, nvrtc_api *api)
 	}
 	NVRTC_FUNCS(X)
 #undef X
+	preload_builtins(api);
 	return TS_OK;
 }
 

@@ -155,6 +155,49 @@ START_TEST(test_syntax_error)
 }
 END_TEST
 
+/* A libnvrtc named by its full path in a directory the loader is not told
+ * of (TESSERA_NVRTC_LIB, a Python package, a relocated toolkit) still
+ * compiles: its builtins library is taken from beside it, not looked up by
+ * name.  Checked by the path the builtins are mapped from. */
+START_TEST(test_nvrtc_builtins_beside_lib)
+{
+	static const char *const real_libs[] = {"/usr/local/cuda/lib64/libnvrtc.so",
+						 "/usr/local/cuda/lib64/libnvrtc.so.13"};
+	char real[4096] = "";
+	for (size_t i = 0; i < TS_COUNT_OF(real_libs) && !real[0]; i++)
+		if (!realpath(real_libs[i], real))
+			real[0] = '\0';
+	if (!real[0]) {
+		printf("test_nvrtc_builtins_beside_lib: no libnvrtc in /usr/local/cuda/lib64; not checked\n");
+		return;
+	}
+	char dir[] = "/tmp/tessera-nvrtc-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char cmd[8192];
+	snprintf(cmd, sizeof(cmd),
+		 "ln -s '%s' '%s/libnvrtc.so' && cp \"$(dirname '%s')\"/libnvrtc-builtins.so.*.* '%s/'",
+		 real, dir, real, dir);
+	ck_assert_int_eq(system(cmd), 0);
+	char lib[4200];
+	snprintf(lib, sizeof(lib), "%s/libnvrtc.so", dir);
+	setenv("TESSERA_NVRTC_LIB", lib, 1);
+	compile_ok(vadd, "sm_80");
+	unsetenv("TESSERA_NVRTC_LIB");
+
+	FILE *maps = fopen("/proc/self/maps", "r");
+	ck_assert_ptr_nonnull(maps);
+	char want[4200], line[8192];
+	snprintf(want, sizeof(want), "%s/libnvrtc-builtins.so.", dir);
+	bool beside = false;
+	while (!beside && fgets(line, sizeof(line), maps))
+		beside = strstr(line, want) != NULL;
+	fclose(maps);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_msg(beside, "the builtins were not loaded from beside %s", lib);
+}
+END_TEST
+
 START_TEST(test_bad_arch)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -717,6 +760,7 @@ int main(void)
 		tcase_add_test(tc, test_divsem_helpers);
 		tcase_add_test(tc, test_syntax_error);
 		tcase_add_test(tc, test_bad_arch);
+		tcase_add_test(tc, test_nvrtc_builtins_beside_lib);
 		suite_add_tcase(s, tc);
 	}
 	int rc = tu_run_suite(s);
