@@ -86,7 +86,10 @@ void tu_assert_golden_path(const char *name, const char *text)
 {
 	char path[1024];
 	ck_assert_msg(text != NULL, "no text to compare with %s", name);
-	snprintf(path, sizeof(path), "%s/%s", TS_SOURCE_DIR, name);
+	/* TESSERA_SOURCE_DIR: the source tree where the test binaries run away
+	 * from the tree they were built from (scripts/gpu_check.sh --bundle) */
+	const char *src = getenv("TESSERA_SOURCE_DIR");
+	snprintf(path, sizeof(path), "%s/%s", src && *src ? src : TS_SOURCE_DIR, name);
 	const char *upd = getenv("TESSERA_UPDATE_GOLDENS");
 	if (upd && strcmp(upd, "1") == 0) {
 		FILE *f = fopen(path, "wb");
