@@ -24,7 +24,7 @@ tests=(test_cuda test_cuda_exec test_cuda_rfactor test_cuda_schedules test_cuda_
        test_tensorcore test_double_buffer test_storage_align test_names test_mustfail_api
        test_mustfail_cuda test_mustfail_cudashape test_mustfail_cudatime)
 
-usage() { sed -n '8,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '8,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 build="$src/build" bundle="" out=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -51,7 +51,7 @@ if [ -n "$bundle" ]; then
   # tar needs xz for .tar.xz; Python's tarfile reads it without.
   if ! tar -C "$work" -xJf "$bundle" 2>/dev/null; then
     python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
-      "$bundle" "$work" || { echo "gpu_check: cannot unpack '$bundle'" >&2; exit 2; }
+      "$bundle" "$work" 2>/dev/null || { echo "gpu_check: cannot unpack '$bundle'" >&2; exit 2; }
   fi
   bin="$work/tessera-bundle/bin"
   bench="$bin/tessera-bench" tutorial="$bin/tessera-tutorial" testdir="$bin"
