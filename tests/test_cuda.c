@@ -173,12 +173,12 @@ START_TEST(test_nvrtc_builtins_beside_lib)
 	}
 	char dir[] = "/tmp/tessera-nvrtc-XXXXXX";
 	ck_assert_ptr_nonnull(mkdtemp(dir));
-	char cmd[8192];
+	char cmd[2 * sizeof(real) + 2 * sizeof(dir) + 128];
 	snprintf(cmd, sizeof(cmd),
 		 "ln -s '%s' '%s/libnvrtc.so' && cp \"$(dirname '%s')\"/libnvrtc-builtins.so.*.* '%s/'",
 		 real, dir, real, dir);
 	ck_assert_int_eq(system(cmd), 0);
-	char lib[4200];
+	char lib[sizeof(dir) + 16];
 	snprintf(lib, sizeof(lib), "%s/libnvrtc.so", dir);
 	setenv("TESSERA_NVRTC_LIB", lib, 1);
 	compile_ok(vadd, "sm_80");
@@ -186,7 +186,7 @@ START_TEST(test_nvrtc_builtins_beside_lib)
 
 	FILE *maps = fopen("/proc/self/maps", "r");
 	ck_assert_ptr_nonnull(maps);
-	char want[4200], line[8192];
+	char want[sizeof(dir) + 32], line[8192];
 	snprintf(want, sizeof(want), "%s/libnvrtc-builtins.so.", dir);
 	bool beside = false;
 	while (!beside && fgets(line, sizeof(line), maps))
