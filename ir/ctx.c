@@ -586,8 +586,12 @@ struct ts_expr *ts_ctx_size_var(const ts_ctx *ctx, int index, int64_t *max)
 
 int64_t ts_ctx_size_handle(const ts_ctx *ctx, int index)
 {
-	return ctx ? TS_SIZE_VAR_BASE + ((int64_t)ctx->size_tag * TS_MAX_SIZE_VARS + index) * TS_SIZE_VAR_STRIDE
-		   : 0;
+	/* an index outside the context's slots has no handle: the formula
+	 * would give the handle of another tag, i.e. of another context's
+	 * variable (index -1 is the previous tag's last, 64 the next's first) */
+	if (!ctx || index < 0 || index >= TS_MAX_SIZE_VARS)
+		return 0;
+	return TS_SIZE_VAR_BASE + ((int64_t)ctx->size_tag * TS_MAX_SIZE_VARS + index) * TS_SIZE_VAR_STRIDE;
 }
 
 int ts_ctx_size_handle_index(const ts_ctx *ctx, int64_t h)

@@ -145,7 +145,8 @@ int ts_ctx_print_steps(const ts_ctx *ctx);
  * 1..TS_SIZE_VAR_MAX.  Lookups of an index out of range give NULL; of a variable
  * that is not one, -1.  A handle (te.h) encodes the index and a tag of the
  * context, so that another context's handle is told apart: handle_of gives
- * it, index_of reads it back (-1 for a value that is not a handle of this
+ * it (0 for a NULL ctx or an index outside 0..TS_MAX_SIZE_VARS - 1),
+ * index_of reads it back (-1 for a value that is not a handle of this
  * context). */
 #define TS_MAX_SIZE_VARS 64
 /* The largest upper bound a size variable may have. */
