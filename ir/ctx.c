@@ -323,7 +323,10 @@ void ts_error_stash(ts_ctx *ctx, ts_error_stashed *saved)
 {
 	if (!saved)
 		return;
-	saved->status = ts_last_status(ctx);
+	/* a NULL context holds no error to stash (ts_last_status's
+	 * TS_ERR_INVALID for it would come back, without a message, from
+	 * ts_error_unstash into whatever context that is given) */
+	saved->status = ctx ? ts_last_status(ctx) : TS_OK;
 	snprintf(saved->msg, sizeof(saved->msg), "%s", ctx ? ts_last_error(ctx) : "");
 	ts_clear_error(ctx);
 }
