@@ -304,7 +304,10 @@ ts_status ts_error_within(ts_ctx *ctx, ts_status status, const char *fmt, ...)
 	}
 	pthread_mutex_lock(&ctx->lock);
 	err_slot *s = take_slot(ctx);
-	if (s && s->status != TS_OK) {
+	if (s && s->status != TS_OK && !fmt) {
+		/* no prefix to put: the pending error stays as it is (not ": msg") */
+		status = s->status;
+	} else if (s && s->status != TS_OK) {
 		/* room for both whole, then cut at the slot's size */
 		char both[2 * ERR_SIZE + 2];
 		snprintf(both, sizeof(both), "%s: %s", prefix, s->msg);
@@ -312,7 +315,8 @@ ts_status ts_error_within(ts_ctx *ctx, ts_status status, const char *fmt, ...)
 		s->msg[sizeof(s->msg) - 1] = '\0';
 		status = s->status;
 	} else if (s && status != TS_OK) {
-		memcpy(s->msg, prefix, sizeof(s->msg));
+		/* as ts_verror: an error recorded without a format still says so */
+		snprintf(s->msg, sizeof(s->msg), "%s", fmt ? prefix : "(no message)");
 		s->status = status;
 	}
 	pthread_mutex_unlock(&ctx->lock);

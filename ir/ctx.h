@@ -97,7 +97,8 @@ ts_status ts_verror(ts_ctx *ctx, ts_status status, const char *fmt, va_list ap);
 /* Puts "<fmt...>: " before the calling thread's pending error, keeping its
  * status (a caller naming what it was doing when a callee failed: the
  * callee names only its own step); with none pending, records the prefix
- * alone as `status`.  Returns the error's status. */
+ * alone as `status`.  A NULL fmt leaves a pending error as it is, and
+ * records "(no message)" otherwise.  Returns the error's status. */
 ts_status ts_error_within(ts_ctx *ctx, ts_status status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* For calls made only to print something (a printer that lowers, say):
