@@ -220,6 +220,11 @@ ts_status ts_check_args_sizes(ts_ctx *ctx, const ts_func *f, int n, ts_array *co
 		return TS_ERR_INVALID;
 	if (!f)
 		return ts_error(ctx, TS_ERR_INVALID, "call: the function is NULL");
+	/* as ts_build and cg_llvm_compile refuse it: the function's buffers
+	 * are its context's, freed with that one, not with ctx */
+	if (f->ctx && f->ctx != ctx)
+		return ts_error(ctx, TS_ERR_INVALID, "call %s: the function belongs to another context",
+				f->name);
 	if (want != TS_DEVICE_CPU && want != TS_DEVICE_CUDA)
 		return ts_error(ctx, TS_ERR_INVALID, "call %s: unknown device %d", f->name, (int)want);
 	int want_n = ts_func_nargs(f);
