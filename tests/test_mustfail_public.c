@@ -571,6 +571,24 @@ START_TEST(test_check_args_sizes)
 	ts_array_free(B);
 	ts_array_free(C);
 	ts_ctx_free(y.ctx);
+
+	/* a function with a size variable needs a place for its value */
+	int64_t n = ts_size_var(c, "n", 64);
+	ts_tensor *V = ts_placeholder(c, "V", TS_SHAPE(n), ts_float32);
+	ts_expr *i = ts_var(c, "i");
+	ts_tensor *W = ts_compute(c, "W", TS_SHAPE(n), TS_VARS(i),
+				  ts_add(c, TS_READ(c, V, i), ts_fconst(c, ts_float32, 1.0)));
+	ts_func *g = ts_lower(ts_create_schedule(c, 1, &W), "inc", 2, (ts_tensor *[]){V, W});
+	tu_nonnull(c, g);
+	ck_assert_int_eq(ts_func_nargs(g), 2);
+	ts_array *v = ts_array_new(c, ts_float32, TS_SHAPE(5)), *w = ts_array_new(c, ts_float32, TS_SHAPE(5));
+	FAILS_ST(c, ts_check_args_sizes(c, g, 2, (ts_array *[]){v, w}, TS_DEVICE_CPU, NULL),
+		 "call inc: sizes is NULL, and the function has 1 size variable to receive");
+	ts_clear_error(c);
+	tu_ok(c, ts_check_args_sizes(c, g, 2, (ts_array *[]){v, w}, TS_DEVICE_CPU, sizes));
+	ck_assert_int_eq(sizes[0], 5);
+	ts_array_free(v);
+	ts_array_free(w);
 	ts_ctx_free(c);
 }
 END_TEST
@@ -659,6 +677,16 @@ START_TEST(test_llvm_steps)
 	tu_ok(c, cg_llvm_report(c, m));
 	cg_llvm_free(m);
 	cg_llvm_free(NULL);
+	/* another architecture's module finishes without an entry point */
+	m = cg_llvm_prepare(c, x.f, "llvm -mtriple=aarch64-linux-gnu");
+	if (m) {
+		ck_assert(cg_llvm_finish(m));
+		tu_ok(c, cg_llvm_report(c, m));
+		ck_assert_ptr_null(cg_llvm_entry(m));
+		cg_llvm_free(m);
+	} else {
+		tu_assert_error(c, "aarch64");
+	}
 	ts_ctx_free(y.ctx);
 	ts_ctx_free(c);
 }
