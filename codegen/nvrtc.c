@@ -308,6 +308,11 @@ ts_status cg_nvrtc_compile(ts_ctx *ctx, const char *src, const char *name, const
 
 ts_status cg_nvrtc_version(ts_ctx *ctx, int *major, int *minor)
 {
+	/* refused here: nvrtcVersion's own check of its outputs is NVRTC's
+	 * to keep or drop, and its message would not name the argument */
+	if (!major || !minor)
+		return ts_error(ctx, TS_ERR_INVALID, "nvrtc_version: %s is NULL",
+				!major ? "major" : "minor");
 	nvrtc_api api;
 	ts_status st = load_api(ctx, &api);
 	if (st != TS_OK)

@@ -41,7 +41,8 @@ ts_status cg_cuda_parse_target(ts_ctx *ctx, const char *target, char arch[CG_ARC
 /* TS_OK if arch is spelled sm_XY[a|f] or compute_XY[a|f]. */
 ts_status cg_cuda_check_arch(ts_ctx *ctx, const char *arch);
 
-/* NVRTC's version; TS_ERR_NO_DEVICE with "libnvrtc not found" if absent. */
+/* NVRTC's version; TS_ERR_NO_DEVICE with "libnvrtc not found" if absent,
+ * TS_ERR_INVALID for a NULL major or minor. */
 ts_status cg_nvrtc_version(ts_ctx *ctx, int *major, int *minor);
 
 /* Compiles src, whose kernel is `name` (used for messages and the program

@@ -304,7 +304,10 @@ ts_status ts_error_within(ts_ctx *ctx, ts_status status, const char *fmt, ...)
 	}
 	pthread_mutex_lock(&ctx->lock);
 	err_slot *s = take_slot(ctx);
-	if (s && s->status != TS_OK) {
+	if (s && s->status != TS_OK && !fmt) {
+		/* no prefix to put: the pending error stays as it is (not ": msg") */
+		status = s->status;
+	} else if (s && s->status != TS_OK) {
 		/* room for both whole, then cut at the slot's size */
 		char both[2 * ERR_SIZE + 2];
 		snprintf(both, sizeof(both), "%s: %s", prefix, s->msg);
@@ -312,7 +315,8 @@ ts_status ts_error_within(ts_ctx *ctx, ts_status status, const char *fmt, ...)
 		s->msg[sizeof(s->msg) - 1] = '\0';
 		status = s->status;
 	} else if (s && status != TS_OK) {
-		memcpy(s->msg, prefix, sizeof(s->msg));
+		/* as ts_verror: an error recorded without a format still says so */
+		snprintf(s->msg, sizeof(s->msg), "%s", fmt ? prefix : "(no message)");
 		s->status = status;
 	}
 	pthread_mutex_unlock(&ctx->lock);
@@ -323,7 +327,10 @@ void ts_error_stash(ts_ctx *ctx, ts_error_stashed *saved)
 {
 	if (!saved)
 		return;
-	saved->status = ts_last_status(ctx);
+	/* a NULL context holds no error to stash (ts_last_status's
+	 * TS_ERR_INVALID for it would come back, without a message, from
+	 * ts_error_unstash into whatever context that is given) */
+	saved->status = ctx ? ts_last_status(ctx) : TS_OK;
 	snprintf(saved->msg, sizeof(saved->msg), "%s", ctx ? ts_last_error(ctx) : "");
 	ts_clear_error(ctx);
 }
@@ -586,8 +593,12 @@ struct ts_expr *ts_ctx_size_var(const ts_ctx *ctx, int index, int64_t *max)
 
 int64_t ts_ctx_size_handle(const ts_ctx *ctx, int index)
 {
-	return ctx ? TS_SIZE_VAR_BASE + ((int64_t)ctx->size_tag * TS_MAX_SIZE_VARS + index) * TS_SIZE_VAR_STRIDE
-		   : 0;
+	/* an index outside the context's slots has no handle: the formula
+	 * would give the handle of another tag, i.e. of another context's
+	 * variable (index -1 is the previous tag's last, 64 the next's first) */
+	if (!ctx || index < 0 || index >= TS_MAX_SIZE_VARS)
+		return 0;
+	return TS_SIZE_VAR_BASE + ((int64_t)ctx->size_tag * TS_MAX_SIZE_VARS + index) * TS_SIZE_VAR_STRIDE;
 }
 
 int ts_ctx_size_handle_index(const ts_ctx *ctx, int64_t h)

@@ -97,7 +97,8 @@ ts_status ts_verror(ts_ctx *ctx, ts_status status, const char *fmt, va_list ap);
 /* Puts "<fmt...>: " before the calling thread's pending error, keeping its
  * status (a caller naming what it was doing when a callee failed: the
  * callee names only its own step); with none pending, records the prefix
- * alone as `status`.  Returns the error's status. */
+ * alone as `status`.  A NULL fmt leaves a pending error as it is, and
+ * records "(no message)" otherwise.  Returns the error's status. */
 ts_status ts_error_within(ts_ctx *ctx, ts_status status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* For calls made only to print something (a printer that lowers, say):
@@ -145,7 +146,8 @@ int ts_ctx_print_steps(const ts_ctx *ctx);
  * 1..TS_SIZE_VAR_MAX.  Lookups of an index out of range give NULL; of a variable
  * that is not one, -1.  A handle (te.h) encodes the index and a tag of the
  * context, so that another context's handle is told apart: handle_of gives
- * it, index_of reads it back (-1 for a value that is not a handle of this
+ * it (0 for a NULL ctx or an index outside 0..TS_MAX_SIZE_VARS - 1),
+ * index_of reads it back (-1 for a value that is not a handle of this
  * context). */
 #define TS_MAX_SIZE_VARS 64
 /* The largest upper bound a size variable may have. */

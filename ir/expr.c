@@ -46,10 +46,11 @@ bool ts_dtype_check(ts_ctx *ctx, const char *what, ts_dtype t)
 {
 	if (ts_dtype_is_valid(t))
 		return true;
+	/* a NULL `what` is no string for %s (glibc's "(null)" is not C's) */
 	ts_error(ctx, TS_ERR_INVALID,
 		 "%s: invalid dtype (code %d, %d bits, %d lanes): expected int/uint 8-64, "
 		 "float 16/32/64, bfloat16, bool or handle with 1..%d lanes",
-		 what, t.code, t.bits, t.lanes, TS_MAX_VECTOR_LANES);
+		 what ? what : "dtype", t.code, t.bits, t.lanes, TS_MAX_VECTOR_LANES);
 	return false;
 }
 
@@ -284,7 +285,9 @@ bool ir_expr_owned(ts_ctx *ctx, const char *what, const char *which, const ts_ex
 {
 	if (!e || e->ctx == ctx)
 		return true;
-	ts_error(ctx, TS_ERR_INVALID, "%s: %s %s", what, which, foreign_msg);
+	/* NULL names are no strings for %s */
+	ts_error(ctx, TS_ERR_INVALID, "%s: %s %s", what ? what : "expression", which ? which : "operand",
+		 foreign_msg);
 	return false;
 }
 

@@ -220,14 +220,23 @@ ts_status ts_check_args_sizes(ts_ctx *ctx, const ts_func *f, int n, ts_array *co
 		return TS_ERR_INVALID;
 	if (!f)
 		return ts_error(ctx, TS_ERR_INVALID, "call: the function is NULL");
+	/* as ts_build and cg_llvm_compile refuse it: the function's buffers
+	 * are its context's, freed with that one, not with ctx */
+	if (f->ctx && f->ctx != ctx)
+		return ts_error(ctx, TS_ERR_INVALID, "call %s: the function belongs to another context",
+				f->name);
 	if (want != TS_DEVICE_CPU && want != TS_DEVICE_CUDA)
 		return ts_error(ctx, TS_ERR_INVALID, "call %s: unknown device %d", f->name, (int)want);
 	int want_n = ts_func_nargs(f);
 	if (n != want_n)
 		return ts_error(ctx, TS_ERR_INVALID, "call %s: expected %d argument%s, got %d",
 				f->name, want_n, want_n == 1 ? "" : "s", n);
-	if (f->nsizes > TS_MAX_SIZE_VARS || (f->nsizes > 0 && (!f->size_vars || !sizes)))
+	if (f->nsizes > TS_MAX_SIZE_VARS || (f->nsizes > 0 && !f->size_vars))
 		return ts_error(ctx, TS_ERR_INVALID, "call %s: %d size variables", f->name, f->nsizes);
+	/* the caller's mistake, not the function's: said as such */
+	if (f->nsizes > 0 && !sizes)
+		return ts_error(ctx, TS_ERR_INVALID, "call %s: sizes is NULL, and the function has %d size "
+				"variable%s to receive", f->name, f->nsizes, f->nsizes == 1 ? "" : "s");
 	if (n > 0 && !args)
 		return ts_error(ctx, TS_ERR_INVALID, "call %s: the argument list is NULL", f->name);
 	for (int i = 0; i < n; i++) {

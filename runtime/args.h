@@ -28,7 +28,8 @@ const char *ts_device_name(ts_device d);
  * overlaps another argument in memory, because compiled code assumes
  * buffers do not alias (inputs may alias each other):
  *   call f: argument 2 (C) overlaps argument 0 (A)
- * The first mismatch is recorded in ctx and returned as TS_ERR_INVALID. */
+ * The first mismatch is recorded in ctx and returned as TS_ERR_INVALID; so
+ * is a function of another context. */
 ts_status ts_check_args(ts_ctx *ctx, const ts_func *f, int n, ts_array *const *args,
 			ts_device want);
 /* The same for a function with size variables (ts_func.nsizes): an extent

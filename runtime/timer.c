@@ -26,7 +26,10 @@ uint64_t ts_now_ns(void)
 
 double ts_ms_since(uint64_t start_ns)
 {
-	return (double)(ts_now_ns() - start_ns) / 1e6;
+	/* a start after now (a reading of another clock, or a deadline) is a
+	 * negative time: the unsigned difference would wrap to 584 years */
+	uint64_t now = ts_now_ns();
+	return now >= start_ns ? (double)(now - start_ns) / 1e6 : -((double)(start_ns - now) / 1e6);
 }
 
 double ts_median(const double *v, int n)

@@ -34,7 +34,8 @@ extern "C" {
 
 /* Nanoseconds of CLOCK_MONOTONIC (an arbitrary origin, never goes back). */
 uint64_t ts_now_ns(void);
-/* Milliseconds elapsed since a ts_now_ns() reading. */
+/* Milliseconds elapsed since a ts_now_ns() reading (negative for a value
+ * past the present one). */
 double ts_ms_since(uint64_t start_ns);
 
 /* Quality flags of a set of samples (ts_timing.flags), from
