@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "arith.h"
 #include "build.h"
@@ -315,58 +314,20 @@ static void run_llvm(kcase *c, const ts_func *f, const char *path)
 
 /* ---- compiled C ------------------------------------------------------------------ */
 
-static bool have_cc(void)
-{
-	return system("cc --version >/dev/null 2>&1") == 0;
-}
-
-/* Compiles src into a shared object in a fresh directory and loads it. */
-static void *cc_load(const char *src, char dir[64])
-{
-	strcpy(dir, "/tmp/tessera_divsem_XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	char path[128], cmd[512];
-	snprintf(path, sizeof(path), "%s/k.c", dir);
-	FILE *f = fopen(path, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs(src, f);
-	fclose(f);
-	snprintf(cmd, sizeof(cmd),
-		 "cd %s && cc -std=c11 -Wall -Werror -O2 -fPIC -shared k.c -o k.so -lm >cc.log 2>&1",
-		 dir);
-	ck_assert_msg(system(cmd) == 0, "cc failed on the source in %s", dir);
-	snprintf(path, sizeof(path), "%s/k.so", dir);
-	void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	ck_assert_msg(lib != NULL, "dlopen: %s", dlerror());
-	return lib;
-}
-
-static void cc_unload(void *lib, const char *dir)
-{
-	static const char *const files[] = {"k.c", "cc.log", "k.so"};
-	char path[128];
-	dlclose(lib);
-	for (size_t i = 0; i < TS_COUNT_OF(files); i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
-		unlink(path);
-	}
-	rmdir(dir);
-}
-
 static void run_c(kcase *c, const ts_func *f, const char *path)
 {
 	const char *src = cg_emit_c(c->ctx, f);
 	tu_nonnull(c->ctx, src);
-	if (!have_cc())
+	if (!tu_have_cc())
 		return;
 	char dir[64];
-	void *lib = cc_load(src, dir);
+	void *lib = tu_cc_load(src, dir);
 	int32_t (*fn)(void **) = (int32_t (*)(void **))dlsym(lib, "divsem_packed");
 	ck_assert_msg(fn != NULL, "no divsem_packed in the compiled C");
 	outputs r = outputs_new(c);
 	ck_assert_int_eq(fn(r.data), 0);
 	outputs_check(c, &r, path);
-	cc_unload(lib, dir);
+	tu_cc_unload(lib, dir);
 }
 
 /* f after the vectorizer, as the CPU backends see it; where the lanes

@@ -1,10 +1,12 @@
 /* testutil.c - see testutil.h. */
 #include "testutil.h"
 
+#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static char context[4096];
 
@@ -107,6 +109,43 @@ void tu_assert_golden_path(const char *name, const char *text)
 		ck_abort_msg("golden %s differs at %s", name, diff);
 	}
 	free(want);
+}
+
+bool tu_have_cc(void)
+{
+	return system("cc --version >/dev/null 2>&1") == 0;
+}
+
+void *tu_cc_load(const char *src, char dir[64])
+{
+	strcpy(dir, "/tmp/tessera_cc_XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char path[128], cmd[512];
+	snprintf(path, sizeof(path), "%s/k.c", dir);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(src, f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && cc -std=c11 -Wall -Werror -O2 -fPIC -shared k.c -o k.so -lm >cc.log 2>&1",
+		 dir);
+	ck_assert_msg(system(cmd) == 0, "cc failed on the source in %s", dir);
+	snprintf(path, sizeof(path), "%s/k.so", dir);
+	void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	ck_assert_msg(lib != NULL, "dlopen: %s", dlerror());
+	return lib;
+}
+
+void tu_cc_unload(void *lib, const char *dir)
+{
+	static const char *const files[] = {"k.c", "cc.log", "k.so"};
+	char path[128];
+	dlclose(lib);
+	for (size_t i = 0; i < TS_COUNT_OF(files); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		unlink(path);
+	}
+	rmdir(dir);
 }
 
 #include "interp.h"

@@ -42,6 +42,16 @@ void tu_assert_golden_path(const char *relpath, const char *text);
 
 #endif
 
+/* ---- compiling generated C ------------------------------------------------ */
+
+/* Whether the system C compiler (`cc`) runs. */
+bool tu_have_cc(void);
+/* Compiles src (-std=c11 -Wall -Werror -O2) into a shared object in a fresh
+ * directory, named in dir, and loads it; a failure aborts the test. */
+void *tu_cc_load(const char *src, char dir[64]);
+/* Unloads what tu_cc_load loaded and removes its directory. */
+void tu_cc_unload(void *lib, const char *dir);
+
 /* ---- checking lowered functions against the reference evaluator ---------- */
 
 /* Runs f on argument data (in f's parameter order). */
