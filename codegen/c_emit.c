@@ -501,16 +501,17 @@ static void int_imm(emitter *em, const ts_expr *e)
 
 static void float_imm(emitter *em, const ts_expr *e)
 {
-	double v = e->u.float_imm;
 	bool f32 = e->dtype.bits == 32 || is_f16x(e->dtype);
-	if (is_f16x(e->dtype)) { /* the 16-bit value, written as a float */
-		uint16_t bits = 0;
-		ts_elem_set_f64(&bits, ts_dtype_element(e->dtype), 0, v);
-		v = ts_elem_get_f64(&bits, ts_dtype_element(e->dtype), 0);
-	} else if (e->dtype.bits != 32 && e->dtype.bits != 64) {
+	if (!is_f16x(e->dtype) && e->dtype.bits != 32 && e->dtype.bits != 64) {
 		ctype(em, e->dtype);
 		return;
 	}
+	/* the dtype's value, as the evaluators read the constant (ir.h: a
+	 * 16-bit float through float32), written as a float: the digits of the
+	 * unrounded double would round a second time in the C compiler (or
+	 * directly to 16 bits), and one below float's range is a literal it
+	 * warns about */
+	double v = ir_cast_float_to_float(ts_dtype_element(e->dtype), e->u.float_imm);
 	if (isnan(v)) {
 		put(em, f32 ? em->d->nan32 : em->d->nan64);
 		return;
