@@ -662,6 +662,32 @@ static void call(emitter *em, const ts_expr *e)
 static void ramp_at_lane(emitter *em, const ts_expr *e)
 {
 	int64_t st = e->u.ramp.stride;
+	ts_dtype t = ts_dtype_element(e->dtype);
+	/* in a stored value a signed ramp wraps as ir.h says (i * 2147483647
+	 * vectorized): base + lane*stride in C's int arithmetic would overflow,
+	 * which is undefined, so it goes through the _wrap helpers */
+	if (em->in_value && is_signed_int(t) && t.bits >= 32 && st && (em->comp >= 0 || em->lane)) {
+		uint64_t k = em->comp >= 0 ? (uint64_t)st * (uint64_t)em->comp : (uint64_t)st;
+		ts_expr *kc = ts_const(em->ctx, t, ir_wrap_int(t, (int64_t)k));
+		if (!kc) {
+			fail(em, ts_last_status(em->ctx), "%s", ts_last_error(em->ctx));
+			return;
+		}
+		bool lane = em->comp < 0 && (st == 1 || st == -1); /* base +- lane */
+		ts_sb_printf(&em->out, "%s(", helper(em, lane && st < 0 ? H_SUB_WRAP : H_ADD_WRAP, t));
+		sub(em, e->u.ramp.base, 0);
+		if (lane) {
+			ts_sb_printf(&em->out, ", %s)", em->lane);
+			return;
+		}
+		if (em->comp >= 0)
+			put(em, ", ");
+		else
+			ts_sb_printf(&em->out, ", %s(%s, ", helper(em, H_MUL_WRAP, t), em->lane);
+		sub(em, kc, 0);
+		put(em, em->comp >= 0 ? ")" : "))");
+		return;
+	}
 	if (em->comp >= 0) {
 		int64_t off = st * em->comp;
 		sub(em, e->u.ramp.base, off ? P_ADD : 0);
