@@ -117,7 +117,14 @@ static const dialect dialect_c = {
 		     "/* Buffers kept across loop iterations are written under a condition\n"
 		     " * GCC cannot see holds first (if (k == 0)): not uninitialized. */\n"
 		     "#if defined(__GNUC__) && !defined(__clang__)\n"
-		     "#pragma GCC diagnostic ignored \"-Wmaybe-uninitialized\"\n#endif\n",
+		     "#pragma GCC diagnostic ignored \"-Wmaybe-uninitialized\"\n#endif\n"
+		     /* a comparison of bools may have a constant operand
+		      * (b <= true is legal IR), which -Wall calls always true */
+		     "/* Bools compared with a constant (b <= true) are meant. */\n"
+		     "#if defined(__clang__)\n"
+		     "#pragma clang diagnostic ignored \"-Wtautological-constant-compare\"\n"
+		     "#elif defined(__GNUC__)\n"
+		     "#pragma GCC diagnostic ignored \"-Wbool-compare\"\n#endif\n",
 	.func_qual = "",
 	.restrict_kw = "restrict",
 	.helper_qual = "static inline",
