@@ -195,6 +195,20 @@ static ts_expr *fold(ts_ctx *ctx, ir_expr_kind k, ts_expr *a, ts_expr *b)
 
 /* ramp op scalar (or ramp op ramp) as one ramp when the result is affine
  * (*affine set; NULL then is a failed allocation); NULL when it is not. */
+/* Strides of integer ramps combine as their lanes do, wrapping (ir.h): in
+ * int64 arithmetic a few large factors ((i*2^30 + x)*2^30*2^30) overflow,
+ * which C leaves undefined; modulo 2^64 they stay right modulo the
+ * dtype's width, the only bits a lane keeps. */
+static int64_t stride_add(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
+static int64_t stride_mul(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a * (uint64_t)b);
+}
+
 static ts_expr *fold_ramp(vec_ctx *v, ir_expr_kind k, ts_expr *a, ts_expr *b, bool *affine)
 {
 	ts_ctx *ctx = v->ctx;
@@ -207,17 +221,17 @@ static ts_expr *fold_ramp(vec_ctx *v, ir_expr_kind k, ts_expr *a, ts_expr *b, bo
 		int64_t sign = k == IR_ADD ? 1 : -1;
 		if (ra && rb)
 			return make_ramp(v, fold(ctx, k, a->u.ramp.base, b->u.ramp.base),
-					 a->u.ramp.stride + sign * b->u.ramp.stride);
+					 stride_add(a->u.ramp.stride, stride_mul(sign, b->u.ramp.stride)));
 		if (ra && !is_vec(b))
 			return make_ramp(v, fold(ctx, k, a->u.ramp.base, b), a->u.ramp.stride);
 		if (rb && !is_vec(a))
 			return make_ramp(v, fold(ctx, k, a, b->u.ramp.base),
-					 sign * b->u.ramp.stride);
+					 stride_mul(sign, b->u.ramp.stride));
 	}
 	if (k == IR_MUL && ra && ir_is_const_int(b, &c))
-		return make_ramp(v, fold(ctx, IR_MUL, a->u.ramp.base, b), a->u.ramp.stride * c);
+		return make_ramp(v, fold(ctx, IR_MUL, a->u.ramp.base, b), stride_mul(a->u.ramp.stride, c));
 	if (k == IR_MUL && rb && ir_is_const_int(a, &c))
-		return make_ramp(v, fold(ctx, IR_MUL, a, b->u.ramp.base), b->u.ramp.stride * c);
+		return make_ramp(v, fold(ctx, IR_MUL, a, b->u.ramp.base), stride_mul(b->u.ramp.stride, c));
 	return *affine = false, NULL;
 }
 

@@ -642,6 +642,24 @@ START_TEST(test_c_ramp_wraps)
 }
 END_TEST
 
+/* A vectorized ramp's stride multiplied by large constants, a scalar
+ * added between them so that the simplifier does not fold the factors
+ * first: ((i*2^30 + A[0])*2^30 + A[0])*2^30 overflowed the vectorizer's
+ * int64 stride (undefined; UBSan stops the test). */
+START_TEST(test_ramp_stride_overflow)
+{
+	bcase c;
+	gen g;
+	case_begin(&c, &g, 4, ts_int32, ts_int64);
+	ts_expr *a0 = TS_READ(g.ctx, c.args[0], ts_int(g.ctx, 0));
+	ts_expr *big = ts_int(g.ctx, INT64_C(1) << 30);
+	ts_expr *e = ts_mul(g.ctx, ts_add(g.ctx, ts_mul(g.ctx, g.i, big), a0), big);
+	case_output(&c, &g, ts_mul(g.ctx, ts_add(g.ctx, e, a0), big));
+	case_output(&c, &g, ts_sub(g.ctx, a0, ts_mul(g.ctx, ts_sub(g.ctx, a0, e), big)));
+	check_fixed(&c, &g);
+}
+END_TEST
+
 /* Bools compared with a constant ((i != 0) <= true): legal IR, which cc's
  * -Wall called always true. */
 START_TEST(test_c_bool_compare)
@@ -668,6 +686,7 @@ int main(void)
 	tcase_add_test(tc, test_c_float_constants);
 	tcase_add_test(tc, test_c_ramp_wraps);
 	tcase_add_test(tc, test_c_bool_compare);
+	tcase_add_test(tc, test_ramp_stride_overflow);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
