@@ -213,26 +213,36 @@ static ts_expr *fold_ramp(vec_ctx *v, ir_expr_kind k, ts_expr *a, ts_expr *b, bo
 {
 	ts_ctx *ctx = v->ctx;
 	bool ra = a->kind == IR_RAMP, rb = b->kind == IR_RAMP;
-	int64_t c;
+	ts_expr *base;
+	int64_t c, stride;
 	*affine = true;
 	if (!ts_dtype_is_int(a->dtype) || (!ra && !rb))
 		return *affine = false, NULL;
-	if (k == IR_ADD || k == IR_SUB) {
-		int64_t sign = k == IR_ADD ? 1 : -1;
-		if (ra && rb)
-			return make_ramp(v, fold(ctx, k, a->u.ramp.base, b->u.ramp.base),
-					 stride_add(a->u.ramp.stride, stride_mul(sign, b->u.ramp.stride)));
-		if (ra && !is_vec(b))
-			return make_ramp(v, fold(ctx, k, a->u.ramp.base, b), a->u.ramp.stride);
-		if (rb && !is_vec(a))
-			return make_ramp(v, fold(ctx, k, a, b->u.ramp.base),
-					 stride_mul(sign, b->u.ramp.stride));
+	if ((k == IR_ADD || k == IR_SUB) && (ra && rb)) {
+		base = fold(ctx, k, a->u.ramp.base, b->u.ramp.base);
+		stride = stride_add(a->u.ramp.stride, stride_mul(k == IR_ADD ? 1 : -1, b->u.ramp.stride));
+	} else if ((k == IR_ADD || k == IR_SUB) && ra && !is_vec(b)) {
+		base = fold(ctx, k, a->u.ramp.base, b);
+		stride = a->u.ramp.stride;
+	} else if ((k == IR_ADD || k == IR_SUB) && rb && !is_vec(a)) {
+		base = fold(ctx, k, a, b->u.ramp.base);
+		stride = stride_mul(k == IR_ADD ? 1 : -1, b->u.ramp.stride);
+	} else if (k == IR_MUL && ra && ir_is_const_int(b, &c)) {
+		base = fold(ctx, IR_MUL, a->u.ramp.base, b);
+		stride = stride_mul(a->u.ramp.stride, c);
+	} else if (k == IR_MUL && rb && ir_is_const_int(a, &c)) {
+		base = fold(ctx, IR_MUL, a, b->u.ramp.base);
+		stride = stride_mul(b->u.ramp.stride, c);
+	} else {
+		return *affine = false, NULL;
 	}
-	if (k == IR_MUL && ra && ir_is_const_int(b, &c))
-		return make_ramp(v, fold(ctx, IR_MUL, a->u.ramp.base, b), stride_mul(a->u.ramp.stride, c));
-	if (k == IR_MUL && rb && ir_is_const_int(a, &c))
-		return make_ramp(v, fold(ctx, IR_MUL, a, b->u.ramp.base), stride_mul(b->u.ramp.stride, c));
-	return *affine = false, NULL;
+	/* a stride whose last lane leaves int64 (2^62 over 8 lanes), or a
+	 * constant base whose last lane leaves its dtype, is no ramp the IR
+	 * holds (ts_ramp refuses it, failing the whole vectorization): such
+	 * lanes are computed one by one instead */
+	if (base && !ir_ramp_fits(base, stride, v->lanes))
+		return *affine = false, NULL;
+	return make_ramp(v, base, stride);
 }
 
 static ts_expr *vx(vec_ctx *v, ts_expr *e);

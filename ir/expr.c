@@ -814,9 +814,7 @@ ts_expr *ts_load(ts_ctx *ctx, ts_buffer *buf, ts_expr *index)
 	return e;
 }
 
-/* Whether the last lane of a ramp is representable: the step to it in
- * int64, and with a constant base the lane value itself in base's dtype. */
-static bool ramp_fits(const ts_expr *base, int64_t stride, int lanes)
+bool ir_ramp_fits(const ts_expr *base, int64_t stride, int lanes)
 {
 	int64_t span, last;
 	if (__builtin_mul_overflow(stride, (int64_t)(lanes - 1), &span))
@@ -849,7 +847,7 @@ ts_expr *ts_ramp(ts_ctx *ctx, ts_expr *base, int64_t stride, int lanes)
 			 TS_MAX_VECTOR_LANES, lanes);
 		return NULL;
 	}
-	if (!ramp_fits(base, stride, lanes)) {
+	if (!ir_ramp_fits(base, stride, lanes)) {
 		ts_error(ctx, TS_ERR_INVALID,
 			 "ramp: base + stride * (lanes - 1) overflows (stride %lld, %d lanes)",
 			 (long long)stride, lanes);

@@ -524,6 +524,10 @@ ts_expr *ts_read(ts_ctx *ctx, ts_tensor *t, int n, ts_expr *const *idx);
 #define TS_READ(ctx, t, ...) ts_read((ctx), (t), TS_NARGS(__VA_ARGS__), (ts_expr *[]){__VA_ARGS__})
 ts_expr *ts_load(ts_ctx *ctx, ts_buffer *buf, ts_expr *index);
 ts_expr *ts_ramp(ts_ctx *ctx, ts_expr *base, int64_t stride, int lanes);
+/* Whether ts_ramp accepts base, stride and lanes: the step to the last
+ * lane fits int64 and, with a constant base, that lane's value fits base's
+ * dtype. */
+bool ir_ramp_fits(const ts_expr *base, int64_t stride, int lanes);
 ts_expr *ts_broadcast(ts_ctx *ctx, ts_expr *value, int lanes);
 /* A reduction of `source` over reduction axes (init NULL: identity). */
 ts_expr *ts_reduce(ts_ctx *ctx, ts_reduce_op op, ts_expr *source, int naxes,
