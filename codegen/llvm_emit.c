@@ -602,9 +602,12 @@ static LLVMValueRef lane_reduce(emitter *em, const ts_expr *e, LLVMValueRef star
 /* A scalar int32 index computed in 64 bits.  Lowered indices of in-bounds
  * accesses never overflow 32 bits (lowering picks int32 indices only when
  * every extent, span and buffer size fits, int64 ones otherwise), so
- * evaluating + - * min max in 64 bits with no-signed-wrap gives the
- * same address, and saves LLVM from widening long chains of 32-bit
- * arithmetic itself (much of its loop-optimization time). */
+ * evaluating + - * in 64 bits with no-signed-wrap gives the same address,
+ * and saves LLVM from widening long chains of 32-bit arithmetic itself
+ * (much of its loop-optimization time).  Not so below a min or max: the
+ * access bounds the clamp, not what it clamps, and in
+ * max(min(2147483647 + B[30], 36), 0) the int32 sum wraps (ir.h) to a
+ * small value the clamp keeps, where 64 bits gave 36. */
 static LLVMValueRef index_expr64(emitter *em, const ts_expr *e)
 {
 	LLVMBuilderRef B = em->b;
@@ -612,8 +615,7 @@ static LLVMValueRef index_expr64(emitter *em, const ts_expr *e)
 		return NULL;
 	if (e->kind == IR_INT_IMM)
 		return LLVMConstInt(em->i64, (unsigned long long)e->u.int_imm, 1);
-	if (e->kind != IR_ADD && e->kind != IR_SUB && e->kind != IR_MUL && e->kind != IR_MIN &&
-	    e->kind != IR_MAX) {
+	if (e->kind != IR_ADD && e->kind != IR_SUB && e->kind != IR_MUL) {
 		LLVMValueRef v = ex(em, e);
 		return v ? LLVMBuildSExt(B, v, em->i64, "") : NULL;
 	}
@@ -623,9 +625,7 @@ static LLVMValueRef index_expr64(emitter *em, const ts_expr *e)
 	switch (e->kind) {
 	case IR_ADD: return LLVMBuildNSWAdd(B, a, b, "");
 	case IR_SUB: return LLVMBuildNSWSub(B, a, b, "");
-	case IR_MUL: return LLVMBuildNSWMul(B, a, b, "");
-	case IR_MIN: return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, b, ""), a, b, "");
-	default: return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, a, b, ""), a, b, "");
+	default: return LLVMBuildNSWMul(B, a, b, "");
 	}
 }
 
