@@ -211,6 +211,10 @@ typedef struct emitter {
 	 * + - * there may overflow and go through the _wrap helpers (index
 	 * arithmetic never does: lowering picks int64 where it would) */
 	bool in_value;
+	/* in a load's index, in the + - * that make its address; any other
+	 * node there (floormod, min, a cast, a select) takes a value of the
+	 * program's own, which wraps as in a stored value (expr) */
+	bool in_index;
 	/* allocation state */
 	int parallel_depth;
 	const char *heap[16]; /* heap temporaries in scope, innermost last */
@@ -734,10 +738,12 @@ static void load(emitter *em, const ts_expr *e)
 	if (h16)
 		ts_sb_printf(&em->out, "%s(", conv16(em, e->u.load.buf->dtype, C16_FROM));
 	ts_sb_printf(&em->out, "%s[", n);
-	bool in_value = em->in_value;
+	bool in_value = em->in_value, in_index = em->in_index;
 	em->in_value = false;
+	em->in_index = true;
 	sub(em, e->u.load.index, 0);
 	em->in_value = in_value;
+	em->in_index = in_index;
 	put(em, h16 ? "])" : "]");
 }
 
@@ -813,12 +819,26 @@ static void expr(emitter *em, const ts_expr *e, int min_prec)
 {
 	if (em->failed)
 		return;
+	/* An in-bounds access keeps the + - * of its address from overflowing,
+	 * but not what they are built from: floormod(i*2^62 - 2^31, 37) and
+	 * max(min(i*2^62 + A[0], 36), 0) are in bounds, and their int64
+	 * arithmetic wraps (ir.h), which C leaves undefined (cc -O2 refused
+	 * "iteration 2 invokes undefined behavior").  From the first other
+	 * node down, the index is a value. */
+	bool in_value = em->in_value, in_index = em->in_index;
+	if (in_index && e->kind != IR_ADD && e->kind != IR_SUB && e->kind != IR_MUL &&
+	    e->kind != IR_RAMP && e->kind != IR_BROADCAST) {
+		em->in_value = true;
+		em->in_index = false;
+	}
 	bool paren = prec(em, e) < min_prec;
 	if (paren)
 		put(em, "(");
 	expr_body(em, e);
 	if (paren)
 		put(em, ")");
+	em->in_value = in_value;
+	em->in_index = in_index;
 }
 
 /* Emission into a side buffer: the text comes back as an arena string, so
