@@ -586,8 +586,12 @@ static bool zero_minus(const ts_expr *e)
 	ts_dtype t = ts_dtype_element(e->dtype);
 	if (a->kind == IR_BROADCAST)
 		a = a->u.bcast.value;
-	return e->kind == IR_SUB && (t.code == TS_TYPE_FLOAT && (t.bits == 32 || t.bits == 64)) &&
-	       a->kind == IR_FLOAT_IMM && a->u.float_imm == 0 && !signbit(a->u.float_imm);
+	if (e->kind != IR_SUB || t.code != TS_TYPE_FLOAT || (t.bits != 32 && t.bits != 64) ||
+	    a->kind != IR_FLOAT_IMM)
+		return false;
+	/* the constant as written (float_imm): 4.94e-324 in float32 is 0.0f */
+	double c = t.bits == 32 ? (double)(float)a->u.float_imm : a->u.float_imm;
+	return c == 0 && !signbit(c);
 }
 
 static void binary(emitter *em, const ts_expr *e)
