@@ -64,6 +64,7 @@ typedef struct gen {
 	ts_ctx *ctx;
 	uint64_t s;
 	ts_expr *a, *b, *i; /* A[i], B[i], i */
+	ts_tensor *in[2];   /* A and B */
 	bool half;          /* 16-bit floats may appear */
 	bool fminmax;       /* a float min or max LLVM may give another zero of */
 } gen;
@@ -149,12 +150,84 @@ static ts_expr *gen_const(gen *g, ts_dtype t)
 	return ts_const(g->ctx, t, int_value(g, t));
 }
 
-static ts_expr *gen_leaf(gen *g, ts_dtype t)
+static ts_expr *gen_bool(gen *g, int depth);
+
+/* A random integer dtype (no bool). */
+static ts_dtype pick_int_dtype(gen *g)
 {
-	switch (pick(g, 7)) {
+	return all_dtypes[pick(g, 8)];
+}
+
+/* A multiplier or offset for the loop variable in dtype u: 0, +-1, small
+ * strides, and large ones whose products wrap (2^30, the ends of int32
+ * and of u, 2^62). */
+static ts_expr *ramp_const(gen *g, ts_dtype u)
+{
+	static const int64_t v[] = {0, 1, -1, 2, -3, 5, INT64_C(1) << 30, INT32_MAX, INT32_MIN,
+				    -(INT64_C(1) << 31), INT64_C(1) << 62};
+	int k = pick(g, (int)TS_COUNT_OF(v) + 1);
+	return k < (int)TS_COUNT_OF(v) ? ts_const(g->ctx, u, ir_wrap_int(u, v[k])) : gen_const(g, u);
+}
+
+/* The loop variable in integer dtype u (cast from i's int32), times and
+ * plus constants of ramp_const: an affine ramp when vectorized, whose lanes
+ * may wrap in u. */
+static ts_expr *gen_ramp(gen *g, ts_dtype u)
+{
+	ts_ctx *ctx = g->ctx;
+	ts_expr *r = ts_cast(ctx, u, g->i);
+	if (pick(g, 4))
+		r = ts_mul(ctx, r, ramp_const(g, u));
+	switch (pick(g, 3)) {
+	case 0: return ts_add(ctx, r, ramp_const(g, u));
+	case 1: return ts_sub(ctx, ramp_const(g, u), r);
+	default: return r;
+	}
+}
+
+/* An index into A or B, in [0, N) for every i (the generator's job: an
+ * out-of-bounds read is not a legal program): a constant (a scalar load),
+ * i, N-1-i, strided and wrapping ramps modulo N, ends clamped with min and
+ * max, a select of i and N-1-i, and other integer expressions of any dtype
+ * (reads included) modulo N or clamped into [0, N).  Lowering refuses an
+ * index whose exact interval leaves int32 in 32-bit arithmetic
+ * (check_reads.c), so a clamped expression of 32 or 64 bits gets a scalar
+ * read added, which no interval bounds exactly, and may wrap. */
+static ts_expr *gen_index(gen *g, int depth)
+{
+	ts_ctx *ctx = g->ctx;
+	ts_expr *i = g->i, *last = ts_int(ctx, N - 1);
+	ts_dtype u = pick_int_dtype(g);
+	switch (pick(g, 10)) {
+	case 0: return ts_int(ctx, pick(g, N));
+	case 1: return i;
+	case 2: return ts_sub(ctx, last, i);
+	case 3: return ts_min(ctx, ts_add(ctx, i, ts_int(ctx, pick(g, N))), last);
+	case 4: return ts_max(ctx, ts_sub(ctx, i, ts_int(ctx, pick(g, N))), ts_int(ctx, 0));
+	case 5: return ts_select(ctx, gen_bool(g, depth), i, ts_sub(ctx, last, i));
+	case 6: return ts_add(ctx, ts_mul(ctx, i, ts_int(ctx, 0)), ts_int(ctx, pick(g, N)));
+	case 7: return ts_floormod(ctx, gen_ramp(g, u), ts_const(ctx, u, N));
+	case 8: return ts_floormod(ctx, gen_expr(g, u, depth), ts_const(ctx, u, N));
+	default: {
+		ts_expr *e = gen_expr(g, u, depth);
+		if (u.bits >= 32) /* plus a scalar read: not exact (above) */
+			e = ts_add(ctx, e, ts_cast(ctx, u, TS_READ(ctx, g->in[pick(g, 2)], ts_int(ctx, pick(g, N)))));
+		return ts_max(ctx, ts_min(ctx, e, ts_const(ctx, u, N - 1)), ts_const(ctx, u, 0));
+	}
+	}
+}
+
+static ts_expr *gen_leaf(gen *g, ts_dtype t, int depth)
+{
+	switch (pick(g, 10)) {
 	case 0: case 1: return ts_cast(g->ctx, t, g->a);
 	case 2: case 3: return ts_cast(g->ctx, t, g->b);
 	case 4: return ts_cast(g->ctx, t, g->i);
+	case 5: /* another element (reads in its index nest a few levels at most) */
+		if (depth < -2)
+			return ts_cast(g->ctx, t, g->a);
+		return ts_cast(g->ctx, t, TS_READ(g->ctx, g->in[pick(g, 2)], gen_index(g, depth - 1)));
+	case 6: return ts_cast(g->ctx, t, gen_ramp(g, pick_int_dtype(g)));
 	default: return gen_const(g, t);
 	}
 }
@@ -257,7 +330,7 @@ static ts_expr *gen_expr(gen *g, ts_dtype t, int depth)
 {
 	ts_ctx *ctx = g->ctx;
 	if (depth <= 0 || pick(g, 5) == 0)
-		return gen_leaf(g, t);
+		return gen_leaf(g, t, depth);
 	if (ts_dtype_is_bool(t))
 		return gen_bool(g, depth);
 	bool fl = ts_dtype_is_float(t);
@@ -358,6 +431,8 @@ static void case_begin(bcase *c, gen *g, uint64_t seed, ts_dtype ta, ts_dtype tb
 	tu_nonnull(ctx, c->args[0]);
 	tu_nonnull(ctx, c->args[1]);
 	g->i = ts_var(ctx, "i");
+	g->in[0] = c->args[0];
+	g->in[1] = c->args[1];
 	g->a = TS_READ(ctx, c->args[0], g->i);
 	g->b = TS_READ(ctx, c->args[1], g->i);
 	c->half = is_half(ta) || is_half(tb);
@@ -675,6 +750,72 @@ START_TEST(test_c_bool_compare)
 }
 END_TEST
 
+/* Index arithmetic that wraps, in bounds as ir.h reads it: the C emitter
+ * wrote an index's int64 and int32 + - * in C's signed arithmetic, which
+ * overflows below a floormod (cc -O2 refused "iteration 2 invokes
+ * undefined behavior") and a clamp; LLVM computed an int32 clamp's
+ * operand in 64 bits, where 2147483647 + 1 is 2^31, clamped to 36, not
+ * INT32_MIN, clamped to 0. */
+START_TEST(test_index_wraps)
+{
+	bcase c;
+	gen g;
+	case_begin(&c, &g, 5, ts_uint8, ts_float32);
+	ts_ctx *ctx = g.ctx;
+	ts_expr *i64 = ts_cast(ctx, ts_int64, g.i), *n = ts_const(ctx, ts_int64, N);
+	ts_expr *big = ts_sub(ctx, ts_mul(ctx, i64, ts_const(ctx, ts_int64, INT64_MAX - 1)),
+			      ts_const(ctx, ts_int64, INT64_C(1) << 31));
+	case_output(&c, &g, TS_READ(ctx, c.args[1], ts_floormod(ctx, big, n)));
+	ts_expr *i30 = ts_add(ctx, ts_mul(ctx, g.i, ts_int(ctx, 1 << 30)), ts_int(ctx, 7));
+	case_output(&c, &g, TS_READ(ctx, c.args[1], ts_floormod(ctx, i30, ts_int(ctx, N))));
+	/* 2147483647 + a uint8 read of at least 1 wraps to a negative */
+	ts_expr *a30 = ts_max(ctx, ts_cast(ctx, ts_int32, TS_READ(ctx, c.args[0], ts_int(ctx, 30))),
+			      ts_int(ctx, 1));
+	ts_expr *clamp = ts_max(ctx, ts_min(ctx, ts_add(ctx, ts_int(ctx, INT32_MAX), a30), ts_int(ctx, N - 1)),
+				ts_int(ctx, 0));
+	case_output(&c, &g, TS_READ(ctx, c.args[1], clamp));
+	ts_expr *a64 = ts_cast(ctx, ts_int64, TS_READ(ctx, c.args[0], ts_int(ctx, 3)));
+	clamp = ts_max(ctx, ts_min(ctx, ts_add(ctx, big, a64), ts_const(ctx, ts_int64, N - 1)),
+		       ts_const(ctx, ts_int64, 0));
+	case_output(&c, &g, TS_READ(ctx, c.args[1], clamp));
+	check_fixed(&c, &g);
+}
+END_TEST
+
+/* An index ramp multiplied past int64 over its lanes: int64(i) * 2^62
+ * vectorized by 8 is no ramp the IR holds (ts_ramp refused it, and the
+ * whole vectorization failed); its lanes are computed one by one. */
+START_TEST(test_ramp_past_int64)
+{
+	bcase c;
+	gen g;
+	case_begin(&c, &g, 6, ts_int16, ts_float64);
+	ts_ctx *ctx = g.ctx;
+	ts_expr *r = ts_mul(ctx, ts_cast(ctx, ts_int64, g.i), ts_const(ctx, ts_int64, INT64_C(1) << 62));
+	case_output(&c, &g, TS_READ(ctx, c.args[1], ts_floormod(ctx, r, ts_const(ctx, ts_int64, N))));
+	r = ts_add(ctx, ts_mul(ctx, ts_cast(ctx, ts_int64, g.i), ts_const(ctx, ts_int64, INT64_MIN)),
+		   ts_const(ctx, ts_int64, 5));
+	case_output(&c, &g, TS_READ(ctx, c.args[0], ts_floormod(ctx, r, ts_const(ctx, ts_int64, N))));
+	check_fixed(&c, &g);
+}
+END_TEST
+
+/* A float32 constant that rounds to +0 (4.94e-324) minus float32(i): the
+ * C emitter's guard against GCC 12 folding 0.0f - x into -x, -0 at i = 0,
+ * looked at the unrounded double. */
+START_TEST(test_c_tiny_minus)
+{
+	bcase c;
+	gen g;
+	case_begin(&c, &g, 7, ts_uint8, ts_float32);
+	ts_ctx *ctx = g.ctx;
+	ts_expr *d = ts_sub(ctx, ts_fconst(ctx, ts_float32, DBL_TRUE_MIN), ts_cast(ctx, ts_float32, g.i));
+	case_output(&c, &g, d);
+	case_output(&c, &g, ts_div(ctx, ts_fconst(ctx, ts_float32, 1.0), d));
+	check_fixed(&c, &g);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("backends_random");
@@ -687,6 +828,9 @@ int main(void)
 	tcase_add_test(tc, test_c_ramp_wraps);
 	tcase_add_test(tc, test_c_bool_compare);
 	tcase_add_test(tc, test_ramp_stride_overflow);
+	tcase_add_test(tc, test_index_wraps);
+	tcase_add_test(tc, test_ramp_past_int64);
+	tcase_add_test(tc, test_c_tiny_minus);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
