@@ -6,7 +6,10 @@
  * uint8..uint64, float16, bfloat16, float32, float64, bool) filled with
  * extreme values (the dtype's ends, -0.0, NaN, infinities, denormals) and
  * random bits, and outputs C0.. of random dtypes, each C[i] = f(A[i], B[i],
- * i) for a random f of nested casts, arithmetic, the four integer division
+ * i) for a random f, which also reads A and B at other indices (gen_index:
+ * constants, N-1-i, strided, clamped, selected and gathered, always in
+ * bounds) and mixes in wrapping ramps of i in every integer dtype
+ * (gen_ramp), built of nested casts, arithmetic, the four integer division
  * kinds by constants and by tensors, float division, min and max, selects
  * on comparisons, logic and constants at the same extremes.  Every path
  * must give the evaluator's bits: the loop-IR interpreter, the LLVM JIT
