@@ -335,7 +335,7 @@ static ts_expr *vx_var(vec_ctx *v, ts_expr *e)
 }
 
 /* The vector form of e: e itself if lane-invariant and unchanged. */
-static ts_expr *vx(vec_ctx *v, ts_expr *e)
+static ts_expr *vx_node(vec_ctx *v, ts_expr *e)
 {
 	switch (e->kind) {
 	case IR_INT_IMM:
@@ -369,6 +369,20 @@ static ts_expr *vx(vec_ctx *v, ts_expr *e)
 	}
 	/* already vector code, or not lowered: leave the loop serial */
 	return give_up(v);
+}
+
+static ts_expr *vx(vec_ctx *v, ts_expr *e)
+{
+	/* An index is an address only in its + - * and casts: below a
+	 * floormod, a min or a select its lanes are values of the program,
+	 * which wrap (ir.h), and vx_cast must not widen them as a ramp
+	 * (floormod(int64(i*2^30), 37): lane 2 is -2^31, not 2^31). */
+	int in_index = v->in_index;
+	if (e->kind != IR_ADD && e->kind != IR_SUB && e->kind != IR_MUL && e->kind != IR_CAST)
+		v->in_index = 0;
+	ts_expr *r = vx_node(v, e);
+	v->in_index = in_index;
+	return r;
 }
 
 /* ---- statements ------------------------------------------------------------- */
