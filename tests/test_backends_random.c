@@ -819,6 +819,23 @@ START_TEST(test_c_tiny_minus)
 }
 END_TEST
 
+/* A widening cast below an index's floormod: the vectorizer widened the
+ * int32 ramp i*2^30 to an int64 ramp, as if its lanes did not wrap (lane
+ * 2 read element 2^31 mod 37, not -2^31 mod 37). */
+START_TEST(test_index_cast_wraps)
+{
+	bcase c;
+	gen g;
+	case_begin(&c, &g, 8, ts_int16, ts_float64);
+	ts_ctx *ctx = g.ctx;
+	ts_expr *r = ts_cast(ctx, ts_int64, ts_mul(ctx, g.i, ts_int(ctx, 1 << 30)));
+	case_output(&c, &g, TS_READ(ctx, c.args[1], ts_floormod(ctx, r, ts_const(ctx, ts_int64, N))));
+	r = ts_cast(ctx, ts_int32, ts_mul(ctx, ts_cast(ctx, ts_int8, g.i), ts_const(ctx, ts_int8, 100)));
+	case_output(&c, &g, TS_READ(ctx, c.args[1], ts_floormod(ctx, r, ts_int(ctx, N))));
+	check_fixed(&c, &g);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("backends_random");
@@ -834,6 +851,7 @@ int main(void)
 	tcase_add_test(tc, test_index_wraps);
 	tcase_add_test(tc, test_ramp_past_int64);
 	tcase_add_test(tc, test_c_tiny_minus);
+	tcase_add_test(tc, test_index_cast_wraps);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
