@@ -817,6 +817,9 @@ ts_expr *ts_load(ts_ctx *ctx, ts_buffer *buf, ts_expr *index)
 bool ir_ramp_fits(const ts_expr *base, int64_t stride, int lanes)
 {
 	int64_t span, last;
+	/* no ramp at all is none that fits (lanes - 1 must not overflow) */
+	if (!base || lanes < 1)
+		return false;
 	if (__builtin_mul_overflow(stride, (int64_t)(lanes - 1), &span))
 		return false;
 	if (base->kind != IR_INT_IMM)

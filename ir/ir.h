@@ -526,7 +526,7 @@ ts_expr *ts_load(ts_ctx *ctx, ts_buffer *buf, ts_expr *index);
 ts_expr *ts_ramp(ts_ctx *ctx, ts_expr *base, int64_t stride, int lanes);
 /* Whether ts_ramp accepts base, stride and lanes: the step to the last
  * lane fits int64 and, with a constant base, that lane's value fits base's
- * dtype. */
+ * dtype (false for a NULL base or fewer than one lane). */
 bool ir_ramp_fits(const ts_expr *base, int64_t stride, int lanes);
 ts_expr *ts_broadcast(ts_ctx *ctx, ts_expr *value, int lanes);
 /* A reduction of `source` over reduction axes (init NULL: identity). */

@@ -286,6 +286,15 @@ START_TEST(test_expr_queries)
 	ck_assert_int_eq(ir_monotone_diff(e, NULL, NULL), IR_MONO_UNKNOWN);
 	ck_assert_int_eq(ir_monotone_diff(ts_int(c, 3), e, x), IR_MONO_DOWN);
 
+	/* what ts_ramp would accept: no base or lanes is no ramp */
+	ck_assert(!ir_ramp_fits(NULL, 1, 8));
+	ck_assert(!ir_ramp_fits(x, 1, 0));
+	ck_assert(!ir_ramp_fits(x, 1, INT_MIN));
+	ck_assert(ir_ramp_fits(x, 1, 8));
+	ck_assert(!ir_ramp_fits(x, INT64_MAX, 8));
+	ck_assert(!ir_ramp_fits(ts_int(c, INT32_MAX), 1, 2));
+	ck_assert(ir_ramp_fits(ts_int(c, INT32_MAX - 1), 1, 2));
+
 	ck_assert(ir_multiple_of(NULL, 3));
 	ck_assert(ir_multiple_of(e, 4));
 	ck_assert(!ir_multiple_of(e, 0));
