@@ -134,14 +134,8 @@ static bool build_fake_driver(char dir[64], char lib[128])
 {
 	if (system("cc --version >/dev/null 2>&1") != 0)
 		return false;
-	strcpy(dir, "/tmp/tessera_cuda_XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
 	char path[128], cmd[512];
-	snprintf(path, sizeof(path), "%s/fake.c", dir);
-	FILE *f = fopen(path, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs(fake_driver, f);
-	fclose(f);
+	tu_temp_source("cuda", "fake.c", fake_driver, dir, path);
 	snprintf(lib, 128, "%s/libcuda.so.1", dir);
 	snprintf(cmd, sizeof(cmd), "cc -std=c11 -Wall -Werror -fPIC -shared -o %s %s", lib, path);
 	ck_assert_int_eq(system(cmd), 0);

@@ -116,16 +116,22 @@ bool tu_have_cc(void)
 	return system("cc --version >/dev/null 2>&1") == 0;
 }
 
-void *tu_cc_load(const char *src, char dir[64])
+void tu_temp_source(const char *tag, const char *name, const char *src, char dir[64],
+		    char path[128])
 {
-	strcpy(dir, "/tmp/tessera_cc_XXXXXX");
+	snprintf(dir, 64, "/tmp/tessera_%s_XXXXXX", tag);
 	ck_assert_ptr_nonnull(mkdtemp(dir));
-	char path[128], cmd[512];
-	snprintf(path, sizeof(path), "%s/k.c", dir);
+	snprintf(path, 128, "%s/%s", dir, name);
 	FILE *f = fopen(path, "w");
 	ck_assert_ptr_nonnull(f);
 	fputs(src, f);
 	fclose(f);
+}
+
+void *tu_cc_load(const char *src, char dir[64])
+{
+	char path[128], cmd[512];
+	tu_temp_source("cc", "k.c", src, dir, path);
 	snprintf(cmd, sizeof(cmd),
 		 "cd %s && cc -std=c11 -Wall -Werror -O2 -fPIC -shared k.c -o k.so -lm >cc.log 2>&1",
 		 dir);

@@ -40,12 +40,14 @@ void tu_assert_golden_path(const char *relpath, const char *text);
 			      "error '%s' does not contain '%s'", ts_last_error(ctx), (part)); \
 	} while (0)
 
-#endif
-
 /* ---- compiling generated C ------------------------------------------------ */
 
 /* Whether the system C compiler (`cc`) runs. */
 bool tu_have_cc(void);
+/* Writes src to a new directory /tmp/tessera_<tag>_XXXXXX (dir) as name
+ * (path). */
+void tu_temp_source(const char *tag, const char *name, const char *src, char dir[64],
+		    char path[128]);
 /* Compiles src (-std=c11 -Wall -Werror -O2) into a shared object in a fresh
  * directory, named in dir, and loads it; a failure aborts the test. */
 void *tu_cc_load(const char *src, char dir[64]);
@@ -99,3 +101,5 @@ bool tu_allocates_global(const char *text, const char *name);
 		ck_assert_msg((call) != TS_OK, "%s: expected an error", #call); \
 		tu_assert_error(ctx, part);                                     \
 	} while (0)
+
+#endif
