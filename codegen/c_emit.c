@@ -590,7 +590,7 @@ static bool zero_minus(const ts_expr *e)
 	    a->kind != IR_FLOAT_IMM)
 		return false;
 	/* the constant as written (float_imm): 4.94e-324 in float32 is 0.0f */
-	double c = t.bits == 32 ? (double)(float)a->u.float_imm : a->u.float_imm;
+	double c = ir_cast_float_to_float(t, a->u.float_imm);
 	return c == 0 && !signbit(c);
 }
 
@@ -1615,7 +1615,6 @@ static void loop_kind(emitter *em, const ts_stmt *s)
 	}
 }
 
-/* The value stored into buf: a 16-bit float converted to its bits. */
 /* Whether v, stored into buf, is a plain copy: a scalar load of another
  * buffer in scope, of buf's dtype. */
 static bool plain_copy(const emitter *em, const ts_buffer *buf, const ts_expr *v)
@@ -1624,6 +1623,7 @@ static bool plain_copy(const emitter *em, const ts_buffer *buf, const ts_expr *v
 	       vec_load_slot(em, v) < 0 && lookup(em, v->u.load.buf);
 }
 
+/* The value stored into buf: a 16-bit float converted to its bits. */
 static void stored_value(emitter *em, const ts_buffer *buf, const ts_expr *v)
 {
 	bool h16 = is_f16x(buf->dtype);

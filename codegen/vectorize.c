@@ -193,8 +193,6 @@ static ts_expr *fold(ts_ctx *ctx, ir_expr_kind k, ts_expr *a, ts_expr *b)
 	return ts_binary(ctx, k, a, b);
 }
 
-/* ramp op scalar (or ramp op ramp) as one ramp when the result is affine
- * (*affine set; NULL then is a failed allocation); NULL when it is not. */
 /* Strides of integer ramps combine as their lanes do, wrapping (ir.h): in
  * int64 arithmetic a few large factors ((i*2^30 + x)*2^30*2^30) overflow,
  * which C leaves undefined; modulo 2^64 they stay right modulo the
@@ -209,24 +207,28 @@ static int64_t stride_mul(int64_t a, int64_t b)
 	return (int64_t)((uint64_t)a * (uint64_t)b);
 }
 
+/* ramp op scalar (or ramp op ramp) as one ramp when the result is affine
+ * (*affine set; NULL then is a failed allocation); NULL when it is not. */
 static ts_expr *fold_ramp(vec_ctx *v, ir_expr_kind k, ts_expr *a, ts_expr *b, bool *affine)
 {
 	ts_ctx *ctx = v->ctx;
 	bool ra = a->kind == IR_RAMP, rb = b->kind == IR_RAMP;
+	bool add = k == IR_ADD || k == IR_SUB;
+	int64_t sign = k == IR_SUB ? -1 : 1;
 	ts_expr *base;
 	int64_t c, stride;
 	*affine = true;
 	if (!ts_dtype_is_int(a->dtype) || (!ra && !rb))
 		return *affine = false, NULL;
-	if ((k == IR_ADD || k == IR_SUB) && (ra && rb)) {
+	if (add && ra && rb) {
 		base = fold(ctx, k, a->u.ramp.base, b->u.ramp.base);
-		stride = stride_add(a->u.ramp.stride, stride_mul(k == IR_ADD ? 1 : -1, b->u.ramp.stride));
-	} else if ((k == IR_ADD || k == IR_SUB) && ra && !is_vec(b)) {
+		stride = stride_add(a->u.ramp.stride, stride_mul(sign, b->u.ramp.stride));
+	} else if (add && ra && !is_vec(b)) {
 		base = fold(ctx, k, a->u.ramp.base, b);
 		stride = a->u.ramp.stride;
-	} else if ((k == IR_ADD || k == IR_SUB) && rb && !is_vec(a)) {
+	} else if (add && rb && !is_vec(a)) {
 		base = fold(ctx, k, a, b->u.ramp.base);
-		stride = stride_mul(k == IR_ADD ? 1 : -1, b->u.ramp.stride);
+		stride = stride_mul(sign, b->u.ramp.stride);
 	} else if (k == IR_MUL && ra && ir_is_const_int(b, &c)) {
 		base = fold(ctx, IR_MUL, a->u.ramp.base, b);
 		stride = stride_mul(a->u.ramp.stride, c);
