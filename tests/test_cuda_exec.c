@@ -187,41 +187,6 @@ START_TEST(test_conv)
 }
 END_TEST
 
-/* A scheduled function run on the GPU through ts_build must match the
- * reference evaluator, as its CPU build does. */
-static ts_status gpu_runner(ts_ctx *ctx, const ts_func *f, void *const *args, void *user)
-{
-	(void)user;
-	ts_module *m = ts_build(ctx, f, "cuda");
-	ts_cuda *cuda = ts_cuda_open(ctx);
-	ts_array *dev[8] = {0}, *host[8] = {0};
-	ts_status st = m && cuda ? TS_OK : ts_last_status(ctx);
-	for (int i = 0; st == TS_OK && i < f->nparams; i++) {
-		ts_tensor *t = f->param_tensors[i];
-		host[i] = ts_array_for(ctx, t);
-		dev[i] = ts_cuda_array_new(ctx, cuda, t->dtype, t->ndim, t->shape);
-		if (!host[i] || !dev[i])
-			st = ts_last_status(ctx);
-		else {
-			memcpy(host[i]->data, args[i], ts_array_nbytes(host[i]));
-			st = ts_cuda_copy_to_device(ctx, dev[i], host[i]);
-		}
-	}
-	if (st == TS_OK)
-		st = ts_module_run(m, f->nparams, dev);
-	for (int i = 0; st == TS_OK && i < f->nparams; i++) {
-		st = ts_cuda_copy_to_host(ctx, host[i], dev[i]);
-		memcpy(args[i], host[i]->data, ts_array_nbytes(host[i]));
-	}
-	for (int i = 0; i < f->nparams; i++) {
-		ts_array_free(host[i]);
-		ts_cuda_array_free(dev[i]);
-	}
-	ts_module_free(m);
-	ts_cuda_close(cuda);
-	return st;
-}
-
 START_TEST(test_scheduled_gemm_and_conv)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -232,7 +197,7 @@ START_TEST(test_scheduled_gemm_and_conv)
 		ts_tensor *C = ts_op_matmul(ctx, A, B, false, false);
 		ts_schedule *s = ts_create_schedule(ctx, 1, &C);
 		tu_ok(ctx, ts_schedule_matmul_cuda(s, C, NULL));
-		tu_check_func_with(ctx, ts_lower(s, "gemm", 3, (ts_tensor *[]){A, B, C}), gpu_runner,
+		tu_check_func_with(ctx, ts_lower(s, "gemm", 3, (ts_tensor *[]){A, B, C}), cuda_test_runner,
 				   NULL, 1e-4);
 	}
 	/* batched: the batches on the grid's z */
@@ -241,14 +206,14 @@ START_TEST(test_scheduled_gemm_and_conv)
 	ts_tensor *BC = ts_op_batch_matmul(ctx, BA, BB, false, false);
 	ts_schedule *sb = ts_create_schedule(ctx, 1, &BC);
 	tu_ok(ctx, ts_schedule_matmul_cuda(sb, BC, NULL));
-	tu_check_func_with(ctx, ts_lower(sb, "bmm", 3, (ts_tensor *[]){BA, BB, BC}), gpu_runner, NULL,
+	tu_check_func_with(ctx, ts_lower(sb, "bmm", 3, (ts_tensor *[]){BA, BB, BC}), cuda_test_runner, NULL,
 			   1e-4);
 	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(1, 64, 28, 28), ts_float32);
 	ts_tensor *W = ts_placeholder(ctx, "W", TS_SHAPE(64, 64, 3, 3), ts_float32);
 	ts_tensor *Y = ts_op_conv2d_nchw(ctx, X, W, 1, 1, 1, 1, 1, 1, 1);
 	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
 	tu_ok(ctx, ts_schedule_conv2d_cuda(s, Y, NULL));
-	tu_check_func_with(ctx, ts_lower(s, "conv2d", 3, (ts_tensor *[]){X, W, Y}), gpu_runner, NULL,
+	tu_check_func_with(ctx, ts_lower(s, "conv2d", 3, (ts_tensor *[]){X, W, Y}), cuda_test_runner, NULL,
 			   1e-4);
 	ts_ctx_free(ctx);
 }
@@ -291,7 +256,7 @@ START_TEST(test_tensorcore_gemm)
 						  : ts_op_matmul_acc(ctx, A, B, cases[i].ta, cases[i].tb, ts_float32);
 		ts_schedule *s = ts_create_schedule(ctx, 1, &C);
 		tu_ok(ctx, ts_schedule_matmul_tensorcore(s, C, NULL));
-		tu_check_func_with(ctx, ts_lower(s, "tc_gemm", 3, (ts_tensor *[]){A, B, C}), gpu_runner,
+		tu_check_func_with(ctx, ts_lower(s, "tc_gemm", 3, (ts_tensor *[]){A, B, C}), cuda_test_runner,
 				   NULL, 1e-4);
 	}
 	ts_ctx_free(ctx);
@@ -307,7 +272,7 @@ START_TEST(test_default_schedule_kernels)
 	ts_func *f[2];
 	row_ops_cuda(ctx, 300, 77, 128, f);
 	for (int i = 0; i < 2; i++)
-		tu_check_func_with(ctx, f[i], gpu_runner, NULL, 1e-4);
+		tu_check_func_with(ctx, f[i], cuda_test_runner, NULL, 1e-4);
 	ts_ctx_free(ctx);
 }
 END_TEST
