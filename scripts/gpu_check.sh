@@ -21,7 +21,7 @@ src="$(cd "$(dirname "$0")/.." && pwd)"
 
 # The suites that build, compile or launch CUDA kernels.
 tests=(test_cuda test_cuda_exec test_cuda_rfactor test_cuda_schedules test_cuda_shapes
-       test_tensorcore test_double_buffer test_storage_align test_names test_mustfail_api
+       test_tensorcore test_double_buffer test_storage_align test_op_schedules test_names test_mustfail_api
        test_mustfail_cuda test_mustfail_cudashape test_mustfail_cudatime)
 
 usage() { sed -n '8,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
@@ -92,6 +92,10 @@ if command -v nvidia-smi >/dev/null 2>&1; then
   gpu="${gpu:-none}"
 fi
 say "GPU: $gpu"
+# With a GPU, every GPU-bound function the suites check through the
+# interpreter also runs on it (TESSERA_TEST_CUDA, tests/testutil.h).
+device_checks=0
+[ "$gpu" != "none" ] && device_checks=1
 
 # ---- the suites -----------------------------------------------------------
 status=0
@@ -103,7 +107,8 @@ for t in "${tests[@]}"; do
     say "test $t: MISSING ($exe)"; failed=$((failed + 1)); status=1; continue
   fi
   start=$SECONDS
-  (cd "$out" && CK_DEFAULT_TIMEOUT=600 TESSERA_SOURCE_DIR="$src" timeout 900 "$exe") \
+  (cd "$out" && CK_DEFAULT_TIMEOUT=600 TESSERA_SOURCE_DIR="$src" TESSERA_TEST_CUDA=$device_checks \
+     timeout 900 "$exe") \
     > "$out/$t.log" 2>&1
   rc=$?
   { echo "==== $t (exit $rc, $((SECONDS - start)) s)"; cat "$out/$t.log"; } >> "$out/tests.log"

@@ -15,11 +15,9 @@
 #define TESSERA_TESTS_CUDA_TEST_H
 
 #include <stdio.h>
-#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "build.h"
 #include "nvrtc.h"
 #include "runtime/cuda_driver.h"
 
@@ -72,45 +70,6 @@ static inline bool have_nvrtc(void)
 static inline bool have_device(void)
 {
 	return probe_child(true);
-}
-
-/* A runner for tu_check_func_with: f built with ts_build(f, "cuda") and
- * run through ts_module_run on device copies of the arguments, which come
- * back to args: a scheduled function on the GPU must match the reference
- * evaluator, as its CPU build does. */
-static inline ts_status cuda_test_runner(ts_ctx *ctx, const ts_func *f, void *const *args, void *user)
-{
-	(void)user;
-	enum { MAX_ARGS = 8 };
-	ck_assert_int_le(f->nparams, MAX_ARGS);
-	ts_module *m = ts_build(ctx, f, "cuda");
-	ts_cuda *cuda = ts_cuda_open(ctx);
-	ts_array *dev[MAX_ARGS] = {0}, *host[MAX_ARGS] = {0};
-	ts_status st = m && cuda ? TS_OK : ts_last_status(ctx);
-	for (int i = 0; st == TS_OK && i < f->nparams; i++) {
-		ts_tensor *t = f->param_tensors[i];
-		host[i] = ts_array_for(ctx, t);
-		dev[i] = ts_cuda_array_new(ctx, cuda, t->dtype, t->ndim, t->shape);
-		if (!host[i] || !dev[i])
-			st = ts_last_status(ctx);
-		else {
-			memcpy(host[i]->data, args[i], ts_array_nbytes(host[i]));
-			st = ts_cuda_copy_to_device(ctx, dev[i], host[i]);
-		}
-	}
-	if (st == TS_OK)
-		st = ts_module_run(m, f->nparams, dev);
-	for (int i = 0; st == TS_OK && i < f->nparams; i++) {
-		st = ts_cuda_copy_to_host(ctx, host[i], dev[i]);
-		memcpy(args[i], host[i]->data, ts_array_nbytes(host[i]));
-	}
-	for (int i = 0; i < f->nparams; i++) {
-		ts_array_free(host[i]);
-		ts_cuda_array_free(dev[i]);
-	}
-	ts_module_free(m);
-	ts_cuda_close(cuda);
-	return st;
 }
 
 /* Softmax (2 arguments) and layer norm (4) of M[rows, cols] under the

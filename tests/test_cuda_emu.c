@@ -29,7 +29,7 @@ static void check_gpu(ts_ctx *ctx, ts_schedule *s, const char *name, int nargs,
 {
 	ts_func *f = ts_lower(s, name, nargs, (ts_tensor **)args);
 	tu_nonnull(ctx, f);
-	tu_check_func_with(ctx, f, cuda_test_runner, NULL, tol);
+	tu_check_func_with(ctx, f, tu_cuda_runner, NULL, tol);
 }
 
 /* C = A x B under ts_schedule_matmul_cuda (p NULL: the defaults). */
@@ -150,7 +150,7 @@ START_TEST(test_default_schedule_ops)
 	ts_func *rows[2];
 	row_ops_cuda(ctx, 37, 53, 64, rows); /* softmax and layer norm: several kernels each */
 	for (int i = 0; i < 2; i++)
-		tu_check_func_with(ctx, rows[i], cuda_test_runner, NULL, 1e-4);
+		tu_check_func_with(ctx, rows[i], tu_cuda_runner, NULL, 1e-4);
 
 	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(2, 6, 13, 11), ts_float32);
 	ts_tensor *P = ts_op_max_pool2d(ctx, X, 3, 3, 2, 2, 1, 1);

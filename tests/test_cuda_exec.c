@@ -197,7 +197,7 @@ START_TEST(test_scheduled_gemm_and_conv)
 		ts_tensor *C = ts_op_matmul(ctx, A, B, false, false);
 		ts_schedule *s = ts_create_schedule(ctx, 1, &C);
 		tu_ok(ctx, ts_schedule_matmul_cuda(s, C, NULL));
-		tu_check_func_with(ctx, ts_lower(s, "gemm", 3, (ts_tensor *[]){A, B, C}), cuda_test_runner,
+		tu_check_func_with(ctx, ts_lower(s, "gemm", 3, (ts_tensor *[]){A, B, C}), tu_cuda_runner,
 				   NULL, 1e-4);
 	}
 	/* batched: the batches on the grid's z */
@@ -206,14 +206,14 @@ START_TEST(test_scheduled_gemm_and_conv)
 	ts_tensor *BC = ts_op_batch_matmul(ctx, BA, BB, false, false);
 	ts_schedule *sb = ts_create_schedule(ctx, 1, &BC);
 	tu_ok(ctx, ts_schedule_matmul_cuda(sb, BC, NULL));
-	tu_check_func_with(ctx, ts_lower(sb, "bmm", 3, (ts_tensor *[]){BA, BB, BC}), cuda_test_runner, NULL,
+	tu_check_func_with(ctx, ts_lower(sb, "bmm", 3, (ts_tensor *[]){BA, BB, BC}), tu_cuda_runner, NULL,
 			   1e-4);
 	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(1, 64, 28, 28), ts_float32);
 	ts_tensor *W = ts_placeholder(ctx, "W", TS_SHAPE(64, 64, 3, 3), ts_float32);
 	ts_tensor *Y = ts_op_conv2d_nchw(ctx, X, W, 1, 1, 1, 1, 1, 1, 1);
 	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
 	tu_ok(ctx, ts_schedule_conv2d_cuda(s, Y, NULL));
-	tu_check_func_with(ctx, ts_lower(s, "conv2d", 3, (ts_tensor *[]){X, W, Y}), cuda_test_runner, NULL,
+	tu_check_func_with(ctx, ts_lower(s, "conv2d", 3, (ts_tensor *[]){X, W, Y}), tu_cuda_runner, NULL,
 			   1e-4);
 	ts_ctx_free(ctx);
 }
@@ -256,7 +256,7 @@ START_TEST(test_tensorcore_gemm)
 						  : ts_op_matmul_acc(ctx, A, B, cases[i].ta, cases[i].tb, ts_float32);
 		ts_schedule *s = ts_create_schedule(ctx, 1, &C);
 		tu_ok(ctx, ts_schedule_matmul_tensorcore(s, C, NULL));
-		tu_check_func_with(ctx, ts_lower(s, "tc_gemm", 3, (ts_tensor *[]){A, B, C}), cuda_test_runner,
+		tu_check_func_with(ctx, ts_lower(s, "tc_gemm", 3, (ts_tensor *[]){A, B, C}), tu_cuda_runner,
 				   NULL, 1e-4);
 	}
 	ts_ctx_free(ctx);
@@ -272,7 +272,7 @@ START_TEST(test_default_schedule_kernels)
 	ts_func *f[2];
 	row_ops_cuda(ctx, 300, 77, 128, f);
 	for (int i = 0; i < 2; i++)
-		tu_check_func_with(ctx, f[i], cuda_test_runner, NULL, 1e-4);
+		tu_check_func_with(ctx, f[i], tu_cuda_runner, NULL, 1e-4);
 	ts_ctx_free(ctx);
 }
 END_TEST

@@ -154,10 +154,11 @@ void tu_cc_unload(void *lib, const char *dir)
 	rmdir(dir);
 }
 
+#include "build.h"
 #include "interp.h"
 #include "llvm.h"
 
-static ts_status interp_runner(ts_ctx *ctx, const ts_func *f, void *const *args, void *user)
+ts_status tu_interp_runner(ts_ctx *ctx, const ts_func *f, void *const *args, void *user)
 {
 	(void)user;
 	return cg_interp_run(ctx, f, args);
@@ -193,18 +194,66 @@ static bool kinds_fn(ts_stmt *s, void *data)
 	return true;
 }
 
+ts_status tu_cuda_runner(ts_ctx *ctx, const ts_func *f, void *const *args, void *user)
+{
+	(void)user;
+	enum { MAX_ARGS = 8 };
+	ck_assert_int_le(f->nparams, MAX_ARGS);
+	ts_module *m = ts_build(ctx, f, "cuda");
+	ts_cuda *cuda = ts_cuda_open(ctx);
+	ts_array *dev[MAX_ARGS] = {0}, *host[MAX_ARGS] = {0};
+	ts_status st = m && cuda ? TS_OK : ts_last_status(ctx);
+	for (int i = 0; st == TS_OK && i < f->nparams; i++) {
+		ts_tensor *t = f->param_tensors[i];
+		host[i] = ts_array_for(ctx, t);
+		dev[i] = ts_cuda_array_new(ctx, cuda, t->dtype, t->ndim, t->shape);
+		if (!host[i] || !dev[i])
+			st = ts_last_status(ctx);
+		else {
+			memcpy(host[i]->data, args[i], ts_array_nbytes(host[i]));
+			st = ts_cuda_copy_to_device(ctx, dev[i], host[i]);
+		}
+	}
+	if (st == TS_OK)
+		st = ts_module_run(m, f->nparams, dev);
+	for (int i = 0; st == TS_OK && i < f->nparams; i++) {
+		st = ts_cuda_copy_to_host(ctx, host[i], dev[i]);
+		memcpy(args[i], host[i]->data, ts_array_nbytes(host[i]));
+	}
+	for (int i = 0; i < f->nparams; i++) {
+		ts_array_free(host[i]);
+		ts_cuda_array_free(dev[i]);
+	}
+	ts_module_free(m);
+	ts_cuda_close(cuda);
+	return st;
+}
+/* With TESSERA_TEST_CUDA set, a function bound to GPU threads also runs on
+ * the CUDA device (a GPU, or the host emulator of tests/cuda_emu). */
+static void check_on_device(ts_ctx *ctx, const ts_func *f, double tol)
+{
+	loop_kinds k = {false, false};
+	ir_stmt_visit(f->body, kinds_fn, NULL, &k);
+	const char *env = getenv("TESSERA_TEST_CUDA");
+	if (k.gpu && env && env[0] && strcmp(env, "0") != 0)
+		tu_check_func_with(ctx, f, tu_cuda_runner, NULL, tol);
+}
+
 void tu_check_func_interp(ts_ctx *ctx, const ts_func *f, double tol)
 {
-	tu_check_func_with(ctx, f, interp_runner, NULL, tol);
+	tu_check_func_with(ctx, f, tu_interp_runner, NULL, tol);
+	check_on_device(ctx, f, tol);
 }
 
 void tu_check_func(ts_ctx *ctx, const ts_func *f, double tol)
 {
-	tu_check_func_with(ctx, f, interp_runner, NULL, tol);
+	tu_check_func_with(ctx, f, tu_interp_runner, NULL, tol);
 	loop_kinds k = {false, false};
 	ir_stmt_visit(f->body, kinds_fn, NULL, &k);
-	if (k.gpu) /* GPU schedules: the interpreter here, NVRTC and the device elsewhere */
+	if (k.gpu) { /* GPU schedules: the interpreter here, NVRTC and the device elsewhere */
+		check_on_device(ctx, f, tol);
 		return;
+	}
 	for (int i = 0; i < f->nparams; i++)
 		if (ts_dtype_is_float(f->params[i]->dtype) && f->params[i]->dtype.bits == 16)
 			return; /* the LLVM backend has no 16-bit floats; the C emitter's tests cover them */

@@ -66,8 +66,17 @@ void tu_check_func_with(ts_ctx *ctx, const ts_func *f, tu_runner run, void *user
 /* The same through the loop-IR interpreter, and through the LLVM JIT for
  * the host (with 1, 2 and 4 threads when f has a parallel loop). */
 void tu_check_func(ts_ctx *ctx, const ts_func *f, double tol);
-/* Only through the loop-IR interpreter. */
+/* Only through the loop-IR interpreter.  With TESSERA_TEST_CUDA=1 in the
+ * environment, these two also run a function bound to GPU threads on the
+ * CUDA device (a GPU, or the host emulator the TESSERA_CUDA_LIB and
+ * TESSERA_NVRTC_LIB of the *_emu tests name). */
 void tu_check_func_interp(ts_ctx *ctx, const ts_func *f, double tol);
+/* A runner for tu_check_func_with: the loop-IR interpreter. */
+ts_status tu_interp_runner(ts_ctx *ctx, const ts_func *f, void *const *args, void *user);
+/* A runner for tu_check_func_with: f built with ts_build(f, "cuda") and run
+ * through ts_module_run on device copies of the arguments, which come back
+ * to args (at most 8 parameters). */
+ts_status tu_cuda_runner(ts_ctx *ctx, const ts_func *f, void *const *args, void *user);
 /* Text added to the failure messages of the checks above (NULL: none), so
  * that a generated case can say which one failed. */
 void tu_set_context(const char *text);
