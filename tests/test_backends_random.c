@@ -15,15 +15,17 @@
  * must give the evaluator's bits: the loop-IR interpreter, the LLVM JIT
  * (functions without 16-bit floats, which it refuses) and the plain C
  * emitter's output compiled with cc when one is present (one seed in ten:
- * cc takes most of the time), each on the default schedule and on one that
- * splits the extent 37 by a factor that does not divide it (4, 8 or 16,
- * with a guard or a separate tail loop) and vectorizes the inner loop; the
- * interpreter and the C emitter get that function vectorized as the CPU
- * backends see it (cg_vectorize).  Floats compare as
- * bits, except that any NaN equals any NaN.  ir.h lets LLVM give either
- * zero for a float min or max of +0 and -0, so such a min or max is
- * followed by + 0.0, or the output holding it is not compared with LLVM's;
- * and float a*b + c is never built, since ir.h lets it be fused.
+ * cc takes most of the time; compiled with UBSan, and ASan in an ASan
+ * build, so that undefined behaviour stops the test), each on the
+ * default schedule and on one that splits the extent 37 by a factor
+ * that does not divide it (4, 8 or 16, with a guard or a separate tail
+ * loop) and vectorizes the inner loop; the interpreter and the C emitter
+ * get that function vectorized as the CPU backends see it
+ * (cg_vectorize).  Floats compare as bits, except that any NaN equals
+ * any NaN.  ir.h lets LLVM give either zero for a float min or max of +0
+ * and -0, so such a min or max is followed by + 0.0, or the output
+ * holding it is not compared with LLVM's; and float a*b + c is never
+ * built, since ir.h lets it be fused.
  *
  * The cases the generator found wrong are kept as fixed cases below.
  *
@@ -34,12 +36,15 @@
 #include "testutil.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "arith.h"
 #include "build.h"
@@ -614,12 +619,17 @@ static void run_llvm(bcase *c, const ts_func *f, const char *path)
 	ts_module_free(m);
 }
 
+/* The emitted C compiled with UBSan (tu_cc_sanitize_flags): undefined
+ * behaviour ends the test with the report, which names the source it
+ * leaves behind, headed by the seed. */
 static void run_c(bcase *c, const ts_func *f, const char *path)
 {
 	const char *src = cg_emit_c(c->ctx, f);
 	tu_nonnull(c->ctx, src);
+	src = ts_sprintf(c->ctx, "/* seed %llu, %s */\n%s", (unsigned long long)c->seed, path, src);
+	tu_nonnull(c->ctx, src);
 	char dir[64];
-	void *lib = tu_cc_load(src, dir);
+	void *lib = tu_cc_load_with(src, tu_cc_sanitize_flags(), dir);
 	int32_t (*fn)(void **) = (int32_t (*)(void **))dlsym(lib, "f_packed");
 	ck_assert_msg(fn != NULL, "no f_packed in the compiled C");
 	ts_array *arr[2 + MAX_OUTS];
@@ -667,6 +677,40 @@ START_TEST(test_random_expressions)
 		run_paths(&c, seed % 10 == 0); /* cc takes most of the time */
 	}
 	ck_assert_msg(failures == 0, "%d mismatch(es), the first:\n%s", failures, first_failure);
+}
+END_TEST
+
+/* The sanitizer stops compiled C at undefined behaviour: INT32_MAX + 1 in
+ * a child process ends it with UBSan's report instead of returning. */
+START_TEST(test_c_ub_is_caught)
+{
+	const char *flags = tu_cc_sanitize_flags();
+	if (!tu_have_cc() || !*flags) {
+		printf("test_c_ub_is_caught: skipped, no C compiler with UBSan\n");
+		return;
+	}
+	char dir[64];
+	void *lib = tu_cc_load_with("#include <stdint.h>\n"
+				    "int32_t inc(int32_t x)\n{\n  return x + 1;\n}\n",
+				    flags, dir);
+	int32_t (*inc)(int32_t) = (int32_t (*)(int32_t))dlsym(lib, "inc");
+	ck_assert_ptr_nonnull(inc);
+	ck_assert_int_eq(inc(41), 42);
+	fflush(NULL);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY); /* the report is expected */
+		if (fd >= 0)
+			dup2(fd, 2);
+		volatile int32_t big = INT32_MAX;
+		_exit(inc(big) == INT32_MIN ? 0 : 2);
+	}
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(!WIFEXITED(status) || WEXITSTATUS(status) != 0,
+		      "INT32_MAX + 1 in C compiled with %s ran on", flags);
+	tu_cc_unload(lib, dir);
 }
 END_TEST
 
@@ -836,6 +880,7 @@ START_TEST(test_index_cast_wraps)
 }
 END_TEST
 
+
 int main(void)
 {
 	Suite *s = suite_create("backends_random");
@@ -844,6 +889,7 @@ int main(void)
 	tcase_add_test(tc, test_random_expressions);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("found");
+	tcase_add_test(tc, test_c_ub_is_caught);
 	tcase_add_test(tc, test_c_float_constants);
 	tcase_add_test(tc, test_c_ramp_wraps);
 	tcase_add_test(tc, test_c_bool_compare);
