@@ -881,6 +881,28 @@ START_TEST(test_index_cast_wraps)
 END_TEST
 
 
+/* Index arithmetic that wraps, in bounds as ir.h reads it, with no
+ * floormod or clamp above it: the C emitter wrote an index's own + - *
+ * with C's operators, assuming that an in-bounds index cannot overflow.
+ * UBSan stopped (int64(i)*2^32)*(int64(i)*2^32) + int64(i) ("4294967296 *
+ * 4294967296 cannot be represented in type 'long int'"), and cc refused
+ * the vectorized tail of i*2^30 + (i - i*2^30), whose constant
+ * 32*1073741824 overflows int ("integer overflow in expression"). */
+START_TEST(test_c_index_overflow)
+{
+	bcase c;
+	gen g;
+	case_begin(&c, &g, 9, ts_int32, ts_float32);
+	ts_ctx *ctx = g.ctx;
+	ts_expr *i64 = ts_cast(ctx, ts_int64, g.i), *k = ts_const(ctx, ts_int64, INT64_C(1) << 32);
+	ts_expr *sq = ts_mul(ctx, ts_mul(ctx, i64, k), ts_mul(ctx, i64, k));
+	case_output(&c, &g, TS_READ(ctx, c.args[1], ts_add(ctx, sq, i64)));
+	ts_expr *big = ts_mul(ctx, g.i, ts_int(ctx, 1 << 30));
+	case_output(&c, &g, TS_READ(ctx, c.args[1], ts_add(ctx, big, ts_sub(ctx, g.i, big))));
+	check_fixed(&c, &g);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("backends_random");
@@ -898,6 +920,7 @@ int main(void)
 	tcase_add_test(tc, test_ramp_past_int64);
 	tcase_add_test(tc, test_c_tiny_minus);
 	tcase_add_test(tc, test_index_cast_wraps);
+	tcase_add_test(tc, test_c_index_overflow);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
