@@ -22,6 +22,10 @@
  *    a guarded helper (ts_truncdiv_z_i32, ...); a constant one keeps the plain
  *    operator.  Float to integer casts go through ts_cast_f32_i32 and the
  *    like, which map NaN to 0 and saturate, where C's cast is undefined.
+ *  - Signed 32/64-bit + - * wrap (ir.h) where C's overflow is undefined:
+ *    each goes through a _wrap helper unless the ranges of the variables
+ *    in scope (loops, lets, size variables: set_range) keep it inside its
+ *    dtype, so that loop and index arithmetic keeps C's operators.
  *  - Vector expressions are evaluated lane by lane: `lane` names the lane
  *    loop's variable, or `comp` (>= 0) selects a float4 component.
  */
@@ -172,6 +176,8 @@ static const dialect dialect_cuda = {
 typedef struct name_entry {
 	const void *key; /* a VAR node or a buffer */
 	const char *cname;
+	bool ranged;     /* an integer variable whose value lies in [lo, hi] */
+	int64_t lo, hi;
 } name_entry;
 
 /* An operand fragment loaded by ldmatrix: the buffer, the lane's row
@@ -207,14 +213,6 @@ typedef struct emitter {
 	const ts_expr *vec_loads[4]; /* float4 mode: loads read as a temporary */
 	const char *vec_names[4];
 	int nvec;
-	/* inside a stored value, outside the indices of its loads: signed
-	 * + - * there may overflow and go through the _wrap helpers (index
-	 * arithmetic never does: lowering picks int64 where it would) */
-	bool in_value;
-	/* in a load's index, in the + - * that make its address; any other
-	 * node there (floormod, min, a cast, a select) takes a value of the
-	 * program's own, which wraps as in a stored value (expr) */
-	bool in_index;
 	/* allocation state */
 	int parallel_depth;
 	const char *heap[16]; /* heap temporaries in scope, innermost last */
@@ -306,7 +304,7 @@ static const char *define(emitter *em, const void *key, const char *base)
 		em->failed = true;
 		return NULL;
 	}
-	em->names[em->nnames++] = (name_entry){key, n};
+	em->names[em->nnames++] = (name_entry){.key = key, .cname = n};
 	return n;
 }
 
@@ -385,6 +383,68 @@ static const char *helper(emitter *em, int h, ts_dtype t)
 	return ts_sprintf(em->ctx, "ts_%s_%s", helper_name[h], type_suffix[i]);
 }
 
+/* ---- variable ranges ---------------------------------------------------- */
+
+/* Records that the variable key, just defined, lies in [lo, hi]. */
+static void set_range(emitter *em, const void *key, int64_t lo, int64_t hi)
+{
+	for (int i = em->nnames - 1; i >= 0; i--)
+		if (em->names[i].key == key) {
+			em->names[i] = (name_entry){key, em->names[i].cname, lo <= hi, lo, hi};
+			return;
+		}
+}
+
+typedef struct range_walk {
+	const emitter *em;
+	int n;
+	ir_range r[16];
+} range_walk;
+
+static bool gather_range(ts_expr *e, void *data)
+{
+	range_walk *w = data;
+	if (e->kind != IR_VAR || w->n == (int)TS_COUNT_OF(w->r))
+		return true;
+	for (int i = 0; i < w->n; i++)
+		if (w->r[i].var == e)
+			return true;
+	for (int i = w->em->nnames - 1; i >= 0; i--) {
+		const name_entry *ne = &w->em->names[i];
+		if (ne->key != e)
+			continue;
+		int64_t ext;
+		if (ne->ranged && !__builtin_sub_overflow(ne->hi, ne->lo, &ext) && ext < INT64_MAX)
+			w->r[w->n++] = (ir_range){e, ne->lo, ext + 1};
+		break;
+	}
+	return true;
+}
+
+/* The interval of the integer e over the ranges of the variables in scope
+ * (ir_bound_of: an end that might pass the dtype's is IR_NEG_INF or
+ * IR_POS_INF; a variable without a range spans its dtype). */
+static ir_interval bound(const emitter *em, const ts_expr *e)
+{
+	range_walk w = {.em = em};
+	ir_expr_visit((ts_expr *)e, gather_range, &w);
+	return ir_bound_of(e, w.n, w.r);
+}
+
+static bool bounded(ir_interval iv)
+{
+	return iv.min != IR_NEG_INF && iv.max != IR_POS_INF;
+}
+
+/* Gives v, just defined, the range [min, min + extent - 1] of a loop over
+ * the bounds of min and extent (none where they are unbounded). */
+static void loop_range(emitter *em, const ts_expr *v, ir_interval min, int64_t ext_max)
+{
+	int64_t hi;
+	if (bounded(min) && ext_max != IR_POS_INF && !__builtin_add_overflow(min.max, ext_max - 1, &hi))
+		set_range(em, v, min.min, hi);
+}
+
 /* ---- expressions -------------------------------------------------------- */
 
 static bool is_signed_int(ts_dtype t)
@@ -418,14 +478,22 @@ static int vec_load_slot(const emitter *em, const ts_expr *e)
 	return -1;
 }
 
-/* Whether e is a signed + - * of 32 or 64 bits in a stored value, which
- * the emitter writes as a _wrap helper call (narrower types compute in
- * int, where they cannot overflow, and convert back modulo 2^n). */
+/* Whether e is a signed + - * of 32 or 64 bits that the emitter writes as
+ * a _wrap helper call: wherever the ranges of the variables in scope do
+ * not keep it inside its dtype, in a stored value as in an index.  C's
+ * operator would overflow there, which is undefined, where ir.h wraps:
+ * A[i]*B[i], and indices in bounds as ir.h reads them, such as
+ * (i*2^32)*(i*2^32) + i in int64 or i*2^30 + (i - i*2^30) in int32.
+ * Arithmetic of loop variables (i.outer*8 + l) keeps the operator.
+ * Narrower types compute in int, where they cannot overflow, and convert
+ * back modulo 2^n. */
 static bool wrapping(const emitter *em, const ts_expr *e)
 {
 	ts_dtype t = ts_dtype_element(e->dtype);
-	return em->in_value && (e->kind == IR_ADD || e->kind == IR_SUB || e->kind == IR_MUL) &&
-	       is_signed_int(t) && t.bits >= 32;
+	if ((e->kind != IR_ADD && e->kind != IR_SUB && e->kind != IR_MUL) || !is_signed_int(t) ||
+	    t.bits < 32)
+		return false;
+	return !bounded(bound(em, e));
 }
 
 /* Whether e is printed inside a rounding to its 16-bit float dtype: an
@@ -674,14 +742,26 @@ static void call(emitter *em, const ts_expr *e)
 		put(em, ")");
 }
 
+/* Whether C computes the ramp e's lanes, base + lane*stride, without
+ * overflow: every lane inside the dtype (bound), and lane*stride inside
+ * int, where the lane loop's int32 variable multiplies it. */
+static bool ramp_fits(const emitter *em, const ts_expr *e)
+{
+	int64_t span;
+	return bounded(bound(em, e)) &&
+	       !__builtin_mul_overflow(e->u.ramp.stride, e->dtype.lanes - 1, &span) &&
+	       span >= -INT32_MAX && span <= INT32_MAX;
+}
+
 static void ramp_at_lane(emitter *em, const ts_expr *e)
 {
 	int64_t st = e->u.ramp.stride;
 	ts_dtype t = ts_dtype_element(e->dtype);
-	/* in a stored value a signed ramp wraps as ir.h says (i * 2147483647
-	 * vectorized): base + lane*stride in C's int arithmetic would overflow,
-	 * which is undefined, so it goes through the _wrap helpers */
-	if (em->in_value && is_signed_int(t) && t.bits >= 32 && st && (em->comp >= 0 || em->lane)) {
+	/* a signed ramp wraps as ir.h says (i * 2147483647 vectorized): base +
+	 * lane*stride in C's int arithmetic would overflow, which is
+	 * undefined, so it goes through the _wrap helpers where the ranges in
+	 * scope do not rule that out */
+	if (!ramp_fits(em, e) && is_signed_int(t) && t.bits >= 32 && st && (em->comp >= 0 || em->lane)) {
 		uint64_t k = em->comp >= 0 ? (uint64_t)st * (uint64_t)em->comp : (uint64_t)st;
 		ts_expr *kc = ts_const(em->ctx, t, ir_wrap_int(t, (int64_t)k));
 		if (!kc) {
@@ -742,12 +822,7 @@ static void load(emitter *em, const ts_expr *e)
 	if (h16)
 		ts_sb_printf(&em->out, "%s(", conv16(em, e->u.load.buf->dtype, C16_FROM));
 	ts_sb_printf(&em->out, "%s[", n);
-	bool in_value = em->in_value, in_index = em->in_index;
-	em->in_value = false;
-	em->in_index = true;
 	sub(em, e->u.load.index, 0);
-	em->in_value = in_value;
-	em->in_index = in_index;
 	put(em, h16 ? "])" : "]");
 }
 
@@ -823,26 +898,12 @@ static void expr(emitter *em, const ts_expr *e, int min_prec)
 {
 	if (em->failed)
 		return;
-	/* An in-bounds access keeps the + - * of its address from overflowing,
-	 * but not what they are built from: floormod(i*2^62 - 2^31, 37) and
-	 * max(min(i*2^62 + A[0], 36), 0) are in bounds, and their int64
-	 * arithmetic wraps (ir.h), which C leaves undefined (cc -O2 refused
-	 * "iteration 2 invokes undefined behavior").  From the first other
-	 * node down, the index is a value. */
-	bool in_value = em->in_value, in_index = em->in_index;
-	if (in_index && e->kind != IR_ADD && e->kind != IR_SUB && e->kind != IR_MUL &&
-	    e->kind != IR_RAMP && e->kind != IR_BROADCAST) {
-		em->in_value = true;
-		em->in_index = false;
-	}
 	bool paren = prec(em, e) < min_prec;
 	if (paren)
 		put(em, "(");
 	expr_body(em, e);
 	if (paren)
 		put(em, ")");
-	em->in_value = in_value;
-	em->in_index = in_index;
 }
 
 /* Emission into a side buffer: the text comes back as an arena string, so
@@ -920,9 +981,11 @@ static void loop_head(emitter *em, const ts_stmt *s, const char *pragma)
 	ts_sbuf saved = capture_begin(em);
 	loop_end(em, s);
 	const char *end = capture_end(em, saved);
+	ir_interval lo = bound(em, s->u.for_.min), ext = bound(em, s->u.for_.extent);
 	const char *n = define(em, v, v->u.var.name);
 	if (!min || !end || !n)
 		return;
+	loop_range(em, v, lo, ext.max);
 	if (pragma)
 		line(em, pragma);
 	begin_line(em);
@@ -999,10 +1062,15 @@ static void thread_loop(emitter *em, const ts_stmt *s)
 	int64_t m = 0, ext = 0;
 	bool offset = !ir_is_const_int(s->u.for_.min, &m) || m != 0;
 	const char *min = offset ? expr_text(em, s->u.for_.min) : "";
+	ir_interval lo = bound(em, s->u.for_.min);
 	const char *n = define(em, v, v->u.var.name);
 	if (!n || !min)
 		return;
 	ir_is_const_int(s->u.for_.extent, &ext);
+	/* the index runs below the launch's dimension, and below a constant
+	 * extent under the test below */
+	int64_t dim = launch_dim(em, s->u.for_.thread);
+	loop_range(em, v, lo, ext > 0 && ext < dim ? ext : dim);
 	begin_line(em);
 	ts_sb_printf(&em->out, "%s %s = %s%s%s%s;\n", type, n, ts_thread_tag_name(s->u.for_.thread),
 		     offset ? " + (" : "", min, offset ? ")" : "");
@@ -1317,9 +1385,7 @@ static bool try_float4_from_registers(emitter *em, const ts_stmt *s, ts_expr *sb
 	ts_sb_printf(&em->out, " = make_%s(", type);
 	for (int i = 0; i < lanes; i++) {
 		put(em, i ? ", " : "");
-		em->in_value = true;
 		sub(em, lane[i], 0);
-		em->in_value = false;
 	}
 	put(em, ");\n");
 	return true;
@@ -1638,9 +1704,7 @@ static void stored_value(emitter *em, const ts_buffer *buf, const ts_expr *v)
 	}
 	if (h16)
 		ts_sb_printf(&em->out, "%s(", conv16(em, buf->dtype, C16_TO));
-	em->in_value = true;
 	sub(em, v, 0);
-	em->in_value = false;
 	if (h16)
 		put(em, ")");
 }
@@ -1841,9 +1905,16 @@ static void let(emitter *em, const ts_stmt *s)
 	if (used) { /* an unused binding has no effect: expressions are pure */
 		const char *type = vtype(em, v->dtype);
 		const char *value = expr_text(em, s->u.let.value); /* before v's new name */
+		ir_interval iv = bound(em, s->u.let.value);
 		const char *n = define(em, v, v->u.var.name);
 		if (!value || !n)
 			return;
+		/* a size variable lies in [1, its bound] (ir.h ts_func) */
+		for (int k = 0; k < em->f->nsizes; k++)
+			if (em->f->size_vars[k] == v)
+				iv = (ir_interval){1, em->f->size_max[k]};
+		if (ts_dtype_is_int(v->dtype) && bounded(iv))
+			set_range(em, v, iv.min, iv.max);
 		begin_line(em);
 		ts_sb_printf(&em->out, "const %s %s = %s;\n", type, n, value);
 	}
@@ -2384,6 +2455,11 @@ static void lane_vars(emitter *em)
 	const char *g = define(em, m->g, "mma_g"), *t = define(em, m->t, "mma_t");
 	const char *r = define(em, m->r, "mma_r"), *q0 = define(em, m->q0, "mma_q0");
 	const char *q1 = define(em, m->q1, "mma_q1");
+	set_range(em, m->g, 0, 7);
+	set_range(em, m->t, 0, 3);
+	set_range(em, m->r, 0, 7);
+	set_range(em, m->q0, 0, 1);
+	set_range(em, m->q1, 0, 1);
 	if (g && t && r && q0 && q1)
 		line(em, ts_sprintf(em->ctx, "const int %s = (int)(ts_laneid() >> 2), %s = (int)(ts_laneid() & 3), "
 				    "%s = (int)(ts_laneid() & 7), %s = (int)((ts_laneid() >> 3) & 1), "

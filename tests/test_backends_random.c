@@ -15,15 +15,17 @@
  * must give the evaluator's bits: the loop-IR interpreter, the LLVM JIT
  * (functions without 16-bit floats, which it refuses) and the plain C
  * emitter's output compiled with cc when one is present (one seed in ten:
- * cc takes most of the time), each on the default schedule and on one that
- * splits the extent 37 by a factor that does not divide it (4, 8 or 16,
- * with a guard or a separate tail loop) and vectorizes the inner loop; the
- * interpreter and the C emitter get that function vectorized as the CPU
- * backends see it (cg_vectorize).  Floats compare as
- * bits, except that any NaN equals any NaN.  ir.h lets LLVM give either
- * zero for a float min or max of +0 and -0, so such a min or max is
- * followed by + 0.0, or the output holding it is not compared with LLVM's;
- * and float a*b + c is never built, since ir.h lets it be fused.
+ * cc takes most of the time; compiled with UBSan, and ASan in an ASan
+ * build, so that undefined behaviour stops the test), each on the
+ * default schedule and on one that splits the extent 37 by a factor
+ * that does not divide it (4, 8 or 16, with a guard or a separate tail
+ * loop) and vectorizes the inner loop; the interpreter and the C emitter
+ * get that function vectorized as the CPU backends see it
+ * (cg_vectorize).  Floats compare as bits, except that any NaN equals
+ * any NaN.  ir.h lets LLVM give either zero for a float min or max of +0
+ * and -0, so such a min or max is followed by + 0.0, or the output
+ * holding it is not compared with LLVM's; and float a*b + c is never
+ * built, since ir.h lets it be fused.
  *
  * The cases the generator found wrong are kept as fixed cases below.
  *
@@ -34,12 +36,15 @@
 #include "testutil.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "arith.h"
 #include "build.h"
@@ -614,12 +619,17 @@ static void run_llvm(bcase *c, const ts_func *f, const char *path)
 	ts_module_free(m);
 }
 
+/* The emitted C compiled with UBSan (tu_cc_sanitize_flags): undefined
+ * behaviour ends the test with the report, which names the source it
+ * leaves behind, headed by the seed. */
 static void run_c(bcase *c, const ts_func *f, const char *path)
 {
 	const char *src = cg_emit_c(c->ctx, f);
 	tu_nonnull(c->ctx, src);
+	src = ts_sprintf(c->ctx, "/* seed %llu, %s */\n%s", (unsigned long long)c->seed, path, src);
+	tu_nonnull(c->ctx, src);
 	char dir[64];
-	void *lib = tu_cc_load(src, dir);
+	void *lib = tu_cc_load_with(src, tu_cc_sanitize_flags(), dir);
 	int32_t (*fn)(void **) = (int32_t (*)(void **))dlsym(lib, "f_packed");
 	ck_assert_msg(fn != NULL, "no f_packed in the compiled C");
 	ts_array *arr[2 + MAX_OUTS];
@@ -667,6 +677,40 @@ START_TEST(test_random_expressions)
 		run_paths(&c, seed % 10 == 0); /* cc takes most of the time */
 	}
 	ck_assert_msg(failures == 0, "%d mismatch(es), the first:\n%s", failures, first_failure);
+}
+END_TEST
+
+/* The sanitizer stops compiled C at undefined behaviour: INT32_MAX + 1 in
+ * a child process ends it with UBSan's report instead of returning. */
+START_TEST(test_c_ub_is_caught)
+{
+	const char *flags = tu_cc_sanitize_flags();
+	if (!tu_have_cc() || !*flags) {
+		printf("test_c_ub_is_caught: skipped, no C compiler with UBSan\n");
+		return;
+	}
+	char dir[64];
+	void *lib = tu_cc_load_with("#include <stdint.h>\n"
+				    "int32_t inc(int32_t x)\n{\n  return x + 1;\n}\n",
+				    flags, dir);
+	int32_t (*inc)(int32_t) = (int32_t (*)(int32_t))dlsym(lib, "inc");
+	ck_assert_ptr_nonnull(inc);
+	ck_assert_int_eq(inc(41), 42);
+	fflush(NULL);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY); /* the report is expected */
+		if (fd >= 0)
+			dup2(fd, 2);
+		volatile int32_t big = INT32_MAX;
+		_exit(inc(big) == INT32_MIN ? 0 : 2);
+	}
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(!WIFEXITED(status) || WEXITSTATUS(status) != 0,
+		      "INT32_MAX + 1 in C compiled with %s ran on", flags);
+	tu_cc_unload(lib, dir);
 }
 END_TEST
 
@@ -836,6 +880,29 @@ START_TEST(test_index_cast_wraps)
 }
 END_TEST
 
+
+/* Index arithmetic that wraps, in bounds as ir.h reads it, with no
+ * floormod or clamp above it: the C emitter wrote an index's own + - *
+ * with C's operators, assuming that an in-bounds index cannot overflow.
+ * UBSan stopped (int64(i)*2^32)*(int64(i)*2^32) + int64(i) ("4294967296 *
+ * 4294967296 cannot be represented in type 'long int'"), and cc refused
+ * the vectorized tail of i*2^30 + (i - i*2^30), whose constant
+ * 32*1073741824 overflows int ("integer overflow in expression"). */
+START_TEST(test_c_index_overflow)
+{
+	bcase c;
+	gen g;
+	case_begin(&c, &g, 9, ts_int32, ts_float32);
+	ts_ctx *ctx = g.ctx;
+	ts_expr *i64 = ts_cast(ctx, ts_int64, g.i), *k = ts_const(ctx, ts_int64, INT64_C(1) << 32);
+	ts_expr *sq = ts_mul(ctx, ts_mul(ctx, i64, k), ts_mul(ctx, i64, k));
+	case_output(&c, &g, TS_READ(ctx, c.args[1], ts_add(ctx, sq, i64)));
+	ts_expr *big = ts_mul(ctx, g.i, ts_int(ctx, 1 << 30));
+	case_output(&c, &g, TS_READ(ctx, c.args[1], ts_add(ctx, big, ts_sub(ctx, g.i, big))));
+	check_fixed(&c, &g);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("backends_random");
@@ -844,6 +911,7 @@ int main(void)
 	tcase_add_test(tc, test_random_expressions);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("found");
+	tcase_add_test(tc, test_c_ub_is_caught);
 	tcase_add_test(tc, test_c_float_constants);
 	tcase_add_test(tc, test_c_ramp_wraps);
 	tcase_add_test(tc, test_c_bool_compare);
@@ -852,6 +920,7 @@ int main(void)
 	tcase_add_test(tc, test_ramp_past_int64);
 	tcase_add_test(tc, test_c_tiny_minus);
 	tcase_add_test(tc, test_index_cast_wraps);
+	tcase_add_test(tc, test_c_index_overflow);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

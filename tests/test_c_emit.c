@@ -66,7 +66,10 @@ static built build(const char *src)
 	cc(b.dir, "-c k.c -o plain.o");
 	cc(b.dir, "-O1 -c k.c -o o1.o"); /* where GCC's flow warnings differ from -O2's */
 	cc(b.dir, "-fopenmp -c k.c -o omp.o");
-	cc(b.dir, "-O2 -fPIC -shared k.c -o k.so -lm");
+	/* run under UBSan: the generated code must have no undefined behaviour */
+	char so[256];
+	snprintf(so, sizeof(so), "-O2 %s -fPIC -shared k.c -o k.so -lm", tu_cc_sanitize_flags());
+	cc(b.dir, so);
 	char path[128];
 	snprintf(path, sizeof(path), "%s/k.so", b.dir);
 	b.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);

@@ -348,37 +348,25 @@ START_TEST(test_mixed_int64_vectorized)
 }
 END_TEST
 
-/* Runs f through its generated C: compiled with cc into a shared object
- * (f's C source is passed as user). */
+/* Runs f through its generated C: compiled with cc (under UBSan) into a
+ * shared object (f's C source is passed as user). */
 static ts_status run_c(ts_ctx *ctx, const ts_func *f, void *const *args, void *user)
 {
-	char dir[] = "/tmp/tessera_i64_XXXXXX", cmd[256], path[128];
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/k.c", dir);
-	FILE *out = fopen(path, "w");
-	ck_assert_ptr_nonnull(out);
-	fputs(user, out);
-	fclose(out);
-	snprintf(cmd, sizeof(cmd),
-		 "cd %s && cc -std=c11 -Wall -Werror -O1 -fPIC -shared k.c -o k.so -lm", dir);
-	ck_assert_msg(system(cmd) == 0, "cc failed on:\n%s", (const char *)user);
-	snprintf(path, sizeof(path), "%s/k.so", dir);
-	void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	ck_assert_msg(lib != NULL, "dlopen: %s", dlerror());
-	snprintf(cmd, sizeof(cmd), "%s_packed", f->name);
-	int32_t (*fn)(void **) = (int32_t (*)(void **))(uintptr_t)dlsym(lib, cmd);
+	char dir[64], flags[160], sym[96];
+	snprintf(flags, sizeof(flags), "-O1 %s", tu_cc_sanitize_flags());
+	void *lib = tu_cc_load_with(user, flags, dir);
+	snprintf(sym, sizeof(sym), "%s_packed", f->name);
+	int32_t (*fn)(void **) = (int32_t (*)(void **))(uintptr_t)dlsym(lib, sym);
 	ck_assert_ptr_nonnull(fn);
 	int32_t rc = fn((void **)args);
-	dlclose(lib);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	tu_cc_unload(lib, dir);
 	return rc == 0 ? TS_OK : ts_error(ctx, TS_ERR_INTERNAL, "%s returned %d", f->name, rc);
 }
 
 /* The C emitter declares int64 loop variables and gives the same results. */
 START_TEST(test_mixed_int64_c)
 {
-	if (system("cc --version >/dev/null 2>&1") != 0) {
+	if (!tu_have_cc()) {
 		printf("test_mixed_int64_c: skipped, no C compiler\n");
 		return;
 	}

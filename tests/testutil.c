@@ -128,18 +128,58 @@ void tu_temp_source(const char *tag, const char *name, const char *src, char dir
 	fclose(f);
 }
 
-void *tu_cc_load(const char *src, char dir[64])
+/* Whether this process has AddressSanitizer's runtime, which an
+ * ASan-instrumented shared object needs (it cannot load one otherwise). */
+static bool host_has_asan(void)
 {
-	char path[128], cmd[512];
-	tu_temp_source("cc", "k.c", src, dir, path);
+#if defined(__SANITIZE_ADDRESS__)
+	return true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+	return true;
+#else
+	return false;
+#endif
+#else
+	return false;
+#endif
+}
+
+const char *tu_cc_sanitize_flags(void)
+{
+	/* asked once per process: a probe costs a compiler run */
+	static const char *flags;
+	if (flags)
+		return flags;
+	const char *want = host_has_asan()
+				   ? "-fsanitize=address,undefined -fno-sanitize-recover=all"
+				   : "-fsanitize=undefined -fno-sanitize-recover=all";
+	char cmd[256];
 	snprintf(cmd, sizeof(cmd),
-		 "cd %s && cc -std=c11 -Wall -Werror -O2 -fPIC -shared k.c -o k.so -lm >cc.log 2>&1",
-		 dir);
+		 "echo 'int f(int x) { return x + 1; }' | cc -x c %s -fPIC -shared - -o /dev/null "
+		 ">/dev/null 2>&1", want);
+	flags = system(cmd) == 0 ? want : "";
+	return flags;
+}
+
+void *tu_cc_load_with(const char *src, const char *flags, char dir[64])
+{
+	char path[128], cmd[768];
+	tu_temp_source("cc", "k.c", src, dir, path);
+	/* the source by its full path, which a sanitizer's report names */
+	snprintf(cmd, sizeof(cmd),
+		 "cc -std=c11 -Wall -Werror -O2 %s -fPIC -shared %s/k.c -o %s/k.so -lm >%s/cc.log 2>&1",
+		 flags, dir, dir, dir);
 	ck_assert_msg(system(cmd) == 0, "cc failed on the source in %s", dir);
 	snprintf(path, sizeof(path), "%s/k.so", dir);
 	void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	ck_assert_msg(lib != NULL, "dlopen: %s", dlerror());
 	return lib;
+}
+
+void *tu_cc_load(const char *src, char dir[64])
+{
+	return tu_cc_load_with(src, "", dir);
 }
 
 void tu_cc_unload(void *lib, const char *dir)

@@ -51,6 +51,14 @@ void tu_temp_source(const char *tag, const char *name, const char *src, char dir
 /* Compiles src (-std=c11 -Wall -Werror -O2) into a shared object in a fresh
  * directory, named in dir, and loads it; a failure aborts the test. */
 void *tu_cc_load(const char *src, char dir[64]);
+/* The same with more cc flags (after -O2). */
+void *tu_cc_load_with(const char *src, const char *flags, char dir[64]);
+/* cc flags that stop the compiled code at its first undefined behaviour
+ * (UBSan, -fno-sanitize-recover=all), with AddressSanitizer too when this
+ * process has its runtime; "" where cc cannot build them.  UB in generated
+ * code then ends the test with the sanitizer's report, which names the
+ * source left in tu_cc_load's directory. */
+const char *tu_cc_sanitize_flags(void);
 /* Unloads what tu_cc_load loaded and removes its directory. */
 void tu_cc_unload(void *lib, const char *dir);
 
