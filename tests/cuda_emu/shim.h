@@ -3,11 +3,11 @@
  * before a kernel's source, so that the host C++ compiler builds it into a
  * shared object the stand-in driver (cuda.c) launches.
  *
- * A launch runs one thread per CUDA thread of a block, blocks one after
- * another (so a __shared__ array is an ordinary static: one block owns it at
- * a time), and lets exactly one thread run at a time: a thread runs until
- * it reaches __syncthreads(), a warp-wide operation or its end, then hands
- * over to the next.  Between two barriers the threads run in thread order,
+ * A launch runs the blocks one after another (so a __shared__ array is an
+ * ordinary static: one block owns it at a time), each CUDA thread of a
+ * block a fiber of the launching thread, one at a time: a thread runs until
+ * it reaches __syncthreads(), a warp-wide operation or its end, then the
+ * next one runs.  Between two barriers the threads run in thread order,
  * and in the next interval in reverse order (odd blocks start reversed), so
  * a read of shared memory that another thread of the block writes without
  * a barrier between them sees the unwritten value in one of the two
@@ -30,17 +30,20 @@
  * defined: the sm_80 cp.async copies take their plain fallbacks.
  */
 #include <math.h>
-#include <pthread.h>
-#include <semaphore.h>
-#include <setjmp.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
 
 #include <initializer_list>
 #include <utility>
+
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/common_interface_defs.h>
+#endif
 
 /* ---- the CUDA C dialect --------------------------------------------------------- */
 
@@ -92,7 +95,8 @@ static inline unsigned __float_as_uint(float v) { return ts_emu_bits<unsigned>(v
 static inline double __longlong_as_double(long long v) { return ts_emu_bits<double>(v); }
 static inline long long __double_as_longlong(double v) { return ts_emu_bits<long long>(v); }
 
-static thread_local uint3 threadIdx, blockIdx;
+/* Set for the thread about to run: only one runs at a time. */
+static uint3 threadIdx, blockIdx;
 static uint3 blockDim, gridDim;
 /* `extern __shared__` arrays (the stand-in NVRTC drops the __shared__):
  * the most dynamic shared memory a block may have on sm_90 */
@@ -104,28 +108,85 @@ namespace ts_emu {
 
 enum { RUN, AT_BARRIER, AT_WARP, DONE };
 
+/* Each CUDA thread of a block is a fiber (ucontext) on a stack of its own
+ * with a guard page below it; the launching thread runs them one at a time
+ * and each yields back at a barrier, a warp-wide operation or its end.
+ * Under AddressSanitizer every switch is announced to it, as its fiber
+ * interface asks. */
+enum { STACK = 256 << 10, PAGE = 4096 };
+
 struct launch_state {
 	void (*body)(void **);
 	void **params;
 	int nthreads;
-	long nblocks, block; /* block: the one running */
-	int interval;        /* barriers passed in this block; odd: reverse order */
-	unsigned shared;     /* dynamic shared bytes */
+	long block;    /* the block running */
+	int interval;  /* barriers passed in this block; odd: reverse order */
 	int *st, *line;
-	sem_t *sem, done;
-	jmp_buf *jb;
+	ucontext_t sched, *fiber;
+	unsigned char *stacks;
+	void **fake;   /* AddressSanitizer's fake stack of each fiber */
+	const void *sched_bottom;
+	size_t sched_size;
 	uint64_t (*slot)[32][8]; /* per warp and lane: what a warp-wide operation exchanges */
 	bool failed;
 	char err[512];
 };
 
 static launch_state *L;
-static thread_local int self;
+static int self;
+
+static void *stack_of(int t)
+{
+	return L->stacks + (size_t)t * (STACK + PAGE) + PAGE;
+}
+
+/* swapcontext by getcontext and setcontext: AddressSanitizer's
+ * swapcontext warns that it is not fully supported, where the switches
+ * here are announced to it (below). */
+static void switch_to(ucontext_t *save, const ucontext_t *to)
+{
+	volatile bool resumed = false;
+	getcontext(save);
+	if (!resumed) {
+		resumed = true;
+		setcontext(to);
+	}
+}
+
+/* From fiber `self` to the scheduler, and back when it is resumed. */
+static void yield(void)
+{
+	int t = self;
+#ifdef __SANITIZE_ADDRESS__
+	__sanitizer_start_switch_fiber(&L->fake[t], L->sched_bottom, L->sched_size);
+#endif
+	switch_to(&L->fiber[t], &L->sched);
+#ifdef __SANITIZE_ADDRESS__
+	__sanitizer_finish_switch_fiber(L->fake[t], &L->sched_bottom, &L->sched_size);
+#endif
+}
+
+/* From the scheduler to fiber t until it yields. */
+static void resume(int t, const uint3 &block_dim)
+{
+	self = t;
+	threadIdx = {(unsigned)(t % block_dim.x), (unsigned)(t / block_dim.x % block_dim.y),
+		     (unsigned)(t / block_dim.x / block_dim.y)};
+	void *fake = NULL;
+#ifdef __SANITIZE_ADDRESS__
+	__sanitizer_start_switch_fiber(&fake, stack_of(t), STACK);
+#endif
+	switch_to(&L->sched, &L->fiber[t]);
+#ifdef __SANITIZE_ADDRESS__
+	__sanitizer_finish_switch_fiber(fake, NULL, NULL);
+#endif
+	(void)fake;
+}
 
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Records the first failure and wakes every thread (each then leaves) and
- * the launcher. */
+/* Records the first failure and leaves the fiber for good: the launch
+ * stops and its fibers are dropped. */
 static void fail(const char *fmt, ...)
 {
 	if (!L->failed) {
@@ -135,9 +196,8 @@ static void fail(const char *fmt, ...)
 		va_end(ap);
 	}
 	L->failed = true;
-	for (int i = 0; i < L->nthreads; i++)
-		sem_post(&L->sem[i]);
-	sem_post(&L->done);
+	yield();
+	abort(); /* a failed launch resumes no fiber */
 }
 
 static uint3 coords(long i, const uint3 &d)
@@ -145,149 +205,145 @@ static uint3 coords(long i, const uint3 &d)
 	return {(unsigned)(i % d.x), (unsigned)(i / d.x % d.y), (unsigned)(i / d.x / d.y)};
 }
 
-/* Odd blocks start in reverse order, so that a kernel without barriers
- * meets both orders in a grid of two blocks or more. */
-static bool reverse(void)
-{
-	return (L->interval + L->block) & 1;
-}
-
-static int first_thread(void)
-{
-	return reverse() ? L->nthreads - 1 : 0;
-}
-
-static void start_block(void)
-{
-	memset(ts_shared, 0xff, L->shared);
-	L->interval = 0;
-	for (int i = 0; i < L->nthreads; i++)
-		L->st[i] = RUN;
-	sem_post(&L->sem[first_thread()]);
-}
-
-/* t stops running: the next runnable thread in this interval's order
- * runs; when none is left, the barrier opens, the next block starts or
- * the launch ends. */
-static void pass(int t)
-{
-	int n = L->nthreads;
-	for (int k = 1; k <= n; k++) {
-		int j = reverse() ? ((t - k) % n + n) % n : (t + k) % n;
-		if (L->st[j] == RUN) {
-			sem_post(&L->sem[j]);
-			return;
-		}
-	}
-	int waiting = -1, done = -1, warp = -1;
-	for (int i = 0; i < n; i++) {
-		if (L->st[i] == AT_BARRIER && (waiting < 0 || L->line[i] != L->line[waiting])) {
-			if (waiting >= 0) {
-				uint3 a = coords(waiting, blockDim), b = coords(i, blockDim);
-				uint3 g = coords(L->block, gridDim);
-				fail("block (%u, %u, %u): thread (%u, %u, %u) waits at the __syncthreads() of line "
-				     "%d, thread (%u, %u, %u) at the one of line %d",
-				     g.x, g.y, g.z, a.x, a.y, a.z, L->line[waiting], b.x, b.y, b.z, L->line[i]);
-				return;
-			}
-			waiting = i;
-		}
-		if (L->st[i] == DONE && done < 0)
-			done = i;
-		if (L->st[i] == AT_WARP && warp < 0)
-			warp = i;
-	}
-	uint3 g = coords(L->block, gridDim);
-	if (warp >= 0) {
-		uint3 a = coords(warp, blockDim);
-		fail("block (%u, %u, %u): thread (%u, %u, %u) waits at a warp-wide operation that "
-		     "lanes of its warp never reach",
-		     g.x, g.y, g.z, a.x, a.y, a.z);
-		return;
-	}
-	if (waiting >= 0 && done >= 0) {
-		uint3 a = coords(waiting, blockDim), b = coords(done, blockDim);
-		fail("block (%u, %u, %u): thread (%u, %u, %u) waits at the __syncthreads() of line %d, "
-		     "which thread (%u, %u, %u) left the kernel without reaching (a barrier under a "
-		     "divergent condition)",
-		     g.x, g.y, g.z, a.x, a.y, a.z, L->line[waiting], b.x, b.y, b.z);
-		return;
-	}
-	if (waiting >= 0) { /* the barrier opens */
-		L->interval++;
-		for (int i = 0; i < n; i++)
-			L->st[i] = RUN;
-		sem_post(&L->sem[first_thread()]);
-		return;
-	}
-	if (++L->block < L->nblocks)
-		start_block();
-	else
-		sem_post(&L->done);
-}
-
-/* Waits for this thread's next turn; a failed launch unwinds the kernel. */
-static void wait_turn(int t)
-{
-	sem_wait(&L->sem[t]);
-	if (L->failed)
-		longjmp(L->jb[t], 1);
-}
-
 static inline void sync_block(int line)
 {
-	int t = self;
-	L->st[t] = AT_BARRIER;
-	L->line[t] = line;
-	pass(t);
-	wait_turn(t);
+	L->st[self] = AT_BARRIER;
+	L->line[self] = line;
+	yield();
 }
 
 /* All 32 lanes of this thread's warp meet here (a warp-wide operation). */
 static void sync_warp(void)
 {
 	int t = self, w0 = t & ~31;
-	if (w0 + 32 > L->nthreads) {
+	if (w0 + 32 > L->nthreads)
 		fail("a warp-wide operation in a block of %d threads, whose last warp is partial",
 		     L->nthreads);
-		wait_turn(t);
-	}
 	L->st[t] = AT_WARP;
-	for (int i = w0; i < w0 + 32; i++)
-		if (L->st[i] == DONE) {
-			uint3 a = coords(t, blockDim), b = coords(i, blockDim);
-			fail("thread (%u, %u, %u) waits at a warp-wide operation that thread (%u, %u, %u) "
-			     "of its warp left the kernel without reaching",
-			     a.x, a.y, a.z, b.x, b.y, b.z);
-			wait_turn(t);
-		}
-	for (int i = w0; i < w0 + 32; i++)
-		if (L->st[i] != AT_WARP) {
-			pass(t);
-			wait_turn(t);
-			return;
-		}
-	for (int i = w0; i < w0 + 32; i++)
-		L->st[i] = RUN;
+	yield();
 }
 
-static void *thread_main(void *arg)
+static void fiber_main(int t)
 {
-	int t = (int)(intptr_t)arg;
-	self = t;
-	threadIdx = coords(t, blockDim);
-	for (;;) {
-		sem_wait(&L->sem[t]);
-		if (L->failed || L->block >= L->nblocks)
-			break;
-		blockIdx = coords(L->block, gridDim);
-		if (setjmp(L->jb[t]) != 0)
-			break;
-		L->body(L->params);
-		L->st[t] = DONE;
-		pass(t);
+#ifdef __SANITIZE_ADDRESS__
+	__sanitizer_finish_switch_fiber(NULL, &L->sched_bottom, &L->sched_size);
+#endif
+	L->body(L->params);
+	L->st[t] = DONE;
+#ifdef __SANITIZE_ADDRESS__
+	__sanitizer_start_switch_fiber(NULL, L->sched_bottom, L->sched_size); /* this fiber ends */
+#endif
+	setcontext(&L->sched);
+}
+
+/* After every fiber of the block has yielded: a warp whose lanes all wait
+ * at a warp-wide operation goes on; else the barrier opens when every
+ * thread waits at the same one; else the block is done.  false: the
+ * block stopped (L->failed says why). */
+static bool settle(bool *done)
+{
+	int n = L->nthreads, waiting = -1, gone = -1, warp = -1;
+	uint3 g = coords(L->block, gridDim);
+	bool released = false;
+	*done = false;
+	for (int w0 = 0; w0 < n; w0 += 32) {
+		int at = 0, left = -1;
+		for (int i = w0; i < w0 + 32 && i < n; i++) {
+			at += L->st[i] == AT_WARP;
+			if (L->st[i] == DONE && left < 0)
+				left = i;
+		}
+		if (at == 32) {
+			for (int i = w0; i < w0 + 32; i++)
+				L->st[i] = RUN;
+			released = true;
+		} else if (at && left >= 0) {
+			uint3 b = coords(left, blockDim);
+			snprintf(L->err, sizeof(L->err), "block (%u, %u, %u): thread (%u, %u, %u) left the "
+				 "kernel without reaching a warp-wide operation the lanes of its warp wait at",
+				 g.x, g.y, g.z, b.x, b.y, b.z);
+			return false;
+		}
 	}
-	return NULL;
+	if (released)
+		return true;
+	for (int i = 0; i < n; i++) {
+		if (L->st[i] == AT_BARRIER && (waiting < 0 || L->line[i] != L->line[waiting])) {
+			if (waiting >= 0) {
+				uint3 a = coords(waiting, blockDim), b = coords(i, blockDim);
+				snprintf(L->err, sizeof(L->err), "block (%u, %u, %u): thread (%u, %u, %u) waits "
+					 "at the __syncthreads() of line %d, thread (%u, %u, %u) at the one of "
+					 "line %d", g.x, g.y, g.z, a.x, a.y, a.z, L->line[waiting], b.x, b.y,
+					 b.z, L->line[i]);
+				return false;
+			}
+			waiting = i;
+		}
+		if (L->st[i] == DONE && gone < 0)
+			gone = i;
+		if (L->st[i] == AT_WARP && warp < 0)
+			warp = i;
+	}
+	if (warp >= 0) {
+		uint3 a = coords(warp, blockDim);
+		snprintf(L->err, sizeof(L->err), "block (%u, %u, %u): thread (%u, %u, %u) waits at a "
+			 "warp-wide operation that lanes of its warp never reach", g.x, g.y, g.z, a.x, a.y,
+			 a.z);
+		return false;
+	}
+	if (waiting >= 0 && gone >= 0) {
+		uint3 a = coords(waiting, blockDim), b = coords(gone, blockDim);
+		snprintf(L->err, sizeof(L->err), "block (%u, %u, %u): thread (%u, %u, %u) waits at the "
+			 "__syncthreads() of line %d, which thread (%u, %u, %u) left the kernel without "
+			 "reaching (a barrier under a divergent condition)", g.x, g.y, g.z, a.x, a.y, a.z,
+			 L->line[waiting], b.x, b.y, b.z);
+		return false;
+	}
+	if (waiting >= 0) { /* the barrier opens */
+		L->interval++;
+		for (int i = 0; i < n; i++)
+			L->st[i] = RUN;
+		return true;
+	}
+	*done = true;
+	return true;
+}
+
+/* Runs one block; false when it failed. */
+static bool run_block(unsigned shared)
+{
+	int n = L->nthreads;
+	memset(ts_shared, 0xff, shared);
+	blockIdx = coords(L->block, gridDim);
+	L->interval = 0;
+	for (int t = 0; t < n; t++) {
+		L->st[t] = RUN;
+		getcontext(&L->fiber[t]);
+		L->fiber[t].uc_stack.ss_sp = stack_of(t);
+		L->fiber[t].uc_stack.ss_size = STACK;
+		L->fiber[t].uc_link = NULL;
+		makecontext(&L->fiber[t], (void (*)(void))fiber_main, 1, t);
+	}
+	for (;;) {
+		/* one pass in this interval's order; odd blocks start reversed,
+		 * so a kernel without barriers meets both orders in two blocks */
+		bool rev = (L->interval + L->block) & 1;
+		for (int k = 0; k < n; k++) {
+			int t = rev ? n - 1 - k : k;
+			if (L->st[t] != RUN)
+				continue;
+			resume(t, blockDim);
+			if (L->failed)
+				return false;
+		}
+		bool done;
+		if (!settle(&done)) {
+			L->failed = true;
+			return false;
+		}
+		if (done)
+			return true;
+	}
 }
 
 /* Runs the grid; 0, or -1 with the reason in err. */
@@ -296,52 +352,39 @@ static int launch(void (*body)(void **), void **params, const unsigned grid[3],
 {
 	launch_state s = {};
 	int n = (int)(block[0] * block[1] * block[2]);
+	long nblocks = (long)grid[0] * grid[1] * grid[2];
+	if (n <= 0 || nblocks <= 0)
+		return 0;
 	s.body = body;
 	s.params = params;
 	s.nthreads = n;
-	s.nblocks = (long)grid[0] * grid[1] * grid[2];
-	s.shared = shared;
-	if (n <= 0 || s.nblocks <= 0)
-		return 0;
 	blockDim = {block[0], block[1], block[2]};
 	gridDim = {grid[0], grid[1], grid[2]};
+	size_t bytes = (size_t)n * (STACK + PAGE);
+	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED) {
+		snprintf(err, errsize, "cannot map the stacks of a block of %d threads", n);
+		return -1;
+	}
+	s.stacks = (unsigned char *)m;
+	for (int t = 0; t < n; t++) /* a guard page below each stack */
+		mprotect(s.stacks + (size_t)t * (STACK + PAGE), PAGE, PROT_NONE);
 	s.st = new int[n];
 	s.line = new int[n];
-	s.sem = new sem_t[n];
-	s.jb = new jmp_buf[n];
+	s.fiber = new ucontext_t[n];
+	s.fake = new void *[n]();
 	s.slot = new uint64_t[(n + 31) / 32][32][8];
-	pthread_t *th = new pthread_t[n];
-	for (int i = 0; i < n; i++)
-		sem_init(&s.sem[i], 0, 0);
-	sem_init(&s.done, 0, 0);
 	L = &s;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, 1 << 20);
-	int made = 0;
-	for (; made < n; made++)
-		if (pthread_create(&th[made], &attr, thread_main, (void *)(intptr_t)made) != 0)
+	for (s.block = 0; s.block < nblocks; s.block++)
+		if (!run_block(shared))
 			break;
-	pthread_attr_destroy(&attr);
-	if (made < n)
-		fail("cannot start the block's %d threads (%d started)", n, made);
-	else
-		start_block();
-	sem_wait(&s.done);
-	for (int i = 0; i < n; i++) /* the threads waiting for a next block leave */
-		sem_post(&s.sem[i]);
-	for (int i = 0; i < made; i++)
-		pthread_join(th[i], NULL);
-	for (int i = 0; i < n; i++)
-		sem_destroy(&s.sem[i]);
-	sem_destroy(&s.done);
 	snprintf(err, errsize, "%s", s.err);
-	delete[] th;
 	delete[] s.slot;
-	delete[] s.jb;
-	delete[] s.sem;
+	delete[] s.fake;
+	delete[] s.fiber;
 	delete[] s.line;
 	delete[] s.st;
+	munmap(m, bytes);
 	L = NULL;
 	return s.failed ? -1 : 0;
 }
@@ -495,7 +538,6 @@ static void ptx(const char *text, std::initializer_list<opnd> outs, std::initial
 		mma(o, i, 2);
 	} else {
 		fail("PTX the emulator does not carry out: %.200s", text);
-		wait_turn(self);
 	}
 }
 
