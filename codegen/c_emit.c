@@ -40,6 +40,7 @@
 #include "cuda_mma.h"
 #include "eval.h"
 #include "ident.h"
+#include "ranges.h"
 #include "sbuf.h"
 
 enum { P_OR = 1, P_AND, P_EQ, P_REL, P_ADD, P_MUL, P_UNARY, P_ATOM };
@@ -176,8 +177,6 @@ static const dialect dialect_cuda = {
 typedef struct name_entry {
 	const void *key; /* a VAR node or a buffer */
 	const char *cname;
-	bool ranged;     /* an integer variable whose value lies in [lo, hi] */
-	int64_t lo, hi;
 } name_entry;
 
 /* An operand fragment loaded by ldmatrix: the buffer, the lane's row
@@ -205,6 +204,7 @@ typedef struct emitter {
 	bool failed;
 	name_entry *names;
 	int nnames, cap;
+	cg_ranges ranges; /* an entry for every name, ranged for integer variables */
 	bool helpers[H_COUNT][T_COUNT];
 	bool conv16[2][C16_COUNT]; /* [bfloat16?][C16_*]: 16-bit float helpers used */
 	/* lane evaluation of vector expressions */
@@ -300,7 +300,7 @@ static const char *define(emitter *em, const void *key, const char *base)
 		em->names = g;
 		em->cap = g ? cap : 0;
 	}
-	if (!n || !em->names) {
+	if (!n || !em->names || !cg_ranges_push(&em->ranges, key, (ir_interval){IR_NEG_INF, IR_POS_INF})) {
 		em->failed = true;
 		return NULL;
 	}
@@ -388,61 +388,25 @@ static const char *helper(emitter *em, int h, ts_dtype t)
 /* Records that the variable key, just defined, lies in [lo, hi]. */
 static void set_range(emitter *em, const void *key, int64_t lo, int64_t hi)
 {
-	for (int i = em->nnames - 1; i >= 0; i--)
-		if (em->names[i].key == key) {
-			em->names[i] = (name_entry){key, em->names[i].cname, lo <= hi, lo, hi};
-			return;
-		}
+	cg_ranges_set(&em->ranges, key, (ir_interval){lo, hi});
 }
 
-typedef struct range_walk {
-	const emitter *em;
-	int n;
-	ir_range r[16];
-} range_walk;
-
-static bool gather_range(ts_expr *e, void *data)
-{
-	range_walk *w = data;
-	if (e->kind != IR_VAR || w->n == (int)TS_COUNT_OF(w->r))
-		return true;
-	for (int i = 0; i < w->n; i++)
-		if (w->r[i].var == e)
-			return true;
-	for (int i = w->em->nnames - 1; i >= 0; i--) {
-		const name_entry *ne = &w->em->names[i];
-		if (ne->key != e)
-			continue;
-		int64_t ext;
-		if (ne->ranged && !__builtin_sub_overflow(ne->hi, ne->lo, &ext) && ext < INT64_MAX)
-			w->r[w->n++] = (ir_range){e, ne->lo, ext + 1};
-		break;
-	}
-	return true;
-}
-
-/* The interval of the integer e over the ranges of the variables in scope
- * (ir_bound_of: an end that might pass the dtype's is IR_NEG_INF or
- * IR_POS_INF; a variable without a range spans its dtype). */
+/* The interval of the integer e over the ranges of the variables in scope. */
 static ir_interval bound(const emitter *em, const ts_expr *e)
 {
-	range_walk w = {.em = em};
-	ir_expr_visit((ts_expr *)e, gather_range, &w);
-	return ir_bound_of(e, w.n, w.r);
+	return cg_ranges_bound(&em->ranges, e);
 }
 
 static bool bounded(ir_interval iv)
 {
-	return iv.min != IR_NEG_INF && iv.max != IR_POS_INF;
+	return cg_bounded(iv);
 }
 
 /* Gives v, just defined, the range [min, min + extent - 1] of a loop over
  * the bounds of min and extent (none where they are unbounded). */
 static void loop_range(emitter *em, const ts_expr *v, ir_interval min, int64_t ext_max)
 {
-	int64_t hi;
-	if (bounded(min) && ext_max != IR_POS_INF && !__builtin_add_overflow(min.max, ext_max - 1, &hi))
-		set_range(em, v, min.min, hi);
+	cg_ranges_set(&em->ranges, v, cg_loop_range(min, ext_max));
 }
 
 /* ---- expressions -------------------------------------------------------- */
@@ -1910,11 +1874,7 @@ static void let(emitter *em, const ts_stmt *s)
 		if (!value || !n)
 			return;
 		/* a size variable lies in [1, its bound] (ir.h ts_func) */
-		for (int k = 0; k < em->f->nsizes; k++)
-			if (em->f->size_vars[k] == v)
-				iv = (ir_interval){1, em->f->size_max[k]};
-		if (ts_dtype_is_int(v->dtype) && bounded(iv))
-			set_range(em, v, iv.min, iv.max);
+		cg_ranges_set(&em->ranges, v, cg_let_range(em->f, v, iv));
 		begin_line(em);
 		ts_sb_printf(&em->out, "const %s %s = %s;\n", type, n, value);
 	}
@@ -2479,7 +2439,7 @@ static const char *emit(ts_ctx *ctx, const ts_func *f, const dialect *d, cg_laun
 			 f->name);
 		return NULL;
 	}
-	emitter em = {.ctx = ctx, .d = d, .f = f, .comp = -1, .indent = 1,
+	emitter em = {.ctx = ctx, .d = d, .f = f, .comp = -1, .indent = 1, .ranges = {.ctx = ctx},
 		      .launch = {{1, 1, 1}, {1, 1, 1}, 0, 0}};
 	em.fname = sanitize(ctx, f->name);
 	if (!em.fname)

@@ -36,6 +36,7 @@
  * when its channel block is 1, say): tessera's schedules count on that.
  */
 #include "llvm_internal.h"
+#include "ranges.h"
 #include "vecmath.h"
 
 #include <llvm-c/DebugInfo.h>
@@ -67,6 +68,7 @@ typedef struct emitter {
 	LLVMBasicBlockRef entry; /* ... and its entry block */
 	binding *bind;          /* innermost last */
 	int nbind, capbind;
+	cg_ranges ranges;       /* of the variables in scope (index_expr64) */
 	int nparallel;          /* outlined loops so far, for names */
 	ts_status st;
 	char vecmath;           /* libmvec variant for vector math, or 0 */
@@ -598,16 +600,18 @@ static LLVMValueRef lane_reduce(emitter *em, const ts_expr *e, LLVMValueRef star
 	return name ? intrinsic(em, name, &vt, 1, &src, 1) : fail(em, TS_ERR_INTERNAL, "reduce op");
 }
 
-/* An index (scalar or vector, any integer dtype) widened to i64 lanes. */
-/* A scalar int32 index computed in 64 bits.  Lowered indices of in-bounds
- * accesses never overflow 32 bits (lowering picks int32 indices only when
- * every extent, span and buffer size fits, int64 ones otherwise), so
- * evaluating + - * in 64 bits with no-signed-wrap gives the same address,
- * and saves LLVM from widening long chains of 32-bit arithmetic itself
- * (much of its loop-optimization time).  Not so below a min or max: the
- * access bounds the clamp, not what it clamps, and in
- * max(min(2147483647 + B[30], 36), 0) the int32 sum wraps (ir.h) to a
- * small value the clamp keeps, where 64 bits gave 36. */
+/* A scalar index of a signed dtype narrower than 64 bits computed in 64
+ * bits.  Where the ranges of the variables in scope keep a + - * inside
+ * its dtype (loop arithmetic, i.outer*8 + l), it is evaluated in 64 bits
+ * with no-signed-wrap, which gives the same address and saves LLVM from
+ * widening long chains of 32-bit arithmetic itself (much of its
+ * loop-optimization time).  Elsewhere it wraps in its own width (ir.h)
+ * and is sign-extended: an access is legal when the wrapped index is in
+ * bounds, so (i*65536)*(i*65536) + i in int32 reads element i, where 64
+ * bits gave i*2^32 + i.  Any other node (a min or max, a load, a cast)
+ * takes a value in its own width too: the access bounds the clamp, not
+ * what it clamps, and in max(min(2147483647 + B[30], 36), 0) the int32
+ * sum wraps to a small value the clamp keeps, where 64 bits gave 36. */
 static LLVMValueRef index_expr64(emitter *em, const ts_expr *e)
 {
 	LLVMBuilderRef B = em->b;
@@ -615,7 +619,8 @@ static LLVMValueRef index_expr64(emitter *em, const ts_expr *e)
 		return NULL;
 	if (e->kind == IR_INT_IMM)
 		return LLVMConstInt(em->i64, (unsigned long long)e->u.int_imm, 1);
-	if (e->kind != IR_ADD && e->kind != IR_SUB && e->kind != IR_MUL) {
+	if ((e->kind != IR_ADD && e->kind != IR_SUB && e->kind != IR_MUL) ||
+	    !cg_ranges_fit(&em->ranges, e)) {
 		LLVMValueRef v = ex(em, e);
 		return v ? LLVMBuildSExt(B, v, em->i64, "") : NULL;
 	}
@@ -629,6 +634,8 @@ static LLVMValueRef index_expr64(emitter *em, const ts_expr *e)
 	}
 }
 
+/* An index (scalar or vector, any integer dtype) widened to i64 lanes;
+ * an int64 one keeps its wrapping arithmetic. */
 static LLVMValueRef index64(emitter *em, const ts_expr *ix)
 {
 	if (ix->dtype.lanes == 1 && ix->dtype.code == TS_TYPE_INT && ix->dtype.bits <= 32)
@@ -747,7 +754,10 @@ static bool match_clamped(const ts_expr *ix, clamped *c, bool top)
 	return (ix->kind == IR_MIN || ix->kind == IR_MAX) && match_clamp(ix, c);
 }
 
-/* The load of a clamped index (see match_clamped).  The clamp is monotone
+/* The load of a clamped index (see match_clamped), one that the ranges in
+ * scope keep inside its dtype, since the terms, the clamp's ends and the
+ * ramp's base are added in 64 bits (a wrapping one is a gather, computed
+ * in its own width).  The clamp is monotone
  * in the lane, so the lanes it changes are at the ends and read what the
  * first or the last lane reads: the lanes it leaves alone come from one
  * masked contiguous load, the others from two scalar loads of the
@@ -829,7 +839,8 @@ static LLVMValueRef ex_load(emitter *em, const ts_expr *e)
 	clamped cl = {0};
 	/* a gather but for two index shapes that masked loads read cheaper */
 	LLVMValueRef v = k != ACC_GATHER ? load_kind(em, buf, ix, k, align)
-			 : match_clamped(ix, &cl, true) ? clamped_load(em, buf, &cl, ix->dtype.lanes, align)
+			 : match_clamped(ix, &cl, true) && cg_ranges_fit(&em->ranges, ix)
+			 ? clamped_load(em, buf, &cl, ix->dtype.lanes, align)
 			 : is_short_stride(ix) ? strided_load(em, buf, ix, align)
 					       : load_kind(em, buf, ix, k, align);
 	if (v && ts_dtype_is_bool(buf->dtype))
@@ -957,8 +968,23 @@ static void keep_scalar(emitter *em, LLVMValueRef br)
 			LLVMMetadataAsValue(em->c, id));
 }
 
-/* for (var = lo; var < lo + n; var++) body */
-static bool loop(emitter *em, const ts_expr *var, LLVMValueRef lo, LLVMValueRef n,
+/* The range of the loop s's variable over the ranges in scope. */
+static ir_interval loop_range(emitter *em, const ts_stmt *s)
+{
+	ir_interval ext = cg_ranges_bound(&em->ranges, s->u.for_.extent);
+	return cg_loop_range(cg_ranges_bound(&em->ranges, s->u.for_.min), ext.max);
+}
+
+/* Binds the variable var to value, in the range iv, until the mark. */
+static bool bind_var(emitter *em, const ts_expr *var, LLVMValueRef value, ir_interval iv)
+{
+	if (!cg_ranges_push(&em->ranges, var, iv))
+		return fail(em, TS_ERR_NOMEM, "out of memory"), false;
+	return push(em, var, value, false);
+}
+
+/* for (var = lo; var < lo + n; var++) body, var in the range iv */
+static bool loop(emitter *em, const ts_expr *var, LLVMValueRef lo, LLVMValueRef n, ir_interval iv,
 		 const ts_stmt *body)
 {
 	LLVMBuilderRef B = em->b;
@@ -974,10 +1000,11 @@ static bool loop(emitter *em, const ts_expr *var, LLVMValueRef lo, LLVMValueRef 
 	bool sg = var->dtype.code == TS_TYPE_INT;
 	LLVMBuildCondBr(B, LLVMBuildICmp(B, sg ? LLVMIntSLT : LLVMIntULT, v, end, ""), bb, exit);
 	LLVMPositionBuilderAtEnd(B, bb);
-	int mark = em->nbind;
-	if (!push(em, var, v, false) || !st(em, body))
+	int mark = em->nbind, rmark = em->ranges.n;
+	if (!bind_var(em, var, v, iv) || !st(em, body))
 		return false;
 	em->nbind = mark;
+	cg_ranges_pop(&em->ranges, rmark);
 	/* v < end, so v + 1 cannot overflow */
 	LLVMValueRef next = sg ? LLVMBuildNSWAdd(B, v, LLVMConstInt(ty, 1, 0), "")
 			       : LLVMBuildNUWAdd(B, v, LLVMConstInt(ty, 1, 0), "");
@@ -1010,14 +1037,16 @@ static bool st_unrolled(emitter *em, const ts_stmt *s, int64_t n)
 	LLVMValueRef lo, ext;
 	if (!bounds(em, s, &lo, &ext))
 		return false;
+	ir_interval iv = loop_range(em, s);
 	for (int64_t k = 0; k < n; k++) {
 		LLVMValueRef v = k ? LLVMBuildNSWAdd(em->b, lo, LLVMConstInt(LLVMTypeOf(lo),
 								       (unsigned long long)k, 0), "")
 				   : lo;
-		int mark = em->nbind;
-		if (!push(em, s->u.for_.var, v, false) || !st(em, s->u.for_.body))
+		int mark = em->nbind, rmark = em->ranges.n;
+		if (!bind_var(em, s->u.for_.var, v, iv) || !st(em, s->u.for_.body))
 			return false;
 		em->nbind = mark;
+		cg_ranges_pop(&em->ranges, rmark);
 	}
 	return true;
 }
@@ -1119,7 +1148,7 @@ static LLVMValueRef parallel_inner(emitter *em, const ts_stmt *s, const char *na
 	LLVMTypeRef ty = LLVMTypeOf(lo);
 	LLVMValueRef n = LLVMBuildTrunc(em->b, LLVMBuildSub(em->b, LLVMGetParam(fn, 1), begin, ""), ty, "");
 	LLVMValueRef start = LLVMBuildAdd(em->b, lo, LLVMBuildTrunc(em->b, begin, ty, ""), "");
-	bool ok = loop(em, s->u.for_.var, start, n, s->u.for_.body);
+	bool ok = loop(em, s->u.for_.var, start, n, loop_range(em, s), s->u.for_.body);
 	if (ok) {
 		LLVMBuildRetVoid(em->b);
 		end_function(em);
@@ -1205,7 +1234,7 @@ static bool st_for(emitter *em, const ts_stmt *s)
 		break;
 	}
 	LLVMValueRef lo, ext;
-	return bounds(em, s, &lo, &ext) && loop(em, s->u.for_.var, lo, ext, s->u.for_.body);
+	return bounds(em, s, &lo, &ext) && loop(em, s->u.for_.var, lo, ext, loop_range(em, s), s->u.for_.body);
 }
 
 static bool st_allocate(emitter *em, const ts_stmt *s)
@@ -1299,10 +1328,13 @@ static bool st(emitter *em, const ts_stmt *s)
 		return true;
 	case IR_S_LET: {
 		LLVMValueRef v = ex(em, s->u.let.value);
-		int mark = em->nbind;
-		if (!v || !push(em, s->u.let.var, v, false) || !st(em, s->u.let.body))
+		/* a size variable lies in [1, its bound] (ir.h ts_func) */
+		ir_interval iv = cg_let_range(em->f, s->u.let.var, cg_ranges_bound(&em->ranges, s->u.let.value));
+		int mark = em->nbind, rmark = em->ranges.n;
+		if (!v || !bind_var(em, s->u.let.var, v, iv) || !st(em, s->u.let.body))
 			return false;
 		em->nbind = mark;
+		cg_ranges_pop(&em->ranges, rmark);
 		return true;
 	}
 	case IR_S_EVALUATE:
@@ -1429,7 +1461,7 @@ ts_status cg_llvm_emit(ts_ctx *ctx, const ts_func *f, const char *symbol, ts_stm
 	ts_status half = no_half(ctx, f);
 	if (half)
 		return half;
-	emitter em = {.ctx = ctx, .f = f, .symbol = symbol, .mod = mod,
+	emitter em = {.ctx = ctx, .f = f, .symbol = symbol, .mod = mod, .ranges = {.ctx = ctx},
 		      .c = LLVMGetModuleContext(mod), .vecmath = vecmath};
 	em.i1 = LLVMInt1TypeInContext(em.c);
 	em.i8 = LLVMInt8TypeInContext(em.c);

@@ -903,6 +903,59 @@ START_TEST(test_c_index_overflow)
 }
 END_TEST
 
+/* Index arithmetic whose int32 + - * leaves int32 and wraps back in
+ * bounds (ir.h), as the read check allows: LLVM computed an int32 index's
+ * + - * in 64 bits with no-signed-wrap, so (i*65536)*(i*65536) + i, which
+ * wraps to i, read element i*2^32 + i and the JIT'd code crashed.  The
+ * same wrap in a term the vectorized loop does not change, x =
+ * (q*65536)*(q*65536) with q = i/8 (the split's outer variable), reaches
+ * the vector paths: the base of a contiguous access (x + i), a broadcast
+ * index (x + q), a term added to a clamp and the base of the clamped
+ * ramp. */
+START_TEST(test_llvm_index_wraps)
+{
+	bcase c;
+	gen g;
+	case_begin(&c, &g, 10, ts_int32, ts_float32);
+	ts_ctx *ctx = g.ctx;
+	ts_expr *k = ts_int(ctx, 65536);
+	ts_expr *sq = ts_mul(ctx, ts_mul(ctx, g.i, k), ts_mul(ctx, g.i, k));
+	case_output(&c, &g, TS_READ(ctx, c.args[1], ts_add(ctx, sq, g.i)));
+	ts_expr *q = ts_floordiv(ctx, g.i, ts_int(ctx, 8));
+	ts_expr *x = ts_mul(ctx, ts_mul(ctx, q, k), ts_mul(ctx, q, k));
+	case_output(&c, &g, TS_READ(ctx, c.args[1], ts_add(ctx, x, g.i)));
+	case_output(&c, &g, TS_READ(ctx, c.args[1], ts_add(ctx, x, q)));
+	/* min(i + 5, 36) stays a clamp: i + 5 reaches 41 */
+	ts_expr *clamp = ts_min(ctx, ts_add(ctx, g.i, ts_int(ctx, 5)), ts_int(ctx, N - 1));
+	case_output(&c, &g, TS_READ(ctx, c.args[1], ts_add(ctx, clamp, x)));
+	clamp = ts_min(ctx, ts_add(ctx, ts_add(ctx, g.i, x), ts_int(ctx, 5)), ts_int(ctx, N - 1));
+	case_output(&c, &g, TS_READ(ctx, c.args[1], clamp));
+	check_fixed(&c, &g);
+}
+END_TEST
+
+/* The int64 analogue: (int64(i)*2^32)*(int64(i)*2^32) + int64(i) wraps
+ * to int64(i), in a scalar index and in the vector paths. */
+START_TEST(test_llvm_index64_wraps)
+{
+	bcase c;
+	gen g;
+	case_begin(&c, &g, 11, ts_int64, ts_float32);
+	ts_ctx *ctx = g.ctx;
+	ts_expr *i64 = ts_cast(ctx, ts_int64, g.i), *k = ts_const(ctx, ts_int64, INT64_C(1) << 32);
+	ts_expr *sq = ts_mul(ctx, ts_mul(ctx, i64, k), ts_mul(ctx, i64, k));
+	case_output(&c, &g, TS_READ(ctx, c.args[1], ts_add(ctx, sq, i64)));
+	ts_expr *q = ts_cast(ctx, ts_int64, ts_floordiv(ctx, g.i, ts_int(ctx, 8)));
+	ts_expr *x = ts_mul(ctx, ts_mul(ctx, q, k), ts_mul(ctx, q, k));
+	case_output(&c, &g, TS_READ(ctx, c.args[1], ts_add(ctx, x, i64)));
+	case_output(&c, &g, TS_READ(ctx, c.args[1], ts_add(ctx, x, q)));
+	ts_expr *clamp = ts_min(ctx, ts_add(ctx, i64, ts_const(ctx, ts_int64, 5)),
+				ts_const(ctx, ts_int64, N - 1));
+	case_output(&c, &g, TS_READ(ctx, c.args[1], ts_add(ctx, clamp, x)));
+	check_fixed(&c, &g);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("backends_random");
@@ -921,6 +974,8 @@ int main(void)
 	tcase_add_test(tc, test_c_tiny_minus);
 	tcase_add_test(tc, test_index_cast_wraps);
 	tcase_add_test(tc, test_c_index_overflow);
+	tcase_add_test(tc, test_llvm_index_wraps);
+	tcase_add_test(tc, test_llvm_index64_wraps);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
