@@ -166,12 +166,16 @@ static void yield(void)
 #endif
 }
 
+static uint3 coords(long i, const uint3 &d)
+{
+	return {(unsigned)(i % d.x), (unsigned)(i / d.x % d.y), (unsigned)(i / d.x / d.y)};
+}
+
 /* From the scheduler to fiber t until it yields. */
-static void resume(int t, const uint3 &block_dim)
+static void resume(int t)
 {
 	self = t;
-	threadIdx = {(unsigned)(t % block_dim.x), (unsigned)(t / block_dim.x % block_dim.y),
-		     (unsigned)(t / block_dim.x / block_dim.y)};
+	threadIdx = coords(t, blockDim);
 	void *fake = NULL;
 #ifdef __SANITIZE_ADDRESS__
 	__sanitizer_start_switch_fiber(&fake, stack_of(t), STACK);
@@ -198,11 +202,6 @@ static void fail(const char *fmt, ...)
 	L->failed = true;
 	yield();
 	abort(); /* a failed launch resumes no fiber */
-}
-
-static uint3 coords(long i, const uint3 &d)
-{
-	return {(unsigned)(i % d.x), (unsigned)(i / d.x % d.y), (unsigned)(i / d.x / d.y)};
 }
 
 static inline void sync_block(int line)
@@ -332,7 +331,7 @@ static bool run_block(unsigned shared)
 			int t = rev ? n - 1 - k : k;
 			if (L->st[t] != RUN)
 				continue;
-			resume(t, blockDim);
+			resume(t);
 			if (L->failed)
 				return false;
 		}
