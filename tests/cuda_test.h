@@ -15,6 +15,7 @@
 #define TESSERA_TESTS_CUDA_TEST_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -71,6 +72,16 @@ static inline bool have_device(void)
 {
 	return probe_child(true);
 }
+
+#ifdef TS_EMU_CUDA_LIB
+/* The host CUDA emulator's stand-ins that CMake built (TS_EMU_*), unless
+ * TESSERA_CUDA_LIB / TESSERA_NVRTC_LIB name others. */
+static inline void cuda_emu_select(void)
+{
+	setenv("TESSERA_CUDA_LIB", TS_EMU_CUDA_LIB, 0);
+	setenv("TESSERA_NVRTC_LIB", TS_EMU_NVRTC_LIB, 0);
+}
+#endif
 
 /* Softmax (2 arguments) and layer norm (4) of M[rows, cols] under the
  * default GPU schedule, lowered: each row reduction a kernel of its own

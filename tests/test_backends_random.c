@@ -663,13 +663,7 @@ static void run_paths(bcase *c, bool with_c)
 START_TEST(test_random_expressions)
 {
 	uint64_t first = 1, count = 300;
-	const char *env = getenv("TESSERA_BACKENDS_SEEDS");
-	if (env && *env) {
-		unsigned long long f, n;
-		ck_assert_msg(sscanf(env, "%llu:%llu", &f, &n) == 2, "TESSERA_BACKENDS_SEEDS: first:count");
-		first = f;
-		count = n;
-	}
+	tu_seed_range("TESSERA_BACKENDS_SEEDS", &first, &count);
 	failures = 0;
 	for (uint64_t seed = first; seed < first + count; seed++) {
 		bcase c;

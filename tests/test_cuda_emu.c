@@ -305,9 +305,7 @@ END_TEST
 
 int main(void)
 {
-	/* the stand-ins CMake built, unless others are named */
-	setenv("TESSERA_CUDA_LIB", TS_EMU_CUDA_LIB, 0);
-	setenv("TESSERA_NVRTC_LIB", TS_EMU_NVRTC_LIB, 0);
+	cuda_emu_select();
 	Suite *s = suite_create("cuda_emu");
 	TCase *tc = tcase_create("emu");
 	tcase_set_timeout(tc, 600);

@@ -782,24 +782,10 @@ static outcome run_cuda(gen *g, const ts_func *f, ts_array **data)
 	stats.built++;
 	if (verbosity() > 3)
 		fprintf(stderr, "%s\n", ts_module_source(m, "cuda"));
-	ts_cuda *cuda = ts_cuda_open(ctx);
-	ck_assert_msg(cuda != NULL, "%s", ts_last_error(ctx));
-	ts_array *dev[4] = {0};
-	ts_status st = TS_OK;
-	for (int i = 0; st == TS_OK && i < f->nparams; i++) {
-		dev[i] = ts_cuda_array_new(ctx, cuda, data[i]->dtype, data[i]->ndim, data[i]->shape);
-		st = dev[i] ? ts_cuda_copy_to_device(ctx, dev[i], data[i]) : ts_last_status(ctx);
-	}
-	if (st == TS_OK)
-		st = ts_module_run(m, f->nparams, dev);
+	ts_status st = tu_cuda_run_module(ctx, m, f->nparams, data);
 	if (st != TS_OK)
 		report(g, "running failed: %s", ts_last_error(ctx));
-	for (int i = 0; st == TS_OK && i < f->nparams; i++)
-		st = ts_cuda_copy_to_host(ctx, data[i], dev[i]);
-	for (int i = 0; i < f->nparams; i++)
-		ts_cuda_array_free(dev[i]);
 	ts_module_free(m);
-	ts_cuda_close(cuda);
 	return st == TS_OK ? RAN : FAILED;
 }
 
@@ -870,13 +856,7 @@ static outcome run_seed(uint64_t seed)
 START_TEST(test_random_gpu_schedules)
 {
 	uint64_t first = 1, count = 64; /* about 30 s: each kernel is compiled by the host C++ compiler */
-	const char *env = getenv("TESSERA_CUDA_RANDOM_SEEDS");
-	if (env && *env) {
-		unsigned long long f, n;
-		ck_assert_msg(sscanf(env, "%llu:%llu", &f, &n) == 2, "TESSERA_CUDA_RANDOM_SEEDS: first:count");
-		first = f;
-		count = n;
-	}
+	tu_seed_range("TESSERA_CUDA_RANDOM_SEEDS", &first, &count);
 	int verbose = verbosity(), n[4] = {0};
 	failures = 0;
 	memset(&stats, 0, sizeof stats);
@@ -901,9 +881,7 @@ END_TEST
 
 int main(void)
 {
-	/* the stand-ins CMake built, unless others are named */
-	setenv("TESSERA_CUDA_LIB", TS_EMU_CUDA_LIB, 0);
-	setenv("TESSERA_NVRTC_LIB", TS_EMU_NVRTC_LIB, 0);
+	cuda_emu_select();
 	Suite *s = suite_create("cuda_random");
 	TCase *tc = tcase_create("random");
 	tcase_set_timeout(tc, 900);

@@ -234,64 +234,80 @@ static bool kinds_fn(ts_stmt *s, void *data)
 	return true;
 }
 
+ts_status tu_cuda_run_module(ts_ctx *ctx, ts_module *m, int n, ts_array *const *host)
+{
+	enum { MAX_ARGS = 8 };
+	ck_assert_int_le(n, MAX_ARGS);
+	ts_cuda *cuda = ts_cuda_open(ctx);
+	ts_array *dev[MAX_ARGS] = {0};
+	ts_status st = cuda ? TS_OK : ts_last_status(ctx);
+	for (int i = 0; st == TS_OK && i < n; i++) {
+		dev[i] = ts_cuda_array_new(ctx, cuda, host[i]->dtype, host[i]->ndim, host[i]->shape);
+		st = dev[i] ? ts_cuda_copy_to_device(ctx, dev[i], host[i]) : ts_last_status(ctx);
+	}
+	if (st == TS_OK)
+		st = ts_module_run(m, n, dev);
+	for (int i = 0; st == TS_OK && i < n; i++)
+		st = ts_cuda_copy_to_host(ctx, host[i], dev[i]);
+	for (int i = 0; i < n; i++)
+		ts_cuda_array_free(dev[i]);
+	ts_cuda_close(cuda);
+	return st;
+}
+
 ts_status tu_cuda_runner(ts_ctx *ctx, const ts_func *f, void *const *args, void *user)
 {
 	(void)user;
 	enum { MAX_ARGS = 8 };
 	ck_assert_int_le(f->nparams, MAX_ARGS);
 	ts_module *m = ts_build(ctx, f, "cuda");
-	ts_cuda *cuda = ts_cuda_open(ctx);
-	ts_array *dev[MAX_ARGS] = {0}, *host[MAX_ARGS] = {0};
-	ts_status st = m && cuda ? TS_OK : ts_last_status(ctx);
+	ts_array *host[MAX_ARGS] = {0};
+	ts_status st = m ? TS_OK : ts_last_status(ctx);
 	for (int i = 0; st == TS_OK && i < f->nparams; i++) {
-		ts_tensor *t = f->param_tensors[i];
-		host[i] = ts_array_for(ctx, t);
-		dev[i] = ts_cuda_array_new(ctx, cuda, t->dtype, t->ndim, t->shape);
-		if (!host[i] || !dev[i])
-			st = ts_last_status(ctx);
-		else {
+		host[i] = ts_array_for(ctx, f->param_tensors[i]);
+		if (host[i])
 			memcpy(host[i]->data, args[i], ts_array_nbytes(host[i]));
-			st = ts_cuda_copy_to_device(ctx, dev[i], host[i]);
-		}
+		else
+			st = ts_last_status(ctx);
 	}
 	if (st == TS_OK)
-		st = ts_module_run(m, f->nparams, dev);
-	for (int i = 0; st == TS_OK && i < f->nparams; i++) {
-		st = ts_cuda_copy_to_host(ctx, host[i], dev[i]);
+		st = tu_cuda_run_module(ctx, m, f->nparams, host);
+	for (int i = 0; st == TS_OK && i < f->nparams; i++)
 		memcpy(args[i], host[i]->data, ts_array_nbytes(host[i]));
-	}
-	for (int i = 0; i < f->nparams; i++) {
+	for (int i = 0; i < f->nparams; i++)
 		ts_array_free(host[i]);
-		ts_cuda_array_free(dev[i]);
-	}
 	ts_module_free(m);
-	ts_cuda_close(cuda);
 	return st;
 }
-/* With TESSERA_TEST_CUDA set, a function bound to GPU threads also runs on
- * the CUDA device (a GPU, or the host emulator of tests/cuda_emu). */
-static void check_on_device(ts_ctx *ctx, const ts_func *f, double tol)
+
+static loop_kinds kinds_of(const ts_func *f)
 {
 	loop_kinds k = {false, false};
 	ir_stmt_visit(f->body, kinds_fn, NULL, &k);
+	return k;
+}
+
+/* With TESSERA_TEST_CUDA set, a function bound to GPU threads (gpu) also
+ * runs on the CUDA device (a GPU, or the host emulator of tests/cuda_emu). */
+static void check_on_device(ts_ctx *ctx, const ts_func *f, bool gpu, double tol)
+{
 	const char *env = getenv("TESSERA_TEST_CUDA");
-	if (k.gpu && env && env[0] && strcmp(env, "0") != 0)
+	if (gpu && env && env[0] && strcmp(env, "0") != 0)
 		tu_check_func_with(ctx, f, tu_cuda_runner, NULL, tol);
 }
 
 void tu_check_func_interp(ts_ctx *ctx, const ts_func *f, double tol)
 {
 	tu_check_func_with(ctx, f, tu_interp_runner, NULL, tol);
-	check_on_device(ctx, f, tol);
+	check_on_device(ctx, f, kinds_of(f).gpu, tol);
 }
 
 void tu_check_func(ts_ctx *ctx, const ts_func *f, double tol)
 {
 	tu_check_func_with(ctx, f, tu_interp_runner, NULL, tol);
-	loop_kinds k = {false, false};
-	ir_stmt_visit(f->body, kinds_fn, NULL, &k);
+	loop_kinds k = kinds_of(f);
 	if (k.gpu) { /* GPU schedules: the interpreter here, NVRTC and the device elsewhere */
-		check_on_device(ctx, f, tol);
+		check_on_device(ctx, f, true, tol);
 		return;
 	}
 	for (int i = 0; i < f->nparams; i++)
@@ -381,4 +397,15 @@ tu_mm tu_matmul(int64_t M, int64_t N, int64_t K)
 	m.sc = ts_stage_of(m.s, m.C);
 	tu_nonnull(ctx, m.sc);
 	return m;
+}
+
+void tu_seed_range(const char *var, uint64_t *first, uint64_t *count)
+{
+	const char *env = getenv(var);
+	if (!env || !*env)
+		return;
+	unsigned long long f, n;
+	ck_assert_msg(sscanf(env, "%llu:%llu", &f, &n) == 2, "%s: first:count", var);
+	*first = f;
+	*count = n;
 }

@@ -85,6 +85,12 @@ ts_status tu_interp_runner(ts_ctx *ctx, const ts_func *f, void *const *args, voi
  * through ts_module_run on device copies of the arguments, which come back
  * to args (at most 8 parameters). */
 ts_status tu_cuda_runner(ts_ctx *ctx, const ts_func *f, void *const *args, void *user);
+/* Runs module m (built for "cuda") on device copies of host[0..n-1] (at
+ * most 8), which get the results back. */
+ts_status tu_cuda_run_module(ts_ctx *ctx, ts_module *m, int n, ts_array *const *host);
+/* The seeds a random test runs: *first and *count unless the environment
+ * variable var says first:count. */
+void tu_seed_range(const char *var, uint64_t *first, uint64_t *count);
 /* Text added to the failure messages of the checks above (NULL: none), so
  * that a generated case can say which one failed. */
 void tu_set_context(const char *text);
