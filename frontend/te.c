@@ -88,9 +88,14 @@ int64_t ts_tensor_dim(const ts_tensor *t, int d)
 static bool check_shape(ts_ctx *ctx, const char *what, const char *name, int ndim,
 			const int64_t *given, int64_t *shape, ts_expr **vars)
 {
-	if (ndim < 1 || ndim > TS_MAX_DIMS || !given) {
+	if (ndim < 1 || ndim > TS_MAX_DIMS) {
 		ts_error(ctx, TS_ERR_INVALID, "%s %s: %d dimensions (1 to %d allowed)", what, name,
 			 ndim, TS_MAX_DIMS);
+		return false;
+	}
+	if (!given) {
+		ts_error(ctx, TS_ERR_INVALID, "%s %s: the shape is NULL (%d extents expected)", what,
+			 name, ndim);
 		return false;
 	}
 	int64_t n = 1;

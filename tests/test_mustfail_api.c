@@ -423,7 +423,8 @@ START_TEST(test_te)
 	NULL_NOCTX(ts_sum(NULL, ts_float(c, 1), 1, x.C->reduce_axis));
 	NULL_NOCTX(ts_rename(NULL, x.A, "Q"));
 	FAILS_NULL(c, ts_placeholder(c, NULL, TS_SHAPE(2), ts_float32), "placeholder");
-	FAILS_NULL(c, ts_placeholder(c, "P", 2, NULL, ts_float32), "placeholder P");
+	/* a NULL shape is named as such, not as a dimension count out of range */
+	FAILS_NULL(c, ts_placeholder(c, "P", 2, NULL, ts_float32), "placeholder P: the shape is NULL");
 	FAILS_NULL(c, ts_placeholder(c, "P", -1, (int64_t[]){2}, ts_float32), "placeholder P");
 	FAILS_NULL(c, ts_placeholder(c, "P", 9, (int64_t[9]){1}, ts_float32), "placeholder P");
 	FAILS_NULL(c, ts_placeholder(c, "P", TS_SHAPE(2), ts_dtype_with_lanes(ts_float32, 4)),
@@ -434,7 +435,7 @@ START_TEST(test_te)
 	FAILS_NULL(c, ts_reduce_axis(c, NULL, 0, 4), "reduce_axis");
 	FAILS_NULL(c, ts_reduce_axis(c, "r", 0, -4), "reduce_axis r");
 	FAILS_NULL(c, ts_compute(c, NULL, TS_SHAPE(13, 7), TS_VARS(i, j), body), "compute");
-	FAILS_NULL(c, ts_compute(c, "D", 2, NULL, TS_VARS(i, j), body), "compute D");
+	FAILS_NULL(c, ts_compute(c, "D", 2, NULL, TS_VARS(i, j), body), "compute D: the shape is NULL");
 	FAILS_NULL(c, ts_compute(c, "D", TS_SHAPE(13, 7), NULL, body), "compute D");
 	FAILS_NULL(c, ts_compute(c, "D", TS_SHAPE(13, 7), TS_VARS(i, NULL), body), "compute D");
 	FAILS_NULL(c, ts_compute(c, "D", TS_SHAPE(13, 7), TS_VARS(i, j), NULL), "compute D");
@@ -444,7 +445,7 @@ START_TEST(test_te)
 	FAILS_NULL(c, ts_compute_n(c, "D", TS_SHAPE(13, 7), 2, NULL, body), "compute D");
 	FAILS_NULL(c, ts_compute_lambda(c, "D", TS_SHAPE(13, 7), NULL, NULL), "compute D");
 	FAILS_NULL(c, ts_compute_lambda(c, "D", TS_SHAPE(13, 7), lambda_null, NULL), "compute D");
-	FAILS_NULL(c, ts_compute_lambda(c, "D", 2, NULL, lambda_null, NULL), "compute D");
+	FAILS_NULL(c, ts_compute_lambda(c, "D", 2, NULL, lambda_null, NULL), "compute D: the shape is NULL");
 	FAILS_NULL(c, ts_compute_lambda(c, "D", 12, (int64_t[12]){1}, lambda_null, NULL),
 		   "compute D");
 	FAILS_NULL(c, ts_sum(c, NULL, 1, x.C->reduce_axis), "sum");
