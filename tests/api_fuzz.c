@@ -1,0 +1,1479 @@
+/*
+ * api_fuzz.c - the hostile API-sequence harness (api_fuzz.h).
+ *
+ * Each step reads a byte that picks a call, then one byte per argument
+ * choice: an object from a pool (or NULL, now and then), a count, an
+ * extent, a dtype.  Pools are small rings, so calls keep meeting the
+ * objects earlier calls made, including axes a split has since replaced
+ * and objects of the other context.  Every call goes through CALL_P or
+ * CALL_S, which clear both contexts' errors first and, when the call
+ * fails, check that the context it works in holds a message.
+ *
+ * Most of the construction is deliberately plausible (computes that read
+ * their inputs in bounds, small extents, float32) so that lowering and
+ * building are reached often; a byte in each choice turns it hostile.  A
+ * function that lowers is run in the loop-IR interpreter and, at most
+ * API_MAX_BUILDS times per input, built with LLVM and run, and compared
+ * with the reference evaluator.
+ *
+ * The harness keeps to the callers' side of each contract: every array it
+ * passes holds as many elements as the count it passes with it (buffers of
+ * API_BUF entries), and memory it hands the library (ts_eval's data,
+ * ts_array_wrap) holds the elements its shape says.
+ */
+#include "api_fuzz.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tessera.h"
+
+#define API_MAX_STEPS 160
+#define API_MAX_BUILDS 2
+#define API_BUF 128 /* entries of every array passed with a count */
+/* Functions are run and evaluated only below this much work (elements of
+ * every tensor in the graph times the reduction extents), so an input
+ * stays in milliseconds. */
+#define API_MAX_WORK (1 << 15)
+
+enum { NEXPR = 48, NITER = 8, NTENSOR = 24, NSCH = 4, NSTAGE = 12, NAXIS = 32, NFUNC = 4,
+       NMOD = 2, NARR = 8, NTRACE = 24 };
+
+typedef struct fz {
+	const uint8_t *data;
+	size_t size, pos;
+	const char *label;
+	bool log;
+	ts_ctx *ctx[2];
+	ts_expr *expr[NEXPR];
+	int nexpr;
+	ts_iter *iter[NITER];
+	int niter;
+	ts_tensor *tensor[NTENSOR];
+	int ntensor;
+	ts_schedule *sch[NSCH];
+	int nsch;
+	ts_stage *stage[NSTAGE];
+	int nstage;
+	ts_axis *axis[NAXIS];
+	int naxis;
+	ts_func *func[NFUNC];
+	int nfunc;
+	ts_module *mod[NMOD];
+	int nmod;
+	ts_array *arr[NARR];
+	int narr;
+	int builds;
+	int64_t size_var[2];
+	const char *trace[NTRACE]; /* the last calls made, for the report */
+	int ntrace;
+	int nfailed, nchecked, nlowered; /* for the log: calls failed, functions compared */
+} fz;
+
+/* ---- choices ------------------------------------------------------------------ */
+
+static unsigned u8(fz *f)
+{
+	return f->pos < f->size ? f->data[f->pos++] : 0;
+}
+
+static int pick(fz *f, int n)
+{
+	return (int)(u8(f) % (unsigned)n);
+}
+
+/* One in n. */
+static bool rare(fz *f, int n)
+{
+	return pick(f, n) == 0;
+}
+
+static const int64_t hostile_i64[] = {
+	0, -1, -2, INT32_MAX, INT32_MIN, (int64_t)INT32_MAX + 1, INT64_MAX, INT64_MIN,
+	INT64_MAX / 2 + 1, (int64_t)1 << 31, (int64_t)1 << 40, (int64_t)1 << 62, 65536, 1025,
+	4097, -65536,
+};
+
+/* Mostly 1..8; sometimes a value at an edge of int32 or int64. */
+static int64_t pick_extent(fz *f)
+{
+	unsigned b = u8(f);
+	if (b < 200)
+		return 1 + b % 8;
+	if (b < 216)
+		return 9 + b % 24;
+	if (b < 220 && f->size_var[b & 1])
+		return f->size_var[b & 1];
+	return hostile_i64[b % TS_COUNT_OF(hostile_i64)];
+}
+
+/* A small count or parameter (0..4), sometimes hostile. */
+static int pick_int(fz *f)
+{
+	unsigned b = u8(f);
+	if (b < 220)
+		return (int)(b % 5);
+	static const int h[] = {-1, -2, 5, 7, 8, 9, 16, 100, INT_MAX, INT_MIN, 127, 128};
+	return h[b % TS_COUNT_OF(h)];
+}
+
+/* pick_extent() less k, saturating at INT64_MIN. */
+static int64_t pick_extent_less(fz *f, int k)
+{
+	int64_t v = pick_extent(f), r;
+	return __builtin_sub_overflow(v, k, &r) ? INT64_MIN : r;
+}
+
+static int pick_int_less(fz *f, int k)
+{
+	int v = pick_int(f), r;
+	return __builtin_sub_overflow(v, k, &r) ? INT_MIN : r;
+}
+
+static int pick_int_times(fz *f, int k)
+{
+	int v = pick_int(f), r;
+	return __builtin_mul_overflow(v, k, &r) ? INT_MAX : r;
+}
+
+/* A count for an array of API_BUF entries: never more. */
+static int pick_count(fz *f, int usual)
+{
+	unsigned b = u8(f);
+	if (b < 200)
+		return usual;
+	static const int h[] = {-1, 0, 1, 2, 3, 8, 9, 64, API_BUF, INT_MIN};
+	return h[b % TS_COUNT_OF(h)];
+}
+
+static ts_dtype pick_dtype(fz *f)
+{
+	static const ts_dtype usual[] = {ts_float32, ts_float32, ts_float32, ts_int32, ts_int32,
+					  ts_float64, ts_int64, ts_int8, ts_uint8, ts_int16,
+					  ts_float16, ts_bfloat16, ts_bool};
+	static const ts_dtype odd[] = {
+		TS_DTYPE(TS_TYPE_UINT, 16), TS_DTYPE(TS_TYPE_UINT, 32), TS_DTYPE(TS_TYPE_UINT, 64),
+		ts_handle, TS_DTYPE(9, 32), TS_DTYPE(TS_TYPE_INT, 7), TS_DTYPE(TS_TYPE_FLOAT, 8),
+		TS_DTYPE(TS_TYPE_BOOL, 8), TS_DTYPE(TS_TYPE_BFLOAT, 32), {TS_TYPE_FLOAT, 32, 0},
+		{TS_TYPE_FLOAT, 32, 4}, {TS_TYPE_INT, 32, 65}, {TS_TYPE_INT, 0, 1},
+		{TS_TYPE_HANDLE, 64, 2}, {255, 255, 65535},
+	};
+	unsigned b = u8(f);
+	if (b < 232)
+		return usual[b % TS_COUNT_OF(usual)];
+	return odd[b % TS_COUNT_OF(odd)];
+}
+
+static const char *pick_name(fz *f)
+{
+	static const char *names[] = {"A", "B", "C", "x", "k", "A", "T", "",
+				      NULL, "a b", "3d", "C.local", "main", "%s%n", "\"*/", "A"};
+	return names[pick(f, TS_COUNT_OF(names))];
+}
+
+static ts_ctx *pick_ctx(fz *f)
+{
+	unsigned b = u8(f);
+	if (b < 4)
+		return NULL;
+	return f->ctx[b < 200 ? 0 : 1];
+}
+
+/* Pools are rings: once full, a new object replaces a random one. */
+#define POOL_ADD(f, pool, n, cap, x)                                                     \
+	do {                                                                             \
+		if (x) {                                                                 \
+			if ((n) < (cap))                                                 \
+				(pool)[(n)++] = (x);                                     \
+			else                                                             \
+				(pool)[pick((f), (cap))] = (x);                          \
+		}                                                                        \
+	} while (0)
+/* A pool entry, or NULL for an empty pool and one choice in 24. */
+#define POOL_PICK(f, pool, n)                                                            \
+	__extension__({                                                                  \
+		unsigned b_ = u8(f);                                                     \
+		(n) == 0 || b_ % 24 == 23 ? NULL : (pool)[b_ % (unsigned)(n)];           \
+	})
+
+static ts_expr *any_expr(fz *f) { return POOL_PICK(f, f->expr, f->nexpr); }
+static ts_iter *any_iter(fz *f) { return POOL_PICK(f, f->iter, f->niter); }
+static ts_tensor *any_tensor(fz *f) { return POOL_PICK(f, f->tensor, f->ntensor); }
+static ts_schedule *any_sch(fz *f) { return POOL_PICK(f, f->sch, f->nsch); }
+static ts_stage *any_stage(fz *f) { return POOL_PICK(f, f->stage, f->nstage); }
+static ts_axis *any_axis(fz *f) { return POOL_PICK(f, f->axis, f->naxis); }
+static ts_func *any_func(fz *f) { return POOL_PICK(f, f->func, f->nfunc); }
+static ts_array *any_array(fz *f) { return POOL_PICK(f, f->arr, f->narr); }
+
+/* An axis, most often one of st's own leaves. */
+static ts_axis *stage_axis(fz *f, ts_stage *st)
+{
+	if (st && st->nleaf > 0 && !rare(f, 4))
+		return st->leaf[pick(f, st->nleaf)];
+	return any_axis(f);
+}
+
+/* A tensor of ctx, when the pool has one (else any). */
+static ts_tensor *tensor_of(fz *f, ts_ctx *ctx)
+{
+	for (int tries = 0; tries < 4; tries++) {
+		ts_tensor *t = any_tensor(f);
+		if (t && t->ctx == ctx)
+			return t;
+	}
+	return any_tensor(f);
+}
+
+/* A compute tensor of ctx, when the pool has one. */
+static ts_tensor *compute_of(fz *f, ts_ctx *ctx)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		ts_tensor *t = tensor_of(f, ctx);
+		if (t && t->op == TS_OP_COMPUTE)
+			return t;
+	}
+	return tensor_of(f, ctx);
+}
+
+/* ---- checking calls --------------------------------------------------------------- */
+
+static void die(fz *f, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+
+static void die(fz *f, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "api_fuzz%s%s: ", f->label ? " " : "", f->label ? f->label : "");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nthe last calls, oldest first:\n");
+	int n = f->ntrace < NTRACE ? f->ntrace : NTRACE;
+	for (int i = f->ntrace - n; i < f->ntrace; i++)
+		fprintf(stderr, "  %s\n", f->trace[i % NTRACE]);
+	abort();
+}
+
+static void begin(fz *f, const char *call)
+{
+	ts_clear_error(f->ctx[0]);
+	ts_clear_error(f->ctx[1]);
+	f->trace[f->ntrace++ % NTRACE] = call;
+}
+
+/* A call failed: the context it works in (NULL: it has none to record
+ * in) must say why. */
+static void failed(fz *f, ts_ctx *ctx)
+{
+	const char *call = f->trace[(f->ntrace - 1) % NTRACE];
+	f->nfailed++;
+	if (!ctx)
+		return;
+	if (ts_last_status(ctx) == TS_OK || !ts_last_error(ctx)[0])
+		die(f, "%s failed and left no error in its context (status %d, '%s')", call,
+		    (int)ts_last_status(ctx), ts_last_error(ctx));
+	if (f->log)
+		fprintf(stderr, "%s\n    => %s\n", call, ts_last_error(ctx));
+}
+
+static void *check_p(fz *f, ts_ctx *ctx, void *p)
+{
+	if (!p)
+		failed(f, ctx);
+	return p;
+}
+
+static ts_status check_s(fz *f, ts_ctx *ctx, ts_status st)
+{
+	if (st != TS_OK)
+		failed(f, ctx);
+	return st;
+}
+
+#define CALL_P(f, ctx, call) (begin((f), #call), check_p((f), (ctx), (void *)(call)))
+#define CALL_S(f, ctx, call) (begin((f), #call), check_s((f), (ctx), (call)))
+
+static ts_ctx *ctx_of_stage(const ts_stage *st) { return st ? st->sch->ctx : NULL; }
+static ts_ctx *ctx_of_sch(const ts_schedule *s) { return s ? s->ctx : NULL; }
+static ts_ctx *ctx_of_tensor(const ts_tensor *t) { return t ? t->ctx : NULL; }
+
+/* ---- expressions -------------------------------------------------------------------- */
+
+/* What an expression may use: the index variables of the compute being
+ * built and its reduction axes. */
+typedef struct scope {
+	ts_ctx *ctx;
+	int nv;
+	ts_expr *vars[TS_MAX_DIMS];
+	const int64_t *shape;
+	int nred;
+	ts_iter *red[2];
+	/* fewer hostile choices, so that most bodies are valid: no pool
+	 * expressions, vectors or nested reductions, reads of tensors of the
+	 * context with one index per dimension */
+	bool nice;
+} scope;
+
+static ts_expr *gen_expr(fz *f, scope *sc, int depth);
+
+static ts_expr *add_expr(fz *f, ts_expr *e)
+{
+	POOL_ADD(f, f->expr, f->nexpr, NEXPR, e);
+	return e;
+}
+
+static ts_expr *gen_const(fz *f, ts_ctx *ctx, bool nice)
+{
+	switch (pick(f, nice ? 2 : 6)) {
+	case 0:
+		return CALL_P(f, ctx, ts_int(ctx, nice ? pick(f, 9) - 4 : pick_extent(f)));
+	case 1:
+		return CALL_P(f, ctx, ts_float(ctx, (double)pick(f, 17) / 4 - 2));
+	case 2:
+		return CALL_P(f, ctx, ts_const(ctx, pick_dtype(f), pick_extent(f)));
+	case 3: {
+		static const double v[] = {0.5, -0.0, 1e10, 1e300, -3.75, INFINITY, NAN, 65504.0};
+		return CALL_P(f, ctx, ts_fconst(ctx, pick_dtype(f), v[pick(f, 8)]));
+	}
+	case 4:
+		return CALL_P(f, ctx, ts_make_const(ctx, pick_dtype(f), (double)pick_extent(f) / 2));
+	default:
+		return CALL_P(f, ctx, ts_var_typed(ctx, pick_name(f), pick_dtype(f)));
+	}
+}
+
+/* An index into dimension d of t: in bounds most of the time. */
+static ts_expr *gen_index(fz *f, scope *sc, const ts_tensor *t, int d)
+{
+	ts_ctx *ctx = sc->ctx;
+	int64_t ext = d < t->ndim ? t->shape[d] : 1;
+	ts_expr *v = NULL;
+	if (sc->nv > 0 || sc->nred > 0) {
+		int k = pick(f, sc->nv + sc->nred);
+		v = k < sc->nv ? sc->vars[k] : sc->red[k - sc->nv]->var;
+	}
+	switch (v ? pick(f, sc->nice ? 6 : 8) : 4) {
+	case 0:
+	case 1:
+	case 2: /* wraps into the dimension */
+		return CALL_P(f, ctx, ts_floormod(ctx, v, ts_const(ctx, v->dtype, ext)));
+	case 3: /* the variable as it is: in bounds where the extents agree */
+		return v;
+	case 4:
+		return CALL_P(f, ctx, ts_int(ctx, ext > 1 ? pick(f, (int)(ext < 200 ? ext : 200)) : 0));
+	case 5:
+		return CALL_P(f, ctx, ts_add(ctx, v, ts_int(ctx, sc->nice ? pick(f, 5) - 2 : pick_extent_less(f, 4))));
+	case 6:
+		return CALL_P(f, ctx, ts_int(ctx, pick_extent(f)));
+	default:
+		return gen_expr(f, sc, 1);
+	}
+}
+
+static ts_expr *gen_read(fz *f, scope *sc)
+{
+	ts_tensor *t = tensor_of(f, sc->ctx);
+	ts_expr *idx[API_BUF] = {NULL};
+	if (sc->nice && (!t || t->ctx != sc->ctx))
+		return gen_const(f, sc->ctx, sc->nice);
+	int n = t ? t->ndim : 1;
+	n = n < 0 || n > TS_MAX_DIMS ? 1 : n;
+	if (!sc->nice && rare(f, 10))
+		n = pick_count(f, n + 1);
+	for (int d = 0; d < n && d < API_BUF && d < TS_MAX_DIMS + 2; d++)
+		idx[d] = t ? gen_index(f, sc, t, d) : any_expr(f);
+	return CALL_P(f, sc->ctx, ts_read(sc->ctx, t, n, idx));
+}
+
+static ts_expr *gen_binary(fz *f, scope *sc, int depth)
+{
+	ts_ctx *ctx = sc->ctx;
+	ts_expr *a = gen_expr(f, sc, depth - 1), *b = gen_expr(f, sc, depth - 1);
+	/* most of the time, operands of one dtype */
+	if (a && b && !ts_dtype_eq(a->dtype, b->dtype) && (sc->nice || !rare(f, 4)))
+		b = CALL_P(f, ctx, ts_cast(ctx, a->dtype, b));
+	unsigned k = u8(f);
+	if (sc->nice) {
+		bool fl = a && ts_dtype_is_float(a->dtype);
+		switch (k % 8) {
+		case 0: return CALL_P(f, ctx, ts_add(ctx, a, b));
+		case 1: return CALL_P(f, ctx, ts_sub(ctx, a, b));
+		case 2: return CALL_P(f, ctx, ts_mul(ctx, a, b));
+		case 3: return CALL_P(f, ctx, ts_div(ctx, a, b));
+		case 4: return CALL_P(f, ctx, fl ? ts_min(ctx, a, b) : ts_truncdiv(ctx, a, b));
+		case 5: return CALL_P(f, ctx, fl ? ts_max(ctx, a, b) : ts_truncmod(ctx, a, b));
+		case 6: return CALL_P(f, ctx, fl ? ts_add(ctx, a, b) : ts_floormod(ctx, a, b));
+		default: return CALL_P(f, ctx, ts_max(ctx, a, b));
+		}
+	}
+	if (k >= 240)
+		return CALL_P(f, ctx, ts_binary(ctx, (ir_expr_kind)(k - 240 + IR_INT_IMM), a, b));
+	if (k >= 224)
+		return CALL_P(f, ctx, ts_binary(ctx, (ir_expr_kind)(k % 64 - 16), a, b));
+	switch (k % 18) {
+	case 0: return CALL_P(f, ctx, ts_add(ctx, a, b));
+	case 1: return CALL_P(f, ctx, ts_sub(ctx, a, b));
+	case 2: return CALL_P(f, ctx, ts_mul(ctx, a, b));
+	case 3: return CALL_P(f, ctx, ts_div(ctx, a, b));
+	case 4: return CALL_P(f, ctx, ts_truncdiv(ctx, a, b));
+	case 5: return CALL_P(f, ctx, ts_truncmod(ctx, a, b));
+	case 6: return CALL_P(f, ctx, ts_floordiv(ctx, a, b));
+	case 7: return CALL_P(f, ctx, ts_floormod(ctx, a, b));
+	case 8: return CALL_P(f, ctx, ts_min(ctx, a, b));
+	case 9: return CALL_P(f, ctx, ts_max(ctx, a, b));
+	case 10: return CALL_P(f, ctx, ts_eq(ctx, a, b));
+	case 11: return CALL_P(f, ctx, ts_ne(ctx, a, b));
+	case 12: return CALL_P(f, ctx, ts_lt(ctx, a, b));
+	case 13: return CALL_P(f, ctx, ts_le(ctx, a, b));
+	case 14: return CALL_P(f, ctx, ts_gt(ctx, a, b));
+	case 15: return CALL_P(f, ctx, ts_ge(ctx, a, b));
+	case 16: return CALL_P(f, ctx, ts_and(ctx, a, b));
+	default: return CALL_P(f, ctx, ts_or(ctx, a, b));
+	}
+}
+
+static ts_expr *gen_call(fz *f, scope *sc, int depth)
+{
+	ts_ctx *ctx = sc->ctx;
+	ts_expr *a = gen_expr(f, sc, depth - 1);
+	if (a && !ts_dtype_is_float(a->dtype) && !rare(f, 4))
+		a = CALL_P(f, ctx, ts_cast(ctx, ts_float32, a));
+	switch (pick(f, 12)) {
+	case 0: return CALL_P(f, ctx, ts_exp(ctx, a));
+	case 1: return CALL_P(f, ctx, ts_log(ctx, a));
+	case 2: return CALL_P(f, ctx, ts_sqrt(ctx, a));
+	case 3: return CALL_P(f, ctx, ts_tanh(ctx, a));
+	case 4: return CALL_P(f, ctx, ts_exp2(ctx, a));
+	case 5: return CALL_P(f, ctx, ts_fabs(ctx, a));
+	case 6: return CALL_P(f, ctx, ts_pow(ctx, a, gen_expr(f, sc, depth - 1)));
+	case 7: return CALL_P(f, ctx, ts_erf(ctx, a));
+	case 8: return CALL_P(f, ctx, ts_sigmoid(ctx, a));
+	case 9: return CALL_P(f, ctx, ts_round_tf32(ctx, a));
+	case 10: return CALL_P(f, ctx, ts_not(ctx, a));
+	default: {
+		if (sc->nice)
+			return CALL_P(f, ctx, ts_exp(ctx, a));
+		ts_expr *args[API_BUF] = {a, gen_expr(f, sc, depth - 1)};
+		int op = pick(f, IR_INTRIN_COUNT + 3) - 1;
+		return CALL_P(f, ctx, ts_call(ctx, (ir_intrinsic)op, pick_count(f, 1 + pick(f, 2)), args));
+	}
+	}
+}
+
+static ts_expr *gen_reduce(fz *f, scope *sc, int depth)
+{
+	ts_ctx *ctx = sc->ctx;
+	ts_iter *axes[API_BUF] = {NULL};
+	int n = sc->nred > 0 ? sc->nred : 1;
+	for (int i = 0; i < n; i++)
+		axes[i] = sc->nred > 0 && !rare(f, 8) ? sc->red[i] : any_iter(f);
+	n = pick_count(f, n);
+	ts_expr *src = gen_expr(f, sc, depth - 1);
+	switch (pick(f, 4)) {
+	case 0: return CALL_P(f, ctx, ts_sum(ctx, src, n, axes));
+	case 1: return CALL_P(f, ctx, ts_reduce_max(ctx, src, n, axes));
+	case 2: return CALL_P(f, ctx, ts_reduce_min(ctx, src, n, axes));
+	default:
+		return CALL_P(f, ctx, ts_reduce(ctx, (ts_reduce_op)(pick(f, 6) - 1), src, n, axes,
+						 rare(f, 2) ? gen_expr(f, sc, 0) : NULL));
+	}
+}
+
+static ts_expr *gen_expr(fz *f, scope *sc, int depth)
+{
+	ts_ctx *ctx = sc->ctx;
+	ts_expr *e;
+	int c = depth <= 0 ? pick(f, 4) : pick(f, 16);
+	if (sc->nice && (c == 4 || c == 12 || c == 13 || c == 14))
+		c = 5;
+	switch (c) {
+	case 0:
+		if (sc->nv + sc->nred == 0)
+			return gen_const(f, ctx, sc->nice);
+		{
+			int k = pick(f, sc->nv + sc->nred);
+			return k < sc->nv ? sc->vars[k] : sc->red[k - sc->nv]->var;
+		}
+	case 1:
+		return gen_const(f, ctx, sc->nice);
+	case 2:
+	case 3:
+		return gen_read(f, sc);
+	case 4:
+		return any_expr(f);
+	case 5:
+	case 6:
+	case 7:
+	case 8:
+		return add_expr(f, gen_binary(f, sc, depth));
+	case 9:
+		return add_expr(f, CALL_P(f, ctx, ts_cast(ctx, sc->nice ? (rare(f, 2) ? ts_int32 : ts_float32) : pick_dtype(f),
+							   gen_expr(f, sc, depth - 1))));
+	case 10:
+		return add_expr(f, gen_call(f, sc, depth));
+	case 11: {
+		ts_expr *c = gen_expr(f, sc, depth - 1), *a = gen_expr(f, sc, depth - 1);
+		ts_expr *b = gen_expr(f, sc, depth - 1);
+		if (a && b && !ts_dtype_eq(a->dtype, b->dtype) && !rare(f, 4))
+			b = CALL_P(f, ctx, ts_cast(ctx, a->dtype, b));
+		if (c && !ts_dtype_is_bool(c->dtype) && !rare(f, 4))
+			c = CALL_P(f, ctx, ts_lt(ctx, c, ts_make_const(ctx, c->dtype, 1)));
+		return add_expr(f, CALL_P(f, ctx, ts_select(ctx, c, a, b)));
+	}
+	case 12:
+		e = gen_expr(f, sc, depth - 1);
+		if (rare(f, 2))
+			return add_expr(f, CALL_P(f, ctx, ts_ramp(ctx, e, pick_extent_less(f, 4), pick_int(f))));
+		return add_expr(f, CALL_P(f, ctx, ts_broadcast(ctx, e, pick_int(f))));
+	case 13:
+	case 14:
+		return add_expr(f, gen_reduce(f, sc, depth));
+	default:
+		return gen_read(f, sc);
+	}
+}
+
+/* ---- tensors ------------------------------------------------------------------------ */
+
+static void fill_shape(int64_t *shape, int64_t v)
+{
+	for (int d = 0; d < API_BUF; d++)
+		shape[d] = v;
+}
+
+static ts_tensor *add_tensor(fz *f, ts_tensor *t)
+{
+	POOL_ADD(f, f->tensor, f->ntensor, NTENSOR, t);
+	return t;
+}
+
+static void step_placeholder(fz *f)
+{
+	ts_ctx *ctx = pick_ctx(f);
+	int64_t shape[API_BUF];
+	bool nice = !rare(f, 4);
+	int ndim = nice ? 1 + pick(f, 4) : pick_int(f);
+	fill_shape(shape, 1);
+	for (int d = 0; d < ndim && d < TS_MAX_DIMS; d++)
+		shape[d] = nice ? 1 + pick(f, 6) : pick_extent(f);
+	if (rare(f, 5) && ndim >= 1 && ndim <= TS_MAX_DIMS) /* an NCHW image */
+		shape[0] = 1;
+	ts_dtype t = nice && !rare(f, 3) ? ts_float32 : pick_dtype(f);
+	const char *name = nice ? "A" : pick_name(f);
+	add_tensor(f, CALL_P(f, ctx, ts_placeholder(ctx, name, ndim, rare(f, 32) ? NULL : shape, t)));
+}
+
+static void step_size_var(fz *f)
+{
+	ts_ctx *ctx = pick_ctx(f);
+	int i = pick(f, 2);
+	int64_t max = rare(f, 3) ? pick_extent(f) : 1 + pick(f, 8);
+	begin(f, "ts_size_var(ctx, name, max)");
+	int64_t h = ts_size_var(ctx, pick_name(f), max);
+	if (h)
+		f->size_var[i] = h;
+	else
+		failed(f, ctx);
+	ts_expr *e = CALL_P(f, ctx, ts_size_expr(ctx, h ? h : pick_extent(f)));
+	add_expr(f, e);
+}
+
+static void step_reduce_axis(fz *f)
+{
+	ts_ctx *ctx = pick_ctx(f);
+	int64_t min = rare(f, 4) ? pick_extent(f) : 0;
+	ts_iter *it = CALL_P(f, ctx, ts_reduce_axis(ctx, pick_name(f), min, pick_extent(f)));
+	POOL_ADD(f, f->iter, f->niter, NITER, it);
+}
+
+typedef struct lambda_user {
+	fz *f;
+	scope *sc;
+} lambda_user;
+
+static ts_expr *lambda_body(ts_ctx *ctx, ts_expr *const *axes, void *user)
+{
+	lambda_user *u = user;
+	u->sc->ctx = ctx;
+	for (int d = 0; d < u->sc->nv; d++)
+		u->sc->vars[d] = axes[d];
+	return gen_expr(u->f, u->sc, 2);
+}
+
+/* A compute over the shape of a tensor of the pool (or a random one): an
+ * elementwise function of reads, or a reduction over fresh axes. */
+static void step_compute(fz *f)
+{
+	ts_ctx *ctx = pick_ctx(f);
+	scope sc = {.ctx = ctx, .nice = !rare(f, 4)};
+	ts_tensor *like = tensor_of(f, ctx);
+	int64_t shape[API_BUF];
+	ts_expr *vars[API_BUF] = {NULL};
+	int ndim = like && !rare(f, 6) ? like->ndim : pick_int(f);
+	fill_shape(shape, 1);
+	for (int d = 0; d < ndim && d < TS_MAX_DIMS; d++)
+		shape[d] = like && d < like->ndim && !rare(f, 8) ? ts_tensor_dim(like, d) : pick_extent(f);
+	sc.nv = ndim > 0 && ndim <= TS_MAX_DIMS ? ndim : 0;
+	sc.shape = shape;
+	static const char *vn[] = {"i", "j", "k", "l", "m", "n", "o", "p"};
+	for (int d = 0; d < sc.nv; d++)
+		sc.vars[d] = vars[d] = CALL_P(f, ctx, ts_var(ctx, vn[d]));
+	if (sc.nv > 0 && rare(f, 8)) { /* an index variable that is not a fresh int32 one */
+		int d = pick(f, sc.nv);
+		switch (pick(f, 5)) {
+		case 0: vars[d] = vars[pick(f, sc.nv)]; break;
+		case 1: vars[d] = any_expr(f); break;
+		case 2: vars[d] = CALL_P(f, ctx, ts_var_typed(ctx, "w", rare(f, 2) ? ts_int64 : pick_dtype(f))); break;
+		case 3: vars[d] = f->niter ? f->iter[pick(f, f->niter)]->var : NULL; break;
+		default: vars[d] = CALL_P(f, ctx, ts_add(ctx, vars[d], ts_int(ctx, 1))); break;
+		}
+		sc.vars[d] = vars[d];
+	}
+	int mode = pick(f, 8);
+	if (mode >= 5) { /* a reduction */
+		sc.nred = 1 + pick(f, 2);
+		for (int r = 0; r < sc.nred; r++) {
+			sc.red[r] = rare(f, 4) ? any_iter(f)
+					       : CALL_P(f, ctx, ts_reduce_axis(ctx, "r", 0, rare(f, 4) ? pick_extent(f) : 1 + pick(f, 5)));
+			if (!sc.red[r])
+				sc.nred = r;
+		}
+	}
+	const char *name = rare(f, 8) ? pick_name(f) : "C";
+	ts_tensor *t;
+	if (mode == 4) {
+		lambda_user u = {f, &sc};
+		t = CALL_P(f, ctx, ts_compute_lambda(ctx, name, ndim, shape, lambda_body, &u));
+	} else {
+		ts_expr *body = gen_expr(f, &sc, 1 + pick(f, 3));
+		if (mode >= 5 && sc.nred > 0) {
+			ts_iter *axes[API_BUF] = {sc.red[0], sc.red[1]};
+			body = pick(f, 3) ? CALL_P(f, ctx, ts_sum(ctx, body, sc.nred, axes))
+					  : CALL_P(f, ctx, ts_reduce_max(ctx, body, sc.nred, axes));
+		}
+		if (mode == 3)
+			t = CALL_P(f, ctx, ts_compute_n(ctx, name, ndim, shape, pick_count(f, ndim), vars, body));
+		else
+			t = CALL_P(f, ctx, ts_compute(ctx, name, ndim, shape, vars, body));
+	}
+	add_tensor(f, t);
+}
+
+static int64_t pads[API_BUF];
+
+static void step_op(fz *f)
+{
+	ts_ctx *ctx = pick_ctx(f);
+	ts_tensor *a = tensor_of(f, ctx), *b = tensor_of(f, ctx), *t = NULL;
+	int p[8];
+	for (int i = 0; i < 8; i++)
+		p[i] = rare(f, 3) ? pick_int(f) : 1;
+	/* one off the ends of int, so that p[i] - 1 and p[i] + 1 are defined */
+	for (int i = 0; i < 8; i++)
+		p[i] = p[i] == INT_MIN ? INT_MIN + 1 : p[i] == INT_MAX ? INT_MAX - 1 : p[i];
+	switch (pick(f, 26)) {
+	case 0: t = CALL_P(f, ctx, ts_op_matmul(ctx, a, b, rare(f, 3), rare(f, 3))); break;
+	case 1: t = CALL_P(f, ctx, ts_op_matmul_acc(ctx, a, b, rare(f, 3), rare(f, 3), pick_dtype(f))); break;
+	case 2: t = CALL_P(f, ctx, ts_op_matmul_tf32(ctx, a, b, rare(f, 3), rare(f, 3))); break;
+	case 3: t = CALL_P(f, ctx, ts_op_batch_matmul(ctx, a, b, rare(f, 3), rare(f, 3))); break;
+	case 4: t = CALL_P(f, ctx, ts_op_dense(ctx, a, b, rare(f, 2) ? NULL : tensor_of(f, ctx))); break;
+	case 5: t = CALL_P(f, ctx, ts_op_relu(ctx, a)); break;
+	case 6: t = CALL_P(f, ctx, ts_op_add(ctx, a, b)); break;
+	case 7: t = CALL_P(f, ctx, ts_op_bias_add(ctx, a, b, pick_int_less(f, 2))); break;
+	case 8: t = CALL_P(f, ctx, ts_op_gelu(ctx, a, rare(f, 2))); break;
+	case 9: t = CALL_P(f, ctx, ts_op_clip(ctx, a, pick(f, 5) - 2.5, pick(f, 5) - 1.5)); break;
+	case 10:
+		fill_shape(pads, 0);
+		for (int i = 0; i < TS_MAX_DIMS; i++) {
+			pads[i] = rare(f, 6) ? pick_extent(f) : pick(f, 3);
+			pads[64 + i] = rare(f, 6) ? pick_extent(f) : pick(f, 3);
+		}
+		t = CALL_P(f, ctx, ts_op_pad(ctx, a, pads, rare(f, 8) ? NULL : pads + 64,
+					      rare(f, 4) ? 1e10 : 0.5));
+		break;
+	case 11:
+		t = CALL_P(f, ctx, ts_op_conv2d_nchw(ctx, a, b, p[0], p[1], p[2] - 1, p[3] - 1, p[4], p[5], p[6]));
+		break;
+	case 12:
+		t = CALL_P(f, ctx, ts_op_conv2d_nhwc(ctx, a, b, p[0], p[1], p[2] - 1, p[3] - 1, p[4], p[5], p[6]));
+		break;
+	case 13:
+		t = CALL_P(f, ctx, ts_op_depthwise_conv2d_nchw(ctx, a, b, p[0], p[1], p[2] - 1, p[3] - 1, p[4], p[5]));
+		break;
+	case 14: t = CALL_P(f, ctx, ts_op_layout_nchw_to_nchwc(ctx, a, p[0] + pick(f, 2))); break;
+	case 15: t = CALL_P(f, ctx, ts_op_layout_nchwc_to_nchw(ctx, a)); break;
+	case 16: t = CALL_P(f, ctx, ts_op_weight_oihw_to_blocked(ctx, a, p[0], p[1])); break;
+	case 17:
+		t = CALL_P(f, ctx, ts_op_conv2d_nchwc(ctx, a, b, p[0], p[1], p[2] - 1, p[3] - 1, p[4], p[5]));
+		break;
+	case 18:
+		t = CALL_P(f, ctx, ts_op_depthwise_conv2d_nchwc(ctx, a, b, p[0], p[1], p[2] - 1, p[3] - 1, p[4], p[5]));
+		break;
+	case 19:
+		t = CALL_P(f, ctx, ts_op_max_pool2d(ctx, a, p[0] + 1, p[1], p[2], p[3], p[4] - 1, p[5] - 1));
+		break;
+	case 20:
+		t = CALL_P(f, ctx, ts_op_avg_pool2d(ctx, a, p[0] + 1, p[1], p[2], p[3], p[4] - 1, p[5] - 1, rare(f, 2)));
+		break;
+	case 21: t = CALL_P(f, ctx, ts_op_softmax(ctx, a)); break;
+	case 22:
+		t = CALL_P(f, ctx, ts_op_layer_norm(ctx, a, b, rare(f, 2) ? NULL : tensor_of(f, ctx),
+						     rare(f, 4) ? 0.0 : 1e-5));
+		break;
+	case 23: {
+		static const char *stages[] = {"softmax_max", "softmax_sum", "pad", "matmul", "nope",
+					       NULL, "layer_norm_mean", "dense"};
+		t = CALL_P(f, ctx_of_tensor(a), ts_op_stage(a, stages[pick(f, 8)]));
+		break;
+	}
+	case 24: t = CALL_P(f, ctx, ts_op_matmul_packed(ctx, a, b, pick_extent(f))); break;
+	default: t = CALL_P(f, ctx, ts_rename(ctx, a, pick_name(f))); break;
+	}
+	add_tensor(f, t);
+}
+
+/* ---- schedules ------------------------------------------------------------------------ */
+
+static void add_stage(fz *f, ts_stage *st)
+{
+	POOL_ADD(f, f->stage, f->nstage, NSTAGE, st);
+	if (!st)
+		return;
+	for (int i = 0; i < st->nleaf; i++)
+		POOL_ADD(f, f->axis, f->naxis, NAXIS, st->leaf[i]);
+}
+
+static void step_schedule(fz *f)
+{
+	ts_ctx *ctx = pick_ctx(f);
+	ts_tensor *outs[API_BUF] = {NULL};
+	int n = 1 + (rare(f, 3) ? pick(f, 3) : 0);
+	for (int i = 0; i < n; i++)
+		outs[i] = rare(f, 6) ? any_tensor(f) : compute_of(f, ctx);
+	ts_schedule *s = CALL_P(f, ctx, ts_create_schedule(ctx, pick_count(f, n), outs));
+	POOL_ADD(f, f->sch, f->nsch, NSCH, s);
+	if (!s)
+		return;
+	for (int i = 0; i < s->nstages && i < 4; i++)
+		add_stage(f, s->stages[s->nstages - 1 - i]);
+}
+
+static void step_stage_of(fz *f)
+{
+	ts_schedule *s = any_sch(f);
+	ts_stage *st = any_stage(f);
+	switch (pick(f, 3)) {
+	case 0:
+		add_stage(f, CALL_P(f, ctx_of_sch(s), ts_stage_of(s, any_tensor(f))));
+		break;
+	case 1:
+		POOL_ADD(f, f->axis, f->naxis, NAXIS,
+			 (ts_axis *)CALL_P(f, ctx_of_stage(st), ts_axis_of(st, pick_int(f))));
+		break;
+	default:
+		POOL_ADD(f, f->axis, f->naxis, NAXIS,
+			 (ts_axis *)CALL_P(f, ctx_of_stage(st), ts_reduce_axis_of(st, pick_int(f))));
+		break;
+	}
+}
+
+static int64_t pick_factor(fz *f)
+{
+	return rare(f, 5) ? pick_extent(f) : 1 << pick(f, 4);
+}
+
+/* A primitive on a stage: the schedule must not change when it fails. */
+static void primitive_on(fz *f, ts_stage *st, ts_stage *other)
+{
+	ts_schedule *s = st ? st->sch : any_sch(f);
+	/* a stage's primitives record in its context; the schedule's in s's */
+	ts_ctx *ctx = ctx_of_stage(st), *sctx = ctx_of_sch(s);
+	const char *before = s ? ts_schedule_str(s) : NULL;
+	ts_axis *a = stage_axis(f, st), *b = stage_axis(f, st), *o1 = NULL, *o2 = NULL, *o3 = NULL,
+		*o4 = NULL;
+	ts_status r = TS_OK;
+	void *made = NULL;
+	bool is_ptr = false;
+	switch (pick(f, 30)) {
+	case 0:
+	case 1: r = CALL_S(f, ctx, ts_split(st, a, pick_factor(f), &o1, &o2)); break;
+	case 2: r = CALL_S(f, ctx, ts_split_nparts(st, a, pick_factor(f), &o1, &o2)); break;
+	case 3: r = CALL_S(f, ctx, ts_split_tail(st, a, pick_factor(f), (ts_tail)(pick(f, 4) - 1), &o1, &o2)); break;
+	case 4: r = CALL_S(f, ctx, ts_set_tail(st, a, (ts_tail)(pick(f, 4) - 1))); break;
+	case 5:
+		r = CALL_S(f, ctx, ts_tile(st, a, b, pick_factor(f), pick_factor(f), &o1, &o2, &o3, &o4));
+		break;
+	case 6: r = CALL_S(f, ctx, ts_fuse(st, a, b, &o1)); break;
+	case 7: {
+		ts_axis *order[API_BUF] = {NULL};
+		int n = st && !rare(f, 4) ? st->nleaf : pick_int(f);
+		for (int i = 0; i < n && i < API_BUF; i++)
+			order[i] = st && i < st->nleaf && !rare(f, 6) ? st->leaf[st->nleaf - 1 - i] : stage_axis(f, st);
+		r = CALL_S(f, ctx, ts_reorder(st, n < API_BUF ? n : API_BUF, order));
+		break;
+	}
+	case 8: r = CALL_S(f, ctx, ts_vectorize(st, a)); break;
+	case 9: r = CALL_S(f, ctx, ts_parallel(st, a)); break;
+	case 10: r = CALL_S(f, ctx, ts_unroll(st, a)); break;
+	case 11: r = CALL_S(f, ctx, ts_bind(st, a, (ts_thread_tag)(pick(f, 9) - 1))); break;
+	case 12:
+	case 13: r = CALL_S(f, ctx, ts_compute_at(st, other, stage_axis(f, other))); break;
+	case 14: r = CALL_S(f, ctx, ts_compute_inline(st)); break;
+	case 15: r = CALL_S(f, ctx, ts_compute_root(st)); break;
+	case 16: r = CALL_S(f, ctx, ts_store_at(st, other, stage_axis(f, other))); break;
+	case 17: r = CALL_S(f, ctx, ts_store_root(st)); break;
+	case 18: r = CALL_S(f, ctx, ts_prefetch(st, any_tensor(f), a, pick_extent_less(f, 3))); break;
+	case 19: r = CALL_S(f, ctx, ts_prefetch_ahead(st, any_tensor(f), a, b, pick_extent_less(f, 3))); break;
+	case 20: r = CALL_S(f, ctx, ts_storage_align(st, pick_int_less(f, 1), pick_factor(f), pick_extent_less(f, 2))); break;
+	case 21: r = CALL_S(f, ctx, ts_double_buffer(st)); break;
+	case 22: r = CALL_S(f, ctx, ts_tensorize(st, a, (ts_intrin)pick(f, 3))); break;
+	case 23: r = CALL_S(f, ctx, ts_set_scope(st, (ts_scope)(pick(f, 5) - 1))); break;
+	case 24:
+	case 25: {
+		ts_tensor *readers[API_BUF] = {NULL};
+		int n = 1 + pick(f, 2);
+		for (int i = 0; i < n; i++)
+			readers[i] = other && !rare(f, 4) ? other->tensor : any_tensor(f);
+		is_ptr = true;
+		made = CALL_P(f, sctx, ts_cache_read(s, any_tensor(f), (ts_scope)(pick(f, 5) - 1),
+						     pick_count(f, n), readers));
+		break;
+	}
+	case 26:
+		is_ptr = true;
+		made = CALL_P(f, sctx, ts_cache_write(s, st ? st->tensor : any_tensor(f), (ts_scope)(pick(f, 5) - 1)));
+		break;
+	case 27:
+	case 28:
+		is_ptr = true;
+		made = CALL_P(f, sctx, ts_rfactor(s, st ? st->tensor : any_tensor(f), a, pick_int(f)));
+		break;
+	default: r = CALL_S(f, ctx, ts_compute_root(st)); break;
+	}
+	bool fail = is_ptr ? made == NULL : r != TS_OK;
+	if (fail && before) {
+		const char *after = ts_schedule_str(s);
+		if (after && strcmp(before, after) != 0)
+			die(f, "%s failed ('%s') but changed the schedule:\n--- before\n%s\n--- after\n%s",
+			    f->trace[(f->ntrace - 1) % NTRACE], ts_last_error(sctx), before, after);
+	}
+	ts_axis *made_axes[] = {o1, o2, o3, o4};
+	for (int i = 0; i < 4; i++)
+		POOL_ADD(f, f->axis, f->naxis, NAXIS, made_axes[i]);
+	if (made && s)
+		add_stage(f, CALL_P(f, sctx, ts_stage_of(s, made)));
+}
+
+static void step_primitive(fz *f)
+{
+	ts_stage *st = any_stage(f), *other = any_stage(f);
+	ts_schedule *last = f->nsch ? f->sch[f->nsch - 1] : NULL;
+	if (last && last->nstages > 0 && !rare(f, 3)) { /* mostly the latest schedule's */
+		st = last->stages[pick(f, last->nstages)];
+		other = rare(f, 4) ? other : last->stages[pick(f, last->nstages)];
+	}
+	primitive_on(f, st, other);
+}
+
+static void step_op_schedule(fz *f)
+{
+	ts_schedule *s = any_sch(f);
+	ts_ctx *ctx = ctx_of_sch(s);
+	ts_tensor *t = s && s->nout > 0 && !rare(f, 4) ? s->outputs[0] : any_tensor(f);
+	bool dflt = !rare(f, 3);
+	ts_matmul_cpu_params mp = ts_matmul_cpu_default();
+	ts_conv2d_cpu_params cp = ts_conv2d_cpu_default();
+	ts_depthwise_cpu_params dp = ts_depthwise_cpu_default();
+	ts_matmul_cuda_params gp = ts_matmul_cuda_default();
+	if (!dflt) {
+		mp.mr = pick_factor(f), mp.nr = pick_factor(f), mp.kunroll = pick_factor(f), mp.kc = pick_extent_less(f, 1);
+		mp.pack = (ts_pack_mode)(pick(f, 4) - 1);
+		cp.ow_block = pick_extent_less(f, 1), cp.oh_block = pick_extent_less(f, 1), cp.rc_block = pick_extent_less(f, 1);
+		cp.pad = (ts_pad_mode)(pick(f, 4) - 1);
+		dp.ow_block = pick_extent_less(f, 1), dp.oh_block = pick_extent_less(f, 1);
+		gp.block_m = pick_factor(f), gp.block_n = pick_factor(f), gp.thread_m = pick_factor(f);
+		gp.thread_n = pick_factor(f), gp.tile_k = pick_factor(f);
+	}
+	bool np = rare(f, 3);
+	switch (pick(f, 11)) {
+	case 0: CALL_S(f, ctx, ts_schedule_default_cpu(s, pick_int_times(f, 4))); break;
+	case 1: CALL_S(f, ctx, ts_schedule_softmax_cpu(s, t, pick_int_times(f, 4))); break;
+	case 2: CALL_S(f, ctx, ts_schedule_layer_norm_cpu(s, t, pick_int_times(f, 4))); break;
+	case 3: CALL_S(f, ctx, ts_schedule_matmul_cpu(s, t, np ? NULL : &mp)); break;
+	case 4: CALL_S(f, ctx, ts_schedule_dense_cpu(s, t, np ? NULL : &mp)); break;
+	case 5: CALL_S(f, ctx, ts_schedule_batch_matmul_cpu(s, t, np ? NULL : &mp)); break;
+	case 6: CALL_S(f, ctx, ts_schedule_conv2d_nchwc_cpu(s, t, np ? NULL : &cp)); break;
+	case 7: CALL_S(f, ctx, ts_schedule_depthwise_cpu(s, t, np ? NULL : &dp)); break;
+	case 8: CALL_S(f, ctx, ts_schedule_depthwise_nchwc_cpu(s, t, np ? NULL : &dp)); break;
+	case 9: CALL_S(f, ctx, ts_schedule_matmul_cuda(s, t, np ? NULL : &gp)); break;
+	default: CALL_S(f, ctx, ts_schedule_default_cuda(s, pick_int_times(f, 32))); break;
+	}
+}
+
+/* ---- printers ------------------------------------------------------------------------- */
+
+static void step_print(fz *f)
+{
+	ts_schedule *s = any_sch(f);
+	ts_tensor *t = any_tensor(f);
+	ts_ctx *ctx = pick_ctx(f);
+	switch (pick(f, 10)) {
+	case 0: CALL_P(f, ctx_of_sch(s), ts_schedule_str(s)); break;
+	case 1: CALL_P(f, ctx_of_sch(s), ts_schedule_step_str(s)); break;
+	case 2: CALL_P(f, ctx_of_sch(s), ts_schedule_bounds_str(s)); break;
+	case 3: CALL_P(f, ctx_of_sch(s), ts_schedule_picture(s, t)); break;
+	case 4: CALL_P(f, ctx_of_sch(s), ts_schedule_svg(s, t)); break;
+	case 5: CALL_P(f, ctx, ir_expr_str(ctx, any_expr(f))); break;
+	case 6: CALL_P(f, ctx, ir_func_str(ctx, any_func(f))); break;
+	case 7: {
+		ts_tensor *outs[API_BUF] = {t, any_tensor(f)};
+		CALL_P(f, ctx, ts_graph_str(ctx, pick_count(f, 1 + pick(f, 2)), outs));
+		break;
+	}
+	case 8: {
+		ts_func *fn = any_func(f);
+		begin(f, "ts_lower_warnings(fn)");
+		if (fn && !ts_lower_warnings(fn))
+			die(f, "ts_lower_warnings gave NULL for a function");
+		break;
+	}
+	default: {
+		ts_module *m = f->nmod ? f->mod[pick(f, f->nmod)] : NULL;
+		static const char *kinds[] = {"llvm", "llvm-opt", "asm", "c", "cuda", "", NULL, "x"};
+		ts_ctx *mctx = m ? ts_module_func(m)->ctx : NULL;
+		CALL_P(f, mctx, ts_module_source(m, kinds[pick(f, 8)]));
+		begin(f, "ts_module_target(m)");
+		(void)ts_module_target(m);
+		break;
+	}
+	}
+}
+
+/* ---- lowering, building, running ------------------------------------------------------- */
+
+/* The placeholders the outputs of s read, then the outputs: what
+ * ts_lower expects.  Returns the count (at most max). */
+static int proper_args(const ts_schedule *s, ts_tensor **args, int max)
+{
+	ts_tensor *order[256];
+	int n = ts_graph_topo(s->nout, s->outputs, order, 256);
+	int k = 0;
+	for (int i = 0; i < n && k < max; i++)
+		if (order[i]->op == TS_OP_PLACEHOLDER)
+			args[k++] = order[i];
+	for (int i = 0; i < s->nout && k < max; i++)
+		args[k++] = s->outputs[i];
+	return k;
+}
+
+static void step_lower(fz *f)
+{
+	ts_schedule *s = f->nsch && !rare(f, 3) ? f->sch[f->nsch - 1] : any_sch(f);
+	ts_tensor *args[API_BUF] = {NULL};
+	int n = s ? proper_args(s, args, 32) : 0;
+	if (rare(f, 3)) { /* spoil the list */
+		switch (pick(f, 4)) {
+		case 0: if (n > 0) n--; break;
+		case 1: args[n++] = any_tensor(f); break;
+		case 2: if (n > 1) args[0] = args[n - 1]; break;
+		default: n = pick_count(f, n); break;
+		}
+	}
+	ts_ctx *ctx = ctx_of_sch(s);
+	ts_func *fn;
+	switch (pick(f, 6)) {
+	case 0: {
+		static const char *passes[] = {"schedule_ops", "flatten", "simplify", "unroll", "nope", NULL};
+		/* the IR after a pass is for printing: any later call may
+		 * refuse it, none may crash on it */
+		fn = CALL_P(f, ctx, ts_lower_until(s, "f", n, args, passes[pick(f, 6)]));
+		if (fn) {
+			CALL_P(f, ctx, ir_func_str(ctx, fn));
+			if (f->builds < API_MAX_BUILDS && rare(f, 4)) {
+				f->builds++;
+				ts_module_free(CALL_P(f, ctx, ts_build(ctx, fn, "llvm")));
+			}
+		}
+		return;
+	}
+	case 1: {
+		int64_t sizes[API_BUF] = {f->size_var[0], f->size_var[1], pick_extent(f)};
+		int64_t values[API_BUF] = {pick_extent(f), pick_extent(f), pick_extent(f)};
+		fn = CALL_P(f, ctx, ts_lower_specialize(s, "f", n, args, pick_count(f, 1 + pick(f, 2)), sizes, values));
+		break;
+	}
+	default:
+		fn = CALL_P(f, ctx, ts_lower(s, rare(f, 8) ? pick_name(f) : "f", n, args));
+		break;
+	}
+	f->nlowered += fn != NULL;
+	POOL_ADD(f, f->func, f->nfunc, NFUNC, fn);
+}
+
+/* Work to evaluate fn's graph (elements times reduction extents), capped. */
+static int64_t graph_work(const ts_func *fn)
+{
+	ts_tensor *order[256];
+	int n = ts_graph_topo(fn->nparams, fn->param_tensors, order, 256);
+	if (n < 0 || n > 256)
+		return INT64_MAX;
+	int64_t work = 0;
+	for (int i = 0; i < n; i++) {
+		int64_t w = 1;
+		for (int d = 0; d < order[i]->ndim; d++)
+			w = w > API_MAX_WORK || order[i]->shape[d] > API_MAX_WORK ? API_MAX_WORK + 1 : w * order[i]->shape[d];
+		for (int r = 0; r < order[i]->nreduce; r++)
+			w = w > API_MAX_WORK || order[i]->reduce_axis[r]->extent > API_MAX_WORK
+				    ? API_MAX_WORK + 1
+				    : w * order[i]->reduce_axis[r]->extent;
+		work += w;
+		if (work > API_MAX_WORK)
+			return work;
+	}
+	return work;
+}
+
+/* Small values exact in every dtype, so that sums and products agree
+ * whatever the order and contraction. */
+static void fill_input(ts_array *a, uint64_t seed)
+{
+	uint64_t x = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+	for (int64_t i = 0; i < ts_array_numel(a); i++) {
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		int v = (int)((x >> 33) % 17) - 8;
+		if (ts_dtype_is_float(a->dtype))
+			ts_elem_set_f64(a->data, a->dtype, i, v / 4.0);
+		else if (a->dtype.code == TS_TYPE_UINT || ts_dtype_is_bool(a->dtype))
+			ts_elem_set_i64(a->data, a->dtype, i, ts_dtype_is_bool(a->dtype) ? (v & 1) : v + 8);
+		else
+			ts_elem_set_i64(a->data, a->dtype, i, v);
+	}
+}
+
+static bool close_enough(ts_dtype t, double got, double want)
+{
+	if (isnan(got) || isnan(want))
+		return isnan(got) && isnan(want);
+	if (got == want)
+		return true;
+	if (!ts_dtype_is_float(t))
+		return false;
+	double rtol = t.bits == 16 ? 2e-2 : 1e-3;
+	return fabs(got - want) <= rtol * (1 + fmax(fabs(got), fabs(want)));
+}
+
+typedef struct run_set {
+	int n;
+	ts_array *want[API_BUF], *got[API_BUF];
+	void *want_data[API_BUF], *got_data[API_BUF];
+} run_set;
+
+static void free_set(run_set *rs)
+{
+	for (int i = 0; i < rs->n; i++) {
+		ts_array_free(rs->want[i]);
+		ts_array_free(rs->got[i]);
+	}
+}
+
+/* Arrays for fn's parameters, inputs random, outputs garbage, and the
+ * reference evaluator's results in want; false when the evaluator
+ * refuses (or the function is not one it can check). */
+static bool make_set(fz *f, const ts_func *fn, run_set *rs)
+{
+	ts_ctx *ctx = fn->ctx;
+	rs->n = 0;
+	if (fn->nsizes > 0 || fn->nparams > API_BUF || graph_work(fn) > API_MAX_WORK)
+		return false;
+	for (int i = 0; i < fn->nparams; i++) {
+		ts_tensor *t = fn->param_tensors[i];
+		rs->want[i] = CALL_P(f, ctx, ts_array_for(ctx, t));
+		rs->got[i] = CALL_P(f, ctx, ts_array_for(ctx, t));
+		rs->n = i + 1;
+		if (!rs->want[i] || !rs->got[i])
+			return false;
+		if (t->op == TS_OP_PLACEHOLDER)
+			fill_input(rs->want[i], 99 + (uint64_t)i);
+		else
+			for (int64_t e = 0; e < ts_array_numel(rs->want[i]); e++)
+				ts_elem_set_f64(rs->want[i]->data, t->dtype, e, 77.0);
+		memcpy(rs->got[i]->data, rs->want[i]->data, ts_array_nbytes(rs->want[i]));
+		rs->want_data[i] = rs->want[i]->data;
+		rs->got_data[i] = rs->got[i]->data;
+	}
+	return CALL_S(f, ctx, ts_eval(ctx, fn->nparams, fn->param_tensors, rs->want_data)) == TS_OK;
+}
+
+static void compare_set(fz *f, const ts_func *fn, const run_set *rs, const char *path)
+{
+	f->nchecked++;
+	for (int i = 0; i < rs->n; i++) {
+		const ts_tensor *t = fn->param_tensors[i];
+		for (int64_t e = 0; e < ts_array_numel(rs->want[i]); e++) {
+			double w = ts_elem_get_f64(rs->want[i]->data, t->dtype, e);
+			double g = ts_elem_get_f64(rs->got[i]->data, t->dtype, e);
+			if (!close_enough(t->dtype, g, w))
+				die(f, "%s: %s element %lld is %.9g, the reference evaluator says %.9g\n%s",
+				    path, t->name, (long long)e, g, w, ir_func_str(fn->ctx, fn));
+		}
+	}
+}
+
+/* The interpreter, and the module when there is one, against ts_eval. */
+static void check_func(fz *f, const ts_func *fn, ts_module *m)
+{
+	run_set rs;
+	if (make_set(f, fn, &rs)) {
+		if (m) {
+			if (CALL_S(f, fn->ctx, ts_module_run(m, rs.n, rs.got)) != TS_OK)
+				die(f, "the module refused arrays made for its function: %s", ts_last_error(fn->ctx));
+			compare_set(f, fn, &rs, "module");
+		} else {
+			if (CALL_S(f, fn->ctx, cg_interp_run(fn->ctx, fn, rs.got_data)) != TS_OK)
+				die(f, "the interpreter failed on a function ts_eval runs: %s",
+				    ts_last_error(fn->ctx));
+			compare_set(f, fn, &rs, "interpreter");
+		}
+	}
+	free_set(&rs);
+}
+
+static void step_build(fz *f)
+{
+	ts_func *fn = f->nfunc && !rare(f, 3) ? f->func[f->nfunc - 1] : any_func(f);
+	ts_ctx *ctx = fn && !rare(f, 8) ? fn->ctx : pick_ctx(f);
+	if (fn && rare(f, 2)) {
+		check_func(f, fn, NULL);
+		return;
+	}
+	static const char *targets[] = {"llvm", "llvm", "llvm", "llvm", NULL, "", "c", "cuda -arch=sm_1",
+					"llvm -mcpu=nope", "llvm -mattr=+avx2", "llvm -mattr=", "llvm x"};
+	const char *target = targets[pick(f, TS_COUNT_OF(targets))];
+	if (fn && f->builds >= API_MAX_BUILDS)
+		return;
+	f->builds += fn != NULL;
+	ts_module *m = CALL_P(f, ctx, ts_build(ctx, fn, target));
+	if (!m)
+		return;
+	if (fn && fn->ctx == ctx)
+		check_func(f, fn, m);
+	if (f->nmod == NMOD) {
+		int i = pick(f, NMOD);
+		ts_module_free(f->mod[i]);
+		f->mod[i] = m;
+	} else {
+		f->mod[f->nmod++] = m;
+	}
+}
+
+/* ---- whole pipelines ------------------------------------------------------------------------ */
+
+static ts_tensor *input(fz *f, ts_ctx *ctx, const char *name, int ndim, const int64_t *shape)
+{
+	ts_dtype t = rare(f, 8) ? (rare(f, 2) ? ts_float64 : ts_int32) : ts_float32;
+	return add_tensor(f, CALL_P(f, ctx, ts_placeholder(ctx, name, ndim, shape, t)));
+}
+
+/* An operator of the library on inputs shaped for it (parameters mostly
+ * valid), or a compute over fresh inputs. */
+static ts_tensor *shaped_op(fz *f, ts_ctx *ctx)
+{
+	int64_t m = 1 + pick(f, 9), n = 1 + pick(f, 9), k = 1 + pick(f, 9);
+	int64_t c = 1 << pick(f, 3), h = 1 + pick(f, 7), w = 1 + pick(f, 7), o = 1 << pick(f, 3);
+	int64_t kh = 1 + pick(f, 3), kw = 1 + pick(f, 3);
+	int sh = 1 + pick(f, 2), sw = 1 + pick(f, 2), ph = pick(f, 2), pw = pick(f, 2);
+	int dh = 1 + rare(f, 4), dw = 1 + rare(f, 4);
+	bool ta = rare(f, 3), tb = rare(f, 3);
+	ts_tensor *A, *B;
+	switch (pick(f, 14)) {
+	case 0:
+		A = input(f, ctx, "A", 2, ta ? (int64_t[]){k, m} : (int64_t[]){m, k});
+		B = input(f, ctx, "B", 2, tb ? (int64_t[]){n, k} : (int64_t[]){k, n});
+		return CALL_P(f, ctx, ts_op_matmul(ctx, A, B, ta, tb));
+	case 1:
+		A = input(f, ctx, "X", 2, (int64_t[]){m, k});
+		B = input(f, ctx, "W", 2, (int64_t[]){n, k});
+		return CALL_P(f, ctx, ts_op_dense(ctx, A, B, rare(f, 2) ? NULL : input(f, ctx, "bias", 1, &n)));
+	case 2: {
+		int64_t g = rare(f, 3) ? c : 1;
+		A = input(f, ctx, "X", 4, (int64_t[]){1, c, h, w});
+		B = input(f, ctx, "W", 4, (int64_t[]){o * g, c / g, kh, kw});
+		return CALL_P(f, ctx, ts_op_conv2d_nchw(ctx, A, B, sh, sw, ph, pw, dh, dw, (int)g));
+	}
+	case 3:
+		A = input(f, ctx, "X", 4, (int64_t[]){1, h, w, c});
+		B = input(f, ctx, "W", 4, (int64_t[]){kh, kw, c, o});
+		return CALL_P(f, ctx, ts_op_conv2d_nhwc(ctx, A, B, sh, sw, ph, pw, dh, dw, 1));
+	case 4:
+		A = input(f, ctx, "X", 4, (int64_t[]){1, c, h, w});
+		B = input(f, ctx, "W", 4, (int64_t[]){c, 1 + rare(f, 2), kh, kw});
+		return CALL_P(f, ctx, ts_op_depthwise_conv2d_nchw(ctx, A, B, sh, sw, ph, pw, dh, dw));
+	case 5:
+		A = input(f, ctx, "X", 4, (int64_t[]){1, c, h, w});
+		return rare(f, 2) ? CALL_P(f, ctx, ts_op_max_pool2d(ctx, A, (int)kh, (int)kw, sh, sw, ph % kh, pw % kw))
+				  : CALL_P(f, ctx, ts_op_avg_pool2d(ctx, A, (int)kh, (int)kw, sh, sw, ph % kh, pw % kw, rare(f, 2)));
+	case 6:
+		A = input(f, ctx, "X", 2, (int64_t[]){m, n});
+		return CALL_P(f, ctx, ts_op_softmax(ctx, A));
+	case 7:
+		A = input(f, ctx, "X", 2, (int64_t[]){m, n});
+		return CALL_P(f, ctx, ts_op_layer_norm(ctx, A, input(f, ctx, "gamma", 1, &n),
+							rare(f, 2) ? NULL : input(f, ctx, "beta", 1, &n), 1e-5));
+	case 8: {
+		A = input(f, ctx, "X", 2, (int64_t[]){m, n});
+		int64_t pb[API_BUF] = {pick(f, 3), pick(f, 3)}, pa[API_BUF] = {pick(f, 3), pick(f, 3)};
+		return CALL_P(f, ctx, ts_op_pad(ctx, A, pb, pa, pick(f, 3)));
+	}
+	case 9:
+		A = input(f, ctx, "A", 2, (int64_t[]){m, n});
+		B = input(f, ctx, "B", 2, (int64_t[]){m, n});
+		switch (pick(f, 4)) {
+		case 0: return CALL_P(f, ctx, ts_op_relu(ctx, CALL_P(f, ctx, ts_op_add(ctx, A, B))));
+		case 1: return CALL_P(f, ctx, ts_op_gelu(ctx, A, rare(f, 2)));
+		case 2: return CALL_P(f, ctx, ts_op_clip(ctx, A, -0.5, 1.25));
+		default: return CALL_P(f, ctx, ts_op_bias_add(ctx, A, input(f, ctx, "b", 1, &n), -1));
+		}
+	case 10: {
+		int64_t cb = c > 1 ? c / 2 : 1, ob = o > 1 ? o / 2 : 1;
+		A = input(f, ctx, "X", 4, (int64_t[]){1, c, h, w});
+		B = input(f, ctx, "W", 4, (int64_t[]){o, c, kh, kw});
+		ts_tensor *Xc = CALL_P(f, ctx, ts_op_layout_nchw_to_nchwc(ctx, A, (int)cb));
+		ts_tensor *Wc = CALL_P(f, ctx, ts_op_weight_oihw_to_blocked(ctx, B, (int)cb, (int)ob));
+		ts_tensor *Y = CALL_P(f, ctx, ts_op_conv2d_nchwc(ctx, Xc, Wc, sh, sw, ph, pw, dh, dw));
+		return rare(f, 2) ? Y : CALL_P(f, ctx, ts_op_layout_nchwc_to_nchw(ctx, Y));
+	}
+	case 11:
+		A = input(f, ctx, "A", 2, (int64_t[]){m, k});
+		B = input(f, ctx, "B", 2, (int64_t[]){k, n});
+		return CALL_P(f, ctx, ts_op_matmul_packed(ctx, A, B, 1 + pick(f, 8)));
+	case 12:
+		A = input(f, ctx, "A", 3, (int64_t[]){2, m, k});
+		B = input(f, ctx, "B", 3, (int64_t[]){2, k, n});
+		return CALL_P(f, ctx, ts_op_batch_matmul(ctx, A, B, false, false));
+	default:
+		input(f, ctx, "A", 2, (int64_t[]){m, n});
+		step_compute(f);
+		return f->ntensor ? f->tensor[f->ntensor - 1] : NULL;
+	}
+}
+
+/* A plausible pipeline in one go: an operator on fitting inputs, its
+ * schedule, an operator schedule or a few random primitives, lowering,
+ * and the check of what lowers (through LLVM while the input has builds
+ * left). */
+static void step_pipeline(fz *f)
+{
+	ts_ctx *ctx = f->ctx[rare(f, 4)];
+	ts_tensor *Y = add_tensor(f, shaped_op(f, ctx));
+	if (!Y || Y->ctx != ctx || Y->op != TS_OP_COMPUTE)
+		return;
+	ts_schedule *s = CALL_P(f, ctx, ts_create_schedule(ctx, 1, &Y));
+	POOL_ADD(f, f->sch, f->nsch, NSCH, s);
+	if (!s)
+		return;
+	int lanes = 4 << pick(f, 3);
+	switch (pick(f, 4)) {
+	case 0: CALL_S(f, ctx, ts_schedule_default_cpu(s, lanes)); break;
+	case 1: {
+		ts_status (*const fns[])(ts_schedule *, ts_tensor *, int) = {ts_schedule_softmax_cpu, ts_schedule_layer_norm_cpu};
+		CALL_S(f, ctx, fns[pick(f, 2)](s, Y, lanes));
+		break;
+	}
+	case 2:
+		switch (pick(f, 6)) {
+		case 0: CALL_S(f, ctx, ts_schedule_matmul_cpu(s, Y, NULL)); break;
+		case 1: CALL_S(f, ctx, ts_schedule_dense_cpu(s, Y, NULL)); break;
+		case 2: CALL_S(f, ctx, ts_schedule_batch_matmul_cpu(s, Y, NULL)); break;
+		case 3: CALL_S(f, ctx, ts_schedule_conv2d_nchwc_cpu(s, Y, NULL)); break;
+		case 4: CALL_S(f, ctx, ts_schedule_depthwise_cpu(s, Y, NULL)); break;
+		default: CALL_S(f, ctx, ts_schedule_depthwise_nchwc_cpu(s, Y, NULL)); break;
+		}
+		break;
+	default:
+		for (int i = pick(f, 8); i > 0 && s->nstages > 0; i--)
+			primitive_on(f, s->stages[pick(f, s->nstages)], s->stages[pick(f, s->nstages)]);
+		break;
+	}
+	for (int i = 0; i < s->nstages && i < 4; i++)
+		add_stage(f, s->stages[s->nstages - 1 - i]);
+	ts_tensor *args[API_BUF];
+	int n = proper_args(s, args, 32);
+	ts_func *fn = CALL_P(f, ctx, ts_lower(s, "f", n, args));
+	if (!fn)
+		return;
+	f->nlowered++;
+	POOL_ADD(f, f->func, f->nfunc, NFUNC, fn);
+	check_func(f, fn, NULL);
+	if (f->builds >= API_MAX_BUILDS)
+		return;
+	f->builds++;
+	ts_module *m = CALL_P(f, ctx, ts_build(ctx, fn, "llvm"));
+	if (m)
+		check_func(f, fn, m);
+	ts_module_free(m);
+}
+
+static void step_array(fz *f)
+{
+	ts_ctx *ctx = pick_ctx(f);
+	ts_array *a = NULL;
+	switch (pick(f, 4)) {
+	case 0: {
+		int64_t shape[API_BUF];
+		int ndim = pick_int(f);
+		fill_shape(shape, 1);
+		for (int d = 0; d < ndim && d < TS_MAX_DIMS; d++)
+			shape[d] = rare(f, 6) ? pick_extent(f) : 1 + pick(f, 6);
+		/* memory the library would rightly allocate is not ours to ask
+		 * for: 2^24 elements to 2^50 are left out, larger counts are
+		 * asked (and must be refused) */
+		double numel = 1;
+		for (int d = 0; d < ndim && d < TS_MAX_DIMS; d++)
+			numel *= shape[d] > 0 ? (double)shape[d] : 1;
+		if (numel > (1 << 24) && numel < 0x1p50)
+			return;
+		a = CALL_P(f, ctx, ts_array_new(ctx, pick_dtype(f), ndim, shape));
+		break;
+	}
+	case 1:
+	case 2: {
+		ts_tensor *t = any_tensor(f);
+		if (t && graph_work(&(ts_func){.nparams = 1, .param_tensors = &t}) > API_MAX_WORK)
+			return;
+		a = CALL_P(f, ctx, ts_array_for(ctx, t));
+		break;
+	}
+	default: {
+		/* over memory of ours: 4 KiB, the shape at most 8 x 8 x 8 of 8 bytes */
+		static _Alignas(64) unsigned char mem[4096 + 64];
+		int64_t shape[API_BUF];
+		int ndim = pick(f, 4);
+		fill_shape(shape, 1);
+		for (int d = 0; d < ndim; d++)
+			shape[d] = 1 + pick(f, 8) - (rare(f, 8) ? 5 : 0);
+		void *data = rare(f, 6) ? NULL : mem + (rare(f, 3) ? pick(f, 64) : 0);
+		a = CALL_P(f, ctx, ts_array_wrap(ctx, data, pick_dtype(f), ndim, shape));
+		break;
+	}
+	}
+	if (!a)
+		return;
+	if (rare(f, 2))
+		ts_array_fill_random(a, u8(f), pick(f, 5) - 2.0, rare(f, 4) ? -INFINITY : 2.0);
+	if (f->narr == NARR) {
+		int i = pick(f, NARR);
+		ts_array_free(f->arr[i]);
+		f->arr[i] = a;
+	} else {
+		f->arr[f->narr++] = a;
+	}
+}
+
+static void step_run(fz *f)
+{
+	ts_module *m = f->nmod ? f->mod[pick(f, f->nmod)] : NULL;
+	ts_array *args[API_BUF] = {NULL};
+	const ts_func *fn = m ? ts_module_func(m) : NULL;
+	int n = fn ? fn->nparams : pick_int(f);
+	for (int i = 0; i < n && i < API_BUF; i++)
+		args[i] = any_array(f);
+	n = pick_count(f, n < API_BUF ? n : API_BUF);
+	ts_ctx *ctx = fn ? fn->ctx : NULL;
+	switch (pick(f, 3)) {
+	case 0: CALL_S(f, ctx, ts_module_run(m, n, args)); break;
+	case 1: CALL_S(f, ctx, ts_module_launch(m, n, args)); break;
+	default: {
+		ts_func *g = any_func(f);
+		ts_ctx *c = rare(f, 4) ? pick_ctx(f) : g ? g->ctx : NULL;
+		CALL_S(f, c, ts_check_args(c, g, n, args, (ts_device)(pick(f, 3) - 1 + TS_DEVICE_CPU)));
+		break;
+	}
+	}
+}
+
+/* ts_eval on tensors of the pool, with data of the right size, NULL,
+ * misaligned or shared. */
+static void step_eval(fz *f)
+{
+	ts_ctx *ctx = pick_ctx(f);
+	ts_tensor *bind[API_BUF] = {NULL};
+	void *data[API_BUF] = {NULL};
+	void *owned[8] = {NULL};
+	int n = 1 + pick(f, 3);
+	for (int i = 0; i < n; i++) {
+		bind[i] = any_tensor(f);
+		if (!bind[i] || rare(f, 12))
+			continue;
+		if (i > 0 && rare(f, 6)) {
+			data[i] = data[i - 1];
+			continue;
+		}
+		ts_tensor *t = bind[i];
+		if (graph_work(&(ts_func){.nparams = 1, .param_tensors = &t}) > API_MAX_WORK)
+			continue;
+		size_t bytes = (size_t)ts_tensor_numel(t) * 8 + 64;
+		owned[i] = calloc(1, bytes);
+		data[i] = (char *)owned[i] + (rare(f, 8) ? 1 : 0);
+	}
+	CALL_S(f, ctx, ts_eval(ctx, pick_count(f, n), bind, data));
+	for (int i = 0; i < 8; i++)
+		free(owned[i]);
+}
+
+static void step_expr(fz *f)
+{
+	scope sc = {.ctx = pick_ctx(f)};
+	add_expr(f, gen_expr(f, &sc, 1 + pick(f, 3)));
+}
+
+/* ---- the sequence ------------------------------------------------------------------------ */
+
+typedef void (*step_fn)(fz *f);
+
+static const step_fn steps[] = {
+	step_placeholder, step_placeholder, step_placeholder, step_compute, step_compute,
+	step_compute, step_compute, step_op, step_op, step_op, step_schedule, step_schedule,
+	step_schedule, step_stage_of, step_primitive, step_primitive, step_primitive,
+	step_primitive, step_primitive, step_primitive, step_op_schedule, step_print,
+	step_lower, step_lower, step_lower, step_build, step_build, step_array, step_run,
+	step_eval, step_expr, step_reduce_axis, step_size_var, step_pipeline, step_pipeline,
+	step_pipeline,
+};
+
+void api_fuzz_run(const uint8_t *data, size_t size, const char *label)
+{
+	fz *f = calloc(1, sizeof(*f));
+	if (!f)
+		return;
+	f->data = data;
+	f->size = size;
+	f->label = label;
+	const char *log = getenv("TS_API_FUZZ_LOG");
+	f->log = log && *log && *log != '0';
+	f->ctx[0] = ts_ctx_new();
+	f->ctx[1] = ts_ctx_new();
+	for (int i = 0; i < API_MAX_STEPS && f->pos < f->size; i++)
+		steps[pick(f, TS_COUNT_OF(steps))](f);
+	/* the last function of the pool, built if the input has not built two */
+	if (f->nfunc > 0 && f->builds < API_MAX_BUILDS) {
+		ts_func *fn = f->func[f->nfunc - 1];
+		ts_module *m = CALL_P(f, fn->ctx, ts_build(fn->ctx, fn, "llvm"));
+		if (m)
+			check_func(f, fn, m);
+		ts_module_free(m);
+	}
+	if (f->log)
+		fprintf(stderr, "api_fuzz%s%s: %d calls, %d failed, %d functions lowered, %d built, %d compared\n",
+			label ? " " : "", label ? label : "", f->ntrace, f->nfailed, f->nlowered, f->builds,
+			f->nchecked);
+	for (int i = 0; i < f->nmod; i++)
+		ts_module_free(f->mod[i]);
+	for (int i = 0; i < f->narr; i++)
+		ts_array_free(f->arr[i]);
+	ts_ctx_free(f->ctx[0]);
+	ts_ctx_free(f->ctx[1]);
+	free(f);
+}

@@ -1,0 +1,36 @@
+/*
+ * api_fuzz.h - a hostile sequence of public calls driven by bytes, shared by
+ * tests/test_api_random.c (bytes from fixed seeds) and
+ * tests/fuzz/fuzz_api.c (bytes from libFuzzer).
+ *
+ * The bytes pick, one choice each, calls over pools of objects of two
+ * contexts: expressions, reduction axes, tensors (placeholders, computes,
+ * the operator library), schedules, stages and axes, every schedule
+ * primitive, lowering, printers, builds, module runs and the reference
+ * evaluator, with arguments that are often wrong: NULL, of the other
+ * context, stale, out of range, overflowing.  What must hold whatever the
+ * bytes are:
+ *   - no crash and no sanitizer report;
+ *   - a call that fails leaves an error in the context it was given (the
+ *     context argument, or the context of the stage, schedule, tensor,
+ *     function or module it works on);
+ *   - a schedule primitive that fails leaves the schedule as it was (its
+ *     ts_schedule_str unchanged);
+ *   - a function that lowers and builds, run on random inputs, gives what
+ *     the reference evaluator (ts_eval) gives, and so does the loop-IR
+ *     interpreter.
+ * A violation prints what was called and aborts.
+ */
+#ifndef TESSERA_TESTS_API_FUZZ_H
+#define TESSERA_TESTS_API_FUZZ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Runs the sequence data[0..size) describes; label (NULL: none) is printed
+ * with a violation, so a seeded run can say which seed it was.  With
+ * TS_API_FUZZ_LOG=1 in the environment every failed call and its message
+ * go to stderr (to review the messages by eye). */
+void api_fuzz_run(const uint8_t *data, size_t size, const char *label);
+
+#endif
