@@ -318,8 +318,9 @@ ts_stage *ts_stage_of(ts_schedule *s, const ts_tensor *t)
 	for (int i = 0; i < s->nstages; i++)
 		if (s->stages[i]->tensor == t)
 			return s->stages[i];
-	ts_error(s->ctx, TS_ERR_INVALID, "schedule: tensor %s has no stage (a placeholder, or not reached from the outputs)",
-		 t ? t->name : "(NULL)");
+	ts_error(s->ctx, TS_ERR_INVALID,
+		 "stage_of: tensor %s has no stage in this schedule (a placeholder, or not reached from the outputs)",
+		 t->name);
 	return NULL;
 }
 
@@ -1132,9 +1133,15 @@ ts_tensor *ts_cache_read(ts_schedule *s, ts_tensor *t, ts_scope scope, int nread
 	ts_stage *rs[MAX_STAGES];
 	int first = s->nstages;
 	for (int i = 0; i < nreaders; i++) {
-		rs[i] = ts_stage_of(s, readers[i]);
-		if (!rs[i])
+		rs[i] = NULL;
+		for (int j = 0; j < s->nstages && !rs[i]; j++)
+			rs[i] = s->stages[j]->tensor == readers[i] ? s->stages[j] : NULL;
+		if (!rs[i]) {
+			ts_error(ctx, TS_ERR_INVALID,
+				 "cache_read(%s): reader %d (%s) has no stage in this schedule (a placeholder, or not reached from the outputs)",
+				 t->name, i, readers[i]->name);
 			return NULL;
+		}
 		if (!stage_reads(rs[i], t)) {
 			ts_error(ctx, TS_ERR_INVALID, "cache_read(%s): stage %s does not read %s", t->name,
 				 rs[i]->name, t->name);

@@ -709,6 +709,10 @@ START_TEST(test_schedule_bad_args)
 		   "cache_read(A): reader 0 is NULL");
 	FAILS_NULL(c, ts_cache_read(x.s, x.A, (ts_scope)99, 1, &x.C), "cache_read(A): unknown scope 99");
 	FAILS_NULL(c, ts_cache_read(x.s, x.A, TS_SCOPE_SHARED, 300, &x.C), "cache_read(A): needs 1 or more readers");
+	/* a reader with no stage (a placeholder): the message names cache_read */
+	FAILS_NULL(c, ts_cache_read(x.s, x.A, TS_SCOPE_SHARED, 1, &x.B),
+		   "cache_read(A): reader 0 (B) has no stage in this schedule");
+	FAILS_NULL(c, ts_stage_of(x.s, x.A), "stage_of: tensor A has no stage in this schedule");
 	FAILS_NULL(c, ts_cache_write(x.s, NULL, TS_SCOPE_LOCAL), "cache_write: tensor is NULL");
 	FAILS_NULL(c, ts_cache_write(x.s, x.C, (ts_scope)99), "cache_write(C): unknown scope 99");
 	ts_stage *out[4];
