@@ -894,9 +894,12 @@ static void bad_runs(gaf *f, ts_graph_exec *e, runset *r)
 static bool check_tune_tasks(gaf *f, const ts_graph_exec *e, ts_tune_task *one)
 {
 	ts_clear_error(f->ctx);
-	if (ts_graph_exec_tune_tasks(e, NULL, -1 - pick(f, 3)) != -1 || ts_graph_exec_tune_tasks(e, NULL, 1) != -1 ||
-	    ts_graph_exec_tune_tasks(NULL, NULL, 0) != -1)
-		violation(f, "exec_tune_tasks took a negative max, NULL tasks or a NULL executable");
+	must_fail(f, ts_graph_exec_tune_tasks(e, NULL, -1 - pick(f, 3)) != -1, "graph_exec_tune_tasks",
+		  "max is negative");
+	ts_clear_error(f->ctx);
+	must_fail(f, ts_graph_exec_tune_tasks(e, NULL, 1) != -1, "graph_exec_tune_tasks", "tasks is NULL");
+	if (ts_graph_exec_tune_tasks(NULL, NULL, 0) != -1)
+		violation(f, "exec_tune_tasks took a NULL executable");
 	int n = ts_graph_exec_tune_tasks(e, NULL, 0);
 	if (n < 0)
 		violation(f, "exec_tune_tasks(e, NULL, 0) is %d", n);

@@ -1052,6 +1052,11 @@ START_TEST(profile_bad_arguments)
 	ck_assert_int_gt(ftell(f), 0);
 	ts_graph_exec_print(f, e);
 	fclose(f);
+	/* the tuning tasks' count: refusals say why (they once returned -1
+	 * without a message; found by fuzz_graph_api) */
+	FAILS_NEG(ctx, ts_graph_exec_tune_tasks(e, NULL, -1), "graph_exec_tune_tasks: max -1 is negative");
+	FAILS_NEG(ctx, ts_graph_exec_tune_tasks(e, NULL, 2), "graph_exec_tune_tasks: tasks is NULL for max 2");
+	ck_assert_int_eq(ts_graph_exec_tune_tasks(e, NULL, 0), 0);
 	ts_array_free(in);
 	ts_array_free(out);
 	ts_array_free(f64);
