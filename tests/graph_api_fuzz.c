@@ -24,7 +24,7 @@
 #include "tessera.h"
 #include "graph_ref.h"
 
-#define MAX_ACTIONS 48
+#define MAX_ACTIONS 64
 #define SMALL_NUMEL (1 << 14)   /* values the reference and the compile take */
 #define TOTAL_NUMEL (1 << 17)   /* all values together, for a compile */
 #define MAX_VALUES 400          /* the reference holds 512 */
@@ -363,6 +363,22 @@ static int operand(gaf *f, int ndim, const int64_t *shape)
 	return v;
 }
 
+/* An earlier float32 value of x's shape other than x (a residual), -1
+ * when there is none; the most recent mostly. */
+static int same_shape_value(gaf *f, int x, int nd, const int64_t *s)
+{
+	int n = nvalues(f), skip = pick(f, 3);
+	for (int v = n - 1; v >= 0; v--) {
+		int64_t vs[TS_GRAPH_MAX_DIMS];
+		int vnd = shape_of(f, v, vs);
+		if (v == x || vnd != nd || memcmp(vs, s, sizeof(int64_t) * (size_t)nd) || (v < MAX_VALUES && f->i64[v]))
+			continue;
+		if (skip-- == 0)
+			return v;
+	}
+	return -1;
+}
+
 /* Operands for op fitting input x (shape s of nd dimensions) into in[1..];
  * returns the number of inputs, 0 when there is no fit. */
 static int fit_operands(gaf *f, ts_gop op, int nd, const int64_t *s, ts_gattrs *a, int *in)
@@ -373,7 +389,10 @@ static int fit_operands(gaf *f, ts_gop op, int nd, const int64_t *s, ts_gattrs *
 		if (nd != 4)
 			return 0;
 		int64_t group = chance(f, 25) && s[1] % 2 == 0 ? 2 : chance(f, 15) ? s[1] : 1;
-		int64_t kh = 1 + pick(f, 3), kw = 1 + pick(f, 3), o = (1 + pick(f, 4)) * group;
+		int64_t kh = 1 + pick(f, 3), kw = 1 + pick(f, 3);
+		int64_t o = chance(f, 25) ? 8 * (1 + pick(f, 4)) * group : (1 + pick(f, 4)) * group;
+		if (group > 1 && group == s[1] && chance(f, 50))
+			o = group; /* depthwise */
 		a->group = group;
 		a->stride[0] = 1 + pick(f, 2), a->stride[1] = 1 + pick(f, 2);
 		a->dilation[0] = 1 + pick(f, 2) * chance(f, 20), a->dilation[1] = 1 + pick(f, 2) * chance(f, 20);
@@ -437,8 +456,15 @@ static int fit_operands(gaf *f, ts_gop op, int nd, const int64_t *s, ts_gattrs *
 			return 0;
 		/* a broadcasting second operand: a suffix of x's shape, some
 		 * extents 1, or x itself */
-		if (chance(f, 25)) {
+		if (chance(f, 20)) {
 			in[1] = in[0];
+			return 2;
+		}
+		if (chance(f, 40) && (in[1] = same_shape_value(f, in[0], nd, s)) >= 0) {
+			if (chance(f, 50)) { /* a residual first or second */
+				int t = in[0];
+				in[0] = in[1], in[1] = t;
+			}
 			return 2;
 		}
 		int k = pick(f, nd + 1);
@@ -547,10 +573,11 @@ static int natural_inputs(ts_gop op)
 	}
 }
 
-static void act_node(gaf *f)
+/* A node; in a chain, of the last value with operands that fit. */
+static void act_node(gaf *f, bool chain)
 {
 	ts_gop op = (ts_gop)pick(f, TS_GOP_COUNT);
-	if (chance(f, 3)) {
+	if (!chain && chance(f, 3)) {
 		const int bad[] = {TS_GOP_COUNT, -1, 1000, INT32_MIN, INT32_MAX};
 		op = (ts_gop)bad[pick(f, (int)TS_COUNT_OF(bad))];
 	}
@@ -558,11 +585,11 @@ static void act_node(gaf *f)
 	const char *name = name_of(f, nb, sizeof(nb));
 	int in[TS_GRAPH_MAX_INPUTS] = {0}, nin = natural_inputs(op);
 	ts_gattrs a = ts_gattrs_default();
-	in[0] = some_value(f);
+	in[0] = chain ? nvalues(f) - 1 : some_value(f);
 	int64_t s[TS_GRAPH_MAX_DIMS] = {0};
 	int nd = in[0] >= 0 ? shape_of(f, in[0], s) : 0;
 	bool fitted = false;
-	if (in[0] >= 0 && chance(f, 70)) {
+	if (in[0] >= 0 && (chain || chance(f, 70))) {
 		fit_attrs(f, op, nd, s, &a);
 		int k = fit_operands(f, op, nd, s, &a, in);
 		fitted = k > 0;
@@ -572,16 +599,16 @@ static void act_node(gaf *f)
 		in[i] = value_id(f);
 	if (!fitted && in[0] >= 0 && chance(f, 10))
 		in[0] = value_id(f);
-	if (chance(f, 6)) {
+	if (!chain && chance(f, 6)) {
 		const int bad[] = {0, -1, 3, 17, 16, 100, INT32_MIN};
 		nin = bad[pick(f, (int)TS_COUNT_OF(bad))];
 		for (int i = 0; i < nin && i < TS_GRAPH_MAX_INPUTS; i++)
 			if (in[i] == 0 && i > 0)
 				in[i] = value_id(f);
 	}
-	if (chance(f, 12))
+	if (!chain && chance(f, 12))
 		wild_attrs(f, &a);
-	bool null_attrs = chance(f, 8), null_inputs = nin > 0 && chance(f, 3);
+	bool null_attrs = !chain && chance(f, 8), null_inputs = !chain && nin > 0 && chance(f, 3);
 	/* exactly the inputs the call may read */
 	int have = nin < 0 ? 0 : nin > 128 ? 128 : nin;
 	int *inputs = malloc(sizeof(int) * (size_t)(have ? have : 1));
@@ -1504,7 +1531,11 @@ void gaf_run(const uint8_t *data, size_t size, const char *label, gaf_stats *st)
 		switch (pick(&f, 16)) {
 		case 0: case 1: act_input(&f); break;
 		case 2: act_constant(&f); break;
-		case 3: case 4: case 5: case 6: act_node(&f); break;
+		case 3: case 4: case 5: act_node(&f, false); break;
+		case 6:
+			for (int n = 2 + pick(&f, 5); n > 0; n--)
+				act_node(&f, true);
+			break;
 		case 7: case 8: act_output(&f); break;
 		case 9: act_query(&f); break;
 		case 10: act_compile(&f); break;
