@@ -1437,19 +1437,76 @@ static void act_array(gaf *f)
 	failed(f, "array_for(NULL)");
 }
 
+static void body_nothing(int64_t b, int64_t e, void *c)
+{
+	(void)b, (void)e, (void)c;
+}
+
 static int count_calls(void *arg)
 {
 	int *k = arg;
 	return --*k == 0; /* fails at the k-th call */
 }
 
-static void body_nothing(int64_t b, int64_t e, void *c)
+/* A clock for ts_time_run_stable: each reading `step` ns later (a step
+ * of 0 or below: a clock stuck or going back). */
+typedef struct fake_clock {
+	uint64_t now;
+	int64_t step;
+} fake_clock;
+
+static uint64_t fake_now(void *arg)
 {
-	(void)b, (void)e, (void)c;
+	fake_clock *c = arg;
+	c->now += (uint64_t)c->step;
+	return c->now;
+}
+
+/* The adaptive timer with options right and wrong, on a fake clock mostly:
+ * every run it accepts ends within its budget. */
+static void time_stable(gaf *f)
+{
+	ts_time_opts o = ts_time_opts_default();
+	fake_clock clk = {(uint64_t)1 << 40, chance(f, 80) ? 1000 * (1 + pick(f, 100)) : wild_i64(f)};
+	if (chance(f, 90))
+		o.clock_ns = fake_now, o.clock_arg = &clk;
+	o.budget_s = 1e-3;
+	o.number = 1 + pick(f, 2);
+	switch (pick(f, 8)) {
+	case 0: o.min_repeats = (int)wild_i64(f); break;
+	case 1: o.max_repeats = (int)wild_i64(f); break;
+	case 2: o.budget_s = wild_double(f); break;
+	case 3: o.target_rel = wild_double(f); break;
+	case 4: o.number = (int)wild_i64(f); break;
+	case 5: o.max_warmup = (int)wild_i64(f); break;
+	case 6: o.warmup_rel = wild_double(f); break;
+	default: break;
+	}
+	bool ok = o.min_repeats >= 1 && o.max_repeats >= o.min_repeats && o.max_repeats <= TS_TIME_MAX_REPEATS &&
+		  o.budget_s > 0 && o.target_rel >= 0 && o.number >= 1 && o.number <= TS_TIME_MAX_NUMBER &&
+		  o.max_warmup >= 0 && o.warmup_rel > 0;
+	/* a run is bounded by its budget only on a clock that moves */
+	bool bounded = o.budget_s <= 1e-3 && o.number <= 4 && (o.clock_ns ? clk.step > 0 : o.budget_s > 0) &&
+		       o.max_repeats <= (1 << 16) && isfinite(o.target_rel) && isfinite(o.warmup_rel);
+	note(f, "time_run_stable%s%s", ok ? "" : " (bad options)", bounded ? "" : " (skipped)");
+	if (ok && !bounded)
+		return;
+	int countdown = -1;
+	ts_timing t;
+	ts_clear_error(f->ctx);
+	ts_status st = ts_time_run_stable(f->ctx, count_calls, &countdown, chance(f, 3) ? NULL : &o, &t);
+	if (st != TS_OK)
+		failed(f, "time_run_stable");
+	else if (t.samples < 1 || t.samples > o.max_repeats)
+		violation(f, "time_run_stable took %d samples (at most %d)", t.samples, o.max_repeats);
 }
 
 static void act_timer(gaf *f)
 {
+	if (chance(f, 30)) {
+		time_stable(f);
+		return;
+	}
 	int warmup = chance(f, 80) ? pick(f, 3) : (int)wild_i64(f);
 	int repeat = chance(f, 80) ? pick(f, 4) : (int)wild_i64(f);
 	int number = chance(f, 80) ? pick(f, 3) : (int)wild_i64(f);
