@@ -42,6 +42,7 @@ typedef struct gaf {
 	bool noref[MAX_VALUES]; /* values the reference does not hold: the
 				 * views a MatMul of a 1-D operand makes */
 	bool compiled;         /* the one compile of this string was made */
+	bool jitted;           /* the one tuning candidate built was */
 	int64_t numel;         /* elements of all of g's values */
 	int names;             /* fresh names made */
 	ts_tune_log *log;      /* the last log loaded (ctx's arena) */
@@ -417,6 +418,21 @@ static int fit_operands(gaf *f, ts_gop op, int nd, const int64_t *s, ts_gattrs *
 		int64_t k = op == TS_GOP_GEMM && a->trans_a ? s[0] : s[nd - 1], n = 1 + pick(f, 5);
 		int bn = op == TS_GOP_MATMUL && chance(f, 20) ? 1 : 2;
 		w[0] = a->trans_b ? n : k, w[1] = a->trans_b ? k : n;
+		if (op == TS_GOP_MATMUL && bn == 2 && chance(f, 40)) {
+			/* batched: leading extents that broadcast against x's
+			 * (the same, 1, or more of them) */
+			int lead = pick(f, 4);
+			if (lead + 2 > TS_GRAPH_MAX_DIMS)
+				lead = TS_GRAPH_MAX_DIMS - 2;
+			int64_t bs[TS_GRAPH_MAX_DIMS];
+			for (int d = 0; d < lead; d++) {
+				int xd = nd - 2 - lead + d;
+				bs[d] = xd >= 0 && chance(f, 70) ? s[xd] : 1 + pick(f, 2) * (xd < 0 || s[xd] == 1);
+			}
+			bs[lead] = k, bs[lead + 1] = n;
+			in[1] = operand(f, lead + 2, bs);
+			return 2;
+		}
 		in[1] = operand(f, bn, bn == 1 ? &k : w);
 		if (op == TS_GOP_GEMM && chance(f, 50)) {
 			int64_t m = a->trans_a ? s[1] : s[0], c[2] = {chance(f, 50) ? m : 1, n};
@@ -1090,6 +1106,52 @@ static const struct { const char *op; int n; } tune_ops[] = {
 	{"conv2d_nchw_and_a_name_longer_than_the_field", 9},
 };
 
+/* fn (a tuning candidate lowered) built for the host and run on random
+ * inputs gives what the reference evaluator gives, within float32
+ * rounding of its sums. */
+static void run_vs_eval(gaf *f, const ts_func *fn, const char *what)
+{
+	int n = fn->nparams;
+	if (f->jitted || n > 8 || fn->nsizes)
+		return;
+	f->jitted = true;
+	ts_array *got[8] = {0}, *want[8] = {0};
+	void *data[8];
+	for (int i = 0; i < n; i++) {
+		got[i] = ts_array_for(f->ctx, fn->param_tensors[i]);
+		want[i] = ts_array_for(f->ctx, fn->param_tensors[i]);
+		if (!got[i] || !want[i])
+			violation(f, "%s: no arrays for parameter %d", what, i);
+		bool out = i == n - 1;
+		ts_array_fill_random(want[i], 3 + (uint64_t)i, out ? 1e6 : -1, out ? 2e6 : 1);
+		memcpy(got[i]->data, want[i]->data, ts_array_nbytes(want[i]));
+		data[i] = want[i]->data;
+	}
+	note(f, "%s: built and run", what);
+	ts_module *m = ts_build(f->ctx, fn, "llvm");
+	if (!m)
+		violation(f, "%s: ts_build failed on a lowered function", what);
+	if (ts_module_run(m, n, got) != TS_OK)
+		violation(f, "%s: ts_module_run failed", what);
+	if (ts_eval(f->ctx, n, fn->param_tensors, data) != TS_OK)
+		violation(f, "%s: ts_eval failed", what);
+	const ts_array *g = got[n - 1], *w = want[n - 1];
+	double scale = 1;
+	for (int64_t k = 0; k < ts_array_numel(w); k++)
+		scale = fmax(scale, fabs(ts_elem_get_f64(w->data, w->dtype, k)));
+	for (int64_t k = 0; k < ts_array_numel(w); k++) {
+		double x = ts_elem_get_f64(g->data, g->dtype, k), y = ts_elem_get_f64(w->data, w->dtype, k);
+		if (!(fabs(x - y) <= 1e-4 * scale) && !(isnan(x) && isnan(y)))
+			violation(f, "%s: output element %lld is %.9g, the reference evaluator says %.9g", what,
+				  (long long)k, x, y);
+	}
+	ts_module_free(m);
+	for (int i = 0; i < n; i++) {
+		ts_array_free(got[i]);
+		ts_array_free(want[i]);
+	}
+}
+
 static void act_task(gaf *f)
 {
 	int k = pick(f, (int)TS_COUNT_OF(tune_ops));
@@ -1137,6 +1199,8 @@ static void act_task(gaf *f)
 		failed(f, "tune_lower");
 		if (!memcmp(&c, &def, sizeof(c)))
 			violation(f, "tune_lower refused the default candidate of %s", t.op);
+	} else if (fl <= 1e6 && chance(f, 50)) {
+		run_vs_eval(f, fn, "tune_lower");
 	}
 	double cost = ts_tune_cost(&t, &c);
 	bool in_range = true;
@@ -1339,8 +1403,11 @@ static void act_generic(gaf *f)
 		return;
 	}
 	ts_tensor *args[3] = {A, kind == 0 ? B : out, out};
-	if (!ts_lower(s, "generic", kind == 0 ? 3 : 2, args))
+	ts_func *fn = ts_lower(s, "generic", kind == 0 ? 3 : 2, args);
+	if (!fn)
 		failed(f, "lower (a generic candidate)");
+	else if (chance(f, 50))
+		run_vs_eval(f, fn, "tune_apply_generic");
 }
 
 /* ---- arrays, threads, timers ------------------------------------------------------- */
