@@ -802,6 +802,43 @@ START_TEST(compile_without_inputs)
 }
 END_TEST
 
+/* A chain of nodes that read their input several times (GELU: 2 or 5
+ * times) is split into kernels before its fused expression outgrows
+ * TS_MAX_EXPR_NODES; a chain of eight GELUs once failed to compile
+ * (found by fuzz_graph_api). */
+START_TEST(compile_long_gelu_chain)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	for (int approximate = 0; approximate < 2; approximate++) {
+		ts_graph *g = ts_graph_new(ctx);
+		int v = ts_graph_input(g, "x", ts_float32, TS_SHAPE(6));
+		ts_gattrs a = attrs();
+		a.approximate = approximate;
+		for (int i = 0; i < 16; i++)
+			v = ts_graph_node(g, NULL, TS_GOP_GELU, 1, &v, &a);
+		tu_ok(ctx, ts_graph_output(g, v, "y"));
+		ts_graph_exec *e = ts_graph_compile(g, NULL);
+		tu_nonnull(ctx, e);
+		ts_array *in = ts_array_wrap(ctx, data, ts_float32, TS_SHAPE(6));
+		ts_array *out = ts_array_new(ctx, ts_float32, TS_SHAPE(6));
+		tu_ok(ctx, ts_graph_run(e, 1, &in, 1, &out));
+		for (int i = 0; i < 6; i++) {
+			double x = data[i];
+			for (int k = 0; k < 16; k++)
+				x = approximate ? 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)))
+						: 0.5 * x * (1 + erf(x / sqrt(2)));
+			ck_assert_msg(fabs(((float *)out->data)[i] - x) < 1e-4, "gelu^16(%g): %g, want %g", data[i],
+				      ((float *)out->data)[i], x);
+		}
+		ts_array_free(in);
+		ts_array_free(out);
+		ts_graph_exec_free(e);
+		ts_graph_free(g);
+	}
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* Clip's infinite bounds are bounds too: lo = +inf makes every element hi
  * (lo > hi), hi = -inf every element -inf; the kernel once left an
  * infinite bound out and returned x (found by fuzz_graph_api). */
@@ -1234,6 +1271,7 @@ int main(void)
 	tcase_add_test(tc, compile_without_inputs);
 	tcase_add_test(tc, compile_many_outputs);
 	tcase_add_test(tc, clip_infinite_bounds);
+	tcase_add_test(tc, compile_long_gelu_chain);
 	tcase_add_test(tc, run_bad_counts);
 	tcase_add_test(tc, run_bad_arrays);
 	tcase_add_test(tc, run_aliased_arrays);
