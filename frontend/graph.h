@@ -232,7 +232,8 @@ void ts_graph_exec_print(FILE *f, const ts_graph_exec *e);
  * ic_block and oc_block held at the graph's channel blocks, each distinct
  * task once, in kernel order.  Writes at most max of them to tasks (which
  * may be NULL when max is 0) and returns how many there are; -1 for a
- * NULL e or a negative max. */
+ * NULL e, and with an error in e's context for a negative max or NULL
+ * tasks with a positive max. */
 int ts_graph_exec_tune_tasks(const ts_graph_exec *e, struct ts_tune_task *tasks, int max);
 
 /* ---- ONNX (onnx.c) ---------------------------------------------------------------- */

@@ -758,8 +758,12 @@ static bool same_tune_task(const ts_tune_task *a, const ts_tune_task *b)
 
 int ts_graph_exec_tune_tasks(const ts_graph_exec *e, ts_tune_task *tasks, int max)
 {
-	if (!e || max < 0 || (max > 0 && !tasks))
+	if (!e)
 		return -1;
+	if (max < 0 || (max > 0 && !tasks))
+		return ts_error(e->ctx, TS_ERR_INVALID, max < 0 ? "graph_exec_tune_tasks: max %d is negative"
+								: "graph_exec_tune_tasks: tasks is NULL for max %d",
+				max), -1;
 	int n = 0;
 	for (int k = 0; k < e->nk; k++) {
 		const ts_tune_task *t = e->k[k].task;

@@ -411,15 +411,12 @@ static ts_expr *node_expr(kb *b, int node, ts_expr *const *ax, ts_expr *const *L
 	case TS_GOP_GELU:
 		key(b, "%d", n->a.approximate);
 		return gelu(c, in[0], n->a.approximate);
-	case TS_GOP_CLIP: {
-		ts_expr *x = in[0];
+	case TS_GOP_CLIP:
+		/* min(max(x, lo), hi) whatever the bounds: an infinite one is
+		 * no bound to leave out (lo = +inf makes every element hi,
+		 * hi = -inf every element -inf) */
 		key(b, "%a,%a", n->a.alpha, n->a.beta);
-		if (isfinite(n->a.alpha))
-			x = ts_max(c, x, ts_float(c, (float)n->a.alpha));
-		if (isfinite(n->a.beta))
-			x = ts_min(c, x, ts_float(c, (float)n->a.beta));
-		return x;
-	}
+		return ts_min(c, ts_max(c, in[0], ts_float(c, (float)n->a.alpha)), ts_float(c, (float)n->a.beta));
 	default:
 		ts_error(c, TS_ERR_INTERNAL, "graph_compile: %s is not elementwise", ts_gop_name(n->op));
 		return NULL;

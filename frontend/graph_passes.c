@@ -303,6 +303,32 @@ static bool same_shape(const gvalue *a, const gvalue *b)
  * 20; a chain past the budget goes on in a kernel of its own. */
 #define MAX_TREE 128
 
+/* How many times the kernel's expression of node n (graph_kernels.c
+ * node_expr) reads its input k: GELU reads x twice (exact) or five times
+ * (the tanh form), a Pow by a constant 2 or 3 its base up to three times;
+ * counted once, a chain of eight GELUs passed the budget's check and
+ * still grew past TS_MAX_EXPR_NODES. */
+static int reads_of(const gnode *n, int k)
+{
+	switch (n->op) {
+	case TS_GOP_GELU:
+		return n->a.approximate ? 5 : 2;
+	case TS_GOP_POW:
+		return k == 0 ? 3 : 1;
+	default:
+		return 1;
+	}
+}
+
+/* The tree size of node n over operands of size 1. */
+static int tree_of(const gnode *n)
+{
+	int size = 1;
+	for (int k = 0; k < n->nin; k++)
+		size += reads_of(n, k);
+	return size;
+}
+
 typedef struct pending {
 	int v[MAX_PENDING], left[MAX_PENDING];
 	int n;
@@ -352,7 +378,7 @@ static void extend(gpass *p, ggroup *gr, int start)
 		add_outside(outside, &next, head->in[k]);
 	int first = g->v[gr->out].node + 1;
 	/* tree sizes: of the group's value so far, and of each reg[] node's */
-	int out_tree = gr->anchor >= 0 ? 1 : 1 + g->n[gr->reg[0]].nin, tree[64];
+	int out_tree = gr->anchor >= 0 ? 1 : tree_of(&g->n[gr->reg[0]]), tree[64];
 	for (int m = first; m < g->nn && q.n; m++) {
 		gnode *n = &g->n[m];
 		if (p->ns[m].dead)
@@ -376,7 +402,7 @@ static void extend(gpass *p, ggroup *gr, int start)
 					inside = true;
 					in_tree = tree[r];
 				}
-			size += in_tree;
+			size += in_tree * reads_of(n, k);
 			/* computed by a node the outer loop has not reached:
 			 * its kernel would run after this one */
 			if (!inside && in->kind == GV_NODE && in->node > start &&

@@ -271,7 +271,8 @@ ts_tune_log *ts_tune_log_load(ts_ctx *ctx, const char *path);
  * NULL (and TS_OK) when there is none.  A matching record
  * tuned with another tessera version, CPU or CPU features, or whose
  * parameters are not the task's, is refused with an error naming the
- * field and the line (*rec NULL, *c unchanged). */
+ * field and the line (*rec NULL, *c unchanged); so is a NULL log, task or
+ * candidate, or a task ts_tune_task_init did not make. */
 ts_status ts_tune_log_lookup(ts_ctx *ctx, const ts_tune_log *log, const ts_tune_task *t,
 			     ts_tune_cand *c, const ts_tune_record **rec);
 /* The task lowered with the log's record, or with the default schedule

@@ -522,6 +522,9 @@ static const char *shape_str(ts_ctx *ctx, const ts_tune_task *t)
 ts_status ts_tune_log_lookup(ts_ctx *ctx, const ts_tune_log *log, const ts_tune_task *t,
 			     ts_tune_cand *c, const ts_tune_record **rec)
 {
+	/* every failure leaves *rec NULL, the refusals of arguments too */
+	if (rec)
+		*rec = NULL;
 	if (!log || !c || !rec)
 		return ts_error(ctx, TS_ERR_INVALID, "tune_log_lookup: NULL %s",
 				!log ? "log" : !c ? "candidate" : "record");
@@ -530,7 +533,6 @@ ts_status ts_tune_log_lookup(ts_ctx *ctx, const ts_tune_log *log, const ts_tune_
 	char cpu[64], feat[40];
 	const ts_tune_record *foreign = NULL;
 	ts_tune_host(cpu, feat);
-	*rec = NULL;
 	/* the newest record whose values are among the space's choices (a
 	 * graph's convolution holds its channel blocks at one value) and that
 	 * was tuned with as many threads as now run (a schedule tuned on one

@@ -20,16 +20,18 @@ scripts/install-missing.sh build-essential cmake pkg-config check libsubunit-dev
 
 cmake -S . -B build-fuzz -DTESSERA_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 >/dev/null
-targets="fuzz_simplify fuzz_schedule fuzz_onnx fuzz_api"
+targets="fuzz_simplify fuzz_schedule fuzz_onnx fuzz_api fuzz_graph_api"
 cmake --build build-fuzz -j2 --target $targets
 
 # Per target: the largest input and the time one input may take (the
 # schedule fuzzer JIT-compiles every input with LLVM, tens of ms each; the
 # ONNX fuzzer compiles the models that import, up to 20 nodes, twice; the
 # API fuzzer makes up to 160 calls an input and builds at most two
-# functions with LLVM).
-declare -A max_len=([fuzz_simplify]=256 [fuzz_schedule]=128 [fuzz_onnx]=4096 [fuzz_api]=1024)
-declare -A timeout=([fuzz_simplify]=10 [fuzz_schedule]=60 [fuzz_onnx]=60 [fuzz_api]=60)
+# functions with LLVM; the graph API fuzzer compiles a graph at most twice).
+declare -A max_len=([fuzz_simplify]=256 [fuzz_schedule]=128 [fuzz_onnx]=4096 [fuzz_api]=1024
+                    [fuzz_graph_api]=1024)
+declare -A timeout=([fuzz_simplify]=10 [fuzz_schedule]=60 [fuzz_onnx]=60 [fuzz_api]=60
+                    [fuzz_graph_api]=60)
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0"
 export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"

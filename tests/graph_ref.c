@@ -130,10 +130,17 @@ int tg_node(tg *t, const char *name, ts_gop op, int nin, const int *in, const ts
 	return v;
 }
 
+ts_status tg_output_named(tg *t, int v, const char *name)
+{
+	ts_status st = ts_graph_output(t->g, v, name);
+	if (st == TS_OK && t->nout < (int)TS_COUNT_OF(t->out))
+		t->out[t->nout++] = v;
+	return st;
+}
+
 void tg_output(tg *t, int v)
 {
-	if (ts_graph_output(t->g, v, NULL) == TS_OK)
-		t->out[t->nout++] = v;
+	tg_output_named(t, v, NULL);
 }
 
 /* ---- the reference ---------------------------------------------------------------- */
@@ -172,7 +179,8 @@ static double unary(ts_gop op, const ts_gattrs *a, double x)
 {
 	switch (op) {
 	case TS_GOP_RELU:
-		return x > 0 ? x : 0;
+		/* max(x, 0): float min and max ignore a NaN operand (ir.h) */
+		return fmax(x, 0);
 	case TS_GOP_SIGMOID:
 		return 1 / (1 + exp(-x));
 	case TS_GOP_TANH:
@@ -190,7 +198,9 @@ static double unary(ts_gop op, const ts_gattrs *a, double x)
 			return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
 		return 0.5 * x * (1 + erf(x / sqrt(2)));
 	case TS_GOP_CLIP:
-		return x < a->alpha ? a->alpha : x > a->beta ? a->beta : x;
+		/* min(max(x, lo), hi): every element is hi when lo > hi, as
+		 * graph.h says, and a NaN is dropped as min and max drop it */
+		return fmin(fmax(x, a->alpha), a->beta);
 	default:
 		return NAN;
 	}
@@ -423,14 +433,27 @@ static void eval_node(tg *t, const tnode *n, double *y)
 		y[i] = binary(n->op, t->val[n->in[0]][bcast(&as, &ys, i)], t->val[n->in[1]][bcast(&bs, &ys, i)]);
 }
 
-double tg_check(tg *t, const ts_graph_opts *opts, ts_graph_exec **e_out)
+void tg_eval(tg *t, bool round_f32)
 {
 	for (int i = 0; i < t->nn; i++) {
 		shp ys = shape_of(t, t->n[i].out);
+		double *y = calloc((size_t)ys.n, sizeof(double));
+		eval_node(t, &t->n[i], y);
+		for (int64_t k = 0; round_f32 && k < ys.n; k++)
+			y[k] = (double)(float)y[k];
 		free(t->val[t->n[i].out]);
-		t->val[t->n[i].out] = calloc((size_t)ys.n, sizeof(double));
-		eval_node(t, &t->n[i], t->val[t->n[i].out]);
+		t->val[t->n[i].out] = y;
 	}
+}
+
+const double *tg_value(const tg *t, int v)
+{
+	return v >= 0 && v < TG_MAX ? t->val[v] : NULL;
+}
+
+double tg_check(tg *t, const ts_graph_opts *opts, ts_graph_exec **e_out)
+{
+	tg_eval(t, false);
 	ts_graph_exec *e = ts_graph_compile(t->g, opts);
 	if (!e)
 		return -1;

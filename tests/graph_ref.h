@@ -23,6 +23,17 @@ int tg_const(tg *t, const char *name, int ndim, const int64_t *shape, double lo,
 int tg_const_data(tg *t, const char *name, int ndim, const int64_t *shape, const float *data);
 int tg_node(tg *t, const char *name, ts_gop op, int nin, const int *in, const ts_gattrs *a);
 void tg_output(tg *t, int v);
+/* ts_graph_output with a name; the first 16 outputs are compared. */
+ts_status tg_output_named(tg *t, int v, const char *name);
+
+/* Evaluates every node into the reference values; with round_f32 each
+ * node's result is rounded to float32 (the precision of the compiled
+ * graph's intermediates: the two evaluations differing shows a value that
+ * float32 does not determine).  tg_value: the reference values of value v
+ * (inputs and constants as given), NULL for a value the reference does
+ * not hold. */
+void tg_eval(tg *t, bool round_f32);
+const double *tg_value(const tg *t, int v);
 
 /* Compiles with opts, runs on random inputs and returns the largest
  * max |out - ref| / max(1, max |ref|) over the outputs; -1 when compiling

@@ -802,6 +802,76 @@ START_TEST(compile_without_inputs)
 }
 END_TEST
 
+/* A chain of nodes that read their input several times (GELU: 2 or 5
+ * times) is split into kernels before its fused expression outgrows
+ * TS_MAX_EXPR_NODES; a chain of eight GELUs once failed to compile
+ * (found by fuzz_graph_api). */
+START_TEST(compile_long_gelu_chain)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	for (int approximate = 0; approximate < 2; approximate++) {
+		ts_graph *g = ts_graph_new(ctx);
+		int v = ts_graph_input(g, "x", ts_float32, TS_SHAPE(6));
+		ts_gattrs a = attrs();
+		a.approximate = approximate;
+		for (int i = 0; i < 16; i++)
+			v = ts_graph_node(g, NULL, TS_GOP_GELU, 1, &v, &a);
+		tu_ok(ctx, ts_graph_output(g, v, "y"));
+		ts_graph_exec *e = ts_graph_compile(g, NULL);
+		tu_nonnull(ctx, e);
+		ts_array *in = ts_array_wrap(ctx, data, ts_float32, TS_SHAPE(6));
+		ts_array *out = ts_array_new(ctx, ts_float32, TS_SHAPE(6));
+		tu_ok(ctx, ts_graph_run(e, 1, &in, 1, &out));
+		for (int i = 0; i < 6; i++) {
+			double x = data[i];
+			for (int k = 0; k < 16; k++)
+				x = approximate ? 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)))
+						: 0.5 * x * (1 + erf(x / sqrt(2)));
+			ck_assert_msg(fabs(((float *)out->data)[i] - x) < 1e-4, "gelu^16(%g): %g, want %g", data[i],
+				      ((float *)out->data)[i], x);
+		}
+		ts_array_free(in);
+		ts_array_free(out);
+		ts_graph_exec_free(e);
+		ts_graph_free(g);
+	}
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* Clip's infinite bounds are bounds too: lo = +inf makes every element hi
+ * (lo > hi), hi = -inf every element -inf; the kernel once left an
+ * infinite bound out and returned x (found by fuzz_graph_api). */
+START_TEST(clip_infinite_bounds)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	const double lohi[][2] = {{INFINITY, 1}, {-0.5, -INFINITY}, {INFINITY, INFINITY}, {-INFINITY, 0.25}};
+	for (size_t k = 0; k < TS_COUNT_OF(lohi); k++) {
+		ts_graph *g = ts_graph_new(ctx);
+		int x = ts_graph_input(g, "x", ts_float32, TS_SHAPE(8));
+		ts_gattrs a = attrs();
+		a.alpha = lohi[k][0], a.beta = lohi[k][1];
+		int y = ts_graph_node(g, "clip", TS_GOP_CLIP, 1, &x, &a);
+		tu_ok(ctx, ts_graph_output(g, y, "y"));
+		ts_graph_exec *e = ts_graph_compile(g, NULL);
+		tu_nonnull(ctx, e);
+		ts_array *in = ts_array_wrap(ctx, data, ts_float32, TS_SHAPE(8));
+		ts_array *out = ts_array_new(ctx, ts_float32, TS_SHAPE(8));
+		tu_ok(ctx, ts_graph_run(e, 1, &in, 1, &out));
+		for (int i = 0; i < 8; i++) {
+			double want = fmin(fmax(data[i], lohi[k][0]), lohi[k][1]);
+			ck_assert_msg(((float *)out->data)[i] == (float)want, "clip [%g, %g] of %g: %g, want %g",
+				      lohi[k][0], lohi[k][1], data[i], ((float *)out->data)[i], want);
+		}
+		ts_array_free(in);
+		ts_array_free(out);
+		ts_graph_exec_free(e);
+		ts_graph_free(g);
+	}
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* More outputs than a node has inputs; the graph may be freed before
  * the executable. */
 START_TEST(compile_many_outputs)
@@ -1019,6 +1089,11 @@ START_TEST(profile_bad_arguments)
 	ck_assert_int_gt(ftell(f), 0);
 	ts_graph_exec_print(f, e);
 	fclose(f);
+	/* the tuning tasks' count: refusals say why (they once returned -1
+	 * without a message; found by fuzz_graph_api) */
+	FAILS_NEG(ctx, ts_graph_exec_tune_tasks(e, NULL, -1), "graph_exec_tune_tasks: max -1 is negative");
+	FAILS_NEG(ctx, ts_graph_exec_tune_tasks(e, NULL, 2), "graph_exec_tune_tasks: tasks is NULL for max 2");
+	ck_assert_int_eq(ts_graph_exec_tune_tasks(e, NULL, 0), 0);
 	ts_array_free(in);
 	ts_array_free(out);
 	ts_array_free(f64);
@@ -1195,6 +1270,8 @@ int main(void)
 	tcase_add_test(tc, compile_outputs_without_nodes);
 	tcase_add_test(tc, compile_without_inputs);
 	tcase_add_test(tc, compile_many_outputs);
+	tcase_add_test(tc, clip_infinite_bounds);
+	tcase_add_test(tc, compile_long_gelu_chain);
 	tcase_add_test(tc, run_bad_counts);
 	tcase_add_test(tc, run_bad_arrays);
 	tcase_add_test(tc, run_aliased_arrays);
