@@ -85,7 +85,9 @@ static ts_status check_descriptor(ts_ctx *ctx, const char *fname, int i, const t
 	return TS_OK;
 }
 
-/* Compiled code indexes every buffer as dense row-major. */
+/* Compiled code indexes every buffer as dense row-major.  The stride of a
+ * dimension of extent 1 is never stepped along, so any value is dense
+ * there (as in NumPy and DLPack, and ts_array_wrap_strided). */
 static ts_status check_strides(ts_ctx *ctx, const char *fname, int i, const ts_array *a,
 			       const ts_buffer *p)
 {
@@ -93,7 +95,7 @@ static ts_status check_strides(ts_ctx *ctx, const char *fname, int i, const ts_a
 	bool dense = true;
 	for (int d = a->ndim - 1; d >= 0; d--) {
 		want[d] = stride;
-		dense = dense && a->strides[d] == stride;
+		dense = dense && (a->strides[d] == stride || a->shape[d] == 1);
 		stride *= a->shape[d];
 	}
 	if (dense)

@@ -190,17 +190,20 @@ ts_array *ts_array_wrap_strided(ts_ctx *ctx, void *data, ts_dtype t, int ndim,
 				const int64_t *shape, const int64_t *strides)
 {
 	if (ndim > 0 && !strides) {
-		ts_error(ctx, TS_ERR_INVALID, "array_wrap: strides is NULL");
+		ts_error(ctx, TS_ERR_INVALID, "array_wrap_strided: strides is NULL");
 		return NULL;
 	}
 	ts_array *a = ts_array_wrap(ctx, data, t, ndim, shape);
 	if (!a)
 		return NULL;
 	for (int i = 0; i < ndim; i++) {
-		if (strides[i] != a->strides[i]) {
+		/* a dimension of extent 1 is never stepped along, so its stride
+		 * says nothing about the layout (NumPy and DLPack leave it
+		 * free too); the array keeps the dense one */
+		if (strides[i] != a->strides[i] && a->shape[i] != 1) {
 			char got[256], want[256];
 			ts_error(ctx, TS_ERR_INVALID,
-				    "array_wrap: strides %s are not dense row-major (expected %s)",
+				    "array_wrap_strided: strides %s are not dense row-major (expected %s)",
 				    ints_str(ndim, strides, got), ints_str(ndim, a->strides, want));
 			ts_array_free(a);
 			return NULL;

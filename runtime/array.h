@@ -57,7 +57,9 @@ ts_array *ts_array_for(ts_ctx *ctx, const ts_tensor *t);
  * or a bad shape. */
 ts_array *ts_array_wrap(ts_ctx *ctx, void *data, ts_dtype t, int ndim, const int64_t *shape);
 /* The same with the caller's strides (in elements), which must be the dense
- * row-major ones: tessera does not handle other layouts. */
+ * row-major ones (tessera does not handle other layouts), except that the
+ * stride of a dimension of extent 1 may be anything: it is never used, and
+ * the array takes the dense one. */
 ts_array *ts_array_wrap_strided(ts_ctx *ctx, void *data, ts_dtype t, int ndim,
 				const int64_t *shape, const int64_t *strides);
 

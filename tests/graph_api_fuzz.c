@@ -1465,7 +1465,8 @@ static void act_array(gaf *f)
 		}
 		if (kind == 2 && have && chance(f, 30)) {
 			int d = pick(f, have);
-			bad_strides = true; /* the exact row-major strides, even of extent 1 */
+			/* a wrong stride is refused unless its extent is 1 */
+			bad_strides = s[d] != 1;
 			st[d] = st[d] > 4 ? st[d] - 1 - pick(f, 3) : st[d] + 1 + pick(f, 3);
 		}
 		int64_t *strides = kind == 2 && chance(f, 5) && have ? NULL : heap_i64(st, have);

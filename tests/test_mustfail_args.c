@@ -262,16 +262,59 @@ START_TEST(test_array_wrap_errors)
 	ts_clear_error(ctx);
 	ck_assert_ptr_null(ts_array_wrap_strided(ctx, buf, ts_float32, 2, (int64_t[]){2, 3},
 						 (int64_t[]){4, 1}));
-	tu_assert_error(ctx, "array_wrap: strides [4, 1] are not dense row-major (expected [3, 1])");
+	tu_assert_error(ctx, "array_wrap_strided: strides [4, 1] are not dense row-major (expected [3, 1])");
 	ts_clear_error(ctx);
 	ck_assert_ptr_null(ts_array_wrap_strided(ctx, buf, ts_float32, 2, (int64_t[]){2, 3}, NULL));
-	tu_assert_error(ctx, "array_wrap: strides is NULL");
+	tu_assert_error(ctx, "array_wrap_strided: strides is NULL");
 	ts_clear_error(ctx);
 	ts_array *ok = ts_array_wrap_strided(ctx, buf, ts_float32, 2, (int64_t[]){2, 3},
 					     (int64_t[]){3, 1});
 	tu_nonnull(ctx, ok);
 	ts_array_free(ok);
+	/* an extent-1 dimension's stride is free, and the array keeps the
+	 * dense one; the other dimensions' strides still must be dense */
+	ok = ts_array_wrap_strided(ctx, buf, ts_float32, 3, (int64_t[]){2, 1, 3},
+				   (int64_t[]){3, 99, 1});
+	tu_nonnull(ctx, ok);
+	ck_assert_int_eq(ok->strides[1], 3);
+	ts_array_free(ok);
+	ck_assert_ptr_null(ts_array_wrap_strided(ctx, buf, ts_float32, 3, (int64_t[]){2, 1, 3},
+						 (int64_t[]){4, 99, 1}));
+	tu_assert_error(ctx, "array_wrap_strided: strides [4, 99, 1] are not dense row-major "
+			     "(expected [3, 3, 1])");
+	ts_clear_error(ctx);
 	ck_assert_ptr_null(ts_array_wrap(NULL, NULL, ts_float32, 1, (int64_t[]){4}));
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* A dimension of extent 1 may carry any stride (it is never stepped
+ * along); the other dimensions' strides are still checked. */
+START_TEST(test_extent_one_stride_is_free)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(1, 5), ts_float32);
+	ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(1, 5), ts_float32);
+	ts_tensor *C = ts_rename(ctx, ts_op_add(ctx, A, B), "C");
+	ts_func *f = ts_lower(ts_create_schedule(ctx, 1, &C), "row", 3, (ts_tensor *[]){A, B, C});
+	ts_module *m = ts_build(ctx, f, "llvm");
+	tu_nonnull(ctx, m);
+	ts_array *a[3];
+	for (int i = 0; i < 3; i++) {
+		a[i] = ts_array_new(ctx, ts_float32, 2, (int64_t[]){1, 5});
+		tu_nonnull(ctx, a[i]);
+		ts_array_fill_random(a[i], (uint64_t)i + 3, -2, 2);
+		a[i]->strides[0] = 1000 * i - 7; /* a view's pitch, or garbage */
+	}
+	tu_ok(ctx, ts_module_run(m, 3, a));
+	for (int j = 0; j < 5; j++)
+		ck_assert_float_eq(((float *)a[2]->data)[j], ((float *)a[0]->data)[j] + ((float *)a[1]->data)[j]);
+	a[1]->strides[1] = 2;
+	ck_assert_int_eq(ts_module_run(m, 3, a), TS_ERR_INVALID);
+	tu_assert_error(ctx, "call row: argument 1 (B) has strides [993, 2], expected dense row-major [5, 1]");
+	for (int i = 0; i < 3; i++)
+		ts_array_free(a[i]);
+	ts_module_free(m);
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -312,6 +355,7 @@ static Suite *suite(void)
 	tcase_add_test(run, test_null_data);
 	tcase_add_test(run, test_misaligned_data);
 	tcase_add_test(run, test_strides_not_dense);
+	tcase_add_test(run, test_extent_one_stride_is_free);
 	tcase_add_test(run, test_bad_ndim);
 	tcase_add_test(run, test_bad_dtype);
 	tcase_add_test(run, test_output_overlaps_input);
