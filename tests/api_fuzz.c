@@ -16,6 +16,21 @@
  * API_MAX_BUILDS times per input, built with LLVM and run, and compared
  * with the reference evaluator.
  *
+ * Some pipelines are scheduled as GPU users write them (the data axes
+ * split into blocks and threads, inputs staged in shared memory or
+ * registers at a block or thread loop, reductions accumulated in
+ * registers, producers inlined or computed in the threads, the operator
+ * library's GPU schedules), with random primitives on top.  Such a
+ * function is checked through the interpreter; with the GPU checks on
+ * (api_fuzz_gpu), any function bound to blocks or threads is also built
+ * for "cuda" (at most API_MAX_GPU_BUILDS times per input: on the host
+ * emulator each build is a run of the host C++ compiler), run through the
+ * module API on device copies of its arguments and compared with the
+ * reference.  ts_build refusing it with TS_ERR_INVALID or
+ * TS_ERR_UNSUPPORTED and a message is a refusal; any other failure of the
+ * build (NVRTC rejecting the emitted CUDA C, a module that does not
+ * load) or of the run is a violation.
+ *
  * The harness keeps to the callers' side of each contract: every array it
  * passes holds as many elements as the count it passes with it (buffers of
  * API_BUF entries), and memory it hands the library (ts_eval's data,
@@ -34,6 +49,7 @@
 
 #define API_MAX_STEPS 160
 #define API_MAX_BUILDS 2
+#define API_MAX_GPU_BUILDS 2
 #define API_BUF 128 /* entries of every array passed with a count */
 /* Functions are run and evaluated only below this much work (elements of
  * every tensor in the graph times the reduction extents), so an input
@@ -67,11 +83,14 @@ typedef struct fz {
 	int nmod;
 	ts_array *arr[NARR];
 	int narr;
-	int builds;
+	int builds, gpu_builds;
+	bool gpu; /* api_fuzz_gpu() */
+	ts_dtype input_type; /* of the inputs of a GPU pipeline's operator (bits 0: any) */
+	api_fuzz_counts counts;
 	int64_t size_var[2];
 	const char *trace[NTRACE]; /* the last calls made, for the report */
 	int ntrace;
-	int nfailed, nchecked, nlowered; /* for the log: calls failed, functions compared */
+	int nfailed; /* for the log: calls failed */
 } fz;
 
 /* ---- choices ------------------------------------------------------------------ */
@@ -1009,7 +1028,7 @@ static void step_lower(fz *f)
 		fn = CALL_P(f, ctx, ts_lower(s, rare(f, 8) ? pick_name(f) : "f", n, args));
 		break;
 	}
-	f->nlowered += fn != NULL;
+	f->counts.lowered += fn != NULL;
 	POOL_ADD(f, f->func, f->nfunc, NFUNC, fn);
 }
 
@@ -1107,17 +1126,20 @@ static bool make_set(fz *f, const ts_func *fn, run_set *rs)
 	return CALL_S(f, ctx, ts_eval(ctx, fn->nparams, fn->param_tensors, rs->want_data)) == TS_OK;
 }
 
-static void compare_set(fz *f, const ts_func *fn, const run_set *rs, const char *path)
+/* source: printed with a wrong element after the function (NULL: none). */
+static void compare_set(fz *f, const ts_func *fn, const run_set *rs, const char *path,
+			const char *source)
 {
-	f->nchecked++;
+	f->counts.compared++;
 	for (int i = 0; i < rs->n; i++) {
 		const ts_tensor *t = fn->param_tensors[i];
 		for (int64_t e = 0; e < ts_array_numel(rs->want[i]); e++) {
 			double w = ts_elem_get_f64(rs->want[i]->data, t->dtype, e);
 			double g = ts_elem_get_f64(rs->got[i]->data, t->dtype, e);
 			if (!close_enough(t->dtype, g, w))
-				die(f, "%s: %s element %lld is %.9g, the reference evaluator says %.9g\n%s",
-				    path, t->name, (long long)e, g, w, ir_func_str(fn->ctx, fn));
+				die(f, "%s: %s element %lld is %.9g, the reference evaluator says %.9g\n%s%s",
+				    path, t->name, (long long)e, g, w, ir_func_str(fn->ctx, fn),
+				    source ? source : "");
 		}
 	}
 }
@@ -1130,15 +1152,160 @@ static void check_func(fz *f, const ts_func *fn, ts_module *m)
 		if (m) {
 			if (CALL_S(f, fn->ctx, ts_module_run(m, rs.n, rs.got)) != TS_OK)
 				die(f, "the module refused arrays made for its function: %s", ts_last_error(fn->ctx));
-			compare_set(f, fn, &rs, "module");
+			compare_set(f, fn, &rs, "module", NULL);
 		} else {
 			if (CALL_S(f, fn->ctx, cg_interp_run(fn->ctx, fn, rs.got_data)) != TS_OK)
 				die(f, "the interpreter failed on a function ts_eval runs: %s",
 				    ts_last_error(fn->ctx));
-			compare_set(f, fn, &rs, "interpreter");
+			compare_set(f, fn, &rs, "interpreter", NULL);
 		}
 	}
 	free_set(&rs);
+}
+
+/* m joins the pool of modules, replacing a random one when it is full. */
+static void add_module(fz *f, ts_module *m)
+{
+	if (f->nmod == NMOD) {
+		int i = pick(f, NMOD);
+		ts_module_free(f->mod[i]);
+		f->mod[i] = m;
+	} else {
+		f->mod[f->nmod++] = m;
+	}
+}
+
+/* ---- the CUDA path ------------------------------------------------------------------ */
+
+static struct {
+	int state;     /* -1 not probed yet, 0 off, 1 on */
+	char arch[16]; /* the device's, e.g. "90" for sm_90 */
+} gpu_probe = {-1, ""};
+
+bool api_fuzz_gpu(void)
+{
+	if (gpu_probe.state >= 0)
+		return gpu_probe.state;
+	const char *env = getenv("TESSERA_TEST_CUDA");
+	gpu_probe.state = 0;
+	if (!env || !env[0] || !strcmp(env, "0"))
+		return false;
+	ts_ctx *ctx = ts_ctx_new();
+	ts_cuda *cuda = ts_cuda_open(ctx);
+	int major = 0, minor = 0;
+	if (cuda && cg_nvrtc_version(ctx, &major, &minor) == TS_OK) {
+		ts_cuda_compute_capability(cuda, &major, &minor);
+		snprintf(gpu_probe.arch, sizeof(gpu_probe.arch), "%d%d", major, minor);
+		gpu_probe.state = 1;
+	} else {
+		fprintf(stderr, "api_fuzz: TESSERA_TEST_CUDA is set, but the CUDA path does not open "
+			"(%s); functions bound to GPU threads are checked through the interpreter only\n",
+			ts_last_error(ctx));
+	}
+	ts_cuda_close(cuda);
+	ts_ctx_free(ctx);
+	return gpu_probe.state;
+}
+
+static bool thread_loop_fn(ts_stmt *s, void *data)
+{
+	if (s->kind == IR_S_FOR && s->u.for_.kind == TS_FOR_THREAD)
+		*(bool *)data = true;
+	return true;
+}
+
+/* Whether fn has a loop bound to blocks or threads: a function to check
+ * on the device. */
+static bool bound_to_threads(const ts_func *fn)
+{
+	bool bound = false;
+	if (fn && fn->body)
+		ir_stmt_visit(fn->body, thread_loop_fn, NULL, &bound);
+	return bound;
+}
+
+/* A "cuda" target: the device's own architecture, named or not, or its
+ * PTX (which the driver compiles for the device when the module loads). */
+static const char *gpu_target(fz *f, char *buf, size_t size)
+{
+	switch (pick(f, 4)) {
+	case 0: snprintf(buf, size, "cuda -arch=sm_%s", gpu_probe.arch); break;
+	case 1: snprintf(buf, size, "cuda -arch=compute_%s", gpu_probe.arch); break;
+	default: snprintf(buf, size, "cuda"); break;
+	}
+	return buf;
+}
+
+/* Runs m (fn built for "cuda") on device copies of rs's arrays and brings
+ * the results back into rs->got; dies when any step fails. */
+static void run_on_device(fz *f, const ts_func *fn, ts_module *m, run_set *rs)
+{
+	ts_ctx *ctx = fn->ctx;
+	ts_array *dev[API_BUF] = {NULL};
+	ts_cuda *cuda = CALL_P(f, ctx, ts_cuda_open(ctx));
+	const char *step = "ts_cuda_open";
+	bool ok = cuda != NULL;
+	for (int i = 0; ok && i < rs->n; i++) {
+		const ts_array *h = rs->got[i];
+		step = "ts_cuda_array_new";
+		dev[i] = CALL_P(f, ctx, ts_cuda_array_new(ctx, cuda, h->dtype, h->ndim, h->shape));
+		step = "ts_cuda_copy_to_device";
+		ok = dev[i] && CALL_S(f, ctx, ts_cuda_copy_to_device(ctx, dev[i], h)) == TS_OK;
+	}
+	if (ok) {
+		step = "ts_module_run";
+		ok = CALL_S(f, ctx, ts_module_run(m, rs->n, dev)) == TS_OK;
+	}
+	for (int i = 0; ok && i < rs->n; i++) {
+		step = "ts_cuda_copy_to_host";
+		ok = CALL_S(f, ctx, ts_cuda_copy_to_host(ctx, rs->got[i], dev[i])) == TS_OK;
+	}
+	if (!ok)
+		die(f, "%s failed on the device for a function built for \"cuda\": %s\n%s%s", step,
+		    ts_last_error(ctx), ir_func_str(ctx, fn), ts_module_source(m, "cuda"));
+	for (int i = 0; i < rs->n; i++)
+		ts_cuda_array_free(dev[i]);
+	ts_cuda_close(cuda);
+	compare_set(f, fn, rs, "cuda", ts_module_source(m, "cuda"));
+}
+
+/* ts_build refusing a function for "cuda" with a message is a refusal;
+ * anything else that fails is the library's fault. */
+static bool gpu_refusal(ts_ctx *ctx)
+{
+	ts_status st = ts_last_status(ctx);
+	return st == TS_ERR_INVALID || st == TS_ERR_UNSUPPORTED;
+}
+
+/* fn, when it is bound to GPU threads and the input has GPU builds left:
+ * built for "cuda" and run on the device against the reference.  The
+ * module joins the pool (for hostile runs with host arrays, printers). */
+static void check_gpu(fz *f, ts_func *fn)
+{
+	if (!f->gpu || !fn || f->gpu_builds >= API_MAX_GPU_BUILDS || !bound_to_threads(fn))
+		return;
+	run_set rs;
+	if (!make_set(f, fn, &rs)) {
+		free_set(&rs);
+		return;
+	}
+	char buf[48];
+	const char *target = gpu_target(f, buf, sizeof(buf));
+	f->gpu_builds++;
+	f->counts.gpu_built++;
+	ts_module *m = CALL_P(f, fn->ctx, ts_build(fn->ctx, fn, target));
+	if (!m) {
+		if (!gpu_refusal(fn->ctx))
+			die(f, "ts_build(f, \"%s\") failed: %s\n%s", target, ts_last_error(fn->ctx),
+			    ir_func_str(fn->ctx, fn));
+		f->counts.gpu_refused++;
+		free_set(&rs);
+		return;
+	}
+	run_on_device(f, fn, m, &rs);
+	f->counts.gpu_ran++;
+	free_set(&rs);
+	add_module(f, m);
 }
 
 static void step_build(fz *f)
@@ -1150,8 +1317,15 @@ static void step_build(fz *f)
 		return;
 	}
 	static const char *targets[] = {"llvm", "llvm", "llvm", "llvm", NULL, "", "c", "cuda -arch=sm_1",
-					"llvm -mcpu=nope", "llvm -mattr=+avx2", "llvm -mattr=", "llvm x"};
+					"llvm -mcpu=nope", "llvm -mattr=+avx2", "llvm -mattr=", "llvm x", "cuda"};
 	const char *target = targets[pick(f, TS_COUNT_OF(targets))];
+	/* "cuda" for a function of ctx goes the checked way (or nowhere: a
+	 * module built there could not run on host arrays); with a wrong
+	 * function or context it is refused before anything compiles */
+	if (target && !strcmp(target, "cuda") && fn && fn->ctx == ctx) {
+		check_gpu(f, fn);
+		return;
+	}
 	if (fn && f->builds >= API_MAX_BUILDS)
 		return;
 	f->builds += fn != NULL;
@@ -1160,13 +1334,7 @@ static void step_build(fz *f)
 		return;
 	if (fn && fn->ctx == ctx)
 		check_func(f, fn, m);
-	if (f->nmod == NMOD) {
-		int i = pick(f, NMOD);
-		ts_module_free(f->mod[i]);
-		f->mod[i] = m;
-	} else {
-		f->mod[f->nmod++] = m;
-	}
+	add_module(f, m);
 }
 
 /* ---- whole pipelines ------------------------------------------------------------------------ */
@@ -1174,6 +1342,8 @@ static void step_build(fz *f)
 static ts_tensor *input(fz *f, ts_ctx *ctx, const char *name, int ndim, const int64_t *shape)
 {
 	ts_dtype t = rare(f, 8) ? (rare(f, 2) ? ts_float64 : ts_int32) : ts_float32;
+	if (f->input_type.bits && !rare(f, 8))
+		t = f->input_type;
 	return add_tensor(f, CALL_P(f, ctx, ts_placeholder(ctx, name, ndim, shape, t)));
 }
 
@@ -1304,9 +1474,10 @@ static void step_pipeline(fz *f)
 	ts_func *fn = CALL_P(f, ctx, ts_lower(s, "f", n, args));
 	if (!fn)
 		return;
-	f->nlowered++;
+	f->counts.lowered++;
 	POOL_ADD(f, f->func, f->nfunc, NFUNC, fn);
 	check_func(f, fn, NULL);
+	check_gpu(f, fn);
 	if (f->builds >= API_MAX_BUILDS)
 		return;
 	f->builds++;
@@ -1314,6 +1485,291 @@ static void step_pipeline(fz *f)
 	if (m)
 		check_func(f, fn, m);
 	ts_module_free(m);
+}
+
+/* A thread count for a block dimension: mostly a power of two up to 128,
+ * sometimes one the launch limits or the split refuse. */
+static int64_t pick_threads(fz *f, int most_log2)
+{
+	if (rare(f, 16))
+		return rare(f, 2) ? pick_factor(f) : 2048;
+	return (int64_t)1 << pick(f, most_log2 + 1);
+}
+
+/* The data axes of st bound as GPU users bind them: fused into one, split
+ * into blocks of threads (with a few elements per thread inside, now and
+ * then), or the last two tiled into a 2-D grid of 2-D blocks, the leading
+ * ones fused onto blockIdx.z.  Returns the innermost thread-bound axis
+ * (NULL when a primitive refused), its block axis in *block and the
+ * threads along x in *nthreads. */
+static ts_axis *gpu_bind_data(fz *f, ts_stage *st, int ndim, ts_axis **block, int64_t *nthreads)
+{
+	ts_ctx *ctx = ctx_of_stage(st);
+	ts_axis *x = ndim > 0 ? CALL_P(f, ctx, ts_axis_of(st, 0)) : NULL, *o1 = NULL, *o2 = NULL;
+	ts_axis *o3 = NULL, *o4 = NULL;
+	if (!x)
+		return NULL;
+	if (ndim >= 2 && rare(f, 2)) { /* 2-D blocks */
+		int64_t ty = pick_threads(f, 4), tx = pick_threads(f, 5);
+		ts_axis *i = CALL_P(f, ctx, ts_axis_of(st, ndim - 2)), *j = CALL_P(f, ctx, ts_axis_of(st, ndim - 1));
+		if (CALL_S(f, ctx, ts_tile(st, i, j, ty, tx, &o1, &o2, &o3, &o4)) != TS_OK)
+			return NULL;
+		for (int d = 1; d < ndim - 2 && x; d++) { /* the leading axes, fused */
+			ts_axis *z = NULL;
+			CALL_S(f, ctx, ts_fuse(st, x, ts_axis_of(st, d), &z));
+			x = z;
+		}
+		if (ndim > 2 && x)
+			CALL_S(f, ctx, ts_bind(st, x, TS_BLOCK_Z));
+		CALL_S(f, ctx, ts_bind(st, o1, TS_BLOCK_Y));
+		CALL_S(f, ctx, ts_bind(st, o2, TS_BLOCK_X));
+		CALL_S(f, ctx, ts_bind(st, o3, TS_THREAD_Y));
+		CALL_S(f, ctx, ts_bind(st, o4, TS_THREAD_X));
+		*block = o2;
+		*nthreads = tx;
+		return o4;
+	}
+	for (int d = 1; d < ndim && x; d++) {
+		ts_axis *fused = NULL;
+		CALL_S(f, ctx, ts_fuse(st, x, ts_axis_of(st, d), &fused));
+		x = fused;
+	}
+	ts_axis *per_thread = NULL;
+	if (x && rare(f, 3) && CALL_S(f, ctx, ts_split(st, x, 1 + pick(f, 4), &o1, &per_thread)) == TS_OK)
+		x = o1;
+	int64_t threads = pick_threads(f, 7);
+	ts_status r = rare(f, 4) ? CALL_S(f, ctx, ts_split_nparts(st, x, threads, &o2, &o3))
+				 : CALL_S(f, ctx, ts_split_tail(st, x, threads, (ts_tail)pick(f, 2), &o2, &o3));
+	if (r != TS_OK)
+		return NULL;
+	if (!rare(f, 8)) /* now and then threads only: one block */
+		CALL_S(f, ctx, ts_bind(st, o2, TS_BLOCK_X));
+	CALL_S(f, ctx, ts_bind(st, o3, TS_THREAD_X));
+	if (per_thread && rare(f, 3))
+		CALL_S(f, ctx, ts_unroll(st, per_thread));
+	else if (per_thread && rare(f, 2))
+		CALL_S(f, ctx, ts_vectorize(st, per_thread));
+	*block = o2;
+	*nthreads = threads;
+	return o3;
+}
+
+/* An input of the stage reader staged in shared memory or registers,
+ * computed at a loop of at (the block's, the thread's or a reduction
+ * step's), a shared tile fetched by the block's threads together. */
+static void gpu_stage_input(fz *f, ts_schedule *s, ts_tensor *in, ts_stage *reader, ts_stage *at,
+			    ts_axis *axis, int64_t nthreads)
+{
+	ts_ctx *ctx = s->ctx;
+	bool shared = !rare(f, 3);
+	ts_tensor *r = reader->tensor, *t = NULL;
+	/* the reader given, else the first stage that reads in */
+	for (int i = -1; !t && i < s->nstages && i < 8; i++) {
+		if (i >= 0)
+			r = s->stages[i]->tensor;
+		t = CALL_P(f, ctx, ts_cache_read(s, in, shared ? TS_SCOPE_SHARED : TS_SCOPE_LOCAL, 1, &r));
+	}
+	ts_stage *st = t ? CALL_P(f, ctx, ts_stage_of(s, t)) : NULL;
+	if (!st)
+		return;
+	add_stage(f, st);
+	if (CALL_S(f, ctx, ts_compute_at(st, at, axis)) != TS_OK || !shared || rare(f, 3))
+		return;
+	/* the block's threads fetch the tile together */
+	ts_axis *x = st->nleaf > 0 ? st->leaf[0] : NULL, *o = NULL, *i = NULL;
+	for (int d = 1; x && d < t->ndim; d++) {
+		ts_axis *fused = NULL;
+		CALL_S(f, ctx, ts_fuse(st, x, CALL_P(f, ctx, ts_axis_of(st, d)), &fused));
+		x = fused;
+	}
+	if (x && CALL_S(f, ctx, ts_split(st, x, rare(f, 6) ? pick_threads(f, 7) : nthreads, &o, &i)) == TS_OK)
+		CALL_S(f, ctx, ts_bind(st, i, TS_THREAD_X));
+	if (rare(f, 4))
+		CALL_S(f, ctx, ts_double_buffer(st));
+	if (rare(f, 4))
+		CALL_S(f, ctx, ts_storage_align(st, t->ndim > 1 ? t->ndim - 2 : 0, 1 << pick(f, 6), 1 + pick(f, 4)));
+}
+
+/* The data axes of st (the first ndim leaves) fused into one; NULL when
+ * a fuse refused. */
+static ts_axis *fuse_data(fz *f, ts_stage *st, int ndim)
+{
+	ts_ctx *ctx = ctx_of_stage(st);
+	ts_axis *x = ndim > 0 && st->nleaf >= ndim ? st->leaf[0] : NULL;
+	for (int d = 1; d < ndim && x; d++) {
+		ts_axis *fused = NULL;
+		CALL_S(f, ctx, ts_fuse(st, x, st->leaf[1], &fused));
+		x = fused;
+	}
+	return x;
+}
+
+/* Y's reduction factored across threads (TVM's cross-thread reduction):
+ * a part of its first reduction axis taken out by rfactor, computed by
+ * threadIdx.x in shared memory at Y's block loop (or in registers at Y's
+ * thread loop), Y's elements on blockIdx.x and threadIdx.y adding the
+ * parts up. */
+static void gpu_rfactor(fz *f, ts_schedule *s, ts_tensor *Y)
+{
+	ts_ctx *ctx = s->ctx;
+	ts_stage *sy = CALL_P(f, ctx, ts_stage_of(s, Y));
+	ts_axis *ko = NULL, *ki = NULL, *bo = NULL, *to = NULL;
+	if (!sy || CALL_S(f, ctx, ts_split(sy, ts_reduce_axis_of(sy, 0), pick_threads(f, 6), &ko, &ki)) != TS_OK)
+		return;
+	int nd = Y->ndim;
+	ts_tensor *rf = CALL_P(f, ctx, ts_rfactor(s, Y, rare(f, 3) ? ko : ki, nd));
+	ts_stage *sr = rf ? CALL_P(f, ctx, ts_stage_of(s, rf)) : NULL;
+	ts_axis *x = sr ? fuse_data(f, sy, nd) : NULL;
+	if (!x || CALL_S(f, ctx, ts_split(sy, x, pick_threads(f, 3), &bo, &to)) != TS_OK)
+		return;
+	add_stage(f, sr);
+	CALL_S(f, ctx, ts_bind(sy, bo, TS_BLOCK_X));
+	CALL_S(f, ctx, ts_bind(sy, to, TS_THREAD_Y));
+	bool shared = !rare(f, 3);
+	CALL_S(f, ctx, ts_set_scope(sr, shared ? TS_SCOPE_SHARED : TS_SCOPE_LOCAL));
+	if (CALL_S(f, ctx, ts_compute_at(sr, sy, shared ? bo : to)) != TS_OK || !shared)
+		return;
+	ts_axis *part = CALL_P(f, ctx, ts_axis_of(sr, nd)), *rows = fuse_data(f, sr, nd);
+	if (rows)
+		CALL_S(f, ctx, ts_bind(sr, rows, TS_THREAD_Y));
+	CALL_S(f, ctx, ts_bind(sr, part, TS_THREAD_X));
+}
+
+/* Y's schedule as GPU users write it (Y's stage unscheduled): its data axes
+ * bound to blocks and threads; a reduction accumulated in registers
+ * (cache_write local computed at the thread loop), sometimes in steps;
+ * inputs staged in shared memory or registers; the other stages inlined,
+ * computed in Y's threads, bound to threads of their own (a kernel of
+ * their own) or left at root. */
+static void gpu_schedule(fz *f, ts_schedule *s, ts_tensor *Y)
+{
+	ts_ctx *ctx = s->ctx;
+	ts_stage *others[16];
+	int nothers = 0;
+	for (int i = 0; i < s->nstages && nothers < 16; i++)
+		if (s->stages[i]->tensor != Y && s->stages[i]->tensor->op == TS_OP_COMPUTE)
+			others[nothers++] = s->stages[i];
+	ts_tensor *ins[API_BUF];
+	int nins = proper_args(s, ins, 32) - s->nout;
+	if (Y->nreduce > 0 && rare(f, 4)) {
+		gpu_rfactor(f, s, Y);
+		return;
+	}
+	ts_tensor *YL = Y->nreduce > 0 && !rare(f, 3) ? CALL_P(f, ctx, ts_cache_write(s, Y, TS_SCOPE_LOCAL)) : NULL;
+	ts_stage *sy = CALL_P(f, ctx, ts_stage_of(s, Y)), *sl = YL ? CALL_P(f, ctx, ts_stage_of(s, YL)) : NULL;
+	ts_axis *block = NULL, *step = NULL;
+	int64_t nthreads = 1;
+	ts_axis *thread = sy ? gpu_bind_data(f, sy, Y->ndim, &block, &nthreads) : NULL;
+	if (!thread)
+		return;
+	if (sl && CALL_S(f, ctx, ts_compute_at(sl, sy, rare(f, 4) ? sy->leaf[sy->nleaf - 1] : thread)) == TS_OK &&
+	    rare(f, 2)) {
+		ts_axis *k = CALL_P(f, ctx, ts_reduce_axis_of(sl, 0)), *ki = NULL;
+		if (CALL_S(f, ctx, ts_split(sl, k, 1 + pick(f, 8), &step, &ki)) == TS_OK && rare(f, 2)) {
+			ts_axis *order[API_BUF] = {step};
+			int n = 1;
+			for (int i = 0; i < sl->nleaf; i++)
+				if (sl->leaf[i] != step)
+					order[n++] = sl->leaf[i];
+			CALL_S(f, ctx, ts_reorder(sl, n, order));
+		}
+	}
+	for (int i = 0; i < nins; i++) {
+		if (rare(f, 2))
+			continue;
+		ts_stage *reader = sl ? sl : sy;
+		if (rare(f, 3) && s->nstages > 0)
+			reader = s->stages[pick(f, s->nstages)];
+		switch (pick(f, step ? 4 : 3)) {
+		case 0: gpu_stage_input(f, s, ins[i], reader, sy, block, nthreads); break;
+		case 1: gpu_stage_input(f, s, ins[i], reader, sy, thread, nthreads); break;
+		case 2:
+			if (reader->nleaf > 0)
+				gpu_stage_input(f, s, ins[i], reader, reader, reader->leaf[reader->nleaf - 1], nthreads);
+			break;
+		default: gpu_stage_input(f, s, ins[i], reader, sl, step, nthreads); break;
+		}
+	}
+	for (int i = 0; i < nothers; i++) {
+		ts_stage *st = others[i], *at = sl && rare(f, 2) ? sl : sy;
+		ts_axis *b = NULL;
+		int64_t n = 0;
+		switch (pick(f, 4)) {
+		case 0: CALL_S(f, ctx, ts_compute_inline(st)); break;
+		case 1:
+			if (at->nleaf > 0)
+				CALL_S(f, ctx, ts_compute_at(st, at, at == sy ? thread : at->leaf[pick(f, at->nleaf)]));
+			break;
+		case 2: gpu_bind_data(f, st, st->tensor->ndim, &b, &n); break;
+		default: break;
+		}
+	}
+}
+
+/* A pipeline scheduled for a GPU: an operator on fitting inputs (or a
+ * tensor-core GEMM), the operator library's GPU schedule or one written
+ * as GPU users write them, a few random primitives on top, lowering, and
+ * the check of what lowers through the interpreter and, with the GPU
+ * checks on, on the device. */
+static void step_gpu_pipeline(fz *f)
+{
+	ts_ctx *ctx = f->ctx[rare(f, 4)];
+	int how = pick(f, 8);
+	ts_tensor *Y;
+	if (how == 0) { /* tensor cores: 16-multiples, TF32 or half inputs */
+		int64_t m = 16 << rare(f, 2), n = 16 << rare(f, 2), k = 16 << rare(f, 3);
+		bool half = rare(f, 2);
+		ts_dtype t = half ? (rare(f, 2) ? ts_float16 : ts_bfloat16) : ts_float32;
+		ts_tensor *A = add_tensor(f, CALL_P(f, ctx, ts_placeholder(ctx, "A", 2, (int64_t[]){m, k}, t)));
+		ts_tensor *B = add_tensor(f, CALL_P(f, ctx, ts_placeholder(ctx, "B", 2, (int64_t[]){k, n}, t)));
+		Y = half ? CALL_P(f, ctx, ts_op_matmul_acc(ctx, A, B, false, rare(f, 3), ts_float32))
+			 : CALL_P(f, ctx, ts_op_matmul_tf32(ctx, A, B, false, rare(f, 3)));
+	} else {
+		/* the dtypes the CUDA C spells its own way, now and then */
+		static const ts_dtype types[] = {ts_float16, ts_bfloat16, ts_int8, ts_uint8, ts_int64, ts_int16,
+						 ts_float64, ts_int32};
+		if (rare(f, 3))
+			f->input_type = types[pick(f, TS_COUNT_OF(types))];
+		Y = shaped_op(f, ctx);
+		f->input_type = (ts_dtype){0, 0, 0};
+	}
+	add_tensor(f, Y);
+	if (!Y || Y->ctx != ctx || Y->op != TS_OP_COMPUTE)
+		return;
+	ts_schedule *s = CALL_P(f, ctx, ts_create_schedule(ctx, 1, &Y));
+	POOL_ADD(f, f->sch, f->nsch, NSCH, s);
+	if (!s)
+		return;
+	ts_matmul_cuda_params gp = ts_matmul_cuda_default();
+	if (rare(f, 2)) {
+		gp.block_m = 1 << pick(f, 6), gp.block_n = 1 << pick(f, 6), gp.thread_m = 1 << pick(f, 3);
+		gp.thread_n = 1 << pick(f, 3), gp.tile_k = 1 << pick(f, 4), gp.double_buffer = rare(f, 2);
+	}
+	switch (how) {
+	case 0: CALL_S(f, ctx, ts_schedule_matmul_tensorcore(s, Y, NULL)); break;
+	case 1: CALL_S(f, ctx, ts_schedule_default_cuda(s, (int)pick_threads(f, 8))); break;
+	case 2:
+		switch (pick(f, 3)) {
+		case 0: CALL_S(f, ctx, ts_schedule_matmul_cuda(s, Y, rare(f, 2) ? NULL : &gp)); break;
+		case 1: CALL_S(f, ctx, ts_schedule_conv2d_cuda(s, Y, rare(f, 2) ? NULL : &gp)); break;
+		default: CALL_S(f, ctx, ts_schedule_default_cuda(s, 32)); break;
+		}
+		break;
+	default: gpu_schedule(f, s, Y); break;
+	}
+	for (int i = rare(f, 3) ? 1 + pick(f, 2) : 0; i > 0 && s->nstages > 0; i--)
+		primitive_on(f, s->stages[pick(f, s->nstages)], s->stages[pick(f, s->nstages)]);
+	for (int i = 0; i < s->nstages && i < 4; i++)
+		add_stage(f, s->stages[s->nstages - 1 - i]);
+	ts_tensor *args[API_BUF];
+	int n = proper_args(s, args, 32);
+	ts_func *fn = CALL_P(f, ctx, ts_lower(s, "g", n, args));
+	if (!fn)
+		return;
+	f->counts.lowered++;
+	POOL_ADD(f, f->func, f->nfunc, NFUNC, fn);
+	check_func(f, fn, NULL);
+	check_gpu(f, fn);
 }
 
 static void step_array(fz *f)
@@ -1440,10 +1896,10 @@ static const step_fn steps[] = {
 	step_primitive, step_primitive, step_primitive, step_op_schedule, step_print,
 	step_lower, step_lower, step_lower, step_build, step_build, step_array, step_run,
 	step_eval, step_expr, step_reduce_axis, step_size_var, step_pipeline, step_pipeline,
-	step_pipeline,
+	step_pipeline, step_gpu_pipeline, step_gpu_pipeline,
 };
 
-void api_fuzz_run(const uint8_t *data, size_t size, const char *label)
+void api_fuzz_run(const uint8_t *data, size_t size, const char *label, api_fuzz_counts *counts)
 {
 	fz *f = calloc(1, sizeof(*f));
 	if (!f)
@@ -1453,10 +1909,13 @@ void api_fuzz_run(const uint8_t *data, size_t size, const char *label)
 	f->label = label;
 	const char *log = getenv("TS_API_FUZZ_LOG");
 	f->log = log && *log && *log != '0';
+	f->gpu = api_fuzz_gpu();
 	f->ctx[0] = ts_ctx_new();
 	f->ctx[1] = ts_ctx_new();
+	/* with the GPU checks on, one step in four more a GPU pipeline, so that
+	 * most inputs reach the device */
 	for (int i = 0; i < API_MAX_STEPS && f->pos < f->size; i++)
-		steps[pick(f, TS_COUNT_OF(steps))](f);
+		(f->gpu && rare(f, 4) ? step_gpu_pipeline : steps[pick(f, TS_COUNT_OF(steps))])(f);
 	/* the last function of the pool, built if the input has not built two */
 	if (f->nfunc > 0 && f->builds < API_MAX_BUILDS) {
 		ts_func *fn = f->func[f->nfunc - 1];
@@ -1465,10 +1924,24 @@ void api_fuzz_run(const uint8_t *data, size_t size, const char *label)
 			check_func(f, fn, m);
 		ts_module_free(m);
 	}
+	/* and the latest function bound to GPU threads, on the device */
+	for (int i = f->nfunc - 1; i >= 0 && f->gpu && f->gpu_builds < API_MAX_GPU_BUILDS; i--)
+		if (bound_to_threads(f->func[i])) {
+			check_gpu(f, f->func[i]);
+			break;
+		}
 	if (f->log)
-		fprintf(stderr, "api_fuzz%s%s: %d calls, %d failed, %d functions lowered, %d built, %d compared\n",
-			label ? " " : "", label ? label : "", f->ntrace, f->nfailed, f->nlowered, f->builds,
-			f->nchecked);
+		fprintf(stderr, "api_fuzz%s%s: %d calls, %d failed, %d functions lowered, %d built, %d compared, "
+			"%d built for cuda (%d refused, %d run)\n", label ? " " : "", label ? label : "",
+			f->ntrace, f->nfailed, f->counts.lowered, f->builds, f->counts.compared,
+			f->counts.gpu_built, f->counts.gpu_refused, f->counts.gpu_ran);
+	if (counts) {
+		counts->lowered += f->counts.lowered;
+		counts->compared += f->counts.compared;
+		counts->gpu_built += f->counts.gpu_built;
+		counts->gpu_refused += f->counts.gpu_refused;
+		counts->gpu_ran += f->counts.gpu_ran;
+	}
 	for (int i = 0; i < f->nmod; i++)
 		ts_module_free(f->mod[i]);
 	for (int i = 0; i < f->narr; i++)
