@@ -1535,7 +1535,7 @@ static ts_axis *gpu_bind_data(fz *f, ts_stage *st, int ndim, ts_axis **block, in
 		x = fused;
 	}
 	ts_axis *per_thread = NULL;
-	if (x && rare(f, 3) && CALL_S(f, ctx, ts_split(st, x, 1 + pick(f, 4), &o1, &per_thread)) == TS_OK)
+	if (x && rare(f, 3) && CALL_S(f, ctx, ts_split(st, x, rare(f, 3) ? 3 : 2 << pick(f, 3), &o1, &per_thread)) == TS_OK)
 		x = o1;
 	int64_t threads = pick_threads(f, 7);
 	ts_status r = rare(f, 4) ? CALL_S(f, ctx, ts_split_nparts(st, x, threads, &o2, &o3))
@@ -1547,11 +1547,25 @@ static ts_axis *gpu_bind_data(fz *f, ts_stage *st, int ndim, ts_axis **block, in
 	CALL_S(f, ctx, ts_bind(st, o3, TS_THREAD_X));
 	if (per_thread && rare(f, 3))
 		CALL_S(f, ctx, ts_unroll(st, per_thread));
-	else if (per_thread && rare(f, 2))
+	else if (per_thread && !rare(f, 3))
 		CALL_S(f, ctx, ts_vectorize(st, per_thread));
 	*block = o2;
 	*nthreads = threads;
 	return o3;
+}
+
+/* The data axes of st (the first ndim leaves) fused into one; NULL when
+ * a fuse refused. */
+static ts_axis *fuse_data(fz *f, ts_stage *st, int ndim)
+{
+	ts_ctx *ctx = ctx_of_stage(st);
+	ts_axis *x = ndim > 0 && st->nleaf >= ndim ? st->leaf[0] : NULL;
+	for (int d = 1; d < ndim && x; d++) {
+		ts_axis *fused = NULL;
+		CALL_S(f, ctx, ts_fuse(st, x, st->leaf[1], &fused));
+		x = fused;
+	}
+	return x;
 }
 
 /* An input of the stage reader staged in shared memory or registers,
@@ -1575,12 +1589,12 @@ static void gpu_stage_input(fz *f, ts_schedule *s, ts_tensor *in, ts_stage *read
 	add_stage(f, st);
 	if (CALL_S(f, ctx, ts_compute_at(st, at, axis)) != TS_OK || !shared || rare(f, 3))
 		return;
-	/* the block's threads fetch the tile together */
-	ts_axis *x = st->nleaf > 0 ? st->leaf[0] : NULL, *o = NULL, *i = NULL;
-	for (int d = 1; x && d < t->ndim; d++) {
-		ts_axis *fused = NULL;
-		CALL_S(f, ctx, ts_fuse(st, x, CALL_P(f, ctx, ts_axis_of(st, d)), &fused));
-		x = fused;
+	/* the block's threads fetch the tile together, a few elements each
+	 * now and then (one vector access where they line up) */
+	ts_axis *x = fuse_data(f, st, t->ndim), *o = NULL, *i = NULL, *v = NULL;
+	if (x && rare(f, 3) && CALL_S(f, ctx, ts_split(st, x, 2 << pick(f, 3), &o, &v)) == TS_OK) {
+		x = o;
+		CALL_S(f, ctx, rare(f, 4) ? ts_unroll(st, v) : ts_vectorize(st, v));
 	}
 	if (x && CALL_S(f, ctx, ts_split(st, x, rare(f, 6) ? pick_threads(f, 7) : nthreads, &o, &i)) == TS_OK)
 		CALL_S(f, ctx, ts_bind(st, i, TS_THREAD_X));
@@ -1588,20 +1602,6 @@ static void gpu_stage_input(fz *f, ts_schedule *s, ts_tensor *in, ts_stage *read
 		CALL_S(f, ctx, ts_double_buffer(st));
 	if (rare(f, 4))
 		CALL_S(f, ctx, ts_storage_align(st, t->ndim > 1 ? t->ndim - 2 : 0, 1 << pick(f, 6), 1 + pick(f, 4)));
-}
-
-/* The data axes of st (the first ndim leaves) fused into one; NULL when
- * a fuse refused. */
-static ts_axis *fuse_data(fz *f, ts_stage *st, int ndim)
-{
-	ts_ctx *ctx = ctx_of_stage(st);
-	ts_axis *x = ndim > 0 && st->nleaf >= ndim ? st->leaf[0] : NULL;
-	for (int d = 1; d < ndim && x; d++) {
-		ts_axis *fused = NULL;
-		CALL_S(f, ctx, ts_fuse(st, x, st->leaf[1], &fused));
-		x = fused;
-	}
-	return x;
 }
 
 /* Y's reduction factored across threads (TVM's cross-thread reduction):
@@ -1757,7 +1757,7 @@ static void step_gpu_pipeline(fz *f)
 		break;
 	default: gpu_schedule(f, s, Y); break;
 	}
-	for (int i = rare(f, 3) ? 1 + pick(f, 2) : 0; i > 0 && s->nstages > 0; i--)
+	for (int i = rare(f, 2) ? 1 + pick(f, 3) : 0; i > 0 && s->nstages > 0; i--)
 		primitive_on(f, s->stages[pick(f, s->nstages)], s->stages[pick(f, s->nstages)]);
 	for (int i = 0; i < s->nstages && i < 4; i++)
 		add_stage(f, s->stages[s->nstages - 1 - i]);
