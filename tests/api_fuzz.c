@@ -1236,6 +1236,44 @@ static const char *gpu_target(fz *f, char *buf, size_t size)
 	return buf;
 }
 
+/* m run with one of its device arrays dev[0..rs->n) swapped for a wrong
+ * one: of another shape or dtype, a host array, another argument.  It
+ * must refuse with a message, or run where the swap fits (an access
+ * past a device array then stops the emulator under AddressSanitizer). */
+static void run_wrong_arrays(fz *f, ts_module *m, ts_cuda *cuda, ts_array **dev, const run_set *rs)
+{
+	ts_ctx *ctx = ts_module_func(m)->ctx;
+	ts_array *args[API_BUF], *made = NULL;
+	int i = pick(f, rs->n);
+	memcpy(args, dev, sizeof(args[0]) * (size_t)rs->n);
+	int64_t shape[TS_MAX_DIMS];
+	int ndim = dev[i]->ndim;
+	memcpy(shape, dev[i]->shape, sizeof(shape[0]) * (size_t)ndim);
+	switch (pick(f, 4)) {
+	case 0: /* one extent off by one, or one dimension fewer */
+		if (ndim > 0 && rare(f, 2)) {
+			ndim--;
+		} else if (ndim > 0) {
+			int d = pick(f, ndim);
+			shape[d] += rare(f, 2) && shape[d] > 1 ? -1 : 1;
+		}
+		made = CALL_P(f, ctx, ts_cuda_array_new(ctx, cuda, dev[i]->dtype, ndim, shape));
+		args[i] = made;
+		break;
+	case 1:
+		made = CALL_P(f, ctx, ts_cuda_array_new(ctx, cuda, pick_dtype(f), ndim, shape));
+		args[i] = made;
+		break;
+	case 2: args[i] = rs->got[i]; break;
+	default: args[i] = dev[pick(f, rs->n)]; break;
+	}
+	if (rare(f, 2))
+		CALL_S(f, ctx, ts_module_run(m, rs->n, args));
+	else if (CALL_S(f, ctx, ts_module_launch(m, rs->n, args)) == TS_OK)
+		CALL_S(f, ctx, ts_cuda_synchronize(ctx, cuda));
+	ts_cuda_array_free(made);
+}
+
 /* Runs m (fn built for "cuda") on device copies of rs's arrays and brings
  * the results back into rs->got; dies when any step fails. */
 static void run_on_device(fz *f, const ts_func *fn, ts_module *m, run_set *rs)
@@ -1263,10 +1301,12 @@ static void run_on_device(fz *f, const ts_func *fn, ts_module *m, run_set *rs)
 	if (!ok)
 		die(f, "%s failed on the device for a function built for \"cuda\": %s\n%s%s", step,
 		    ts_last_error(ctx), ir_func_str(ctx, fn), ts_module_source(m, "cuda"));
+	compare_set(f, fn, rs, "cuda", ts_module_source(m, "cuda"));
+	if (rs->n > 0 && rare(f, 3))
+		run_wrong_arrays(f, m, cuda, dev, rs);
 	for (int i = 0; i < rs->n; i++)
 		ts_cuda_array_free(dev[i]);
 	ts_cuda_close(cuda);
-	compare_set(f, fn, rs, "cuda", ts_module_source(m, "cuda"));
 }
 
 /* ts_build refusing a function for "cuda" with a message is a refusal;
