@@ -622,11 +622,11 @@ static ts_expr *lambda_body(ts_ctx *ctx, ts_expr *const *axes, void *user)
 	return gen_expr(u->f, u->sc, 2);
 }
 
-/* A compute over the shape of a tensor of the pool (or a random one): an
- * elementwise function of reads, or a reduction over fresh axes. */
-static void step_compute(fz *f)
+/* A compute of ctx over the shape of a tensor of the pool (or a random
+ * one): an elementwise function of reads, or a reduction over fresh
+ * axes. */
+static ts_tensor *compute_in(fz *f, ts_ctx *ctx)
 {
-	ts_ctx *ctx = pick_ctx(f);
 	scope sc = {.ctx = ctx, .nice = !rare(f, 4)};
 	ts_tensor *like = tensor_of(f, ctx);
 	int64_t shape[API_BUF];
@@ -678,7 +678,12 @@ static void step_compute(fz *f)
 		else
 			t = CALL_P(f, ctx, ts_compute(ctx, name, ndim, shape, vars, body));
 	}
-	add_tensor(f, t);
+	return add_tensor(f, t);
+}
+
+static void step_compute(fz *f)
+{
+	compute_in(f, pick_ctx(f));
 }
 
 static int64_t pads[API_BUF];
@@ -1465,8 +1470,7 @@ static ts_tensor *shaped_op(fz *f, ts_ctx *ctx)
 		return CALL_P(f, ctx, ts_op_batch_matmul(ctx, A, B, false, false));
 	default:
 		input(f, ctx, "A", 2, (int64_t[]){m, n});
-		step_compute(f);
-		return f->ntensor ? f->tensor[f->ntensor - 1] : NULL;
+		return compute_in(f, ctx);
 	}
 }
 
@@ -1754,7 +1758,7 @@ static void gpu_schedule(fz *f, ts_schedule *s, ts_tensor *Y)
 static void step_gpu_pipeline(fz *f)
 {
 	ts_ctx *ctx = f->ctx[rare(f, 4)];
-	int how = pick(f, 8);
+	int how = pick(f, 10); /* 6 and up: a chain of random computes */
 	ts_tensor *Y;
 	if (how == 0) { /* tensor cores: 16-multiples, TF32 or half inputs */
 		int64_t m = 16 << rare(f, 2), n = 16 << rare(f, 2), k = 16 << rare(f, 3);
@@ -1770,7 +1774,17 @@ static void step_gpu_pipeline(fz *f)
 						 ts_float64, ts_int32};
 		if (rare(f, 3))
 			f->input_type = types[pick(f, TS_COUNT_OF(types))];
-		Y = shaped_op(f, ctx);
+		if (how < 6) {
+			Y = shaped_op(f, ctx);
+		} else { /* a chain of random computes over fresh inputs */
+			int64_t m = 1 + pick(f, 12), n = 1 + pick(f, 12);
+			input(f, ctx, "A", 2, (int64_t[]){m, n});
+			if (rare(f, 2))
+				input(f, ctx, "B", 1, rare(f, 2) ? &m : &n);
+			Y = compute_in(f, ctx);
+			for (int i = pick(f, 3); i > 0 && Y; i--)
+				Y = compute_in(f, ctx);
+		}
 		f->input_type = (ts_dtype){0, 0, 0};
 	}
 	add_tensor(f, Y);
@@ -1787,7 +1801,8 @@ static void step_gpu_pipeline(fz *f)
 	}
 	switch (how) {
 	case 0: CALL_S(f, ctx, ts_schedule_matmul_tensorcore(s, Y, NULL)); break;
-	case 1: CALL_S(f, ctx, ts_schedule_default_cuda(s, (int)pick_threads(f, 8))); break;
+	case 1:
+	case 9: CALL_S(f, ctx, ts_schedule_default_cuda(s, (int)pick_threads(f, 8))); break;
 	case 2:
 		switch (pick(f, 3)) {
 		case 0: CALL_S(f, ctx, ts_schedule_matmul_cuda(s, Y, rare(f, 2) ? NULL : &gp)); break;
