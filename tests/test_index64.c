@@ -420,6 +420,44 @@ START_TEST(test_cuda_int64_indices)
 }
 END_TEST
 
+/* P[i] = max(i, 3 - i), an index variable as the stored value, at root
+ * in a function whose reduction near INT32_MAX needs int64 indices: the
+ * widened value (int64, as a lone variable stays) is stored as P's int32,
+ * where lowering refused it as "provide P: wrong arity or dtype".  On the
+ * CPU, and bound to GPU threads. */
+static ts_func *index_value_wide(ts_ctx *ctx, bool gpu)
+{
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(7, 5), ts_int32);
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	ts_tensor *P = ts_compute(ctx, "P", TS_SHAPE(7), TS_VARS(j),
+				  ts_max(ctx, j, ts_sub(ctx, ts_int(ctx, 3), j)));
+	ts_iter *k = ts_reduce_axis(ctx, "k", BASE, 5);
+	ts_expr *src = ts_add(ctx, ts_cast(ctx, ts_int64, TS_READ(ctx, A, i, ts_sub(ctx, k->var, ts_int(ctx, BASE)))),
+			      ts_cast(ctx, ts_int64, TS_READ(ctx, P, i)));
+	ts_tensor *B = ts_compute(ctx, "B", TS_SHAPE(7), TS_VARS(i), TS_SUM(ctx, src, k));
+	ts_schedule *s = ts_create_schedule(ctx, 1, &B);
+	if (gpu) {
+		ts_stage *sb = ts_stage_of(s, B), *sp = ts_stage_of(s, P);
+		ts_axis *bx, *tx;
+		tu_ok(ctx, ts_split(sb, ts_axis_of(sb, 0), 4, &bx, &tx));
+		tu_ok(ctx, ts_bind(sb, bx, TS_BLOCK_X));
+		tu_ok(ctx, ts_bind(sb, tx, TS_THREAD_X));
+		tu_ok(ctx, ts_compute_at(sp, sb, tx));
+	}
+	ts_func *f = ts_lower(s, "index_value", 2, (ts_tensor *[]){A, B});
+	tu_nonnull(ctx, f);
+	return f;
+}
+
+START_TEST(test_index_value_int64)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	tu_check_func(ctx, index_value_wide(ctx, false), 0);
+	tu_check_func(ctx, index_value_wide(ctx, true), 0);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* A partitioned tail near 2^31: the main loop covers the 33554432 full
  * blocks without a guard, the tail loop the 13 elements from 2^31 on (IR
  * only). */
@@ -487,6 +525,7 @@ int main(void)
 	tcase_add_test(tc, test_partitioned_tail_near_2p31);
 	tcase_add_test(tc, test_pad_over_2p31);
 	tcase_add_test(tc, test_cuda_int64_indices);
+	tcase_add_test(tc, test_index_value_int64);
 	tcase_add_test(tc, test_mixed_int64_unrolled);
 	tcase_add_test(tc, test_mixed_int64_vectorized);
 	tcase_add_test(tc, test_mixed_int64_c);

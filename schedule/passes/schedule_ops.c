@@ -405,6 +405,11 @@ static ts_status derive_body(ops *o, stage_nest *n, ts_expr *body, ts_expr *cons
 	}
 	n->value = ts_dtype_eq(o->it, ts_int32) ? ir_substitute(ctx, body, st->nroot, vars, vals)
 						: ir_substitute_wide(ctx, body, st->nroot, vars, vals);
+	/* a widened value that is an index variable (P[i] = i, max(i, 3 - i))
+	 * comes back int64; the element is stored in the stage's dtype, as
+	 * the reference evaluator stores it */
+	if (n->value && !ts_dtype_eq(n->value->dtype, body->dtype))
+		n->value = ir_index_cast(ctx, n->value, body->dtype);
 	return n->value ? TS_OK : ts_last_status(ctx);
 }
 
