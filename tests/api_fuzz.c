@@ -63,7 +63,7 @@ typedef struct fz {
 	const uint8_t *data;
 	size_t size, pos;
 	const char *label;
-	bool log;
+	int log; /* TS_API_FUZZ_LOG */
 	ts_ctx *ctx[2];
 	ts_expr *expr[NEXPR];
 	int nexpr;
@@ -281,6 +281,8 @@ static void begin(fz *f, const char *call)
 	ts_clear_error(f->ctx[0]);
 	ts_clear_error(f->ctx[1]);
 	f->trace[f->ntrace++ % NTRACE] = call;
+	if (f->log > 1)
+		fprintf(stderr, "%s\n", call);
 }
 
 /* A call failed: the context it works in (NULL: it has none to record
@@ -294,6 +296,10 @@ static void failed(fz *f, ts_ctx *ctx)
 	if (ts_last_status(ctx) == TS_OK || !ts_last_error(ctx)[0])
 		die(f, "%s failed and left no error in its context (status %d, '%s')", call,
 		    (int)ts_last_status(ctx), ts_last_error(ctx));
+	/* TS_ERR_INTERNAL is a failed TS_ASSERT: the library's bug, whatever
+	 * the arguments */
+	if (ts_last_status(ctx) == TS_ERR_INTERNAL)
+		die(f, "%s failed on an internal check: %s", call, ts_last_error(ctx));
 	if (f->log)
 		fprintf(stderr, "%s\n    => %s\n", call, ts_last_error(ctx));
 }
@@ -993,6 +999,8 @@ static int proper_args(const ts_schedule *s, ts_tensor **args, int max)
 	return k;
 }
 
+static void check_gpu(fz *f, ts_func *fn);
+
 static void step_lower(fz *f)
 {
 	ts_schedule *s = f->nsch && !rare(f, 3) ? f->sch[f->nsch - 1] : any_sch(f);
@@ -1035,6 +1043,9 @@ static void step_lower(fz *f)
 	}
 	f->counts.lowered += fn != NULL;
 	POOL_ADD(f, f->func, f->nfunc, NFUNC, fn);
+	/* random schedules bound to threads, on the device now and then */
+	if (fn && f->gpu && rare(f, 2))
+		check_gpu(f, fn);
 }
 
 /* Work to evaluate fn's graph (elements times reduction extents), capped. */
@@ -1963,7 +1974,7 @@ void api_fuzz_run(const uint8_t *data, size_t size, const char *label, api_fuzz_
 	f->size = size;
 	f->label = label;
 	const char *log = getenv("TS_API_FUZZ_LOG");
-	f->log = log && *log && *log != '0';
+	f->log = log ? atoi(log) : 0;
 	f->gpu = api_fuzz_gpu();
 	f->ctx[0] = ts_ctx_new();
 	f->ctx[1] = ts_ctx_new();

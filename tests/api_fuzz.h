@@ -13,7 +13,8 @@
  *   - no crash and no sanitizer report;
  *   - a call that fails leaves an error in the context it was given (the
  *     context argument, or the context of the stage, schedule, tensor,
- *     function or module it works on);
+ *     function or module it works on), and not TS_ERR_INTERNAL (a failed
+ *     internal check);
  *   - a schedule primitive that fails leaves the schedule as it was (its
  *     ts_schedule_str unchanged);
  *   - a function that lowers and builds, run on random inputs, gives what
@@ -47,7 +48,7 @@ typedef struct api_fuzz_counts {
  * with a violation, so a seeded run can say which seed it was; counts
  * (NULL: none) gets what the run did added to it.  With TS_API_FUZZ_LOG=1
  * in the environment every failed call and its message go to stderr (to
- * review the messages by eye). */
+ * review the messages by eye); with =2, every call made too. */
 void api_fuzz_run(const uint8_t *data, size_t size, const char *label, api_fuzz_counts *counts);
 
 /* Whether the runs check functions bound to GPU threads on the device:
