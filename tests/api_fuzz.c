@@ -1489,6 +1489,25 @@ static ts_tensor *shaped_op(fz *f, ts_ctx *ctx)
  * schedule, an operator schedule or a few random primitives, lowering,
  * and the check of what lowers (through LLVM while the input has builds
  * left). */
+/* A pipeline's last stages join the pools; its function, if it lowers,
+ * is checked against the reference on the CPU and, bound to threads, on
+ * the device. */
+static ts_func *lower_pipeline(fz *f, ts_ctx *ctx, ts_schedule *s, const char *name)
+{
+	for (int i = 0; i < s->nstages && i < 4; i++)
+		add_stage(f, s->stages[s->nstages - 1 - i]);
+	ts_tensor *args[API_BUF];
+	int n = proper_args(s, args, 32);
+	ts_func *fn = CALL_P(f, ctx, ts_lower(s, name, n, args));
+	if (!fn)
+		return NULL;
+	f->counts.lowered++;
+	POOL_ADD(f, f->func, f->nfunc, NFUNC, fn);
+	check_func(f, fn, NULL);
+	check_gpu(f, fn);
+	return fn;
+}
+
 static void step_pipeline(fz *f)
 {
 	ts_ctx *ctx = f->ctx[rare(f, 4)];
@@ -1522,18 +1541,8 @@ static void step_pipeline(fz *f)
 			primitive_on(f, s->stages[pick(f, s->nstages)], s->stages[pick(f, s->nstages)]);
 		break;
 	}
-	for (int i = 0; i < s->nstages && i < 4; i++)
-		add_stage(f, s->stages[s->nstages - 1 - i]);
-	ts_tensor *args[API_BUF];
-	int n = proper_args(s, args, 32);
-	ts_func *fn = CALL_P(f, ctx, ts_lower(s, "f", n, args));
-	if (!fn)
-		return;
-	f->counts.lowered++;
-	POOL_ADD(f, f->func, f->nfunc, NFUNC, fn);
-	check_func(f, fn, NULL);
-	check_gpu(f, fn);
-	if (f->builds >= API_MAX_BUILDS)
+	ts_func *fn = lower_pipeline(f, ctx, s, "f");
+	if (!fn || f->builds >= API_MAX_BUILDS)
 		return;
 	f->builds++;
 	ts_module *m = CALL_P(f, ctx, ts_build(ctx, fn, "llvm"));
@@ -1825,17 +1834,7 @@ static void step_gpu_pipeline(fz *f)
 	}
 	for (int i = rare(f, 2) ? 1 + pick(f, 3) : 0; i > 0 && s->nstages > 0; i--)
 		primitive_on(f, s->stages[pick(f, s->nstages)], s->stages[pick(f, s->nstages)]);
-	for (int i = 0; i < s->nstages && i < 4; i++)
-		add_stage(f, s->stages[s->nstages - 1 - i]);
-	ts_tensor *args[API_BUF];
-	int n = proper_args(s, args, 32);
-	ts_func *fn = CALL_P(f, ctx, ts_lower(s, "g", n, args));
-	if (!fn)
-		return;
-	f->counts.lowered++;
-	POOL_ADD(f, f->func, f->nfunc, NFUNC, fn);
-	check_func(f, fn, NULL);
-	check_gpu(f, fn);
+	lower_pipeline(f, ctx, s, "g");
 }
 
 static void step_array(fz *f)
