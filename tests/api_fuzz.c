@@ -202,15 +202,23 @@ static ts_ctx *pick_ctx(fz *f)
 	return f->ctx[b < 200 ? 0 : 1];
 }
 
-/* Pools are rings: once full, a new object replaces a random one. */
+/* Pools are rings: once full, a new object replaces a random one, which
+ * release() gives back when the pool owns its objects (modules, arrays). */
+#define POOL_PUT(f, pool, n, cap, x, release)                                            \
+	do {                                                                             \
+		if ((n) < (cap)) {                                                       \
+			(pool)[(n)++] = (x);                                             \
+		} else {                                                                 \
+			int i_ = pick((f), (cap));                                       \
+			release((pool)[i_]);                                             \
+			(pool)[i_] = (x);                                                \
+		}                                                                        \
+	} while (0)
+/* Objects of a context, which frees them: NULL is left out. */
 #define POOL_ADD(f, pool, n, cap, x)                                                     \
 	do {                                                                             \
-		if (x) {                                                                 \
-			if ((n) < (cap))                                                 \
-				(pool)[(n)++] = (x);                                     \
-			else                                                             \
-				(pool)[pick((f), (cap))] = (x);                          \
-		}                                                                        \
+		if (x)                                                                   \
+			POOL_PUT(f, pool, n, cap, x, (void));                            \
 	} while (0)
 /* A pool entry, or NULL for an empty pool and one choice in 24. */
 #define POOL_PICK(f, pool, n)                                                            \
@@ -1179,18 +1187,6 @@ static void check_func(fz *f, const ts_func *fn, ts_module *m)
 	free_set(&rs);
 }
 
-/* m joins the pool of modules, replacing a random one when it is full. */
-static void add_module(fz *f, ts_module *m)
-{
-	if (f->nmod == NMOD) {
-		int i = pick(f, NMOD);
-		ts_module_free(f->mod[i]);
-		f->mod[i] = m;
-	} else {
-		f->mod[f->nmod++] = m;
-	}
-}
-
 /* ---- the CUDA path ------------------------------------------------------------------ */
 
 static struct {
@@ -1361,7 +1357,7 @@ static void check_gpu(fz *f, ts_func *fn)
 	run_on_device(f, fn, m, &rs);
 	f->counts.gpu_ran++;
 	free_set(&rs);
-	add_module(f, m);
+	POOL_PUT(f, f->mod, f->nmod, NMOD, m, ts_module_free);
 }
 
 static void step_build(fz *f)
@@ -1390,7 +1386,7 @@ static void step_build(fz *f)
 		return;
 	if (fn && fn->ctx == ctx)
 		check_func(f, fn, m);
-	add_module(f, m);
+	POOL_PUT(f, f->mod, f->nmod, NMOD, m, ts_module_free);
 }
 
 /* ---- whole pipelines ------------------------------------------------------------------------ */
@@ -1884,13 +1880,7 @@ static void step_array(fz *f)
 		return;
 	if (rare(f, 2))
 		ts_array_fill_random(a, u8(f), pick(f, 5) - 2.0, rare(f, 4) ? -INFINITY : 2.0);
-	if (f->narr == NARR) {
-		int i = pick(f, NARR);
-		ts_array_free(f->arr[i]);
-		f->arr[i] = a;
-	} else {
-		f->arr[f->narr++] = a;
-	}
+	POOL_PUT(f, f->arr, f->narr, NARR, a, ts_array_free);
 }
 
 static void step_run(fz *f)

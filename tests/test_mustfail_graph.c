@@ -802,6 +802,20 @@ START_TEST(compile_without_inputs)
 }
 END_TEST
 
+/* g compiled and run on the first n elements of data (its one input and
+ * output are float32 [n]); the output array, which the caller frees. */
+static ts_array *compile_run(ts_ctx *ctx, ts_graph *g, int64_t n)
+{
+	ts_graph_exec *e = ts_graph_compile(g, NULL);
+	tu_nonnull(ctx, e);
+	ts_array *in = ts_array_wrap(ctx, data, ts_float32, 1, &n);
+	ts_array *out = ts_array_new(ctx, ts_float32, 1, &n);
+	tu_ok(ctx, ts_graph_run(e, 1, &in, 1, &out));
+	ts_array_free(in);
+	ts_graph_exec_free(e);
+	return out;
+}
+
 /* A chain of nodes that read their input several times (GELU: 2 or 5
  * times) is split into kernels before its fused expression outgrows
  * TS_MAX_EXPR_NODES; a chain of eight GELUs once failed to compile
@@ -817,11 +831,7 @@ START_TEST(compile_long_gelu_chain)
 		for (int i = 0; i < 16; i++)
 			v = ts_graph_node(g, NULL, TS_GOP_GELU, 1, &v, &a);
 		tu_ok(ctx, ts_graph_output(g, v, "y"));
-		ts_graph_exec *e = ts_graph_compile(g, NULL);
-		tu_nonnull(ctx, e);
-		ts_array *in = ts_array_wrap(ctx, data, ts_float32, TS_SHAPE(6));
-		ts_array *out = ts_array_new(ctx, ts_float32, TS_SHAPE(6));
-		tu_ok(ctx, ts_graph_run(e, 1, &in, 1, &out));
+		ts_array *out = compile_run(ctx, g, 6);
 		for (int i = 0; i < 6; i++) {
 			double x = data[i];
 			for (int k = 0; k < 16; k++)
@@ -830,9 +840,7 @@ START_TEST(compile_long_gelu_chain)
 			ck_assert_msg(fabs(((float *)out->data)[i] - x) < 1e-4, "gelu^16(%g): %g, want %g", data[i],
 				      ((float *)out->data)[i], x);
 		}
-		ts_array_free(in);
 		ts_array_free(out);
-		ts_graph_exec_free(e);
 		ts_graph_free(g);
 	}
 	ts_ctx_free(ctx);
@@ -853,19 +861,13 @@ START_TEST(clip_infinite_bounds)
 		a.alpha = lohi[k][0], a.beta = lohi[k][1];
 		int y = ts_graph_node(g, "clip", TS_GOP_CLIP, 1, &x, &a);
 		tu_ok(ctx, ts_graph_output(g, y, "y"));
-		ts_graph_exec *e = ts_graph_compile(g, NULL);
-		tu_nonnull(ctx, e);
-		ts_array *in = ts_array_wrap(ctx, data, ts_float32, TS_SHAPE(8));
-		ts_array *out = ts_array_new(ctx, ts_float32, TS_SHAPE(8));
-		tu_ok(ctx, ts_graph_run(e, 1, &in, 1, &out));
+		ts_array *out = compile_run(ctx, g, 8);
 		for (int i = 0; i < 8; i++) {
 			double want = fmin(fmax(data[i], lohi[k][0]), lohi[k][1]);
 			ck_assert_msg(((float *)out->data)[i] == (float)want, "clip [%g, %g] of %g: %g, want %g",
 				      lohi[k][0], lohi[k][1], data[i], ((float *)out->data)[i], want);
 		}
-		ts_array_free(in);
 		ts_array_free(out);
-		ts_graph_exec_free(e);
 		ts_graph_free(g);
 	}
 	ts_ctx_free(ctx);
