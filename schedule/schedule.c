@@ -307,6 +307,15 @@ ts_schedule *ts_create_schedule(ts_ctx *ctx, int n, ts_tensor *const *outputs)
 	return s;
 }
 
+/* t's stage in s, or NULL (the callers say why, each naming itself). */
+static ts_stage *find_stage(const ts_schedule *s, const ts_tensor *t)
+{
+	for (int i = 0; i < s->nstages; i++)
+		if (s->stages[i]->tensor == t)
+			return s->stages[i];
+	return NULL;
+}
+
 ts_stage *ts_stage_of(ts_schedule *s, const ts_tensor *t)
 {
 	if (!s)
@@ -315,9 +324,9 @@ ts_stage *ts_stage_of(ts_schedule *s, const ts_tensor *t)
 		ts_error(s->ctx, TS_ERR_INVALID, "stage_of: tensor is NULL");
 		return NULL;
 	}
-	for (int i = 0; i < s->nstages; i++)
-		if (s->stages[i]->tensor == t)
-			return s->stages[i];
+	ts_stage *st = find_stage(s, t);
+	if (st)
+		return st;
 	ts_error(s->ctx, TS_ERR_INVALID,
 		 "stage_of: tensor %s has no stage in this schedule (a placeholder, or not reached from the outputs)",
 		 t->name);
@@ -1133,9 +1142,7 @@ ts_tensor *ts_cache_read(ts_schedule *s, ts_tensor *t, ts_scope scope, int nread
 	ts_stage *rs[MAX_STAGES];
 	int first = s->nstages;
 	for (int i = 0; i < nreaders; i++) {
-		rs[i] = NULL;
-		for (int j = 0; j < s->nstages && !rs[i]; j++)
-			rs[i] = s->stages[j]->tensor == readers[i] ? s->stages[j] : NULL;
+		rs[i] = find_stage(s, readers[i]);
 		if (!rs[i]) {
 			ts_error(ctx, TS_ERR_INVALID,
 				 "cache_read(%s): reader %d (%s) has no stage in this schedule (a placeholder, or not reached from the outputs)",
