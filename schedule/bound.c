@@ -188,16 +188,14 @@ static int64_t union_width(ts_ctx *ctx, sym a, sym b)
 	return hi - (d < 0 ? d : 0);
 }
 
-static bool collect(ts_expr *e, void *data)
+/* Adds the element at idx[] (over the relaxed loops) to the region. */
+static void accumulate(region_acc *r, ts_expr *const *idx)
 {
-	region_acc *r = data;
-	if (e->kind != IR_READ || e->u.read.tensor != r->t)
-		return true;
 	ts_ctx *ctx = r->b->ctx;
 	for (int d = 0; d < r->t->ndim; d++) {
 		if (r->full[d])
 			continue;
-		sym s = bound(r->b, e->u.read.idx[d]);
+		sym s = bound(r->b, idx[d]);
 		if (!known(s)) {
 			r->full[d] = true;
 			continue;
@@ -210,6 +208,22 @@ static bool collect(ts_expr *e, void *data)
 		r->dim[d] = s;
 	}
 	r->any = true;
+}
+
+static bool collect(ts_expr *e, void *data)
+{
+	region_acc *r = data;
+	if (e->kind == IR_READ && e->u.read.tensor == r->t)
+		accumulate(r, e->u.read.idx);
+	return true;
+}
+
+/* The stores into the producer, in a second accumulator (data: two). */
+static bool collect_provide(ts_stmt *st, void *data)
+{
+	region_acc *r = (region_acc *)data + 1;
+	if (st->kind == IR_S_PROVIDE && st->u.provide.tensor == r->t)
+		accumulate(r, st->u.provide.idx);
 	return true;
 }
 
@@ -341,7 +355,12 @@ ts_status sch_infer_region_stmt(ts_ctx *ctx, const sch_producer *p, ts_stmt *bod
 				ts_expr **min, int64_t *extent, bool *edge)
 {
 	bctx b = {ctx, nrelax, relax};
-	region_acc acc = {.b = &b, .t = p->tensor};
-	ir_stmt_visit(body, NULL, collect, &acc);
-	return region_of(ctx, p, &acc, nouter, outer, min, extent, edge);
+	region_acc acc[2] = {{.b = &b, .t = p->tensor}, {.b = &b, .t = p->tensor}};
+	ir_stmt_visit(body, collect_provide, collect, acc);
+	/* A statement that computes the producer (the loop its buffer is
+	 * stored at, outside the one it is computed at) needs what its windows
+	 * write: each covers the reads inside its loop, but may be wider
+	 * (rounded, moved back inside the shape), so the windows' union can
+	 * pass the reads'. */
+	return region_of(ctx, p, acc[1].any ? &acc[1] : &acc[0], nouter, outer, min, extent, edge);
 }

@@ -63,7 +63,9 @@ ts_status sch_infer_region(ts_ctx *ctx, const sch_producer *p, ts_expr *body, in
 			   ts_expr **min, int64_t *extent, bool *edge);
 /* The same over every read of p->tensor in a statement: the union of the
  * regions its readers need (the consumer's own reads and those of stages
- * attached inside its loops). */
+ * attached inside its loops).  When the statement also computes the
+ * producer (the loop its buffer is stored at), the union of the windows
+ * its stores write instead: they cover every read and may be wider. */
 ts_status sch_infer_region_stmt(ts_ctx *ctx, const sch_producer *p, ts_stmt *body, int nrelax,
 				const sch_loop *relax, int nouter, const sch_loop *outer,
 				ts_expr **min, int64_t *extent, bool *edge);

@@ -97,6 +97,15 @@ static ts_status untouched(ts_schedule *s, const char *what, const ts_tensor *T)
 		return ts_error(s->ctx, TS_ERR_INVALID,
 				"%s: %s is already scheduled (split, reordered, annotated, inlined or attached); give it a schedule of its own",
 				what, T->name);
+	/* cache_write leaves the stage a copy with data axes only, rfactor
+	 * swaps its reduction axes: the reduction now lives elsewhere */
+	bool moved = st->nroot != T->ndim + T->nreduce;
+	for (int i = 0; i < s->nstages && !moved; i++)
+		moved = s->stages[i]->rf_of == st;
+	if (moved)
+		return ts_error(s->ctx, TS_ERR_INVALID,
+				"%s: %s already has a cache_write or rfactor (its reduction moved to another stage); give it a schedule of its own",
+				what, T->name);
 	return TS_OK;
 }
 
@@ -2040,6 +2049,8 @@ static ts_status row_rfactor(ts_schedule *s, ts_stage *st, ts_stage *sy, ts_axis
 	/* a row of symbolic length stays one reduction: a dimension of size n
 	 * is read only at an axis over n (check_reads), not at ko*lanes + ki */
 	const ts_axis *k = ts_reduce_axis_of(st, 0);
+	if (!k)
+		return ts_last_status(s->ctx);
 	if (lanes < 2 || k->extent < lanes || (k->root && k->root->extent_var))
 		return TS_OK;
 	TRY(ts_split(st, ts_reduce_axis_of(st, 0), lanes, &ko, &ki));

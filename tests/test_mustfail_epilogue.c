@@ -397,6 +397,34 @@ START_TEST(rows_and_default_on_scheduled)
 }
 END_TEST
 
+/* A row operator whose reduction stage was given a cache_write (the stage
+ * became a copy with no reduction axis; softmax then read a NULL axis) or
+ * an rfactor is refused with a message that says so, and the schedule is
+ * left as it was. */
+START_TEST(rows_reduction_moved)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(6, 20), ts_float32);
+	ts_tensor *S = ts_op_softmax(ctx, X);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &S);
+	ck_assert_ptr_nonnull(ts_cache_write(s, ts_op_stage(S, "softmax_max"), TS_SCOPE_LOCAL));
+	const char *before = ts_schedule_str(s);
+	ck_assert_int_eq(ts_schedule_softmax_cpu(s, S, 8), TS_ERR_INVALID);
+	tu_assert_error(ctx, "schedule_softmax_cpu: softmax_max already has a cache_write or rfactor");
+	ck_assert_str_eq(ts_schedule_str(s), before);
+	ts_tensor *L = ts_op_layer_norm(ctx, X, ts_placeholder(ctx, "g", TS_SHAPE(20), ts_float32),
+					ts_placeholder(ctx, "b", TS_SHAPE(20), ts_float32), 1e-5);
+	ts_schedule *s2 = ts_create_schedule(ctx, 1, &L);
+	ts_stage *sm = ts_stage_of(s2, ts_op_stage(L, "layer_norm_var"));
+	ts_axis *ko, *ki;
+	tu_ok(ctx, ts_split(sm, ts_reduce_axis_of(sm, 0), 4, &ko, &ki));
+	ck_assert_ptr_nonnull(ts_rfactor(s2, sm->tensor, ki, 0));
+	ck_assert_int_eq(ts_schedule_layer_norm_cpu(s2, L, 8), TS_ERR_INVALID);
+	tu_assert_error(ctx, "schedule_layer_norm_cpu: layer_norm_var");
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* The padded input of a convolution as it reads it (its 5-D producer). */
 static ts_tensor *padded_input(ts_tensor *C)
 {
@@ -546,6 +574,7 @@ int main(void)
 	tcase_add_test(tc, conv_chain_too_long);
 	tcase_add_test(tc, conv_is_output);
 	tcase_add_test(tc, rows_and_default_on_scheduled);
+	tcase_add_test(tc, rows_reduction_moved);
 	tcase_add_test(tc, window_schedules_on_scheduled_or_shared);
 	tcase_add_test(tc, conv_huge_ow_block);
 	suite_add_tcase(s, tc);

@@ -21,9 +21,10 @@
 #include "printer.h"
 #include "random_schedule.h"
 
-static void trial_with(uint64_t seed, bool jit, const rs_options *opts)
+/* One case drawn from r (a seed, or bytes as the fuzzer gives them). */
+static void trial_rng(rs_rng r, bool jit, const rs_options *opts)
 {
-	rs_rng r = {seed, NULL, 0, 0};
+	uint64_t seed = r.s;
 	rs_options o = *opts;
 	rs_case c;
 	ts_ctx *ctx = ts_ctx_new();
@@ -48,6 +49,11 @@ static void trial_with(uint64_t seed, bool jit, const rs_options *opts)
 		tu_check_func_interp(ctx, f, 1e-4);
 	tu_set_context(NULL);
 	ts_ctx_free(ctx);
+}
+
+static void trial_with(uint64_t seed, bool jit, const rs_options *opts)
+{
+	trial_rng((rs_rng){seed, NULL, 0, 0}, jit, opts);
 }
 
 static void trial(uint64_t seed, bool jit, bool rfactor, bool store_at, bool prefetch, bool pad)
@@ -156,6 +162,29 @@ START_TEST(test_random_schedules_double_buffer)
 }
 END_TEST
 
+/* Inputs fuzz/fuzz_schedule found, replayed with its options (their
+ * files are in its corpus too). */
+static const uint8_t found_store_at_window[] = { /* rowsum, M 20 K 33: a buffer
+	stored at a fused loop held the reads' 32 elements, while the two
+	windows computed under it spanned 33 (each rounded to blocks of 16 and
+	moved back inside the shape): one was written past the buffer */
+	0xb3, 0xb3, 0xc7, 0x70, 0xdb, 0x41, 0x06, 0xc6, 0xba, 0x7c, 0xbf, 0x0f,
+	0x2b, 0x33, 0x3b, 0x6f, 0xcb, 0x3f, 0xea, 0xf2, 0x50, 0xde, 0x61, 0xbf,
+	0x0f, 0x9d, 0x22, 0xcc, 0xc4, 0x90, 0xcb, 0x3f, 0xea, 0xb1, 0x32, 0xd5,
+	0x78, 0xa4, 0x9f, 0x01, 0x31, 0x21, 0xae, 0x4d, 0xeb, 0xd3, 0x61};
+
+START_TEST(test_fuzz_findings)
+{
+	static const struct {
+		const uint8_t *data;
+		size_t size;
+	} found[] = {{found_store_at_window, sizeof(found_store_at_window)}};
+	rs_options o = {40, 40, true, true, true, true, true, true, true, true};
+	for (size_t i = 0; i < TS_COUNT_OF(found); i++)
+		trial_rng((rs_rng){0, found[i].data, found[i].size, 0}, true, &o);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("schedule_random");
@@ -168,6 +197,7 @@ int main(void)
 	tcase_add_test(tc, test_random_schedules_pad);
 	tcase_add_test(tc, test_random_schedules_tensorize);
 	tcase_add_test(tc, test_random_schedules_double_buffer);
+	tcase_add_test(tc, test_fuzz_findings);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }

@@ -192,6 +192,45 @@ START_TEST(test_store_root_no_overhang)
 }
 END_TEST
 
+/* Windows wider than their reads, stored outside: C[i] = sum_k P[i, k]
+ * over 33 k, k split by 16 and fused again, split by 6 and factored
+ * (rfactor) over the outer part, the rest split by 5; P computed at that
+ * split and stored at C.rf's fused outer loop.  Through the factored
+ * index, P's window rounds to blocks of 16 and moves back inside the
+ * shape, so the two windows computed under one storage iteration span 33
+ * elements where the reads span 32: the buffer must hold both windows (it
+ * held the reads' 32, and the second window was written one past its
+ * end). */
+START_TEST(test_store_at_windows_wider_than_reads)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(4, 33), ts_float32);
+	ts_expr *i = ts_var(ctx, "i"), *j = ts_var(ctx, "j");
+	ts_tensor *P = ts_compute(ctx, "P", TS_SHAPE(4, 33), TS_VARS(i, j),
+				  ts_add(ctx, TS_READ(ctx, A, i, j), ts_float(ctx, 1)));
+	ts_iter *k = ts_reduce_axis(ctx, "k", 0, 33);
+	ts_tensor *C = ts_compute(ctx, "C", TS_SHAPE(4), TS_VARS(i), TS_SUM(ctx, TS_READ(ctx, P, i, k->var), k));
+	for (int root = 0; root < 2; root++) {
+		ts_schedule *s = ts_create_schedule(ctx, 1, &C);
+		ts_stage *sp = ts_stage_of(s, P), *sc = ts_stage_of(s, C);
+		ts_axis *ko, *ki, *f, *fo, *fi, *g, *fio, *fii;
+		tu_ok(ctx, ts_split(sc, ts_reduce_axis_of(sc, 0), 16, &ko, &ki));
+		tu_ok(ctx, ts_fuse(sc, ko, ki, &f));
+		tu_ok(ctx, ts_split(sc, f, 6, &fo, &fi));
+		ts_stage *sr = ts_stage_of(s, ts_rfactor(s, C, fo, 0));
+		tu_nonnull(ctx, sr);
+		tu_ok(ctx, ts_fuse(sr, ts_axis_of(sr, 0), ts_axis_of(sr, 1), &g));
+		tu_ok(ctx, ts_split(sr, ts_reduce_axis_of(sr, 0), 5, &fio, &fii));
+		tu_ok(ctx, ts_compute_at(sp, sr, fio));
+		tu_ok(ctx, root ? ts_store_root(sp) : ts_store_at(sp, sr, g));
+		ts_tensor *args[] = {A, C};
+		tu_check_func_interp(ctx, ts_lower(s, "wide", 2, args), 1e-5);
+		tu_check_func(ctx, ts_lower(s, "wide", 2, args), 1e-5);
+	}
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 START_TEST(test_store_refused)
 {
 	blur b = make_blur(8, 8);
@@ -240,6 +279,7 @@ int main(void)
 	tcase_add_test(tc, test_store_root_chain);
 	tcase_add_test(tc, test_store_refused);
 	tcase_add_test(tc, test_store_root_no_overhang);
+	tcase_add_test(tc, test_store_at_windows_wider_than_reads);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);
 }
