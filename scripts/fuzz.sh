@@ -9,7 +9,12 @@
 # The run is seeded with FUZZ_SEED (default 1), so two runs of the same
 # tree from the same corpus try the same inputs in the same order and a
 # finding in CI is found again here; FUZZ_SEED=0 picks a fresh seed each
-# run, for longer searches by hand.  Usage: scripts/fuzz.sh [SECONDS]
+# run, for longer searches by hand.  A run for SECONDS tries as many inputs
+# as the machine manages in that time; with --runs instead, each target
+# tries a fixed number of inputs (about a minute's worth on two cores), so
+# the same tree tries the same inputs on any machine, however loaded: CI
+# runs that, and a CI run repeated here finds what CI found.
+# Usage: scripts/fuzz.sh [SECONDS | --runs]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-60}"
@@ -32,6 +37,8 @@ declare -A max_len=([fuzz_simplify]=256 [fuzz_schedule]=128 [fuzz_onnx]=4096 [fu
                     [fuzz_graph_api]=1024)
 declare -A timeout=([fuzz_simplify]=10 [fuzz_schedule]=60 [fuzz_onnx]=60 [fuzz_api]=60
                     [fuzz_graph_api]=60)
+declare -A runs=([fuzz_simplify]=20000 [fuzz_schedule]=2500 [fuzz_onnx]=20000 [fuzz_api]=2000
+                 [fuzz_graph_api]=2500)
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0"
 export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
@@ -39,12 +46,18 @@ failed=""
 for t in $targets; do
   work="build-fuzz/corpus/$t" found="build-fuzz/findings/$t"
   mkdir -p "$work" "$found"
-  echo "fuzz: $t for ${secs}s, seed $seed"
+  if [ "$secs" = "--runs" ]; then
+    budget=(-runs="${runs[$t]}")
+    echo "fuzz: $t for ${runs[$t]} inputs, seed $seed"
+  else
+    budget=(-max_total_time="$secs")
+    echo "fuzz: $t for ${secs}s, seed $seed"
+  fi
   # New inputs go to the work corpus; tests/fuzz/corpus/$t only seeds it.
   # tests/fuzz/$t.dict, where there is one, lists words worth inserting.
   dict=()
   [ -f "tests/fuzz/$t.dict" ] && dict=(-dict="tests/fuzz/$t.dict")
-  if ! build-fuzz/tests/fuzz/$t -max_total_time="$secs" -seed="$seed" -timeout="${timeout[$t]}" \
+  if ! build-fuzz/tests/fuzz/$t "${budget[@]}" -seed="$seed" -timeout="${timeout[$t]}" \
        -max_len="${max_len[$t]}" -rss_limit_mb=4096 -print_final_stats=1 ${dict[@]+"${dict[@]}"} \
        -artifact_prefix="$found/" "$work" "tests/fuzz/corpus/$t" \
        >"build-fuzz/$t.log" 2>&1; then
