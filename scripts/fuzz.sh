@@ -11,9 +11,10 @@
 # finding in CI is found again here; FUZZ_SEED=0 picks a fresh seed each
 # run, for longer searches by hand.  A run for SECONDS tries as many inputs
 # as the machine manages in that time; with --runs instead, each target
-# tries a fixed number of inputs (about a minute's worth on two cores), so
-# the same tree tries the same inputs on any machine, however loaded: CI
-# runs that, and a CI run repeated here finds what CI found.
+# tries a fixed number of inputs (about a minute's worth on two cores), as
+# many on a slow or loaded machine as on a fast one: CI runs that.  (Runs
+# still drift apart a little: thread-pool and timing paths add coverage
+# that differs from run to run, and the fuzzer follows coverage.)
 # Usage: scripts/fuzz.sh [SECONDS | --runs]
 set -euo pipefail
 cd "$(dirname "$0")/.."
