@@ -56,6 +56,7 @@ typedef struct ts_cuda_kernel {
  * there is no driver library or no device. */
 ts_cuda *ts_cuda_open(ts_ctx *ctx);
 void ts_cuda_close(ts_cuda *cuda);
+/* The device's name; NULL for a NULL cuda (as ts_cuda_arch). */
 const char *ts_cuda_device_name(const ts_cuda *cuda);
 /* "sm_90" for compute capability 9.0. */
 const char *ts_cuda_arch(const ts_cuda *cuda);
