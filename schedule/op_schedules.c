@@ -86,26 +86,48 @@ static bool read_twice(ts_schedule *s, const ts_stage *st)
 	return false;
 }
 
-/* A stage a schedule function is given must be as ts_create_schedule made
- * it: the function's own primitives (cache_write first) need that. */
+/* What the caller already gave st that a schedule function would lose
+ * or break, NULL when nothing: its own primitives (cache_write first)
+ * need the stage as ts_create_schedule made it. */
+static const char *given(ts_schedule *s, const ts_stage *st)
+{
+	if (!sch_stage_untouched(st))
+		return "is already scheduled (split, reordered, annotated, inlined or attached)";
+	/* cache_write leaves the stage a copy of its cache, cache_read points
+	 * its reads at a copy, rfactor moves its reduction into another stage;
+	 * each rewrites the stage's operation */
+	if (st->body != st->tensor->body)
+		return "already has a cache_write, a cache_read or an rfactor (its operation reads another stage now)";
+	if (st->double_buffer || st->nprefetch > 0)
+		return "already has a double_buffer or a prefetch (each needs loops the schedule would change)";
+	for (int d = 0; d < st->tensor->ndim; d++)
+		if (st->align_factor[d])
+			return "already has a storage_align (its buffer could be inlined away)";
+	for (int i = 0; i < s->nstages; i++) {
+		const ts_stage *o = s->stages[i];
+		if ((o->attach == SCH_ATTACH_AT && o->attach_stage == st) ||
+		    (o->store == SCH_STORE_AT && o->store_stage == st))
+			return ts_sprintf(s->ctx, "already has stage %s attached at its loop '%s' (the schedule would split or fuse it away)",
+					  o->name, (o->attach == SCH_ATTACH_AT ? o->attach_axis : o->store_axis)->name);
+	}
+	return NULL;
+}
+
+/* A stage the schedule functions may place as they like. */
+static bool pristine(ts_schedule *s, const ts_stage *st)
+{
+	return st && !given(s, st);
+}
+
 static ts_status untouched(ts_schedule *s, const char *what, const ts_tensor *T)
 {
 	const ts_stage *st = ts_stage_of(s, T);
 	if (!st)
 		return ts_last_status(s->ctx);
-	if (!sch_stage_untouched(st))
-		return ts_error(s->ctx, TS_ERR_INVALID,
-				"%s: %s is already scheduled (split, reordered, annotated, inlined or attached); give it a schedule of its own",
-				what, T->name);
-	/* cache_write leaves the stage a copy with data axes only, rfactor
-	 * swaps its reduction axes: the reduction now lives elsewhere */
-	bool moved = st->nroot != T->ndim + T->nreduce;
-	for (int i = 0; i < s->nstages && !moved; i++)
-		moved = s->stages[i]->rf_of == st;
-	if (moved)
-		return ts_error(s->ctx, TS_ERR_INVALID,
-				"%s: %s already has a cache_write or rfactor (its reduction moved to another stage); give it a schedule of its own",
-				what, T->name);
+	const char *why = given(s, st);
+	if (why)
+		return ts_error(s->ctx, TS_ERR_INVALID, "%s: %s %s; give it a schedule of its own", what,
+				T->name, why);
 	return TS_OK;
 }
 
@@ -141,7 +163,7 @@ static ts_status chain_untouched(ts_schedule *s, const char *what, const ts_tens
 static bool own_producer(ts_schedule *s, const ts_tensor *P, const ts_tensor *reader, bool attach)
 {
 	const ts_stage *sp = ts_stage_of(s, P);
-	if (!sp || !sch_stage_untouched(sp) || sp->is_output)
+	if (!pristine(s, sp) || sp->is_output)
 		return false;
 	for (int k = 0; attach && k < s->nstages; k++) {
 		const ts_stage *o = s->stages[k];
@@ -757,7 +779,7 @@ ts_status ts_schedule_dense_cpu(ts_schedule *s, ts_tensor *Y, const ts_matmul_cp
 	if (n == 0)
 		return schedule_matmul(s, "schedule_dense_cpu", Y, p);
 	ts_matmul_cpu_params d = p ? *p : default_for(C);
-	TRY(untouched(s, "schedule_dense_cpu", Y));
+	TRY(chain_untouched(s, "schedule_dense_cpu", Y, chain, n, C));
 	TRY(no_k_chunks(s, "schedule_dense_cpu", Y, &d));
 	TRY(matmul_prologue(s, "schedule_dense_cpu", C, &d));
 	TRY(fuse_epilogue(s, chain, n, C));
@@ -961,7 +983,7 @@ static ts_status conv_input(ts_schedule *s, const ts_tensor *C, bool parallel, b
 {
 	for (int i = 0; i < C->ninputs; i++) {
 		ts_tensor *P = C->inputs[i];
-		if (P->op != TS_OP_COMPUTE || P->ndim != 5 || !sch_stage_untouched(ts_stage_of(s, P)))
+		if (P->op != TS_OP_COMPUTE || P->ndim != 5 || !pristine(s, ts_stage_of(s, P)))
 			continue;
 		ts_stage *sp = ts_stage_of(s, P);
 		if (inl) {
@@ -1237,7 +1259,7 @@ ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_co
 	for (int i = 0; i < C->ninputs; i++) {
 		const ts_stage *sp = C->inputs[i]->op == TS_OP_COMPUTE && C->inputs[i]->ndim == 5
 					     ? ts_stage_of(s, C->inputs[i]) : NULL;
-		if (sp && sp->is_output && sch_stage_untouched(sp))
+		if (sp && sp->is_output && pristine(s, sp))
 			pad_output = true;
 	}
 	if (pad_output && d.pad == TS_PAD_INLINE)
@@ -1759,6 +1781,7 @@ ts_status ts_schedule_matmul_cuda(ts_schedule *s, ts_tensor *C, const ts_matmul_
 	int64_t tm = ceil_div64(d.block_m, d.thread_m), tn = ceil_div64(d.block_n, d.thread_n);
 	int64_t threads = tm > 1024 || tn > 1024 ? (tm > tn ? tm : tn) : tm * tn; /* no overflow */
 	TRY(fits_block(s, "schedule_matmul_cuda", threads, bytes, "(block_m + block_n) x tile_k"));
+	TRY(untouched(s, "schedule_matmul_cuda", C));
 	return schedule_gemm_like_cuda(s, C, 0, 1, &d);
 }
 
@@ -1913,8 +1936,10 @@ static ts_status conv2d_cuda_simple(ts_schedule *s, ts_tensor *Y, const ts_matmu
 	int64_t tn = min64(d->thread_n, Y->shape[1]); /* bounded: no overflow below */
 	int64_t ch = tn >= Y->shape[1] ? Y->shape[1] : min64(tn * 4, Y->shape[1]);
 	TRY(fits_block(s, "schedule_conv2d_cuda", ch * min64(d->block_n, Y->shape[2] * Y->shape[3]), 0, ""));
+	/* a producer the caller scheduled keeps that schedule */
 	for (int i = 0; i < Y->ninputs; i++)
-		if (Y->inputs[i]->op == TS_OP_COMPUTE)
+		if (Y->inputs[i]->op == TS_OP_COMPUTE && pristine(s, ts_stage_of(s, Y->inputs[i])) &&
+		    !ts_stage_of(s, Y->inputs[i])->is_output)
 			TRY(ts_compute_inline(ts_stage_of(s, Y->inputs[i])));
 	ts_tensor *YL = ts_cache_write(s, Y, TS_SCOPE_LOCAL);
 	if (!YL)
@@ -1940,6 +1965,7 @@ ts_status ts_schedule_conv2d_cuda(ts_schedule *s, ts_tensor *Y, const ts_matmul_
 	if (Y->ndim != 4 || Y->nreduce != 3)
 		return ts_error(s->ctx, TS_ERR_INVALID, "schedule_conv2d_cuda: %s is not an NCHW convolution",
 				Y->name);
+	TRY(untouched(s, "schedule_conv2d_cuda", Y));
 	conv_win w;
 	if (!conv_window_of(Y, &w))
 		return conv2d_cuda_simple(s, Y, &d);
@@ -1969,8 +1995,9 @@ ts_status ts_schedule_conv2d_cuda(ts_schedule *s, ts_tensor *Y, const ts_matmul_
 	ts_tensor *YL = WS ? ts_cache_write(s, Y, TS_SCOPE_LOCAL) : NULL;
 	if (!YL)
 		return ts_last_status(s->ctx);
-	/* the padding is computed by the input tile's fetch */
-	if (w.P->op == TS_OP_COMPUTE)
+	/* the padding is computed by the input tile's fetch (one the caller
+	 * scheduled keeps that schedule, and the fetch reads its buffer) */
+	if (w.P->op == TS_OP_COMPUTE && pristine(s, ts_stage_of(s, w.P)) && !ts_stage_of(s, w.P)->is_output)
 		TRY(ts_compute_inline(ts_stage_of(s, w.P)));
 	ts_stage *sy = ts_stage_of(s, Y), *sl = ts_stage_of(s, YL);
 	ts_axis *ko, *ki, *kt, *kr, *ho, *hi, *wo, *wi, *wt, *wr, *pix, *px;
@@ -2317,6 +2344,7 @@ ts_status ts_schedule_matmul_tensorcore(ts_schedule *s, ts_tensor *C, const ts_m
 	    tc_tile_bytes(C->inputs[0], &d) > TC_MAX_SHARED)
 		d.double_buffer = 0;
 	TRY(tc_check(s, C, &d));
+	TRY(untouched(s, "schedule_matmul_tensorcore", C));
 	ts_tensor *A = C->inputs[0], *B = C->inputs[1];
 	ts_tensor *AS = ts_cache_read(s, A, TS_SCOPE_SHARED, 1, &C);
 	ts_tensor *BS = AS ? ts_cache_read(s, B, TS_SCOPE_SHARED, 1, &C) : NULL;

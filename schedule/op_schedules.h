@@ -15,9 +15,15 @@
  *
  * A NULL params pointer means the defaults (ts_matmul_cpu_default(), ...);
  * tile sizes must be positive, and a GEMM's nr (one vector) at most
- * TS_MAX_VECTOR_LANES.  The CPU GEMM schedules check their parameters, and
- * refuse a stage already scheduled (split, annotated, attached), before
- * they change the schedule.  A NULL schedule gives TS_ERR_INVALID (with
+ * TS_MAX_VECTOR_LANES.  The schedules check their parameters, and refuse
+ * a stage of theirs that the caller already gave a primitive (split,
+ * annotated, attached, inlined; a cache_write, cache_read or rfactor, which
+ * rewrite its operation; a storage_align, double_buffer or prefetch; a
+ * stage attached at its loops), before they change the schedule, with
+ * TS_ERR_INVALID naming the stage and what it has.  A producer that the
+ * caller scheduled keeps that schedule (it is not inlined or attached).
+ * Apply a schedule function first and adjust its result afterwards, as
+ * with TVM's TOPI schedules.  A NULL schedule gives TS_ERR_INVALID (with
  * no context to record a message in), a NULL tensor an error naming the
  * function.
  */

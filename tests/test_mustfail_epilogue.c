@@ -397,30 +397,69 @@ START_TEST(rows_and_default_on_scheduled)
 }
 END_TEST
 
-/* A row operator whose reduction stage was given a cache_write (the stage
- * became a copy with no reduction axis; softmax then read a NULL axis) or
- * an rfactor is refused with a message that says so, and the schedule is
- * left as it was. */
-START_TEST(rows_reduction_moved)
+/* Operator schedules on stages the caller already gave a primitive that
+ * the schedule would lose or break are refused by name, the schedule left
+ * as it was: a cache_write (softmax then read a NULL reduction axis), an
+ * rfactor, a cache_read of the stage's input, a storage_align or a
+ * double_buffer (the stage was inlined, and lowering refused the
+ * alignment), a stage attached at its loops (the schedule fused that loop
+ * away, and lowering refused the attachment).  test_op_schedules_after
+ * sweeps every such pair. */
+START_TEST(schedules_after_primitives)
 {
 	ts_ctx *ctx = ts_ctx_new();
 	ts_tensor *X = ts_placeholder(ctx, "X", TS_SHAPE(6, 20), ts_float32);
 	ts_tensor *S = ts_op_softmax(ctx, X);
-	ts_schedule *s = ts_create_schedule(ctx, 1, &S);
-	ck_assert_ptr_nonnull(ts_cache_write(s, ts_op_stage(S, "softmax_max"), TS_SCOPE_LOCAL));
-	const char *before = ts_schedule_str(s);
-	ck_assert_int_eq(ts_schedule_softmax_cpu(s, S, 8), TS_ERR_INVALID);
-	tu_assert_error(ctx, "schedule_softmax_cpu: softmax_max already has a cache_write or rfactor");
-	ck_assert_str_eq(ts_schedule_str(s), before);
 	ts_tensor *L = ts_op_layer_norm(ctx, X, ts_placeholder(ctx, "g", TS_SHAPE(20), ts_float32),
 					ts_placeholder(ctx, "b", TS_SHAPE(20), ts_float32), 1e-5);
-	ts_schedule *s2 = ts_create_schedule(ctx, 1, &L);
-	ts_stage *sm = ts_stage_of(s2, ts_op_stage(L, "layer_norm_var"));
-	ts_axis *ko, *ki;
-	tu_ok(ctx, ts_split(sm, ts_reduce_axis_of(sm, 0), 4, &ko, &ki));
-	ck_assert_ptr_nonnull(ts_rfactor(s2, sm->tensor, ki, 0));
-	ck_assert_int_eq(ts_schedule_layer_norm_cpu(s2, L, 8), TS_ERR_INVALID);
-	tu_assert_error(ctx, "schedule_layer_norm_cpu: layer_norm_var");
+	ts_tensor *I = ts_placeholder(ctx, "I", TS_SHAPE(1, 3, 9, 9), ts_float32);
+	ts_tensor *D = ts_op_depthwise_conv2d_nchw(ctx, I, ts_placeholder(ctx, "W", TS_SHAPE(3, 1, 3, 3), ts_float32),
+						   1, 1, 1, 1, 1, 1);
+	for (int k = 0; k < 6; k++) {
+		ts_tensor *Y = k == 1 ? L : k >= 4 ? D : S;
+		ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+		ts_stage *sy = ts_stage_of(s, Y), *sp = ts_stage_of(s, ts_op_stage(Y, k >= 4 ? "pad" : "softmax_exp"));
+		ts_axis *ko, *ki;
+		const char *want = NULL;
+		switch (k) {
+		case 0:
+			ck_assert_ptr_nonnull(ts_cache_write(s, ts_op_stage(S, "softmax_max"), TS_SCOPE_LOCAL));
+			want = "schedule_softmax_cpu: softmax_max already has a cache_write, a cache_read or an rfactor";
+			break;
+		case 1: {
+			ts_stage *sv = ts_stage_of(s, ts_op_stage(L, "layer_norm_var"));
+			tu_ok(ctx, ts_split(sv, ts_reduce_axis_of(sv, 0), 4, &ko, &ki));
+			ck_assert_ptr_nonnull(ts_rfactor(s, sv->tensor, ki, 0));
+			want = "schedule_layer_norm_cpu: layer_norm_var already has a cache_write, a cache_read or an rfactor";
+			break;
+		}
+		case 2:
+			ck_assert_ptr_nonnull(ts_cache_read(s, sp->tensor, TS_SCOPE_LOCAL, 1, &S));
+			want = "schedule_softmax_cpu: softmax already has a cache_write, a cache_read or an rfactor";
+			break;
+		case 3:
+			tu_ok(ctx, ts_double_buffer(sp));
+			want = "schedule_softmax_cpu: softmax_exp already has a double_buffer or a prefetch";
+			break;
+		case 4:
+			tu_ok(ctx, ts_storage_align(sp, 0, 8, 1));
+			want = "already has a storage_align";
+			break;
+		default:
+			tu_ok(ctx, ts_compute_at(sp, sy, ts_axis_of(sy, 0)));
+			want = "schedule_depthwise_cpu: depthwise_conv2d_nchw already has stage pad attached at its loop 'n'";
+			break;
+		}
+		const char *before = ts_schedule_str(s);
+		ts_status st = k == 1 ? ts_schedule_layer_norm_cpu(s, Y, 8)
+			       : k == 4 ? ts_schedule_default_cpu(s, 8)
+			       : k == 5 ? ts_schedule_depthwise_cpu(s, Y, NULL)
+					: ts_schedule_softmax_cpu(s, Y, 8);
+		ck_assert_msg(st == TS_ERR_INVALID, "case %d: status %d", k, st);
+		tu_assert_error(ctx, want);
+		ck_assert_str_eq(ts_schedule_str(s), before);
+		ts_clear_error(ctx);
+	}
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -574,7 +613,7 @@ int main(void)
 	tcase_add_test(tc, conv_chain_too_long);
 	tcase_add_test(tc, conv_is_output);
 	tcase_add_test(tc, rows_and_default_on_scheduled);
-	tcase_add_test(tc, rows_reduction_moved);
+	tcase_add_test(tc, schedules_after_primitives);
 	tcase_add_test(tc, window_schedules_on_scheduled_or_shared);
 	tcase_add_test(tc, conv_huge_ow_block);
 	suite_add_tcase(s, tc);
