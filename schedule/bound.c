@@ -218,10 +218,19 @@ static bool collect(ts_expr *e, void *data)
 	return true;
 }
 
-/* The stores into the producer, in a second accumulator (data: two). */
-static bool collect_provide(ts_stmt *st, void *data)
+/* A statement's reads of the producer and its stores into it, apart. */
+typedef struct region_accs {
+	region_acc reads, stores;
+} region_accs;
+
+static bool collect_read(ts_expr *e, void *data)
 {
-	region_acc *r = (region_acc *)data + 1;
+	return collect(e, &((region_accs *)data)->reads);
+}
+
+static bool collect_store(ts_stmt *st, void *data)
+{
+	region_acc *r = &((region_accs *)data)->stores;
 	if (st->kind == IR_S_PROVIDE && st->u.provide.tensor == r->t)
 		accumulate(r, st->u.provide.idx);
 	return true;
@@ -355,12 +364,12 @@ ts_status sch_infer_region_stmt(ts_ctx *ctx, const sch_producer *p, ts_stmt *bod
 				ts_expr **min, int64_t *extent, bool *edge)
 {
 	bctx b = {ctx, nrelax, relax};
-	region_acc acc[2] = {{.b = &b, .t = p->tensor}, {.b = &b, .t = p->tensor}};
-	ir_stmt_visit(body, collect_provide, collect, acc);
+	region_accs acc = {{.b = &b, .t = p->tensor}, {.b = &b, .t = p->tensor}};
+	ir_stmt_visit(body, collect_store, collect_read, &acc);
 	/* A statement that computes the producer (the loop its buffer is
 	 * stored at, outside the one it is computed at) needs what its windows
 	 * write: each covers the reads inside its loop, but may be wider
 	 * (rounded, moved back inside the shape), so the windows' union can
 	 * pass the reads'. */
-	return region_of(ctx, p, acc[1].any ? &acc[1] : &acc[0], nouter, outer, min, extent, edge);
+	return region_of(ctx, p, acc.stores.any ? &acc.stores : &acc.reads, nouter, outer, min, extent, edge);
 }

@@ -119,6 +119,14 @@ static bool pristine(ts_schedule *s, const ts_stage *st)
 	return st && !given(s, st);
 }
 
+/* A producer a schedule function may inline or attach: pristine, and not
+ * an output (whose buffer the caller reads). */
+static bool placeable(ts_schedule *s, const ts_tensor *P)
+{
+	const ts_stage *sp = P->op == TS_OP_COMPUTE ? ts_stage_of(s, P) : NULL;
+	return pristine(s, sp) && !sp->is_output;
+}
+
 static ts_status untouched(ts_schedule *s, const char *what, const ts_tensor *T)
 {
 	const ts_stage *st = ts_stage_of(s, T);
@@ -162,8 +170,7 @@ static ts_status chain_untouched(ts_schedule *s, const char *what, const ts_tens
  * otherwise it stays computed whole, at root, before its readers. */
 static bool own_producer(ts_schedule *s, const ts_tensor *P, const ts_tensor *reader, bool attach)
 {
-	const ts_stage *sp = ts_stage_of(s, P);
-	if (!pristine(s, sp) || sp->is_output)
+	if (!placeable(s, P))
 		return false;
 	for (int k = 0; attach && k < s->nstages; k++) {
 		const ts_stage *o = s->stages[k];
@@ -1938,8 +1945,7 @@ static ts_status conv2d_cuda_simple(ts_schedule *s, ts_tensor *Y, const ts_matmu
 	TRY(fits_block(s, "schedule_conv2d_cuda", ch * min64(d->block_n, Y->shape[2] * Y->shape[3]), 0, ""));
 	/* a producer the caller scheduled keeps that schedule */
 	for (int i = 0; i < Y->ninputs; i++)
-		if (Y->inputs[i]->op == TS_OP_COMPUTE && pristine(s, ts_stage_of(s, Y->inputs[i])) &&
-		    !ts_stage_of(s, Y->inputs[i])->is_output)
+		if (placeable(s, Y->inputs[i]))
 			TRY(ts_compute_inline(ts_stage_of(s, Y->inputs[i])));
 	ts_tensor *YL = ts_cache_write(s, Y, TS_SCOPE_LOCAL);
 	if (!YL)
@@ -1997,7 +2003,7 @@ ts_status ts_schedule_conv2d_cuda(ts_schedule *s, ts_tensor *Y, const ts_matmul_
 		return ts_last_status(s->ctx);
 	/* the padding is computed by the input tile's fetch (one the caller
 	 * scheduled keeps that schedule, and the fetch reads its buffer) */
-	if (w.P->op == TS_OP_COMPUTE && pristine(s, ts_stage_of(s, w.P)) && !ts_stage_of(s, w.P)->is_output)
+	if (placeable(s, w.P))
 		TRY(ts_compute_inline(ts_stage_of(s, w.P)));
 	ts_stage *sy = ts_stage_of(s, Y), *sl = ts_stage_of(s, YL);
 	ts_axis *ko, *ki, *kt, *kr, *ho, *hi, *wo, *wi, *wt, *wr, *pix, *px;

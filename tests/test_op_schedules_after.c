@@ -160,6 +160,43 @@ static bool give(ts_schedule *s, ts_stage *st, int p)
 	}
 }
 
+/* Schedule function k on operator op after primitive p (none when p < 0)
+ * on stage si: refused as it was, or lowered and checked.  Returns 1 when
+ * a schedule was checked. */
+static int check_case(ts_ctx *ctx, int op, int k, int p, int si)
+{
+	op_case c = {.ctx = ctx};
+	ts_tensor *Y = build(&c, op);
+	tu_nonnull(ctx, Y);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+	tu_nonnull(ctx, s);
+	if (p >= 0 && (si >= s->nstages || !give(s, s->stages[si], p)))
+		return 0;
+	ts_clear_error(ctx);
+	char what[256];
+	snprintf(what, sizeof(what), "\n%s after primitive %d on stage %d of\n%s", sched_names[k], p, si,
+		 ts_schedule_str(s));
+	const char *before = ts_schedule_str(s);
+	ts_status st = apply_schedule(s, k, Y);
+	if (st != TS_OK) {
+		ck_assert_msg(st == TS_ERR_INVALID, "%s: status %d: %s", what, st, ts_last_error(ctx));
+		ck_assert_msg(strcmp(before, ts_schedule_str(s)) == 0,
+			      "%s: refused (%s) but changed the schedule to\n%s", what, ts_last_error(ctx),
+			      ts_schedule_str(s));
+		return 0;
+	}
+	ts_func *f = ts_lower(s, "f", c.nargs, c.args);
+	/* a double buffer the caller gave a producer that stays at root:
+	 * lowering says so, as it would without the schedule function */
+	if (!f && p == 7 && strstr(ts_last_error(ctx), "is computed at root"))
+		return 0;
+	ck_assert_msg(f != NULL, "%s: accepted, but lowering refused: %s", what, ts_last_error(ctx));
+	tu_set_context(what);
+	tu_check_func_interp(ctx, f, 1e-4);
+	tu_set_context(NULL);
+	return 1;
+}
+
 /* One operator under every schedule function, given primitive p (or none,
  * p < 0) on each of its stages. */
 static void sweep(int op, int *scheduled)
@@ -167,44 +204,9 @@ static void sweep(int op, int *scheduled)
 	for (int k = 0; k < NSCHEDS; k++)
 		for (int p = -1; p < NPRIMS; p++)
 			for (int si = 0; si < (p < 0 ? 1 : 8); si++) {
-				op_case c = {.ctx = ts_ctx_new()};
-				ts_tensor *Y = build(&c, op);
-				tu_nonnull(c.ctx, Y);
-				ts_schedule *s = ts_create_schedule(c.ctx, 1, &Y);
-				tu_nonnull(c.ctx, s);
-				if (p >= 0 && (si >= s->nstages || !give(s, s->stages[si], p))) {
-					ts_ctx_free(c.ctx);
-					continue;
-				}
-				ts_clear_error(c.ctx);
-				char what[256];
-				snprintf(what, sizeof(what), "\n%s after primitive %d on stage %d of\n%s",
-					 sched_names[k], p, si, ts_schedule_str(s));
-				const char *before = ts_schedule_str(s);
-				ts_status st = apply_schedule(s, k, Y);
-				if (st != TS_OK) {
-					ck_assert_msg(st == TS_ERR_INVALID, "%s: status %d: %s", what, st,
-						      ts_last_error(c.ctx));
-					ck_assert_msg(strcmp(before, ts_schedule_str(s)) == 0,
-						      "%s: refused (%s) but changed the schedule to\n%s", what,
-						      ts_last_error(c.ctx), ts_schedule_str(s));
-				} else {
-					ts_func *f = ts_lower(s, "f", c.nargs, c.args);
-					/* a double buffer the caller gave a producer that
-					 * stays at root: lowering says so, as it would
-					 * without the schedule function */
-					if (!f && p == 7 && strstr(ts_last_error(c.ctx), "is computed at root")) {
-						ts_ctx_free(c.ctx);
-						continue;
-					}
-					ck_assert_msg(f != NULL, "%s: accepted, but lowering refused: %s", what,
-						      ts_last_error(c.ctx));
-					tu_set_context(what);
-					tu_check_func_interp(c.ctx, f, 1e-4);
-					tu_set_context(NULL);
-					(*scheduled)++;
-				}
-				ts_ctx_free(c.ctx);
+				ts_ctx *ctx = ts_ctx_new();
+				*scheduled += check_case(ctx, op, k, p, si);
+				ts_ctx_free(ctx);
 			}
 }
 
