@@ -113,9 +113,11 @@ size_t ts_phys_mem_bytes(void)
 	return (size_t)pages * (size_t)size;
 }
 
-ts_array *ts_array_new(ts_ctx *ctx, ts_dtype t, int ndim, const int64_t *shape)
+/* ts_array_new, with `what` naming the public call in its messages. */
+static ts_array *array_new(ts_ctx *ctx, const char *what, ts_dtype t, int ndim,
+			   const int64_t *shape)
 {
-	int64_t n = checked_numel(ctx, "array", t, ndim, shape);
+	int64_t n = checked_numel(ctx, what, t, ndim, shape);
 	if (n < 0)
 		return NULL;
 	size_t bytes = (size_t)n * (size_t)ts_dtype_bytes(t);
@@ -124,8 +126,8 @@ ts_array *ts_array_new(ts_ctx *ctx, ts_dtype t, int ndim, const int64_t *shape)
 	 * killer (or a sanitizer's abort), never in a usable array */
 	size_t phys = ts_phys_mem_bytes();
 	if (bytes > phys) {
-		ts_error(ctx, TS_ERR_NOMEM, "array: %zu bytes is more than this machine's memory (%zu bytes)",
-			 bytes, phys);
+		ts_error(ctx, TS_ERR_NOMEM, "%s: %zu bytes is more than this machine's memory (%zu bytes)",
+			 what, bytes, phys);
 		return NULL;
 	}
 	ts_array *a = describe(t, ndim, shape);
@@ -133,7 +135,7 @@ ts_array *ts_array_new(ts_ctx *ctx, ts_dtype t, int ndim, const int64_t *shape)
 	void *data = a ? aligned_alloc(TS_ARRAY_ALIGN, rounded ? rounded : TS_ARRAY_ALIGN) : NULL;
 	if (!data) {
 		free(a);
-		ts_error(ctx, TS_ERR_NOMEM, "array: out of memory (%zu bytes)", bytes);
+		ts_error(ctx, TS_ERR_NOMEM, "%s: out of memory (%zu bytes)", what, bytes);
 		return NULL;
 	}
 	memset(data, 0, rounded ? rounded : TS_ARRAY_ALIGN);
@@ -142,13 +144,18 @@ ts_array *ts_array_new(ts_ctx *ctx, ts_dtype t, int ndim, const int64_t *shape)
 	return a;
 }
 
+ts_array *ts_array_new(ts_ctx *ctx, ts_dtype t, int ndim, const int64_t *shape)
+{
+	return array_new(ctx, "array_new", t, ndim, shape);
+}
+
 ts_array *ts_array_for(ts_ctx *ctx, const ts_tensor *t)
 {
 	if (!t) {
 		ts_error(ctx, TS_ERR_INVALID, "array_for: tensor is NULL");
 		return NULL;
 	}
-	return ts_array_new(ctx, t->dtype, t->ndim, t->shape);
+	return array_new(ctx, "array_for", t->dtype, t->ndim, t->shape);
 }
 
 ts_array *ts_array_wrap(ts_ctx *ctx, void *data, ts_dtype t, int ndim, const int64_t *shape)

@@ -46,7 +46,10 @@ ts_array *ts_array_new(ts_ctx *ctx, ts_dtype t, int ndim, const int64_t *shape);
  * ts_array_new and ts_eval's temporaries refuse more up front, with an
  * error, rather than asking the allocator. */
 size_t ts_phys_mem_bytes(void);
-/* A host array shaped like tensor t (NULL with an error if t is NULL). */
+/* A host array shaped like tensor t, zeroed (NULL with an error if t is
+ * NULL or the array cannot be made).  An extent that is a size variable
+ * (te.h ts_size_var) is taken at its upper bound; for another extent,
+ * make the array with ts_array_new. */
 ts_array *ts_array_for(ts_ctx *ctx, const ts_tensor *t);
 
 /* A host array over caller-owned memory: dense row-major data of `shape`,

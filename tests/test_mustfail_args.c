@@ -202,7 +202,7 @@ START_TEST(test_array_new_null_shape)
 {
 	ts_ctx *ctx = ts_ctx_new();
 	ck_assert_ptr_null(ts_array_new(ctx, ts_float32, 2, NULL));
-	tu_assert_error(ctx, "array: shape is NULL for 2 dimensions");
+	tu_assert_error(ctx, "array_new: shape is NULL for 2 dimensions");
 	ts_clear_error(ctx);
 	ck_assert_ptr_null(ts_array_new(NULL, ts_float32, 2, NULL));
 	/* a scalar needs no shape */
@@ -211,13 +211,13 @@ START_TEST(test_array_new_null_shape)
 	ck_assert_int_eq(ts_array_numel(s), 1);
 	ts_array_free(s);
 	ck_assert_ptr_null(ts_array_new(ctx, ts_dtype_with_lanes(ts_float32, 8), 1, (int64_t[]){4}));
-	tu_assert_error(ctx, "array: dtype float32x8 is not a scalar dtype");
+	tu_assert_error(ctx, "array_new: dtype float32x8 is not a scalar dtype");
 	ts_clear_error(ctx);
 	ck_assert_ptr_null(ts_array_new(ctx, (ts_dtype){TS_TYPE_INT, 12, 1}, 1, (int64_t[]){4}));
-	tu_assert_error(ctx, "array: invalid dtype (code 0, 12 bits, 1 lanes)");
+	tu_assert_error(ctx, "array_new: invalid dtype (code 0, 12 bits, 1 lanes)");
 	ts_clear_error(ctx);
 	ck_assert_ptr_null(ts_array_new(ctx, ts_float32, -1, (int64_t[]){4}));
-	tu_assert_error(ctx, "array: -1 dimensions (0 to 8 allowed)");
+	tu_assert_error(ctx, "array_new: -1 dimensions (0 to 8 allowed)");
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -232,7 +232,21 @@ START_TEST(test_array_null_helpers)
 	ts_array_fill_random(&bad, 1, 0, 1); /* no data: nothing to fill */
 	ck_assert_ptr_null(ts_array_for(ctx, NULL));
 	tu_assert_error(ctx, "array_for: tensor is NULL");
+	ts_clear_error(ctx);
 	ck_assert_ptr_null(ts_array_for(NULL, NULL));
+	/* a size variable's extent is its upper bound */
+	int64_t n = ts_size_var(ctx, "n", 64);
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(4, n), ts_float32);
+	tu_nonnull(ctx, A);
+	ts_array *a = ts_array_for(ctx, A);
+	tu_nonnull(ctx, a);
+	ck_assert(a->ndim == 2 && a->shape[0] == 4 && a->shape[1] == 64);
+	ts_array_free(a);
+	/* errors name the call */
+	ts_tensor *big = ts_placeholder(ctx, "big", TS_SHAPE(INT64_C(1) << 30, 1 << 12), ts_float32);
+	tu_nonnull(ctx, big);
+	ck_assert_ptr_null(ts_array_for(ctx, big)); /* 16 TiB */
+	tu_assert_error(ctx, "array_for: 17592186044416 bytes is more than this machine's memory");
 	ts_ctx_free(ctx);
 }
 END_TEST

@@ -362,7 +362,7 @@ START_TEST(test_bad_dtypes)
 		tu_assert_error(ctx, "invalid dtype");
 		ts_clear_error(ctx);
 		ck_assert_ptr_null(ts_array_new(ctx, bad[b], 1, (int64_t[]){4}));
-		tu_assert_error(ctx, "array: invalid dtype");
+		tu_assert_error(ctx, "array_new: invalid dtype");
 		ts_clear_error(ctx);
 		ck_assert_ptr_null(ts_array_new(NULL, bad[b], 1, (int64_t[]){4}));
 	}
@@ -450,7 +450,7 @@ START_TEST(test_shape_and_axis_overflow)
 	tu_assert_error(ctx, "reduce_axis k: range [9223372036854775802, 9223372036854775802 + 10) does not fit int64");
 	ts_clear_error(ctx);
 	ck_assert_ptr_null(ts_array_new(ctx, ts_float64, 2, (int64_t[]){INT64_MAX / 4, 4}));
-	tu_assert_error(ctx, "array: bad extent");
+	tu_assert_error(ctx, "array_new: bad extent");
 	ts_ctx_free(ctx);
 }
 END_TEST

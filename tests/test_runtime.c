@@ -15,25 +15,25 @@ START_TEST(test_array_bad_shapes)
 {
 	ts_ctx *ctx = ts_ctx_new();
 	ck_assert_ptr_null(ts_array_new(ctx, ts_float32, 2, (int64_t[]){4, 0}));
-	tu_assert_error(ctx, "array: bad extent 0 in dimension 1");
+	tu_assert_error(ctx, "array_new: bad extent 0 in dimension 1");
 	ts_clear_error(ctx);
 	ck_assert_ptr_null(ts_array_new(ctx, ts_int32, 3, (int64_t[]){-3, 2, 2}));
-	tu_assert_error(ctx, "array: bad extent -3 in dimension 0");
+	tu_assert_error(ctx, "array_new: bad extent -3 in dimension 0");
 	ts_clear_error(ctx);
 	int64_t nine[9] = {1, 2, 1, 2, 1, 2, 1, 2, 1};
 	ck_assert_ptr_null(ts_array_new(ctx, ts_float32, 9, nine));
-	tu_assert_error(ctx, "array: 9 dimensions (0 to 8 allowed)");
+	tu_assert_error(ctx, "array_new: 9 dimensions (0 to 8 allowed)");
 	ts_clear_error(ctx);
 	/* overflowing element counts are refused, not wrapped */
 	ck_assert_ptr_null(ts_array_new(ctx, ts_float64, 2, (int64_t[]){1 << 20, 1LL << 40}));
-	tu_assert_error(ctx, "array: bad extent 1099511627776 in dimension 1");
+	tu_assert_error(ctx, "array_new: bad extent 1099511627776 in dimension 1");
 	ts_clear_error(ctx);
 	/* 2^52 bytes count without overflow but exceed any machine's memory:
 	 * refused before an allocation (which under a sanitizer aborts, and
 	 * otherwise zeroing would end in the out-of-memory killer) */
 	ck_assert_ptr_null(ts_array_new(ctx, ts_float32, 2, (int64_t[]){1LL << 30, 1LL << 20}));
 	ck_assert_int_eq(ts_last_status(ctx), TS_ERR_NOMEM);
-	tu_assert_error(ctx, "array: 4503599627370496 bytes is more than this machine's memory");
+	tu_assert_error(ctx, "array_new: 4503599627370496 bytes is more than this machine's memory");
 	/* without a context the failure is still a NULL */
 	ck_assert_ptr_null(ts_array_new(NULL, ts_float32, 1, (int64_t[]){0}));
 	ts_ctx_free(ctx);
