@@ -268,17 +268,51 @@ static err_slot *take_slot(ts_ctx *ctx)
 	return s;
 }
 
+/* Copies a message of len bytes into a slot's ERR_SIZE bytes.  One that
+ * does not fit loses its middle, not its end: a message is "call NAME:
+ * what is wrong", and a name of thousands of characters (or a long printed
+ * expression) must not push out what is wrong.  Cuts fall on UTF-8
+ * character boundaries. */
+static void fit_message(char dst[ERR_SIZE], const char *src, size_t len)
+{
+	if (len < ERR_SIZE) {
+		memcpy(dst, src, len + 1);
+		return;
+	}
+	static const char gap[] = " [...] ";
+	size_t head = ERR_SIZE / 3, tail = ERR_SIZE - 1 - head - (sizeof(gap) - 1);
+	while (head > 0 && ((unsigned char)src[head] & 0xc0) == 0x80)
+		head--; /* src[head] starts a character: the head ends before it */
+	size_t from = len - tail;
+	while (from < len && ((unsigned char)src[from] & 0xc0) == 0x80)
+		from++;
+	memcpy(dst, src, head);
+	memcpy(dst + head, gap, sizeof(gap) - 1);
+	memcpy(dst + head + sizeof(gap) - 1, src + from, len - from + 1);
+}
+
 ts_status ts_verror(ts_ctx *ctx, ts_status status, const char *fmt, va_list ap)
 {
 	if (!ctx || status == TS_OK)
 		return status;
+	/* formatted whole first (outside the lock: a user's name may be
+	 * megabytes), then fitted into the slot */
+	char small[ERR_SIZE];
+	va_list again;
+	va_copy(again, ap);
+	int len = vsnprintf(small, sizeof(small), fmt ? fmt : "(no message)", ap);
+	char *whole = len >= (int)sizeof(small) ? malloc((size_t)len + 1) : NULL;
+	if (whole)
+		vsnprintf(whole, (size_t)len + 1, fmt ? fmt : "", again);
+	va_end(again);
 	pthread_mutex_lock(&ctx->lock);
 	err_slot *s = take_slot(ctx);
 	if (s && s->status == TS_OK) {
-		vsnprintf(s->msg, sizeof(s->msg), fmt ? fmt : "(no message)", ap);
+		fit_message(s->msg, whole ? whole : small, whole ? (size_t)len : strlen(small));
 		s->status = status;
 	}
 	pthread_mutex_unlock(&ctx->lock);
+	free(whole);
 	return status;
 }
 
@@ -308,11 +342,10 @@ ts_status ts_error_within(ts_ctx *ctx, ts_status status, const char *fmt, ...)
 		/* no prefix to put: the pending error stays as it is (not ": msg") */
 		status = s->status;
 	} else if (s && s->status != TS_OK) {
-		/* room for both whole, then cut at the slot's size */
+		/* room for both whole, then fitted to the slot's size */
 		char both[2 * ERR_SIZE + 2];
 		snprintf(both, sizeof(both), "%s: %s", prefix, s->msg);
-		memcpy(s->msg, both, sizeof(s->msg) - 1);
-		s->msg[sizeof(s->msg) - 1] = '\0';
+		fit_message(s->msg, both, strlen(both));
 		status = s->status;
 	} else if (s && status != TS_OK) {
 		/* as ts_verror: an error recorded without a format still says so */

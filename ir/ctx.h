@@ -90,7 +90,9 @@ long ts_ctx_fail_alloc_pending(ts_ctx *ctx);
 int ts_ctx_error_slots(const ts_ctx *ctx);
 
 /* Records an error for the calling thread unless one is already pending
- * there; returns `status`. */
+ * there; returns `status`.  A message longer than 1023 bytes keeps its
+ * start and end, its middle replaced by " [...] " (ts_error_within's
+ * prefixed message too). */
 ts_status ts_error(ts_ctx *ctx, ts_status status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 ts_status ts_verror(ts_ctx *ctx, ts_status status, const char *fmt, va_list ap);

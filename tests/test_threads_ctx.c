@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "build.h"
@@ -154,6 +155,51 @@ START_TEST(test_error_within)
 	ts_error_within(ctx, TS_ERR_INVALID, "%s", big);
 	ck_assert_uint_gt(strlen(ts_last_error(ctx)), 500);
 	ck_assert_uint_lt(strlen(ts_last_error(ctx)), sizeof big);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
+/* A message too long for its slot loses its middle: the start (the call)
+ * and the end (what is wrong) both stay, cut between UTF-8 characters. */
+START_TEST(test_long_error_keeps_its_end)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	enum { LEN = 100000 };
+	char *name = malloc(LEN + 1);
+	ck_assert_ptr_nonnull(name);
+	for (int i = 0; i < LEN; i += 2) { /* "é" over and over: 2 bytes each */
+		name[i] = (char)0xc3;
+		name[i + 1] = (char)0xa9;
+	}
+	name[LEN] = '\0';
+	for (int odd = 0; odd < 2; odd++) {
+		/* shifted by one byte, so that one of the two cuts would fall
+		 * inside a character */
+		ts_error(ctx, TS_ERR_INVALID, "split(%s%s): factor 0 must be positive", odd ? "x" : "",
+			 name);
+		const char *m = ts_last_error(ctx);
+		ck_assert_uint_lt(strlen(m), 1024);
+		ck_assert_msg(!strncmp(m, odd ? "split(x\xc3\xa9" : "split(\xc3\xa9", odd ? 9 : 8),
+			      "start lost: %.40s", m);
+		ck_assert_ptr_nonnull(strstr(m, " [...] \xc3\xa9"));
+		size_t len = strlen(m), tail = strlen("): factor 0 must be positive");
+		ck_assert_str_eq(m + len - tail, "): factor 0 must be positive");
+		for (const char *c = m; *c; c++) /* every 0xc3 followed by its 0xa9 */
+			if ((unsigned char)*c == 0xc3)
+				ck_assert_int_eq((unsigned char)c[1], 0xa9);
+			else if ((unsigned char)*c == 0xa9)
+				ck_assert_int_eq((unsigned char)c[-1], 0xc3);
+		ts_clear_error(ctx);
+	}
+	/* and through a public call: the reason survives a huge name */
+	name[2000] = '\0';
+	ts_tensor *A = ts_placeholder(ctx, name, TS_SHAPE(8, 0), ts_float32);
+	ck_assert_ptr_null(A);
+	ck_assert_ptr_nonnull(strstr(ts_last_error(ctx), "placeholder "));
+	const char *m = ts_last_error(ctx);
+	ck_assert_str_eq(m + strlen(m) - strlen(": extent 0 of dimension 1 is not positive"),
+			 ": extent 0 of dimension 1 is not positive");
+	free(name);
 	ts_ctx_free(ctx);
 }
 END_TEST
@@ -367,6 +413,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_retain_counts);
 	tcase_add_test(tc, test_null_context);
 	tcase_add_test(tc, test_error_within);
+	tcase_add_test(tc, test_long_error_keeps_its_end);
 	tcase_add_test(tc, test_new_thread_inherits_no_error);
 	tcase_add_test(tc, test_exited_threads_slots_reused);
 	tcase_add_test(tc, test_concurrent_assembly);
