@@ -385,7 +385,7 @@ typedef struct ts_matmul_cuda_params {
 ts_matmul_cuda_params ts_matmul_cuda_default(void);
 /* Schedules C = ts_op_matmul(A, B) for a GPU, any M, N, K: the tiles are
  * clamped to the shape (and, for the defaults, widened along the larger
- * dimension of a skinny shape); see fit_tiles in op_schedules.c.  Tiles of
+ * dimension of a skinny shape); see fit_tiles in op_schedules_cuda.c.  Tiles of
  * more than 1024 threads per block, or shared tiles over 48 KB (both
  * copies of a double buffer counted), are refused (TS_ERR_INVALID); the
  * defaults drop the double buffer where its two copies would not fit.  A's
