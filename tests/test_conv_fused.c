@@ -425,7 +425,7 @@ END_TEST
  * than a row's blocks and rows whose blocks the columns do not divide,
  * 1x1 and 3x3 kernels, stride 2, the padding inlined and copied, rows
  * inside and outside the channel blocks, every epilogue; chosen chunks for
- * a deep 1x1 layer.  Results against the reference; check_conv also finds
+ * a deep 1x1 layer (AVX2) and a deep 3x3 one (AVX-512).  Results against the reference; check_conv also finds
  * the split of the reduction in the schedule. */
 START_TEST(test_conv_reduce_chunks)
 {
@@ -469,6 +469,14 @@ START_TEST(test_conv_reduce_chunks)
 			   .pad = 0};
 	ck_assert_int_eq(ts_conv2d_cpu_rc_block(256, 8, 1, 1, 8), lanes == 8 ? 64 : 256);
 	check_conv(EPI_BIAS_RELU, wide, NULL);
+	/* chosen with AVX-512: a 3x3 kernel over 1024 channels in blocks of
+	 * 16, whose 590 KB of weights per output block go in chunks of 8
+	 * blocks (72 KB) */
+	const conv deep3 = {.n = 1, .c = 1024, .h = 3, .w = 5, .o = 16, .k = 3, .x = 16, .y = 16,
+			    .stride = 1, .pad = 1};
+	ck_assert_int_eq(ts_conv2d_cpu_rc_block(64, 16, 3, 3, 16), lanes == 16 ? 8 : 64);
+	check_conv(EPI_BIAS_RELU, deep3, NULL);
+	check_conv(EPI_RESIDUAL_RELU, deep3, &(ts_conv2d_cpu_params){.parallel = true, .pad = TS_PAD_INLINE});
 }
 END_TEST
 

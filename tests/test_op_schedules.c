@@ -495,7 +495,12 @@ START_TEST(test_conv2d_cpu_blocks)
 	ck_assert_int_eq(ts_conv2d_cpu_rc_block(4, 32, 1, 1, 32), 4);  /* 16 KB: whole */
 	ck_assert_int_eq(ts_conv2d_cpu_rc_block(8, 32, 1, 1, 32), 8); /* 32 KB: not over */
 	ck_assert_int_eq(ts_conv2d_cpu_rc_block(9, 32, 1, 1, 32), lanes == 8 ? 3 : 9);
-	ck_assert_int_eq(ts_conv2d_cpu_rc_block(16, 32, 3, 3, 32), 16); /* 36 KB a block: none fits */
+	/* 3x3, 16 blocks of 36 KB: none fits AVX2's 16 KB; 590 KB in all
+	 * is over AVX-512's 512 KB, chunks of two (72 KB) */
+	ck_assert_int_eq(ts_conv2d_cpu_rc_block(16, 32, 3, 3, 32), lanes == 8 ? 16 : 2);
+	ck_assert_int_eq(ts_conv2d_cpu_rc_block(8, 32, 3, 3, 32), 8); /* 295 KB: whole */
+	ck_assert_int_eq(ts_conv2d_cpu_rc_block(15, 32, 3, 3, 32), lanes == 8 ? 15 : 1);
+	ck_assert_int_eq(ts_conv2d_cpu_rc_block(17, 32, 3, 3, 32), lanes == 8 ? 17 : 1); /* a prime */
 	ck_assert_int_eq(ts_conv2d_cpu_rc_block(64, 8, 3, 3, 8), 64); /* 3x3: one reduction */
 	ck_assert_int_eq(ts_conv2d_cpu_rc_block(64, 8, 1, 3, 8), 64);
 	ck_assert_int_eq(ts_conv2d_cpu_rc_block(13, 32, 1, 1, 32), lanes == 8 ? 1 : 13); /* a prime */
