@@ -249,8 +249,10 @@ int64_t ts_conv2d_cpu_out_block(int64_t channels);
  * AVX2, four vectors (32 channels) where 32 divides `channels` and a row
  * has 12 columns or more, computed 3 columns at a time (a step loads 3
  * inputs and 4 weight vectors for 12 multiply-adds, against 15 loads for
- * 14 with one vector); otherwise ts_conv2d_cpu_out_block(channels).  0
- * for channels below 1. */
+ * 14 with one vector); with AVX-512, four vectors (64 channels) where 64
+ * divides `channels` and a row has 56 columns or more, 4 columns at a
+ * time; otherwise ts_conv2d_cpu_out_block(channels).  0 for channels
+ * below 1. */
 int64_t ts_conv2d_cpu_out_block_for(int64_t channels, int64_t out_width);
 /* The columns of the rows tessera's conv2d kernels run over, for an
  * r x s kernel, strides stride_h, stride_w, total paddings pad_h, pad_w
@@ -286,8 +288,9 @@ int64_t ts_conv2d_cpu_row_width_for(int64_t r, int64_t s, int64_t stride_h, int6
  * of `out_block` lanes: as many as fit the vector registers with their
  * accumulators, up to 14: 14 for one vector (and two with AVX-512), 6 for
  * two vectors with AVX2, 3 for four (then the block runs vector by vector:
- * 12 accumulators, 3 broadcast inputs and one weight vector).  0 for
- * out_block below 1. */
+ * 12 accumulators, 3 broadcast inputs and one weight vector).  Vector by
+ * vector (over two vectors) it keeps to 16 accumulators: 4 columns of
+ * four vectors with AVX-512.  0 for out_block below 1. */
 int64_t ts_conv2d_cpu_ow_block(int64_t out_block);
 /* The input-channel block (the x of NCHW[x]c) tessera's conv2d kernels
  * take when they choose: the largest power of two up to 16 dividing

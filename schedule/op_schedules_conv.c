@@ -26,8 +26,9 @@ int64_t ts_conv2d_cpu_out_block(int64_t channels)
 }
 
 /* Rows of at least 4 blocks of 3 columns take AVX2's blocks of four
- * vectors (ts_conv2d_cpu_out_block_for). */
-static const int64_t wide_row = 12;
+ * vectors (ts_conv2d_cpu_out_block_for); with AVX-512, rows of 14 blocks
+ * of 4 columns. */
+static const int64_t wide_row = 12, wide_row_avx512 = 56;
 
 int64_t ts_conv2d_cpu_out_block_for(int64_t channels, int64_t out_width)
 {
@@ -36,8 +37,16 @@ int64_t ts_conv2d_cpu_out_block_for(int64_t channels, int64_t out_width)
 	 * one vector of 14 columns loads 15 for 14 (ResNet-50's layers at 56,
 	 * 28 and 14 columns: 3% to 24% faster on one Zen 4 core, inputs in
 	 * NCHW32c too).  On rows of 7, the 3 + 3 + 1 blocks lose (20% slower). */
-	if (channels >= 1 && ts_cpu_vector_lanes() == 8 && out_width >= wide_row && channels % 32 == 0)
+	int lanes = ts_cpu_vector_lanes();
+	if (channels >= 1 && lanes == 8 && out_width >= wide_row && channels % 32 == 0)
 		return 32;
+	/* AVX-512 likewise, four vectors by 4 columns (ts_conv2d_cpu_ow_block),
+	 * on ResNet-50's rows of 56: the 1x1 layers 64 -> 64 and 64 -> 256
+	 * from 0.74x-0.88x of oneDNN's speed to 0.99x-1.09x at 1 and 2
+	 * threads (Zen 4), the 3x3 ones level; on rows of 28 the 3x3 layer
+	 * lost 15%, so they keep two vectors */
+	if (channels >= 1 && lanes == 16 && out_width >= wide_row_avx512 && channels % 64 == 0)
+		return 64;
 	return ts_conv2d_cpu_out_block(channels);
 }
 
@@ -96,6 +105,11 @@ int64_t ts_conv2d_cpu_ow_block(int64_t out_block)
 	 * conv_accumulator), cols x v accumulators, cols broadcasts and one
 	 * weight vector */
 	int64_t cols = v <= 2 ? (regs - v - 1) / v : (regs - 1) / (v + 1);
+	/* vector by vector, at most 16 accumulators: AVX-512's four vectors
+	 * by 6 columns (24 of the 32 registers) ran 10-25% slower than by 4
+	 * on ResNet-50's 1x1 layers; AVX2 is at 12 or fewer anyway */
+	if (v > 2 && cols > 16 / v)
+		cols = 16 / v;
 	return cols < 1 ? 1 : cols > 14 ? 14 : cols;
 }
 

@@ -267,15 +267,30 @@ START_TEST(test_space_conv2d_plain)
 END_TEST
 
 /* Channel counts that every power of two up to 64 divides: the channel
- * blocks are the preferred one and 1 to 64, eight choices each. */
+ * blocks are the preferred one (the graph layer's, first) and every power
+ * of two from 1 to 64, each once. */
 START_TEST(test_space_conv2d_blocks)
 {
 	ts_ctx *ctx = ts_ctx_new();
 	ts_tune_task t;
 	tu_ok(ctx, ts_tune_task_init(ctx, &t, "conv2d", TS_SHAPE(1, 64, 56, 56, 128, 3, 3, 1, 1)));
-	for (int i = 0; i < t.space.nparams; i++)
-		if (!strcmp(t.space.name[i], "ic_block") || !strcmp(t.space.name[i], "oc_block"))
-			ck_assert_int_eq(t.space.choice[i][t.space.nchoice[i] - 1], 64);
+	int found = 0;
+	for (int i = 0; i < t.space.nparams; i++) {
+		bool ic = !strcmp(t.space.name[i], "ic_block"), oc = !strcmp(t.space.name[i], "oc_block");
+		if (!ic && !oc)
+			continue;
+		found++;
+		ck_assert_int_eq(t.space.choice[i][0], ts_conv2d_cpu_out_block_for(ic ? 64 : 128, 56));
+		int seen = 0;
+		for (int c = 0; c < t.space.nchoice[i]; c++) {
+			int64_t b = t.space.choice[i][c];
+			ck_assert_msg(b >= 1 && b <= 64 && (b & (b - 1)) == 0, "block %lld", (long long)b);
+			ck_assert_msg(!(seen & (int)b), "block %lld twice", (long long)b);
+			seen |= (int)b;
+		}
+		ck_assert_int_eq(seen, 127); /* 1, 2, ..., 64 */
+	}
+	ck_assert_int_eq(found, 2);
 	ts_ctx_free(ctx);
 }
 END_TEST
