@@ -35,13 +35,6 @@
 
 #define MAX_LANES CG_INTERP_MAX_LANES
 
-#define TRY(x)                                                                 \
-	do {                                                                   \
-		ts_status try_st_ = (x);                                       \
-		if (try_st_ != TS_OK)                                          \
-			return try_st_;                                        \
-	} while (0)
-
 typedef union lane {
 	int64_t i;
 	double f;
@@ -146,8 +139,8 @@ static ts_status reserve_lanes(interp *in, int n)
 /* Binds var to the n lanes at the top of the pool (filled by the caller). */
 static ts_status push_var(interp *in, const ts_expr *var, int n)
 {
-	TRY(reserve_lanes(in, n));
-	TRY(reserve(in, (void **)&in->vars, &in->capvars, in->nvars + 1, sizeof(var_slot)));
+	TS_TRY(reserve_lanes(in, n));
+	TS_TRY(reserve(in, (void **)&in->vars, &in->capvars, in->nvars + 1, sizeof(var_slot)));
 	in->vars[in->nvars++] = (var_slot){var, in->npool};
 	in->npool += (size_t)n;
 	return TS_OK;
@@ -171,8 +164,8 @@ static ts_status check_buffer(interp *in, const ts_buffer *b)
 
 static ts_status push_buf(interp *in, const ts_buffer *b, void *data)
 {
-	TRY(check_buffer(in, b));
-	TRY(reserve(in, (void **)&in->bufs, &in->capbufs, in->nbufs + 1, sizeof(binding)));
+	TS_TRY(check_buffer(in, b));
+	TS_TRY(reserve(in, (void **)&in->bufs, &in->capbufs, in->nbufs + 1, sizeof(binding)));
 	in->bufs[in->nbufs++] = (binding){b, data};
 	return TS_OK;
 }
@@ -540,7 +533,7 @@ static ts_status store_vector(interp *in, const ts_stmt *s, void *data, int n)
 		idx[l] = ev(in, s->u.store.index, l);
 	for (int l = 0; l < n; l++)
 		v[l] = ev(in, s->u.store.value, l);
-	TRY(in->st);
+	TS_TRY(in->st);
 	for (int l = 0; l < n; l++)
 		if (idx[l].i < 0 || idx[l].i >= b->size)
 			return out_of_bounds_store(in, b, idx[l].i);
@@ -553,15 +546,15 @@ static ts_status exec_store(interp *in, const ts_stmt *s)
 {
 	const ts_buffer *b = s->u.store.buf;
 	int n = s->u.store.index->dtype.lanes;
-	TRY(check_lanes(in, s->u.store.index, n));
-	TRY(check_lanes(in, s->u.store.value, n));
+	TS_TRY(check_lanes(in, s->u.store.index, n));
+	TS_TRY(check_lanes(in, s->u.store.value, n));
 	void *data = find_buf(in, b);
 	if (!data)
 		return in->st;
 	if (n > 1)
 		return store_vector(in, s, data, n);
 	lane ix = operand(in, s->u.store.index, 0), v = ev(in, s->u.store.value, 0);
-	TRY(in->st);
+	TS_TRY(in->st);
 	if (ix.i < 0 || ix.i >= b->size)
 		return out_of_bounds_store(in, b, ix.i);
 	write_elem(data, b->dtype, ix.i, v);
@@ -576,11 +569,11 @@ static ts_status exec_for(interp *in, const ts_stmt *s)
 	if (var->kind != IR_VAR || var->dtype.lanes != 1 || !ts_dtype_is_int(var->dtype))
 		return raise(in, TS_ERR_INVALID, "interp: loop variable %s is not an integer scalar",
 			     expr_text(in, var));
-	TRY(check_lanes(in, s->u.for_.min, 1));
-	TRY(check_lanes(in, s->u.for_.extent, 1));
+	TS_TRY(check_lanes(in, s->u.for_.min, 1));
+	TS_TRY(check_lanes(in, s->u.for_.extent, 1));
 	int64_t min = ev(in, s->u.for_.min, 0).i, extent = ev(in, s->u.for_.extent, 0).i;
-	TRY(in->st);
-	TRY(push_var(in, var, 1));
+	TS_TRY(in->st);
+	TS_TRY(push_var(in, var, 1));
 	size_t slot = in->vars[in->nvars - 1].off;
 	ts_status st = TS_OK;
 	for (int64_t k = 0; k < extent && st == TS_OK; k++) {
@@ -596,13 +589,13 @@ static ts_status exec_let(interp *in, const ts_stmt *s)
 {
 	const ts_expr *var = s->u.let.var, *value = s->u.let.value;
 	int n = var->dtype.lanes;
-	TRY(check_lanes(in, value, n));
+	TS_TRY(check_lanes(in, value, n));
 	/* evaluated before the variable is bound: the value cannot see it */
-	TRY(reserve_lanes(in, n));
+	TS_TRY(reserve_lanes(in, n));
 	for (int l = 0; l < n; l++)
 		in->pool[in->npool + (size_t)l] = ev(in, value, l);
-	TRY(in->st);
-	TRY(push_var(in, var, n));
+	TS_TRY(in->st);
+	TS_TRY(push_var(in, var, n));
 	ts_status st = exec(in, s->u.let.body);
 	pop_var(in);
 	return st;
@@ -622,7 +615,7 @@ static void fill_garbage(const ts_buffer *b, void *data)
 static ts_status exec_allocate(interp *in, const ts_stmt *s)
 {
 	const ts_buffer *b = s->u.alloc.buf;
-	TRY(check_buffer(in, b));
+	TS_TRY(check_buffer(in, b));
 	size_t elem = (size_t)ts_dtype_bytes(b->dtype);
 	void *data = (uint64_t)b->size <= SIZE_MAX / elem ? malloc((size_t)b->size * elem) : NULL;
 	if (!data)
@@ -640,9 +633,9 @@ static ts_status exec_allocate(interp *in, const ts_stmt *s)
 
 static ts_status exec_if(interp *in, const ts_stmt *s)
 {
-	TRY(check_lanes(in, s->u.if_.cond, 1));
+	TS_TRY(check_lanes(in, s->u.if_.cond, 1));
 	lane c = ev(in, s->u.if_.cond, 0);
-	TRY(in->st);
+	TS_TRY(in->st);
 	if (c.i)
 		return exec(in, s->u.if_.then_s);
 	return s->u.if_.else_s ? exec(in, s->u.if_.else_s) : TS_OK;
@@ -652,7 +645,7 @@ static ts_status exec_if(interp *in, const ts_stmt *s)
 static ts_status exec_evaluate(interp *in, const ts_stmt *s)
 {
 	const ts_expr *v = s->u.eval.value;
-	TRY(check_lanes(in, v, v->dtype.lanes));
+	TS_TRY(check_lanes(in, v, v->dtype.lanes));
 	for (int l = 0; l < v->dtype.lanes; l++)
 		ev(in, v, l);
 	return in->st;
@@ -671,7 +664,7 @@ static ts_status exec(interp *in, const ts_stmt *s)
 		return exec_if(in, s);
 	case IR_S_SEQ:
 		for (int k = 0; k < s->u.seq.n; k++)
-			TRY(exec(in, s->u.seq.s[k]));
+			TS_TRY(exec(in, s->u.seq.s[k]));
 		return TS_OK;
 	case IR_S_LET:
 		return exec_let(in, s);
@@ -797,9 +790,9 @@ ts_status cg_interp_run(ts_ctx *ctx, const ts_func *f, void *const *args)
 	if (f->nparams > 0 && !args)
 		return ts_error(ctx, TS_ERR_INVALID, "interp: %s: args is NULL for %d parameter(s)",
 				name, f->nparams);
-	TRY(check_bindings(ctx, name, f->nparams, f->params, args));
-	TRY(check_sizes(ctx, f, args));
-	TRY(check_aliasing(ctx, f, args));
+	TS_TRY(check_bindings(ctx, name, f->nparams, f->params, args));
+	TS_TRY(check_sizes(ctx, f, args));
+	TS_TRY(check_aliasing(ctx, f, args));
 	return run(ctx, f->body, f->nparams, f->params, args);
 }
 
@@ -810,6 +803,6 @@ ts_status cg_interp_stmt(ts_ctx *ctx, const ts_stmt *s, int nbuf, ts_buffer *con
 		return TS_ERR_INVALID;
 	if (!s)
 		return ts_error(ctx, TS_ERR_INVALID, "interp: statement is NULL");
-	TRY(check_bindings(ctx, "statement", nbuf, bufs, data));
+	TS_TRY(check_bindings(ctx, "statement", nbuf, bufs, data));
 	return run(ctx, s, nbuf, bufs, data);
 }

@@ -309,7 +309,7 @@ static ts_status plan_kernels(planner *pl)
 		const gvalue *o = &g->v[gr->out];
 		if (a && is_view(a->op)) {
 			/* a row-major view of the same storage */
-			G_TRY(want(pl, a->in[0], 0));
+			TS_TRY(want(pl, a->in[0], 0));
 			int x = pl->gv2x[a->in[0]];
 			int y = gx_new_value(e, o->name, o->ndim, o->shape, 0);
 			if (y < 0)
@@ -336,15 +336,15 @@ static ts_status plan_kernels(planner *pl)
 		xkernel *k = desc ? new_kernel(e, desc) : NULL;
 		if (!k)
 			return ts_last_status(e->ctx);
-		G_TRY(gx_build_group(e, g, p, gr, pl->gv2x, k));
+		TS_TRY(gx_build_group(e, g, p, gr, pl->gv2x, k));
 		e->nk++;
 		if (pl->p->trace && block > 1)
 			fprintf(pl->p->trace, "layout: %s is NCHW%dc\n", o->name, block);
 		if (pl->o->no_layout && block > 1)
-			G_TRY(want(pl, gr->out, 0));
+			TS_TRY(want(pl, gr->out, 0));
 	}
 	for (int i = 0; i < g->nout; i++) {
-		G_TRY(want(pl, g->out[i], 0));
+		TS_TRY(want(pl, g->out[i], 0));
 		e->out[i] = value_of(pl, g->out[i]);
 		if (e->out[i] < 0)
 			return ts_last_status(e->ctx);
@@ -600,9 +600,9 @@ static ts_status check_args(ts_graph_exec *e, const char *fn, int ninputs, ts_ar
 	if (noutputs && !outputs)
 		return ts_error(e->ctx, TS_ERR_INVALID, "%s: outputs is NULL for %d outputs", fn, noutputs);
 	for (int i = 0; i < ninputs; i++)
-		G_TRY(check_one(e, fn, "input", i, inputs[i], &e->xv[e->in[i]]));
+		TS_TRY(check_one(e, fn, "input", i, inputs[i], &e->xv[e->in[i]]));
 	for (int i = 0; i < noutputs; i++)
-		G_TRY(check_one(e, fn, "output", i, outputs[i], &e->xv[e->out[i]]));
+		TS_TRY(check_one(e, fn, "output", i, outputs[i], &e->xv[e->out[i]]));
 	/* outputs are copied out one after another: two that share bytes
 	 * would keep only the later result.  Inputs are copied in before
 	 * anything runs, so an input may be an output. */
@@ -662,7 +662,7 @@ ts_status ts_graph_run(ts_graph_exec *e, int ninputs, ts_array *const *inputs, i
 	if (!e)
 		return TS_ERR_INVALID;
 	ts_clear_error(e->ctx);
-	G_TRY(check_args(e, "graph_run", ninputs, inputs, noutputs, outputs));
+	TS_TRY(check_args(e, "graph_run", ninputs, inputs, noutputs, outputs));
 	return run(e, ninputs, inputs, noutputs, outputs, NULL);
 }
 
@@ -683,7 +683,7 @@ ts_status ts_graph_profile(ts_graph_exec *e, int ninputs, ts_array *const *input
 		return ts_error(e->ctx, TS_ERR_INVALID, "graph_profile: repeat %d is out of range (1..10000)", repeat);
 	if (!f)
 		return ts_error(e->ctx, TS_ERR_INVALID, "graph_profile: f is NULL");
-	G_TRY(check_args(e, "graph_profile", ninputs, inputs, noutputs, outputs));
+	TS_TRY(check_args(e, "graph_profile", ninputs, inputs, noutputs, outputs));
 	int nk = e->nk;
 	double *ms = calloc((size_t)nk * (size_t)repeat + 1, sizeof(double));
 	double *med = calloc((size_t)nk + 1, sizeof(double));

@@ -102,13 +102,6 @@ ts_status g_count_uses(gpass *p);
 int64_t g_plan_memory(int n, const int64_t *size, const int *first, const int *last,
 		      int64_t *offset);
 
-#define G_TRY(call)                             \
-	do {                                    \
-		ts_status g_st_ = (call);       \
-		if (g_st_ != TS_OK)             \
-			return g_st_;           \
-	} while (0)
-
 /* ---- the executable ------------------------------------------------------------------ */
 
 /* A value at run time.  Logical shape as in the graph; stored row-major

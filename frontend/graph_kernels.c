@@ -606,7 +606,7 @@ static ts_status tuned_conv(kb *b, const gnode *n, const xval *x, const xval *w,
 	const ts_tune_record *rec = NULL;
 	if (!b->e->tuned)
 		return TS_OK;
-	G_TRY(ts_tune_log_lookup(b->ctx, b->e->tuned, t, &c, &rec));
+	TS_TRY(ts_tune_log_lookup(b->ctx, b->e->tuned, t, &c, &rec));
 	if (!rec)
 		return TS_OK;
 	*p = ts_tune_conv2d_params(t, &c);

@@ -226,7 +226,7 @@ static int remove_dead(gpass *p)
 ts_status g_pass_fold(gpass *p)
 {
 	ts_graph *g = p->g;
-	G_TRY(g_count_uses(p));
+	TS_TRY(g_count_uses(p));
 	for (int i = 0; i < g->nn; i++) {
 		gnode *n = &g->n[i];
 		if (p->ns[i].dead || n->op != TS_GOP_BATCHNORM)
@@ -242,14 +242,14 @@ ts_status g_pass_fold(gpass *p)
 		if (c && c->op == TS_GOP_CONV && !p->ns[prod].dead && p->uses[n->in[0]] == 1 &&
 		    !x->is_output && is_const(g, c->in[1]) && (c->nin < 3 || is_const(g, c->in[2]))) {
 			char *cname = c->name;
-			G_TRY(fold_into_conv(p, i, prod));
+			TS_TRY(fold_into_conv(p, i, prod));
 			/* the batch norm's readers now read the conv: a second
 			 * batch norm on it must see them before folding too */
-			G_TRY(g_count_uses(p));
+			TS_TRY(g_count_uses(p));
 			trace(p, "fold: %s '%s' folded into the weights and bias of Conv '%s'\n",
 			      ts_gop_name(TS_GOP_BATCHNORM), g->n[i].name, cname);
 		} else {
-			G_TRY(make_affine(p, i));
+			TS_TRY(make_affine(p, i));
 			trace(p, "fold: %s '%s' became a per-channel multiply-add\n",
 			      ts_gop_name(TS_GOP_BATCHNORM), g->n[i].name);
 		}
@@ -447,7 +447,7 @@ static void extend(gpass *p, ggroup *gr, int start)
 ts_status g_pass_fuse(gpass *p, bool no_fuse)
 {
 	ts_graph *g = p->g;
-	G_TRY(g_count_uses(p));
+	TS_TRY(g_count_uses(p));
 	p->groups = calloc((size_t)g->nn + 1, sizeof(*p->groups));
 	if (!p->groups)
 		return ts_error(g->ctx, TS_ERR_NOMEM, "graph_compile: out of memory");

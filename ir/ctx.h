@@ -62,6 +62,16 @@ typedef enum ts_status {
 
 typedef struct ts_ctx ts_ctx;
 
+/* Returns from the calling function (which returns ts_status) with the
+ * status of a call that failed; the call's error stands.  For code that
+ * chains primitives: TS_TRY(ts_split(st, ax, 8, &o, &i)); */
+#define TS_TRY(call)                                                           \
+	do {                                                                   \
+		ts_status ts_try_st_ = (call);                                 \
+		if (ts_try_st_ != TS_OK)                                       \
+			return ts_try_st_;                                     \
+	} while (0)
+
 /* Creates a context holding one reference; NULL only if malloc fails. */
 ts_ctx *ts_ctx_new(void);
 /* Adds a reference (returns ctx); each needs a ts_ctx_free(). */

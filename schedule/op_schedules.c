@@ -40,13 +40,13 @@ static ts_status default_stage(ts_stage *st, int lanes)
 	int ndata = st->tensor->ndim;
 	ts_axis *inner = ts_axis_of(st, ndata - 1), *outer = ndata > 1 ? ts_axis_of(st, 0) : NULL;
 	for (int i = 1; i < ndata - 1; i++)
-		TRY(ts_fuse(st, outer, ts_axis_of(st, i), &outer));
+		TS_TRY(ts_fuse(st, outer, ts_axis_of(st, i), &outer));
 	if (outer)
-		TRY(ts_parallel(st, outer));
+		TS_TRY(ts_parallel(st, outer));
 	if (inner->extent < lanes)
 		return TS_OK;
 	ts_axis *io, *ii;
-	TRY(ts_split_tail(st, inner, lanes, TS_TAIL_PARTITION, &io, &ii));
+	TS_TRY(ts_split_tail(st, inner, lanes, TS_TAIL_PARTITION, &io, &ii));
 	/* the vector loop innermost, every reduction loop outside it */
 	ts_axis *order[64];
 	int n = 0;
@@ -54,7 +54,7 @@ static ts_status default_stage(ts_stage *st, int lanes)
 		if (st->leaf[i] != ii && st->leaf[i] != outer)
 			order[n++] = st->leaf[i];
 	order[n++] = ii;
-	TRY(ts_reorder(st, n, order));
+	TS_TRY(ts_reorder(st, n, order));
 	return ts_vectorize(st, ii);
 }
 
@@ -141,7 +141,7 @@ ts_status sch_untouched(ts_schedule *s, const char *what, const ts_tensor *T)
 static ts_status stages_untouched(ts_schedule *s, const char *what, int n, const ts_stage *const *st)
 {
 	for (int i = 0; i < n; i++)
-		TRY(sch_untouched(s, what, st[i]->tensor));
+		TS_TRY(sch_untouched(s, what, st[i]->tensor));
 	return TS_OK;
 }
 
@@ -156,9 +156,9 @@ ts_status sch_all_untouched(ts_schedule *s, const char *what)
 ts_status sch_chain_untouched(ts_schedule *s, const char *what, const ts_tensor *Y, ts_tensor *const *chain,
 				 int n, const ts_tensor *C)
 {
-	TRY(sch_untouched(s, what, Y));
+	TS_TRY(sch_untouched(s, what, Y));
 	for (int i = 0; i < n; i++)
-		TRY(sch_untouched(s, what, chain[i]));
+		TS_TRY(sch_untouched(s, what, chain[i]));
 	return sch_untouched(s, what, C);
 }
 
@@ -182,14 +182,14 @@ ts_status ts_schedule_default_cpu(ts_schedule *s, int lanes)
 {
 	if (!s)
 		return TS_ERR_INVALID;
-	TRY(check_lanes(s, "schedule_default_cpu", lanes));
-	TRY(sch_all_untouched(s, "schedule_default_cpu"));
+	TS_TRY(check_lanes(s, "schedule_default_cpu", lanes));
+	TS_TRY(sch_all_untouched(s, "schedule_default_cpu"));
 	for (int i = 0; i < s->nstages; i++) {
 		ts_stage *st = s->stages[i];
 		if (!st->is_output && st->body->kind != IR_REDUCE && !read_twice(s, st))
-			TRY(ts_compute_inline(st));
+			TS_TRY(ts_compute_inline(st));
 		else
-			TRY(default_stage(st, lanes));
+			TS_TRY(default_stage(st, lanes));
 	}
 	return TS_OK;
 }
@@ -200,9 +200,9 @@ static ts_status default_stage_cuda(ts_stage *st, int threads, ts_axis **thread)
 {
 	ts_axis *f = ts_axis_of(st, 0), *bx;
 	for (int i = 1; i < st->tensor->ndim; i++)
-		TRY(ts_fuse(st, f, ts_axis_of(st, i), &f));
-	TRY(ts_split(st, f, threads, &bx, thread));
-	TRY(ts_bind(st, bx, TS_BLOCK_X));
+		TS_TRY(ts_fuse(st, f, ts_axis_of(st, i), &f));
+	TS_TRY(ts_split(st, f, threads, &bx, thread));
+	TS_TRY(ts_bind(st, bx, TS_BLOCK_X));
 	return ts_bind(st, *thread, TS_THREAD_X);
 }
 
@@ -216,10 +216,10 @@ ts_status ts_schedule_default_cuda(ts_schedule *s, int threads)
 	if (s->nout != 1)
 		return ts_error(s->ctx, TS_ERR_UNSUPPORTED,
 				"schedule_default_cuda: a function is one kernel, so one output (got %d)", s->nout);
-	TRY(sch_all_untouched(s, "schedule_default_cuda"));
+	TS_TRY(sch_all_untouched(s, "schedule_default_cuda"));
 	ts_stage *out = ts_stage_of(s, s->outputs[0]);
 	ts_axis *tx;
-	TRY(default_stage_cuda(out, threads, &tx));
+	TS_TRY(default_stage_cuda(out, threads, &tx));
 	/* elementwise stages inline; a reduction read only by the output, at
 	 * its own element (a pooling window), runs in the output's thread, in
 	 * registers.  Any other (softmax's row maximum and sum, layer norm's
@@ -234,7 +234,7 @@ ts_status ts_schedule_default_cuda(ts_schedule *s, int threads)
 		if (st == out)
 			continue;
 		if (st->body->kind != IR_REDUCE)
-			TRY(ts_compute_inline(st));
+			TS_TRY(ts_compute_inline(st));
 		else if (nred < (int)TS_COUNT_OF(red))
 			red[nred++] = st;
 		else
@@ -249,12 +249,12 @@ ts_status ts_schedule_default_cuda(ts_schedule *s, int threads)
 			ts_axis *t;
 			if (!acc)
 				return ts_last_status(s->ctx);
-			TRY(default_stage_cuda(st, threads, &t));
-			TRY(ts_compute_at(ts_stage_of(s, acc), st, t));
+			TS_TRY(default_stage_cuda(st, threads, &t));
+			TS_TRY(ts_compute_at(ts_stage_of(s, acc), st, t));
 			continue;
 		}
-		TRY(ts_set_scope(st, TS_SCOPE_LOCAL));
-		TRY(ts_compute_at(st, out, tx));
+		TS_TRY(ts_set_scope(st, TS_SCOPE_LOCAL));
+		TS_TRY(ts_compute_at(st, out, tx));
 	}
 	return TS_OK;
 }
@@ -327,9 +327,9 @@ static ts_status schedule_packing(ts_schedule *s, ts_tensor *Bp, bool parallel)
 	ts_stage *sp = ts_stage_of(s, Bp);
 	if (!sp)
 		return ts_last_status(s->ctx);
-	TRY(ts_vectorize(sp, ts_axis_of(sp, 2)));
+	TS_TRY(ts_vectorize(sp, ts_axis_of(sp, 2)));
 	if (parallel)
-		TRY(ts_parallel(sp, ts_axis_of(sp, 0)));
+		TS_TRY(ts_parallel(sp, ts_axis_of(sp, 0)));
 	return TS_OK;
 }
 
@@ -378,16 +378,16 @@ static ts_status tile_output(ts_schedule *s, ts_stage *so, const ts_tensor *C,
 			     const ts_matmul_cpu_params *d, ts_axis **f)
 {
 	ts_axis *mo, *no, *mi, *ni;
-	TRY(ts_tile(so, ts_axis_of(so, 0), ts_axis_of(so, 1), d->mr, d->nr, &mo, &no, &mi, &ni));
-	TRY(ts_reorder(so, TS_AXES(no, mo)));
+	TS_TRY(ts_tile(so, ts_axis_of(so, 0), ts_axis_of(so, 1), d->mr, d->nr, &mo, &no, &mi, &ni));
+	TS_TRY(ts_reorder(so, TS_AXES(no, mo)));
 	ts_axis *outer = no;
 	bool panel = d->pack == TS_PACK_PANEL;
 	if (panel)
-		TRY(ts_compute_at(ts_stage_of(s, packed_operand(C)), so, no));
+		TS_TRY(ts_compute_at(ts_stage_of(s, packed_operand(C)), so, no));
 	else
-		TRY(ts_fuse(so, no, mo, &outer));
+		TS_TRY(ts_fuse(so, no, mo, &outer));
 	*f = panel ? mo : outer;
-	TRY(ts_vectorize(so, ni));
+	TS_TRY(ts_vectorize(so, ni));
 	return d->parallel ? ts_parallel(so, outer) : TS_OK;
 }
 
@@ -413,15 +413,15 @@ static ts_status schedule_accumulator(ts_stage *scc, ts_stage *so, ts_axis *f,
 				      const ts_matmul_cpu_params *d, const ts_tensor *C)
 {
 	ts_axis *ko, *ki;
-	TRY(ts_compute_at(scc, so, f));
+	TS_TRY(ts_compute_at(scc, so, f));
 	ts_axis *mc = ts_axis_of(scc, 0), *nc = ts_axis_of(scc, 1);
-	TRY(ts_split(scc, ts_reduce_axis_of(scc, 0), d->kunroll, &ko, &ki));
-	TRY(ts_reorder(scc, TS_AXES(ko, ki, mc, nc)));
-	TRY(ts_unroll(scc, ki));
-	TRY(ts_unroll(scc, mc));
+	TS_TRY(ts_split(scc, ts_reduce_axis_of(scc, 0), d->kunroll, &ko, &ki));
+	TS_TRY(ts_reorder(scc, TS_AXES(ko, ki, mc, nc)));
+	TS_TRY(ts_unroll(scc, ki));
+	TS_TRY(ts_unroll(scc, mc));
 	ts_tensor *B = C->inputs[C->ninputs - 1];
 	if (d->prefetch && constant_input(B))
-		TRY(ts_prefetch_ahead(scc, B, ko, f, 1));
+		TS_TRY(ts_prefetch_ahead(scc, B, ko, f, 1));
 	return ts_vectorize(scc, nc);
 }
 
@@ -429,7 +429,7 @@ static ts_status schedule_accumulator(ts_stage *scc, ts_stage *so, ts_axis *f,
  * TS_MAX_VECTOR_LANES, checked before any primitive changes the schedule. */
 static ts_status block_params(ts_schedule *s, const char *what, const ts_matmul_cpu_params *d)
 {
-	TRY(sch_positive(s, what, 3, (int64_t[]){d->mr, d->nr, d->kunroll},
+	TS_TRY(sch_positive(s, what, 3, (int64_t[]){d->mr, d->nr, d->kunroll},
 		     (const char *[]){"mr", "nr", "kunroll"}));
 	if (d->nr > TS_MAX_VECTOR_LANES)
 		return ts_error(s->ctx, TS_ERR_INVALID,
@@ -460,7 +460,7 @@ static ts_status no_k_chunks(ts_schedule *s, const char *what, const ts_tensor *
 static ts_status matmul_prologue(ts_schedule *s, const char *what, ts_tensor *C,
 				 ts_matmul_cpu_params *d)
 {
-	TRY(block_params(s, what, d));
+	TS_TRY(block_params(s, what, d));
 	if (!is_matmul(C))
 		return ts_error(s->ctx, TS_ERR_INVALID,
 				"%s: %s is not a matmul (ts_op_matmul or ts_op_matmul_packed)", what,
@@ -469,7 +469,7 @@ static ts_status matmul_prologue(ts_schedule *s, const char *what, ts_tensor *C,
 		return ts_error(s->ctx, TS_ERR_INVALID,
 				"%s: parameter pack must be TS_PACK_AUTO, TS_PACK_AHEAD or TS_PACK_PANEL, got %d",
 				what, (int)d->pack);
-	TRY(sch_untouched(s, what, C));
+	TS_TRY(sch_untouched(s, what, C));
 	/* refused here, before anything changes: the panel loop would find
 	 * Bp stored at root, after C was tiled */
 	const ts_stage *sp = packed_operand(C) ? ts_stage_of(s, packed_operand(C)) : NULL;
@@ -481,7 +481,7 @@ static ts_status matmul_prologue(ts_schedule *s, const char *what, ts_tensor *C,
 	d->pack = pack_mode(s, C, d);
 	if (packed_operand(C))
 		/* a panel packed inside the parallel panel loop runs serially */
-		TRY(schedule_packing(s, packed_operand(C), d->parallel && d->pack != TS_PACK_PANEL));
+		TS_TRY(schedule_packing(s, packed_operand(C), d->parallel && d->pack != TS_PACK_PANEL));
 	if (d->mr > C->shape[0]) /* few rows (a dense layer): no idle accumulators */
 		d->mr = C->shape[0];
 	return TS_OK;
@@ -518,20 +518,20 @@ static ts_status schedule_k_chunks(ts_schedule *s, ts_tensor *C, const ts_matmul
 {
 	ts_stage *sc = ts_stage_of(s, C);
 	ts_axis *mo, *no, *mi, *ni, *ko, *ki, *kio, *kii;
-	TRY(ts_tile(sc, ts_axis_of(sc, 0), ts_axis_of(sc, 1), d->mr, d->nr, &mo, &no, &mi, &ni));
+	TS_TRY(ts_tile(sc, ts_axis_of(sc, 0), ts_axis_of(sc, 1), d->mr, d->nr, &mo, &no, &mi, &ni));
 	/* the partial tiles of the last rows, columns and chunk in nests of
 	 * their own: guarded inside, the tile's rows were tested at every step
 	 * (12 x 32 over 128 rows ran 2x slower) */
-	TRY(ts_set_tail(sc, mo, TS_TAIL_PARTITION));
-	TRY(ts_set_tail(sc, no, TS_TAIL_PARTITION));
-	TRY(ts_split_tail(sc, ts_reduce_axis_of(sc, 0), d->kc, TS_TAIL_PARTITION, &ko, &ki));
-	TRY(ts_split_tail(sc, ki, d->kunroll, TS_TAIL_PARTITION, &kio, &kii));
-	TRY(ts_reorder(sc, TS_AXES(no, ko, mo, kio, kii, mi, ni)));
+	TS_TRY(ts_set_tail(sc, mo, TS_TAIL_PARTITION));
+	TS_TRY(ts_set_tail(sc, no, TS_TAIL_PARTITION));
+	TS_TRY(ts_split_tail(sc, ts_reduce_axis_of(sc, 0), d->kc, TS_TAIL_PARTITION, &ko, &ki));
+	TS_TRY(ts_split_tail(sc, ki, d->kunroll, TS_TAIL_PARTITION, &kio, &kii));
+	TS_TRY(ts_reorder(sc, TS_AXES(no, ko, mo, kio, kii, mi, ni)));
 	if (d->pack == TS_PACK_PANEL)
-		TRY(ts_compute_at(ts_stage_of(s, packed_operand(C)), sc, no));
-	TRY(ts_unroll(sc, kii));
-	TRY(ts_unroll(sc, mi));
-	TRY(ts_vectorize(sc, ni));
+		TS_TRY(ts_compute_at(ts_stage_of(s, packed_operand(C)), sc, no));
+	TS_TRY(ts_unroll(sc, kii));
+	TS_TRY(ts_unroll(sc, mi));
+	TS_TRY(ts_vectorize(sc, ni));
 	return d->parallel ? ts_parallel(sc, no) : TS_OK;
 }
 
@@ -539,7 +539,7 @@ static ts_status schedule_matmul(ts_schedule *s, const char *what, ts_tensor *C,
 				 const ts_matmul_cpu_params *p)
 {
 	ts_matmul_cpu_params d = p ? *p : default_for(C);
-	TRY(matmul_prologue(s, what, C, &d));
+	TS_TRY(matmul_prologue(s, what, C, &d));
 	if (d.kc > 0 && d.kc < C->reduce_axis[0]->extent)
 		return schedule_k_chunks(s, C, &d);
 	ts_tensor *CC = ts_cache_write(s, C, TS_SCOPE_LOCAL);
@@ -547,13 +547,13 @@ static ts_status schedule_matmul(ts_schedule *s, const char *what, ts_tensor *C,
 		return ts_last_status(s->ctx);
 	ts_stage *sc = ts_stage_of(s, C);
 	ts_axis *f;
-	TRY(tile_output(s, sc, C, &d, &f));
+	TS_TRY(tile_output(s, sc, C, &d, &f));
 	return schedule_accumulator(ts_stage_of(s, CC), sc, f, &d, C);
 }
 
 ts_status ts_schedule_matmul_cpu(ts_schedule *s, ts_tensor *C, const ts_matmul_cpu_params *p)
 {
-	TRY(sch_need(s, C, "schedule_matmul_cpu"));
+	TS_TRY(sch_need(s, C, "schedule_matmul_cpu"));
 	return schedule_matmul(s, "schedule_matmul_cpu", C, p);
 }
 
@@ -756,18 +756,35 @@ ts_tensor *sch_find_root(ts_schedule *s, const sch_epilogue_root *r, ts_tensor *
 	}
 }
 
+ts_status sch_epilogue_of(ts_schedule *s, const char *what, const sch_epilogue_root *r, ts_tensor *Y,
+			  ts_tensor **chain, int *n, ts_tensor **root)
+{
+	*root = sch_find_root(s, r, Y, chain, n);
+	if (!*root)
+		return ts_last_status(s->ctx);
+	return sch_chain_untouched(s, what, Y, chain, *n, *root);
+}
+
 /* The epilogue runs on the root's block in registers: the stages between Y
  * and the root are inlined into Y, and the root, local, is never stored. */
 ts_status sch_fuse_epilogue(ts_schedule *s, ts_tensor *const *chain, int n, ts_tensor *C)
 {
 	for (int i = 1; i < n; i++)
-		TRY(ts_compute_inline(ts_stage_of(s, chain[i])));
+		TS_TRY(ts_compute_inline(ts_stage_of(s, chain[i])));
 	return ts_set_scope(ts_stage_of(s, C), TS_SCOPE_LOCAL);
+}
+
+ts_tensor *sch_block_accumulator(ts_schedule *s, ts_tensor *Y, ts_tensor *const *chain, int n,
+				 ts_tensor *C)
+{
+	if (!n)
+		return ts_cache_write(s, Y, TS_SCOPE_LOCAL);
+	return sch_fuse_epilogue(s, chain, n, C) == TS_OK ? C : NULL;
 }
 
 ts_status ts_schedule_dense_cpu(ts_schedule *s, ts_tensor *Y, const ts_matmul_cpu_params *p)
 {
-	TRY(sch_need(s, Y, "schedule_dense_cpu"));
+	TS_TRY(sch_need(s, Y, "schedule_dense_cpu"));
 	ts_tensor *chain[TS_MAX_EPILOGUE];
 	int n;
 	ts_tensor *C = sch_find_root(s, &sch_dense_root, Y, chain, &n);
@@ -776,20 +793,20 @@ ts_status ts_schedule_dense_cpu(ts_schedule *s, ts_tensor *Y, const ts_matmul_cp
 	if (n == 0)
 		return schedule_matmul(s, "schedule_dense_cpu", Y, p);
 	ts_matmul_cpu_params d = p ? *p : default_for(C);
-	TRY(sch_chain_untouched(s, "schedule_dense_cpu", Y, chain, n, C));
-	TRY(no_k_chunks(s, "schedule_dense_cpu", Y, &d));
-	TRY(matmul_prologue(s, "schedule_dense_cpu", C, &d));
-	TRY(sch_fuse_epilogue(s, chain, n, C));
+	TS_TRY(sch_chain_untouched(s, "schedule_dense_cpu", Y, chain, n, C));
+	TS_TRY(no_k_chunks(s, "schedule_dense_cpu", Y, &d));
+	TS_TRY(matmul_prologue(s, "schedule_dense_cpu", C, &d));
+	TS_TRY(sch_fuse_epilogue(s, chain, n, C));
 	ts_stage *sy = ts_stage_of(s, Y);
 	ts_axis *f;
-	TRY(tile_output(s, sy, C, &d, &f));
+	TS_TRY(tile_output(s, sy, C, &d, &f));
 	return schedule_accumulator(ts_stage_of(s, C), sy, f, &d, C);
 }
 
 ts_status ts_schedule_batch_matmul_cpu(ts_schedule *s, ts_tensor *Y, const ts_matmul_cpu_params *p)
 {
 	const char *what = "schedule_batch_matmul_cpu";
-	TRY(sch_need(s, Y, what));
+	TS_TRY(sch_need(s, Y, what));
 	ts_tensor *chain[TS_MAX_EPILOGUE];
 	int n;
 	ts_tensor *C = sch_find_root(s, &sch_bmm_root, Y, chain, &n);
@@ -798,10 +815,10 @@ ts_status ts_schedule_batch_matmul_cpu(ts_schedule *s, ts_tensor *Y, const ts_ma
 	ts_matmul_cpu_params d = p ? *p
 				   : C->dim_var[2] ? ts_matmul_cpu_default()
 						   : ts_matmul_cpu_default_for(C->shape[2]);
-	TRY(block_params(s, what, &d));
-	TRY(no_k_chunks(s, what, Y, &d));
-	TRY(sch_untouched(s, what, Y));
-	TRY(sch_untouched(s, what, C));
+	TS_TRY(block_params(s, what, &d));
+	TS_TRY(no_k_chunks(s, what, Y, &d));
+	TS_TRY(sch_untouched(s, what, Y));
+	TS_TRY(sch_untouched(s, what, C));
 	/* no idle accumulators past the rows or the columns */
 	if (d.mr > C->shape[1])
 		d.mr = C->shape[1];
@@ -814,24 +831,24 @@ ts_status ts_schedule_batch_matmul_cpu(ts_schedule *s, ts_tensor *Y, const ts_ma
 			return ts_last_status(s->ctx);
 		sy = ts_stage_of(s, C), sc = ts_stage_of(s, CC);
 	} else {
-		TRY(sch_fuse_epilogue(s, chain, n, C));
+		TS_TRY(sch_fuse_epilogue(s, chain, n, C));
 		sy = ts_stage_of(s, Y), sc = ts_stage_of(s, C);
 	}
 	/* batches and mr x nr tiles in one loop: each tile reads a panel of
 	 * A's rows and B's columns of its batch */
 	ts_axis *mo, *no, *mi, *ni, *f, *ko, *ki;
-	TRY(ts_tile(sy, ts_axis_of(sy, 1), ts_axis_of(sy, 2), d.mr, d.nr, &mo, &no, &mi, &ni));
-	TRY(ts_fuse(sy, ts_axis_of(sy, 0), mo, &f));
-	TRY(ts_fuse(sy, f, no, &f));
-	TRY(ts_vectorize(sy, ni));
+	TS_TRY(ts_tile(sy, ts_axis_of(sy, 1), ts_axis_of(sy, 2), d.mr, d.nr, &mo, &no, &mi, &ni));
+	TS_TRY(ts_fuse(sy, ts_axis_of(sy, 0), mo, &f));
+	TS_TRY(ts_fuse(sy, f, no, &f));
+	TS_TRY(ts_vectorize(sy, ni));
 	if (d.parallel)
-		TRY(ts_parallel(sy, f));
-	TRY(ts_compute_at(sc, sy, f));
+		TS_TRY(ts_parallel(sy, f));
+	TS_TRY(ts_compute_at(sc, sy, f));
 	ts_axis *mc = ts_axis_of(sc, 1), *nc = ts_axis_of(sc, 2);
-	TRY(ts_split(sc, ts_reduce_axis_of(sc, 0), d.kunroll, &ko, &ki));
-	TRY(ts_reorder(sc, TS_AXES(ts_axis_of(sc, 0), ko, ki, mc, nc)));
-	TRY(ts_unroll(sc, ki));
-	TRY(ts_unroll(sc, mc));
+	TS_TRY(ts_split(sc, ts_reduce_axis_of(sc, 0), d.kunroll, &ko, &ki));
+	TS_TRY(ts_reorder(sc, TS_AXES(ts_axis_of(sc, 0), ko, ki, mc, nc)));
+	TS_TRY(ts_unroll(sc, ki));
+	TS_TRY(ts_unroll(sc, mc));
 	return ts_vectorize(sc, nc);
 }
 
@@ -851,12 +868,12 @@ static ts_status row_loops(ts_stage *st, int lanes, bool parallel, ts_axis **row
 	ts_axis *inner = ts_axis_of(st, nd - 1), *io, *ii;
 	*row = nd > 1 ? ts_axis_of(st, 0) : NULL;
 	for (int i = 1; i < nd - 1; i++)
-		TRY(ts_fuse(st, *row, ts_axis_of(st, i), row));
+		TS_TRY(ts_fuse(st, *row, ts_axis_of(st, i), row));
 	if (*row && parallel)
-		TRY(ts_parallel(st, *row));
+		TS_TRY(ts_parallel(st, *row));
 	if (inner->extent < lanes)
 		return TS_OK;
-	TRY(ts_split_tail(st, inner, lanes, TS_TAIL_PARTITION, &io, &ii));
+	TS_TRY(ts_split_tail(st, inner, lanes, TS_TAIL_PARTITION, &io, &ii));
 	return ts_vectorize(st, ii);
 }
 
@@ -891,24 +908,24 @@ static ts_status row_rfactor(ts_schedule *s, ts_stage *st, ts_stage *sy, ts_axis
 		return ts_last_status(s->ctx);
 	if (lanes < 2 || k->extent < lanes || (k->root && k->root->extent_var))
 		return TS_OK;
-	TRY(ts_split(st, ts_reduce_axis_of(st, 0), lanes, &ko, &ki));
+	TS_TRY(ts_split(st, ts_reduce_axis_of(st, 0), lanes, &ko, &ki));
 	ts_tensor *rf = ts_rfactor(s, t, ki, t->ndim);
 	ts_stage *sr = rf ? ts_stage_of(s, rf) : NULL;
 	if (!sr)
 		return ts_last_status(s->ctx);
 	ts_axis *lead = ts_axis_of(sr, 0), *lane = ts_axis_of(sr, t->ndim);
 	for (int i = 1; i < t->ndim; i++)
-		TRY(ts_fuse(sr, lead, ts_axis_of(sr, i), &lead));
-	TRY(ts_reorder(sr, TS_AXES(lead, ts_reduce_axis_of(sr, 0), lane)));
-	TRY(ts_vectorize(sr, lane));
+		TS_TRY(ts_fuse(sr, lead, ts_axis_of(sr, i), &lead));
+	TS_TRY(ts_reorder(sr, TS_AXES(lead, ts_reduce_axis_of(sr, 0), lane)));
+	TS_TRY(ts_vectorize(sr, lane));
 	return row ? ts_compute_at(sr, sy, row) : TS_OK;
 }
 
 ts_status ts_schedule_softmax_cpu(ts_schedule *s, ts_tensor *Y, int lanes)
 {
 	const char *what = "schedule_softmax_cpu", *op = "a softmax (ts_op_softmax)";
-	TRY(sch_need(s, Y, what));
-	TRY(check_lanes(s, what, lanes));
+	TS_TRY(sch_need(s, Y, what));
+	TS_TRY(check_lanes(s, what, lanes));
 	ts_stage *sy = ts_stage_of(s, Y);
 	if (!sy)
 		return ts_last_status(s->ctx);
@@ -918,26 +935,26 @@ ts_status ts_schedule_softmax_cpu(ts_schedule *s, ts_tensor *Y, int lanes)
 	if (!ss)
 		return ts_last_status(s->ctx);
 	const ts_stage *mine[] = {sy, sm, se, ss};
-	TRY(stages_untouched(s, what, 4, mine));
+	TS_TRY(stages_untouched(s, what, 4, mine));
 	ts_axis *row, *erow;
-	TRY(row_loops(sy, lanes, true, &row));
-	TRY(row_loops(se, lanes, false, &erow));
+	TS_TRY(row_loops(sy, lanes, true, &row));
+	TS_TRY(row_loops(se, lanes, false, &erow));
 	if (!row) /* 1-D: one row, every stage at root */
 		return TS_OK;
 	/* max, exp and sum per row of the output: the row's exponentials stay
 	 * in cache between the sum and the division */
-	TRY(ts_compute_at(sm, sy, row));
-	TRY(ts_compute_at(se, sy, row));
-	TRY(ts_compute_at(ss, sy, row));
-	TRY(row_rfactor(s, sm, sy, row, lanes));
+	TS_TRY(ts_compute_at(sm, sy, row));
+	TS_TRY(ts_compute_at(se, sy, row));
+	TS_TRY(ts_compute_at(ss, sy, row));
+	TS_TRY(row_rfactor(s, sm, sy, row, lanes));
 	return row_rfactor(s, ss, sy, row, lanes);
 }
 
 ts_status ts_schedule_layer_norm_cpu(ts_schedule *s, ts_tensor *Y, int lanes)
 {
 	const char *what = "schedule_layer_norm_cpu", *op = "a layer norm (ts_op_layer_norm)";
-	TRY(sch_need(s, Y, what));
-	TRY(check_lanes(s, what, lanes));
+	TS_TRY(sch_need(s, Y, what));
+	TS_TRY(check_lanes(s, what, lanes));
 	ts_stage *sy = ts_stage_of(s, Y);
 	if (!sy)
 		return ts_last_status(s->ctx);
@@ -946,15 +963,15 @@ ts_status ts_schedule_layer_norm_cpu(ts_schedule *s, ts_tensor *Y, int lanes)
 	if (!sv)
 		return ts_last_status(s->ctx);
 	const ts_stage *mine[] = {sy, sm, sv};
-	TRY(stages_untouched(s, what, 3, mine));
+	TS_TRY(stages_untouched(s, what, 3, mine));
 	ts_axis *row;
-	TRY(row_loops(sy, lanes, true, &row));
+	TS_TRY(row_loops(sy, lanes, true, &row));
 	/* the mean and the variance per row of the output: the row stays in
 	 * cache across its three passes */
 	if (row) {
-		TRY(ts_compute_at(sm, sy, row));
-		TRY(ts_compute_at(sv, sy, row));
+		TS_TRY(ts_compute_at(sm, sy, row));
+		TS_TRY(ts_compute_at(sv, sy, row));
 	}
-	TRY(row_rfactor(s, sm, sy, row, lanes));
+	TS_TRY(row_rfactor(s, sm, sy, row, lanes));
 	return row_rfactor(s, sv, sy, row, lanes);
 }

@@ -182,14 +182,14 @@ static ts_status conv_input(ts_schedule *s, const ts_tensor *C, bool parallel, b
 			continue;
 		ts_stage *sp = ts_stage_of(s, P);
 		if (inl) {
-			TRY(ts_compute_inline(sp));
+			TS_TRY(ts_compute_inline(sp));
 			continue;
 		}
 		ts_axis *f;
-		TRY(ts_vectorize(sp, ts_axis_of(sp, 4)));
-		TRY(ts_fuse(sp, ts_axis_of(sp, 0), ts_axis_of(sp, 1), &f));
+		TS_TRY(ts_vectorize(sp, ts_axis_of(sp, 4)));
+		TS_TRY(ts_fuse(sp, ts_axis_of(sp, 0), ts_axis_of(sp, 1), &f));
 		if (parallel)
-			TRY(ts_parallel(sp, f));
+			TS_TRY(ts_parallel(sp, f));
 	}
 	return TS_OK;
 }
@@ -332,41 +332,41 @@ static ts_status conv_output(ts_stage *sy, const ts_conv2d_cpu_params *d, bool r
 	int64_t ow_block = block[1] = d->ow_block < ow ? d->ow_block : ow;
 	block[0] = oh_block;
 	ts_axis *img = ts_axis_of(sy, 0), *cb = ts_axis_of(sy, 1), *oho, *ohi, *owi, *f1, *f2;
-	TRY(ts_split(sy, ts_axis_of(sy, 2), oh_block, &oho, &ohi));
+	TS_TRY(ts_split(sy, ts_axis_of(sy, 2), oh_block, &oho, &ohi));
 	*row_blocks = oho->extent;
-	TRY(ts_split(sy, ts_axis_of(sy, 3), ow_block, owo, &owi));
+	TS_TRY(ts_split(sy, ts_axis_of(sy, 3), ow_block, owo, &owi));
 	if (rows) {
-		TRY(ts_reorder(sy, TS_AXES(img, oho, cb, *owo, ohi, owi)));
+		TS_TRY(ts_reorder(sy, TS_AXES(img, oho, cb, *owo, ohi, owi)));
 		if (img->extent == 1 || !padded) {
-			TRY(ts_fuse(sy, img, oho, &f1));
-			TRY(ts_fuse(sy, f1, cb, &f2));
+			TS_TRY(ts_fuse(sy, img, oho, &f1));
+			TS_TRY(ts_fuse(sy, f1, cb, &f2));
 		} else {
-			TRY(ts_fuse(sy, oho, cb, &f2));
+			TS_TRY(ts_fuse(sy, oho, cb, &f2));
 		}
 	} else if (group > 1) {
 		/* each group's rows in a loop of their own */
 		ts_axis *cbo, *cbi;
-		TRY(ts_split(sy, cb, group, &cbo, &cbi));
-		TRY(ts_reorder(sy, TS_AXES(img, cbo, oho, cbi, *owo, ohi, owi)));
-		TRY(ts_fuse(sy, img, cbo, &f2));
+		TS_TRY(ts_split(sy, cb, group, &cbo, &cbi));
+		TS_TRY(ts_reorder(sy, TS_AXES(img, cbo, oho, cbi, *owo, ohi, owi)));
+		TS_TRY(ts_fuse(sy, img, cbo, &f2));
 		*row_blocks = 0; /* the next block's weights: the group's, in cache */
 	} else if (padded) {
-		TRY(ts_reorder(sy, TS_AXES(oho, *owo, ohi, owi)));
-		TRY(ts_fuse(sy, img, cb, &f2));
+		TS_TRY(ts_reorder(sy, TS_AXES(oho, *owo, ohi, owi)));
+		TS_TRY(ts_fuse(sy, img, cb, &f2));
 		*row_blocks = 1; /* the next channel block is the next iteration */
 	} else {
-		TRY(ts_reorder(sy, TS_AXES(oho, *owo, ohi, owi)));
-		TRY(ts_fuse(sy, img, cb, &f1));
-		TRY(ts_fuse(sy, f1, oho, &f2));
+		TS_TRY(ts_reorder(sy, TS_AXES(oho, *owo, ohi, owi)));
+		TS_TRY(ts_fuse(sy, img, cb, &f1));
+		TS_TRY(ts_fuse(sy, f1, oho, &f2));
 	}
-	TRY(ts_vectorize(sy, ts_axis_of(sy, 4)));
+	TS_TRY(ts_vectorize(sy, ts_axis_of(sy, 4)));
 	/* the block's store unrolled: with an epilogue (max(acc, 0)) a loop
 	 * over the accumulator's columns kept LLVM from promoting it to
 	 * registers in the border blocks, whose accumulators then lived on
 	 * the stack: ResNet-50's 3x3 convolution + relu at 14x14 ran 23%
 	 * slower than without relu, 5.5% at 56x56; unrolled, as fast */
-	TRY(ts_unroll(sy, ohi));
-	TRY(ts_unroll(sy, owi));
+	TS_TRY(ts_unroll(sy, ohi));
+	TS_TRY(ts_unroll(sy, owi));
 	*outer = f2;
 	return d->parallel ? ts_parallel(sy, f2) : TS_OK;
 }
@@ -396,7 +396,7 @@ static int64_t reduce_chunk(const ts_tensor *C, const ts_conv2d_cpu_params *d)
 static ts_status conv_accumulator(ts_stage *sc, ts_stage *sy, ts_axis *at, int64_t ow_block,
 				  int64_t rc_block)
 {
-	TRY(ts_compute_at(sc, sy, at));
+	TS_TRY(ts_compute_at(sc, sy, at));
 	ts_axis *h = ts_axis_of(sc, 2), *w = ts_axis_of(sc, 3), *oc = ts_axis_of(sc, 4);
 	ts_axis *rco = ts_reduce_axis_of(sc, 0), *kh = ts_reduce_axis_of(sc, 1),
 		*kw = ts_reduce_axis_of(sc, 2), *rci = ts_reduce_axis_of(sc, 3);
@@ -404,8 +404,8 @@ static ts_status conv_accumulator(ts_stage *sc, ts_stage *sy, ts_axis *at, int64
 	int n = 0;
 	if (rc_block > 0) {
 		ts_axis *wo, *ro;
-		TRY(ts_split_tail(sc, w, ow_block, TS_TAIL_PARTITION, &wo, &w));
-		TRY(ts_split(sc, rco, rc_block, &ro, &rco));
+		TS_TRY(ts_split_tail(sc, w, ow_block, TS_TAIL_PARTITION, &wo, &w));
+		TS_TRY(ts_split(sc, rco, rc_block, &ro, &rco));
 		order[n++] = ro;
 		order[n++] = wo;
 	}
@@ -418,22 +418,22 @@ static ts_status conv_accumulator(ts_stage *sc, ts_stage *sy, ts_axis *at, int64
 		 * columns' inputs broadcast once per step; column by column,
 		 * all the weight vectors would stay live and spill */
 		ts_axis *ocv;
-		TRY(ts_split(sc, oc, lanes, &ocv, &vec));
-		TRY(ts_unroll(sc, ocv));
+		TS_TRY(ts_split(sc, oc, lanes, &ocv, &vec));
+		TS_TRY(ts_unroll(sc, ocv));
 		order[n++] = ocv;
 	}
 	order[n++] = w;
 	order[n++] = vec;
-	TRY(ts_reorder(sc, n, order));
-	TRY(ts_unroll(sc, h));
-	TRY(ts_unroll(sc, w));
+	TS_TRY(ts_reorder(sc, n, order));
+	TS_TRY(ts_unroll(sc, h));
+	TS_TRY(ts_unroll(sc, w));
 	return ts_vectorize(sc, vec);
 }
 
 ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_conv2d_cpu_params *p)
 {
 	const char *what = "schedule_conv2d_nchwc_cpu";
-	TRY(sch_need(s, Y, what));
+	TS_TRY(sch_need(s, Y, what));
 	ts_conv2d_cpu_params d = p ? *p : ts_conv2d_cpu_default();
 	if (d.ow_block < 0 || d.oh_block < 0 || d.rc_block < 0)
 		return ts_error(s->ctx, TS_ERR_INVALID, "%s: ow_block, oh_block and rc_block must be >= 0 "
@@ -442,12 +442,9 @@ ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_co
 	if ((int)d.pad < TS_PAD_AUTO || (int)d.pad > TS_PAD_INLINE)
 		return ts_error(s->ctx, TS_ERR_INVALID, "%s: pad mode %d is none of TS_PAD_AUTO, TS_PAD_COPY, "
 				"TS_PAD_INLINE", what, (int)d.pad);
-	ts_tensor *chain[TS_MAX_EPILOGUE];
+	ts_tensor *chain[TS_MAX_EPILOGUE], *C;
 	int n;
-	ts_tensor *C = sch_find_root(s, &sch_conv_root, Y, chain, &n);
-	if (!C)
-		return ts_last_status(s->ctx);
-	TRY(sch_chain_untouched(s, what, Y, chain, n, C));
+	TS_TRY(sch_epilogue_of(s, what, &sch_conv_root, Y, chain, &n, &C));
 	/* a padding that is an output of the schedule is stored, so it
 	 * cannot be inlined: AUTO copies it */
 	bool pad_output = false;
@@ -463,7 +460,7 @@ ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_co
 				"TS_PAD_AUTO", what, C->name);
 	if (d.ow_block == 0)
 		d.ow_block = ts_conv2d_cpu_ow_block(Y->shape[4]);
-	TRY(conv_block(s, what, Y, &d));
+	TS_TRY(conv_block(s, what, Y, &d));
 	bool rows = rows_outer(C);
 	/* the sum skips the padding's taps (ts_op_conv2d_nchwc), so the
 	 * border blocks loop_partition splits off read no padding: inlined,
@@ -471,17 +468,14 @@ ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_co
 	 * the input is saved (ResNet-50's 3x3 layers at 2 threads: up to 1.2x
 	 * faster than copied, none slower beyond noise) */
 	bool inl = d.pad != TS_PAD_COPY && !pad_output;
-	TRY(conv_input(s, C, d.parallel, inl));
-	/* the accumulator: C itself under an epilogue, else a cache of Y (= C) */
-	ts_tensor *acc = n ? C : ts_cache_write(s, Y, TS_SCOPE_LOCAL);
+	TS_TRY(conv_input(s, C, d.parallel, inl));
+	ts_tensor *acc = sch_block_accumulator(s, Y, chain, n, C);
 	if (!acc)
 		return ts_last_status(s->ctx);
-	if (n)
-		TRY(sch_fuse_epilogue(s, chain, n, C));
 	ts_stage *sy = ts_stage_of(s, Y);
 	ts_axis *owo, *outer;
 	int64_t row_blocks, block[2]; /* the register block's rows and columns */
-	TRY(conv_output(sy, &d, rows, skips_padding(C), rows ? 1 : channel_group(C, Y), &owo, &outer, &row_blocks,
+	TS_TRY(conv_output(sy, &d, rows, skips_padding(C), rows ? 1 : channel_group(C, Y), &owo, &outer, &row_blocks,
 			block));
 	int64_t rc_block = reduce_chunk(C, &d);
 	if (rc_block > 0) {
@@ -496,9 +490,9 @@ ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_co
 		int64_t stretches = blocks / span + (blocks % span != 0);
 		span = blocks / stretches + (blocks % stretches != 0);
 		ts_axis *in_stretch;
-		TRY(ts_split(sy, owo, span, &owo, &in_stretch));
+		TS_TRY(ts_split(sy, owo, span, &owo, &in_stretch));
 	}
-	TRY(conv_accumulator(ts_stage_of(s, acc), sy, owo, block[1], rc_block));
+	TS_TRY(conv_accumulator(ts_stage_of(s, acc), sy, owo, block[1], rc_block));
 	/* weights outweigh the input: each channel block's weights come from
 	 * memory in its first row block, while the others find them in
 	 * cache.  Fetching the next block's weights a little in every step of
@@ -510,7 +504,7 @@ ts_status ts_schedule_conv2d_nchwc_cpu(ts_schedule *s, ts_tensor *Y, const ts_co
 	if (!rows && d.prefetch && row_blocks > 0 && rc_block == 0)
 		for (int i = 0; i < C->ninputs; i++)
 			if (C->inputs[i]->ndim == 6 && C->inputs[i]->op == TS_OP_PLACEHOLDER)
-				TRY(ts_prefetch_ahead(sc, C->inputs[i], ts_reduce_axis_of(sc, 3), outer,
+				TS_TRY(ts_prefetch_ahead(sc, C->inputs[i], ts_reduce_axis_of(sc, 3), outer,
 						      row_blocks));
 	return TS_OK;
 }
@@ -552,8 +546,8 @@ static ts_status schedule_window_pad(ts_schedule *s, ts_tensor *P, ts_stage *sy,
 	ts_axis *po, *pi;
 	if (!sp)
 		return ts_last_status(s->ctx);
-	TRY(ts_compute_at(sp, sy, plane));
-	TRY(ts_split_tail(sp, ts_axis_of(sp, 3), lanes, TS_TAIL_PARTITION, &po, &pi));
+	TS_TRY(ts_compute_at(sp, sy, plane));
+	TS_TRY(ts_split_tail(sp, ts_axis_of(sp, 3), lanes, TS_TAIL_PARTITION, &po, &pi));
 	return ts_vectorize(sp, pi);
 }
 
@@ -573,14 +567,14 @@ static ts_status depthwise_params(ts_schedule *s, const char *what, const ts_dep
 ts_status ts_schedule_depthwise_cpu(ts_schedule *s, ts_tensor *Y, const ts_depthwise_cpu_params *p)
 {
 	const char *what = "schedule_depthwise_cpu";
-	TRY(sch_need(s, Y, what));
+	TS_TRY(sch_need(s, Y, what));
 	ts_depthwise_cpu_params d;
-	TRY(depthwise_params(s, what, p, &d));
+	TS_TRY(depthwise_params(s, what, p, &d));
 	if (Y->op != TS_OP_COMPUTE || Y->ndim != 4 || Y->nreduce != 2 || Y->ninputs < 1)
 		return ts_error(s->ctx, TS_ERR_INVALID, "%s: %s is not a 2-D window over NCHW (a depthwise "
 				"convolution or a max pooling: 4 axes, 2 reduction axes; an average "
 				"pooling's window is its stage avg_pool2d_sum, ts_op_stage)", what, Y->name);
-	TRY(sch_untouched(s, what, Y));
+	TS_TRY(sch_untouched(s, what, Y));
 	/* the producers attached to Y's planes, chosen while Y is still
 	 * their reader (the cache below reads them after) */
 	uint64_t attach = 0;
@@ -596,31 +590,31 @@ ts_status ts_schedule_depthwise_cpu(ts_schedule *s, ts_tensor *Y, const ts_depth
 		return ts_last_status(s->ctx);
 	ts_stage *sy = ts_stage_of(s, Y), *sc = ts_stage_of(s, YC);
 	ts_axis *f, *yo, *yi, *xo, *xi;
-	TRY(ts_fuse(sy, ts_axis_of(sy, 0), ts_axis_of(sy, 1), &f));
-	TRY(ts_split(sy, ts_axis_of(sy, 2), d.oh_block, &yo, &yi));
-	TRY(ts_split_tail(sy, ts_axis_of(sy, 3), d.ow_block, TS_TAIL_PARTITION, &xo, &xi));
-	TRY(ts_reorder(sy, TS_AXES(f, yo, xo, yi, xi)));
+	TS_TRY(ts_fuse(sy, ts_axis_of(sy, 0), ts_axis_of(sy, 1), &f));
+	TS_TRY(ts_split(sy, ts_axis_of(sy, 2), d.oh_block, &yo, &yi));
+	TS_TRY(ts_split_tail(sy, ts_axis_of(sy, 3), d.ow_block, TS_TAIL_PARTITION, &xo, &xi));
+	TS_TRY(ts_reorder(sy, TS_AXES(f, yo, xo, yi, xi)));
 	if (d.parallel)
-		TRY(ts_parallel(sy, f));
-	TRY(ts_vectorize(sy, xi));
+		TS_TRY(ts_parallel(sy, f));
+	TS_TRY(ts_vectorize(sy, xi));
 	/* the accumulator block: the window outside, rows unrolled, columns a
 	 * vector; a small window unrolled too, so that every multiply-add of
 	 * a block is straight-line code with its inputs in registers */
-	TRY(ts_compute_at(sc, sy, xo));
+	TS_TRY(ts_compute_at(sc, sy, xo));
 	ts_axis *h = ts_axis_of(sc, 2), *w = ts_axis_of(sc, 3);
 	ts_axis *ry = ts_reduce_axis_of(sc, 0), *rx = ts_reduce_axis_of(sc, 1);
-	TRY(ts_reorder(sc, TS_AXES(ry, rx, h, w)));
-	TRY(ts_unroll(sc, h));
-	TRY(ts_vectorize(sc, w));
+	TS_TRY(ts_reorder(sc, TS_AXES(ry, rx, h, w)));
+	TS_TRY(ts_unroll(sc, h));
+	TS_TRY(ts_vectorize(sc, w));
 	if (mul_sat(mul_sat(ry->extent, rx->extent), d.oh_block) <= 256) {
-		TRY(ts_unroll(sc, rx));
-		TRY(ts_unroll(sc, ry));
+		TS_TRY(ts_unroll(sc, rx));
+		TS_TRY(ts_unroll(sc, ry));
 	}
 	/* the padding (or any elementwise producer), one plane at a time,
 	 * where nothing else reads it */
 	for (int i = 0; i < Y->ninputs && i < 64; i++)
 		if (attach >> i & 1)
-			TRY(schedule_window_pad(s, Y->inputs[i], sy, f, lanes));
+			TS_TRY(schedule_window_pad(s, Y->inputs[i], sy, f, lanes));
 	return TS_OK;
 }
 
@@ -678,14 +672,14 @@ static void dw_nchwc_block(int64_t ow, int64_t oh, int64_t vectors, int64_t taps
 static ts_status dw_nchwc_output(ts_stage *sy, const ts_depthwise_cpu_params *d, ts_axis **xo)
 {
 	ts_axis *yo, *yi, *xi, *f;
-	TRY(ts_split(sy, ts_axis_of(sy, 2), d->oh_block, &yo, &yi));
-	TRY(ts_split_tail(sy, ts_axis_of(sy, 3), d->ow_block, TS_TAIL_PARTITION, xo, &xi));
-	TRY(ts_reorder(sy, TS_AXES(yo, *xo, yi, xi)));
-	TRY(ts_fuse(sy, ts_axis_of(sy, 0), ts_axis_of(sy, 1), &f));
-	TRY(ts_fuse(sy, f, yo, &f));
-	TRY(ts_unroll(sy, yi));
-	TRY(ts_unroll(sy, xi));
-	TRY(ts_vectorize(sy, ts_axis_of(sy, 4)));
+	TS_TRY(ts_split(sy, ts_axis_of(sy, 2), d->oh_block, &yo, &yi));
+	TS_TRY(ts_split_tail(sy, ts_axis_of(sy, 3), d->ow_block, TS_TAIL_PARTITION, xo, &xi));
+	TS_TRY(ts_reorder(sy, TS_AXES(yo, *xo, yi, xi)));
+	TS_TRY(ts_fuse(sy, ts_axis_of(sy, 0), ts_axis_of(sy, 1), &f));
+	TS_TRY(ts_fuse(sy, f, yo, &f));
+	TS_TRY(ts_unroll(sy, yi));
+	TS_TRY(ts_unroll(sy, xi));
+	TS_TRY(ts_vectorize(sy, ts_axis_of(sy, 4)));
 	return d->parallel ? ts_parallel(sy, f) : TS_OK;
 }
 
@@ -697,16 +691,16 @@ static ts_status dw_nchwc_output(ts_stage *sy, const ts_depthwise_cpu_params *d,
 static ts_status dw_nchwc_accumulator(ts_stage *sc, ts_stage *sy, ts_axis *xo,
 				      const ts_depthwise_cpu_params *d)
 {
-	TRY(ts_compute_at(sc, sy, xo));
+	TS_TRY(ts_compute_at(sc, sy, xo));
 	ts_axis *h = ts_axis_of(sc, 2), *w = ts_axis_of(sc, 3), *ci = ts_axis_of(sc, 4);
 	ts_axis *ry = ts_reduce_axis_of(sc, 0), *rx = ts_reduce_axis_of(sc, 1);
-	TRY(ts_reorder(sc, TS_AXES(ry, rx, h, w, ci)));
-	TRY(ts_unroll(sc, h));
-	TRY(ts_unroll(sc, w));
-	TRY(ts_vectorize(sc, ci));
+	TS_TRY(ts_reorder(sc, TS_AXES(ry, rx, h, w, ci)));
+	TS_TRY(ts_unroll(sc, h));
+	TS_TRY(ts_unroll(sc, w));
+	TS_TRY(ts_vectorize(sc, ci));
 	if (mul_sat(mul_sat(mul_sat(ry->extent, rx->extent), d->oh_block), d->ow_block) <= 512) {
-		TRY(ts_unroll(sc, rx));
-		TRY(ts_unroll(sc, ry));
+		TS_TRY(ts_unroll(sc, rx));
+		TS_TRY(ts_unroll(sc, ry));
 	}
 	return TS_OK;
 }
@@ -715,15 +709,12 @@ ts_status ts_schedule_depthwise_nchwc_cpu(ts_schedule *s, ts_tensor *Y,
 					  const ts_depthwise_cpu_params *p)
 {
 	const char *what = "schedule_depthwise_nchwc_cpu";
-	TRY(sch_need(s, Y, what));
+	TS_TRY(sch_need(s, Y, what));
 	ts_depthwise_cpu_params d;
-	TRY(depthwise_params(s, what, p, &d));
-	ts_tensor *chain[TS_MAX_EPILOGUE];
+	TS_TRY(depthwise_params(s, what, p, &d));
+	ts_tensor *chain[TS_MAX_EPILOGUE], *C;
 	int n;
-	ts_tensor *C = sch_find_root(s, &sch_dw_nchwc_root, Y, chain, &n);
-	if (!C)
-		return ts_last_status(s->ctx);
-	TRY(sch_chain_untouched(s, what, Y, chain, n, C));
+	TS_TRY(sch_epilogue_of(s, what, &sch_dw_nchwc_root, Y, chain, &n, &C));
 	/* the window's taps and the vectors of a block of channel lanes, each
 	 * clamped (beyond the registers, any larger count chooses the same) */
 	int64_t lanes = ts_cpu_vector_lanes(), taps = 1, vectors = C->shape[4] > 0 && C->shape[4] <= 1024
@@ -733,16 +724,13 @@ ts_status ts_schedule_depthwise_nchwc_cpu(ts_schedule *s, ts_tensor *Y,
 		taps *= e >= 1 && e <= 64 ? e : 64;
 	}
 	dw_nchwc_block(C->shape[3], C->shape[2], vectors, taps, &d);
-	/* the accumulator: C itself under an epilogue, else a cache of Y (= C) */
-	ts_tensor *acc = n ? C : ts_cache_write(s, Y, TS_SCOPE_LOCAL);
+	ts_tensor *acc = sch_block_accumulator(s, Y, chain, n, C);
 	if (!acc)
 		return ts_last_status(s->ctx);
-	if (n)
-		TRY(sch_fuse_epilogue(s, chain, n, C));
 	ts_stage *sy = ts_stage_of(s, Y);
 	ts_axis *xo;
-	TRY(dw_nchwc_output(sy, &d, &xo));
-	TRY(dw_nchwc_accumulator(ts_stage_of(s, acc), sy, xo, &d));
+	TS_TRY(dw_nchwc_output(sy, &d, &xo));
+	TS_TRY(dw_nchwc_accumulator(ts_stage_of(s, acc), sy, xo, &d));
 	/* the padding (or any elementwise producer) inlined: the block reads
 	 * the input itself, each vector under the padding's test (a masked
 	 * load), whose row and column parts LLVM computes once per row and
@@ -753,7 +741,7 @@ ts_status ts_schedule_depthwise_nchwc_cpu(ts_schedule *s, ts_tensor *Y,
 	for (int i = 0; i < C->ninputs; i++) {
 		ts_tensor *P = C->inputs[i];
 		if (P->op == TS_OP_COMPUTE && P->ndim == 5 && !P->nreduce && sch_own_producer(s, P, C, false))
-			TRY(ts_compute_inline(ts_stage_of(s, P)));
+			TS_TRY(ts_compute_inline(ts_stage_of(s, P)));
 	}
 	return TS_OK;
 }

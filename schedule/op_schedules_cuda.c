@@ -94,9 +94,9 @@ static int64_t cuda_tile_bytes(const ts_matmul_cuda_params *d, int64_t elem_byte
 static ts_status bind_tiles(ts_stage *sc, ts_axis *by, ts_axis *bx, ts_axis *ty, ts_axis *tx,
 			    ts_thread_tag rows)
 {
-	TRY(ts_bind(sc, by, TS_BLOCK_Y));
-	TRY(ts_bind(sc, bx, TS_BLOCK_X));
-	TRY(ts_bind(sc, ty, rows));
+	TS_TRY(ts_bind(sc, by, TS_BLOCK_Y));
+	TS_TRY(ts_bind(sc, bx, TS_BLOCK_X));
+	TS_TRY(ts_bind(sc, ty, rows));
 	return ts_bind(sc, tx, (ts_thread_tag)(rows - 1));
 }
 
@@ -108,18 +108,18 @@ static ts_status cuda_fetch(ts_schedule *s, ts_tensor *T, ts_stage *at, ts_axis 
 			    int64_t tx, int64_t vec, bool db)
 {
 	ts_stage *ss = ts_stage_of(s, T);
-	TRY(ts_compute_at(ss, at, axis));
+	TS_TRY(ts_compute_at(ss, at, axis));
 	ts_axis *f = ts_axis_of(ss, 0), *v, *o, *t, *o2, *t2;
 	for (int i = 1; i < T->ndim; i++)
-		TRY(ts_fuse(ss, f, ts_axis_of(ss, i), &f));
+		TS_TRY(ts_fuse(ss, f, ts_axis_of(ss, i), &f));
 	if (vec > 1) {
-		TRY(ts_split(ss, f, vec, &f, &v));
-		TRY(ts_vectorize(ss, v));
+		TS_TRY(ts_split(ss, f, vec, &f, &v));
+		TS_TRY(ts_vectorize(ss, v));
 	}
-	TRY(ts_split(ss, f, ty * tx, &o, &t));
-	TRY(ts_split(ss, t, tx, &o2, &t2));
-	TRY(ts_bind(ss, o2, TS_THREAD_Y));
-	TRY(ts_bind(ss, t2, TS_THREAD_X));
+	TS_TRY(ts_split(ss, f, ty * tx, &o, &t));
+	TS_TRY(ts_split(ss, t, tx, &o2, &t2));
+	TS_TRY(ts_bind(ss, o2, TS_THREAD_Y));
+	TS_TRY(ts_bind(ss, t2, TS_THREAD_X));
 	return db ? ts_double_buffer(ss) : TS_OK;
 }
 
@@ -135,43 +135,43 @@ static ts_status schedule_gemm_like_cuda(ts_schedule *s, ts_tensor *C, int a_in,
 		return ts_last_status(ctx);
 	int64_t pad = a_tile_pad(d, C->dtype.bits / 8);
 	if (pad && AS->ndim >= 2)
-		TRY(ts_storage_align(ts_stage_of(s, AS), AS->ndim - 2, 32, (d->tile_k + pad) % 32));
+		TS_TRY(ts_storage_align(ts_stage_of(s, AS), AS->ndim - 2, 32, (d->tile_k + pad) % 32));
 	ts_stage *sc = ts_stage_of(s, C), *sl = ts_stage_of(s, CL);
 	int64_t tm = ceil_div64(d->block_m, d->thread_m), tn = ceil_div64(d->block_n, d->thread_n);
 	ts_axis *by, *bx, *yi, *xi, *ty, *tx, *yr, *xr;
-	TRY(ts_tile(sc, ts_axis_of(sc, C->ndim - 2), ts_axis_of(sc, C->ndim - 1), d->block_m,
+	TS_TRY(ts_tile(sc, ts_axis_of(sc, C->ndim - 2), ts_axis_of(sc, C->ndim - 1), d->block_m,
 		    d->block_n, &by, &bx, &yi, &xi));
-	TRY(ts_split(sc, yi, d->thread_m, &ty, &yr));
-	TRY(ts_split(sc, xi, d->thread_n, &tx, &xr));
-	TRY(ts_reorder(sc, TS_AXES(by, bx, ty, tx, yr, xr)));
+	TS_TRY(ts_split(sc, yi, d->thread_m, &ty, &yr));
+	TS_TRY(ts_split(sc, xi, d->thread_n, &tx, &xr));
+	TS_TRY(ts_reorder(sc, TS_AXES(by, bx, ty, tx, yr, xr)));
 	if (C->ndim > 2) {
 		/* a batched product: the batches (fused) are the grid's z, so
 		 * every batch's tiles run at once */
 		ts_axis *bz = ts_axis_of(sc, 0);
 		for (int i = 1; i < C->ndim - 2; i++)
-			TRY(ts_fuse(sc, bz, ts_axis_of(sc, i), &bz));
-		TRY(ts_bind(sc, bz, TS_BLOCK_Z));
+			TS_TRY(ts_fuse(sc, bz, ts_axis_of(sc, i), &bz));
+		TS_TRY(ts_bind(sc, bz, TS_BLOCK_Z));
 	}
-	TRY(bind_tiles(sc, by, bx, ty, tx, TS_THREAD_Y));
+	TS_TRY(bind_tiles(sc, by, bx, ty, tx, TS_THREAD_Y));
 	/* unrolled, the register block is indexed by constants: a loop would
 	 * index it dynamically and put it in local memory; a row of 2 or 4 is
 	 * stored as one float2/float4 where its columns are aligned (the
 	 * emitter builds it from the registers) */
-	TRY(ts_unroll(sc, yr));
+	TS_TRY(ts_unroll(sc, yr));
 	if (d->thread_n == 2 || d->thread_n == 4)
-		TRY(ts_vectorize(sc, xr));
+		TS_TRY(ts_vectorize(sc, xr));
 	else
-		TRY(ts_unroll(sc, xr));
-	TRY(ts_compute_at(sl, sc, tx));
+		TS_TRY(ts_unroll(sc, xr));
+	TS_TRY(ts_compute_at(sl, sc, tx));
 	ts_axis *ko, *ki;
 	ts_axis *ly = ts_axis_of(sl, C->ndim - 2), *lx = ts_axis_of(sl, C->ndim - 1);
-	TRY(ts_split(sl, ts_reduce_axis_of(sl, 0), d->tile_k, &ko, &ki));
-	TRY(ts_reorder(sl, TS_AXES(ko, ki, ly, lx)));
-	TRY(ts_unroll(sl, ly));
-	TRY(ts_unroll(sl, lx));
+	TS_TRY(ts_split(sl, ts_reduce_axis_of(sl, 0), d->tile_k, &ko, &ki));
+	TS_TRY(ts_reorder(sl, TS_AXES(ko, ki, ly, lx)));
+	TS_TRY(ts_unroll(sl, ly));
+	TS_TRY(ts_unroll(sl, lx));
 	/* 4 consecutive floats per thread: one 16-byte load where aligned */
-	TRY(cuda_fetch(s, AS, sl, ko, tm, tn, 4, d->double_buffer));
-	TRY(cuda_fetch(s, BS, sl, ko, tm, tn, 4, d->double_buffer));
+	TS_TRY(cuda_fetch(s, AS, sl, ko, tm, tn, 4, d->double_buffer));
+	TS_TRY(cuda_fetch(s, BS, sl, ko, tm, tn, 4, d->double_buffer));
 	return TS_OK;
 }
 
@@ -208,9 +208,9 @@ static ts_status cuda_params(ts_schedule *s, const char *what, const ts_matmul_c
 
 ts_status ts_schedule_matmul_cuda(ts_schedule *s, ts_tensor *C, const ts_matmul_cuda_params *p)
 {
-	TRY(sch_need(s, C, "schedule_matmul_cuda"));
+	TS_TRY(sch_need(s, C, "schedule_matmul_cuda"));
 	ts_matmul_cuda_params d = p ? *p : ts_matmul_cuda_default();
-	TRY(cuda_params(s, "schedule_matmul_cuda", &d));
+	TS_TRY(cuda_params(s, "schedule_matmul_cuda", &d));
 	if (C->ninputs != 2 || C->nreduce != 1 || C->ndim < 2)
 		return ts_error(s->ctx, TS_ERR_INVALID, "schedule_matmul_cuda: %s is not a matmul", C->name);
 	d = fit_tiles(d, C->shape[C->ndim - 2], C->shape[C->ndim - 1], C->reduce_axis[0]->extent, !p);
@@ -226,8 +226,8 @@ ts_status ts_schedule_matmul_cuda(ts_schedule *s, ts_tensor *C, const ts_matmul_
 	}
 	int64_t tm = ceil_div64(d.block_m, d.thread_m), tn = ceil_div64(d.block_n, d.thread_n);
 	int64_t threads = tm > 1024 || tn > 1024 ? (tm > tn ? tm : tn) : tm * tn; /* no overflow */
-	TRY(fits_block(s, "schedule_matmul_cuda", threads, bytes, "(block_m + block_n) x tile_k"));
-	TRY(sch_untouched(s, "schedule_matmul_cuda", C));
+	TS_TRY(fits_block(s, "schedule_matmul_cuda", threads, bytes, "(block_m + block_n) x tile_k"));
+	TS_TRY(sch_untouched(s, "schedule_matmul_cuda", C));
 	return schedule_gemm_like_cuda(s, C, 0, 1, &d);
 }
 
@@ -381,36 +381,36 @@ static ts_status conv2d_cuda_simple(ts_schedule *s, ts_tensor *Y, const ts_matmu
 {
 	int64_t tn = min64(d->thread_n, Y->shape[1]); /* bounded: no overflow below */
 	int64_t ch = tn >= Y->shape[1] ? Y->shape[1] : min64(tn * 4, Y->shape[1]);
-	TRY(fits_block(s, "schedule_conv2d_cuda", ch * min64(d->block_n, Y->shape[2] * Y->shape[3]), 0, ""));
+	TS_TRY(fits_block(s, "schedule_conv2d_cuda", ch * min64(d->block_n, Y->shape[2] * Y->shape[3]), 0, ""));
 	/* a producer the caller scheduled keeps that schedule */
 	for (int i = 0; i < Y->ninputs; i++)
 		if (sch_placeable(s, Y->inputs[i]))
-			TRY(ts_compute_inline(ts_stage_of(s, Y->inputs[i])));
+			TS_TRY(ts_compute_inline(ts_stage_of(s, Y->inputs[i])));
 	ts_tensor *YL = ts_cache_write(s, Y, TS_SCOPE_LOCAL);
 	if (!YL)
 		return ts_last_status(s->ctx);
 	ts_stage *sy = ts_stage_of(s, Y), *sl = ts_stage_of(s, YL);
 	ts_axis *f, *ko, *ki, *fo, *fi;
-	TRY(ts_split(sy, ts_axis_of(sy, 1), tn * 4, &ko, &ki));
-	TRY(ts_fuse(sy, ts_axis_of(sy, 2), ts_axis_of(sy, 3), &f));
-	TRY(ts_split(sy, f, d->block_n, &fo, &fi));
-	TRY(ts_reorder(sy, TS_AXES(ko, fo, ki, fi)));
-	TRY(ts_bind(sy, ko, TS_BLOCK_Y));
-	TRY(ts_bind(sy, fo, TS_BLOCK_X));
-	TRY(ts_bind(sy, ki, TS_THREAD_Y));
-	TRY(ts_bind(sy, fi, TS_THREAD_X));
+	TS_TRY(ts_split(sy, ts_axis_of(sy, 1), tn * 4, &ko, &ki));
+	TS_TRY(ts_fuse(sy, ts_axis_of(sy, 2), ts_axis_of(sy, 3), &f));
+	TS_TRY(ts_split(sy, f, d->block_n, &fo, &fi));
+	TS_TRY(ts_reorder(sy, TS_AXES(ko, fo, ki, fi)));
+	TS_TRY(ts_bind(sy, ko, TS_BLOCK_Y));
+	TS_TRY(ts_bind(sy, fo, TS_BLOCK_X));
+	TS_TRY(ts_bind(sy, ki, TS_THREAD_Y));
+	TS_TRY(ts_bind(sy, fi, TS_THREAD_X));
 	return ts_compute_at(sl, sy, fi);
 }
 
 ts_status ts_schedule_conv2d_cuda(ts_schedule *s, ts_tensor *Y, const ts_matmul_cuda_params *p)
 {
-	TRY(sch_need(s, Y, "schedule_conv2d_cuda"));
+	TS_TRY(sch_need(s, Y, "schedule_conv2d_cuda"));
 	ts_matmul_cuda_params d = p ? *p : ts_matmul_cuda_default();
-	TRY(cuda_params(s, "schedule_conv2d_cuda", &d));
+	TS_TRY(cuda_params(s, "schedule_conv2d_cuda", &d));
 	if (Y->ndim != 4 || Y->nreduce != 3)
 		return ts_error(s->ctx, TS_ERR_INVALID, "schedule_conv2d_cuda: %s is not an NCHW convolution",
 				Y->name);
-	TRY(sch_untouched(s, "schedule_conv2d_cuda", Y));
+	TS_TRY(sch_untouched(s, "schedule_conv2d_cuda", Y));
 	conv_win w;
 	if (!conv_window_of(Y, &w))
 		return conv2d_cuda_simple(s, Y, &d);
@@ -433,7 +433,7 @@ ts_status ts_schedule_conv2d_cuda(ts_schedule *s, ts_tensor *Y, const ts_matmul_
 			d.tile_k = (d.tile_k + 1) / 2;
 		t = conv_tiles_of(Y, &w, &d);
 	}
-	TRY(fits_block(s, "schedule_conv2d_cuda", t.threads, t.bytes,
+	TS_TRY(fits_block(s, "schedule_conv2d_cuda", t.threads, t.bytes,
 		       "(the input's rows x columns the block's windows cover + block_m x the kernel's taps) x tile_k"));
 	ts_tensor *XS = ts_cache_read(s, w.P, TS_SCOPE_SHARED, 1, &Y);
 	ts_tensor *WS = XS ? ts_cache_read(s, w.W, TS_SCOPE_SHARED, 1, &Y) : NULL;
@@ -443,34 +443,34 @@ ts_status ts_schedule_conv2d_cuda(ts_schedule *s, ts_tensor *Y, const ts_matmul_
 	/* the padding is computed by the input tile's fetch (one the caller
 	 * scheduled keeps that schedule, and the fetch reads its buffer) */
 	if (sch_placeable(s, w.P))
-		TRY(ts_compute_inline(ts_stage_of(s, w.P)));
+		TS_TRY(ts_compute_inline(ts_stage_of(s, w.P)));
 	ts_stage *sy = ts_stage_of(s, Y), *sl = ts_stage_of(s, YL);
 	ts_axis *ko, *ki, *kt, *kr, *ho, *hi, *wo, *wi, *wt, *wr, *pix, *px;
-	TRY(ts_split(sy, ts_axis_of(sy, 1), d.block_m, &ko, &ki));
-	TRY(ts_split(sy, ki, d.thread_m, &kt, &kr));
-	TRY(ts_split(sy, ts_axis_of(sy, 2), t.bh, &ho, &hi));
-	TRY(ts_split(sy, ts_axis_of(sy, 3), t.bw, &wo, &wi));
-	TRY(ts_split(sy, wi, d.thread_n, &wt, &wr));
-	TRY(ts_reorder(sy, TS_AXES(ts_axis_of(sy, 0), ko, ho, wo, kt, hi, wt, kr, wr)));
-	TRY(ts_fuse(sy, ho, wo, &pix));
-	TRY(ts_fuse(sy, hi, wt, &px));
-	TRY(ts_bind(sy, ts_axis_of(sy, 0), TS_BLOCK_Z));
-	TRY(ts_bind(sy, ko, TS_BLOCK_Y));
-	TRY(ts_bind(sy, pix, TS_BLOCK_X));
-	TRY(ts_bind(sy, kt, TS_THREAD_Y));
-	TRY(ts_bind(sy, px, TS_THREAD_X));
+	TS_TRY(ts_split(sy, ts_axis_of(sy, 1), d.block_m, &ko, &ki));
+	TS_TRY(ts_split(sy, ki, d.thread_m, &kt, &kr));
+	TS_TRY(ts_split(sy, ts_axis_of(sy, 2), t.bh, &ho, &hi));
+	TS_TRY(ts_split(sy, ts_axis_of(sy, 3), t.bw, &wo, &wi));
+	TS_TRY(ts_split(sy, wi, d.thread_n, &wt, &wr));
+	TS_TRY(ts_reorder(sy, TS_AXES(ts_axis_of(sy, 0), ko, ho, wo, kt, hi, wt, kr, wr)));
+	TS_TRY(ts_fuse(sy, ho, wo, &pix));
+	TS_TRY(ts_fuse(sy, hi, wt, &px));
+	TS_TRY(ts_bind(sy, ts_axis_of(sy, 0), TS_BLOCK_Z));
+	TS_TRY(ts_bind(sy, ko, TS_BLOCK_Y));
+	TS_TRY(ts_bind(sy, pix, TS_BLOCK_X));
+	TS_TRY(ts_bind(sy, kt, TS_THREAD_Y));
+	TS_TRY(ts_bind(sy, px, TS_THREAD_X));
 	/* the thread's thread_m x thread_n outputs, in registers */
-	TRY(ts_unroll(sy, kr));
-	TRY(ts_unroll(sy, wr));
-	TRY(ts_compute_at(sl, sy, px));
+	TS_TRY(ts_unroll(sy, kr));
+	TS_TRY(ts_unroll(sy, wr));
+	TS_TRY(ts_compute_at(sl, sy, px));
 	ts_axis *rco, *rci;
-	TRY(ts_split(sl, ts_reduce_axis_of(sl, 0), d.tile_k, &rco, &rci));
-	TRY(ts_reorder(sl, TS_AXES(rco, rci, ts_reduce_axis_of(sl, 1), ts_reduce_axis_of(sl, 2),
+	TS_TRY(ts_split(sl, ts_reduce_axis_of(sl, 0), d.tile_k, &rco, &rci));
+	TS_TRY(ts_reorder(sl, TS_AXES(rco, rci, ts_reduce_axis_of(sl, 1), ts_reduce_axis_of(sl, 2),
 				   ts_axis_of(sl, 1), ts_axis_of(sl, 3))));
-	TRY(ts_unroll(sl, ts_axis_of(sl, 1)));
-	TRY(ts_unroll(sl, ts_axis_of(sl, 3)));
+	TS_TRY(ts_unroll(sl, ts_axis_of(sl, 1)));
+	TS_TRY(ts_unroll(sl, ts_axis_of(sl, 3)));
 	int64_t ty = ceil_div64(d.block_m, d.thread_m), tx = t.bh * ceil_div64(t.bw, d.thread_n);
-	TRY(cuda_fetch(s, XS, sl, rco, ty, tx, 1, d.double_buffer));
+	TS_TRY(cuda_fetch(s, XS, sl, rco, ty, tx, 1, d.double_buffer));
 	return cuda_fetch(s, WS, sl, rco, ty, tx, 1, d.double_buffer);
 }
 
@@ -558,7 +558,7 @@ static ts_status tc_check(ts_schedule *s, const ts_tensor *C, const ts_matmul_tc
 				return ts_error(ctx, TS_ERR_INVALID, "%s: %s has a symbolic extent; the "
 						"tensor-core GEMM needs constant shapes", w, t->name);
 	}
-	TRY(sch_untouched(s, w, C));
+	TS_TRY(sch_untouched(s, w, C));
 	char c[24], a[24], b[24];
 	bool f32 = ts_dtype_eq(A->dtype, ts_float32);
 	if (!ts_dtype_eq(C->dtype, ts_float32) || !ts_dtype_is_float(A->dtype) ||
@@ -579,7 +579,7 @@ static ts_status tc_check(ts_schedule *s, const ts_tensor *C, const ts_matmul_tc
 			return ts_error(ctx, TS_ERR_INVALID, "%s: %s = %lld is not a multiple of 16, the MMA's "
 					"tile (pad the operands, or use ts_schedule_matmul_cuda)", w, dim[i],
 					(long long)ext[i]);
-	TRY(sch_positive(s, w, 5, (int64_t[]){d->block_m, d->block_n, d->warp_m, d->warp_n, d->tile_k},
+	TS_TRY(sch_positive(s, w, 5, (int64_t[]){d->block_m, d->block_n, d->warp_m, d->warp_n, d->tile_k},
 		     (const char *[]){"block_m", "block_n", "warp_m", "warp_n", "tile_k"}));
 	const int64_t t[3][2] = {{d->block_m, ext[0]}, {d->block_n, ext[1]}, {d->tile_k, ext[2]}};
 	static const char *const name[3] = {"block_m", "block_n", "tile_k"};
@@ -625,25 +625,25 @@ static ts_status tc_fetch(ts_schedule *s, ts_tensor *T, ts_stage *at, ts_axis *k
 	ts_stage *ss = ts_stage_of(s, T);
 	ts_axis *f, *fo, *fv, *o, *t, *tyz, *tx, *tz, *ty;
 	int64_t vec = 16 / (T->dtype.bits / 8);
-	TRY(ts_storage_align(ss, T->ndim - 2, 16, pad));
-	TRY(ts_compute_at(ss, at, ko));
+	TS_TRY(ts_storage_align(ss, T->ndim - 2, 16, pad));
+	TS_TRY(ts_compute_at(ss, at, ko));
 	f = ts_axis_of(ss, 0); /* a batch (one per block) and the tile's rows and columns */
 	for (int i = 1; i < T->ndim; i++)
-		TRY(ts_fuse(ss, f, ts_axis_of(ss, i), &f));
+		TS_TRY(ts_fuse(ss, f, ts_axis_of(ss, i), &f));
 	/* 16 bytes per thread: one move (rows are multiples of 16 bytes) */
-	TRY(ts_split(ss, f, vec, &fo, &fv));
-	TRY(ts_vectorize(ss, fv));
-	TRY(ts_split(ss, fo, 32 * wy * wx, &o, &t));
-	TRY(ts_split(ss, t, 32, &tyz, &tx));
-	TRY(ts_split(ss, tyz, wx, &tz, &ty));
-	TRY(ts_bind(ss, tz, TS_THREAD_Z));
-	TRY(ts_bind(ss, ty, TS_THREAD_Y));
+	TS_TRY(ts_split(ss, f, vec, &fo, &fv));
+	TS_TRY(ts_vectorize(ss, fv));
+	TS_TRY(ts_split(ss, fo, 32 * wy * wx, &o, &t));
+	TS_TRY(ts_split(ss, t, 32, &tyz, &tx));
+	TS_TRY(ts_split(ss, tyz, wx, &tz, &ty));
+	TS_TRY(ts_bind(ss, tz, TS_THREAD_Z));
+	TS_TRY(ts_bind(ss, ty, TS_THREAD_Y));
 	return ts_bind(ss, tx, TS_THREAD_X);
 }
 
 ts_status ts_schedule_matmul_tensorcore(ts_schedule *s, ts_tensor *C, const ts_matmul_tc_params *p)
 {
-	TRY(sch_need(s, C, "schedule_matmul_tensorcore"));
+	TS_TRY(sch_need(s, C, "schedule_matmul_tensorcore"));
 	if (!ts_stage_of(s, C))
 		return ts_last_status(s->ctx);
 	ts_matmul_tc_params d = p ? *p : ts_matmul_tc_default();
@@ -669,8 +669,8 @@ ts_status ts_schedule_matmul_tensorcore(ts_schedule *s, ts_tensor *C, const ts_m
 	if (!p && C->ninputs == 2 && d.block_m <= 4096 && d.block_n <= 4096 && d.tile_k <= 4096 &&
 	    tc_tile_bytes(C->inputs[0], &d) > TC_MAX_SHARED)
 		d.double_buffer = 0;
-	TRY(tc_check(s, C, &d));
-	TRY(sch_untouched(s, "schedule_matmul_tensorcore", C));
+	TS_TRY(tc_check(s, C, &d));
+	TS_TRY(sch_untouched(s, "schedule_matmul_tensorcore", C));
 	ts_tensor *A = C->inputs[0], *B = C->inputs[1];
 	ts_tensor *AS = ts_cache_read(s, A, TS_SCOPE_SHARED, 1, &C);
 	ts_tensor *BS = AS ? ts_cache_read(s, B, TS_SCOPE_SHARED, 1, &C) : NULL;
@@ -682,39 +682,39 @@ ts_status ts_schedule_matmul_tensorcore(ts_schedule *s, ts_tensor *C, const ts_m
 	/* C: blocks (a batch's on the grid's z), warps (threadIdx.z, y),
 	 * 16 x 16 tiles stored per lane */
 	ts_axis *by, *bx, *yi, *xi, *ty, *tx, *ym, *xm, *y16, *x16, *yw, *xw;
-	TRY(ts_tile(sc, ts_axis_of(sc, nd - 2), ts_axis_of(sc, nd - 1), d.block_m, d.block_n, &by, &bx,
+	TS_TRY(ts_tile(sc, ts_axis_of(sc, nd - 2), ts_axis_of(sc, nd - 1), d.block_m, d.block_n, &by, &bx,
 		    &yi, &xi));
 	if (nd == 3)
-		TRY(ts_bind(sc, ts_axis_of(sc, 0), TS_BLOCK_Z));
-	TRY(ts_split(sc, yi, d.warp_m, &ty, &yw));
-	TRY(ts_split(sc, xi, d.warp_n, &tx, &xw));
-	TRY(ts_split(sc, yw, 16, &ym, &y16));
-	TRY(ts_split(sc, xw, 16, &xm, &x16));
-	TRY(ts_reorder(sc, TS_AXES(by, bx, ty, tx, ym, xm, y16, x16)));
-	TRY(bind_tiles(sc, by, bx, ty, tx, TS_THREAD_Z));
+		TS_TRY(ts_bind(sc, ts_axis_of(sc, 0), TS_BLOCK_Z));
+	TS_TRY(ts_split(sc, yi, d.warp_m, &ty, &yw));
+	TS_TRY(ts_split(sc, xi, d.warp_n, &tx, &xw));
+	TS_TRY(ts_split(sc, yw, 16, &ym, &y16));
+	TS_TRY(ts_split(sc, xw, 16, &xm, &x16));
+	TS_TRY(ts_reorder(sc, TS_AXES(by, bx, ty, tx, ym, xm, y16, x16)));
+	TS_TRY(bind_tiles(sc, by, bx, ty, tx, TS_THREAD_Z));
 	/* unrolled, the accumulator's registers are indexed by constants */
-	TRY(ts_unroll(sc, ym));
-	TRY(ts_unroll(sc, xm));
-	TRY(ts_tensorize(sc, y16, TS_INTRIN_MMA_16X16X16));
+	TS_TRY(ts_unroll(sc, ym));
+	TS_TRY(ts_unroll(sc, xm));
+	TS_TRY(ts_tensorize(sc, y16, TS_INTRIN_MMA_16X16X16));
 	/* the warp's accumulator: k steps of tile_k, each 16-deep MMAs over
 	 * the warp's 16 x 16 tiles */
-	TRY(ts_compute_at(sl, sc, tx));
+	TS_TRY(ts_compute_at(sl, sc, tx));
 	ts_axis *ko, *kr, *kro, *kri, *lyo, *lyi, *lxo, *lxi;
-	TRY(ts_split(sl, ts_axis_of(sl, nd - 2), 16, &lyo, &lyi));
-	TRY(ts_split(sl, ts_axis_of(sl, nd - 1), 16, &lxo, &lxi));
-	TRY(ts_split(sl, ts_reduce_axis_of(sl, 0), d.tile_k, &ko, &kr));
-	TRY(ts_split(sl, kr, 16, &kro, &kri));
-	TRY(ts_reorder(sl, TS_AXES(ko, kro, lyo, lxo, lyi, lxi, kri)));
-	TRY(ts_unroll(sl, kro));
-	TRY(ts_unroll(sl, lyo));
-	TRY(ts_unroll(sl, lxo));
-	TRY(ts_tensorize(sl, lyi, TS_INTRIN_MMA_16X16X16));
+	TS_TRY(ts_split(sl, ts_axis_of(sl, nd - 2), 16, &lyo, &lyi));
+	TS_TRY(ts_split(sl, ts_axis_of(sl, nd - 1), 16, &lxo, &lxi));
+	TS_TRY(ts_split(sl, ts_reduce_axis_of(sl, 0), d.tile_k, &ko, &kr));
+	TS_TRY(ts_split(sl, kr, 16, &kro, &kri));
+	TS_TRY(ts_reorder(sl, TS_AXES(ko, kro, lyo, lxo, lyi, lxi, kri)));
+	TS_TRY(ts_unroll(sl, kro));
+	TS_TRY(ts_unroll(sl, lyo));
+	TS_TRY(ts_unroll(sl, lxo));
+	TS_TRY(ts_tensorize(sl, lyi, TS_INTRIN_MMA_16X16X16));
 	bool tf32 = A->dtype.bits == 32;
-	TRY(tc_fetch(s, AS, sl, ko, wy, wx, tf32 ? 4 : 8));
-	TRY(tc_fetch(s, BS, sl, ko, wy, wx, 8));
+	TS_TRY(tc_fetch(s, AS, sl, ko, wy, wx, tf32 ? 4 : 8));
+	TS_TRY(tc_fetch(s, BS, sl, ko, wy, wx, 8));
 	if (d.double_buffer) {
-		TRY(ts_double_buffer(ts_stage_of(s, AS)));
-		TRY(ts_double_buffer(ts_stage_of(s, BS)));
+		TS_TRY(ts_double_buffer(ts_stage_of(s, AS)));
+		TS_TRY(ts_double_buffer(ts_stage_of(s, BS)));
 	}
 	return TS_OK;
 }

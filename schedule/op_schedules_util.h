@@ -12,14 +12,6 @@
 
 #include "op_schedules.h"
 
-/* Returns the status of a primitive that failed; its error stands. */
-#define TRY(call)                                                              \
-	do {                                                                   \
-		ts_status st_ = (call);                                        \
-		if (st_ != TS_OK)                                              \
-			return st_;                                            \
-	} while (0)
-
 /* s is not NULL and t is a tensor of s's context; `what` names the
  * schedule function in the message. */
 ts_status sch_need(ts_schedule *s, const ts_tensor *t, const char *what);
@@ -63,8 +55,17 @@ extern const sch_epilogue_root sch_conv_root, sch_dw_nchwc_root;
  * root's operands, is shaped otherwise or is read elsewhere. */
 ts_tensor *sch_find_root(ts_schedule *s, const sch_epilogue_root *r, ts_tensor *Y,
 			 ts_tensor **chain, int *n);
+/* sch_find_root, then the chain and its root sch_chain_untouched: the
+ * root into *root and TS_OK, else the error. */
+ts_status sch_epilogue_of(ts_schedule *s, const char *what, const sch_epilogue_root *r, ts_tensor *Y,
+			  ts_tensor **chain, int *n, ts_tensor **root);
 /* The epilogue run on the root's block in registers: the stages between Y
  * and the root inlined into Y, the root local, never stored. */
 ts_status sch_fuse_epilogue(ts_schedule *s, ts_tensor *const *chain, int n, ts_tensor *C);
+/* The accumulator of Y's register blocks: under an epilogue (n > 0) the
+ * root C itself, the chain fused into Y (sch_fuse_epilogue); else a local
+ * cache_write of Y (= C).  NULL with the error. */
+ts_tensor *sch_block_accumulator(ts_schedule *s, ts_tensor *Y, ts_tensor *const *chain, int n,
+				 ts_tensor *C);
 
 #endif

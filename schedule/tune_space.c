@@ -17,13 +17,6 @@
 #include "ops.h"
 #include "tune_internal.h"
 
-#define TRY(call)                                                              \
-	do {                                                                   \
-		ts_status st_ = (call);                                        \
-		if (st_ != TS_OK)                                              \
-			return st_;                                            \
-	} while (0)
-
 /* The spaces' kinds: a task's space.kind is one of these pointers, which
  * tune_task_check compares without reading through them. */
 static const char KIND_MATMUL[] = "matmul", KIND_BATCH_MATMUL[] = "batch_matmul",
@@ -414,9 +407,9 @@ static ts_status task_init(ts_ctx *ctx, ts_tune_task *t, const char *op, int nsh
 	snprintf(t->target, sizeof t->target, "llvm");
 	t->lanes = ts_cpu_vector_lanes();
 	bool padded = tune_is_conv(op) || !strcmp(op, "depthwise") || !strcmp(op, "pool");
-	TRY(check_extents(ctx, t, padded));
-	TRY(check_shape(ctx, t));
-	TRY(space_of(ctx, t));
+	TS_TRY(check_extents(ctx, t, padded));
+	TS_TRY(check_shape(ctx, t));
+	TS_TRY(space_of(ctx, t));
 	t->seal = task_seal(t);
 	return check_sizes(ctx, t);
 }
@@ -643,14 +636,14 @@ static ts_status schedule_conv2d(ts_schedule *s, const ts_tune_task *t, const ts
 				 ts_tensor *Y)
 {
 	ts_conv2d_cpu_params p = ts_tune_conv2d_params(t, c);
-	TRY(ts_schedule_conv2d_nchwc_cpu(s, Y, &p));
+	TS_TRY(ts_schedule_conv2d_nchwc_cpu(s, Y, &p));
 	/* Y reads the padded Xc (or Xc) and Wc; Wc and Xc are layout stages */
 	for (int i = 0; i < Y->ninputs; i++) {
 		ts_tensor *T = Y->inputs[i];
 		if (T->op == TS_OP_COMPUTE && T->ndim == 5 && T->ninputs == 1 && T->inputs[0]->op == TS_OP_COMPUTE)
-			TRY(parallel_if_untouched(s, T->inputs[0]));
+			TS_TRY(parallel_if_untouched(s, T->inputs[0]));
 		if (T->op == TS_OP_COMPUTE)
-			TRY(parallel_if_untouched(s, T));
+			TS_TRY(parallel_if_untouched(s, T));
 	}
 	return TS_OK;
 }
@@ -816,13 +809,13 @@ static ts_status gen_split(ts_stage *so, ts_stage *sc, const ts_tune_space *sp,
 	g->vd = g->nd - 1 - (g->nd > 1 && tune_param(sp, c, "vaxis", 0) == 1);
 	for (int d = 0; d < g->nd; d++) {
 		snprintf(name, sizeof name, "tile%d", d);
-		TRY(split_opt(so, ts_axis_of(so, d), tune_param(sp, c, name, 1), &g->o[d], &g->i[d]));
+		TS_TRY(split_opt(so, ts_axis_of(so, d), tune_param(sp, c, name, 1), &g->o[d], &g->i[d]));
 		snprintf(name, sizeof name, "otile%d", d);
-		TRY(split_opt(so, g->o[d], tune_param(sp, c, name, 1), &g->o[d], &g->m[d]));
+		TS_TRY(split_opt(so, g->o[d], tune_param(sp, c, name, 1), &g->o[d], &g->m[d]));
 	}
 	for (int r = 0; r < g->nr; r++) {
 		snprintf(name, sizeof name, "rsplit%d", r);
-		TRY(split_opt(sc, ts_reduce_axis_of(sc, r), tune_param(sp, c, name, 1), &g->ro[r], &g->ri[r]));
+		TS_TRY(split_opt(sc, ts_reduce_axis_of(sc, r), tune_param(sp, c, name, 1), &g->ro[r], &g->ri[r]));
 	}
 	return TS_OK;
 }
@@ -877,7 +870,7 @@ static ts_status gen_cache(ts_stage *sc, ts_stage *so, ts_axis *at, const gen_ax
 {
 	ts_axis *order[4 * TS_MAX_DIMS], *data[TS_MAX_DIMS];
 	int n = 0;
-	TRY(ts_compute_at(sc, so, at));
+	TS_TRY(ts_compute_at(sc, so, at));
 	for (int d = 0; d < g->nd; d++)
 		data[d] = ts_axis_of(sc, d);
 	if (sketch == 2)
@@ -885,7 +878,7 @@ static ts_status gen_cache(ts_stage *sc, ts_stage *so, ts_axis *at, const gen_ax
 	push_red(order, &n, g);
 	if (sketch == 1)
 		push_data(order, &n, g, data);
-	TRY(ts_reorder(sc, n, order));
+	TS_TRY(ts_reorder(sc, n, order));
 	return vec && sketch == 1 ? ts_vectorize(sc, data[g->vd]) : TS_OK;
 }
 
@@ -894,7 +887,7 @@ static ts_status gen_fuse(ts_stage *so, const gen_axes *g, ts_axis **at)
 {
 	*at = g->o[0];
 	for (int d = 1; d < g->nd; d++)
-		TRY(ts_fuse(so, *at, g->o[d], at));
+		TS_TRY(ts_fuse(so, *at, g->o[d], at));
 	return TS_OK;
 }
 
@@ -907,9 +900,9 @@ static ts_status gen_producers(ts_schedule *s, ts_stage *so, ts_stage *sc, ts_ax
 		if (st == so || st == sc || st->body->kind == IR_REDUCE)
 			continue;
 		if (how == 0)
-			TRY(ts_compute_inline(st));
+			TS_TRY(ts_compute_inline(st));
 		else if (how == 1)
-			TRY(ts_compute_at(st, so, at));
+			TS_TRY(ts_compute_at(st, so, at));
 	}
 	return TS_OK;
 }
@@ -925,7 +918,7 @@ ts_status ts_tune_apply_generic(ts_schedule *s, ts_tensor *out, int lanes,
 	if (s->nout != 1 || s->outputs[0] != out)
 		return ts_error(s->ctx, TS_ERR_INVALID, "tune_apply_generic(%s): it must be the schedule's only output",
 				out->name);
-	TRY(tune_space_check(s->ctx, sp, "tune_apply_generic", "the space"));
+	TS_TRY(tune_space_check(s->ctx, sp, "tune_apply_generic", "the space"));
 	int sketch = (int)tune_param(sp, c, "sketch", 0);
 	if (sketch == 0)
 		return ts_schedule_default_cpu(s, lanes);
@@ -942,24 +935,24 @@ ts_status ts_tune_apply_generic(ts_schedule *s, ts_tensor *out, int lanes,
 	if (!so)
 		return ts_last_status(s->ctx);
 	gen_axes g;
-	TRY(gen_split(so, cache ? sc : so, sp, c, &g));
-	TRY(gen_order(so, &g, sketch, cache));
+	TS_TRY(gen_split(so, cache ? sc : so, sp, c, &g));
+	TS_TRY(gen_order(so, &g, sketch, cache));
 	ts_axis *at = g.o[g.nd - 1];
 	if (tune_param(sp, c, "parallel", 0)) {
-		TRY(gen_fuse(so, &g, &at));
-		TRY(ts_parallel(so, at));
+		TS_TRY(gen_fuse(so, &g, &at));
+		TS_TRY(ts_parallel(so, at));
 	}
 	for (int d = 0; d < g.nd; d++) /* the tile loop: the innermost outer one */
 		if (g.m[d])
 			at = g.m[d];
 	if (vec && g.i[g.vd])
-		TRY(ts_vectorize(so, g.i[g.vd]));
+		TS_TRY(ts_vectorize(so, g.i[g.vd]));
 	if (cache)
-		TRY(gen_cache(sc, so, at, &g, sketch, vec));
+		TS_TRY(gen_cache(sc, so, at, &g, sketch, vec));
 	ts_stage *red = cache ? sc : so;
 	if (tune_param(sp, c, "unroll", 0) && g.nr > 0) {
 		ts_axis *u = g.ri[g.nr - 1] ? g.ri[g.nr - 1] : g.ro[g.nr - 1];
-		TRY(ts_unroll(red, u));
+		TS_TRY(ts_unroll(red, u));
 	}
 	return gen_producers(s, so, sc, at, tune_param(sp, c, "producers", 0));
 }

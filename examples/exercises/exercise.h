@@ -83,12 +83,4 @@ typedef struct ex_def {
 extern const ex_def ex_defs[];
 extern const int ex_ndefs;
 
-/* Stops a schedule function at the first primitive that fails. */
-#define EX_TRY(call)                              \
-	do {                                      \
-		ts_status ex_st_ = (call);        \
-		if (ex_st_ != TS_OK)              \
-			return ex_st_;            \
-	} while (0)
-
 #endif

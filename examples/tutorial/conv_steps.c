@@ -22,13 +22,6 @@
 
 #define CHANNELS 32
 
-#define TRY(x)                           \
-	do {                             \
-		ts_status rc_ = (x);     \
-		if (rc_ != TS_OK)        \
-			return rc_;      \
-	} while (0)
-
 static bool make(tut_graph *g, int step)
 {
 	ts_ctx *ctx = g->ctx;
@@ -79,9 +72,9 @@ static ts_status nchw_vector(tut_graph *g)
 		*x = ts_axis_of(sy, 3), *rc = ts_reduce_axis_of(sy, 0), *ry = ts_reduce_axis_of(sy, 1),
 		*rx = ts_reduce_axis_of(sy, 2), *xo, *xi;
 	g->parallel = true;
-	TRY(ts_split_tail(sy, x, g->lanes, TS_TAIL_PARTITION, &xo, &xi));
-	TRY(ts_reorder(sy, TS_AXES(n, o, y, rc, ry, rx, xo, xi)));
-	TRY(ts_vectorize(sy, xi));
+	TS_TRY(ts_split_tail(sy, x, g->lanes, TS_TAIL_PARTITION, &xo, &xi));
+	TS_TRY(ts_reorder(sy, TS_AXES(n, o, y, rc, ry, rx, xo, xi)));
+	TS_TRY(ts_vectorize(sy, xi));
 	return ts_parallel(sy, o);
 }
 
@@ -94,8 +87,8 @@ static ts_status nchwc_vector(tut_graph *g)
 	ts_axis *rco = ts_reduce_axis_of(sy, 0), *kh = ts_reduce_axis_of(sy, 1),
 		*kw = ts_reduce_axis_of(sy, 2), *rci = ts_reduce_axis_of(sy, 3);
 	g->parallel = true;
-	TRY(ts_reorder(sy, TS_AXES(n, co, h, w, rco, kh, kw, rci, oc)));
-	TRY(ts_vectorize(sy, oc));
+	TS_TRY(ts_reorder(sy, TS_AXES(n, co, h, w, rco, kh, kw, rci, oc)));
+	TS_TRY(ts_vectorize(sy, oc));
 	return ts_parallel(sy, co);
 }
 

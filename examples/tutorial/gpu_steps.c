@@ -24,13 +24,6 @@
 #define INTERP_MAX 128
 #define COMPILE_ARCH "sm_80"
 
-#define TRY(x)                           \
-	do {                             \
-		ts_status rc_ = (x);     \
-		if (rc_ != TS_OK)        \
-			return rc_;      \
-	} while (0)
-
 typedef struct gpu_env {
 	ts_ctx *ctx;
 	ts_cuda *cuda;     /* NULL: no GPU */
@@ -59,10 +52,10 @@ static bool make(tut_graph *g)
 static ts_status bind_tiles(ts_stage *sc, ts_axis **tx)
 {
 	ts_axis *by, *bx, *ty;
-	TRY(ts_tile(sc, ts_axis_of(sc, 0), ts_axis_of(sc, 1), 16, 16, &by, &bx, &ty, tx));
-	TRY(ts_bind(sc, by, TS_BLOCK_Y));
-	TRY(ts_bind(sc, bx, TS_BLOCK_X));
-	TRY(ts_bind(sc, ty, TS_THREAD_Y));
+	TS_TRY(ts_tile(sc, ts_axis_of(sc, 0), ts_axis_of(sc, 1), 16, 16, &by, &bx, &ty, tx));
+	TS_TRY(ts_bind(sc, by, TS_BLOCK_Y));
+	TS_TRY(ts_bind(sc, bx, TS_BLOCK_X));
+	TS_TRY(ts_bind(sc, ty, TS_THREAD_Y));
 	return ts_bind(sc, *tx, TS_THREAD_X);
 }
 
@@ -81,14 +74,14 @@ static ts_status shared_tiles(tut_graph *g)
 		return ts_last_status(g->ctx);
 	ts_stage *sc = ts_stage_of(g->s, C);
 	ts_axis *tx, *ko, *ki;
-	TRY(bind_tiles(sc, &tx));
-	TRY(ts_split(sc, ts_reduce_axis_of(sc, 0), 16, &ko, &ki));
+	TS_TRY(bind_tiles(sc, &tx));
+	TS_TRY(ts_split(sc, ts_reduce_axis_of(sc, 0), 16, &ko, &ki));
 	ts_tensor *shared[2] = {AS, BS};
 	for (int i = 0; i < 2; i++) {
 		ts_stage *ss = ts_stage_of(g->s, shared[i]);
-		TRY(ts_compute_at(ss, sc, ko));
-		TRY(ts_bind(ss, ts_axis_of(ss, 0), TS_THREAD_Y));
-		TRY(ts_bind(ss, ts_axis_of(ss, 1), TS_THREAD_X));
+		TS_TRY(ts_compute_at(ss, sc, ko));
+		TS_TRY(ts_bind(ss, ts_axis_of(ss, 0), TS_THREAD_Y));
+		TS_TRY(ts_bind(ss, ts_axis_of(ss, 1), TS_THREAD_X));
 	}
 	return TS_OK;
 }

@@ -38,26 +38,19 @@ static ts_stage *inner(tut_graph *g, const char *name)
 	return ts_stage_of(g->s, ts_op_stage(g->args[1], name));
 }
 
-#define TRY(x)                           \
-	do {                             \
-		ts_status rc_ = (x);     \
-		if (rc_ != TS_OK)        \
-			return rc_;      \
-	} while (0)
-
 /* The row axis of st parallel (when asked), its last axis in vectors of
  * lanes with the tail partitioned off: the order of ts_schedule_softmax_cpu. */
 static ts_status rows(tut_graph *g, ts_stage *st, bool parallel, bool vector)
 {
 	ts_axis *xo, *xi;
 	if (parallel)
-		TRY(ts_parallel(st, ts_axis_of(st, 0)));
+		TS_TRY(ts_parallel(st, ts_axis_of(st, 0)));
 	if (!vector)
 		return TS_OK;
 	ts_axis *x = ts_axis_of(st, 1);
 	if (x->extent < g->lanes)
 		return TS_OK;
-	TRY(ts_split_tail(st, x, g->lanes, TS_TAIL_PARTITION, &xo, &xi));
+	TS_TRY(ts_split_tail(st, x, g->lanes, TS_TAIL_PARTITION, &xo, &xi));
 	return ts_vectorize(st, xi);
 }
 
@@ -69,16 +62,16 @@ static ts_status unscheduled(tut_graph *g)
 
 static ts_status vector_exp(tut_graph *g)
 {
-	TRY(rows(g, ts_stage_of(g->s, g->args[1]), false, true));
+	TS_TRY(rows(g, ts_stage_of(g->s, g->args[1]), false, true));
 	return rows(g, inner(g, "softmax_exp"), false, true);
 }
 
 static ts_status parallel_rows(tut_graph *g)
 {
 	g->parallel = true;
-	TRY(rows(g, ts_stage_of(g->s, g->args[1]), true, true));
-	TRY(rows(g, inner(g, "softmax_exp"), true, true));
-	TRY(rows(g, inner(g, "softmax_max"), true, false));
+	TS_TRY(rows(g, ts_stage_of(g->s, g->args[1]), true, true));
+	TS_TRY(rows(g, inner(g, "softmax_exp"), true, true));
+	TS_TRY(rows(g, inner(g, "softmax_max"), true, false));
 	return rows(g, inner(g, "softmax_sum"), true, false);
 }
 
@@ -86,11 +79,11 @@ static ts_status at_row(tut_graph *g)
 {
 	ts_stage *sy = ts_stage_of(g->s, g->args[1]);
 	g->parallel = true;
-	TRY(rows(g, sy, true, true));
-	TRY(rows(g, inner(g, "softmax_exp"), false, true));
+	TS_TRY(rows(g, sy, true, true));
+	TS_TRY(rows(g, inner(g, "softmax_exp"), false, true));
 	ts_axis *row = ts_axis_of(sy, 0);
-	TRY(ts_compute_at(inner(g, "softmax_max"), sy, row));
-	TRY(ts_compute_at(inner(g, "softmax_exp"), sy, row));
+	TS_TRY(ts_compute_at(inner(g, "softmax_max"), sy, row));
+	TS_TRY(ts_compute_at(inner(g, "softmax_exp"), sy, row));
 	return ts_compute_at(inner(g, "softmax_sum"), sy, row);
 }
 
@@ -101,14 +94,14 @@ static ts_status rfactor_row(tut_graph *g, ts_stage *sy, const char *name)
 	ts_tensor *t = ts_op_stage(g->args[1], name);
 	ts_stage *st = ts_stage_of(g->s, t);
 	ts_axis *ko, *ki;
-	TRY(ts_split(st, ts_reduce_axis_of(st, 0), g->lanes, &ko, &ki));
+	TS_TRY(ts_split(st, ts_reduce_axis_of(st, 0), g->lanes, &ko, &ki));
 	ts_tensor *rf = ts_rfactor(g->s, t, ki, 1);
 	if (!rf)
 		return ts_last_status(g->ctx);
 	ts_stage *sr = ts_stage_of(g->s, rf);
 	ts_axis *row = ts_axis_of(sr, 0), *lane = ts_axis_of(sr, 1);
-	TRY(ts_reorder(sr, TS_AXES(row, ts_reduce_axis_of(sr, 0), lane)));
-	TRY(ts_vectorize(sr, lane));
+	TS_TRY(ts_reorder(sr, TS_AXES(row, ts_reduce_axis_of(sr, 0), lane)));
+	TS_TRY(ts_vectorize(sr, lane));
 	return ts_compute_at(sr, sy, ts_axis_of(sy, 0));
 }
 
@@ -117,10 +110,10 @@ static ts_status rfactor_row(tut_graph *g, ts_stage *sy, const char *name)
 static ts_status rfactor_rows(tut_graph *g)
 {
 	ts_stage *sy = ts_stage_of(g->s, g->args[1]);
-	TRY(at_row(g));
+	TS_TRY(at_row(g));
 	if (g->lanes < 2 || g->n < g->lanes)
 		return TS_OK;
-	TRY(rfactor_row(g, sy, "softmax_max"));
+	TS_TRY(rfactor_row(g, sy, "softmax_max"));
 	return rfactor_row(g, sy, "softmax_sum");
 }
 

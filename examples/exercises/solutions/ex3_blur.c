@@ -9,11 +9,11 @@ ts_status ex3_solution(ts_schedule *s, const ex3_blur *t)
 {
 	ts_stage *bx = ts_stage_of(s, t->Bx), *by = ts_stage_of(s, t->By);
 	ts_axis *io, *jo, *ii, *ji, *jio, *jii, *xo, *xi;
-	EX_TRY(ts_tile(by, ts_axis_of(by, 0), ts_axis_of(by, 1), 32, 256, &io, &jo, &ii, &ji));
-	EX_TRY(ts_split(by, ji, 8, &jio, &jii));
-	EX_TRY(ts_vectorize(by, jii));
-	EX_TRY(ts_parallel(by, io));
-	EX_TRY(ts_compute_at(bx, by, jo));
-	EX_TRY(ts_split(bx, ts_axis_of(bx, 1), 8, &xo, &xi));
+	TS_TRY(ts_tile(by, ts_axis_of(by, 0), ts_axis_of(by, 1), 32, 256, &io, &jo, &ii, &ji));
+	TS_TRY(ts_split(by, ji, 8, &jio, &jii));
+	TS_TRY(ts_vectorize(by, jii));
+	TS_TRY(ts_parallel(by, io));
+	TS_TRY(ts_compute_at(bx, by, jo));
+	TS_TRY(ts_split(bx, ts_axis_of(bx, 1), 8, &xo, &xi));
 	return ts_vectorize(bx, xi);
 }

@@ -7,6 +7,6 @@ ts_status ex4_solution(ts_schedule *s, const ex4_rowsum *t)
 {
 	ts_stage *st = ts_stage_of(s, t->S);
 	ts_axis *io, *ii;
-	EX_TRY(ts_split(st, ts_axis_of(st, 0), 16, &io, &ii));
+	TS_TRY(ts_split(st, ts_axis_of(st, 0), 16, &io, &ii));
 	return ts_parallel(st, io);
 }
