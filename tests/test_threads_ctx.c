@@ -159,6 +159,38 @@ START_TEST(test_error_within)
 }
 END_TEST
 
+/* TS_TRY returns the first failing call's status, its error standing,
+ * and makes no call after it. */
+static int try_calls;
+static ts_status step(ts_ctx *ctx, ts_status st)
+{
+	try_calls++;
+	return st == TS_OK ? TS_OK : ts_error(ctx, st, "step %d failed", try_calls);
+}
+
+static ts_status three_steps(ts_ctx *ctx, ts_status second)
+{
+	TS_TRY(step(ctx, TS_OK));
+	TS_TRY(step(ctx, second));
+	TS_TRY(step(ctx, TS_ERR_INTERNAL));
+	return TS_OK;
+}
+
+START_TEST(test_try_returns_first_failure)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	try_calls = 0;
+	ck_assert_int_eq(three_steps(ctx, TS_ERR_NOMEM), TS_ERR_NOMEM);
+	ck_assert_int_eq(try_calls, 2);
+	ck_assert_str_eq(ts_last_error(ctx), "step 2 failed");
+	ts_clear_error(ctx);
+	try_calls = 0;
+	ck_assert_int_eq(three_steps(ctx, TS_OK), TS_ERR_INTERNAL);
+	ck_assert_int_eq(try_calls, 3);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* A message too long for its slot loses its middle: the start (the call)
  * and the end (what is wrong) both stay, cut between UTF-8 characters. */
 START_TEST(test_long_error_keeps_its_end)
@@ -414,6 +446,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_null_context);
 	tcase_add_test(tc, test_error_within);
 	tcase_add_test(tc, test_long_error_keeps_its_end);
+	tcase_add_test(tc, test_try_returns_first_failure);
 	tcase_add_test(tc, test_new_thread_inherits_no_error);
 	tcase_add_test(tc, test_exited_threads_slots_reused);
 	tcase_add_test(tc, test_concurrent_assembly);
