@@ -735,7 +735,7 @@ static bool chain_private(ts_schedule *s, const sch_epilogue_root *r, const ts_t
 
 /* Walks from Y down the elementwise chain to the root reduction (a matmul,
  * a convolution); chain[0..*n) are the epilogue stages, Y first. */
-ts_tensor *sch_find_root(ts_schedule *s, const sch_epilogue_root *r, ts_tensor *Y,
+static ts_tensor *find_root(ts_schedule *s, const sch_epilogue_root *r, ts_tensor *Y,
 			    ts_tensor **chain, int *n)
 {
 	*n = 0;
@@ -759,7 +759,7 @@ ts_tensor *sch_find_root(ts_schedule *s, const sch_epilogue_root *r, ts_tensor *
 ts_status sch_epilogue_of(ts_schedule *s, const char *what, const sch_epilogue_root *r, ts_tensor *Y,
 			  ts_tensor **chain, int *n, ts_tensor **root)
 {
-	*root = sch_find_root(s, r, Y, chain, n);
+	*root = find_root(s, r, Y, chain, n);
 	if (!*root)
 		return ts_last_status(s->ctx);
 	return sch_chain_untouched(s, what, Y, chain, *n, *root);
@@ -785,15 +785,12 @@ ts_tensor *sch_block_accumulator(ts_schedule *s, ts_tensor *Y, ts_tensor *const 
 ts_status ts_schedule_dense_cpu(ts_schedule *s, ts_tensor *Y, const ts_matmul_cpu_params *p)
 {
 	TS_TRY(sch_need(s, Y, "schedule_dense_cpu"));
-	ts_tensor *chain[TS_MAX_EPILOGUE];
+	ts_tensor *chain[TS_MAX_EPILOGUE], *C;
 	int n;
-	ts_tensor *C = sch_find_root(s, &sch_dense_root, Y, chain, &n);
-	if (!C)
-		return ts_last_status(s->ctx);
+	TS_TRY(sch_epilogue_of(s, "schedule_dense_cpu", &sch_dense_root, Y, chain, &n, &C));
 	if (n == 0)
 		return schedule_matmul(s, "schedule_dense_cpu", Y, p);
 	ts_matmul_cpu_params d = p ? *p : default_for(C);
-	TS_TRY(sch_chain_untouched(s, "schedule_dense_cpu", Y, chain, n, C));
 	TS_TRY(no_k_chunks(s, "schedule_dense_cpu", Y, &d));
 	TS_TRY(matmul_prologue(s, "schedule_dense_cpu", C, &d));
 	TS_TRY(sch_fuse_epilogue(s, chain, n, C));
@@ -807,33 +804,23 @@ ts_status ts_schedule_batch_matmul_cpu(ts_schedule *s, ts_tensor *Y, const ts_ma
 {
 	const char *what = "schedule_batch_matmul_cpu";
 	TS_TRY(sch_need(s, Y, what));
-	ts_tensor *chain[TS_MAX_EPILOGUE];
+	ts_tensor *chain[TS_MAX_EPILOGUE], *C;
 	int n;
-	ts_tensor *C = sch_find_root(s, &sch_bmm_root, Y, chain, &n);
-	if (!C)
-		return ts_last_status(s->ctx);
+	TS_TRY(sch_epilogue_of(s, what, &sch_bmm_root, Y, chain, &n, &C));
 	ts_matmul_cpu_params d = p ? *p
 				   : C->dim_var[2] ? ts_matmul_cpu_default()
 						   : ts_matmul_cpu_default_for(C->shape[2]);
 	TS_TRY(block_params(s, what, &d));
 	TS_TRY(no_k_chunks(s, what, Y, &d));
-	TS_TRY(sch_untouched(s, what, Y));
-	TS_TRY(sch_untouched(s, what, C));
 	/* no idle accumulators past the rows or the columns */
 	if (d.mr > C->shape[1])
 		d.mr = C->shape[1];
 	if (d.nr > C->shape[2])
 		d.nr = C->shape[2];
-	ts_stage *sy, *sc;
-	if (n == 0) {
-		ts_tensor *CC = ts_cache_write(s, C, TS_SCOPE_LOCAL);
-		if (!CC)
-			return ts_last_status(s->ctx);
-		sy = ts_stage_of(s, C), sc = ts_stage_of(s, CC);
-	} else {
-		TS_TRY(sch_fuse_epilogue(s, chain, n, C));
-		sy = ts_stage_of(s, Y), sc = ts_stage_of(s, C);
-	}
+	ts_tensor *acc = sch_block_accumulator(s, Y, chain, n, C);
+	if (!acc)
+		return ts_last_status(s->ctx);
+	ts_stage *sy = ts_stage_of(s, Y), *sc = ts_stage_of(s, acc);
 	/* batches and mr x nr tiles in one loop: each tile reads a panel of
 	 * A's rows and B's columns of its batch */
 	ts_axis *mo, *no, *mi, *ni, *f, *ko, *ki;

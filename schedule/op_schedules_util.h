@@ -50,13 +50,10 @@ typedef struct sch_epilogue_root {
 } sch_epilogue_root;
 extern const sch_epilogue_root sch_conv_root, sch_dw_nchwc_root;
 /* Walks from Y down the elementwise chain to the root reduction (a matmul,
- * a convolution); chain[0..*n) are the epilogue stages, Y first.  NULL
- * with an error naming the stage that is not elementwise, reads the
- * root's operands, is shaped otherwise or is read elsewhere. */
-ts_tensor *sch_find_root(ts_schedule *s, const sch_epilogue_root *r, ts_tensor *Y,
-			 ts_tensor **chain, int *n);
-/* sch_find_root, then the chain and its root sch_chain_untouched: the
- * root into *root and TS_OK, else the error. */
+ * a convolution): chain[0..*n) are the epilogue stages, Y first, the root
+ * into *root, and TS_OK when the chain and root are sch_untouched; else
+ * the error naming the stage that is not elementwise, reads the root's
+ * operands, is shaped otherwise, is read elsewhere or was scheduled. */
 ts_status sch_epilogue_of(ts_schedule *s, const char *what, const sch_epilogue_root *r, ts_tensor *Y,
 			  ts_tensor **chain, int *n, ts_tensor **root);
 /* The epilogue run on the root's block in registers: the stages between Y

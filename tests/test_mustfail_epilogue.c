@@ -464,6 +464,35 @@ START_TEST(schedules_after_primitives)
 }
 END_TEST
 
+/* A batch matmul's epilogue stage between the output and the matmul that
+ * the caller scheduled is refused by name, as the other epilogue
+ * schedules refuse it, before anything changes; untouched, the same chain
+ * is fused and computes the reference. */
+START_TEST(bmm_epilogue_middle_scheduled)
+{
+	ts_ctx *ctx = ts_ctx_new();
+	ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(2, 9, 20), ts_float32);
+	ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(2, 20, 13), ts_float32);
+	ts_tensor *C = ts_op_batch_matmul(ctx, A, B, false, false);
+	ts_tensor *R = ts_rename(ctx, ts_op_relu(ctx, C), "R");
+	ts_tensor *Y = ts_rename(ctx, ts_op_add(ctx, R, R), "Y");
+	tu_nonnull(ctx, Y);
+	ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+	ts_stage *sr = ts_stage_of(s, R);
+	ts_axis *o, *i;
+	tu_ok(ctx, ts_split(sr, ts_axis_of(sr, 2), 4, &o, &i));
+	const char *before = ts_schedule_str(s);
+	ck_assert_int_eq(ts_schedule_batch_matmul_cpu(s, Y, NULL), TS_ERR_INVALID);
+	tu_assert_error(ctx, "schedule_batch_matmul_cpu: R is already scheduled");
+	ck_assert_str_eq(ts_schedule_str(s), before);
+	ts_clear_error(ctx);
+	ts_schedule *s2 = ts_create_schedule(ctx, 1, &Y);
+	tu_ok(ctx, ts_schedule_batch_matmul_cpu(s2, Y, NULL));
+	tu_check_func(ctx, ts_lower(s2, "bmm_relu_add", 3, (ts_tensor *[]){A, B, Y}), 1e-4);
+	ts_ctx_free(ctx);
+}
+END_TEST
+
 /* The padded input of a convolution as it reads it (its 5-D producer). */
 static ts_tensor *padded_input(ts_tensor *C)
 {
@@ -614,6 +643,7 @@ int main(void)
 	tcase_add_test(tc, conv_is_output);
 	tcase_add_test(tc, rows_and_default_on_scheduled);
 	tcase_add_test(tc, schedules_after_primitives);
+	tcase_add_test(tc, bmm_epilogue_middle_scheduled);
 	tcase_add_test(tc, window_schedules_on_scheduled_or_shared);
 	tcase_add_test(tc, conv_huge_ow_block);
 	suite_add_tcase(s, tc);
