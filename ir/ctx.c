@@ -295,6 +295,13 @@ ts_status ts_verror(ts_ctx *ctx, ts_status status, const char *fmt, va_list ap)
 {
 	if (!ctx || status == TS_OK)
 		return status;
+	/* only the first error is kept: a later one in a chain of calls is
+	 * not even formatted (own_slot finds the thread's pending one) */
+	pthread_mutex_lock(&ctx->lock);
+	bool pending = own_slot(ctx) != NULL;
+	pthread_mutex_unlock(&ctx->lock);
+	if (pending)
+		return status;
 	/* formatted whole first (outside the lock: a user's name may be
 	 * megabytes), then fitted into the slot */
 	char small[ERR_SIZE];
