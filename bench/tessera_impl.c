@@ -99,26 +99,33 @@ static int apply_tuned(tsr_state *st, const bench_problem *p, const char *path)
 	ts_tune_log *log = ts_tune_log_load(st->ctx, path);
 	if (!log || tuned_task(st->ctx, p, &t) || ts_tune_log_lookup(st->ctx, log, &t, &c, &rec))
 		return BENCH_ERROR;
-	printf("tessera %s: %s\n", p->name, rec ? ts_sprintf(st->ctx, "tuned schedule (%s:%d)", path, rec->line)
-					       : "default schedule (no record in the tuning log)");
-	if (!rec)
+	if (!rec) {
+		printf("tessera %s: default schedule (no record in the tuning log)\n", p->name);
 		return BENCH_OK;
+	}
+	/* what the record changes, as tessera-tune printed it */
+	ts_tune_cand def = ts_tune_default(&t);
+	printf("tessera %s: tuned schedule (%s:%d):", p->name, path, rec->line);
+	int n = 0;
+	for (int i = 0; i < t.space.nparams; i++)
+		if (c.v[i] != def.v[i])
+			printf("%s %s %lld", n++ ? "," : "", t.space.name[i], (long long)c.v[i]);
+	printf("%s\n", n ? "" : " the default parameters");
+	/* the tuner's own reading of the record, so that the kernel timed
+	 * is the one it measured */
+	if (p->op == BENCH_GEMM) {
+		st->mp = ts_tune_matmul_params(&t, &c, &st->pack);
+		return BENCH_OK;
+	}
 	ts_tune_space *sp = &t.space;
 	for (int i = 0; i < sp->nparams; i++) {
 		const char *n = sp->name[i];
-		int64_t v = c.v[i];
-		int64_t *slot = !strcmp(n, "mr") ? &st->mp.mr : !strcmp(n, "nr") ? &st->mp.nr
-				: !strcmp(n, "kunroll") ? &st->mp.kunroll : !strcmp(n, "ic_block") ? &st->xb
-				: !strcmp(n, "oc_block") ? &st->yb : NULL;
-		if (slot)
-			*slot = v;
-		else if (!strcmp(n, "pack"))
-			st->pack = v != 0;
-		else if (!strcmp(n, "parallel"))
-			st->mp.parallel = v != 0;
+		if (!strcmp(n, "ic_block"))
+			st->xb = c.v[i];
+		else if (!strcmp(n, "oc_block"))
+			st->yb = c.v[i];
 	}
-	if (p->op == BENCH_CONV2D)
-		st->cp = ts_tune_conv2d_params(&t, &c);
+	st->cp = ts_tune_conv2d_params(&t, &c);
 	return BENCH_OK;
 }
 

@@ -1003,11 +1003,16 @@ START_TEST(test_binary_tuned)
 		     (int64_t[]){3, 8, 2, 0}, 4);
 	append_tuned(ctx, "conv2d", TS_SHAPE(1, 8, 9, 9, 16, 3, 3, 1, 1),
 		     (const char *[]){"ow_block", "ic_block", "oc_block"}, (int64_t[]){4, 2, 8}, 3);
-	int rc = run_bench("gemm --shape 33,17,29 --shape 8,8,8 --repeat 2 --threads 2 --impl tessera,naive "
-			   "--tuned bench_tuned.jsonl");
+	/* every parameter of the record counts: the reduction in chunks too */
+	append_tuned(ctx, "matmul", TS_SHAPE(20, 40, 300), (const char *[]){"mr", "kc"}, (int64_t[]){3, 128}, 2);
+	int rc = run_bench("gemm --shape 33,17,29 --shape 8,8,8 --shape 20,40,300 --repeat 2 --threads 2 "
+			   "--impl tessera,naive --tuned bench_tuned.jsonl");
 	ck_assert_msg(rc == 0, "tessera-bench exited %d: %s", rc, slurp("bench_stderr.txt"));
 	const char *out = slurp("bench_stdout.txt");
-	ck_assert_msg(strstr(out, "tessera 33x17x29: tuned schedule (bench_tuned.jsonl:1)"), "%s", out);
+	ck_assert_msg(strstr(out, "tessera 33x17x29: tuned schedule (bench_tuned.jsonl:1): mr 3, nr 8, kunroll 2"),
+		      "%s", out);
+	ck_assert_msg(strstr(out, "tessera 20x40x300: tuned schedule (bench_tuned.jsonl:3): mr 3, kc 128\n"),
+		      "%s", out);
 	ck_assert_msg(strstr(out, "tessera 8x8x8: default schedule (no record"), "%s", out);
 	rc = run_bench("conv2d --conv 1,8,9,9,16,3,3,1,1 --repeat 2 --threads 2 --impl tessera,naive "
 		       "--tuned bench_tuned.jsonl");
@@ -1027,7 +1032,7 @@ START_TEST(test_binary_tuned)
 	fputs("{\"tessera\"\n", f);
 	fclose(f);
 	ck_assert_int_eq(run_bench("gemm --tuned bench_tuned.jsonl"), BENCH_EXIT_USAGE);
-	ck_assert(strstr(slurp("bench_stderr.txt"), "--tuned: bench_tuned.jsonl:4: "));
+	ck_assert(strstr(slurp("bench_stderr.txt"), "--tuned: bench_tuned.jsonl:5: "));
 	remove("bench_tuned.jsonl");
 	ts_ctx_free(ctx);
 }

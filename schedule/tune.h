@@ -141,6 +141,13 @@ ts_func *ts_tune_lower(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c
  * blocks are the caller's layout); ts_conv2d_cpu_default() for any other
  * task, or NULL arguments. */
 ts_conv2d_cpu_params ts_tune_conv2d_params(const ts_tune_task *t, const ts_tune_cand *c);
+/* The ts_schedule_matmul_cpu / ts_schedule_dense_cpu parameters of
+ * candidate c of a "matmul" or "dense" task (mr, nr, kunroll, parallel,
+ * pack_at as .pack, kc, prefetch), and in *packed (where not NULL)
+ * whether it multiplies by B packed into panels of its nr
+ * (ts_op_matmul_packed; parameter "pack"); for any other task, or NULL
+ * arguments, ts_matmul_cpu_default() and false. */
+ts_matmul_cpu_params ts_tune_matmul_params(const ts_tune_task *t, const ts_tune_cand *c, bool *packed);
 
 /* The generic space of out, a single-output compute: parameter "sketch"
  * (0: ts_schedule_default_cpu, the default; 1: tiles with the reductions

@@ -473,9 +473,10 @@ static int graph_gemm(ts_ctx *ctx, const ts_tune_task *t, const ts_tune_cand *c,
 	bool dense = !strcmp(t->op, "dense");
 	a[0] = ph(ctx, "A", TS_SHAPE(s[0], s[2]));
 	a[1] = ph(ctx, "B", TS_SHAPE(s[2], s[1]));
-	int64_t nr = tune_param(&t->space, c, "nr", 16);
-	ts_tensor *C = tune_param(&t->space, c, "pack", 0) ? ts_op_matmul_packed(ctx, a[0], a[1], nr)
-							   : ts_op_matmul(ctx, a[0], a[1], false, false);
+	bool packed;
+	ts_matmul_cpu_params p = ts_tune_matmul_params(t, c, &packed);
+	ts_tensor *C = packed ? ts_op_matmul_packed(ctx, a[0], a[1], p.nr)
+			      : ts_op_matmul(ctx, a[0], a[1], false, false);
 	if (!dense)
 		return (a[2] = C) ? 3 : 0;
 	a[2] = ph(ctx, "bias", TS_SHAPE(s[1]));
@@ -632,6 +633,27 @@ ts_conv2d_cpu_params ts_tune_conv2d_params(const ts_tune_task *t, const ts_tune_
 	return p;
 }
 
+ts_matmul_cpu_params ts_tune_matmul_params(const ts_tune_task *t, const ts_tune_cand *c, bool *packed)
+{
+	ts_matmul_cpu_params p = ts_matmul_cpu_default();
+	if (packed)
+		*packed = false;
+	if (!c || tune_task_check(NULL, t, "tune_matmul_params") != TS_OK ||
+	    strcmp(t->space.kind, KIND_MATMUL))
+		return p;
+	const ts_tune_space *sp = &t->space;
+	p.mr = tune_param(sp, c, "mr", p.mr);
+	p.nr = tune_param(sp, c, "nr", p.nr);
+	p.kunroll = tune_param(sp, c, "kunroll", p.kunroll);
+	p.parallel = tune_param(sp, c, "parallel", p.parallel) != 0;
+	p.pack = (ts_pack_mode)tune_param(sp, c, "pack_at", p.pack);
+	p.kc = tune_param(sp, c, "kc", p.kc);
+	p.prefetch = tune_param(sp, c, "prefetch", p.prefetch) != 0;
+	if (packed)
+		*packed = tune_param(sp, c, "pack", 0) != 0;
+	return p;
+}
+
 static ts_status schedule_conv2d(ts_schedule *s, const ts_tune_task *t, const ts_tune_cand *c,
 				 ts_tensor *Y)
 {
@@ -666,13 +688,8 @@ static ts_status schedule_task(ts_schedule *s, const ts_tune_task *t, const ts_t
 			       ts_tensor *out)
 {
 	const ts_tune_space *sp = &t->space;
-	if (!strcmp(sp->kind, "matmul")) {
-		ts_matmul_cpu_params p = {.mr = tune_param(sp, c, "mr", 4), .nr = tune_param(sp, c, "nr", 16),
-					  .kunroll = tune_param(sp, c, "kunroll", 4),
-					  .parallel = tune_param(sp, c, "parallel", 1) != 0,
-					  .pack = (ts_pack_mode)tune_param(sp, c, "pack_at", TS_PACK_AUTO),
-					  .kc = tune_param(sp, c, "kc", 0),
-					  .prefetch = tune_param(sp, c, "prefetch", 0) != 0};
+	if (!strcmp(sp->kind, KIND_MATMUL)) {
+		ts_matmul_cpu_params p = ts_tune_matmul_params(t, c, NULL);
 		return ts_schedule_dense_cpu(s, out, &p);
 	}
 	if (!strcmp(sp->kind, "conv2d"))
