@@ -71,7 +71,8 @@ static void conv_blocks(const bench_conv *c, int64_t *xb, int64_t *yb)
 /* The default parameters of p's schedule. */
 static void default_params(tsr_state *st, const bench_problem *p)
 {
-	st->mp = p->op == BENCH_GEMM ? ts_matmul_cpu_default_for(p->g.N) : ts_matmul_cpu_default();
+	st->mp = p->op == BENCH_GEMM ? ts_matmul_cpu_default_shape(p->g.M, p->g.N, p->g.K)
+				     : ts_matmul_cpu_default();
 	st->pack = p->op == BENCH_GEMM && ts_matmul_cpu_packs(p->g.M);
 	st->cp = ts_conv2d_cpu_default();
 	if (p->op == BENCH_CONV2D)

@@ -103,10 +103,10 @@ typedef struct ts_matmul_cpu_params {
 	 * an epilogue): the reduction in chunks of kc, the chunk loop between
 	 * the column panels and the row tiles, the tile accumulated in C
 	 * itself, loaded and stored once a chunk, so a kc x nr panel and the
-	 * A blocks a panel reads stay in cache: long reductions (BERT's
-	 * 128 x 768 x 3072, AVX-512, one core: kc 256 5-7% faster).  Parallel
-	 * over the panels; the partial tiles of the last rows and columns and
-	 * the last partial chunk run in loop nests of their own. */
+	 * A blocks a panel reads stay in cache: long reductions with B read
+	 * in place (ts_matmul_cpu_default_shape).  Parallel over the panels;
+	 * the partial tiles of the last rows and columns and the last partial
+	 * chunk run in loop nests of their own. */
 	int64_t kc;
 	/* each k step of a tile fetches the rows of B that the next tile
 	 * reads at that step (ts_prefetch_ahead on the tile loop), so the
@@ -130,6 +130,17 @@ ts_matmul_cpu_params ts_matmul_cpu_default(void);
  * constant column count; the graph layer, tessera-bench and the tuner
  * pack B into panels of its nr. */
 ts_matmul_cpu_params ts_matmul_cpu_default_for(int64_t n);
+/* The default for C[m, n] = A[m, k] B[k, n] with B read in place where
+ * ts_matmul_cpu_packs(m) says so: ts_matmul_cpu_default_for(n), and with
+ * AVX-512, for k >= 512 and at least two n / nr column panels for each
+ * thread of the pool (ts_num_threads(), read now), the reduction in
+ * chunks of kc = 256 (AVX-512, 1 and 2 threads: ResNet-50's fc 1 x 1000
+ * x 2048 1.8-2.0x faster, BERT's 128 x 768 x 3072 1.2-1.6x, ResNet-50's
+ * im2col GEMMs 1.2-1.6x).  ts_schedule_matmul_cpu given no parameters
+ * applies the same rule to a plain ts_op_matmul of constant extents;
+ * tessera-bench and the tuner's default use it.  Any argument < 1:
+ * ts_matmul_cpu_default_for(n). */
+ts_matmul_cpu_params ts_matmul_cpu_default_shape(int64_t m, int64_t n, int64_t k);
 /* Whether a product of m rows (C[m, N]) is faster with B packed
  * (ts_op_matmul_packed) than read in place (ts_op_matmul): packing is a
  * pass over B that pays where many row blocks reuse each panel: from 512

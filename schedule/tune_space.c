@@ -172,8 +172,12 @@ static void add_factor(ts_tune_space *sp, const char *name, int64_t def, int64_t
 static void space_matmul(ts_tune_task *t)
 {
 	ts_tune_space *sp = &t->space;
-	bool packs = ts_matmul_cpu_packs(t->shape[t->nshape - 3]);
-	ts_matmul_cpu_params d = ts_matmul_cpu_default_for(t->shape[t->nshape - 2]);
+	const int64_t *mnk = t->shape + t->nshape - 3;
+	bool packs = ts_matmul_cpu_packs(mnk[0]);
+	/* the default candidate is the default schedule: a dense layer's
+	 * epilogue reads the whole sum, so only a matmul's may be in chunks */
+	ts_matmul_cpu_params d = !strcmp(t->op, "matmul") ? ts_matmul_cpu_default_shape(mnk[0], mnk[1], mnk[2])
+							  : ts_matmul_cpu_default_for(mnk[1]);
 	sp->kind = KIND_MATMUL;
 	add_param(sp, "mr", 7, (int64_t[]){d.mr, 1, 2, 3, 4, 6, 8});
 	add_param(sp, "nr", 6, (int64_t[]){d.nr, 8, 16, 32, 48, 64});

@@ -448,6 +448,9 @@ START_TEST(test_op_schedule_helpers)
 			ck_assert(rw == w || (w >= 1 && rw % w == 0));
 			for (int k = 0; k < NENDS; k += 3) {
 				int64_t u = ends[k];
+				ts_matmul_cpu_params ps = ts_matmul_cpu_default_shape(v, w, u);
+				ck_assert(ps.mr >= 1 && ps.nr >= 1 && ps.kunroll >= 1 && ps.kc >= 0);
+				ck_assert(ps.kc == 0 || ps.kc < u);
 				rw = ts_conv2d_cpu_row_width_for(1, 1, 1, 1, 0, 0, v, w, u, ends[(k + 5) % NENDS], u);
 				ck_assert(rw == w || (w >= 1 && rw % w == 0));
 				int64_t rc = ts_conv2d_cpu_rc_block(v, w, 1, 1, u);

@@ -185,6 +185,40 @@ START_TEST(test_matmul_cpu_default_for)
 }
 END_TEST
 
+/* The default by shape: with AVX-512 a long reduction read in place runs
+ * in chunks of 256 where there are two column panels a thread, and not
+ * with B packed (from 512 rows), a short K, few panels, AVX2, or an
+ * epilogue (dense).  Given no parameters, a plain matmul takes the same
+ * chunks; results checked on a shape no tile, panel or chunk divides. */
+START_TEST(test_matmul_cpu_default_shape)
+{
+	bool wide = ts_cpu_vector_lanes() == 16;
+	int threads = ts_num_threads();
+	int64_t panels = 2 * threads * 48; /* columns of 2 panels a thread */
+	ck_assert_int_eq(ts_matmul_cpu_default_shape(128, 3072, 3072).kc, wide && 3072 / 48 >= 2 * threads ? 256 : 0);
+	ck_assert_int_eq(ts_matmul_cpu_default_shape(128, panels, 512).kc, wide ? 256 : 0);
+	ck_assert_int_eq(ts_matmul_cpu_default_shape(128, panels, 511).kc, 0);
+	ck_assert_int_eq(ts_matmul_cpu_default_shape(128, panels - 48, 4096).kc, 0);
+	ck_assert_int_eq(ts_matmul_cpu_default_shape(512, panels, 4096).kc, 0); /* packed */
+	ck_assert_int_eq(ts_matmul_cpu_default_shape(0, panels, 4096).kc, 0);
+	ts_matmul_cpu_params d = ts_matmul_cpu_default_shape(128, panels, 600), f = ts_matmul_cpu_default_for(panels);
+	ck_assert(d.mr == f.mr && d.nr == f.nr && d.kunroll == f.kunroll && d.prefetch == f.prefetch);
+	for (int dense = 0; dense < 2; dense++) {
+		ts_ctx *ctx = ts_ctx_new();
+		ts_tensor *A = ts_placeholder(ctx, "A", TS_SHAPE(37, 600), ts_float32);
+		ts_tensor *B = ts_placeholder(ctx, "B", TS_SHAPE(600, panels + 5), ts_float32);
+		ts_tensor *C = ts_op_matmul(ctx, A, B, false, false);
+		ts_tensor *Y = dense ? ts_op_relu(ctx, C) : C;
+		ts_schedule *s = ts_create_schedule(ctx, 1, &Y);
+		tu_ok(ctx, ts_schedule_dense_cpu(s, Y, NULL));
+		bool chunks = strstr(ts_schedule_str(s), "split k -> k.outer, k.inner (factor 256") != NULL;
+		ck_assert_msg(chunks == (wide && !dense), "%s", ts_schedule_str(s));
+		tu_check_func(ctx, ts_lower(s, "gemm", 3, (ts_tensor *[]){A, B, Y}), 1e-4);
+		ts_ctx_free(ctx);
+	}
+}
+END_TEST
+
 START_TEST(test_matmul_cpu_refusals)
 {
 	ts_ctx *ctx = ts_ctx_new();
@@ -744,6 +778,7 @@ int main(void)
 	tcase_add_test(tc, test_matmul_cpu_pack);
 	tcase_add_test(tc, test_matmul_cpu_k_chunks);
 	tcase_add_test(tc, test_matmul_cpu_default_for);
+	tcase_add_test(tc, test_matmul_cpu_default_shape);
 	tcase_add_test(tc, test_matmul_cpu_refusals);
 	tcase_add_test(tc, test_batch_matmul_cpu);
 	tcase_add_test(tc, test_conv2d_nchwc_cpu);
