@@ -804,6 +804,21 @@ static int reshape_node(ts_graph *g, const char *name, int x, int64_t d0, int64_
 	return ts_graph_node(g, name, TS_GOP_RESHAPE, 1, &x, &a);
 }
 
+/* Removes the values from nv and the nodes from nn on (what a call that
+ * added several and then failed had added), so that a refused call leaves
+ * the graph as it was; -1. */
+static int drop_since(ts_graph *g, int nv, int nn)
+{
+	while (g->nn > nn)
+		free(g->n[--g->nn].name);
+	while (g->nv > nv) {
+		gvalue *v = &g->v[--g->nv];
+		free(v->name);
+		free(v->data);
+	}
+	return -1;
+}
+
 /* MatMul with one 1-D operand, as numpy: a vector a[K] is the matrix
  * [1, K] and b[K] is [K, 1], and the dimension they add is dropped from
  * the product.  Built from Reshape views around a MatMul of matrices, so
@@ -825,13 +840,15 @@ static int matmul_vector(ts_graph *g, const char *name, const int *in, const ts_
 	char vname[300], mname[300];
 	snprintf(vname, sizeof(vname), "%s.%s2d", name, va ? "a" : "b");
 	snprintf(mname, sizeof(mname), "%s.2d", name);
+	/* three nodes: one refused takes the others back with it */
+	int nv = g->nv, nn = g->nn;
 	int v = reshape_node(g, vname, va ? in[0] : in[1], va ? 1 : V->shape[0], va ? V->shape[0] : 1);
 	if (v < 0)
-		return -1;
+		return drop_since(g, nv, nn);
 	int m = ts_graph_node(g, mname, TS_GOP_MATMUL, 2, va ? (int[]){v, in[1]} : (int[]){in[0], v},
 			      attrs);
 	if (m < 0)
-		return -1;
+		return drop_since(g, nv, nn);
 	const gvalue *M = &g->v[m];
 	ts_gattrs a = ts_gattrs_default();
 	/* the product without the dimension the vector added */
@@ -839,7 +856,8 @@ static int matmul_vector(ts_graph *g, const char *name, const int *in, const ts_
 	for (int d = 0; d < M->ndim; d++)
 		if (d != drop)
 			a.shape[a.nshape++] = M->shape[d];
-	return ts_graph_node(g, name, TS_GOP_RESHAPE, 1, &m, &a);
+	int r = ts_graph_node(g, name, TS_GOP_RESHAPE, 1, &m, &a);
+	return r < 0 ? drop_since(g, nv, nn) : r;
 }
 
 int ts_graph_node(ts_graph *g, const char *name, ts_gop op, int ninputs, const int *inputs,
@@ -854,16 +872,18 @@ int ts_graph_node(ts_graph *g, const char *name, ts_gop op, int ninputs, const i
 	}
 	if (!check_node_args(g, name, op, ninputs, inputs))
 		return -1;
-	if (op == TS_GOP_MATMUL && ninputs == 2 && g->v[inputs[0]].ndim >= 1 && g->v[inputs[1]].ndim >= 1 &&
-	    (g->v[inputs[0]].ndim == 1) != (g->v[inputs[1]].ndim == 1))
-		return matmul_vector(g, name, inputs, attrs);
 	ts_gattrs a = node_attrs(attrs);
 	if ((op == TS_GOP_MAXPOOL || op == TS_GOP_AVGPOOL) && (a.kernel[0] < 1 || a.kernel[1] < 1))
 		return ts_error(g->ctx, TS_ERR_INVALID, "node '%s' (%s): kernel %lldx%lld must be positive", name,
 				ts_gop_name(op), (long long)a.kernel[0], (long long)a.kernel[1]), -1;
+	/* checked before a MatMul of a vector becomes three nodes, so that
+	 * the error names this one */
 	if (a.nperm < 0 || a.nperm > TS_GRAPH_MAX_DIMS)
 		return ts_error(g->ctx, TS_ERR_INVALID, "node '%s' (%s): perm has %d entries", name,
 				ts_gop_name(op), a.nperm), -1;
+	if (op == TS_GOP_MATMUL && ninputs == 2 && g->v[inputs[0]].ndim >= 1 && g->v[inputs[1]].ndim >= 1 &&
+	    (g->v[inputs[0]].ndim == 1) != (g->v[inputs[1]].ndim == 1))
+		return matmul_vector(g, name, inputs, attrs);
 	int ndim;
 	int64_t shape[TS_GRAPH_MAX_DIMS] = {0};
 	if (!g_infer(g, name, op, ninputs, inputs, &a, &ndim, shape) ||

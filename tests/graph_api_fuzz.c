@@ -1031,8 +1031,13 @@ static void act_compile(gaf *f)
 		tg_eval(f->t, true);
 		for (int i = 0; i < r.nout; i++) {
 			int64_t n = ts_array_numel(r.out[i]);
+			const double *want = tg_value(f->t, ts_graph_output_value(f->g, i));
+			/* every value is one a call made (a refused call adds none) */
+			if (!want)
+				violation(f, "output %d is value %d, which no accepted call made", i,
+					  ts_graph_output_value(f->g, i));
 			ref_f[i] = malloc(sizeof(double) * (size_t)n);
-			memcpy(ref_f[i], tg_value(f->t, ts_graph_output_value(f->g, i)), sizeof(double) * (size_t)n);
+			memcpy(ref_f[i], want, sizeof(double) * (size_t)n);
 		}
 		tg_eval(f->t, false);
 	}

@@ -596,6 +596,17 @@ START_TEST(matmul_gemm_bad_shapes)
 	NODE_FAILS(g, "mm", TS_GOP_MATMUL, 2, ((int[]){b2, b3}), NULL,
 		   "node 'mm' (MatMul): batch dimensions do not broadcast: b2[2, 3, 4] x b3[3, 4, 5] "
 		   "(batch dimension 0: 2 vs 3)");
+	/* a MatMul of a vector is three nodes inside: attributes it refuses
+	 * are named by it, and the graph is left as it was */
+	int b4 = ts_graph_input(g, "b4", ts_float32, TS_SHAPE(4, 2, 3));
+	ts_gattrs badp = attrs();
+	badp.nperm = -2;
+	int nodes = ts_graph_num_nodes(g);
+	NODE_FAILS(g, "mv", TS_GOP_MATMUL, 2, ((int[]){b4, v}), &badp, "node 'mv' (MatMul): perm has -2 entries");
+	NODE_FAILS(g, "mv", TS_GOP_MATMUL, 2, ((int[]){v, c}), &badp, "node 'mv' (MatMul): perm has -2 entries");
+	ck_assert_int_eq(ts_graph_num_nodes(g), nodes);
+	ck_assert_int_ge(ts_graph_node(g, "mv", TS_GOP_MATMUL, 2, (int[]){b4, v}, NULL), 0);
+	ck_assert_int_eq(ts_graph_num_nodes(g), nodes + 3);
 	/* a 1-D operand of another dtype is named by the MatMul, not its views */
 	int k = ts_graph_constant(g, "k", ts_int64, 1, (int64_t[]){5}, (int64_t[]){1, 2, 3, 4, 5});
 	NODE_FAILS(g, "mm", TS_GOP_MATMUL, 2, ((int[]){b, k}), NULL,
