@@ -29,6 +29,7 @@ struct tg {
 	tnode n[TG_MAX];
 	int nn;
 	int out[16], nout;
+	bool f32; /* tg_eval's round_f32: GELU computed in float32 too */
 };
 
 static double rnd(uint64_t *s)
@@ -175,7 +176,20 @@ static int64_t bcast(const shp *x, const shp *y, int64_t i)
 	return off;
 }
 
-static double unary(ts_gop op, const ts_gattrs *a, double x)
+/* GELU computed in float32, as the kernels compute it: below about -4,
+ * 1 + erf (or 1 + tanh) cancels in float32 and the result keeps no
+ * correct digit (GELU(-5.25) is -3.96e-8; float32 gives 0 or about 1.6e-7),
+ * which a later division by it magnifies.  Rounding only the node's
+ * result would not show that. */
+static double gelu_f32(const ts_gattrs *a, double x)
+{
+	float v = (float)x;
+	if (a->approximate)
+		return 0.5f * v * (1.0f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));
+	return 0.5f * v * (1.0f + erff(v * 0.70710678f));
+}
+
+static double unary(ts_gop op, const ts_gattrs *a, double x, bool f32)
 {
 	switch (op) {
 	case TS_GOP_RELU:
@@ -194,6 +208,8 @@ static double unary(ts_gop op, const ts_gattrs *a, double x)
 	case TS_GOP_NEG:
 		return -x;
 	case TS_GOP_GELU:
+		if (f32)
+			return gelu_f32(a, x);
 		if (a->approximate)
 			return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
 		return 0.5 * x * (1 + erf(x / sqrt(2)));
@@ -425,7 +441,7 @@ static void eval_node(tg *t, const tnode *n, double *y)
 	}
 	if (n->nin == 1) {
 		for (int64_t i = 0; i < ys.n; i++)
-			y[i] = unary(n->op, &n->a, t->val[n->in[0]][i]);
+			y[i] = unary(n->op, &n->a, t->val[n->in[0]][i], t->f32);
 		return;
 	}
 	shp as = shape_of(t, n->in[0]), bs = shape_of(t, n->in[1]);
@@ -435,6 +451,7 @@ static void eval_node(tg *t, const tnode *n, double *y)
 
 void tg_eval(tg *t, bool round_f32)
 {
+	t->f32 = round_f32;
 	for (int i = 0; i < t->nn; i++) {
 		shp ys = shape_of(t, t->n[i].out);
 		double *y = calloc((size_t)ys.n, sizeof(double));

@@ -29,7 +29,8 @@ ts_status tg_output_named(tg *t, int v, const char *name);
 /* Evaluates every node into the reference values; with round_f32 each
  * node's result is rounded to float32 (the precision of the compiled
  * graph's intermediates: the two evaluations differing shows a value that
- * float32 does not determine).  tg_value: the reference values of value v
+ * float32 does not determine), and GELU, whose 1 + erf cancels inside the
+ * node, is computed in float32.  tg_value: the reference values of value v
  * (inputs and constants as given), NULL for a value the reference does
  * not hold. */
 void tg_eval(tg *t, bool round_f32);
