@@ -84,9 +84,33 @@ START_TEST(test_conv_relu)
 END_TEST
 
 /* Convolutions the blocked kernel cannot take stay on NCHW: weights that
- * are an input (not blocked at compile time), and a constant image. */
+ * are an input (not blocked at compile time), and a constant image, also
+ * one seen through a view (Identity, Reshape; unfused, such an image once
+ * reached the blocked kernel unblocked, which divided by its block 0). */
 START_TEST(test_conv_unblocked)
 {
+	for (int view = 0; view < 2; view++) {
+		ts_ctx *ctx = ts_ctx_new();
+		tg *t = tg_new(ctx, 80 + view);
+		int c = view ? tg_const(t, "c", TS_SHAPE(1, 2, 48), -1, 1) : tg_const(t, "c", TS_SHAPE(1, 2, 12, 4), -1, 1);
+		ts_gattrs r = ts_gattrs_default();
+		r.nshape = 4;
+		memcpy(r.shape, (int64_t[]){1, 2, 12, 4}, sizeof(int64_t[4]));
+		int x = tg_node(t, "x", view ? TS_GOP_RESHAPE : TS_GOP_IDENTITY, 1, &c, view ? &r : NULL);
+		int w = tg_const(t, "w", TS_SHAPE(8, 2, 3, 3), -1, 1);
+		ts_gattrs a = conv_attrs(2, 0, 2, 1, 1);
+		int y = tg_node(t, "conv", TS_GOP_CONV, 2, (int[]){x, w}, &a);
+		ck_assert_msg(y >= 0, "%s", ts_last_error(ctx));
+		tg_output(t, y);
+		ts_graph_exec_free(check_all(ctx, t));
+		ts_graph_opts unfused = {.no_fuse = true};
+		ts_graph_exec *e = NULL;
+		double err = tg_check(t, &unfused, &e);
+		ck_assert_msg(err >= 0 && err <= TOL, "unfused: error %g: %s", err, ts_last_error(ctx));
+		ts_graph_exec_free(e);
+		tg_free(t);
+		ts_ctx_free(ctx);
+	}
 	for (int variant = 0; variant < 2; variant++) {
 		ts_ctx *ctx = ts_ctx_new();
 		tg *t = tg_new(ctx, 90 + variant);
