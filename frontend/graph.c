@@ -575,6 +575,12 @@ static bool infer_norm(const infer *c, int *ndim, int64_t *s)
 		for (int i = 1; i < 5; i++)
 			if (!want_vector(c, i, x->shape[1], what[i]))
 				return false;
+		/* refused now rather than by graph_compile: the statistics are
+		 * folded into constants there */
+		for (int i = 1; i < 5; i++)
+			if (arg(c, i)->kind != GV_CONST)
+				return unsupported(c, "input %d (%s) is not a constant; only inference-mode batch "
+					    "normalization with constant statistics is supported", i, arg(c, i)->name);
 	}
 	return same_shape_as(c, 0, ndim, s);
 }

@@ -87,7 +87,7 @@ typedef enum ts_gop {
 	TS_GOP_GLOBALAVGPOOL, /* [N,C,H,W] -> [N,C,1,1] */
 	TS_GOP_SOFTMAX,       /* over `axis` (the last axis only) */
 	TS_GOP_LAYERNORM,     /* X, scale (, bias) over the last axis; epsilon */
-	TS_GOP_BATCHNORM,     /* X, scale, bias, mean, var; epsilon (inference) */
+	TS_GOP_BATCHNORM,     /* X, scale, bias, mean, var (constants); epsilon (inference) */
 	TS_GOP_TRANSPOSE,     /* perm */
 	TS_GOP_CONCAT,        /* axis */
 	/* views: no kernel on a plain layout */

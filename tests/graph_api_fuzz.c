@@ -640,7 +640,7 @@ static void act_node(gaf *f, bool chain)
 	int v = tg_node(f->t, name, op, nin, null_inputs ? NULL : inputs, null_attrs ? NULL : &a);
 	if (v < 0) {
 		failed(f, "graph_node");
-		if (nvalues(f) != before && !(op == TS_GOP_MATMUL && nin == 2))
+		if (nvalues(f) != before)
 			violation(f, "graph_node failed but added %d values", nvalues(f) - before);
 	} else {
 		if ((unsigned)op >= TS_GOP_COUNT || nin < 0 || nin > TS_GRAPH_MAX_INPUTS || null_inputs)

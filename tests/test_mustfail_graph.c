@@ -515,6 +515,13 @@ START_TEST(norm_softmax_bad_attributes)
 	NODE_FAILS(g, "bn", TS_GOP_BATCHNORM, 5, ((int[]){x, c, c, c, c}), NULL,
 		   "scale must have 4 elements along its first dimension: c[2]");
 	NODE_FAILS(g, "bn", TS_GOP_BATCHNORM, 5, ((int[]){v, c, c, c, c}), NULL, "needs at least 2 dimensions: v[4]");
+	/* statistics that are not constants: refused when added, not when compiled */
+	int ci = ts_graph_input(g, "ci", ts_float32, TS_SHAPE(2));
+	int cn = ts_graph_node(g, "cn", TS_GOP_NEG, 1, &c, NULL);
+	NODE_FAILS(g, "bn", TS_GOP_BATCHNORM, 5, ((int[]){xb, c, c, ci, c}), NULL,
+		   "node 'bn' (BatchNormalization): input 3 (ci) is not a constant; only inference-mode batch "
+		   "normalization with constant statistics is supported");
+	NODE_FAILS(g, "bn", TS_GOP_BATCHNORM, 5, ((int[]){xb, cn, c, c, c}), NULL, "input 1 (cn) is not a constant");
 	ck_assert_int_ge(ts_graph_node(g, "bn", TS_GOP_BATCHNORM, 5, (int[]){xb, c, c, c, c}, NULL), 0);
 	/* BatchNormalization has no axis: whatever attrs.axis says */
 	a = attrs(), a.axis = 7;
