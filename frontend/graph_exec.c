@@ -236,11 +236,11 @@ static int plan_group(planner *pl, const ggroup *gr)
 	}
 	/* the blocked convolutions block their weights at compile time: a
 	 * convolution of computed weights (or of a constant image) stays on
-	 * NCHW.  The image is looked at as planned: a view of a constant
-	 * (Identity, Reshape) is constant too, and want() leaves constants as
-	 * they are, so a blocked kernel would find it unblocked */
+	 * NCHW.  The image is looked at as planned: a constant, or a view of
+	 * one (Identity, Reshape), is constant there, and want() leaves
+	 * constants as they are, so a blocked kernel would find it unblocked */
 	bool blockable = a && a->op == TS_GOP_CONV && g->v[a->in[1]].kind == GV_CONST &&
-			 g->v[a->in[0]].kind != GV_CONST && !pl->e->xv[pl->gv2x[a->in[0]]].is_const;
+			 !pl->e->xv[pl->gv2x[a->in[0]]].is_const;
 	if (blockable && gx_is_depthwise(g, a)) {
 		/* channel for channel: the output keeps the input's blocks */
 		int x = pl->gv2x[a->in[0]];

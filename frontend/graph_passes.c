@@ -231,10 +231,11 @@ ts_status g_pass_fold(gpass *p)
 		gnode *n = &g->n[i];
 		if (p->ns[i].dead || n->op != TS_GOP_BATCHNORM)
 			continue;
+		/* ts_graph_node refuses statistics that are not constants */
 		for (int k = 1; k < 5; k++)
 			if (!is_const(g, n->in[k]))
-				return ts_error(g->ctx, TS_ERR_UNSUPPORTED,
-						"node '%s' (BatchNormalization): input %d (%s) is not a constant; only inference-mode batch normalization with constant statistics is supported",
+				return ts_error(g->ctx, TS_ERR_INTERNAL,
+						"graph_compile: internal error: BatchNormalization '%s' has input %d (%s) not constant",
 						n->name, k, g->v[n->in[k]].name);
 		const gvalue *x = &g->v[n->in[0]];
 		int prod = x->kind == GV_NODE ? x->node : -1;
