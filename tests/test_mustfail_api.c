@@ -1070,6 +1070,9 @@ START_TEST(test_helpers_and_internals)
 	ts_tune_cand cand = {0};
 	ts_conv2d_cpu_params p = ts_tune_conv2d_params(&bad, &cand), d = ts_conv2d_cpu_default();
 	ck_assert(!memcmp(&p, &d, sizeof p));
+	bool packed = true;
+	ts_matmul_cpu_params mp = ts_tune_matmul_params(&bad, &cand, &packed), md = ts_matmul_cpu_default();
+	ck_assert(tu_same_matmul_params(mp, md) && !packed);
 	ts_error_stashed sv;
 	memset(&sv, 'A', sizeof sv);
 	sv.status = TS_ERR_INVALID;

@@ -206,6 +206,28 @@ START_TEST(test_space_matmul)
 	ck_assert_int_lt(param_index(&k.space, "kc"), 0); /* nothing to chunk */
 	ck_assert_int_eq(m.space.nchoice[param_index(&m.space, "kc")], 4);
 	ck_assert_int_eq(m.space.choice[param_index(&m.space, "kc")][0], 0);
+	/* a candidate read as the schedules take it: every parameter, B
+	 * packed or not; any other task or a NULL one gives the defaults */
+	ts_tune_cand c = ts_tune_default(&m);
+	static const char *const names[] = {"mr", "nr", "kunroll", "parallel", "pack", "pack_at", "kc", "prefetch"};
+	static const int64_t values[] = {3, 16, 2, 0, 1, TS_PACK_PANEL, 128, 1};
+	for (size_t i = 0; i < TS_COUNT_OF(names); i++)
+		c.v[param_index(&m.space, names[i])] = values[i];
+	bool packed = false;
+	ts_matmul_cpu_params p = ts_tune_matmul_params(&m, &c, &packed);
+	ck_assert(p.mr == 3 && p.nr == 16 && p.kunroll == 2 && !p.parallel && p.pack == TS_PACK_PANEL &&
+		  p.kc == 128 && p.prefetch && packed);
+	ts_matmul_cpu_params dp = ts_matmul_cpu_default();
+	ts_tune_task conv = task(ctx, "conv2d", TS_SHAPE(1, 8, 9, 9, 16, 3, 3, 1, 1));
+	ts_tune_cand cc = ts_tune_default(&conv);
+	const ts_tune_task *others[] = {&conv, NULL};
+	for (size_t i = 0; i < TS_COUNT_OF(others); i++) {
+		packed = true;
+		p = ts_tune_matmul_params(others[i], &cc, &packed);
+		ck_assert(tu_same_matmul_params(p, dp) && !packed);
+	}
+	p = ts_tune_matmul_params(&m, NULL, NULL);
+	ck_assert(tu_same_matmul_params(p, dp));
 	ts_ctx_free(ctx);
 	check_space("matmul", TS_SHAPE(13, 37, 300), 12);
 }

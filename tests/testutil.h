@@ -125,4 +125,12 @@ bool tu_allocates_global(const char *text, const char *name);
 		tu_assert_error(ctx, part);                                     \
 	} while (0)
 
+/* Whether two matmul parameter sets are the same, field by field (a
+ * struct's padding bytes are not compared). */
+static inline bool tu_same_matmul_params(ts_matmul_cpu_params a, ts_matmul_cpu_params b)
+{
+	return a.mr == b.mr && a.nr == b.nr && a.kunroll == b.kunroll && a.parallel == b.parallel &&
+	       a.pack == b.pack && a.kc == b.kc && a.prefetch == b.prefetch;
+}
+
 #endif
